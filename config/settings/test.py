@@ -1,0 +1,17 @@
+"""Tests: the same settings, with fast hashing; DATABASE_URL / CELERY_BROKER_URL pick the backends.
+
+Each test run gets its own var/ directory (SQLite file, embedded broker, storage), so that two runs on
+one machine never share state. Subprocesses (a real Celery worker) inherit it through the environment.
+"""
+import os
+import tempfile
+
+os.environ.setdefault("PARAFORGE_VAR_DIR", tempfile.mkdtemp(prefix="paraforge-test-"))
+
+from .base import *  # noqa: E402,F403
+from .base import DATABASES, VAR_DIR  # noqa: E402
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not :memory:, so that a real Celery worker process can open the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-paraforge.sqlite3")}

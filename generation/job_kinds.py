@@ -1,0 +1,1 @@
+"""The job kinds of generation/: corpus import, IDF, constraint selection and decoding."""

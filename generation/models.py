@@ -1,0 +1,72 @@
+"""Corpora, their shards and IDF tables. Sentences live in shards (see storage.py), not in rows."""
+from django.db import models
+
+from jobs.models import Job
+
+
+class CorpusFormat(models.TextChoices):
+    BITEXT = "bitext", "bitext (source<TAB>reference)"
+    MONO = "mono", "English, one sentence per line"
+
+
+class CorpusStatus(models.TextChoices):
+    IMPORTING = "importing"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Corpus(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    format = models.CharField(max_length=8, choices=CorpusFormat.choices)
+    status = models.CharField(max_length=16, choices=CorpusStatus.choices, default=CorpusStatus.IMPORTING)
+    source_name = models.CharField(max_length=500, blank=True, help_text="the file it was imported from")
+    storage_prefix = models.CharField(max_length=500, blank=True)
+    n_references = models.PositiveBigIntegerField(default=0)
+    n_lines_read = models.PositiveBigIntegerField(default=0)
+    n_bad_lines = models.PositiveBigIntegerField(default=0)
+    bad_lines = models.JSONField(default=list, blank=True, help_text="the first bad lines: file, line, reason")
+    import_job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "corpora"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CorpusShard(models.Model):
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="shards")
+    index = models.PositiveIntegerField()
+    key = models.CharField(max_length=500)
+    n_records = models.PositiveIntegerField()
+    first_record = models.PositiveBigIntegerField(help_text="corpus-wide index of this shard's first reference")
+    sha256 = models.CharField(max_length=64)
+    bytes = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["corpus_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["corpus", "index"], name="unique_shard_index_per_corpus")]
+
+    def __str__(self) -> str:
+        return f"{self.corpus} shard {self.index}"
+
+
+class IdfTable(models.Model):
+    """IDF = ln(N / df) over the corpus's English side, a sentence being a document. Stored as a TSV."""
+
+    corpus = models.ForeignKey(Corpus, null=True, blank=True, on_delete=models.CASCADE, related_name="idf_tables")
+    name = models.CharField(max_length=200, unique=True)
+    key = models.CharField(max_length=500, blank=True, help_text="token<TAB>idf TSV in storage")
+    n_documents = models.PositiveBigIntegerField(default=0)
+    n_types = models.PositiveBigIntegerField(default=0)
+    tokenizer = models.CharField(max_length=200, blank=True, help_text="spaCy pipeline and version that counted")
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,44 @@
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from .execution import job_cancel, job_progress, job_resume
+from .models import Job, JobChunk
+
+
+class JobChunkInline(admin.TabularInline):
+    model = JobChunk
+    extra = 0
+    can_delete = False
+    fields = ("index", "status", "done_units", "total_units", "attempts", "error", "started_at", "finished_at")
+    readonly_fields = fields
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ("id", "kind", "label", "status", "progress_bar", "created_at", "finished_at")
+    list_filter = ("kind", "status")
+    search_fields = ("label",)
+    readonly_fields = ("kind", "label", "params", "status", "result", "error", "total_chunks",
+                       "created_at", "started_at", "finished_at", "progress_bar")
+    inlines = [JobChunkInline]
+    actions = ["resume_jobs", "cancel_jobs"]
+
+    @admin.display(description="progress")
+    def progress_bar(self, job: Job) -> str:
+        p = job_progress(job)
+        return format_html(
+            '<progress class="job-progress" data-job="{}" max="100" value="{}"></progress> {}%',
+            job.pk, round(100 * p["fraction"]), round(100 * p["fraction"]),
+        )
+
+    @admin.action(description="Resume selected jobs (re-run unfinished chunks)")
+    def resume_jobs(self, request, queryset):
+        for job in queryset:
+            job_resume(job_id=job.pk)
+        self.message_user(request, f"Resumed {queryset.count()} job(s).", messages.SUCCESS)
+
+    @admin.action(description="Cancel selected jobs")
+    def cancel_jobs(self, request, queryset):
+        for job in queryset:
+            job_cancel(job_id=job.pk)
+        self.message_user(request, f"Cancelled {queryset.count()} job(s).", messages.SUCCESS)

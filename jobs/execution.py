@@ -1,0 +1,236 @@
+"""Starting, running, finishing, resuming, cancelling and waiting for chunked jobs."""
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import traceback
+from typing import Any
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .models import TERMINAL_STATUSES, Job, JobChunk, JobStatus
+from .registry import get_kind
+
+logger = logging.getLogger(__name__)
+
+
+TRANSIENT_ERRORS = (OperationalError, InterfaceError)
+
+
+class JobCancelled(Exception):
+    """Raised inside a chunk when its job was cancelled; the chunk stops without writing."""
+
+
+def job_start(*, kind: str, params: dict[str, Any], label: str = "", enqueue: bool = True) -> Job:
+    """Create a job and its chunks atomically; the chunk tasks are enqueued once the rows commit."""
+    job_kind = get_kind(kind)
+    with transaction.atomic():
+        job = Job.objects.create(kind=kind, params=params, label=label[:255])
+        plans = job_kind.plan(job)
+        JobChunk.objects.bulk_create(JobChunk(job=job, index=i, params=p) for i, p in enumerate(plans))
+        job.total_chunks = len(plans)
+        job.save(update_fields=["total_chunks"])
+        if enqueue:
+            transaction.on_commit(lambda: job_enqueue(job_id=job.pk))
+    return job
+
+
+def job_enqueue(*, job_id: int) -> int:
+    """Send one task per unfinished chunk (or the finishing task if none is left). Returns the count."""
+    from . import tasks
+
+    job = Job.objects.get(pk=job_id)
+    if job.is_terminal:
+        return 0
+    task = tasks.run_chunk_gpu if get_kind(job.kind).queue == "gpu" else tasks.run_chunk_cpu
+    pending = list(job.chunks.exclude(status=JobStatus.SUCCEEDED).values_list("pk", flat=True))
+    for chunk_id in pending:
+        task.delay(chunk_id)
+    if not pending:
+        tasks.finish_job.delay(job_id)
+    return len(pending)
+
+
+def _progress_recorder(chunk: JobChunk):
+    last = [0.0]
+
+    def record(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < 0.5 and done < total:
+            return
+        last[0] = now
+        JobChunk.objects.filter(pk=chunk.pk).update(done_units=done, total_units=total)
+        if Job.objects.filter(pk=chunk.job_id, status=JobStatus.CANCELLED).exists():
+            raise JobCancelled(f"job {chunk.job_id} was cancelled")
+
+    return record
+
+
+def chunk_run(*, chunk_id: int) -> bool:
+    """Run one chunk unless it already succeeded or its job ended. Returns True if the job is now complete.
+
+    Errors mark the chunk and the job failed, then propagate (a task may retry a transient one; a
+    retry runs the chunk again from the start, which the kind's write-once outputs make safe).
+    """
+    with transaction.atomic():
+        chunk = JobChunk.objects.select_related("job").get(pk=chunk_id)
+        job = chunk.job
+        if chunk.status == JobStatus.SUCCEEDED or job.status in TERMINAL_STATUSES:
+            return False
+        now = timezone.now()
+        JobChunk.objects.filter(pk=chunk.pk).update(
+            status=JobStatus.RUNNING, attempts=F("attempts") + 1, started_at=now, error=""
+        )
+        Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(status=JobStatus.RUNNING, started_at=now)
+    kind = get_kind(job.kind)
+    try:
+        result = kind.run_chunk(job, chunk, _progress_recorder(chunk))
+    except JobCancelled:
+        JobChunk.objects.filter(pk=chunk.pk).update(status=JobStatus.CANCELLED, finished_at=timezone.now())
+        return False
+    except TRANSIENT_ERRORS:
+        raise  # the database went away: the task retries the chunk, which is safe to run again
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        JobChunk.objects.filter(pk=chunk.pk).update(
+            status=JobStatus.FAILED, error=traceback.format_exc()[-4000:], finished_at=timezone.now()
+        )
+        Job.objects.filter(pk=job.pk).exclude(status__in=TERMINAL_STATUSES).update(
+            status=JobStatus.FAILED, error=f"chunk {chunk.index}: {message}"[:4000], finished_at=timezone.now()
+        )
+        raise
+    with transaction.atomic():
+        JobChunk.objects.filter(pk=chunk.pk).update(
+            status=JobStatus.SUCCEEDED, result=result, finished_at=timezone.now(),
+            done_units=F("total_units"),
+        )
+        remaining = JobChunk.objects.filter(job_id=job.pk).exclude(status=JobStatus.SUCCEEDED).exists()
+    return not remaining
+
+
+def job_finish(*, job_id: int) -> Job:
+    """Combine chunk results once every chunk succeeded. Safe to call twice: the second does nothing."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job_id)
+        if job.is_terminal:
+            return job
+        chunks = list(job.chunks.order_by("index"))
+        if any(c.status != JobStatus.SUCCEEDED for c in chunks):
+            return job
+        kind = get_kind(job.kind)
+        try:
+            job.result = kind.finish(job, chunks)
+            job.status = JobStatus.SUCCEEDED
+        except Exception as exc:
+            logger.exception("finishing job %s failed", job_id)
+            job.status = JobStatus.FAILED
+            job.error = f"finish: {type(exc).__name__}: {exc}"[:4000]
+        job.finished_at = timezone.now()
+        job.started_at = job.started_at or job.finished_at
+        job.save(update_fields=["result", "status", "error", "finished_at", "started_at"])
+    return job
+
+
+def job_run_inline(*, job_id: int) -> Job:
+    """Run every unfinished chunk in this process, then finish: ``--wait`` with no worker, and tests."""
+    for chunk_id in JobChunk.objects.filter(job_id=job_id).exclude(status=JobStatus.SUCCEEDED).values_list(
+        "pk", flat=True
+    ):
+        try:
+            chunk_run(chunk_id=chunk_id)
+        except Exception:
+            return Job.objects.get(pk=job_id)
+    return job_finish(job_id=job_id)
+
+
+def job_resume(*, job_id: int) -> Job:
+    """Put a failed or stalled job back to work: unfinished chunks are reset and sent again."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job_id)
+        if job.status == JobStatus.SUCCEEDED:
+            return job
+        job.chunks.exclude(status=JobStatus.SUCCEEDED).update(status=JobStatus.PENDING, error="")
+        job.status = JobStatus.RUNNING if job.chunks.filter(status=JobStatus.SUCCEEDED).exists() else JobStatus.PENDING
+        job.error = ""
+        job.finished_at = None
+        job.save(update_fields=["status", "error", "finished_at"])
+        transaction.on_commit(lambda: job_enqueue(job_id=job.pk))
+    return job
+
+
+def job_cancel(*, job_id: int) -> Job:
+    """Stop a job: queued chunks will not start, running ones stop at their next progress report."""
+    Job.objects.filter(pk=job_id).exclude(status__in=TERMINAL_STATUSES).update(
+        status=JobStatus.CANCELLED, finished_at=timezone.now()
+    )
+    return Job.objects.get(pk=job_id)
+
+
+def job_progress(job: Job) -> dict[str, Any]:
+    """Fraction done from chunk counts and the units reported by running chunks."""
+    chunks = list(job.chunks.values("status", "done_units", "total_units"))
+    total = len(chunks) or 1
+    done = 0.0
+    for c in chunks:
+        if c["status"] == JobStatus.SUCCEEDED:
+            done += 1
+        elif c["total_units"]:
+            done += min(1.0, c["done_units"] / c["total_units"])
+    return {
+        "job": job.pk,
+        "kind": job.kind,
+        "status": job.status,
+        "chunks": len(chunks),
+        "chunks_done": sum(1 for c in chunks if c["status"] == JobStatus.SUCCEEDED),
+        "fraction": 1.0 if job.status == JobStatus.SUCCEEDED else done / total,
+        "error": job.error,
+        "result": job.result,
+    }
+
+
+def uses_embedded_broker() -> bool:
+    return settings.CELERY_BROKER_URL.startswith("filesystem://")
+
+
+def workers_available(timeout: float = 1.0) -> bool:
+    """True if at least one Celery worker answers a ping on the configured broker."""
+    from config.celery import app
+
+    try:
+        return bool(app.control.ping(timeout=timeout))
+    except Exception:  # broker unreachable: nobody can take the job
+        return False
+
+
+def job_launch(*, kind: str, params: dict[str, Any], label: str = "", wait: bool = False,
+               timeout: float | None = None) -> Job:
+    """What every ``--wait``-able command does: start the job, and with ``wait`` block until it ends.
+
+    On the embedded default with no worker running, ``wait`` runs the chunks in this process instead
+    of queueing them for a worker that is not there.
+    """
+    inline = wait and uses_embedded_broker() and not workers_available()
+    job = job_start(kind=kind, params=params, label=label, enqueue=not inline)
+    if inline:
+        return job_run_inline(job_id=job.pk)
+    if wait:
+        return job_wait(job_id=job.pk, timeout=timeout)
+    return job
+
+
+def job_wait(*, job_id: int, timeout: float | None = None, poll: float = 0.5) -> Job:
+    """Block until the job ends, polling its row."""
+    if not workers_available():
+        print(f"waiting for a Celery worker to take job {job_id} ...", file=sys.stderr)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(pk=job_id)
+        if job.is_terminal:
+            return job
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"job {job_id} did not finish within {timeout} s (status {job.status})")
+        time.sleep(poll)

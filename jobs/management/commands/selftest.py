@@ -1,0 +1,25 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from jobs.execution import job_launch, job_progress
+
+
+class Command(BaseCommand):
+    help = "Run a tiny job through the broker and workers (cpu, or gpu with --queue gpu) to check the set-up."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--queue", choices=["cpu", "gpu"], default="cpu")
+        parser.add_argument("--n", type=int, default=1000)
+        parser.add_argument("--wait", action="store_true")
+        parser.add_argument("--timeout", type=float, default=None)
+
+    def handle(self, *args, queue: str, n: int, wait: bool, timeout: float | None, **options):
+        kind = "selftest" if queue == "cpu" else "selftest-gpu"
+        job = job_launch(kind=kind, params={"n": n, "chunks": 4}, label=f"selftest {queue}", wait=wait,
+                         timeout=timeout)
+        self.stdout.write(json.dumps(job_progress(job)))
+        if wait and job.status != "succeeded":
+            raise CommandError(f"job {job.pk} ended {job.status}: {job.error}")
+        if wait and job.result.get("sum") != n * (n - 1) // 2:
+            raise CommandError(f"job {job.pk} computed a wrong sum: {job.result}")

@@ -1,0 +1,61 @@
+"""Chunked background jobs: one Job, many JobChunks, each chunk one Celery task.
+
+Shared by corpus import, IDF, generation and scoring. Chunks record their own state so a job can be
+resumed after a worker dies (only unfinished chunks run again) and a redelivered message does nothing.
+"""
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}
+
+
+class Job(models.Model):
+    kind = models.CharField(max_length=64, db_index=True)
+    label = models.CharField(max_length=255, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING, db_index=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    total_chunks = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class JobChunk(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING, db_index=True)
+    done_units = models.PositiveBigIntegerField(default=0)
+    total_units = models.PositiveBigIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="unique_chunk_index_per_job")]
+
+    def __str__(self) -> str:
+        return f"chunk {self.index} of job {self.job_id} ({self.status})"
