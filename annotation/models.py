@@ -1,0 +1,267 @@
+"""Human evaluation (ParaBank §2.4, §5.3, §5.5): campaigns, the evaluated sample, workers, HITs, judgments.
+
+A ``Campaign`` holds a sample of ``Reference`` rows (with a length bucket: 5/10/20/40 tokens) and their
+``Candidate`` paraphrases. Candidates are merged by (reference, exact text): one candidate row stands
+for every system that produced that text (``CandidateSystem``; system ``"0"`` is the attention-check
+copy of the reference). Judgments belong to an ``Assignment`` (one worker's submitted work: a HIT on
+MTurk or the local provider, or a group of imported rows) and are given to a candidate, so a system
+output identical to its reference shares the attention copy's judgments.
+
+``Batch`` / ``Hit`` / ``HitItem`` are the HIT side (one reference and five candidates per HIT); they
+are skeletons filled by the batch builder and the providers.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from jobs.models import Job
+
+ATTENTION_SYSTEM = "0"
+LENGTH_BUCKETS = (5, 10, 20, 40)
+
+CAMPAIGN_DEFAULTS = {
+    # a worker's judgments count only when they gave at least this many in the campaign (ParaBank: 25)
+    "min_judgments_per_worker": 25,
+    # judgments from this many different workers per candidate (ParaBank: 3)
+    "redundancy": 3,
+    # an attention check passes when the copied reference gets at least this score
+    "attention_pass_mark": 100,
+    # a worker failing more than this share of their checks is disqualified (ParaBank: 10%)
+    "max_attention_failure_rate": 0.10,
+    # ... but only once they have done at least this many checks
+    "min_attention_checks": 5,
+}
+
+
+def default_campaign_settings() -> dict:
+    return dict(CAMPAIGN_DEFAULTS)
+
+
+class Provider(models.TextChoices):
+    LOCAL = "local", "local annotators"
+    MTURK = "mturk", "Mechanical Turk"
+    IMPORT = "import", "imported judgments"
+
+
+class Fluency(models.IntegerChoices):
+    NONSENSICAL = 0, "nonsensical"
+    UNGRAMMATICAL = 1, "meaningful but ungrammatical"
+    GRAMMATICAL = 2, "meaningful and grammatical"
+
+
+class Campaign(models.Model):
+    """One human evaluation: its sample, HIT batches and judgments.
+
+    ``settings`` keys (defaults in ``CAMPAIGN_DEFAULTS``): min_judgments_per_worker, redundancy,
+    attention_pass_mark, max_attention_failure_rate, min_attention_checks; optionally
+    ``system_names`` ({"35": "PARANMT"}) overriding system names in reports, and ``source_format``.
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    settings = models.JSONField(default=default_campaign_settings, blank=True)
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                            help_text="the job that produced the evaluated sample")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def setting(self, key: str):
+        """A setting with the default filled in."""
+        value = (self.settings or {}).get(key)
+        return CAMPAIGN_DEFAULTS.get(key) if value is None else value
+
+    @property
+    def min_judgments_per_worker(self) -> int:
+        return int(self.setting("min_judgments_per_worker"))
+
+
+class Reference(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="references")
+    ref_id = models.CharField(max_length=100, help_text="the reference's id in its corpus or release")
+    text = models.TextField()
+    length_bucket = models.PositiveSmallIntegerField(db_index=True, help_text="5, 10, 20, 40 tokens (or the given ref_len)")
+    extra = models.JSONField(default=dict, blank=True, help_text="e.g. the source sentence, czeng_s")
+
+    class Meta:
+        ordering = ["campaign_id", "length_bucket", "id"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "ref_id"], name="unique_ref_id_per_campaign")]
+
+    def __str__(self) -> str:
+        return f"{self.ref_id}: {self.text[:60]}"
+
+
+class Candidate(models.Model):
+    """A paraphrase of a reference, merged by exact text across the systems that produced it."""
+
+    reference = models.ForeignKey(Reference, on_delete=models.CASCADE, related_name="candidates")
+    text = models.TextField()
+    nll = models.FloatField(null=True, blank=True, help_text="the decoder's negative log-likelihood")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["reference_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["reference", "text"], name="unique_candidate_text_per_reference")]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+    @property
+    def is_attention_copy(self) -> bool:
+        """The reference itself (shown as an attention check) — by text, or by the pseudo-system 0."""
+        if self.text == self.reference.text:
+            return True
+        return any(s.system == ATTENTION_SYSTEM for s in self.systems.all())
+
+
+class CandidateSystem(models.Model):
+    """A system that produced a candidate: "17", "28", … ; "0" = the attention-check copy of the reference."""
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="systems")
+    system = models.CharField(max_length=32, db_index=True)
+
+    class Meta:
+        ordering = ["candidate_id", "system"]
+        constraints = [models.UniqueConstraint(fields=["candidate", "system"], name="unique_system_per_candidate")]
+
+    def __str__(self) -> str:
+        return f"system {self.system}"
+
+
+class Worker(models.Model):
+    """An annotator. External ids are unique per provider (imported anonymised ids are namespaced by
+    campaign: ``c<campaign pk>:<id>``, since they mean nothing across releases)."""
+
+    external_id = models.CharField(max_length=200)
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="annotator_workers", help_text="for local annotators")
+    disqualified = models.BooleanField(default=False, db_index=True)
+    disqualified_reason = models.TextField(blank=True)
+    disqualified_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["provider", "external_id"]
+        constraints = [models.UniqueConstraint(fields=["provider", "external_id"], name="unique_worker_per_provider")]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.external_id}"
+
+
+class BatchStatus(models.TextChoices):
+    DRAFT = "draft"
+    PUBLISHED = "published"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+class Batch(models.Model):
+    """A set of HITs published together on one provider (settings: reward, expiry, qualifications, …)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="batches")
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    label = models.CharField(max_length=200, blank=True)
+    settings = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=BatchStatus.choices, default=BatchStatus.DRAFT, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "batches"
+
+    def __str__(self) -> str:
+        return f"{self.campaign} batch {self.pk} ({self.provider}, {self.status})"
+
+
+class Hit(models.Model):
+    """One page: a reference and (ParaBank) five candidates."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="hits")
+    reference = models.ForeignKey(Reference, on_delete=models.CASCADE, related_name="hits")
+    external_hit_id = models.CharField(max_length=200, blank=True, db_index=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    max_assignments = models.PositiveSmallIntegerField(default=3)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch_id", "id"]
+
+    def __str__(self) -> str:
+        return f"HIT {self.external_hit_id or self.pk}"
+
+
+class HitItem(models.Model):
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="items")
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="hit_items")
+    position = models.PositiveSmallIntegerField()
+    is_attention_check = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["hit_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["hit", "position"], name="unique_position_per_hit"),
+            models.UniqueConstraint(fields=["hit", "candidate"], name="unique_candidate_per_hit"),
+        ]
+
+
+class AssignmentStatus(models.TextChoices):
+    SUBMITTED = "submitted"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    IMPORTED = "imported"
+
+
+class Assignment(models.Model):
+    """One worker's submitted work: a HIT assignment, or (``hit`` null) a group of imported judgments."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
+    hit = models.ForeignKey(Hit, null=True, blank=True, on_delete=models.CASCADE, related_name="assignments")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="assignments")
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    external_assignment_id = models.CharField(max_length=200)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.SUBMITTED,
+                              db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["provider", "external_assignment_id"],
+                                               name="unique_assignment_per_provider")]
+
+    def __str__(self) -> str:
+        return f"assignment {self.external_assignment_id} by {self.worker}"
+
+
+class Judgment(models.Model):
+    """A slider score (0-100; null = the N/A slider of a nonsensical candidate) and a fluency choice."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="judgments")
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="judgments")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="judgments",
+                               help_text="the assignment's worker, repeated for aggregation")
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    fluency = models.PositiveSmallIntegerField(choices=Fluency.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["assignment_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "candidate"], name="unique_judgment_per_assignment_candidate"),
+            models.CheckConstraint(condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=100),
+                                   name="judgment_score_0_100"),
+            models.CheckConstraint(condition=Q(fluency__in=[0, 1, 2]), name="judgment_fluency_0_1_2"),
+            models.CheckConstraint(condition=Q(score__isnull=False) | Q(fluency=0),
+                                   name="judgment_score_null_only_if_nonsensical"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.worker} -> {self.candidate_id}: {self.score} / {self.fluency}"

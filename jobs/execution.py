@@ -210,10 +210,12 @@ def job_launch(*, kind: str, params: dict[str, Any], label: str = "", wait: bool
                timeout: float | None = None) -> Job:
     """What every ``--wait``-able command does: start the job, and with ``wait`` block until it ends.
 
-    On the embedded default with no worker running, ``wait`` runs the chunks in this process instead
-    of queueing them for a worker that is not there.
+    On the embedded default with no worker running (or anywhere with
+    ``PARAFORGE_INLINE_WITHOUT_WORKER=1``), ``wait`` runs the chunks in this process instead of
+    queueing them for a worker that is not there.
     """
-    inline = wait and uses_embedded_broker() and not workers_available()
+    may_inline = uses_embedded_broker() or settings.PARAFORGE_INLINE_WITHOUT_WORKER
+    inline = wait and may_inline and not workers_available()
     job = job_start(kind=kind, params=params, label=label, enqueue=not inline)
     if inline:
         return job_run_inline(job_id=job.pk)

@@ -34,9 +34,12 @@ def _database_url_of_test_db() -> str:
     return f"postgres://{auth}{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def celery_worker_process(django_db_setup, django_db_blocker):
-    """A real ``celery worker`` process on the configured broker and the test database."""
+    """A real ``celery worker`` process on the configured broker and the test database.
+
+    Module-scoped: once it stops, later tests' ``--wait`` commands run inline again instead of queueing
+    work that a worker cannot see (their rows sit in an uncommitted test transaction)."""
     with django_db_blocker.unblock():
         database_url = _database_url_of_test_db()
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", DATABASE_URL=database_url,

@@ -15,3 +15,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not :memory:, so that a real Celery worker process can open the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-paraforge.sqlite3")}
+
+# CLI tests call ``--wait`` commands with no worker up, on Redis too; the worker tests start one.
+PARAFORGE_INLINE_WITHOUT_WORKER = True

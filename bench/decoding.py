@@ -1,0 +1,170 @@
+"""Decoding speed: Hugging Face beam search (the ceiling) vs ours, unconstrained and constrained.
+
+    .venv/bin/python bench/decoding.py [--quick] [--model DIR] [--device cpu|cuda]
+        [--beams 5,10,20] [--batches 1,32] [--sentences 64] [--steps 24]
+        [--d-model 256] [--layers 6] [--ffn 1024] [--vocab 8000]
+
+Without ``--model`` a Marian config with random weights is built (sizes above; EOS is suppressed so every
+configuration decodes exactly ``--steps`` tokens). Rows, in one run, per (beam, batch): HF ``generate``,
+ours without constraints, ours with C = 1, 2, 4, 8 positive constraint tokens, ours with 5 and 20 negative
+phrases. Prints sentences/second, ratios to "ours, none" and to HF, and checks every output (100%
+satisfied, 0 negative violations). Targets: constrained <= 1.5x ours-none time; C=8 <= 1.25x C=1;
+ours-none <= 1.2x HF.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "generation"))
+
+
+def build_random_model(folder: Path, a):
+    import sentencepiece as spm
+    import torch
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+
+    from conftest import corpus  # the tiny corpus of the decoder tests
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "c.txt").write_text("\n".join(corpus(2000)) + "\n")
+    spm.SentencePieceTrainer.train(input=str(folder / "c.txt"), model_prefix=str(folder / "sp"), vocab_size=300,
+                                   character_coverage=1.0, bos_id=-1, eos_id=1, unk_id=2, pad_id=-1, minloglevel=2,
+                                   hard_vocab_limit=False)
+    sp = spm.SentencePieceProcessor(model_file=str(folder / "sp.model"))
+    vocab = {"</s>": 0, "<unk>": 1}
+    for i in range(sp.get_piece_size()):
+        vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    rnd = random.Random(0)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    while len(vocab) < a.vocab - 1:  # synthetic pieces so that the output layer has a realistic size
+        p = ("▁" if rnd.random() < 0.6 else "") + "".join(rnd.choice(letters) for _ in range(rnd.randint(2, 7)))
+        vocab.setdefault(p, len(vocab))
+    vocab["<pad>"] = len(vocab)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    tok = MarianTokenizer(str(folder / "sp.model"), str(folder / "sp.model"), str(folder / "vocab.json"))
+    torch.manual_seed(0)
+    cfg = MarianConfig(vocab_size=len(vocab), d_model=a.d_model, encoder_layers=a.layers, decoder_layers=a.layers,
+                       encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=a.ffn,
+                       decoder_ffn_dim=a.ffn, max_position_embeddings=512, pad_token_id=len(vocab) - 1,
+                       eos_token_id=0, decoder_start_token_id=len(vocab) - 1, forced_eos_token_id=0, init_std=0.05)
+    model = MarianMTModel(cfg)
+    model.final_logits_bias[0, 0] = -1.0e4  # no early EOS: every row decodes the same number of steps
+    model.save_pretrained(folder / "model")
+    tok.save_pretrained(folder / "model")
+    return folder / "model"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="beams 5,10; batches 1,8; 8 sentences; 20 steps; small model")
+    ap.add_argument("--model")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--beams", default="5,10,20")
+    ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--sentences", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=24)
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--ffn", type=int, default=1024)
+    ap.add_argument("--vocab", type=int, default=8000)
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.beams, a.batches, a.sentences, a.steps = "5,10", "1,8", 8, 20
+        a.d_model, a.ffn, a.layers, a.vocab = 128, 512, 2, 4000
+    import torch
+
+    from generation.decoding import decode, load_model, normalise_constraints, violations
+
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    tmp = tempfile.TemporaryDirectory()
+    model_dir = a.model or build_random_model(Path(tmp.name), a)
+    m = load_model(model_dir, device=a.device)
+    from conftest import WORDS
+    rnd = random.Random(1)
+    sources = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(6, 14))) for _ in range(a.sentences)]
+    # single-token words usable as positive constraints / negative phrases
+    single = [w for w in sorted(set(WORDS))
+              if len(m.tokenizer(text_target=" " + w, add_special_tokens=False)["input_ids"]) == 1]
+    max_length = a.steps + 1
+    print(f"device={m.device} model={'random Marian d=%d L=%d V=%d' % (a.d_model, a.layers, m.vocab.size) if not a.model else a.model}"
+          f" sentences={len(sources)} max_length={max_length} torch_threads={torch.get_num_threads()}")
+
+    def cons_for(kind, n):
+        out = []
+        for i in range(len(sources)):
+            r = random.Random(i)
+            if kind == "pos":
+                out.append({"positive": [[w] for w in r.sample(single, n)], "negative": [], "bos_avoid": []})
+            elif kind == "neg":
+                ws = list(WORDS)
+                r.shuffle(ws)
+                out.append({"positive": [], "negative": [[w] for w in ws[:n]], "bos_avoid": []})
+            else:
+                out.append(None)
+        return out
+
+    def run_ours(beam, bs, kind, n):
+        cons = cons_for(kind, n)
+        t = time.perf_counter()
+        res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs)
+        dt = time.perf_counter() - t
+        sat = viol = 0
+        for r, c in zip(res, cons):
+            nc = normalise_constraints(c)
+            if not r.unsatisfiable and all(not violations(o["text"], nc) for o in r.outputs):
+                sat += 1
+            viol += sum(1 for o in r.outputs for p in nc["negative"] if p[0] in __import__("re").findall(r"\w+", o["text"]))
+            viol += r.safety_net_dropped
+        return len(sources) / dt, sat, viol
+
+    def run_hf(beam, bs):
+        t = time.perf_counter()
+        for k in range(0, len(sources), bs):
+            enc = m.tokenizer(sources[k:k + bs], return_tensors="pt", padding=True).to(m.device)
+            with torch.no_grad():
+                m.model.generate(**enc, num_beams=beam, max_length=max_length, early_stopping=False)
+        return len(sources) / (time.perf_counter() - t)
+
+    rows = [("hf", "HF beam search", 0), ("none", "ours, no constraints", 0)]
+    rows += [("pos", f"ours, C={c} positive", c) for c in (1, 2, 4, 8)]
+    rows += [("neg", f"ours, {n} negative phrases", n) for n in (5, 20)]
+    all_ok = True
+    summary = []
+    for beam in [int(x) for x in a.beams.split(",")]:
+        for bs in [int(x) for x in a.batches.split(",")]:
+            run_ours(beam, bs, "none", 0)  # warm-up
+            print(f"\nbeam={beam} batch={bs}")
+            print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s} {'neg viol':>8s}")
+            speeds = {}
+            for kind, label, n in rows:
+                if kind == "hf":
+                    sp, sat, viol = run_hf(beam, bs), None, None
+                else:
+                    sp, sat, viol = run_ours(beam, bs, kind, n)
+                speeds[label] = sp
+                base = speeds.get("ours, no constraints", sp)
+                hf = speeds["HF beam search"]
+                if sat is not None and kind != "none":
+                    all_ok &= sat == len(sources) and viol == 0
+                print(f"  {label:30s} {sp:9.2f} {base / sp:15.2f} {hf / sp:8.2f} "
+                      f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8}")
+            s = speeds
+            summary.append((beam, bs, s["HF beam search"] / s["ours, no constraints"],
+                            max(s["ours, no constraints"] / v for k, v in s.items() if k.startswith("ours,") and "no c" not in k),
+                            s["ours, C=1 positive"] / s["ours, C=8 positive"]))
+    print("\nsummary (time ratios; targets: ours-none/HF <= 1.2, worst constrained/ours-none <= 1.5, C8/C1 <= 1.25)")
+    for beam, bs, r_hf, r_c, r_81 in summary:
+        print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}")
+    print(f"all constrained outputs satisfied, 0 negative violations: {all_ok}")
+
+
+if __name__ == "__main__":
+    main()

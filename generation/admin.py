@@ -1,0 +1,220 @@
+"""Admin of generation/: corpora (import by upload, with a progress bar; IDF action), shards, IDF tables."""
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from jobs.execution import job_progress, job_start
+from jobs.models import Job
+
+from .idf import idf_table_key
+from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus, IdfTable
+from .storage import get_storage
+
+PROGRESS_JS = "frontend/job-progress.js"
+
+
+def progress_bar(job: Job | None) -> str:
+    """A ``<progress data-job=…>`` element that job-progress.js keeps up to date."""
+    if job is None:
+        return "-"
+    p = job_progress(job)
+    percent = round(100 * p["fraction"])
+    return format_html(
+        '<progress class="job-progress" data-job="{}" max="100" value="{}"></progress> '
+        '<span data-job-text="{}">{} {}%</span>',
+        job.pk, percent, job.pk, job.status, percent,
+    )
+
+
+class CorpusImportForm(forms.Form):
+    file = forms.FileField(help_text="plain text or .gz: source<TAB>reference a line, or one English sentence a line")
+    name = forms.CharField(max_length=200)
+    format = forms.ChoiceField(choices=[("", "detect (bitext if the first line has a tab)")]
+                               + list(CorpusFormat.choices), required=False)
+    on_error = forms.ChoiceField(choices=[("skip", "skip bad lines (reported)"),
+                                          ("abort", "abort at the first bad line (keep nothing)")],
+                                 initial="skip")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        if Corpus.objects.filter(name=name).exists():
+            raise forms.ValidationError(f"a corpus named {name!r} already exists")
+        return name
+
+
+def save_upload(upload) -> Path:
+    """Stream an upload to MEDIA_ROOT/uploads/ under a unique name (the worker reads it from there)."""
+    folder = Path(settings.MEDIA_ROOT) / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(upload.name).name)[-100:] or "upload"
+    target = folder / f"{uuid.uuid4().hex}-{safe}"
+    with open(target, "wb") as fh:
+        for chunk in upload.chunks():
+            fh.write(chunk)
+    return target
+
+
+class CorpusShardInline(admin.TabularInline):
+    model = CorpusShard
+    extra = 0
+    can_delete = False
+    fields = ("index", "key", "n_records", "first_record", "bytes", "sha256")
+    readonly_fields = fields
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Corpus)
+class CorpusAdmin(admin.ModelAdmin):
+    list_display = ("name", "format", "status", "n_references", "n_bad_lines", "shard_count", "import_progress",
+                    "idf_tables_list", "created_at")
+    list_filter = ("format", "status")
+    search_fields = ("name", "source_name")
+    readonly_fields = ("name", "format", "status", "source_name", "storage_prefix", "n_references",
+                       "n_lines_read", "n_bad_lines", "bad_lines_report", "import_job_link", "import_progress",
+                       "idf_tables_list", "constraint_systems", "created_at")
+    exclude = ("bad_lines", "import_job")
+    inlines = [CorpusShardInline]
+    actions = ["build_idf"]
+    change_list_template = "admin/generation/corpus/change_list.html"
+
+    class Media:
+        js = [PROGRESS_JS]
+
+    def has_add_permission(self, request):
+        return False  # corpora come from an import (the "Import a corpus" button)
+
+    def get_urls(self):
+        return [
+            path("import/", self.admin_site.admin_view(self.import_view), name="generation_corpus_import"),
+            path("import/<int:job_id>/", self.admin_site.admin_view(self.import_progress_view),
+                 name="generation_corpus_import_progress"),
+        ] + super().get_urls()
+
+    @admin.display(description="shards")
+    def shard_count(self, corpus: Corpus) -> int:
+        return corpus.shards.count()
+
+    @admin.display(description="import")
+    def import_progress(self, corpus: Corpus) -> str:
+        return progress_bar(corpus.import_job)
+
+    @admin.display(description="import job")
+    def import_job_link(self, corpus: Corpus) -> str:
+        if corpus.import_job_id is None:
+            return "-"
+        return format_html('<a href="{}">job {}</a>', reverse("admin:jobs_job_change", args=[corpus.import_job_id]),
+                           corpus.import_job_id)
+
+    @admin.display(description="IDF tables")
+    def idf_tables_list(self, corpus: Corpus) -> str:
+        tables = list(corpus.idf_tables.all())
+        if not tables:
+            return "-"
+        return format_html_join(", ", '<a href="{}">{}</a>',
+                                ((reverse("admin:generation_idftable_change", args=[t.pk]), t.name) for t in tables))
+
+    @admin.display(description="bad lines (first 100)")
+    def bad_lines_report(self, corpus: Corpus) -> str:
+        if not corpus.bad_lines:
+            return "none"
+        lines = "\n".join(f"{e['file']}:{e['line']}: {e['reason']}" for e in corpus.bad_lines)
+        more = corpus.n_bad_lines - len(corpus.bad_lines)
+        return format_html("<pre>{}</pre>{}", lines, f"… and {more} more" if more > 0 else "")
+
+    @admin.display(description="constraint systems")
+    def constraint_systems(self, corpus: Corpus) -> str:
+        return format_html('<a href="/research/corpora/{}/constraints/">constraint systems of this corpus</a>',
+                           corpus.pk)
+
+    @admin.action(description="Build IDF table")
+    def build_idf(self, request, queryset):
+        started = []
+        for corpus in queryset:
+            if corpus.status != CorpusStatus.READY:
+                self.message_user(request, f"{corpus.name}: not ready ({corpus.status}), skipped", messages.WARNING)
+                continue
+            job = job_start(kind="build_idf", params={"corpus": corpus.pk}, label=f"IDF of {corpus.name}")
+            started.append((reverse("admin:jobs_job_change", args=[job.pk]), job.pk, corpus.name))
+        if started:
+            links = format_html_join(", ", '<a href="{}">job {}</a> ({})', started)
+            self.message_user(request, format_html("Started building IDF: {}", links), messages.SUCCESS)
+
+    def import_view(self, request):
+        if not self.has_view_permission(request) or not request.user.is_staff:
+            raise PermissionDenied
+        if request.method == "POST":
+            form = CorpusImportForm(request.POST, request.FILES)
+            if form.is_valid():
+                upload = form.cleaned_data["file"]
+                target = save_upload(upload)
+                job = job_start(kind="import_corpus", label=f"import {form.cleaned_data['name']}", params={
+                    "name": form.cleaned_data["name"], "path": str(target),
+                    "format": form.cleaned_data["format"] or None, "on_error": form.cleaned_data["on_error"],
+                    "display_name": Path(upload.name).name, "remove_file": True,
+                })
+                return HttpResponseRedirect(reverse("admin:generation_corpus_import_progress", args=[job.pk]))
+        else:
+            form = CorpusImportForm()
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
+                   "title": "Import a corpus", "media": self.media + form.media}
+        return render(request, "admin/generation/corpus/import.html", context)
+
+    def import_progress_view(self, request, job_id: int):
+        job = get_object_or_404(Job, pk=job_id, kind="import_corpus")
+        corpus = Corpus.objects.filter(import_job=job).first()
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "job": job,
+                   "progress": progress_bar(job), "corpus": corpus, "title": f"Importing {job.params.get('name')}",
+                   "media": self.media}
+        return render(request, "admin/generation/corpus/import_progress.html", context)
+
+
+@admin.register(IdfTable)
+class IdfTableAdmin(admin.ModelAdmin):
+    list_display = ("name", "corpus", "n_documents", "n_types", "tokenizer", "download", "created_at")
+    search_fields = ("name",)
+    readonly_fields = ("name", "corpus", "key", "n_documents", "n_types", "tokenizer", "job", "download",
+                       "created_at")
+
+    def has_add_permission(self, request):
+        return False  # built by the "Build IDF table" action or imported with manage.py import_idf
+
+    def get_urls(self):
+        return [
+            path("<int:table_id>/download/", self.admin_site.admin_view(self.download_view),
+                 name="generation_idftable_download"),
+        ] + super().get_urls()
+
+    @admin.display(description="TSV")
+    def download(self, table: IdfTable) -> str:
+        if not table.key:
+            return "-"
+        return format_html('<a href="{}">download TSV</a>',
+                           reverse("admin:generation_idftable_download", args=[table.pk]))
+
+    def download_view(self, request, table_id: int):
+        if not request.user.is_staff or not self.has_view_permission(request):
+            raise PermissionDenied
+        table = get_object_or_404(IdfTable, pk=table_id)
+        if not table.key:
+            raise Http404("this IDF table has no file")
+        try:
+            stream = get_storage().open_read(table.key or idf_table_key(table.pk))
+        except FileNotFoundError:
+            raise Http404("the IDF table's file is missing from storage") from None
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", table.name) or f"idf-{table.pk}"
+        return FileResponse(stream, as_attachment=True, filename=f"{safe}.idf.tsv",
+                            content_type="text/tab-separated-values; charset=utf-8")

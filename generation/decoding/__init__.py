@@ -1,0 +1,161 @@
+"""Constrained paraphrase decoding (ParaBank §2.3): a plain module, usable without Django.
+
+    from generation.decoding import load_model, decode
+    m = load_model("generation/demo/model")            # ModelFolderError if missing / not a seq2seq checkpoint
+    [r] = decode(m, ["How often do earthquakes occur?"],
+                 [{"positive": [["today"]], "negative": [["often"]], "bos_avoid": [["How"]]}], beam=5, nbest=2)
+    r.outputs   # [{"text", "tokens", "score", "satisfied"}]; r.unsatisfiable, r.reason
+
+``score`` is the sum of the log-probabilities of the output tokens (EOS included) under the model, as the
+search used them (after the model's own logits processors) - not length-normalised. Outputs are ordered
+as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or by
+dissimilarity with ``rerank_dissimilar``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import torch
+
+from .banned import build_negative_tables
+from .dba import beam_search, build_positive_tables
+from .loading import LoadedModel, ModelFolderError, from_objects, load_model
+from .rerank import rerank_dissimilar, word_levenshtein
+from .vocab import PhraseError, encode_phrase, words_of
+
+__all__ = ["load_model", "from_objects", "decode", "DecodeResult", "LoadedModel", "ModelFolderError",
+           "ConstraintError", "normalise_constraints", "violations", "word_levenshtein", "rerank_dissimilar"]
+
+
+class ConstraintError(ValueError):
+    """A constraint value that is not in the expected format."""
+
+
+@dataclass
+class DecodeResult:
+    source: str
+    outputs: list[dict] = field(default_factory=list)
+    unsatisfiable: bool = False
+    reason: str | None = None
+    safety_net_dropped: int = 0  # hypotheses the final check removed (the mechanism should make this 0)
+
+    def to_json(self) -> dict:
+        d = {"source": self.source, "outputs": self.outputs, "unsatisfiable": self.unsatisfiable}
+        if self.reason:
+            d["reason"] = self.reason
+        return d
+
+
+def _phrases(value, key) -> list[list[str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConstraintError(f"{key!r} must be a list of phrases (lists of words)")
+    out = []
+    for ph in value:
+        if isinstance(ph, str):
+            ph = [ph]
+        if not isinstance(ph, list) or not all(isinstance(w, str) for w in ph):
+            raise ConstraintError(f"{key!r}: every phrase must be a list of words, got {ph!r}")
+        words = words_of(" ".join(ph))
+        if not words:
+            raise ConstraintError(f"{key!r}: empty phrase {ph!r}")
+        out.append(words)
+    return out
+
+
+def normalise_constraints(c: dict | None) -> dict:
+    """{"positive", "negative", "bos_avoid"} -> lists of word lists (words as ``\\w+`` runs); extra keys ignored."""
+    c = c or {}
+    if not isinstance(c, dict):
+        raise ConstraintError("a constraint value must be a JSON object")
+    return {k: _phrases(c.get(k), k) for k in ("positive", "negative", "bos_avoid")}
+
+
+def _contains(seq: list[str], sub: list[str]) -> bool:
+    n = len(sub)
+    return any(seq[i:i + n] == sub for i in range(len(seq) - n + 1))
+
+
+def violations(text: str, c: dict) -> list[str]:
+    """Whole-word check of one output against normalised constraints (case-sensitive as given)."""
+    words = words_of(text)
+    bad = [f"missing {' '.join(p)!r}" for p in c["positive"] if not _contains(words, p)]
+    bad += [f"contains banned {' '.join(p)!r}" for p in c["negative"] if _contains(words, p)]
+    bad += [f"starts with {' '.join(p)!r}" for p in c["bos_avoid"] if words[: len(p)] == p]
+    return bad
+
+
+def _conflict(c: dict) -> str | None:
+    for p in c["positive"]:
+        for n in c["negative"]:
+            if _contains(p, n):
+                return f"required {' '.join(p)!r} contains banned {' '.join(n)!r}"
+    return None
+
+
+@torch.no_grad()
+def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | None] | None = None, *, beam: int = 5,
+           nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0, early_stopping=False,
+           batch_size: int = 32, rerank_dissimilar: bool = False, references: list[str] | None = None
+           ) -> list[DecodeResult]:
+    """Decode ``sources`` (one constraint value per source, None = unconstrained). ``max_length`` counts the
+    decoder start token, as in ``transformers``. Never returns an output violating its constraints."""
+    from . import rerank as _rr
+
+    if constraints is None:
+        constraints = [None] * len(sources)
+    if len(constraints) != len(sources):
+        raise ValueError("one constraint value per source is needed")
+    if nbest > beam:
+        raise ValueError(f"nbest ({nbest}) cannot exceed beam ({beam})")
+    norm = [normalise_constraints(c) for c in constraints]
+    results: list[DecodeResult | None] = [None] * len(sources)
+    todo = []
+    pos_ids = {}
+    for i, (s, c) in enumerate(zip(sources, norm)):
+        why = _conflict(c)
+        if why is None:
+            try:
+                pos_ids[i] = [encode_phrase(loaded.tokenizer, loaded.vocab, p) for p in c["positive"]]
+            except PhraseError as exc:
+                why = str(exc)
+        if why is not None:
+            results[i] = DecodeResult(source=s, unsatisfiable=True, reason=why)
+        else:
+            todo.append(i)
+    tok = loaded.tokenizer
+    for k in range(0, len(todo), batch_size):
+        idx = todo[k:k + batch_size]
+        enc = tok([sources[i] for i in idx], return_tensors="pt", padding=True, truncation=True)
+        input_ids = enc["input_ids"].to(loaded.device)
+        am = enc["attention_mask"].to(loaded.device)
+        pos = build_positive_tables([pos_ids[i] for i in idx], loaded.device)
+        neg = build_negative_tables(loaded.vocab, [[(p, False) for p in norm[i]["negative"]] +
+                                                   [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
+                                    loaded.device)
+        rows = beam_search(loaded, input_ids, am, beam=beam, max_length=max_length, length_penalty=length_penalty,
+                           early_stopping=early_stopping, pos=pos, neg=neg)
+        for i, hyps in zip(idx, rows):
+            outs, dropped = [], []
+            for ids, raw, _normed in hyps:
+                body = [t for t in ids if t != loaded.vocab.eos_id]
+                text = tok.decode(body, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip()
+                bad = violations(text, norm[i])
+                if bad:  # safety net: the search should never get here
+                    dropped.append(bad)
+                    continue
+                outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw,
+                             "satisfied": True})
+            outs = outs[:nbest]
+            if rerank_dissimilar:
+                ref = (references[i] if references and references[i] else sources[i])
+                outs = _rr.rerank_dissimilar(outs, ref)
+            r = DecodeResult(source=sources[i], outputs=outs, safety_net_dropped=len(dropped))
+            if not outs:
+                r.unsatisfiable = True
+                r.reason = ("no hypothesis satisfying every constraint within max_length" if not dropped
+                            else f"only violating hypotheses found: {dropped[0]}")
+            results[i] = r
+    return results

@@ -1,0 +1,68 @@
+"""Load a Hugging Face seq2seq checkpoint from a local folder (never from a hub)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .vocab import VocabInfo, build_vocab_info
+
+
+class ModelFolderError(RuntimeError):
+    """The model folder is missing or holds no loadable seq2seq checkpoint."""
+
+
+@dataclass
+class LoadedModel:
+    model: object
+    tokenizer: object
+    device: torch.device
+    vocab: VocabInfo
+    path: str
+
+    @property
+    def eos_id(self) -> int:
+        return self.vocab.eos_id
+
+
+def _eos_id(model) -> int:
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = model.config.eos_token_id
+    if isinstance(eos, (list, tuple)):
+        if len(eos) != 1:
+            raise ModelFolderError(f"models with several EOS tokens are not supported ({eos})")
+        eos = eos[0]
+    return int(eos)
+
+
+def from_objects(model, tokenizer, device=None, path: str = "<memory>") -> LoadedModel:
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model = model.to(device)
+    if device.type == "cuda":
+        model = model.half()
+    model.eval()
+    size = model.get_output_embeddings().weight.shape[0] if model.get_output_embeddings() is not None \
+        else model.config.vocab_size
+    return LoadedModel(model=model, tokenizer=tokenizer, device=device, vocab=build_vocab_info(tokenizer, size, _eos_id(model)),
+                       path=path)
+
+
+def load_model(path, device=None) -> LoadedModel:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    p = Path(path)
+    if not p.is_dir():
+        raise ModelFolderError(f"model folder {str(path)!r} does not exist")
+    if not (p / "config.json").is_file():
+        raise ModelFolderError(f"model folder {str(path)!r} has no config.json (not a Hugging Face checkpoint)")
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(str(p), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - one clear message for any unloadable folder
+        raise ModelFolderError(f"cannot load a seq2seq model from {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    if not getattr(model.config, "is_encoder_decoder", False):
+        raise ModelFolderError(f"{str(path)!r} is not an encoder-decoder model")
+    return from_objects(model, tokenizer, device, str(p))

@@ -1,0 +1,141 @@
+"""Per-vocabulary surface knowledge: what each subword id spells and where words begin and end.
+
+Words are what ``re.findall(r"\\w+", text)`` returns on the detokenised output. Every id is described by
+``lead`` (the ``\\w`` run it appends to the current word), ``has_break`` (it contains a non-word character,
+so the current word ends inside it), ``inner`` (complete words strictly inside it) and ``tail`` (the word
+it leaves open). Special tokens other than EOS are removed by detokenisation: they spell nothing.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import torch
+
+WORD_RE = re.compile(r"\w+")
+_SPLIT_RE = re.compile(r"(\w+)")
+
+
+class PhraseError(ValueError):
+    """A constraint phrase the vocabulary cannot spell (or an empty one)."""
+
+
+def words_of(text: str) -> list[str]:
+    return WORD_RE.findall(text)
+
+
+def _byte_decoder() -> dict[str, int]:
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+@dataclass
+class VocabInfo:
+    size: int
+    eos_id: int
+    surfaces: list[str]
+    lead: list[str]
+    has_break: torch.Tensor          # [V] bool
+    boundary: torch.Tensor           # [V] bool: has a break and an empty lead (starts a new word)
+    inner: list[tuple[str, ...]]
+    tail: list[str]
+    by_lead_nobreak: dict[str, list[int]] = field(default_factory=dict)
+    by_lead_break: dict[str, list[int]] = field(default_factory=dict)
+    by_tail: dict[str, list[int]] = field(default_factory=dict)
+    inner_ids: list[int] = field(default_factory=list)   # ids with at least one inner word
+
+
+def surface_strings(tokenizer, size: int) -> tuple[list[str], set[int]]:
+    ids = list(range(size))
+    n_tok = len(tokenizer)
+    pieces = [tokenizer.convert_ids_to_tokens(i) if i < n_tok else None for i in ids]
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    real = [p for p in pieces if p]
+    byte_level = sum("Ġ" in p for p in real) > sum("▁" in p for p in real)
+    dec = _byte_decoder() if byte_level else None
+    out = []
+    for i, p in enumerate(pieces):
+        if p is None or i in special:
+            out.append("")
+            continue
+        if byte_level:
+            try:
+                s = bytes(dec[c] for c in p).decode("utf-8", errors="replace")
+            except KeyError:
+                s = p
+        else:
+            s = p.replace("▁", " ")
+            if re.fullmatch(r"<0x[0-9A-Fa-f]{2}>", p):  # SentencePiece byte fallback
+                s = bytes([int(p[3:5], 16)]).decode("latin-1")
+        out.append(s)
+    return out, special
+
+
+def build_vocab_info(tokenizer, size: int, eos_id: int) -> VocabInfo:
+    surfaces, _ = surface_strings(tokenizer, size)
+    lead, inner, tail, brk = [], [], [], []
+    info = VocabInfo(size=size, eos_id=eos_id, surfaces=surfaces, lead=lead, has_break=None, boundary=None,
+                     inner=inner, tail=tail)
+    for i, s in enumerate(surfaces):
+        parts = _SPLIT_RE.split(s)  # alternating non-word / word, starting with non-word (maybe "")
+        if len(parts) == 1:
+            lead.append(""); inner.append(()); tail.append(""); brk.append(bool(s))
+        else:
+            if parts[0] == "":
+                ld, rest = parts[1], parts[2:]
+            else:
+                ld, rest = "", parts
+            if rest == [""] or not rest:
+                lead.append(ld); inner.append(()); tail.append(""); brk.append(False)
+            else:
+                # rest = nonword, word, nonword, word, ..., last (word or "" after nonword)
+                words = [w for k, w in enumerate(rest) if k % 2 == 1]
+                last_nonword = rest[-1]
+                if last_nonword == "":
+                    tl, inn = (words[-1], words[:-1]) if words else ("", [])
+                else:
+                    tl, inn = "", words
+                lead.append(ld); inner.append(tuple(inn)); tail.append(tl); brk.append(True)
+        if i == eos_id:
+            brk[-1] = True
+        if brk[-1]:
+            info.by_lead_break.setdefault(lead[-1], []).append(i)
+            if tail[-1]:
+                info.by_tail.setdefault(tail[-1], []).append(i)
+        elif lead[-1]:
+            info.by_lead_nobreak.setdefault(lead[-1], []).append(i)
+        if inner[-1]:
+            info.inner_ids.append(i)
+    info.has_break = torch.tensor(brk, dtype=torch.bool)
+    info.boundary = info.has_break & torch.tensor([not x for x in lead], dtype=torch.bool)
+    return info
+
+
+def spell_words(info: VocabInfo, ids: list[int]) -> tuple[list[str], bool, bool]:
+    """The words a token sequence spells (the last one possibly open), whether it starts with a boundary."""
+    text = "".join(info.surfaces[i] for i in ids)
+    starts = bool(ids) and bool(info.boundary[ids[0]])
+    return words_of(text), starts, bool(text) and not text[-1:].isalnum() and text[-1:] != "_"
+
+
+def encode_phrase(tokenizer, info: VocabInfo, words: list[str]) -> list[int]:
+    """Subword ids of a phrase as a sequence of whole words preceded by a word boundary (the leading-space
+    variant: "▁word" / "Ġword"). Raises PhraseError when the vocabulary cannot spell it that way."""
+    text = " " + " ".join(words)
+    try:
+        ids = tokenizer(text_target=text, add_special_tokens=False)["input_ids"]
+    except (TypeError, ValueError):
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids = [i for i in ids if i < info.size and info.surfaces[i] != ""] if ids else []
+    spelled, starts, _ = spell_words(info, ids)
+    if not ids or spelled != list(words) or not starts:
+        raise PhraseError(f"the model's vocabulary cannot spell {' '.join(words)!r} as whole words "
+                          f"(got {[info.surfaces[i] for i in ids]})")
+    return ids

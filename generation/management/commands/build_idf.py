@@ -1,0 +1,38 @@
+"""``build_idf CORPUS [--wait] [--name NAME]``: IDF = ln(N/df) over the corpus's English side."""
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from generation.models import Corpus, CorpusStatus, IdfTable
+from jobs.execution import job_launch
+
+
+class Command(BaseCommand):
+    help = ("Build the IDF table of a corpus (one Celery task per shard, merged). With --wait, block until "
+            "it is done and exit non-zero if it failed (on the embedded default with no worker, run it here).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("corpus", help="corpus name or id")
+        parser.add_argument("--wait", action="store_true")
+        parser.add_argument("--name", default=None, help="the IDF table's name (default: the corpus's name)")
+
+    def handle(self, *args, corpus, wait, name, **options):
+        found = Corpus.objects.filter(name=corpus).first()
+        if found is None and corpus.isdigit():
+            found = Corpus.objects.filter(pk=int(corpus)).first()
+        if found is None:
+            raise CommandError(f"no corpus named or numbered {corpus!r}")
+        if found.status != CorpusStatus.READY:
+            raise CommandError(f"corpus {found.name!r} is {found.status}, not ready")
+        if name and IdfTable.objects.filter(name=name).exists():
+            raise CommandError(f"an IDF table named {name!r} already exists")
+        params = {"corpus": found.pk}
+        if name:
+            params["name"] = name
+        job = job_launch(kind="build_idf", params=params, label=f"IDF of {found.name}", wait=wait)
+        out = {"job": job.pk, "status": job.status, "corpus": found.pk,
+               "idf_table": job.result.get("idf_table"), "name": job.result.get("name"),
+               "documents": job.result.get("documents"), "types": job.result.get("types")}
+        self.stdout.write(json.dumps(out))
+        if wait and job.status != "succeeded":
+            raise CommandError(f"IDF job {job.pk} ended {job.status}: {job.error}")

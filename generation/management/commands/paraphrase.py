@@ -1,0 +1,150 @@
+"""``manage.py paraphrase``: constrained decoding of an input file into JSON lines.
+
+    python manage.py paraphrase --model DIR --input FILE --output OUT.jsonl [--constraints FILE.jsonl]
+        [--beam K] [--nbest N] [--batch-size B] [--max-length L] [--length-penalty LP] [--device cpu|cuda]
+        [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
+
+``FILE``: one input per line, ``source`` or ``source<TAB>reference``. ``--constraints``: one JSON object per
+input line, as printed by ``manage.py constraints`` (``positive``, ``negative``, ``bos_avoid``; other keys
+ignored); absent = unconstrained. ``--system N --idf IDF.tsv`` instead selects each line's constraints from
+its reference (the source when there is none) with ParaBank system N. ``OUT.jsonl``: one object per input
+line, in order::
+
+    {"source": ..., "outputs": [{"text": ..., "tokens": [...], "score": <sum log-prob>, "satisfied": true}, ...],
+     "unsatisfiable": false}
+
+(``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty.)
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+def _one_line(message: object) -> str:
+    return " ".join(str(message).split())
+
+
+def read_inputs(path: str) -> tuple[list[str], list[str | None]]:
+    sources, refs = [], []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        src, _, ref = line.partition("\t")
+        sources.append(src)
+        refs.append(ref or None)
+    return sources, refs
+
+
+def read_constraints(path: str, n_inputs: int) -> list[dict]:
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if len(lines) != n_inputs:
+        raise CommandError(f"{path}: {len(lines)} constraint lines for {n_inputs} input lines (one per input line needed)")
+    out = []
+    for no, line in enumerate(lines, 1):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"{path}: line {no}: malformed JSON ({exc.msg})") from None
+        if not isinstance(value, dict):
+            raise CommandError(f"{path}: line {no}: expected a JSON object")
+        out.append(value)
+    return out
+
+
+def system_constraints(system_number: str, idf_path: str, seed: int = 0, ppdb_path: str | None = None
+                       ) -> Callable[[str, str | None], dict]:
+    """``constraints_for_input(source, reference) -> dict`` for ParaBank system N (Tab. 3)."""
+    from generation.constraints import select_constraints
+    from generation.idf import read_idf_tsv
+    from generation.systems import UnknownSystem, get_system
+
+    try:
+        system = get_system(system_number)
+    except UnknownSystem as exc:
+        raise CommandError(_one_line(exc)) from None
+    if system.kind == "ppdb" and not ppdb_path:
+        raise CommandError(f"system {system.number} ({system.name}) needs --ppdb FILE")
+    try:
+        idf = read_idf_tsv(idf_path)
+    except (OSError, ValueError) as exc:
+        raise CommandError(_one_line(f"unreadable IDF file: {exc}")) from None
+    ppdb = None
+    if ppdb_path:
+        from generation.ppdb import open_ppdb
+        ppdb = open_ppdb(ppdb_path)
+
+    def constraints_for_input(source: str, reference: str | None) -> dict:
+        return select_constraints(system, reference or source, idf, seed=seed, ppdb=ppdb).to_json()
+
+    return constraints_for_input
+
+
+class Command(BaseCommand):
+    help = "Decode every input line under its lexical constraints into OUT.jsonl."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--model", required=True, help="local Hugging Face seq2seq checkpoint folder")
+        parser.add_argument("--input", required=True, help="one input per line: source or source<TAB>reference")
+        parser.add_argument("--output", required=True, help="JSON lines, one per input line")
+        parser.add_argument("--constraints", help="JSON lines, one constraint object per input line")
+        parser.add_argument("--system", help="ParaBank system number (1-37): select constraints from each reference")
+        parser.add_argument("--idf", help="IDF table (token<TAB>idf) for --system")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--ppdb", help="PPDB 2.0 lexical file for systems 35-37")
+        parser.add_argument("--beam", type=int, default=5)
+        parser.add_argument("--nbest", type=int, default=1)
+        parser.add_argument("--batch-size", type=int, default=32)
+        parser.add_argument("--max-length", type=int, default=128,
+                            help="maximum output length in subword tokens, decoder start token included")
+        parser.add_argument("--length-penalty", type=float, default=1.0)
+        parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
+        parser.add_argument("--rerank-dissimilar", action="store_true",
+                            help="order each n-best list by word Levenshtein distance to the reference (ties: score)")
+
+    def handle(self, *args, **o) -> None:
+        from generation.decoding import ConstraintError, ModelFolderError, decode, load_model
+
+        if o["beam"] < 1 or o["nbest"] < 1 or o["nbest"] > o["beam"]:
+            raise CommandError("need 1 <= --nbest <= --beam")
+        if o["constraints"] and o["system"]:
+            raise CommandError("give either --constraints or --system, not both")
+        if o["system"] and not o["idf"]:
+            raise CommandError("--system needs --idf IDF.tsv")
+        try:
+            sources, refs = read_inputs(o["input"])
+        except OSError as exc:
+            raise CommandError(_one_line(f"cannot read --input: {exc}")) from None
+        if o["constraints"]:
+            try:
+                cons = read_constraints(o["constraints"], len(sources))
+            except OSError as exc:
+                raise CommandError(_one_line(f"cannot read --constraints: {exc}")) from None
+        elif o["system"]:
+            pick = system_constraints(o["system"], o["idf"], o["seed"], o["ppdb"])
+            cons = [pick(s, r) for s, r in zip(sources, refs)]
+        else:
+            cons = [None] * len(sources)
+        if o["device"] == "cuda":
+            import torch
+            if not torch.cuda.is_available():
+                raise CommandError("--device cuda: no CUDA device is available")
+        try:
+            model = load_model(o["model"], device=o["device"])
+        except ModelFolderError as exc:
+            raise CommandError(_one_line(exc)) from None
+        try:
+            results = decode(model, sources, cons, beam=o["beam"], nbest=o["nbest"], max_length=o["max_length"],
+                             length_penalty=o["length_penalty"], batch_size=o["batch_size"],
+                             rerank_dissimilar=o["rerank_dissimilar"], references=refs)
+        except ConstraintError as exc:
+            raise CommandError(_one_line(f"bad constraint value: {exc}")) from None
+        out = Path(o["output"])
+        tmp = out.with_name(out.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for r in results:
+                fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+        tmp.replace(out)
+        n_unsat = sum(r.unsatisfiable for r in results)
+        self.stderr.write(f"{len(results)} inputs decoded, {n_unsat} unsatisfiable -> {out}")

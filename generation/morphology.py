@@ -1,0 +1,108 @@
+"""Morphological variants for constraints (ParaBank §3.2 "Morphological Variants"), via lemminflect.
+
+- :func:`all_variants` ("Lex: All" negative systems): every lemma of the word under any part of speech
+  and every inflection of those lemmas under any part of speech, purely alphabetic forms only
+  (``mean`` -> mean, means, meaning, meant, meaner, meanest).
+- :func:`verb_inflections` (positive systems 29-31): the inflections of a verb's lemma(s) other than
+  the word itself (``took`` -> take, taken, takes, taking).
+
+Results are cached per word: the same few thousand words come back all the time.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+def capitalised(word: str) -> str:
+    """``for`` -> ``For`` (only the first letter changes)."""
+    return word[:1].upper() + word[1:]
+
+
+def _lemminflect():
+    import lemminflect
+
+    return lemminflect
+
+
+@lru_cache(maxsize=1)
+def _tables():
+    """lemminflect's lookup dictionaries (word -> {UPOS: lemmas}, lemma -> {PTB tag: forms}, each with
+    its overrides), read directly: the public getAll* functions deep-copy their result on every call,
+    which costs more than everything else selection does. None if this lemminflect lays them out
+    differently (then the public functions are used)."""
+    li = _lemminflect()
+    try:
+        lemmatizer, inflections = li.Lemmatizer(), li.Inflections()
+        tables = (lemmatizer._getLemmaDict(), lemmatizer._getOverridesDict(), inflections._getInflDict(),
+                  inflections._getOverridesDict())
+    except AttributeError:
+        return None
+    return tables if all(isinstance(t, dict) for t in tables) else None
+
+
+def _all_lemmas(word: str) -> list[tuple[str, ...]]:
+    """The lemma tuples of a lowercase word under every UPOS (lemminflect.getAllLemmas(word).values())."""
+    tables = _tables()
+    if tables is None:
+        return list(_lemminflect().getAllLemmas(word).values())
+    merged = dict(tables[0].get(word, {}))
+    merged.update(tables[1].get(word, {}))
+    return list(merged.values())
+
+
+def _all_inflections(lemma: str) -> list[tuple[str, ...]]:
+    """The form tuples of a lowercase lemma under every tag (lemminflect.getAllInflections(lemma).values())."""
+    if _tables() is None:
+        return list(_lemminflect().getAllInflections(lemma).values())
+    return list(_inflection_dict(lemma).values())
+
+
+@lru_cache(maxsize=200_000)
+def all_variants(word: str) -> tuple[str, ...]:
+    """The word first, then its other lowercase alphabetic lemmas and inflections, sorted."""
+    word = word.lower()
+    lemmas = {word}
+    for found in _all_lemmas(word):
+        lemmas.update(found)
+    forms: set[str] = set(lemmas)
+    for lemma in lemmas:
+        for inflected in _all_inflections(lemma.lower()):
+            forms.update(inflected)
+    others = sorted(f.lower() for f in forms if f.isalpha() and f.lower() != word)
+    return (word, *dict.fromkeys(others))
+
+
+@lru_cache(maxsize=200_000)
+def verb_inflections(word: str) -> tuple[str, ...]:
+    """Alphabetic inflections (and lemma) of the verb ``word`` other than ``word`` itself, sorted."""
+    lower = word.lower()
+    tables = _tables()
+    if tables is None:
+        li = _lemminflect()
+        lemmas = set(li.getAllLemmas(lower, upos="VERB").get("VERB", ()))
+        inflect = lambda lemma: li.getAllInflections(lemma, upos="VERB").values()  # noqa: E731
+    else:
+        merged = dict(tables[0].get(lower, {}))
+        merged.update(tables[1].get(lower, {}))
+        lemmas = set(merged.get("VERB", ()))
+        inflect = lambda lemma: [f for tag, f in _inflection_dict(lemma).items() if tag.startswith("VB")]  # noqa: E731
+    lemmas = {lemma.lower() for lemma in lemmas} or {lower}
+    forms: set[str] = set(lemmas)
+    for lemma in lemmas:
+        for inflected in inflect(lemma):
+            forms.update(f.lower() for f in inflected)
+    return tuple(sorted(f for f in forms if f.isalpha() and f != lower))
+
+
+def _inflection_dict(lemma: str) -> dict[str, tuple[str, ...]]:
+    tables = _tables()
+    merged = dict(tables[2].get(lemma, {}))
+    merged.update(tables[3].get(lemma, {}))
+    return merged
+
+
+def random_verb_inflection(word: str, rng) -> str:
+    """One random inflection of the verb ``word`` other than itself (``rng.choice``, e.g. a
+    random.Random or constraints.SeededDraws); the word itself if it has none."""
+    options = verb_inflections(word)
+    return rng.choice(options) if options else word

@@ -1,0 +1,220 @@
+"""PPDB 2.0 lexical paraphrases (ParaBank §3.2 "PPDB Constraints", systems 35-37).
+
+A PPDB 2.0 file (``ppdb-2.0-*-lexical``, gzip or plain, several GB) has one rule a line::
+
+    [RB] ||| often ||| frequently ||| PPDB2.0Score=3.4 ... ||| 0-0 ||| Equivalence
+
+(LHS ||| phrase ||| paraphrase ||| features ||| alignment ||| entailment relation). It is streamed once
+into a SQLite index ``VAR_DIR/ppdb-index/<sha256 of path+mtime+size>.sqlite`` holding
+(phrase, paraphrase, coarse POS of the LHS, relation) for the three relations the systems use; later
+opens of the same unchanged file reuse the index. Malformed lines are skipped, counted, and reported
+with their line numbers (logged, and kept in the index's ``meta`` table).
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import logging
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+from django.conf import settings
+
+from .systems import PPDB_RELATIONS
+
+logger = logging.getLogger(__name__)
+
+ALL_RELATIONS = frozenset({"Equivalence", "ForwardEntailment", "ReverseEntailment", "Exclusion",
+                           "OtherRelated", "Independent"})
+COARSE_CLASSES = ("noun", "verb", "adj", "adv", "other")
+MAX_REPORTED = 100  # malformed lines kept with their numbers in the index (all are counted)
+_BATCH = 50_000
+
+_SPACY_COARSE = {"NOUN": "noun", "PROPN": "noun", "VERB": "verb", "AUX": "verb", "ADJ": "adj", "ADV": "adv"}
+
+
+class PpdbError(ValueError):
+    pass
+
+
+def coarse_pos_of_ptb(tag: str) -> str:
+    """PPDB LHS / Penn Treebank tag ([NN], NNS, [VBD], JJR, RB, ...) -> noun/verb/adj/adv/other."""
+    tag = tag.strip().strip("[]").upper()
+    if tag.startswith("NN"):
+        return "noun"
+    if tag.startswith("VB"):
+        return "verb"
+    if tag.startswith("JJ"):
+        return "adj"
+    if tag.startswith("RB"):
+        return "adv"
+    return "other"
+
+
+def coarse_pos_of_spacy(pos: str) -> str:
+    """spaCy universal POS (NOUN, PROPN, VERB, AUX, ADJ, ADV, ...) -> noun/verb/adj/adv/other."""
+    return _SPACY_COARSE.get(pos, "other")
+
+
+def _open_text(path: Path):
+    raw = open(path, "rb")
+    magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+    stream = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
+
+
+def parse_line(line: str) -> tuple[str, str, str, str] | str:
+    """(phrase, paraphrase, coarse POS, relation) of one rule, or the reason it is malformed."""
+    parts = [p.strip() for p in line.rstrip("\r\n").split("|||")]
+    if len(parts) < 6:
+        return f"expected 6 '|||'-separated fields, found {len(parts)}"
+    lhs, phrase, paraphrase, relation = parts[0], parts[1], parts[2], parts[-1]
+    if not (lhs.startswith("[") and lhs.endswith("]") and len(lhs) > 2):
+        return f"LHS {lhs[:40]!r} is not a [TAG]"
+    if not phrase or not paraphrase:
+        return "empty phrase or paraphrase"
+    if relation not in ALL_RELATIONS:
+        return f"unknown entailment relation {relation[:40]!r}"
+    return phrase.lower(), paraphrase.lower(), coarse_pos_of_ptb(lhs), relation
+
+
+def index_path_for(path: str | Path, cache_dir: str | Path | None = None) -> Path:
+    path = Path(path).resolve()
+    st = path.stat()
+    digest = hashlib.sha256(f"{path}\0{st.st_mtime_ns}\0{st.st_size}".encode()).hexdigest()
+    base = Path(cache_dir) if cache_dir else Path(settings.VAR_DIR) / "ppdb-index"
+    return base / f"{digest}.sqlite"
+
+
+def build_index(source: str | Path, target: str | Path) -> dict:
+    """Stream ``source`` into a fresh SQLite index at ``target`` (written to a temporary file, then
+    renamed). Returns the statistics stored in its ``meta`` table."""
+    source, target = Path(source), Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.unlink(missing_ok=True)
+    stats = {"source": str(source), "lines": 0, "rules": 0, "kept": 0, "malformed": 0, "malformed_lines": []}
+    db = sqlite3.connect(tmp)
+    try:
+        db.executescript(
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+            "CREATE TABLE rules (phrase TEXT NOT NULL, paraphrase TEXT NOT NULL, pos TEXT NOT NULL,"
+            " relation TEXT NOT NULL);"
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        )
+        batch: list[tuple[str, str, str, str]] = []
+        wanted = set(PPDB_RELATIONS)
+        with _open_text(source) as fh:
+            for number, line in enumerate(fh, 1):
+                stats["lines"] = number
+                if not line.strip():
+                    continue
+                parsed = parse_line(line)
+                if isinstance(parsed, str):
+                    stats["malformed"] += 1
+                    if len(stats["malformed_lines"]) < MAX_REPORTED:
+                        stats["malformed_lines"].append({"line": number, "reason": parsed})
+                    if stats["malformed"] <= 20:
+                        logger.warning("%s:%d: malformed PPDB line skipped: %s", source, number, parsed)
+                    continue
+                stats["rules"] += 1
+                if parsed[3] in wanted and parsed[0] != parsed[1]:
+                    batch.append(parsed)
+                    if len(batch) >= _BATCH:
+                        db.executemany("INSERT INTO rules VALUES (?, ?, ?, ?)", batch)
+                        stats["kept"] += len(batch)
+                        batch.clear()
+        if batch:
+            db.executemany("INSERT INTO rules VALUES (?, ?, ?, ?)", batch)
+            stats["kept"] += len(batch)
+        db.execute("CREATE INDEX rules_lookup ON rules (phrase)")
+        db.execute("INSERT INTO meta VALUES ('stats', ?)", (json.dumps(stats),))
+        db.commit()
+    except BaseException:
+        db.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    db.close()
+    os.replace(tmp, target)
+    if stats["malformed"]:
+        logger.warning("%s: %d malformed line(s) skipped (first at line %d)", source, stats["malformed"],
+                       stats["malformed_lines"][0]["line"])
+    return stats
+
+
+class PpdbIndex:
+    """Read-only lookups into a built index; safe to share between threads."""
+
+    def __init__(self, index_path: str | Path, source: str | Path | None = None):
+        self.index_path = Path(index_path)
+        self.source = str(source) if source else None
+        self._db = sqlite3.connect(f"file:{self.index_path}?mode=ro", uri=True, check_same_thread=False)
+        self._lock = threading.Lock()
+        self._cache: dict[str, dict[tuple[str, str], tuple[str, ...]]] = {}
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'stats'").fetchone()
+        self.stats: dict = json.loads(row[0]) if row else {}
+
+    def prefetch(self, phrases) -> None:
+        """Load the entries of several phrases in one query (a sentence's pool, before its lookups)."""
+        missing = list(dict.fromkeys(p.lower() for p in phrases if p.lower() not in self._cache))
+        for start in range(0, len(missing), 500):
+            part = missing[start:start + 500]
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT DISTINCT phrase, pos, relation, paraphrase FROM rules WHERE phrase IN (%s)"
+                    " ORDER BY phrase, paraphrase" % ",".join("?" * len(part)), part,
+                ).fetchall()
+            grouped: dict[str, dict[tuple[str, str], list[str]]] = {p: {} for p in part}
+            for phrase, pos, relation, paraphrase in rows:
+                if paraphrase != phrase:
+                    grouped[phrase].setdefault((pos, relation), []).append(paraphrase)
+            if len(self._cache) >= 500_000:
+                self._cache.clear()
+            for phrase, entries in grouped.items():
+                self._cache[phrase] = {key: tuple(values) for key, values in entries.items()}
+
+    def _entries(self, phrase: str) -> dict[tuple[str, str], tuple[str, ...]]:
+        """All of a phrase's paraphrases, by (coarse POS, relation), cached."""
+        found = self._cache.get(phrase)
+        if found is None:
+            self.prefetch([phrase])
+            found = self._cache.get(phrase, {})
+        return found
+
+    def lookup(self, phrase: str, coarse_pos: str, relation: str) -> tuple[str, ...]:
+        """Distinct paraphrases of ``phrase`` (lowercased) under ``relation`` whose LHS has ``coarse_pos``,
+        sorted (so that a seeded random choice among them is reproducible)."""
+        return self._entries(phrase.lower()).get((coarse_pos, relation), ())
+
+    def close(self) -> None:
+        self._db.close()
+
+
+_OPEN: dict[Path, PpdbIndex] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_ppdb(path: str | Path, *, cache_dir: str | Path | None = None) -> PpdbIndex:
+    """The index of the PPDB file at ``path``, built on first use (streamed, once per file version)."""
+    source = Path(path)
+    try:
+        if not source.is_file():
+            raise PpdbError(f"PPDB file {path} does not exist or is not a file")
+        target = index_path_for(source, cache_dir)
+    except OSError as exc:
+        raise PpdbError(f"cannot read PPDB file {path}: {exc.strerror or exc}") from None
+    with _OPEN_LOCK:
+        index = _OPEN.get(target)
+        if index is not None:
+            return index
+        if not target.is_file():
+            try:
+                build_index(source, target)
+            except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                raise PpdbError(f"cannot read PPDB file {path}: {exc}") from None
+        index = _OPEN[target] = PpdbIndex(target, source)
+        return index

@@ -1,0 +1,117 @@
+"""Staff page: the constraint sets of all 37 ParaBank systems for one reference, side by side.
+
+``/research/corpora/<corpus_id>/constraints/?i=N`` reads reference N of the corpus from its shards;
+``/research/constraints/?sentence=...`` takes a typed sentence. Both accept ``idf`` (IdfTable id;
+default the corpus's latest, else the latest table), ``seed``, ``ppdb`` (a PPDB 2.0 file path on the
+server) and ``min_idf`` / ``max_idf``.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from .constraints import PREPOSITIONS, build_pool, select_for_all_systems, tag_sentences
+from .models import Corpus, CorpusShard, IdfTable
+from .shards import read_jsonl_gz
+from .systems import SYSTEMS
+
+
+def reference_at(corpus: Corpus, index: int) -> dict | None:
+    """Record ``index`` (corpus-wide) of the corpus, streamed from the shard that holds it."""
+    for shard in CorpusShard.objects.filter(corpus=corpus, first_record__lte=index).order_by("-first_record")[:1]:
+        if index >= shard.first_record + shard.n_records:
+            return None
+        for offset, record in enumerate(read_jsonl_gz(shard.key)):
+            if record.get("i") == index or (record.get("i") is None and offset == index - shard.first_record):
+                return record
+    return None
+
+
+def _phrases(phrases) -> list[str]:
+    return [" ".join(p) for p in phrases]
+
+
+def _float(value: str | None, default: float) -> float:
+    try:
+        return float(value) if value not in (None, "") else default
+    except ValueError:
+        return default
+
+
+@staff_member_required
+def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> HttpResponse:
+    corpus = get_object_or_404(Corpus, pk=corpus_id) if corpus_id is not None else None
+    q = request.GET
+    errors: list[str] = []
+    tables = list(IdfTable.objects.order_by("-created_at", "-pk")[:200])
+    default_table = None
+    if corpus is not None:
+        default_table = corpus.idf_tables.order_by("-created_at", "-pk").first()
+    default_table = default_table or (tables[0] if tables else None)
+    table = default_table
+    if q.get("idf"):
+        table = IdfTable.objects.filter(pk=q["idf"]).first() if q["idf"].isdigit() else None
+        if table is None:
+            errors.append(f"no IDF table {q['idf']}")
+    try:
+        seed = int(q.get("seed") or 0)
+    except ValueError:
+        errors.append("the seed must be an integer")
+        seed = 0
+    min_idf = _float(q.get("min_idf"), settings.PARAFORGE_MIN_IDF)
+    max_idf = _float(q.get("max_idf"), settings.PARAFORGE_MAX_IDF)
+    ppdb_path = (q.get("ppdb") or "").strip()
+
+    sentence = (q.get("sentence") or "").strip()
+    index = q.get("i", "")
+    record = None
+    if not sentence and corpus is not None and index != "":
+        if not str(index).isdigit():
+            errors.append("the reference index must be a number")
+        else:
+            record = reference_at(corpus, int(index))
+            if record is None:
+                errors.append(f"corpus {corpus} has no reference {index}")
+            else:
+                sentence = record.get("reference", "")
+
+    rows, pool = [], []
+    if sentence and table is not None and not errors:
+        from .constraint_job import load_idf_table
+
+        ppdb = None
+        if ppdb_path:
+            from .ppdb import PpdbError, open_ppdb
+
+            try:
+                ppdb = open_ppdb(ppdb_path)
+            except PpdbError as exc:
+                errors.append(str(exc))
+        try:
+            idf = load_idf_table(table)
+        except (OSError, ValueError) as exc:
+            errors.append(f"cannot read IDF table {table}: {exc}")
+            idf = None
+        if idf is not None:
+            tagged = tag_sentences([sentence])[0]
+            pool = [{"word": t.word, "idf": t.idf, "pos": t.pos, "preposition": t.word in PREPOSITIONS}
+                    for t in build_pool(tagged.tokens, idf, min_idf=min_idf, max_idf=max_idf)]
+            results = select_for_all_systems(tagged, idf, seed=seed, ppdb=ppdb, min_idf=min_idf, max_idf=max_idf)
+            for system, result in zip(SYSTEMS, results):
+                rows.append({
+                    "system": system, "ok": result.is_constraint_set,
+                    "reason": getattr(result, "reason", ""),
+                    "negative": _phrases(result.negative), "positive": _phrases(result.positive),
+                    "bos_avoid": _phrases(result.bos_avoid),
+                })
+    elif sentence and table is None:
+        errors.append("no IDF table: build or import one first")
+
+    return render(request, "generation/constraint_systems.html", {
+        "corpus": corpus, "tables": tables, "table": table, "seed": seed, "ppdb": ppdb_path,
+        "min_idf": min_idf, "max_idf": max_idf, "sentence": sentence, "index": index, "record": record,
+        "typed": bool(q.get("sentence")), "errors": errors, "rows": rows, "pool": pool,
+        "n_references": corpus.n_references if corpus else None,
+    })

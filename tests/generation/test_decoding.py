@@ -1,0 +1,103 @@
+"""Unconstrained decoding equals Hugging Face's beam search (outputs and scores); loading; n-best; re-ranking."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from generation.decoding import ModelFolderError, decode, load_model, word_levenshtein
+from generation.decoding.rerank import rerank_dissimilar
+
+SOURCES = ["How often do earthquakes occur?", "the cat sat on the mat .", "a a b", "big red house"]
+
+
+def _hf(loaded, sources, **kw):
+    enc = loaded.tokenizer(sources, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        return loaded.model.generate(**enc, output_scores=True, return_dict_in_generate=True, **kw)
+
+
+def _assert_equal_to_hf(loaded, sources, K, N, max_length, lp, early):
+    out = _hf(loaded, sources, num_beams=K, num_return_sequences=N, max_length=max_length, length_penalty=lp,
+              early_stopping=early)
+    ours = decode(loaded, sources, None, beam=K, nbest=N, max_length=max_length, length_penalty=lp,
+                  early_stopping=early, batch_size=len(sources))
+    pad = loaded.model.generation_config.pad_token_id
+    eos = loaded.vocab.eos_id
+    for i, r in enumerate(ours):
+        assert len(r.outputs) == N
+        for j, o in enumerate(r.outputs):
+            hf_ids = out.sequences[i * N + j].tolist()[1:]
+            # strip the padding after EOS
+            if eos in hf_ids:
+                hf_ids = hf_ids[: hf_ids.index(eos) + 1]
+            hf_ids = [t for t in hf_ids if t != pad or pad == eos]
+            ours_ids = loaded.tokenizer.convert_tokens_to_ids(o["tokens"])
+            assert ours_ids == [t for t in hf_ids if t != eos], (i, j)
+            # HF's sequences_scores = sum log-prob / generated_length ** lp; ours "score" = the sum
+            gen_len = len(hf_ids)
+            assert o["score"] / gen_len ** lp == pytest.approx(float(out.sequences_scores[i * N + j]), abs=1e-4)
+
+
+@pytest.mark.parametrize("K,N,max_length,lp,early", [(5, 2, 20, 1.0, False), (4, 4, 12, 0.5, True),
+                                                    (3, 1, 16, 2.0, "never"), (2, 1, 10, 1.0, False)])
+def test_equals_hf_beam_search_marian(tiny_marian, K, N, max_length, lp, early):
+    _assert_equal_to_hf(tiny_marian, SOURCES, K, N, max_length, lp, early)
+
+
+def test_equals_hf_with_early_eos(tiny_marian):
+    """A model that likes EOS: hypotheses of different lengths finish at different steps."""
+    from generation.decoding import from_objects
+    from transformers import MarianConfig, MarianMTModel
+    from .conftest import tiny_config_kwargs
+
+    tok = tiny_marian.tokenizer
+    torch.manual_seed(11)
+    model = MarianMTModel(MarianConfig(**{**tiny_config_kwargs(tiny_marian.vocab.size, tok.pad_token_id),
+                                          "init_std": 0.5}))
+    model.final_logits_bias[0, tiny_marian.vocab.eos_id] = 2.5
+    m = from_objects(model, tok, "cpu")
+    _assert_equal_to_hf(m, SOURCES, 5, 3, 24, 1.0, False)
+
+
+def test_equals_hf_bart_and_constraints_hold(tiny_bart_dir):
+    m = load_model(tiny_bart_dir, device="cpu")
+    _assert_equal_to_hf(m, SOURCES[:3], 3, 2, 14, 1.0, False)
+    c = {"positive": [["cat"]], "negative": [["the"], ["a", "a"]], "bos_avoid": [["How"]]}
+    res = decode(m, SOURCES[:3], [c] * 3, beam=4, nbest=2, max_length=20)
+    from generation.decoding import normalise_constraints, violations
+    for r in res:
+        assert r.safety_net_dropped == 0
+        for o in r.outputs:
+            assert violations(o["text"], normalise_constraints(c)) == []
+
+
+def test_load_model_errors(tmp_path):
+    with pytest.raises(ModelFolderError, match="does not exist"):
+        load_model(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelFolderError, match="config.json"):
+        load_model(tmp_path / "empty")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text('{"model_type": "nonsense"}')
+    with pytest.raises(ModelFolderError):
+        load_model(tmp_path / "bad")
+
+
+def test_nbest_and_rerank(tiny_marian):
+    [r] = decode(tiny_marian, ["the cat sat"], [None], beam=4, nbest=3, max_length=12)
+    assert len(r.outputs) == 3
+    assert len({tuple(o["tokens"]) for o in r.outputs}) == 3
+    [rr] = decode(tiny_marian, ["the cat sat"], [None], beam=4, nbest=3, max_length=12, rerank_dissimilar=True,
+                  references=["the cat sat"])
+    d = [o["distance"] for o in rr.outputs]
+    assert d == sorted(d, reverse=True)
+    assert {o["text"] for o in rr.outputs} == {o["text"] for o in r.outputs}
+
+
+def test_word_levenshtein_and_ties():
+    assert word_levenshtein("a b c".split(), "a c".split()) == 1
+    outs = [{"text": "x y", "score": -3.0}, {"text": "x z", "score": -1.0}, {"text": "a b c", "score": -9.0}]
+    ranked = rerank_dissimilar(outs, "x y")
+    assert [o["text"] for o in ranked] == ["a b c", "x z", "x y"]
+    ranked = rerank_dissimilar([{"text": "p", "score": -5.0}, {"text": "q", "score": -2.0}], "x")
+    assert [o["text"] for o in ranked] == ["q", "p"]  # equal distance: the better model score first

@@ -1,0 +1,188 @@
+"""The monolingual rewriter: tiny training runs (loss falls, checkpoints, resumption, export that
+loads with the Auto classes), pairs-file errors, the CLI, the synthetic demo pairs and the shipped
+demo model."""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from generation import rewriter
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_MODEL = ROOT / "generation" / "demo" / "model"
+
+SUBJECTS = ["A man", "A woman", "The boy", "A girl", "Two dogs", "The cat", "A child", "An old man",
+            "The chef", "A musician"]
+VERBS = [("is playing", "is strumming"), ("is cutting", "is slicing"), ("is eating", "is consuming"),
+         ("is holding", "is carrying"), ("is watching", "is looking at")]
+OBJECTS = ["a guitar", "an onion", "a ball", "some bread", "a red apple"]
+
+TINY = {"config": {"d_model": 32, "layers": 1, "ffn_dim": 64, "heads": 2}, "vocab_size": 200,
+        "batch_size": 16, "lr": 3e-3, "warmup": 2, "threads": 1, "valid_size": 8, "seed": 3}
+
+
+def _made_up_pairs(n=100, seed=0):
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        s, (v1, v2), o = rng.choice(SUBJECTS), rng.choice(VERBS), rng.choice(OBJECTS)
+        out.append((f"{s} {v1} {o}.", f"{s} {v2} {o}."))
+    return out
+
+
+@pytest.fixture
+def pairs_file(tmp_path):
+    p = tmp_path / "pairs.tsv"
+    p.write_text("".join(f"{a}\t{b}\n" for a, b in _made_up_pairs()), encoding="utf-8")
+    return p
+
+
+def test_tiny_training_checkpoints_resumes_and_exports(tmp_path, pairs_file):
+    out = tmp_path / "run"
+    seen = []
+    first = rewriter.train(pairs_file, out, steps=20, stop_after=10, checkpoint_every=5,
+                           progress=seen.append, **TINY)
+    # stopped like a kill after 10 steps: checkpointed, nothing exported yet
+    assert first.step == 10 and first.start_step == 0 and not first.exported
+    ckpts = sorted(p.name for p in (out / "checkpoints").iterdir() if not p.name.startswith("."))
+    assert ckpts[-1] == "step-0000010"
+    assert not (out / "model.safetensors").exists()
+
+    second = rewriter.train(pairs_file, out, steps=20, checkpoint_every=5, progress=seen.append, **TINY)
+    assert second.start_step == 10 and second.step == 20 and second.exported
+    steps = [i["step"] for i in seen]
+    assert steps == list(range(1, 21))  # continued, not restarted
+    losses = [i["loss"] for i in seen]
+    assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4 - 0.2
+
+    info = json.loads((out / "paraforge_training.json").read_text())
+    assert info["training"]["steps"] == 20 and info["data"]["pairs"] == 100
+    assert info["data"]["pairs_sha256"] and info["command"]
+
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(out), local_files_only=True)
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(out), local_files_only=True)
+    assert model.config.model_type == "marian"
+    assert model.config.decoder_start_token_id == tok.pad_token_id
+    enc = tok(["A man is playing a guitar."], return_tensors="pt")
+    gen = model.generate(**enc, num_beams=2, max_new_tokens=12)
+    assert gen.shape[0] == 1
+    assert isinstance(tok.batch_decode(gen, skip_special_tokens=True)[0], str)
+
+
+def test_export_only_and_fp16_export(tmp_path, pairs_file):
+    out = tmp_path / "run"
+    rewriter.train(pairs_file, out, steps=6, stop_after=3, checkpoint_every=3, **TINY)
+    dest = tmp_path / "export"
+    dest.mkdir()
+    (dest / "README.md").write_text("kept")
+    res = rewriter.train(None, out, export_only=True, export_dir=dest, half=True, **TINY)
+    assert res.exported and res.step == 3
+    assert (dest / "README.md").read_text() == "kept"
+    model, tok = rewriter.load_rewriter(dest)
+    assert next(model.parameters()).dtype.is_floating_point
+    assert str(next(model.parameters()).dtype) == "torch.float32"
+    assert len(rewriter.rewrite(model, tok, ["A dog is eating bread."], max_new_tokens=8)) == 1
+
+
+def test_malformed_pairs_name_the_line(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a b\tc d\n# comment\n\nno tab here\n", encoding="utf-8")
+    with pytest.raises(rewriter.PairsFileError, match=r"bad\.tsv:4:"):
+        rewriter.read_pairs(bad)
+    empty_side = tmp_path / "empty.tsv.gz"
+    with gzip.open(empty_side, "wt", encoding="utf-8") as fh:
+        fh.write("a\tb\n\tc\n")
+    with pytest.raises(rewriter.PairsFileError, match=r":2: empty"):
+        rewriter.read_pairs(empty_side)
+    with pytest.raises(CommandError, match=r"bad\.tsv:4:"):
+        call_command("train_rewriter", "--pairs", str(bad), "--out", str(tmp_path / "o"), stdout=StringIO(),
+                     stderr=StringIO())
+    with pytest.raises(CommandError, match="not found"):
+        call_command("train_rewriter", "--pairs", str(tmp_path / "missing.tsv"), "--out", str(tmp_path / "o"),
+                     stdout=StringIO(), stderr=StringIO())
+
+
+def test_gz_pairs_are_read(tmp_path):
+    p = tmp_path / "p.tsv.gz"
+    with gzip.open(p, "wt", encoding="utf-8") as fh:
+        fh.write("A man runs.\tA man is running.\textra\t0.9\n")
+    assert rewriter.read_pairs(p) == [("A man runs.", "A man is running.")]
+
+
+def test_cli_trains_resumes_and_prints_json(tmp_path, pairs_file):
+    out = tmp_path / "cli"
+    args = ["--pairs", str(pairs_file), "--out", str(out), "--d-model", "32", "--layers", "1", "--heads", "2",
+            "--vocab-size", "200", "--batch-size", "16", "--warmup", "2", "--threads", "1",
+            "--checkpoint-every", "2", "--steps", "6"]
+    stdout, stderr = StringIO(), StringIO()
+    call_command("train_rewriter", *args, "--stop-after", "4", stdout=stdout, stderr=stderr)
+    first = json.loads(stdout.getvalue().strip().splitlines()[-1])
+    assert first["step"] == 4 and not first["exported"]
+    assert "steps/s" in stderr.getvalue() and "ETA" in stderr.getvalue()
+    stdout = StringIO()
+    call_command("train_rewriter", *args, stdout=stdout, stderr=StringIO())
+    second = json.loads(stdout.getvalue().strip().splitlines()[-1])
+    assert second["start_step"] == 4 and second["step"] == 6 and second["exported"]
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+    assert (out / "checkpoints").is_dir()  # exporting into the training folder keeps the checkpoints
+
+
+def test_synthetic_pairs_from_a_small_data_dir(tmp_path):
+    d = tmp_path / "data"
+    (d / "stsb").mkdir(parents=True)
+    (d / "sick").mkdir()
+    (d / "ppdb").mkdir()
+    (d / "stsb" / "sts-train.csv").write_text(
+        "main-captions\tMSRvid\t2012test\t0001\t5.000\tA man is playing a guitar.\tA man plays a guitar.\n"
+        "main-news\tx\t2014\t0002\t1.0\tThe big dog runs fast.\tA small cat sleeps.\textra\tcols\n")
+    (d / "sick" / "SICK.txt").write_text(
+        "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+        "1\tA woman is slicing an onion\tA man is playing a guitar.\t1.0\tNEUTRAL\n")
+    words = "man woman guitar dog cat onion big small runs plays playing slicing fast sleeps".split()
+    (d / "ppdb" / "ppdb-1.0-xxxl-lexical-synonym-pairs.tsv").write_text(
+        "man\tguy\nguitar\tbanjo\ndog\tpuppy\nbig\tlarge\nslicing\tcutting\n12\t13\nthe\ta\n")
+    # the synonyms must be attested words of the corpus (PPDB XXXL is noisy): add them
+    (d / "stsb" / "sts-dev.csv").write_text(
+        "".join(f"g\tf\t2012\t{i}\t1.0\tA guy and a banjo and a puppy {i}.\tIt is large and cutting {i}.\n"
+                for i in range(3)))
+    out = tmp_path / "pairs.tsv"
+    summary = rewriter.build_synthetic_pairs(d, out, seed=1, copies=2, p_sub=1.0)
+    assert summary["sentences"] == 11
+    pairs = rewriter.read_pairs(out)
+    assert ("A man is playing a guitar.", "A guy is playing a banjo.") in pairs
+    assert ("A guy is playing a banjo.", "A man is playing a guitar.") in pairs  # both directions
+    again = tmp_path / "again.tsv"
+    rewriter.build_synthetic_pairs(d, again, seed=1, copies=2, p_sub=1.0)
+    assert again.read_text() == out.read_text()  # seeded
+    stdout = StringIO()
+    call_command("train_rewriter", "--make-demo-pairs", str(tmp_path / "cli.tsv"), "--data-dir", str(d),
+                 stdout=stdout)
+    assert json.loads(stdout.getvalue())["pairs"] > 0
+
+
+def test_noise_keeps_capitalisation_and_punctuation():
+    rng = random.Random(0)
+    out = rewriter.noise_sentence("Dogs run fast.", rng, {"dogs": ["hounds"], "fast": ["quickly"]},
+                                  p_sub=1.0, p_drop=0.0, p_swap=0.0)
+    assert out == "Hounds run quickly."
+
+
+@pytest.mark.skipif(not (DEMO_MODEL / "config.json").is_file(), reason="demo model not built")
+def test_shipped_demo_model_loads_and_rewrites():
+    size = sum(p.stat().st_size for p in DEMO_MODEL.rglob("*") if p.is_file())
+    assert size < 40 * 1024 * 1024
+    assert not (DEMO_MODEL / "checkpoints").exists()
+    assert json.loads((DEMO_MODEL / "config.json").read_text())["model_type"] == "marian"
+    assert (DEMO_MODEL / "paraforge_training.json").is_file() and (DEMO_MODEL / "README.md").is_file()
+    model, tok = rewriter.load_rewriter(DEMO_MODEL)
+    out = rewriter.rewrite(model, tok, ["A man is playing a guitar."], num_beams=4, max_new_tokens=32)[0]
+    assert out.strip() and any(c.isalpha() for c in out)
+    assert {"man", "guitar"} & set(out.lower().replace(".", " ").split())
