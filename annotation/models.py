@@ -265,3 +265,23 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.worker} -> {self.candidate_id}: {self.score} / {self.fluency}"
+
+
+class Bonus(models.Model):
+    """A bonus paid (or to be paid) to a worker. ``unique_request_token`` is sent to MTurk's
+    ``send_bonus`` as ``UniqueRequestToken`` so a retried call never pays twice."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="bonuses")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="bonuses")
+    amount_usd = models.DecimalField(max_digits=8, decimal_places=2)
+    reason = models.TextField()
+    unique_request_token = models.CharField(max_length=64, unique=True)
+    sent_at = models.DateTimeField(null=True, blank=True, help_text="null until the provider confirmed it")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "bonuses"
+
+    def __str__(self) -> str:
+        return f"${self.amount_usd} to {self.worker}"

@@ -70,3 +70,55 @@ class IdfTable(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Resource(models.Model):
+    """A generated paraphrase resource: the output of one generation job (corpus x systems x model).
+
+    The pairs live in candidate shards (``ResourceShard``), never in rows. Each shard is gzip JSONL
+    (``generation/shards.py``), one record per reference, written once per (job, chunk)::
+
+        {"ref_index": 1234,                 # corpus-wide index of the reference
+         "reference": "...", "source": "...",  # source = the bitext's other side ("" for mono corpora)
+         "length": 12,                      # reference length in spaCy tokens
+         "candidates": [                    # merged by exact text; one entry per distinct output
+            {"text": "...", "nll": 3.21,    # nll = -(sum log-prob) of the best-scoring system's output
+             "systems": ["17", "21"],        # every system that produced this text
+             "constraints": {"17": {"positive": [...], "negative": [...], "bos_avoid": [...]}, ...}}],
+         "no_constraints": ["18"]}          # systems whose pool was too small for this reference
+
+    ``settings`` records how it was made (model folder and its hash, systems, beam, nbest, max length,
+    length penalty, IDF table, seed), so that a release's manifest can state it.
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="resources")
+    job = models.OneToOneField(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="resource")
+    settings = models.JSONField(default=dict, blank=True)
+    n_references = models.PositiveBigIntegerField(default=0)
+    n_pairs = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ResourceShard(models.Model):
+    """One candidate shard of a resource (written by one generation chunk; same key if re-run)."""
+
+    resource = models.ForeignKey(Resource, on_delete=models.CASCADE, related_name="shards")
+    index = models.PositiveIntegerField()
+    key = models.CharField(max_length=500)
+    n_references = models.PositiveIntegerField(default=0)
+    n_pairs = models.PositiveIntegerField(default=0)
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["resource_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["resource", "index"], name="unique_shard_index_per_resource")]
+
+    def __str__(self) -> str:
+        return f"{self.resource} shard {self.index}"
