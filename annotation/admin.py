@@ -1,7 +1,26 @@
-"""Read-only admin views of the evaluation data (editing goes through imports, batches and providers)."""
-from django.contrib import admin
+"""Read-only admin views of the evaluation data (editing goes through imports, batches and providers).
 
+Actions: create a HIT batch from a campaign (a draft), publish batches after a cost preview, export a
+batch's results CSV, expire batches; disqualify or reinstate workers (their quality figures are listed).
+"""
+import io
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpResponse
+from django.template.response import TemplateResponse
+
+from .batches import PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
+from .exports import batch_results_csv
 from .models import Assignment, Batch, Campaign, Candidate, CandidateSystem, Hit, HitItem, Judgment, Reference, Worker
+from .providers import get_provider
+from .quality import worker_disqualify, worker_quality, worker_reinstate
+
+
+def _can_change(model_name: str):
+    def check(self, request) -> bool:
+        return request.user.has_perm(f"annotation.change_{model_name}")
+    return check
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -26,10 +45,60 @@ class ReadOnlyInline(admin.TabularInline):
         return False
 
 
+class BatchForm(forms.Form):
+    provider = forms.ChoiceField(choices=[(p, p) for p in PROVIDER_NAMES], initial="local")
+    per_length = forms.IntegerField(min_value=1, initial=100, help_text="references per length bucket")
+    lengths = forms.CharField(initial="5,10,20,40", help_text="length buckets, comma-separated")
+    assignments = forms.IntegerField(min_value=1, max_value=100, initial=3, help_text="different workers per HIT")
+    attention_rate = forms.FloatField(min_value=0, max_value=1, initial=0.1)
+    seed = forms.IntegerField(initial=0)
+    reward_usd = forms.DecimalField(min_value=0, decimal_places=2, initial="0.10", required=False,
+                                    help_text="MTurk: reward per assignment")
+    label = forms.CharField(required=False)
+
+    def clean_lengths(self):
+        try:
+            lengths = tuple(int(x) for x in self.cleaned_data["lengths"].split(",") if x.strip())
+        except ValueError:
+            raise forms.ValidationError("comma-separated integers, e.g. 5,10,20,40") from None
+        if not lengths:
+            raise forms.ValidationError("give at least one length bucket")
+        return lengths
+
+
 @admin.register(Campaign)
 class CampaignAdmin(ReadOnlyAdmin):
     list_display = ("name", "created_at", "job")
     search_fields = ("name",)
+    actions = ["create_hit_batch"]
+
+    has_create_batch_permission = _can_change("batch")
+
+    @admin.action(description="Create a HIT batch (draft, cost preview before publishing)…",
+                  permissions=["create_batch"])
+    def create_hit_batch(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Choose exactly one campaign.", messages.ERROR)
+            return None
+        campaign = queryset.get()
+        form = BatchForm(request.POST if request.POST.get("confirm") else None)
+        if form.is_bound and form.is_valid():
+            data = form.cleaned_data
+            settings = {"reward_usd": str(data["reward_usd"])} if data.get("reward_usd") is not None else {}
+            try:
+                batch = hit_batch_create(
+                    campaign=campaign, provider=data["provider"], per_length=data["per_length"],
+                    lengths=data["lengths"], assignments=data["assignments"], attention_rate=data["attention_rate"],
+                    seed=data["seed"], label=data["label"], settings=settings)
+            except (BatchError, ImportError) as exc:
+                self.message_user(request, f"No batch created: {exc}", messages.ERROR)
+                return None
+            self.message_user(request, f"Draft batch {batch.pk} created with {batch.hits.count()} HITs: "
+                              "publish it from the batch list (with its cost preview).", messages.SUCCESS)
+            return None
+        return TemplateResponse(request, "annotation/create_batch.html",
+                                {**self.admin_site.each_context(request), "campaign": campaign, "form": form,
+                                 "title": "Create a HIT batch"})
 
 
 @admin.register(Reference)
@@ -52,17 +121,127 @@ class CandidateAdmin(ReadOnlyAdmin):
     inlines = [CandidateSystemInline]
 
 
+def _quality(worker):
+    """The worker's figures, computed once per row."""
+    if not hasattr(worker, "_quality_cache"):
+        worker._quality_cache = worker_quality(worker=worker)
+    return worker._quality_cache
+
+
 @admin.register(Worker)
 class WorkerAdmin(ReadOnlyAdmin):
-    list_display = ("external_id", "provider", "disqualified", "disqualified_at", "user")
+    list_display = ("external_id", "provider", "judgments", "checks_passed", "checks_failed", "failure_rate",
+                    "seconds_per_hit", "agreement", "disqualified", "disqualified_reason", "user")
     list_filter = ("provider", "disqualified")
     search_fields = ("external_id",)
+    list_per_page = 50
+    actions = ["disqualify", "reinstate"]
+
+    has_manage_permission = _can_change("worker")
+
+    @admin.display(description="judgments")
+    def judgments(self, obj):
+        return _quality(obj).judgments
+
+    @admin.display(description="checks passed")
+    def checks_passed(self, obj):
+        return _quality(obj).attention_passed
+
+    @admin.display(description="checks failed")
+    def checks_failed(self, obj):
+        return _quality(obj).attention_failed
+
+    @admin.display(description="failure rate")
+    def failure_rate(self, obj):
+        rate = _quality(obj).failure_rate
+        return "-" if rate is None else f"{rate:.0%}"
+
+    @admin.display(description="s / HIT (median)")
+    def seconds_per_hit(self, obj):
+        value = _quality(obj).seconds_per_hit
+        return "-" if value is None else f"{value:.0f}"
+
+    @admin.display(description="agreement (r)")
+    def agreement(self, obj):
+        value = _quality(obj).agreement
+        return "-" if value is None else f"{value:.2f}"
+
+    @admin.action(description="Disqualify (exclude their judgments, bar them from HITs)", permissions=["manage"])
+    def disqualify(self, request, queryset):
+        for worker in queryset:
+            worker_disqualify(worker=worker, reason=f"disqualified by {request.user} in the admin")
+        self.message_user(request, f"{queryset.count()} worker(s) disqualified.", messages.SUCCESS)
+
+    @admin.action(description="Reinstate", permissions=["manage"])
+    def reinstate(self, request, queryset):
+        done = 0
+        for worker in queryset:
+            try:
+                worker_reinstate(worker=worker)
+                done += 1
+            except Exception as exc:  # noqa: BLE001 - shown to the researcher; the DB flag is already cleared
+                self.message_user(request, f"{worker}: the provider could not reinstate: {exc}", messages.WARNING)
+        self.message_user(request, f"{done} worker(s) reinstated.", messages.SUCCESS)
 
 
 @admin.register(Batch)
 class BatchAdmin(ReadOnlyAdmin):
-    list_display = ("id", "campaign", "provider", "label", "status", "created_at")
+    list_display = ("id", "campaign", "provider", "label", "status", "hit_count", "created_at")
     list_filter = ("provider", "status")
+    actions = ["publish_batches", "export_results", "expire_batches"]
+
+    has_publish_permission = _can_change("batch")
+
+    @admin.display(description="HITs")
+    def hit_count(self, obj):
+        return obj.hits.count()
+
+    @admin.action(description="Publish… (cost preview first)", permissions=["publish"])
+    def publish_batches(self, request, queryset):
+        batches = list(queryset.order_by("id"))
+        if request.POST.get("confirm") == "yes":
+            for batch in batches:
+                try:
+                    batch_publish(batch=batch)
+                except Exception as exc:  # noqa: BLE001 - a provider error is shown, the other batches go on
+                    self.message_user(request, f"batch {batch.pk}: not published: {exc}", messages.ERROR)
+                else:
+                    self.message_user(request, f"batch {batch.pk} published.", messages.SUCCESS)
+            return None
+        rows, total = [], None
+        for batch in batches:
+            try:
+                cost = batch_cost_estimate_usd(batch=batch)
+            except Exception as exc:  # noqa: BLE001 - no preview, no publishing
+                self.message_user(request, f"batch {batch.pk}: no cost estimate ({exc}); nothing published.",
+                                  messages.ERROR)
+                return None
+            if cost is not None:
+                total = (total or 0) + cost
+            rows.append({"batch": batch, "provider": batch.provider + (" (sandbox)" if (batch.settings or {}).get(
+                "sandbox") else ""), "hits": batch.hits.count(), "assignments": (batch.settings or {}).get(
+                "assignments", "-"), "cost": cost})
+        return TemplateResponse(request, "annotation/publish_preview.html", {
+            **self.admin_site.each_context(request), "batches": batches, "rows": rows, "total": total,
+            "title": "Publish batches", "cancel_url": request.get_full_path()})
+
+    @admin.action(description="Export results CSV (MTurk style)")
+    def export_results(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Choose exactly one batch to export.", messages.ERROR)
+            return None
+        batch = queryset.get()
+        buffer = io.StringIO()
+        batch_results_csv(batch=batch, out=buffer)
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="batch-{batch.pk}-results.csv"'
+        return response
+
+    @admin.action(description="Expire (no new assignments)", permissions=["publish"])
+    def expire_batches(self, request, queryset):
+        for batch in queryset:
+            get_provider(batch).expire(batch=batch)
+        self.message_user(request, f"{queryset.count()} batch(es) expired.", messages.SUCCESS)
 
 
 class HitItemInline(ReadOnlyInline):

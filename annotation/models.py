@@ -7,8 +7,10 @@ copy of the reference). Judgments belong to an ``Assignment`` (one worker's subm
 MTurk or the local provider, or a group of imported rows) and are given to a candidate, so a system
 output identical to its reference shares the attention copy's judgments.
 
-``Batch`` / ``Hit`` / ``HitItem`` are the HIT side (one reference and five candidates per HIT); they
-are skeletons filled by the batch builder and the providers.
+``Batch`` / ``Hit`` / ``HitItem`` are the HIT side (one reference and five candidates per HIT), filled
+by ``annotation.batches`` and served by the providers. A local annotator's taken-but-unsubmitted HIT is
+an ``Assignment`` in status ``accepted`` with an ``expires_at``; it becomes ``submitted`` through the
+submission API, or ``expired`` (and its slot returns to the pool) through the beat task.
 """
 from __future__ import annotations
 
@@ -188,6 +190,7 @@ class Hit(models.Model):
     external_hit_id = models.CharField(max_length=200, blank=True, db_index=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     max_assignments = models.PositiveSmallIntegerField(default=3)
+    round = models.PositiveSmallIntegerField(default=0, help_text="0 in fixed-redundancy batches; EASL's round")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -212,6 +215,8 @@ class HitItem(models.Model):
 
 
 class AssignmentStatus(models.TextChoices):
+    ACCEPTED = "accepted"  # taken by a local annotator, not yet submitted (holds one of the HIT's slots)
+    EXPIRED = "expired"  # taken but not submitted in time: the slot went back to the pool
     SUBMITTED = "submitted"
     APPROVED = "approved"
     REJECTED = "rejected"
@@ -226,8 +231,11 @@ class Assignment(models.Model):
     worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="assignments")
     provider = models.CharField(max_length=16, choices=Provider.choices)
     external_assignment_id = models.CharField(max_length=200)
+    accepted_at = models.DateTimeField(null=True, blank=True, help_text="when the worker took or opened the HIT")
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="local provider: the end of the allotted time")
     submitted_at = models.DateTimeField(null=True, blank=True)
     comment = models.TextField(blank=True)
+    feedback = models.TextField(blank=True, help_text="what the worker was told on rejection")
     status = models.CharField(max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.SUBMITTED,
                               db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -114,10 +114,7 @@ def main() -> None:
     from generation.morphology import all_variants, verb_inflections
 
     all_variants("took"), verb_inflections("took")  # load lemminflect's tables (data load is not timed)
-    from generation.constraints import negative_phrases
-
-    def clear_caches():
-        all_variants.cache_clear(), verb_inflections.cache_clear(), negative_phrases.cache_clear()
+    from generation.constraints import clear_caches  # per-word caches, emptied as in a fresh job process
 
     # IDF over the corpus first (tokenizer only, as the IDF job counts), so selection can run per block.
     tokenizer = load_pipeline(tagger=False)

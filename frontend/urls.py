@@ -1,8 +1,16 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
+
+from annotation import views as annotation_views
 
 from . import views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("hits/<int:hit_id>/", annotation_views.hit_page, name="hit-page"),
+    path("annotate/next/", annotation_views.annotate_next, name="annotate-next"),
+    path("annotate/login/", auth_views.LoginView.as_view(template_name="annotation/login.html",
+                                                           next_page="annotate-next"),
+         name="annotate-login"),
 ]

@@ -1,4 +1,5 @@
-"""Admin of generation/: corpora (import by upload, with a progress bar; IDF action), shards, IDF tables."""
+"""Admin of generation/: corpora (import by upload, with a progress bar; IDF action), shards, IDF tables,
+generated resources (with their generation job's progress) and their candidate shards."""
 from __future__ import annotations
 
 import re
@@ -11,14 +12,14 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
-from django.urls import path, reverse
+from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
 from jobs.execution import job_progress, job_start
 from jobs.models import Job
 
 from .idf import idf_table_key
-from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus, IdfTable
+from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus, IdfTable, Resource, ResourceShard
 from .storage import get_storage
 
 PROGRESS_JS = "frontend/job-progress.js"
@@ -218,3 +219,71 @@ class IdfTableAdmin(admin.ModelAdmin):
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", table.name) or f"idf-{table.pk}"
         return FileResponse(stream, as_attachment=True, filename=f"{safe}.idf.tsv",
                             content_type="text/tab-separated-values; charset=utf-8")
+
+
+class ResourceShardInline(admin.TabularInline):
+    model = ResourceShard
+    extra = 0
+    can_delete = False
+    fields = ("index", "key", "n_references", "n_pairs", "sha256")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Resource)
+class ResourceAdmin(admin.ModelAdmin):
+    """Resources are made by ``manage.py generate``; here one follows the job and reads the settings."""
+
+    list_display = ("name", "corpus", "n_references", "n_pairs", "shard_count", "generation_progress", "created_at")
+    list_filter = ("corpus",)
+    search_fields = ("name",)
+    readonly_fields = ("name", "corpus", "job_link", "generation_progress", "n_references", "n_pairs",
+                       "campaign_link", "settings_table", "created_at")
+    exclude = ("job", "settings")
+    inlines = [ResourceShardInline]
+
+    class Media:
+        js = [PROGRESS_JS]
+
+    def has_add_permission(self, request):
+        return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("corpus", "job")
+
+    @admin.display(description="shards")
+    def shard_count(self, resource: Resource) -> int:
+        return resource.shards.count()
+
+    @admin.display(description="generation")
+    def generation_progress(self, resource: Resource) -> str:
+        return progress_bar(resource.job)
+
+    @admin.display(description="generation job")
+    def job_link(self, resource: Resource) -> str:
+        if resource.job_id is None:
+            return "-"
+        return format_html('<a href="{}">job {}</a>', reverse("admin:jobs_job_change", args=[resource.job_id]),
+                           resource.job_id)
+
+    @admin.display(description="evaluation sample")
+    def campaign_link(self, resource: Resource) -> str:
+        from annotation.models import Campaign
+
+        campaign = Campaign.objects.filter(job_id=resource.job_id).first() if resource.job_id else None
+        if campaign is None:
+            return "-"
+        try:
+            return format_html('<a href="{}">{}</a>', reverse("admin:annotation_campaign_change", args=[campaign.pk]),
+                               campaign.name)
+        except NoReverseMatch:
+            return campaign.name
+
+    @admin.display(description="settings")
+    def settings_table(self, resource: Resource) -> str:
+        if not resource.settings:
+            return "- (filled in when the job finishes)"
+        return format_html("<table>{}</table>", format_html_join(
+            "", "<tr><th>{}</th><td>{}</td></tr>", ((k, v) for k, v in resource.settings.items())))

@@ -25,13 +25,15 @@ import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from operator import itemgetter
 from typing import Any, ClassVar, NamedTuple, Union
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
-from .morphology import all_variants, capitalised, random_verb_inflection
-from .ppdb import coarse_pos_of_spacy
+from .morphology import all_variants, random_verb_inflection, verb_inflections
+from .ppdb import _SPACY_COARSE, coarse_pos_of_spacy
 from .systems import SYSTEMS, System, get_system
 
 PREPOSITIONS = frozenset("about as at by for from in into of on onto over to with".split())
@@ -126,43 +128,149 @@ class PoolToken(NamedTuple):
     pos: str  # spaCy universal POS of that occurrence
 
 
+_IDF = itemgetter(1)
+Member = tuple  # (word, idf, position, pos): a PoolToken's fields as a plain tuple (cheaper to build)
+
+
+_CACHE_LIMIT = 200_000  # entries of each per-word cache below; a full cache is emptied and refills
+_WORD_OF: dict[str, str] = {}  # token text -> its lowercase form if purely alphabetic, else ""
+
+
+def _word_of(text: str) -> str:
+    """The pool word of a token text ("" if none), remembered: one lookup then replaces isalpha + lower
+    + hashing a new string for every token of the references."""
+    word = text.lower() if text.isalpha() else ""
+    if len(_WORD_OF) >= _CACHE_LIMIT:
+        _WORD_OF.clear()
+    _WORD_OF[text] = word
+    return word
+
+
+def _pool_in_order(tokens: Sequence[tuple[str, str]], get, lo: float, hi: float) -> list[Member]:
+    """The pool's members in reference order (``get``: the IDF table's ``get``)."""
+    seen: set[str] = set()
+    pool: list[Member] = []
+    word_of = _WORD_OF.get
+    for position, (text, pos) in enumerate(tokens):
+        word = word_of(text)
+        if word is None:
+            word = _word_of(text)
+        if not word or word in seen:
+            continue
+        seen.add(word)
+        value = get(word)
+        if word in PREPOSITIONS:
+            if value is None:
+                value = 0.0
+        elif value is None or not lo <= value <= hi:
+            continue
+        pool.append((word, value, position, pos))
+    return pool
+
+
+_WINDOW: tuple[float, float] | None = None  # the settings' IDF window, read once (settings are slow to read)
+
+
+def _idf_window() -> tuple[float, float]:
+    global _WINDOW
+    _WINDOW = (settings.PARAFORGE_MIN_IDF, settings.PARAFORGE_MAX_IDF)
+    return _WINDOW
+
+
+@receiver(setting_changed)
+def _forget_idf_window(*, setting: str, **kwargs) -> None:
+    global _WINDOW
+    if setting in ("PARAFORGE_MIN_IDF", "PARAFORGE_MAX_IDF"):
+        _WINDOW = None
+
+
+def _by_idf(in_order: list[Member]) -> list[Member]:
+    """Highest IDF first; a stable sort keeps ties in reference order (earlier token first)."""
+    return sorted(in_order, key=_IDF, reverse=True) if len(in_order) > 1 else in_order
+
+
 def build_pool(tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], *, min_idf: float | None = None,
                max_idf: float | None = None) -> list[PoolToken]:
     """The candidate pool, highest IDF first (ties: earlier token first)."""
     lo = settings.PARAFORGE_MIN_IDF if min_idf is None else min_idf
     hi = settings.PARAFORGE_MAX_IDF if max_idf is None else max_idf
-    seen: set[str] = set()
-    pool: list[PoolToken] = []
-    for position, (text, pos) in enumerate(tokens):
-        if not text.isalpha():
-            continue
-        word = text.lower()
-        if word in seen:
-            continue
-        seen.add(word)
-        value = idf.get(word)
-        if word in PREPOSITIONS:
-            value = 0.0 if value is None else value
-        elif value is None or not lo <= value <= hi:
-            continue
-        pool.append(PoolToken(word, value, position, pos))
-    pool.sort(key=lambda t: (-t.idf, t.position))
-    return pool
+    return list(map(PoolToken._make, _by_idf(_pool_in_order(tokens, idf.get, lo, hi))))
 
 
 # ------------------------------------------------------------------------------------- selection
 
 
-@lru_cache(maxsize=200_000)
+# Per-word negative phrases, cached in plain dicts (a dict hit costs a third of an lru_cache hit, and
+# selection makes a dozen per reference); emptied when they reach _CACHE_LIMIT words.
+_NEGATIVES: dict[str, Phrases] = {}
+_NEGATIVES_ALL: dict[str, Phrases] = {}
+_FORMS_ALL: dict[str, dict[str, None]] = {}  # word -> the tokens of its lex-all negative phrases, as keys
+
+
+def _negatives(word: str) -> Phrases:
+    """negative_phrases(word) on a cache miss."""
+    cap = word[:1].upper() + word[1:]  # capitalised(word)
+    found = ((word,), (cap,)) if cap != word else ((word,),)
+    if len(_NEGATIVES) >= _CACHE_LIMIT:
+        _NEGATIVES.clear()
+    _NEGATIVES[word] = found
+    return found
+
+
+_all_variants_uncached = all_variants.__wrapped__  # its result is cached here, as phrases
+
+
+def _negatives_all(word: str) -> Phrases:
+    """negative_phrases(word, lex_all=True) on a cache miss."""
+    forms: list[str] = []
+    for form in _all_variants_uncached(word):
+        forms += (form, form[:1].upper() + form[1:])  # and capitalised(form)
+    unique = dict.fromkeys(forms)  # (a dict of strings only is not tracked by the garbage collector)
+    found = tuple([(form,) for form in unique])
+    if len(_NEGATIVES_ALL) >= _CACHE_LIMIT:
+        _NEGATIVES_ALL.clear()
+        _FORMS_ALL.clear()
+    _FORMS_ALL[word] = unique
+    _NEGATIVES_ALL[word] = found
+    return found
+
+
+def _distinct_all(words: Sequence[str]) -> bool:
+    """Whether the lex-all negative phrases of these words are pairwise distinct, so that concatenating
+    them needs no de-duplication (the usual case; False when unsure)."""
+    if len(words) == 2:
+        first, second = _FORMS_ALL.get(words[0]), _FORMS_ALL.get(words[1])
+        return first is not None and second is not None and first.keys().isdisjoint(second)
+    forms = [_FORMS_ALL.get(word) for word in words]
+    for i, these in enumerate(forms):
+        if these is None:
+            return False
+        for others in forms[i + 1:]:
+            if others is None or not these.keys().isdisjoint(others):
+                return False
+    return True
+
+
 def negative_phrases(word: str, lex_all: bool = False) -> Phrases:
     """Single-token negative phrases for ``word``: its lowercase and capitalised forms, and with
     ``lex_all`` those of every morphological variant."""
-    forms = all_variants(word) if lex_all else (word,)
-    out: dict[Phrase, None] = {}
-    for form in forms:
-        out[(form,)] = None
-        out[(capitalised(form),)] = None
-    return tuple(out)
+    if lex_all:
+        return _NEGATIVES_ALL.get(word) or _negatives_all(word)
+    return _NEGATIVES.get(word) or _negatives(word)
+
+
+def clear_caches() -> None:
+    """Forget every per-word result of selection (negative phrases, morphological variants), as in a
+    fresh process. For benchmarks and tests; a job never needs it."""
+    _WORD_OF.clear()
+    _NEGATIVES.clear()
+    _NEGATIVES_ALL.clear()
+    _FORMS_ALL.clear()
+    all_variants.cache_clear()
+    verb_inflections.cache_clear()
+
+
+negative_phrases.cache_clear = clear_caches  # type: ignore[attr-defined]  # as when it was an lru_cache
 
 
 def _draw_slots() -> dict[int, tuple[int, int]]:
@@ -185,11 +293,20 @@ def seed_key(seed: int, text: str) -> bytes:
     return f"{seed}\x1f{text}".encode()
 
 
+_DRAWS_0 = hashlib.blake2b(digest_size=64, person=b"draws-0")
+_DRAWS_1 = hashlib.blake2b(digest_size=64, person=b"draws-1")
+_UNPACK_TABLE = struct.Struct(">32I").unpack
+_UNPACK_HALF = struct.Struct(">16I").unpack
+
+
 def draw_table(seed: int, text: str) -> tuple[int, ...]:
-    """32 32-bit words from BLAKE2b over (seed, reference text); each system draws from its own slot."""
-    key = seed_key(seed, text)
-    return struct.unpack(">32I", hashlib.blake2b(key, digest_size=64, person=b"draws-0").digest()
-                         + hashlib.blake2b(key, digest_size=64, person=b"draws-1").digest())
+    """32 32-bit words from BLAKE2b over (seed, reference text); each system draws from its own slot.
+    (Copies of two keyed-up hashers: the same digests as hashing from scratch, for less set-up.)"""
+    key = f"{seed}\x1f{text}".encode()
+    first, second = _DRAWS_0.copy(), _DRAWS_1.copy()
+    first.update(key)
+    second.update(key)
+    return _UNPACK_TABLE(first.digest() + second.digest())
 
 
 class SeededDraws:
@@ -200,6 +317,7 @@ class SeededDraws:
     so a reference gets the same constraints whatever else is selected and in whatever order or batch.
     Not ``random.Random``: seeding a Mersenne Twister costs ~7 us per system and sentence, more than
     the rest of the selection; the modulo bias here is below 1e-7 for pools of < 400 tokens.
+    (Selection reads the slot's words directly where they suffice; it uses this class otherwise.)
     """
 
     __slots__ = ("_words", "_next", "_seed", "_system", "_text")
@@ -241,129 +359,245 @@ def rng_for(seed: int, system: int, text: str) -> SeededDraws:
     return SeededDraws(seed, system, text)
 
 
-class _Context:
-    """Everything the systems share for one reference, computed once."""
+class _Sentence:
+    """Everything the systems share for one reference, each piece computed once and only if needed."""
 
-    __slots__ = ("text", "tokens", "pool", "_ascending", "seed", "ppdb", "_too_small", "_ranked", "_key")
+    __slots__ = ("text", "tokens", "seed", "ppdb", "pool", "in_order", "_ascending", "_table", "ranked",
+                 "overlap", "_too_small", "_table_words")
 
-    def __init__(self, sentence: TaggedSentence, pool: list[PoolToken], seed: int, ppdb) -> None:
+    def __init__(self, sentence: TaggedSentence, in_order: list[Member], seed: int, ppdb,
+                 table_words: int = 32) -> None:
+        self._table_words = table_words  # how many words of the draw table the systems read
         self.text = sentence.text
         self.tokens = sentence.tokens
-        self.pool = pool
-        self._ascending: list[PoolToken] | None = None
         self.seed = seed
         self.ppdb = ppdb
+        self.in_order = in_order
+        self.pool = _by_idf(in_order)  # highest IDF first
+        self._ascending: list[Member] | None = None
+        self._table: tuple[int, ...] | None = None
+        self.ranked: list[list[Phrases] | None] = [None, None, None, None]
+        self.overlap = [False, False, False, False]  # lex-all phrases of the ranked words may repeat
         self._too_small: dict[int, str] = {}
-        self._ranked: list[list[Phrases] | None] = [None, None, None, None]
-        self._key: tuple[int, ...] | None = None
-
-    def draws(self, system: int) -> SeededDraws:
-        if self._key is None:
-            self._key = draw_table(self.seed, self.text)
-        return SeededDraws(self.seed, system, self.text, self._key)
-
-    def ranked_negatives(self, highest: bool, lex_all: bool) -> list[Phrases]:
-        """Negative phrases of the first three pool tokens in highest (or lowest) IDF order."""
-        code = (0 if highest else 2) + lex_all
-        found = self._ranked[code]
-        if found is None:
-            ordered = self.pool if highest else self.ascending
-            found = self._ranked[code] = [negative_phrases(t.word, lex_all) for t in ordered[:3]]
-        return found
 
     @property
-    def ascending(self) -> list[PoolToken]:
+    def ascending(self) -> list[Member]:
+        """Lowest IDF first (ties: earlier token first)."""
         if self._ascending is None:
-            self._ascending = sorted(self.pool, key=lambda t: (t.idf, t.position))
+            self._ascending = sorted(self.in_order, key=_IDF)
         return self._ascending
 
+    @property
+    def table(self) -> tuple[int, ...]:
+        if self._table is None:
+            if self._table_words <= 16:  # the first 16 words of draw_table: one digest of two
+                first = _DRAWS_0.copy()
+                first.update(f"{self.seed}\x1f{self.text}".encode())
+                self._table = _UNPACK_HALF(first.digest())
+            else:
+                self._table = draw_table(self.seed, self.text)
+        return self._table
 
-def _too_small(system: System, ctx: _Context) -> NoConstraintSet:
-    needed = system.pool_needed
-    reason = ctx._too_small.get(needed)
-    if reason is None:
-        words = ", ".join(t.word for t in ctx.pool) or "empty"
-        reason = ctx._too_small[needed] = f"pool too small: {len(ctx.pool)} token(s) ({words}), system needs {needed}"
-    return NoConstraintSet(system.number, system.name, reason)
+    def draws(self, system: int) -> SeededDraws:
+        return SeededDraws(self.seed, system, self.text, draw_table(self.seed, self.text))
 
+    def rank(self, code: int) -> list[Phrases]:
+        """Negative phrases of the first three pool tokens in highest (code 0, 1) or lowest (2, 3) IDF
+        order, without (even code) or with (odd) every morphological variant."""
+        words = [t[0] for t in (self.pool if code < 2 else self.ascending)[:3]]
+        if code & 1:
+            found = [_NEGATIVES_ALL.get(word) or _negatives_all(word) for word in words]
+            self.overlap[code] = len(words) > 1 and not _distinct_all(words)
+        else:
+            found = [_NEGATIVES.get(word) or _negatives(word) for word in words]
+        self.ranked[code] = found
+        return found
 
-def _negatives(chosen: Iterable[PoolToken], lex_all: bool) -> Phrases:
-    phrases: Phrases = ()
-    for token in chosen:
-        phrases += negative_phrases(token.word, lex_all)
-    return tuple(dict.fromkeys(phrases)) if lex_all else phrases
-
-
-# One routine per *selection* (and kind) of a System row; each gets a system whose pool needs are met.
-
-def _select_none(system: System, ctx: _Context) -> Selected:
-    return ConstraintSet(system.number, system.name)
-
-
-def _select_position(system: System, ctx: _Context) -> Selected:
-    n = system.count
-    if len(ctx.tokens) < n:
-        return NoConstraintSet(system.number, system.name, f"reference has {len(ctx.tokens)} token(s), system needs {n}")
-    return ConstraintSet(system.number, system.name, (), (), (tuple(t for t, _ in ctx.tokens[:n]),))
-
-
-def _select_ranked_negative(system: System, ctx: _Context) -> Selected:
-    code, highest, lex_all, idx = _RANKED.get(id(system)) or _ranked_args(system)
-    ranked = ctx._ranked[code] or ctx.ranked_negatives(highest, lex_all)
-    if len(idx) == 1:
-        negative = ranked[idx[0]]
-    elif len(idx) == 2:
-        negative = ranked[idx[0]] + ranked[idx[1]]
-    else:
-        negative = ranked[idx[0]] + ranked[idx[1]] + ranked[idx[2]]
-    if lex_all and len(idx) > 1:
-        negative = tuple(dict.fromkeys(negative))
-    return ConstraintSet(system.number, system.name, (), negative, ())
+    def too_small(self, needed: int) -> str:
+        """The reason a system that needs ``needed`` pool tokens has no constraint set."""
+        reason = self._too_small.get(needed)
+        if reason is None:
+            words = ", ".join(t[0] for t in self.pool) or "empty"
+            reason = self._too_small[needed] = \
+                f"pool too small: {len(self.pool)} token(s) ({words}), system needs {needed}"
+        return reason
 
 
-def _ranked_args(s: System) -> tuple[int, bool, bool, tuple[int, ...]]:
-    """(cache slot, highest?, lex all?, zero-based ranks) of a ranked system, derived from its row."""
-    highest, lex_all = s.selection == "highest", s.lex == "all"
-    return (0 if highest else 2) + lex_all, highest, lex_all, tuple(r - 1 for r in s.ranks)
+# One routine per *selection* (and kind) of a System row. A routine runs a run of consecutive systems that
+# share it (e.g. systems 1-21 in one call), appending each one's result to ``out``; a member is
+# (number, name, pool tokens needed, *the arguments :func:`_plan` derived from its row once*).
+
+def _run_none(s: _Sentence, members, out: list) -> None:
+    for number, name, _ in members:
+        out.append(ConstraintSet(number, name))
 
 
-_RANKED = {id(s): _ranked_args(s) for s in SYSTEMS if s.selection in ("highest", "lowest")}
+def _run_position(s: _Sentence, members, out: list) -> None:
+    tokens, first = s.tokens, ()
+    for number, name, _, n in members:
+        if len(tokens) < n:
+            out.append(NoConstraintSet(number, name, f"reference has {len(tokens)} token(s), system needs {n}"))
+        else:
+            if len(first) < n:
+                first = tuple([t[0] for t in tokens[:max(n, 3)]])
+            out.append(ConstraintSet(number, name, (), (), (first[:n],)))
 
 
-def _select_ranked_positive(system: System, ctx: _Context) -> Selected:
-    token = (ctx.pool if system.selection == "highest" else ctx.ascending)[system.ranks[0] - 1]
-    form = token.word
-    if token.pos == "VERB" and system.lex == "verb":
-        form = random_verb_inflection(form, ctx.draws(system.number))
-    return ConstraintSet(system.number, system.name, ((form,),), (), ())
+def _run_ranked_negative(s: _Sentence, members, out: list) -> None:
+    size, ranked, append = len(s.pool), s.ranked, out.append
+    for number, name, needed, code, idx in members:
+        if size < needed:
+            append(NoConstraintSet(number, name, s.too_small(needed)))
+            continue
+        found = ranked[code] or s.rank(code)
+        if len(idx) == 1:
+            negative = found[idx[0]]
+        else:
+            negative = found[idx[0]] + found[idx[1]] if len(idx) == 2 else \
+                found[idx[0]] + found[idx[1]] + found[idx[2]]
+            if s.overlap[code]:  # lex all: a variant shared by two words is banned once
+                negative = tuple(dict.fromkeys(negative))
+        append(ConstraintSet(number, name, (), negative, ()))
 
 
-def _select_random(system: System, ctx: _Context) -> Selected:
-    chosen = ctx.draws(system.number).sample(ctx.pool, system.count)
-    return ConstraintSet(system.number, system.name, (), _negatives(chosen, system.lex == "all"), ())
+def _run_ranked_positive(s: _Sentence, members, out: list) -> None:
+    size = len(s.pool)
+    for number, name, needed, highest, index, verb, slot in members:
+        if size < needed:
+            out.append(NoConstraintSet(number, name, s.too_small(needed)))
+            continue
+        word, _, _, pos = (s.pool if highest else s.ascending)[index]
+        form = word
+        if verb and pos == "VERB":
+            if slot is None:
+                form = random_verb_inflection(word, s.draws(number))
+            else:  # SeededDraws.choice on the system's own word of the draw table
+                options = verb_inflections(word)
+                if options:
+                    form = options[(s._table or s.table)[slot] % len(options)]
+        out.append(ConstraintSet(number, name, ((form,),), (), ()))
 
 
-def _handler(system: System):
-    if system.selection in ("highest", "lowest"):
-        return _select_ranked_positive if system.kind == "positive" else _select_ranked_negative
-    return {None: _select_none, "position": _select_position, "random": _select_random,
-            "ppdb": _select_ppdb}[system.selection]
+def _run_random(s: _Sentence, members, out: list) -> None:
+    pool = s.pool
+    size = len(pool)
+    for number, name, needed, start, k, lex_all, cache, miss in members:
+        if size < needed:
+            out.append(NoConstraintSet(number, name, s.too_small(needed)))
+            continue
+        if start is None:
+            chosen = s.draws(number).sample(pool, k)
+        elif k == 1:  # SeededDraws.sample(pool, 1) on the system's own word of the draw table
+            word = pool[(s._table or s.table)[start] % size][0]
+            out.append(ConstraintSet(number, name, (), cache.get(word) or miss(word), ()))
+            continue
+        else:  # SeededDraws.sample (partial Fisher-Yates) on the system's own words of the draw table
+            table, chosen = s._table or s.table, pool[:]
+            for j in range(k):
+                r = j + table[start + j] % (size - j)
+                chosen[j], chosen[r] = chosen[r], chosen[j]
+            del chosen[k:]
+        negative: Phrases = ()
+        for token in chosen:
+            negative += cache.get(token[0]) or miss(token[0])
+        if lex_all and k > 1 and not _distinct_all([token[0] for token in chosen]):
+            negative = tuple(dict.fromkeys(negative))
+        out.append(ConstraintSet(number, name, (), negative, ()))
 
 
-def _select_ppdb(system: System, ctx: _Context) -> Selected:
-    if ctx.ppdb is None:
-        return NoConstraintSet(system.number, system.name, "no PPDB file given")
-    prefetch = getattr(ctx.ppdb, "prefetch", None)
+def _run_ppdb(s: _Sentence, members, out: list) -> None:
+    index = s.ppdb
+    entries = getattr(index, "entries", None)
+    size = len(s.pool)
+    matches = None
+    for number, name, needed, relation, slot in members:
+        if size < needed:
+            out.append(NoConstraintSet(number, name, s.too_small(needed)))
+        elif index is None:
+            out.append(NoConstraintSet(number, name, "no PPDB file given"))
+        elif entries is None:  # any object with lookup(phrase, coarse POS, relation)
+            out.append(_select_ppdb_by_lookup(number, name, s, relation))
+        else:
+            if matches is None:
+                matches = _ppdb_matches(s.pool, {m[3] for m in members}, entries)
+            match = matches.get(relation)
+            if match is None:
+                out.append(NoConstraintSet(number, name, f"no PPDB {relation} paraphrase with a matching POS for "
+                                                         "any pool token"))
+                continue
+            word, options = match
+            paraphrase = s.draws(number).choice(options) if slot is None else \
+                options[(s._table or s.table)[slot] % len(options)]
+            out.append(ConstraintSet(number, name, (tuple(paraphrase.split()),), negative_phrases(word), ()))
+
+
+def _ppdb_matches(pool: list[Member], relations: set[str], entries) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """For each relation, the first pool token (highest IDF first) with paraphrases of that relation
+    whose coarse POS matches its own, and those paraphrases; one pass for all the relations."""
+    found: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for word, _, _, pos in pool:
+        paraphrases = entries(word)  # all of the word's paraphrases by (coarse POS, relation)
+        if paraphrases:
+            coarse = _SPACY_COARSE.get(pos, "other")
+            for relation in relations:
+                if relation not in found:
+                    options = paraphrases.get((coarse, relation))
+                    if options:
+                        found[relation] = (word, options)
+            if len(found) == len(relations):
+                break
+    return found
+
+
+def _select_ppdb_by_lookup(number: int, name: str, s: _Sentence, relation: str) -> Selected:
+    prefetch = getattr(s.ppdb, "prefetch", None)
     if prefetch is not None:
-        prefetch([t.word for t in ctx.pool])
-    for token in ctx.pool:  # highest IDF first: the first pool token that has a matching paraphrase
-        options = ctx.ppdb.lookup(token.word, coarse_pos_of_spacy(token.pos), system.ppdb_relation)
+        prefetch([t[0] for t in s.pool])
+    for word, _, _, pos in s.pool:
+        options = s.ppdb.lookup(word, coarse_pos_of_spacy(pos), relation)
         if options:
-            paraphrase = ctx.draws(system.number).choice(options)
-            return ConstraintSet(system.number, system.name, positive=(tuple(paraphrase.split()),),
-                                 negative=negative_phrases(token.word))
-    return NoConstraintSet(system.number, system.name,
-                           f"no PPDB {system.ppdb_relation} paraphrase with a matching POS for any pool token")
+            paraphrase = s.draws(number).choice(options)
+            return ConstraintSet(number, name, positive=(tuple(paraphrase.split()),), negative=negative_phrases(word))
+    return NoConstraintSet(number, name, f"no PPDB {relation} paraphrase with a matching POS for any pool token")
+
+
+def _slot(system: System, draws: int) -> int | None:
+    """Start of the system's draw-table words if they hold ``draws`` draws (else None: SeededDraws)."""
+    start, size = _SLOTS.get(system.number, (0, 0))
+    return start if size >= draws else None
+
+
+def _plan(system: System) -> tuple:
+    """(routine, its arguments) for a system row."""
+    if system.selection in ("highest", "lowest"):
+        highest = system.selection == "highest"
+        if system.kind == "positive":
+            verb = system.lex == "verb"
+            return _run_ranked_positive, (highest, system.ranks[0] - 1, verb, _slot(system, 1) if verb else None)
+        code = (0 if highest else 2) + (system.lex == "all")  # see _Sentence.rank
+        return _run_ranked_negative, (code, tuple(r - 1 for r in system.ranks))
+    if system.selection == "random":
+        lex_all = system.lex == "all"  # (the cache dicts are emptied in place, never replaced)
+        return _run_random, (_slot(system, system.count), system.count, lex_all,
+                             *((_NEGATIVES_ALL, _negatives_all) if lex_all else (_NEGATIVES, _negatives)))
+    if system.selection == "ppdb":
+        return _run_ppdb, (system.ppdb_relation, _slot(system, 1))
+    if system.selection == "position":
+        return _run_position, (system.count,)
+    return _run_none, ()
+
+
+def _steps(systems: Sequence[System]) -> tuple:
+    """The systems as runs of consecutive rows that share a routine: ((routine, members), ...)."""
+    steps: list[tuple] = []
+    for system in systems:
+        routine, args = _plan(system)
+        member = (system.number, system.name, system.pool_needed, *args)
+        if steps and steps[-1][0] is routine:
+            steps[-1][1].append(member)
+        else:
+            steps.append((routine, [member]))
+    return tuple((routine, tuple(members)) for routine, members in steps)
 
 
 # ------------------------------------------------------------------------------------ public API
@@ -403,11 +637,13 @@ class SystemList(tuple):
     """Systems resolved once (see resolve_systems), each with its selection routine; passing one to
     select_for_all_systems skips the per-call lookup."""
 
-    plan: tuple
+    steps: tuple  # see _steps
+    table_words: int  # how many words of a sentence's draw table these systems read
 
     def __new__(cls, rows: Iterable[System]):
         self = super().__new__(cls, rows)
-        self.plan = tuple((s, s.pool_needed, _handler(s)) for s in self)
+        self.steps = _steps(self)
+        self.table_words = max((sum(_SLOTS[s.number]) for s in self if s.number in _SLOTS), default=0)
         return self
 
 
@@ -433,13 +669,20 @@ def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, 
     ``ppdb``: a :class:`generation.ppdb.PpdbIndex` or the path of a PPDB 2.0 file; without it the PPDB
     systems report "no PPDB file given". ``systems``: numbers or System rows (default: all 37).
     """
-    tagged = as_tagged(sentence, nlp=nlp)
-    rows = resolve_systems(systems)
-    ctx = _Context(tagged, build_pool(tagged.tokens, idf, min_idf=min_idf, max_idf=max_idf), int(seed),
-                   _resolve_ppdb(ppdb))
-    size = len(ctx.pool)
-    return [handler(system, ctx) if size >= needed else _too_small(system, ctx)
-            for system, needed, handler in rows.plan]
+    tagged = sentence if type(sentence) is TaggedSentence else as_tagged(sentence, nlp=nlp)
+    rows = systems if type(systems) is SystemList else resolve_systems(systems)
+    if min_idf is None or max_idf is None:
+        window = _WINDOW or _idf_window()
+        lo = window[0] if min_idf is None else min_idf
+        hi = window[1] if max_idf is None else max_idf
+    else:
+        lo, hi = min_idf, max_idf
+    s = _Sentence(tagged, _pool_in_order(tagged.tokens, idf.get, lo, hi), int(seed), _resolve_ppdb(ppdb),
+                  rows.table_words)
+    out: list[Selected] = []
+    for routine, members in rows.steps:
+        routine(s, members, out)
+    return out
 
 
 def select_constraints(system: int | System, sentence: str | TaggedSentence | Sequence[tuple[str, str]],

@@ -61,6 +61,41 @@ def _all_inflections(lemma: str) -> list[tuple[str, ...]]:
 def all_variants(word: str) -> tuple[str, ...]:
     """The word first, then its other lowercase alphabetic lemmas and inflections, sorted."""
     word = word.lower()
+    tables = _tables()
+    if tables is None:
+        return _all_variants_public(word)
+    lemma_dict, lemma_overrides, infl_dict, infl_overrides = tables
+    forms = [word]  # the word, its lemmas, then their inflections (repeats are harmless)
+    entry = lemma_dict.get(word)
+    if word in lemma_overrides:
+        entry = _merged(lemma_dict, lemma_overrides, word)
+    if entry:
+        for found in entry.values():
+            forms += found
+    for lemma in (set(forms) if len(forms) > 1 else forms):
+        lemma = lemma.lower()
+        entry = infl_dict.get(lemma)
+        if lemma in infl_overrides:
+            entry = _merged(infl_dict, infl_overrides, lemma)
+        if entry:
+            for inflected in entry.values():
+                forms += inflected
+    others = {f.lower() for f in forms if f.isalpha()}
+    others.discard(word)
+    return (word, *sorted(others))
+
+
+def _merged(table: dict, overrides: dict, key: str) -> dict:
+    """``table[key]`` with ``overrides[key]`` laid over it, by tag (as lemminflect merges them)."""
+    found = table.get(key)
+    override = overrides.get(key)
+    if override is None:
+        return found or {}
+    return {**found, **override} if found else override
+
+
+def _all_variants_public(word: str) -> tuple[str, ...]:
+    """all_variants through lemminflect's public functions (for a lemminflect laid out differently)."""
     lemmas = {word}
     for found in _all_lemmas(word):
         lemmas.update(found)
@@ -78,18 +113,26 @@ def verb_inflections(word: str) -> tuple[str, ...]:
     lower = word.lower()
     tables = _tables()
     if tables is None:
-        li = _lemminflect()
-        lemmas = set(li.getAllLemmas(lower, upos="VERB").get("VERB", ()))
-        inflect = lambda lemma: li.getAllInflections(lemma, upos="VERB").values()  # noqa: E731
-    else:
-        merged = dict(tables[0].get(lower, {}))
-        merged.update(tables[1].get(lower, {}))
-        lemmas = set(merged.get("VERB", ()))
-        inflect = lambda lemma: [f for tag, f in _inflection_dict(lemma).items() if tag.startswith("VB")]  # noqa: E731
-    lemmas = {lemma.lower() for lemma in lemmas} or {lower}
+        return _verb_inflections_public(lower)
+    lemma_dict, lemma_overrides, infl_dict, infl_overrides = tables
+    found = _merged(lemma_dict, lemma_overrides, lower).get("VERB")
+    lemmas = {lemma.lower() for lemma in found} if found else {lower}
+    raw: list[str] = []
+    for lemma in lemmas:
+        for tag, inflected in _merged(infl_dict, infl_overrides, lemma).items():
+            if tag.startswith("VB"):
+                raw += inflected
+    forms = lemmas.union([f.lower() for f in raw])
+    return tuple(sorted(f for f in forms if f.isalpha() and f != lower))
+
+
+def _verb_inflections_public(lower: str) -> tuple[str, ...]:
+    """verb_inflections through lemminflect's public functions."""
+    li = _lemminflect()
+    lemmas = {lemma.lower() for lemma in li.getAllLemmas(lower, upos="VERB").get("VERB", ())} or {lower}
     forms: set[str] = set(lemmas)
     for lemma in lemmas:
-        for inflected in inflect(lemma):
+        for inflected in li.getAllInflections(lemma, upos="VERB").values():
             forms.update(f.lower() for f in inflected)
     return tuple(sorted(f for f in forms if f.isalpha() and f != lower))
 

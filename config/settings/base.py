@@ -138,7 +138,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 6 * 3600)
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # local annotators' assignments whose allotted time ran out go back to the pool
+    "annotation-expire-local-assignments": {"task": "annotation.tasks.expire_local_assignments", "schedule": 60.0},
+}
 
 # --- Paraforge ------------------------------------------------------------------------------------
 # Where corpus shards, IDF tables, candidate shards and releases live: file:///path or s3://bucket/prefix
@@ -152,6 +155,23 @@ PARAFORGE_MAX_IDF = env_float("PARAFORGE_MAX_IDF", 17.0)
 # ``--wait`` with no worker answering: run the chunks in the calling process. Always on the embedded
 # broker; opt-in elsewhere (``1``), since production jobs belong on their workers (GPU ones included).
 PARAFORGE_INLINE_WITHOUT_WORKER = env_str("PARAFORGE_INLINE_WITHOUT_WORKER", "") in {"1", "true", "yes"}
+
+# --- Annotation: Mechanical Turk ------------------------------------------------------------------
+# Credentials are never settings: the MTurk client reads MTURK_ACCESS_KEY_ID / MTURK_SECRET_ACCESS_KEY
+# (else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) from the environment when it is made.
+PARAFORGE_HIT_PROVIDER = env_str("PARAFORGE_HIT_PROVIDER", "local")  # local | mturk-sandbox | mturk
+# The https:// address workers reach the slider pages at (MTurk's ExternalQuestion needs it).
+PARAFORGE_PUBLIC_URL = env_str("PARAFORGE_PUBLIC_URL", "")
+MTURK_ENDPOINT_URL = env_str("MTURK_ENDPOINT_URL") or None  # overrides the sandbox/production endpoint
+MTURK_REWARD_USD = env_str("MTURK_REWARD_USD", "0.50")  # per assignment (one HIT page)
+MTURK_ASSIGNMENT_DURATION_S = env_int("MTURK_ASSIGNMENT_DURATION_S", 30 * 60)
+MTURK_AUTO_APPROVAL_DELAY_S = env_int("MTURK_AUTO_APPROVAL_DELAY_S", 3 * 86400)
+MTURK_LIFETIME_S = env_int("MTURK_LIFETIME_S", 7 * 86400)
+MTURK_MIN_APPROVAL_RATE = env_int("MTURK_MIN_APPROVAL_RATE", 95)  # percent
+MTURK_MIN_APPROVED_HITS = env_int("MTURK_MIN_APPROVED_HITS", 1000)
+MTURK_LOCALES = env_list("MTURK_LOCALES", ["US"])
+MTURK_BLOCK_QUALIFICATION_NAME = env_str("MTURK_BLOCK_QUALIFICATION_NAME", "Paraforge: failed attention checks")
+MTURK_MAX_ATTEMPTS = env_int("MTURK_MAX_ATTEMPTS", 6)  # per call, throttling and network errors
 
 LOGGING = {
     "version": 1,

@@ -1,7 +1,10 @@
 """Prepares the embedded-default demo: a superuser whose fresh password is printed, and demo data.
 
-Demo data: the monolingual corpus ``demo`` (generation/demo/corpus.txt, 3,000 STS Benchmark sentences)
-and its IDF table, built in this process (tokenizer only: a few seconds). Re-runs keep what exists.
+Demo data, so that a person sees the researcher's whole path at once: the monolingual corpus ``demo``
+(generation/demo/corpus.txt, 3,000 STS Benchmark sentences) and its IDF table; an evaluation sample decoded
+with the shipped demo model under five ParaBank systems (resource and campaign ``demo-sample``); a published
+local HIT batch of it; three local annotator accounts whose fresh passwords are printed. All of it runs in
+this process (under a minute on a laptop CPU). Re-runs keep what exists and reset the passwords.
 """
 import secrets
 from pathlib import Path
@@ -11,6 +14,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 DEMO_CORPUS = "demo"
 DEMO_CORPUS_FILE = Path(__file__).resolve().parents[3] / "generation" / "demo" / "corpus.txt"
+DEMO_MODEL = Path(__file__).resolve().parents[3] / "generation" / "demo" / "model"
+DEMO_SAMPLE = "demo-sample"
+# lowest-IDF ban, one random ban, unconstrained, a required verb variant, the first 3 tokens banned at BOS
+DEMO_SYSTEMS = [15, 22, 28, 29, 34]
+DEMO_LENGTHS = [5, 10, 20]
+DEMO_ANNOTATORS = ("annotator1", "annotator2", "annotator3")
 
 
 class Command(BaseCommand):
@@ -28,10 +37,12 @@ class Command(BaseCommand):
         user.set_password(password)
         user.save()
         if not no_data:
-            self.demo_corpus()
+            corpus = self.demo_corpus()
+            self.demo_sample(corpus)
+            self.demo_annotators()
         self.stdout.write(f"demo superuser: {username}  password: {password}")
 
-    def demo_corpus(self) -> None:
+    def demo_corpus(self):
         from generation.corpora import corpus_discard
         from generation.models import Corpus, CorpusStatus
         from jobs.execution import job_run_inline, job_start
@@ -57,3 +68,43 @@ class Command(BaseCommand):
             if job.status != "succeeded":
                 raise CommandError(f"building the demo IDF table failed: {job.error}")
             self.stdout.write(f"demo IDF table: {job.result['name']} ({job.result['types']} types)")
+        return corpus
+
+    def demo_sample(self, corpus) -> None:
+        """Decode an evaluation sample with the demo model and put it on a published local HIT batch."""
+        from annotation.batches import batch_publish, hit_batch_create
+        from annotation.models import Batch, Campaign
+        from generation.generation_job import KIND, generation_params
+        from generation.models import Resource
+        from jobs.execution import job_run_inline, job_start
+
+        resource = Resource.objects.filter(name=DEMO_SAMPLE).first()
+        if resource is not None and (resource.job is None or resource.job.status != "succeeded"):
+            resource.delete()  # a run that died half-way: start again
+            Campaign.objects.filter(name=DEMO_SAMPLE).delete()
+            resource = None
+        if resource is None:
+            params = generation_params(corpus=corpus, model=str(DEMO_MODEL), systems=DEMO_SYSTEMS, beam=4,
+                                       sample_per_length=3, lengths=DEMO_LENGTHS, name=DEMO_SAMPLE, device="cpu")
+            job = job_start(kind=KIND, params=params, label=f"generate {DEMO_SAMPLE}", enqueue=False)
+            job = job_run_inline(job_id=job.pk)
+            if job.status != "succeeded":
+                raise CommandError(f"decoding the demo sample failed: {job.error}")
+            resource = Resource.objects.get(name=DEMO_SAMPLE)
+            self.stdout.write(f"demo sample: {resource.n_references} references, {resource.n_pairs} paraphrases "
+                              f"(systems {','.join(map(str, DEMO_SYSTEMS))}; generation job {job.pk})")
+        campaign = Campaign.objects.get(job_id=resource.job_id)
+        if not Batch.objects.filter(campaign=campaign).exists():
+            batch = hit_batch_create(campaign=campaign, provider="local", per_length=3, lengths=DEMO_LENGTHS,
+                                     assignments=3, attention_rate=0.2, seed=0, label="demo")
+            batch = batch_publish(batch=batch)
+            self.stdout.write(f"demo HIT batch {batch.pk}: {batch.hits.count()} HITs for local annotators")
+
+    def demo_annotators(self) -> None:
+        User = get_user_model()
+        for name in DEMO_ANNOTATORS:
+            password = secrets.token_urlsafe(9)
+            user, _ = User.objects.get_or_create(username=name)
+            user.set_password(password)
+            user.save()
+            self.stdout.write(f"local annotator: {name}  password: {password}")

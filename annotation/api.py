@@ -1,0 +1,87 @@
+"""The submission API (the slider page posts here) and staff-only read APIs of a batch."""
+from __future__ import annotations
+
+import io
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from rest_framework import status
+from rest_framework.decorators import (api_view, authentication_classes, permission_classes, renderer_classes,
+                                       throttle_classes)
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
+
+from .exports import batch_results_csv
+from .models import Batch, Hit
+from .serializers import AssignmentOutSerializer, HitOutSerializer, SubmissionInSerializer
+from .submissions import JudgmentInput, SubmissionError, assignment_submit
+
+
+class SubmissionThrottle(SimpleRateThrottle):
+    """Per (client IP, worker id), in Django's cache; ``ANNOTATION_SUBMISSION_RATE`` (default 30/min)."""
+
+    scope = "annotation-submission"
+
+    def get_rate(self):
+        return getattr(settings, "ANNOTATION_SUBMISSION_RATE", "30/min")
+
+    def get_cache_key(self, request, view):
+        worker = request.data.get("worker_id") if isinstance(request.data, dict) else None
+        return self.cache_format % {"scope": self.scope, "ident": f"{self.get_ident(request)}:{str(worker)[:200]}"}
+
+
+class CSVRenderer(BaseRenderer):
+    """Lets clients ask for text/csv (errors still come as JSON text)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return JSONRenderer().render(data) if not isinstance(data, (str, bytes)) else data
+
+
+@api_view(["POST"])
+@authentication_classes([])  # the signed token in the body is the credential (no session, no CSRF)
+@permission_classes([AllowAny])
+@throttle_classes([SubmissionThrottle])
+def assignment_create(request: Request, hit_id: int) -> Response:
+    """POST /api/hits/<hit_id>/assignments/: 201 with the saved assignment, 200 when already saved."""
+    hit = get_object_or_404(Hit, pk=hit_id)
+    incoming = SubmissionInSerializer(data=request.data)
+    if not incoming.is_valid():
+        return Response({"detail": "invalid submission", "errors": incoming.errors},
+                        status=status.HTTP_400_BAD_REQUEST)
+    data = incoming.validated_data
+    try:
+        result = assignment_submit(
+            hit=hit, assignment_id=data["assignment_id"], worker_id=data["worker_id"], token=data["token"],
+            judgments=[JudgmentInput(**j) for j in data["judgments"]], comment=data.get("comment", ""))
+    except SubmissionError as exc:
+        return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
+    return Response(AssignmentOutSerializer(result.assignment).data,
+                    status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+@api_view(["GET"])
+def batch_hits(request: Request, batch_id: int) -> Response:
+    """Staff: the batch's HITs as [{"id", "reference", "candidates": [{"id", "text"}]}]."""
+    batch = get_object_or_404(Batch, pk=batch_id)
+    hits = Hit.objects.filter(batch=batch).select_related("reference").prefetch_related("items__candidate")
+    return Response(HitOutSerializer(hits, many=True).data)
+
+
+@api_view(["GET"])
+@renderer_classes([JSONRenderer, CSVRenderer])
+def batch_results(request: Request, batch_id: int) -> HttpResponse:
+    """Staff: the batch's raw judgments as an MTurk-style results CSV."""
+    batch = get_object_or_404(Batch, pk=batch_id)
+    buffer = io.StringIO()
+    batch_results_csv(batch=batch, out=buffer)
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="batch-{batch.pk}-results.csv"'
+    return response

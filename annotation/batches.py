@@ -1,0 +1,180 @@
+"""HIT batches (ParaBank §2.4, §5.3): sample references per length bucket, pool their candidates, make HITs.
+
+A HIT shows one reference and ``hit_size`` (5) of its merged candidates. Every candidate of a sampled
+reference (system outputs and imported baseline outputs alike) appears in exactly one HIT of the batch,
+so with ``assignments`` = R different workers per HIT each candidate gets R judgments. The reference's
+own copy (the ``Candidate`` whose text is the reference; system ``"0"``) is the attention check: it
+takes one of the five places in a share ``attention_rate`` of the HITs (exact up to rounding; at most
+one check per reference and batch, so that no worker meets the same copy twice in one batch).
+
+Everything random comes from one ``random.Random(seed)``: the same campaign, arguments and seed give
+the same HITs.
+"""
+from __future__ import annotations
+
+import csv
+import random
+from decimal import Decimal
+from pathlib import Path
+
+from django.db import transaction
+
+from .models import (ATTENTION_SYSTEM, LENGTH_BUCKETS, Batch, BatchStatus, Campaign, Candidate, CandidateSystem, Hit,
+                     HitItem, Provider, Reference)
+
+PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk")
+HIT_SIZE = 5
+DEFAULT_ASSIGNMENT_DURATION_S = 3600
+
+
+class BatchError(ValueError):
+    """Arguments that cannot make a batch (the message says why)."""
+
+
+def attention_copy(reference: Reference) -> Candidate:
+    """The reference's attention-check copy (text == reference, system "0"), created if missing."""
+    copy, _ = Candidate.objects.get_or_create(reference=reference, text=reference.text)
+    CandidateSystem.objects.get_or_create(candidate=copy, system=ATTENTION_SYSTEM)
+    return copy
+
+
+def baseline_candidates_import(*, campaign: Campaign, path, system: str = "35") -> int:
+    """Add a baseline system's outputs (e.g. PARANMT) to the campaign's candidates; returns rows read.
+
+    A tab-separated file with a header naming ``ref_id`` and ``candidate`` (optionally ``sys_id``, else
+    ``system`` is used). Outputs are merged by exact text like every candidate; references not in the
+    campaign are an error (nothing is written)."""
+    path = Path(path)
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        missing = {"ref_id", "candidate"} - set(reader.fieldnames or ())
+        if missing:
+            raise BatchError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+        rows = [(r["ref_id"], (r.get("sys_id") or system).split(), (r["candidate"] or "").strip()) for r in reader]
+    refs = {r.ref_id: r for r in Reference.objects.filter(campaign=campaign, ref_id__in={row[0] for row in rows})}
+    for lineno, (ref_id, _, text) in enumerate(rows, start=2):
+        if ref_id not in refs:
+            raise BatchError(f"{path}:{lineno}: ref_id {ref_id!r} is not in campaign {campaign.name!r}")
+        if not text:
+            raise BatchError(f"{path}:{lineno}: empty candidate")
+    with transaction.atomic():
+        for ref_id, systems, text in rows:
+            cand, _ = Candidate.objects.get_or_create(reference=refs[ref_id], text=text)
+            for s in systems:
+                CandidateSystem.objects.get_or_create(candidate=cand, system=s)
+    return len(rows)
+
+
+def _provider_fields(provider: str) -> tuple[str, dict]:
+    if provider not in PROVIDER_NAMES:
+        raise BatchError(f"unknown provider {provider!r}: choose one of {', '.join(PROVIDER_NAMES)}")
+    if provider == "local":
+        return Provider.LOCAL, {}
+    return Provider.MTURK, {"sandbox": provider == "mturk-sandbox"}
+
+
+def _sample_references(campaign: Campaign, lengths, per_length: int, rng: random.Random) -> list[Reference]:
+    chosen: list[Reference] = []
+    for length in lengths:
+        refs = list(Reference.objects.filter(campaign=campaign, length_bucket=length).order_by("id"))
+        chosen.extend(refs if len(refs) <= per_length else rng.sample(refs, per_length))
+    return chosen
+
+
+def _plan(references: list[Reference], *, hit_size: int, attention_rate: float,
+          rng: random.Random) -> list[tuple[Reference, list[Candidate], bool]]:
+    """(reference, candidates, has_attention_check) per HIT, in a shuffled order."""
+    pools: list[tuple[Reference, list[Candidate]]] = []
+    for ref in references:
+        cands = [c for c in ref.candidates.all().order_by("id") if c.text != ref.text]
+        rng.shuffle(cands)
+        pools.append((ref, cands))
+    rng.shuffle(pools)
+    plan: list[tuple[Reference, list[Candidate], bool]] = []
+    owed = rng.random()  # carried share of an attention check: spreads exactly rate x HITs over the batch
+    for ref, cands in pools:
+        checked = False
+        while cands:
+            owed += attention_rate
+            attention = owed >= 1.0 and not checked
+            if attention:
+                owed -= 1.0
+                checked = True
+            take = hit_size - 1 if attention else hit_size
+            plan.append((ref, cands[:take], attention))
+            cands = cands[take:]
+    rng.shuffle(plan)
+    return plan
+
+
+def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100,
+                     lengths=LENGTH_BUCKETS, assignments: int = 3, attention_rate: float = 0.1, seed: int = 0,
+                     baseline=None, baseline_system: str = "35", hit_size: int = HIT_SIZE, label: str = "",
+                     settings: dict | None = None) -> Batch:
+    """Build a draft batch of HITs from the campaign's sample (see the module docstring).
+
+    ``provider``: local | mturk-sandbox | mturk. ``baseline``: an optional TSV of baseline outputs added to
+    the candidates first (``baseline_candidates_import``). ``settings`` go to ``Batch.settings`` (reward,
+    durations, qualifications for MTurk; ``assignment_duration_s`` for the local provider)."""
+    if per_length < 1:
+        raise BatchError("--per-length must be at least 1")
+    if assignments < 1:
+        raise BatchError("--assignments must be at least 1")
+    if not 0.0 <= attention_rate <= 1.0:
+        raise BatchError("--attention-rate must be between 0 and 1")
+    if hit_size < 2:
+        raise BatchError("a HIT needs at least 2 candidates")
+    lengths = tuple(int(x) for x in lengths)
+    if not lengths:
+        raise BatchError("no length buckets given")
+    provider_name, provider_settings = _provider_fields(provider)
+    if baseline:
+        baseline_candidates_import(campaign=campaign, path=baseline, system=baseline_system)
+    rng = random.Random(seed)
+    references = _sample_references(campaign, lengths, per_length, rng)
+    plan = _plan(references, hit_size=hit_size, attention_rate=attention_rate, rng=rng)
+    if not plan:
+        raise BatchError(f"campaign {campaign.name!r} has no candidates in length buckets "
+                         f"{', '.join(map(str, lengths))}")
+    batch_settings = {
+        "assignment_duration_s": DEFAULT_ASSIGNMENT_DURATION_S,
+        **(settings or {}), **provider_settings,
+        "per_length": per_length, "lengths": list(lengths), "assignments": assignments,
+        "attention_rate": attention_rate, "seed": seed, "hit_size": hit_size,
+    }
+    with transaction.atomic():
+        batch = Batch.objects.create(campaign=campaign, provider=provider_name, label=label,
+                                     settings=batch_settings, status=BatchStatus.DRAFT)
+        copies = {ref.pk: attention_copy(ref) for ref, _, attention in plan if attention}
+        hits = Hit.objects.bulk_create([Hit(batch=batch, reference=ref, max_assignments=assignments)
+                                        for ref, _, _ in plan])
+        items: list[HitItem] = []
+        for hit, (ref, cands, attention) in zip(hits, plan):
+            shown = list(cands)
+            if attention:
+                shown.insert(rng.randrange(len(shown) + 1), copies[ref.pk])
+            items.extend(HitItem(hit=hit, candidate=c, position=i, is_attention_check=attention and c == copies[ref.pk])
+                         for i, c in enumerate(shown))
+        HitItem.objects.bulk_create(items, batch_size=1000)
+    return batch
+
+
+def batch_cost_estimate_usd(*, batch: Batch) -> Decimal | None:
+    """What publishing would cost, from the batch's provider (None for the local provider)."""
+    from .providers import get_provider
+
+    return get_provider(batch).cost_estimate_usd(batch=batch)
+
+
+def batch_publish(*, batch: Batch) -> Batch:
+    """Publish through the provider (idempotent) and mark the batch published."""
+    from .providers import get_provider
+
+    if batch.status == BatchStatus.CANCELLED:
+        raise BatchError(f"batch {batch.pk} was cancelled")
+    get_provider(batch).publish(batch=batch)
+    if batch.status == BatchStatus.DRAFT:
+        Batch.objects.filter(pk=batch.pk).update(status=BatchStatus.PUBLISHED)
+        batch.status = BatchStatus.PUBLISHED
+    return batch
+

@@ -1,0 +1,56 @@
+"""A batch's raw judgments as an MTurk-style results CSV (one row per assignment, Input.* / Answer.*).
+
+Like the file MTurk's requester site gives for a batch: ``HITId``, ``AssignmentId``, ``WorkerId``,
+``AssignmentStatus``, ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``, then ``Input.*`` (the
+reference and, per position, candidate id, text and whether it is the attention check) and
+``Answer.*`` (per position the slider score, empty when N/A, and the fluency 0/1/2; the comment).
+Only submitted, approved and rejected assignments are written.
+"""
+from __future__ import annotations
+
+import csv
+from typing import TextIO
+
+from .models import Assignment, AssignmentStatus, Batch, Hit
+
+EXPORTED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+
+
+def _iso(value) -> str:
+    return value.isoformat() if value else ""
+
+
+def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
+    """Write the CSV to ``out``; returns the number of assignment rows."""
+    hits = {h.pk: h for h in Hit.objects.filter(batch=batch).select_related("reference")
+            .prefetch_related("items__candidate")}
+    width = max((len(h.items.all()) for h in hits.values()), default=0)
+    header = ["HITId", "InternalHITId", "AssignmentId", "WorkerId", "AssignmentStatus", "AcceptTime", "SubmitTime",
+              "WorkTimeInSeconds", "Input.ref_id", "Input.reference"]
+    for k in range(1, width + 1):
+        header += [f"Input.cand{k}_id", f"Input.cand{k}", f"Input.cand{k}_attention"]
+    for k in range(1, width + 1):
+        header += [f"Answer.cand{k}_score", f"Answer.cand{k}_fluency"]
+    header.append("Answer.comment")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    rows = 0
+    assignments = (Assignment.objects.filter(hit__batch=batch, status__in=EXPORTED)
+                   .select_related("worker").prefetch_related("judgments").order_by("hit_id", "id"))
+    for a in assignments:
+        hit = hits[a.hit_id]
+        items = list(hit.items.all())
+        given = {j.candidate_id: j for j in a.judgments.all()}
+        seconds = int((a.submitted_at - a.accepted_at).total_seconds()) if a.submitted_at and a.accepted_at else ""
+        row = [hit.external_hit_id or hit.pk, hit.pk, a.external_assignment_id, a.worker.external_id, a.status,
+               _iso(a.accepted_at), _iso(a.submitted_at), seconds, hit.reference.ref_id, hit.reference.text]
+        for k in range(width):
+            item = items[k] if k < len(items) else None
+            row += [item.candidate_id, item.candidate.text, int(item.is_attention_check)] if item else ["", "", ""]
+        for k in range(width):
+            j = given.get(items[k].candidate_id) if k < len(items) else None
+            row += ["" if j is None or j.score is None else j.score, "" if j is None else j.fluency]
+        row.append(a.comment)
+        writer.writerow(row)
+        rows += 1
+    return rows

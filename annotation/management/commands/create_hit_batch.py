@@ -1,0 +1,89 @@
+"""Build a HIT batch from a generation job's evaluation sample; prints a JSON summary.
+
+``python manage.py create_hit_batch --job JOB --provider local|mturk-sandbox|mturk [--per-length 100]
+[--lengths 5,10,20,40] [--assignments 3] [--attention-rate 0.1] [--seed S]`` prints
+``{"batch": <id>, "hits": <n>, "cost_estimate_usd": <x or null>}``. Local batches are live at once
+(nothing is spent); MTurk batches stay drafts until ``--publish`` or the admin's Publish action.
+"""
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotation.batches import PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
+from annotation.models import Campaign
+from annotation.providers import get_provider
+
+
+def _lengths(value: str) -> tuple[int, ...]:
+    try:
+        lengths = tuple(int(x) for x in value.split(",") if x.strip())
+    except ValueError as exc:
+        raise CommandError(f"--lengths: expected comma-separated integers, got {value!r}") from exc
+    if not lengths or any(n < 1 for n in lengths):
+        raise CommandError("--lengths: give at least one positive length bucket")
+    return lengths
+
+
+class Command(BaseCommand):
+    help = ("Build a HIT batch (one reference + five candidates per HIT, attention checks at a rate) from a "
+            "job's evaluation sample; prints {\"batch\", \"hits\", \"cost_estimate_usd\"}.")
+
+    def add_arguments(self, parser):
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--job", type=int, help="the generation job whose evaluation sample is the campaign")
+        which.add_argument("--campaign", help="the campaign's name (instead of --job)")
+        parser.add_argument("--provider", required=True, choices=PROVIDER_NAMES)
+        parser.add_argument("--per-length", type=int, default=100, help="references per length bucket")
+        parser.add_argument("--lengths", default="5,10,20,40", help="length buckets, comma-separated")
+        parser.add_argument("--assignments", type=int, default=3, help="different workers per HIT (R)")
+        parser.add_argument("--attention-rate", type=float, default=0.1, help="share of HITs with an attention check")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--baseline", help="TSV of baseline outputs (ref_id, candidate[, sys_id]) to add first")
+        parser.add_argument("--baseline-system", default="35", help="system id of --baseline rows without sys_id")
+        parser.add_argument("--label", default="")
+        parser.add_argument("--batch-settings", dest="batch_settings", default="{}",
+                            help="JSON batch settings (reward_usd, assignment_duration_s, ...)")
+        parser.add_argument("--publish", action="store_true", help="publish MTurk batches now (spends money)")
+
+    def handle(self, *args, job, campaign, provider, per_length, lengths, assignments, attention_rate, seed,
+               baseline, baseline_system, label, batch_settings, publish, **options):
+        try:
+            extra = json.loads(batch_settings)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--batch-settings is not JSON: {exc}") from exc
+        if not isinstance(extra, dict):
+            raise CommandError("--batch-settings must be a JSON object")
+        target = self._campaign(job, campaign)
+        try:
+            get_provider(provider)
+        except ImportError as exc:
+            raise CommandError(f"the {provider} provider is not available ({exc})") from exc
+        try:
+            with transaction.atomic():
+                batch = hit_batch_create(
+                    campaign=target, provider=provider, per_length=per_length, lengths=_lengths(lengths),
+                    assignments=assignments, attention_rate=attention_rate, seed=seed, baseline=baseline,
+                    baseline_system=baseline_system, label=label, settings=extra)
+                cost = batch_cost_estimate_usd(batch=batch)
+        except (BatchError, OSError) as exc:
+            raise CommandError(str(exc)) from exc
+        if provider == "local" or publish:
+            batch_publish(batch=batch)
+        self.stdout.write(json.dumps({"batch": batch.pk, "hits": batch.hits.count(),
+                                      "cost_estimate_usd": None if cost is None else float(cost)}))
+
+    @staticmethod
+    def _campaign(job, name) -> Campaign:
+        if name:
+            try:
+                return Campaign.objects.get(name=name)
+            except Campaign.DoesNotExist:
+                raise CommandError(f"no campaign named {name!r}") from None
+        found = list(Campaign.objects.filter(job_id=job).order_by("id")[:2])
+        if not found:
+            raise CommandError(f"job {job} has no evaluation sample (no campaign with job_id={job}): run "
+                               "generate with --sample-per-length first, or give --campaign NAME")
+        if len(found) > 1:
+            raise CommandError(f"job {job} has several campaigns: choose one with --campaign NAME")
+        return found[0]

@@ -1,0 +1,669 @@
+"""Mechanical Turk through boto3: the block qualification, the HIT type, ExternalQuestion HITs, sync,
+payments (approve, reject, bonus) and cost accounting with MTurk's fee.
+
+Workers submit their judgments to our API first (the slider page then posts to ``turkSubmitTo``), so
+``sync`` does not parse answers: it checks every stored assignment against ``get_assignment`` (the
+worker and HIT must match; a mismatch is flagged and the assignment excluded), reports the
+assignments MTurk has that we never received, and copies MTurk's statuses.
+
+Everything that costs money carries a ``UniqueRequestToken`` (HIT creation, extra assignments,
+bonuses), so a retried call -- by ``mturk_retry`` or by a person re-running a command -- never spends
+twice within MTurk's 24-hour token window.
+
+Provider state lives in ``Batch.settings["mturk"]`` (hit type, block qualification, token nonce,
+verified / flagged / missing assignment ids); batch configuration is the top level of
+``Batch.settings`` (see ``BATCH_SETTING_KEYS``), defaults from the ``MTURK_*`` Django settings.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone as dt_timezone
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any, Iterable
+from xml.sax.saxutils import escape
+
+from botocore.exceptions import ClientError
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.mturk_retry import RetryPolicy, call_with_retry, error_code, error_message
+
+if TYPE_CHECKING:
+    from annotation.models import Assignment, Batch, Bonus, Hit, Worker
+
+REGION = "us-east-1"
+SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
+PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
+
+# MTurk's system qualification types
+QUAL_APPROVAL_RATE = "000000000000000000L0"  # PercentAssignmentsApproved
+QUAL_APPROVED_HITS = "00000000000000000040"  # NumberHITsApproved
+QUAL_LOCALE = "00000000000000000071"  # Worker_Locale
+
+# MTurk's commission: 20% of rewards and bonuses, 40% for HITs with 10 or more assignments; at least $0.01
+FEE_RATE = Decimal("0.20")
+FEE_RATE_LARGE_HIT = Decimal("0.40")
+LARGE_HIT_ASSIGNMENTS = 10
+MIN_FEE_USD = Decimal("0.01")
+CENT = Decimal("0.01")
+
+EXTERNAL_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
+ASSIGNMENT_STATUSES = ["Submitted", "Approved", "Rejected"]
+NOTIFY_BATCH = 100  # notify_workers takes at most 100 workers a call
+_HIT_ID = re.compile(r"\b[A-Z0-9]{30}\b")
+_DUPLICATE_TURK_CODES = {"AWS.MechanicalTurk.HitAlreadyExists", "AWS.MechanicalTurk.DuplicateRequest"}
+
+# Batch.settings keys this provider reads (top level), with their defaults in ``batch_mturk_config``.
+BATCH_SETTING_KEYS = (
+    "reward_usd", "assignment_duration_s", "auto_approval_delay_s", "lifetime_s", "title", "description",
+    "keywords", "min_approval_rate", "min_approved_hits", "locales", "frame_height", "public_url",
+)
+
+
+class MTurkError(Exception):
+    """An MTurk operation that cannot go ahead; the message says why and what to do."""
+
+
+class MTurkConfigurationError(MTurkError):
+    pass
+
+
+class InsufficientBalance(MTurkError):
+    pass
+
+
+# --- costs ----------------------------------------------------------------------------------------
+
+def _usd(value: Any) -> Decimal:
+    try:
+        amount = Decimal(str(value))
+    except (InvalidOperation, ValueError) as exc:
+        raise MTurkError(f"not an amount in US dollars: {value!r}") from exc
+    if not amount.is_finite() or amount < 0:
+        raise MTurkError(f"not an amount in US dollars: {value!r}")
+    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def fee_rate(assignments: int) -> Decimal:
+    """MTurk's commission rate for a HIT with this many assignments."""
+    return FEE_RATE_LARGE_HIT if assignments >= LARGE_HIT_ASSIGNMENTS else FEE_RATE
+
+
+def _fee(amount: Decimal, rate: Decimal) -> Decimal:
+    if amount <= 0:
+        return Decimal("0.00")
+    return max(MIN_FEE_USD, (amount * rate).quantize(CENT, rounding=ROUND_HALF_UP))
+
+
+def assignment_fee_usd(reward_usd: Any, assignments: int) -> Decimal:
+    """The fee MTurk adds to one assignment's reward."""
+    return _fee(_usd(reward_usd), fee_rate(assignments))
+
+
+def bonus_fee_usd(amount_usd: Any) -> Decimal:
+    return _fee(_usd(amount_usd), FEE_RATE)
+
+
+def hit_cost_usd(reward_usd: Any, assignments: int) -> Decimal:
+    """Rewards plus fees of one HIT: assignments x (reward + fee)."""
+    reward = _usd(reward_usd)
+    return (reward + assignment_fee_usd(reward, assignments)) * int(assignments)
+
+
+def batch_cost_usd(reward_usd: Any, assignments_per_hit: Iterable[int]) -> Decimal:
+    return sum((hit_cost_usd(reward_usd, n) for n in assignments_per_hit), Decimal("0.00"))
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+def mturk_credentials_from_env() -> dict[str, str] | None:
+    """Keys for boto3 from the environment only (never ~/.aws, never instance metadata)."""
+    for prefix in ("MTURK", "AWS"):
+        key, secret = os.environ.get(f"{prefix}_ACCESS_KEY_ID"), os.environ.get(f"{prefix}_SECRET_ACCESS_KEY")
+        if key and secret:
+            creds = {"aws_access_key_id": key, "aws_secret_access_key": secret}
+            token = os.environ.get(f"{prefix}_SESSION_TOKEN")
+            if token:
+                creds["aws_session_token"] = token
+            return creds
+    return None
+
+
+def mturk_endpoint(*, sandbox: bool) -> str:
+    return settings.MTURK_ENDPOINT_URL or (SANDBOX_ENDPOINT if sandbox else PRODUCTION_ENDPOINT)
+
+
+def mturk_client(*, sandbox: bool):
+    """A boto3 ``mturk`` client; its own retries are off because ``mturk_retry`` does them."""
+    import boto3
+    from botocore.config import Config
+
+    creds = mturk_credentials_from_env()
+    if creds is None:
+        raise MTurkConfigurationError(
+            "no MTurk credentials: set MTURK_ACCESS_KEY_ID and MTURK_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY) in the environment")
+    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60)
+    session = boto3.session.Session(region_name=REGION, **creds)
+    return session.client("mturk", region_name=REGION, endpoint_url=mturk_endpoint(sandbox=sandbox), config=config)
+
+
+def batch_mturk_config(batch: "Batch", *, sandbox: bool) -> dict:
+    """The batch's HIT settings with the defaults filled in (a sandbox asks for no approved-HIT count,
+    since sandbox workers -- the researcher testing -- have none)."""
+    defaults = {
+        "reward_usd": settings.MTURK_REWARD_USD,
+        "assignment_duration_s": settings.MTURK_ASSIGNMENT_DURATION_S,
+        "auto_approval_delay_s": settings.MTURK_AUTO_APPROVAL_DELAY_S,
+        "lifetime_s": settings.MTURK_LIFETIME_S,
+        "title": "Rate how well sentences paraphrase a reference sentence",
+        "description": ("Read a sentence and five rewrites of it; move a slider to say how close in meaning each "
+                        "rewrite is, and whether it is fluent English."),
+        "keywords": "paraphrase, similarity, sentence, rating, slider, English",
+        "min_approval_rate": settings.MTURK_MIN_APPROVAL_RATE,
+        "min_approved_hits": 0 if sandbox else settings.MTURK_MIN_APPROVED_HITS,
+        "locales": list(settings.MTURK_LOCALES),
+        "frame_height": 0,  # 0: MTurk sizes the frame to the worker's window (phones included)
+        "public_url": settings.PARAFORGE_PUBLIC_URL,
+    }
+    given = batch.settings or {}
+    config = {key: default if given.get(key) is None else given[key] for key, default in defaults.items()}
+    config["reward_usd"] = _usd(config["reward_usd"])
+    for key in ("assignment_duration_s", "auto_approval_delay_s", "lifetime_s", "min_approval_rate",
+                "min_approved_hits", "frame_height"):
+        config[key] = int(config[key])
+    if isinstance(config["locales"], str):
+        config["locales"] = [c.strip() for c in config["locales"].split(",") if c.strip()]
+    return config
+
+
+def external_question_xml(url: str, *, frame_height: int) -> str:
+    return (f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}">'
+            f"<ExternalURL>{escape(url)}</ExternalURL><FrameHeight>{int(frame_height)}</FrameHeight>"
+            "</ExternalQuestion>")
+
+
+def hit_page_url(public_url: str, hit: "Hit") -> str:
+    return f"{public_url.rstrip('/')}/hits/{hit.pk}/"
+
+
+def qualification_requirements(config: dict, *, block_qualification_id: str) -> list[dict]:
+    guard = "DiscoverPreviewAndAccept"
+    reqs = []
+    if config["min_approval_rate"] > 0:
+        reqs.append({"QualificationTypeId": QUAL_APPROVAL_RATE, "Comparator": "GreaterThanOrEqualTo",
+                     "IntegerValues": [config["min_approval_rate"]], "ActionsGuarded": guard})
+    if config["min_approved_hits"] > 0:
+        reqs.append({"QualificationTypeId": QUAL_APPROVED_HITS, "Comparator": "GreaterThanOrEqualTo",
+                     "IntegerValues": [config["min_approved_hits"]], "ActionsGuarded": guard})
+    locales = [{"Country": c.upper()} for c in config["locales"]]
+    if len(locales) == 1:
+        reqs.append({"QualificationTypeId": QUAL_LOCALE, "Comparator": "EqualTo", "LocaleValues": locales,
+                     "ActionsGuarded": guard})
+    elif locales:
+        reqs.append({"QualificationTypeId": QUAL_LOCALE, "Comparator": "In", "LocaleValues": locales,
+                     "ActionsGuarded": guard})
+    reqs.append({"QualificationTypeId": block_qualification_id, "Comparator": "DoesNotExist",
+                 "ActionsGuarded": guard})
+    return reqs
+
+
+def _is_duplicate_request(error: ClientError) -> bool:
+    """MTurk's answer to a UniqueRequestToken it has already seen: the first call went through."""
+    turk_code = str(error.response.get("TurkErrorCode") or "")
+    message = error_message(error)
+    if turk_code in _DUPLICATE_TURK_CODES or any(code in message for code in _DUPLICATE_TURK_CODES):
+        return True
+    lowered = message.lower()
+    return "uniquerequesttoken" in lowered or "unique request token" in lowered or "already exists" in lowered
+
+
+def _state(batch: "Batch") -> dict:
+    return dict((batch.settings or {}).get("mturk") or {})
+
+
+def _save_state(batch: "Batch", **updates) -> dict:
+    """Merge ``updates`` into ``Batch.settings["mturk"]`` under a row lock (other keys untouched)."""
+    from annotation.models import Batch
+
+    with transaction.atomic():
+        locked = Batch.objects.select_for_update().get(pk=batch.pk)
+        merged = dict(locked.settings or {})
+        state = dict(merged.get("mturk") or {})
+        state.update(updates)
+        merged["mturk"] = state
+        locked.settings = merged
+        locked.save(update_fields=["settings"])
+    batch.settings = merged
+    return state
+
+
+def _fill_times(assignment: "Assignment", remote: dict) -> None:
+    """MTurk's accept and submit times where ours are missing (quality's time per HIT uses them)."""
+    changed = []
+    for field, key in (("accepted_at", "AcceptTime"), ("submitted_at", "SubmitTime")):
+        if getattr(assignment, field) is None and isinstance(remote.get(key), datetime):
+            setattr(assignment, field, remote[key])
+            changed.append(field)
+    if changed:
+        assignment.save(update_fields=changed)
+
+
+def _require_mturk_batch(batch: "Batch", sandbox: bool) -> None:
+    if batch.provider != "mturk":
+        raise MTurkError(f"batch {batch.pk} is on provider {batch.provider!r}, not mturk")
+    if bool((batch.settings or {}).get("sandbox")) != sandbox:
+        where = "the sandbox" if (batch.settings or {}).get("sandbox") else "production MTurk"
+        raise MTurkError(f"batch {batch.pk} belongs to {where}; use that provider for it")
+
+
+@dataclass
+class SyncReport:
+    batch: int
+    hits_checked: int = 0
+    on_mturk: int = 0
+    stored: int = 0
+    verified: int = 0
+    unconfirmed: int = 0
+    flagged: int = 0
+    missing: int = 0
+    statuses_updated: int = 0
+
+    def as_dict(self, *, flagged_ids: dict, missing_ids: list, unconfirmed_ids: list) -> dict:
+        out = dict(self.__dict__)
+        out.update(flagged_ids=flagged_ids, missing_ids=missing_ids, unconfirmed_ids=unconfirmed_ids)
+        return out
+
+
+class MTurkProvider:
+    """``HitProvider`` on MTurk (``sandbox`` picks the requester sandbox). ``client`` may be given
+    (tests pass a stubbed one); otherwise one is made on first use from the environment's keys."""
+
+    def __init__(self, sandbox: bool, client=None, *, retry: RetryPolicy | None = None):
+        self.sandbox = bool(sandbox)
+        self.name = "mturk-sandbox" if self.sandbox else "mturk"
+        self._client = client
+        self.retry = retry or RetryPolicy(max_attempts=settings.MTURK_MAX_ATTEMPTS)
+        self._block_qualification_id: str | None = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = mturk_client(sandbox=self.sandbox)
+        return self._client
+
+    def _call(self, operation: str, **params):
+        return call_with_retry(lambda: getattr(self.client, operation)(**params), policy=self.retry)
+
+    # --- account and set-up --------------------------------------------------------------------
+
+    def account_balance(self) -> dict:
+        """{"available_usd": "10000.00", "on_hold_usd": "0.00" or None} as MTurk reports it."""
+        response = self._call("get_account_balance")
+        return {"available_usd": response.get("AvailableBalance"), "on_hold_usd": response.get("OnHoldBalance")}
+
+    def balance_usd(self) -> Decimal:
+        return Decimal(str(self.account_balance()["available_usd"] or "0"))
+
+    def check_balance(self, *, cost_usd: Decimal) -> Decimal:
+        """Refuse (``InsufficientBalance``) before anything is spent when the account cannot pay."""
+        available = self.balance_usd()
+        if available < cost_usd:
+            raise InsufficientBalance(
+                f"the MTurk account has ${available} available but this costs ${cost_usd} (rewards plus MTurk's "
+                "fee); add funds or publish fewer HITs")
+        return available
+
+    def block_qualification_id(self) -> str:
+        """Find (by name, among the caller's own types) or create the qualification that blocks workers."""
+        if self._block_qualification_id:
+            return self._block_qualification_id
+        name = settings.MTURK_BLOCK_QUALIFICATION_NAME
+        params: dict = {"Query": name, "MustBeRequestable": False, "MustBeOwnedByCaller": True, "MaxResults": 100}
+        while True:
+            response = self._call("list_qualification_types", **params)
+            for qual in response.get("QualificationTypes", []):
+                if qual.get("Name") == name:
+                    self._block_qualification_id = qual["QualificationTypeId"]
+                    return self._block_qualification_id
+            if not response.get("NextToken"):
+                break
+            params["NextToken"] = response["NextToken"]
+        response = self._call(
+            "create_qualification_type", Name=name, Keywords="paraforge, block, attention",
+            Description=("Workers who failed too many attention checks on Paraforge paraphrase-rating HITs; "
+                         "they may not take further HITs."),
+            QualificationTypeStatus="Active")
+        self._block_qualification_id = response["QualificationType"]["QualificationTypeId"]
+        return self._block_qualification_id
+
+    def hit_type_id(self, *, batch: "Batch", config: dict) -> str:
+        state = _state(batch)
+        if state.get("hit_type_id"):
+            return state["hit_type_id"]
+        block = state.get("block_qualification_id") or self.block_qualification_id()
+        response = self._call(
+            "create_hit_type",
+            AutoApprovalDelayInSeconds=config["auto_approval_delay_s"],
+            AssignmentDurationInSeconds=config["assignment_duration_s"],
+            Reward=str(config["reward_usd"]),
+            Title=config["title"], Keywords=config["keywords"], Description=config["description"],
+            QualificationRequirements=qualification_requirements(config, block_qualification_id=block))
+        _save_state(batch, hit_type_id=response["HITTypeId"], block_qualification_id=block)
+        return response["HITTypeId"]
+
+    # --- costs ---------------------------------------------------------------------------------
+
+    def cost_estimate_usd(self, *, batch: "Batch") -> Decimal:
+        config = batch_mturk_config(batch, sandbox=self.sandbox)
+        return batch_cost_usd(config["reward_usd"], batch.hits.values_list("max_assignments", flat=True))
+
+    # --- publishing ----------------------------------------------------------------------------
+
+    def publish(self, *, batch: "Batch") -> None:
+        self.publish_report(batch=batch)
+
+    def publish_report(self, *, batch: "Batch") -> dict:
+        """Create the batch's unpublished HITs on MTurk; HITs with an ``external_hit_id`` are skipped."""
+        from annotation.models import BatchStatus
+
+        _require_mturk_batch(batch, self.sandbox)
+        config = batch_mturk_config(batch, sandbox=self.sandbox)
+        pending = list(batch.hits.filter(external_hit_id="").order_by("id"))
+        report = {"batch": batch.pk, "sandbox": self.sandbox, "published": 0, "already_published":
+                  batch.hits.exclude(external_hit_id="").count(), "cost_usd": "0.00", "balance_usd": None,
+                  "hit_type_id": _state(batch).get("hit_type_id")}
+        if not pending:
+            return report
+        public_url = str(config["public_url"] or "")
+        if not public_url.startswith("https://"):
+            raise MTurkConfigurationError(
+                "MTurk shows the slider page inside its own https page: set PARAFORGE_PUBLIC_URL (or the batch's "
+                f"'public_url') to the https:// address workers can reach (now {public_url!r})")
+        cost = batch_cost_usd(config["reward_usd"], [hit.max_assignments for hit in pending])
+        report["cost_usd"] = str(cost)
+        report["balance_usd"] = str(self.check_balance(cost_usd=cost))
+        hit_type = self.hit_type_id(batch=batch, config=config)
+        report["hit_type_id"] = hit_type
+        nonce = _state(batch).get("token_nonce") or _save_state(batch, token_nonce=secrets.token_hex(6))["token_nonce"]
+        for hit in pending:
+            self._create_hit(hit=hit, hit_type=hit_type, config=config, token=f"pf-{nonce}-hit-{hit.pk}",
+                             url=hit_page_url(public_url, hit))
+            report["published"] += 1
+        if batch.status != BatchStatus.PUBLISHED:
+            batch.status = BatchStatus.PUBLISHED
+            batch.save(update_fields=["status"])
+        return report
+
+    def _create_hit(self, *, hit: "Hit", hit_type: str, config: dict, token: str, url: str) -> None:
+        try:
+            response = self._call(
+                "create_hit_with_hit_type", HITTypeId=hit_type, MaxAssignments=hit.max_assignments,
+                LifetimeInSeconds=config["lifetime_s"],
+                Question=external_question_xml(url, frame_height=config["frame_height"]),
+                RequesterAnnotation=f"paraforge batch {hit.batch_id} hit {hit.pk}", UniqueRequestToken=token)
+            hit_id = response["HIT"]["HITId"]
+            expiration = response["HIT"].get("Expiration")
+        except ClientError as exc:
+            # An earlier try created it (the answer was lost): MTurk names the HIT in its message.
+            found = _HIT_ID.search(error_message(exc)) if _is_duplicate_request(exc) else None
+            if not found:
+                raise
+            hit_id, expiration = found.group(0), None
+        hit.external_hit_id = hit_id
+        hit.expires_at = expiration or timezone.now() + timedelta(seconds=config["lifetime_s"])
+        hit.save(update_fields=["external_hit_id", "expires_at"])
+
+    # --- results -------------------------------------------------------------------------------
+
+    def _remote_assignments(self, hit_id: str) -> list[dict]:
+        params: dict = {"HITId": hit_id, "MaxResults": 100, "AssignmentStatuses": list(ASSIGNMENT_STATUSES)}
+        found: list[dict] = []
+        while True:
+            response = self._call("list_assignments_for_hit", **params)
+            found.extend(response.get("Assignments", []))
+            if not response.get("NextToken") or not response.get("Assignments"):
+                return found
+            params["NextToken"] = response["NextToken"]
+
+    def _check_assignment(self, assignment: "Assignment", hit: "Hit") -> tuple[str, dict | None]:
+        """('ok'|'mismatch'|'unconfirmed', MTurk's assignment) from ``get_assignment``."""
+        try:
+            response = self._call("get_assignment", AssignmentId=assignment.external_assignment_id)
+        except ClientError as exc:
+            if error_code(exc) == "RequestError":
+                return "unconfirmed", None  # not (yet) submitted on MTurk, or unknown there
+            raise
+        remote = response.get("Assignment", {})
+        if remote.get("WorkerId") != assignment.worker.external_id or remote.get("HITId") != hit.external_hit_id:
+            return "mismatch", remote
+        return "ok", remote
+
+    def sync(self, *, batch: "Batch") -> int:
+        """Returns how many stored assignments were confirmed by MTurk for the first time."""
+        return self.sync_report(batch=batch)["verified"]
+
+    def sync_report(self, *, batch: "Batch") -> dict:
+        from annotation.models import AssignmentStatus
+
+        _require_mturk_batch(batch, self.sandbox)
+        status_of = {"Submitted": AssignmentStatus.SUBMITTED, "Approved": AssignmentStatus.APPROVED,
+                     "Rejected": AssignmentStatus.REJECTED}
+        state = _state(batch)
+        verified = set(state.get("verified", []))
+        flagged = dict(state.get("flagged", {}))
+        missing: list[str] = []
+        unconfirmed: list[str] = []
+        report = SyncReport(batch=batch.pk)
+        for hit in batch.hits.exclude(external_hit_id="").order_by("id"):
+            report.hits_checked += 1
+            remote = {a["AssignmentId"]: a for a in self._remote_assignments(hit.external_hit_id)}
+            report.on_mturk += len(remote)
+            stored = list(hit.assignments.select_related("worker").order_by("id"))
+            report.stored += len(stored)
+            for assignment in stored:
+                ext = assignment.external_assignment_id
+                if ext in flagged:
+                    continue
+                remote_one = remote.get(ext)
+                if ext not in verified:
+                    outcome, checked = self._check_assignment(assignment, hit)
+                    if outcome == "unconfirmed":
+                        unconfirmed.append(ext)
+                        continue
+                    if outcome == "mismatch":
+                        flagged[ext] = {"hit": hit.pk, "stored_worker": assignment.worker.external_id,
+                                        "mturk_worker": checked.get("WorkerId"), "mturk_hit": checked.get("HITId")}
+                        report.flagged += 1
+                        if assignment.status != AssignmentStatus.REJECTED:
+                            assignment.status = AssignmentStatus.REJECTED  # excluded here; nothing sent to MTurk
+                            assignment.save(update_fields=["status"])
+                        continue
+                    verified.add(ext)
+                    report.verified += 1
+                    remote_one = remote_one or checked
+                    _fill_times(assignment, checked)
+                new_status = status_of.get((remote_one or {}).get("AssignmentStatus"))
+                if new_status and new_status != assignment.status:
+                    assignment.status = new_status
+                    assignment.save(update_fields=["status"])
+                    report.statuses_updated += 1
+            stored_ids = {a.external_assignment_id for a in stored}
+            missing.extend(sorted(set(remote) - stored_ids))
+        report.missing, report.unconfirmed = len(missing), len(unconfirmed)
+        _save_state(batch, verified=sorted(verified), flagged=flagged, missing=missing,
+                    last_sync=timezone.now().isoformat())
+        return report.as_dict(flagged_ids=flagged, missing_ids=missing, unconfirmed_ids=unconfirmed)
+
+    # --- payments ------------------------------------------------------------------------------
+
+    def approve(self, *, assignment: "Assignment") -> None:
+        from annotation.models import AssignmentStatus
+
+        try:
+            self._call("approve_assignment", AssignmentId=assignment.external_assignment_id)
+        except ClientError as exc:
+            # Already approved (by hand, or MTurk's auto-approval): that is what was wanted.
+            if error_code(exc) != "RequestError" or self._remote_status(assignment) != "Approved":
+                raise
+        assignment.status = AssignmentStatus.APPROVED
+        assignment.save(update_fields=["status"])
+
+    def _remote_status(self, assignment: "Assignment") -> str | None:
+        try:
+            response = self._call("get_assignment", AssignmentId=assignment.external_assignment_id)
+        except ClientError:
+            return None
+        return response.get("Assignment", {}).get("AssignmentStatus")
+
+    def approve_batch(self, *, batch: "Batch") -> dict:
+        """Approve every submitted, unflagged assignment of the batch; errors are reported, not fatal."""
+        from annotation.models import Assignment, AssignmentStatus
+
+        _require_mturk_batch(batch, self.sandbox)
+        flagged = set(_state(batch).get("flagged", {}))
+        todo = (Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
+                .exclude(hit__external_hit_id="").select_related("worker").order_by("id"))
+        report = {"batch": batch.pk, "approved": 0, "skipped_flagged": 0, "errors": {}}
+        for assignment in todo:
+            if assignment.external_assignment_id in flagged:
+                report["skipped_flagged"] += 1
+                continue
+            try:
+                self.approve(assignment=assignment)
+                report["approved"] += 1
+            except ClientError as exc:
+                report["errors"][assignment.external_assignment_id] = f"{error_code(exc)}: {error_message(exc)}"
+        return report
+
+    def reject(self, *, assignment: "Assignment", feedback: str) -> None:
+        from annotation.models import AssignmentStatus
+
+        feedback = (feedback or "").strip()
+        if not feedback:
+            raise MTurkError("a rejection needs feedback that tells the worker why")
+        self._call("reject_assignment", AssignmentId=assignment.external_assignment_id,
+                   RequesterFeedback=feedback[:1024])
+        assignment.status, assignment.feedback = AssignmentStatus.REJECTED, feedback[:1024]
+        assignment.save(update_fields=["status", "feedback"])
+
+    def pay_bonus(self, *, bonus: "Bonus") -> None:
+        """Send the bonus once: a sent bonus is skipped, and MTurk refuses a token it has already paid."""
+        from annotation.models import Bonus
+
+        bonus = Bonus.objects.select_related("assignment", "worker").get(pk=bonus.pk)
+        if bonus.sent_at is not None:
+            return
+        try:
+            self._call("send_bonus", WorkerId=bonus.worker.external_id, BonusAmount=str(_usd(bonus.amount_usd)),
+                       AssignmentId=bonus.assignment.external_assignment_id, Reason=bonus.reason,
+                       UniqueRequestToken=bonus.unique_request_token)
+        except ClientError as exc:
+            if not _is_duplicate_request(exc):
+                raise
+        Bonus.objects.filter(pk=bonus.pk, sent_at__isnull=True).update(sent_at=timezone.now())
+
+    def notify_workers(self, *, workers: Iterable["Worker"], subject: str, message: str) -> list[dict]:
+        """Message workers (100 a call); returns MTurk's per-worker failures."""
+        ids = [w.external_id for w in workers]
+        failures: list[dict] = []
+        for start in range(0, len(ids), NOTIFY_BATCH):
+            response = self._call("notify_workers", Subject=subject[:200], MessageText=message[:4096],
+                                  WorkerIds=ids[start:start + NOTIFY_BATCH])
+            failures.extend(response.get("NotifyWorkersFailureStatuses", []))
+        return failures
+
+    # --- HIT lifetime --------------------------------------------------------------------------
+
+    def expire(self, *, batch: "Batch") -> None:
+        self.expire_report(batch=batch)
+
+    def expire_report(self, *, batch: "Batch") -> dict:
+        """Take the batch's HITs off MTurk now (ExpireAt in the past); submitted work is kept."""
+        _require_mturk_batch(batch, self.sandbox)
+        now = timezone.now()
+        expired = 0
+        for hit in batch.hits.exclude(external_hit_id="").order_by("id"):
+            self._call("update_expiration_for_hit", HITId=hit.external_hit_id,
+                       ExpireAt=datetime.fromtimestamp(0, tz=dt_timezone.utc))
+            hit.expires_at = now
+            hit.save(update_fields=["expires_at"])
+            expired += 1
+        return {"batch": batch.pk, "expired": expired}
+
+    def extend(self, *, batch: "Batch", assignments: int) -> dict:
+        """Add ``assignments`` to each published HIT (balance checked first; one token per HIT and target)."""
+        _require_mturk_batch(batch, self.sandbox)
+        if assignments < 1:
+            raise MTurkError("extend by at least one assignment")
+        hits = list(batch.hits.exclude(external_hit_id="").order_by("id"))
+        crossing = [h.pk for h in hits if h.max_assignments < LARGE_HIT_ASSIGNMENTS <= h.max_assignments + assignments]
+        if crossing:
+            raise MTurkError(f"MTurk cannot extend a HIT created with fewer than {LARGE_HIT_ASSIGNMENTS} assignments "
+                             f"to {LARGE_HIT_ASSIGNMENTS} or more (HITs {crossing[:5]}); publish a new batch instead")
+        config = batch_mturk_config(batch, sandbox=self.sandbox)
+        cost = sum((hit_cost_usd(config["reward_usd"], h.max_assignments + assignments)
+                    - hit_cost_usd(config["reward_usd"], h.max_assignments) for h in hits), Decimal("0.00"))
+        report = {"batch": batch.pk, "extended": 0, "assignments_added": 0, "cost_usd": str(cost)}
+        if not hits:
+            return report
+        self.check_balance(cost_usd=cost)
+        nonce = _state(batch).get("token_nonce") or _save_state(batch, token_nonce=secrets.token_hex(6))["token_nonce"]
+        for hit in hits:
+            target = hit.max_assignments + assignments
+            try:
+                self._call("create_additional_assignments_for_hit", HITId=hit.external_hit_id,
+                           NumberOfAdditionalAssignments=assignments,
+                           UniqueRequestToken=f"pf-{nonce}-ext-{hit.pk}-{target}")
+            except ClientError as exc:
+                if not _is_duplicate_request(exc):
+                    raise
+            hit.max_assignments = target
+            hit.save(update_fields=["max_assignments"])
+            report["extended"] += 1
+            report["assignments_added"] += assignments
+        return report
+
+    # --- workers -------------------------------------------------------------------------------
+
+    def disqualify(self, *, worker: "Worker", reason: str) -> None:
+        """Associate the block qualification (silently). ``Worker.disqualified`` is ``annotation.quality``'s."""
+        self._call("associate_qualification_with_worker", QualificationTypeId=self.block_qualification_id(),
+                   WorkerId=worker.external_id, IntegerValue=1, SendNotification=False)
+
+    def reinstate(self, *, worker: "Worker") -> None:
+        self._call("disassociate_qualification_from_worker", QualificationTypeId=self.block_qualification_id(),
+                   WorkerId=worker.external_id, Reason="reinstated after review")
+
+
+def bonus_token(*, assignment: "Assignment", amount_usd: Decimal, reason: str) -> str:
+    """The same bonus (assignment, amount, reason) always gets the same token: re-running never pays twice."""
+    digest = hashlib.sha256(f"{assignment.pk}|{_usd(amount_usd)}|{reason.strip()}".encode()).hexdigest()[:24]
+    return f"pf-bonus-{assignment.pk}-{digest}"
+
+
+def bonus_grant(*, assignment: "Assignment", amount_usd: Any, reason: str,
+                provider: MTurkProvider) -> tuple["Bonus", bool]:
+    """Record and pay a bonus; returns (bonus, paid now). Running it again with the same arguments pays nothing."""
+    from annotation.models import Bonus
+
+    amount = _usd(amount_usd)
+    reason = (reason or "").strip()
+    if amount <= 0:
+        raise MTurkError("a bonus must be more than $0.00")
+    if not reason:
+        raise MTurkError("a bonus needs a reason (the worker sees it)")
+    if assignment.hit_id is None or assignment.hit.batch.provider != "mturk":
+        raise MTurkError(f"assignment {assignment.external_assignment_id} is not an MTurk assignment")
+    bonus, _ = Bonus.objects.get_or_create(
+        unique_request_token=bonus_token(assignment=assignment, amount_usd=amount, reason=reason),
+        defaults={"assignment": assignment, "worker": assignment.worker, "amount_usd": amount, "reason": reason})
+    already = bonus.sent_at is not None
+    provider.pay_bonus(bonus=bonus)
+    bonus.refresh_from_db()
+    return bonus, not already

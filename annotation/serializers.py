@@ -1,0 +1,62 @@
+"""API shapes: the submission coming in, the saved assignment going out, a batch's HITs for staff."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from .models import Assignment, Hit
+from .submissions import MAX_COMMENT
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: "50", 50.0 and true are refused (a slider gives whole numbers)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class JudgmentInSerializer(serializers.Serializer):
+    candidate = StrictIntegerField()
+    score = StrictIntegerField(min_value=0, max_value=100, allow_null=True)
+    fluency = StrictIntegerField(min_value=0, max_value=2)
+
+    def validate(self, attrs):
+        if attrs["score"] is None and attrs["fluency"] != 0:
+            raise serializers.ValidationError("score may be null (N/A) only when fluency is 0 (nonsensical)")
+        return attrs
+
+
+class SubmissionInSerializer(serializers.Serializer):
+    assignment_id = serializers.CharField(max_length=200)
+    worker_id = serializers.CharField(max_length=200)
+    token = serializers.CharField(max_length=2000)
+    judgments = JudgmentInSerializer(many=True, allow_empty=False, max_length=50)
+    comment = serializers.CharField(max_length=MAX_COMMENT, allow_blank=True, required=False, default="")
+
+
+class AssignmentOutSerializer(serializers.ModelSerializer):
+    assignment_id = serializers.CharField(source="external_assignment_id")
+    worker_id = serializers.CharField(source="worker.external_id")
+    judgments = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "assignment_id", "hit", "worker_id", "status", "accepted_at", "submitted_at", "comment",
+                  "judgments"]
+
+    def get_judgments(self, obj: Assignment) -> list[dict]:
+        return [{"candidate": j.candidate_id, "score": j.score, "fluency": j.fluency}
+                for j in obj.judgments.order_by("id")]
+
+
+class HitOutSerializer(serializers.ModelSerializer):
+    reference = serializers.CharField(source="reference.text")
+    candidates = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Hit
+        fields = ["id", "reference", "candidates"]
+
+    def get_candidates(self, obj: Hit) -> list[dict]:
+        return [{"id": item.candidate_id, "text": item.candidate.text} for item in obj.items.all()]

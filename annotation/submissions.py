@@ -1,0 +1,173 @@
+"""Saving one worker's judgments of one HIT: every rule checked before anything is written.
+
+``assignment_submit`` is the one way judgments of a HIT reach the database (the API calls it; so can a
+provider's sync). It refuses, with a ``SubmissionError`` carrying an HTTP status and a clear message:
+malformed judgments (score not an integer in 0-100 or null; null score with fluency != 0; fluency not
+0/1/2), candidates not in the HIT, missing or repeated; a bad or forged token; an assignment bound to
+another HIT or worker; a disqualified worker; a HIT that expired, whose batch is not open, or that
+already has its ``max_assignments``; a worker who already judged one of its candidates. The same
+assignment submitted again returns the stored one (nothing duplicated). The HIT row is locked
+(``select_for_update``) so that concurrent submissions never exceed the cap, the worker row so that
+one worker's concurrent submissions never judge a candidate twice.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Worker
+from .providers.local import live_assignments_q
+from .tokens import TokenError, submission_token_verify
+
+log = logging.getLogger(__name__)
+
+DONE_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+MAX_COMMENT = 5000
+
+
+class SubmissionError(Exception):
+    """A refused submission: ``status`` is the HTTP status the API answers with."""
+
+    def __init__(self, message: str, *, status: int = 400, code: str = "invalid"):
+        super().__init__(message)
+        self.message, self.status, self.code = message, status, code
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgmentInput:
+    candidate: Any
+    score: Any
+    fluency: Any
+
+
+@dataclasses.dataclass
+class SubmissionResult:
+    assignment: Assignment
+    created: bool
+    disqualified: str | None = None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def judgments_check(judgments: list[JudgmentInput], hit_candidates: set[int]) -> None:
+    """Every judgment well formed, and exactly one per candidate of the HIT."""
+    if not judgments:
+        raise SubmissionError("no judgments submitted")
+    seen: set[int] = set()
+    for i, j in enumerate(judgments):
+        where = f"judgments[{i}]"
+        if not _is_int(j.candidate):
+            raise SubmissionError(f"{where}.candidate must be a candidate id (an integer)")
+        if j.candidate not in hit_candidates:
+            raise SubmissionError(f"{where}: candidate {j.candidate} is not in this HIT")
+        if j.candidate in seen:
+            raise SubmissionError(f"{where}: candidate {j.candidate} is judged twice")
+        seen.add(j.candidate)
+        if not _is_int(j.fluency) or j.fluency not in (0, 1, 2):
+            raise SubmissionError(f"{where}.fluency must be 0 (nonsensical), 1 (meaningful but ungrammatical) "
+                                  "or 2 (meaningful and grammatical)")
+        if j.score is None:
+            if j.fluency != 0:
+                raise SubmissionError(f"{where}.score may be null (N/A) only when fluency is 0 (nonsensical)")
+        elif not _is_int(j.score) or not 0 <= j.score <= 100:
+            raise SubmissionError(f"{where}.score must be an integer from 0 to 100, or null for N/A")
+    missing = sorted(hit_candidates - seen)
+    if missing:
+        raise SubmissionError(f"missing judgments for candidate(s) {', '.join(map(str, missing))}")
+
+
+def _existing_checked(existing: Assignment, hit: Hit, worker_id: str, now: dt.datetime) -> bool:
+    """True when ``existing`` is already submitted (idempotent replay); raises when it may not be used."""
+    if existing.hit_id != hit.pk:
+        raise SubmissionError(f"assignment {existing.external_assignment_id} belongs to another HIT",
+                              status=409, code="assignment_mismatch")
+    if existing.worker.external_id != worker_id:
+        raise SubmissionError(f"assignment {existing.external_assignment_id} is bound to another worker",
+                              status=403, code="assignment_mismatch")
+    if existing.status in DONE_STATUSES:
+        return True
+    if existing.status == AssignmentStatus.EXPIRED or (existing.expires_at and existing.expires_at <= now):
+        raise SubmissionError("the time allotted to this assignment ran out; take the next HIT",
+                              status=410, code="assignment_expired")
+    return False
+
+
+def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: str,
+                      judgments: list[JudgmentInput], comment: str = "",
+                      now: dt.datetime | None = None) -> SubmissionResult:
+    """Store one assignment's judgments (see the module docstring); then apply the quality rule."""
+    now = now or timezone.now()
+    assignment_id, worker_id = str(assignment_id or "").strip(), str(worker_id or "").strip()
+    if not assignment_id or not worker_id:
+        raise SubmissionError("assignment_id and worker_id are required")
+    if len(comment or "") > MAX_COMMENT:
+        raise SubmissionError(f"the comment is longer than {MAX_COMMENT} characters")
+    try:
+        issued_at = submission_token_verify(token=token, hit_id=hit.pk, assignment_id=assignment_id,
+                                            worker_id=worker_id)
+    except TokenError as exc:
+        raise SubmissionError(str(exc), status=403, code="bad_token") from exc
+
+    with transaction.atomic():
+        hit = Hit.objects.select_for_update().select_related("batch__campaign").get(pk=hit.pk)
+        batch = hit.batch
+        existing = (Assignment.objects.select_related("worker")
+                    .filter(provider=batch.provider, external_assignment_id=assignment_id).first())
+        if existing is not None and _existing_checked(existing, hit, worker_id, now):
+            return SubmissionResult(assignment=existing, created=False)
+        if existing is None and batch.provider == Provider.LOCAL:
+            raise SubmissionError("no such local assignment: take HITs at /annotate/next/", status=403,
+                                  code="assignment_mismatch")
+        if batch.status == BatchStatus.DRAFT:
+            raise SubmissionError("this HIT's batch is not published yet", status=409, code="not_open")
+        if batch.status in (BatchStatus.CANCELLED, BatchStatus.COMPLETED):
+            raise SubmissionError(f"this HIT's batch is {batch.status}", status=410, code="not_open")
+        if hit.expires_at is not None and hit.expires_at <= now:
+            raise SubmissionError("this HIT has expired", status=410, code="hit_expired")
+        worker, _ = Worker.objects.get_or_create(provider=batch.provider, external_id=worker_id)
+        worker = Worker.objects.select_for_update().get(pk=worker.pk)
+        if worker.disqualified:
+            raise SubmissionError("this worker is disqualified from these HITs", status=403, code="disqualified")
+        taken = hit.assignments.filter(live_assignments_q(now))
+        if existing is not None:
+            taken = taken.exclude(pk=existing.pk)
+        if taken.count() >= hit.max_assignments:
+            raise SubmissionError(f"this HIT already has its {hit.max_assignments} assignments", status=409,
+                                  code="hit_full")
+        hit_candidates = set(hit.items.values_list("candidate_id", flat=True))
+        judgments_check(judgments, hit_candidates)
+        judged = sorted(Judgment.objects.filter(worker=worker, candidate_id__in=hit_candidates)
+                        .values_list("candidate_id", flat=True).distinct())
+        if judged:
+            raise SubmissionError(f"this worker already judged candidate(s) {', '.join(map(str, judged))}",
+                                  status=409, code="already_judged")
+        if existing is None:
+            accepted = dt.datetime.fromtimestamp(issued_at, tz=dt.timezone.utc) if issued_at else None
+            assignment = Assignment.objects.create(
+                campaign_id=batch.campaign_id, hit=hit, worker=worker, provider=batch.provider,
+                external_assignment_id=assignment_id, status=AssignmentStatus.SUBMITTED,
+                accepted_at=accepted if accepted and accepted <= now else None, submitted_at=now,
+                comment=comment or "")
+        else:
+            assignment = existing
+            assignment.status, assignment.submitted_at, assignment.comment = (
+                AssignmentStatus.SUBMITTED, now, comment or "")
+            assignment.save(update_fields=["status", "submitted_at", "comment"])
+        Judgment.objects.bulk_create([Judgment(assignment=assignment, candidate_id=j.candidate, worker=worker,
+                                               score=j.score, fluency=j.fluency) for j in judgments])
+
+    from .quality import worker_quality_apply
+
+    try:
+        reason = worker_quality_apply(worker=worker, campaign=batch.campaign)
+    except Exception:  # noqa: BLE001 - the judgments are stored; the rule runs again on the next submission
+        log.exception("quality evaluation failed for worker %s", worker)
+        reason = None
+    return SubmissionResult(assignment=assignment, created=True, disqualified=reason)

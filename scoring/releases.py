@@ -1,0 +1,281 @@
+"""Scored releases: a resource's pairs with their predicted similarity, the human judgments behind the
+regressor, and a manifest, as versioned, gzip-compressed, reproducible files.
+
+A release folder holds:
+
+* ``pairs.tsv.gz`` (one line per pair, grouped by reference, header first: ``PAIR_COLUMNS``; tabs and
+  newlines inside a text become spaces) or ``pairs.jsonl.gz`` (one JSON object per reference:
+  ``ref_index, reference, source, length, paraphrases: [{text, systems, constraints, nll, score}]``);
+* ``judgments.tsv.gz``: every judgment of the campaigns linked to the resource (those whose ``job``
+  is the resource's generation job, and the regressor's training campaign), in ParaBank's release
+  columns plus the campaign and whether the worker counted (``JUDGMENT_COLUMNS``; workers anonymised
+  as 1, 2, ... per campaign in order of appearance);
+* ``manifest.json``: version, counts, ``files`` (name -> ``{name, sha256, bytes}``), the regressor (name, held-out
+  Spearman's rho, metrics, signature), the generation settings (``Resource.settings``), the filters.
+
+Streaming: pairs are read from the scored shards one record at a time and written as they go, and
+judgments come from a database cursor, so memory stays flat whatever the resource's size.
+Deterministic: same inputs give byte-identical files (gzip mtime 0 and no file name, fixed column and
+key order, shard order, no timestamps in the manifest).
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from django.db import transaction
+
+from annotation.models import Campaign, CandidateSystem, Judgment
+from generation.models import Resource
+from generation.shards import read_jsonl_gz
+from generation.storage import LocalStorage, S3Storage, get_storage, storage_from_url
+from jobs.models import JobStatus
+
+from .aggregation import counted_workers, system_sort_key
+from .models import Release, ScoredResource
+from .release_filters import ReleaseFilters, filter_candidates
+
+RELEASE_FORMAT = "paraforge-release/1"
+FORMATS = ("tsv", "jsonl")
+PAIR_COLUMNS = ("ref_index", "reference", "source", "length", "paraphrase", "systems", "nll", "score",
+                "constraints")
+JUDGMENT_COLUMNS = ("campaign", "worker_id_anon", "counted", "ref_id", "ref_len", "ref_sent", "sys_id", "candidate",
+                    "NLL", "human_score", "gm")
+JUDGMENTS_FILE = "judgments.tsv.gz"
+MANIFEST_FILE = "manifest.json"
+_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class ReleaseError(ValueError):
+    """A release that cannot be made as asked (nothing is written)."""
+
+
+def pairs_file_name(fmt: str) -> str:
+    return f"pairs.{fmt}.gz"
+
+
+class _HashingWriter(io.RawIOBase):
+    def __init__(self, raw: BinaryIO):
+        self.raw, self.sha256, self.size = raw, hashlib.sha256(), 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.sha256.update(data)
+        self.size += len(data)
+        self.raw.write(data)
+        return len(data)
+
+
+@contextlib.contextmanager
+def _gzip_lines(storage: LocalStorage, name: str, info: dict) -> Iterator[Callable[[str], None]]:
+    """Yield a ``write(text)`` into ``name`` gzip-compressed (mtime 0, no name: reproducible bytes);
+    ``info`` gets ``sha256`` and ``bytes`` of the compressed file once it is closed."""
+    with storage.open_write(name) as raw:
+        hashing = _HashingWriter(raw)
+        with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0, compresslevel=6) as gz:
+            buffered = io.BufferedWriter(gz, buffer_size=1 << 20)
+            yield lambda text: buffered.write(text.encode("utf-8"))
+            buffered.flush()
+    info.update(sha256=hashing.sha256.hexdigest(), bytes=hashing.size)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def _tsv(values) -> str:
+    return "\t".join(_cell(v) for v in values) + "\n"
+
+
+def scoring_for(resource: Resource, regressor: str | None = None) -> ScoredResource:
+    """The completed scoring of ``resource`` by the named regressor (default: the latest completed one)."""
+    done = resource.scorings.select_related("regressor", "job").filter(job__status=JobStatus.SUCCEEDED)
+    if regressor:
+        found = done.filter(regressor__name=regressor).first()
+        if found is None:
+            raise ReleaseError(f"resource {resource.name!r} has no completed scoring by regressor {regressor!r}: "
+                               f"run manage.py score_resource {resource.name} --regressor {regressor} --wait")
+        return found
+    found = done.order_by("-created_at", "-pk").first()
+    if found is None:
+        raise ReleaseError(f"resource {resource.name!r} has no completed scoring: run manage.py score_resource "
+                           f"{resource.name} --regressor NAME --wait first")
+    return found
+
+
+def release_campaigns(scored: ScoredResource) -> list[Campaign]:
+    """The campaigns whose judgments go with the release: those that evaluated a sample of the resource's
+    generation job, and the campaign the regressor was trained on."""
+    ids = set()
+    if scored.resource.job_id:
+        ids |= set(Campaign.objects.filter(job_id=scored.resource.job_id).values_list("pk", flat=True))
+    if scored.regressor.campaign_id:
+        ids.add(scored.regressor.campaign_id)
+    return list(Campaign.objects.filter(pk__in=ids).order_by("name"))
+
+
+def _write_pairs(write: Callable[[str], None], scored: ScoredResource, filters: ReleaseFilters, fmt: str,
+                 counts: dict[str, int]) -> None:
+    storage = get_storage()
+    if fmt == "tsv":
+        write(_tsv(PAIR_COLUMNS))
+    for entry in sorted(scored.shards, key=lambda e: e["index"]):
+        for record in read_jsonl_gz(entry["key"], storage=storage):
+            counts["references_read"] += 1
+            counts["pairs_read"] += len(record.get("candidates") or [])
+            kept = filter_candidates(filters, record)
+            if not kept:
+                continue
+            counts["references"] += 1
+            counts["pairs"] += len(kept)
+            counts["pairs_unscored"] += sum(c.get("score") is None for c in kept)
+            if fmt == "jsonl":
+                paraphrases = [{"text": c["text"], "systems": c.get("systems") or [],
+                                "constraints": c.get("constraints") or {}, "nll": c.get("nll"),
+                                "score": c.get("score")} for c in kept]
+                write(json.dumps({"ref_index": record.get("ref_index"), "reference": record["reference"],
+                                  "source": record.get("source", ""), "length": record.get("length"),
+                                  "paraphrases": paraphrases}, ensure_ascii=False, sort_keys=True) + "\n")
+            else:
+                for c in kept:
+                    write(_tsv((record.get("ref_index"), record["reference"], record.get("source", ""),
+                                record.get("length"), c["text"], " ".join(c.get("systems") or []), c.get("nll"),
+                                c.get("score"), c.get("constraints") or {})))
+
+
+def _write_judgments(write: Callable[[str], None], campaigns: list[Campaign], counts: dict[str, int]) -> None:
+    write(_tsv(JUDGMENT_COLUMNS))
+    for campaign in campaigns:
+        counted = counted_workers(campaign)
+        systems: dict[int, list[str]] = {}
+        for cid, system in CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list(
+                "candidate_id", "system").order_by("candidate_id", "system"):
+            systems.setdefault(cid, []).append(system)
+        anonymous: dict[int, int] = {}
+        rows = (Judgment.objects.filter(candidate__reference__campaign=campaign)
+                .order_by("candidate__reference__length_bucket", "candidate__reference_id", "candidate_id", "pk")
+                .values_list("worker_id", "candidate_id", "candidate__reference__ref_id",
+                             "candidate__reference__length_bucket", "candidate__reference__text", "candidate__text",
+                             "candidate__nll", "score", "fluency"))
+        for worker, cid, ref_id, bucket, ref_text, text, nll, score, fluency in rows.iterator(chunk_size=2000):
+            anon = anonymous.setdefault(worker, len(anonymous) + 1)
+            sys_ids = " ".join(sorted(systems.get(cid, []), key=system_sort_key))
+            write(_tsv((campaign.name, anon, int(worker in counted), ref_id, bucket, ref_text, sys_ids, text, nll,
+                        score, fluency)))
+            counts["judgments"] += 1
+
+
+def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, fmt: str = "tsv",
+                  filters: ReleaseFilters | None = None) -> dict[str, Any]:
+    """Write a release's files into ``out_dir`` (which must not hold a release yet); returns the manifest."""
+    if fmt not in FORMATS:
+        raise ReleaseError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    if not _VERSION.match(version or ""):
+        raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+    filters = filters or ReleaseFilters()
+    out = LocalStorage(Path(out_dir))
+    if out.exists(MANIFEST_FILE):
+        raise ReleaseError(f"{out_dir} already holds a release ({MANIFEST_FILE}); choose an empty folder")
+    counts = dict.fromkeys(("references_read", "pairs_read", "references", "pairs", "pairs_unscored", "judgments"), 0)
+    files: dict[str, dict] = {}
+    pairs_name = pairs_file_name(fmt)
+    files[pairs_name] = {"name": pairs_name}
+    with _gzip_lines(out, pairs_name, files[pairs_name]) as write:
+        _write_pairs(write, scored, filters, fmt, counts)
+    campaigns = release_campaigns(scored)
+    files[JUDGMENTS_FILE] = {"name": JUDGMENTS_FILE}
+    with _gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
+        _write_judgments(write, campaigns, counts)
+    regressor = scored.regressor
+    manifest = {
+        "format": RELEASE_FORMAT,
+        "resource": scored.resource.name,
+        "version": version,
+        "pairs_format": fmt,
+        "columns": {pairs_name: list(PAIR_COLUMNS) if fmt == "tsv" else "one JSON object per reference",
+                    JUDGMENTS_FILE: list(JUDGMENT_COLUMNS)},
+        "files": files,
+        "counts": {**counts, "campaigns": len(campaigns)},
+        "campaigns": [c.name for c in campaigns],
+        "regressor": {"name": regressor.name, "spearman_test": (regressor.metrics or {}).get("spearman_test"),
+                      "metrics": regressor.metrics, "signature": regressor.signature},
+        "scored_shards": [{"index": e["index"], "n_pairs": e["n_pairs"], "sha256": e["sha256"]}
+                          for e in sorted(scored.shards, key=lambda e: e["index"])],
+        "generation": scored.resource.settings,
+        "filters": filters.as_dict(),
+    }
+    with out.open_write(MANIFEST_FILE) as fh:
+        fh.write((json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n").encode("utf-8"))
+    return manifest
+
+
+def next_version(resource: Resource) -> str:
+    numbers = [int(m.group(1)) for v in resource.releases.values_list("version", flat=True)
+               if (m := re.fullmatch(r"v(\d+)", v))]
+    return f"v{max(numbers, default=0) + 1}"
+
+
+def release_files(manifest: dict[str, Any]) -> list[str]:
+    """The files of a release, manifest included (the names the API serves)."""
+    return sorted(manifest.get("files") or {}) + [MANIFEST_FILE]
+
+
+def _upload(out_dir: Path, names: list[str], target: LocalStorage | S3Storage) -> None:
+    for name in names:
+        with open(out_dir / name, "rb") as src, target.open_write(name) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def release_export(*, resource: Resource, out_dir: str | Path, version: str | None = None, fmt: str = "tsv",
+                   filters: ReleaseFilters | None = None, regressor: str | None = None,
+                   upload: str | None = None) -> Release:
+    """Export a release of ``resource`` into ``out_dir`` (optionally uploaded to ``upload``, e.g.
+    ``s3://bucket/prefix``) and record it as a ``Release`` row; its location is the upload URL if any,
+    else the folder."""
+    scored = scoring_for(resource, regressor)
+    version = version or next_version(resource)
+    if Release.objects.filter(resource=resource, version=version).exists():
+        raise ReleaseError(f"release {version!r} of {resource.name!r} already exists")
+    target = storage_from_url(upload) if upload else None
+    if target is not None and target.exists(MANIFEST_FILE):
+        raise ReleaseError(f"{target.url} already holds a release ({MANIFEST_FILE})")
+    out_dir = Path(out_dir).resolve()
+    manifest = release_write(scored=scored, out_dir=out_dir, version=version, fmt=fmt, filters=filters)
+    if target is not None:
+        _upload(out_dir, release_files(manifest), target)
+    with transaction.atomic():
+        return Release.objects.create(resource=resource, version=version, manifest=manifest,
+                                      location=target.url if target is not None else str(out_dir))
+
+
+def release_storage(release: Release) -> LocalStorage | S3Storage:
+    return storage_from_url(release.location)
+
+
+def release_open(release: Release, name: str) -> BinaryIO:
+    """A readable stream of one of the release's files; LookupError for a name it does not have."""
+    if name not in release_files(release.manifest):
+        raise LookupError(f"release {release} has no file {name!r}")
+    return release_storage(release).open_read(name)
+
+
+def releases_visible_to(user) -> Any:
+    """Staff see every release; other signed-in users those they were given; anonymous none."""
+    if not getattr(user, "is_authenticated", False):
+        return Release.objects.none()
+    qs = Release.objects.select_related("resource")
+    return qs if user.is_staff else qs.filter(allowed_users=user)

@@ -1,0 +1,187 @@
+"""Job kind ``score_resource``: a similarity regressor applied to every pair of a resource (ParaBank §5.1).
+
+One chunk per ``ResourceShard``. A chunk streams its candidate shard, predicts a score for every
+candidate in batches of ``batch_size`` pairs (memory holds one batch, never the shard) and writes a
+scored shard that mirrors the candidate shard record for record, each candidate gaining ``"score"``
+(0-100, or null where the regressor skipped the pair, e.g. a reference over 100 subword tokens).
+
+Outputs are keyed by (scored resource, shard index): ``scored/<scored_resource>/shard-<index>.jsonl.gz``,
+written atomically (storage writes a temporary file and renames it), so a chunk killed mid-way leaves
+nothing and a chunk that runs again rewrites the same bytes. ``ScoredResource.shards`` holds one entry
+per index (replaced, never appended twice); the finishing step rebuilds it from the chunk results and
+fills ``n_pairs``.
+
+Job params: ``resource`` (id), ``regressor`` (name), ``batch_size`` (default 256) and ``throttle_s``
+(seconds to sleep after each batch, default 0: a brake for demos and for the fault test that must
+kill a worker in the middle of a chunk).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
+
+import numpy as np
+from django.db import transaction
+
+from generation.models import Resource, ResourceShard
+from generation.shards import read_jsonl_gz, write_jsonl_gz
+from generation.storage import get_storage
+from jobs.execution import job_launch
+from jobs.models import TERMINAL_STATUSES, Job, JobChunk
+from jobs.registry import JobKind, ProgressFn, register
+
+from .models import Regressor, ScoredResource
+
+KIND = "score_resource"
+DEFAULT_BATCH_SIZE = 256
+
+
+class PairScorer(Protocol):
+    """What scoring needs of a regressor (``scoring.regressor.FittedRegressor`` is one)."""
+
+    def predict(self, pairs: list[dict[str, Any]]) -> np.ndarray: ...
+
+
+def scored_shard_key(scored_resource_id: int, index: int) -> str:
+    return f"scored/{scored_resource_id}/shard-{index:05d}.jsonl.gz"
+
+
+def pair_of(record: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
+    """The regressor's input for one candidate of a shard record."""
+    return {"reference": record["reference"], "paraphrase": candidate["text"], "nll": candidate.get("nll"),
+            "constraints": candidate.get("constraints") or {}}
+
+
+def _score_value(x: float) -> float | None:
+    """JSON-safe score: null for a skipped pair (NaN), else clipped to 0-100 and rounded to 1e-4."""
+    x = float(x)
+    if not math.isfinite(x):
+        return None
+    return round(min(100.0, max(0.0, x)), 4)
+
+
+def score_records(records: Iterable[dict[str, Any]], *, regressor: PairScorer, batch_size: int = DEFAULT_BATCH_SIZE,
+                  throttle_s: float = 0.0, progress: Callable[[int], None] | None = None,
+                  counts: dict[str, int] | None = None) -> Iterator[dict[str, Any]]:
+    """Yield each record with every candidate gaining ``"score"``; predicts in batches of about
+    ``batch_size`` pairs (whole records: a batch never splits a reference). ``counts`` (if given) gets
+    ``pairs`` and ``skipped``; ``progress`` is called with the number of pairs scored so far."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    counts = counts if counts is not None else {}
+    counts.setdefault("pairs", 0)
+    counts.setdefault("skipped", 0)
+    pending: list[dict[str, Any]] = []
+    n_pending = 0
+
+    def flush() -> None:
+        pairs = [pair_of(r, c) for r in pending for c in r.get("candidates") or []]
+        scores = np.asarray(regressor.predict(pairs), dtype=float) if pairs else np.zeros(0)
+        if scores.shape != (len(pairs),):
+            raise ValueError(f"the regressor returned {scores.shape} scores for {len(pairs)} pairs")
+        it = iter(scores)
+        for r in pending:
+            for c in r.get("candidates") or []:
+                c["score"] = _score_value(next(it))
+                counts["skipped"] += c["score"] is None
+        counts["pairs"] += len(pairs)
+        if progress is not None:
+            progress(counts["pairs"])
+        if throttle_s and pairs:
+            time.sleep(throttle_s)
+
+    for record in records:
+        pending.append(record)
+        n_pending += len(record.get("candidates") or [])
+        if n_pending >= batch_size:
+            flush()
+            yield from pending
+            pending, n_pending = [], 0
+    if pending:
+        flush()
+        yield from pending
+
+
+def load_regressor(name: str) -> PairScorer:
+    """The fitted regressor named ``name`` (``scoring.regressor`` caches it per process)."""
+    from .regressor import regressor_load
+
+    return regressor_load(name)
+
+
+def score_shard(*, shard: ResourceShard, scored: ScoredResource, regressor: PairScorer,
+                batch_size: int = DEFAULT_BATCH_SIZE, throttle_s: float = 0.0,
+                progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Write the scored copy of one candidate shard and record it on the ScoredResource. Returns the
+    shard entry ``{"index", "key", "n_pairs", "n_skipped", "sha256"}``."""
+    storage = get_storage()
+    key = scored_shard_key(scored.pk, shard.index)
+    counts: dict[str, int] = {}
+    records = score_records(read_jsonl_gz(shard.key, storage=storage), regressor=regressor, batch_size=batch_size,
+                            throttle_s=throttle_s, progress=progress, counts=counts)
+    info = write_jsonl_gz(key, records, storage=storage)
+    entry = {"index": shard.index, "key": key, "n_pairs": counts["pairs"], "n_skipped": counts["skipped"],
+             "sha256": info["sha256"]}
+    with transaction.atomic():
+        row = ScoredResource.objects.select_for_update().get(pk=scored.pk)
+        row.shards = sorted([e for e in row.shards if e.get("index") != shard.index] + [entry],
+                            key=lambda e: e["index"])
+        row.save(update_fields=["shards"])
+    return entry
+
+
+def _plan(job: Job) -> list[dict]:
+    try:
+        resource = Resource.objects.get(pk=job.params["resource"])
+    except Resource.DoesNotExist:
+        raise ValueError(f"no resource with id {job.params['resource']!r}") from None
+    try:
+        regressor = Regressor.objects.get(name=job.params["regressor"])
+    except Regressor.DoesNotExist:
+        raise ValueError(f"no regressor named {job.params['regressor']!r}") from None
+    shards = list(resource.shards.order_by("index"))
+    if not shards:
+        raise ValueError(f"resource {resource.name!r} has no candidate shards yet")
+    scored, created = ScoredResource.objects.select_for_update().get_or_create(resource=resource, regressor=regressor)
+    if not created and scored.job_id and scored.job.status not in TERMINAL_STATUSES:
+        raise ValueError(f"resource {resource.name!r} is already being scored by {regressor.name!r} in job "
+                         f"{scored.job_id}; resume that job (manage.py job resume {scored.job_id}) instead")
+    scored.job, scored.shards, scored.n_pairs = job, [], 0
+    scored.save(update_fields=["job", "shards", "n_pairs"])
+    return [{"shard": s.pk, "index": s.index, "key": s.key, "n_pairs": s.n_pairs} for s in shards]
+
+
+def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
+    scored = ScoredResource.objects.get(job=job)
+    shard = ResourceShard.objects.get(pk=chunk.params["shard"])
+    total = shard.n_pairs
+    progress(0, total)
+    return score_shard(shard=shard, scored=scored, regressor=load_regressor(job.params["regressor"]),
+                       batch_size=int(job.params.get("batch_size") or DEFAULT_BATCH_SIZE),
+                       throttle_s=float(job.params.get("throttle_s") or 0.0),
+                       progress=lambda done: progress(done, max(total, done)))
+
+
+def _finish(job: Job, chunks: list[JobChunk]) -> dict:
+    scored = ScoredResource.objects.select_for_update().select_related("resource", "regressor").get(job=job)
+    scored.shards = sorted((c.result for c in chunks), key=lambda e: e["index"])
+    scored.n_pairs = sum(e["n_pairs"] for e in scored.shards)
+    scored.save(update_fields=["shards", "n_pairs"])
+    return {"scored_resource": scored.pk, "resource": scored.resource.name, "regressor": scored.regressor.name,
+            "n_pairs": scored.n_pairs, "n_skipped": sum(e.get("n_skipped", 0) for e in scored.shards),
+            "shards": len(scored.shards)}
+
+
+def score_resource_launch(*, resource: Resource, regressor: Regressor, wait: bool = False,
+                          batch_size: int = DEFAULT_BATCH_SIZE, throttle_s: float = 0.0,
+                          timeout: float | None = None) -> Job:
+    """Start (and with ``wait`` run or wait for) the scoring of ``resource`` by ``regressor``."""
+    params = {"resource": resource.pk, "regressor": regressor.name, "batch_size": int(batch_size),
+              "throttle_s": float(throttle_s)}
+    return job_launch(kind=KIND, params=params, label=f"score {resource.name} with {regressor.name}", wait=wait,
+                      timeout=timeout)
+
+
+register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="cpu"))

@@ -1,0 +1,116 @@
+"""Issue 6's fault: a Celery worker killed (SIGKILL) in the middle of a generation chunk. After
+``job_resume`` a fresh worker completes the job, and every output is there exactly once."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from generation.corpora import corpus_import
+from generation.generation_job import KIND, candidate_shard_key
+from generation.models import IdfTable, ResourceShard
+from generation.shards import read_jsonl_gz
+from generation.storage import get_storage
+from jobs.execution import job_resume, job_start, job_wait, workers_available
+from jobs.models import JobChunk, JobStatus
+from tests.conftest import ROOT, _database_url_of_test_db
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+SENTENCES = ["the cat sat on the mat", "a dog runs in the house", "she walked to the car",
+             "they talk about the big tree", "the red sun was in the sky", "he ran with the small dog",
+             "we walk in the green world", "how often do earthquakes occur today"]
+SYSTEMS = [28, 34]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread_per_worker():
+    """Worker processes inherit this: tiny models decode faster on one thread than on shared cores."""
+    before = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "1"
+    yield
+    if before is None:
+        os.environ.pop("OMP_NUM_THREADS", None)
+    else:
+        os.environ["OMP_NUM_THREADS"] = before
+
+
+def _start_worker(log_path: Path) -> subprocess.Popen:
+    """A second worker process, like the ``celery_worker_process`` fixture's (which this test kills)."""
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", DATABASE_URL=_database_url_of_test_db(),
+               PARAFORGE_VAR_DIR=str(settings.VAR_DIR), CELERY_BROKER_URL=settings.CELERY_BROKER_URL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-P", "solo", "--without-gossip",
+         "--without-mingle", "-n", f"test-fresh-{os.getpid()}@%h", "-l", "INFO"],
+        cwd=ROOT, env=env, stdout=open(log_path, "wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not workers_available(timeout=1.0):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("the fresh Celery worker did not start:\n" + log_path.read_text()[-3000:])
+    return proc
+
+
+def _corpus(tmp_path):
+    path = tmp_path / "refs.txt"
+    path.write_text("\n".join(SENTENCES) + "\n")
+    corpus = corpus_import(name="fault-gen", path=path, format="mono", shard_size=4)
+    key = f"idf/fault-gen-{corpus.pk}.tsv"
+    words = sorted({w for s in SENTENCES for w in s.split()})
+    with get_storage().open_write(key) as fh:
+        fh.write(("token\tidf\n" + "".join(f"{w}\t{7.0 + 0.5 * len(w)}\n" for w in words)).encode())
+    IdfTable.objects.create(corpus=corpus, name="fault-gen", key=key, n_documents=len(SENTENCES), n_types=len(words))
+    return corpus
+
+
+def test_worker_killed_mid_chunk_then_resumed_outputs_exactly_once(celery_worker_process, tiny_marian_dir, tmp_path):
+    corpus = _corpus(tmp_path)
+    job = job_start(kind=KIND, params={
+        "corpus": corpus.pk, "model": str(tiny_marian_dir), "systems": SYSTEMS, "beam": 2, "max_length": 12,
+        "batch_size": 1, "device": "cpu", "pause_per_batch": 0.3})
+    assert job.total_chunks == 2
+
+    # Wait until the worker is inside chunk 0, some of its references decoded, then kill it outright.
+    deadline = time.monotonic() + 150
+    while True:
+        chunk = JobChunk.objects.get(job=job, index=0)
+        if chunk.status == JobStatus.RUNNING and chunk.done_units >= 1:
+            break
+        assert chunk.status in (JobStatus.PENDING, JobStatus.RUNNING), (chunk.status, chunk.error)
+        assert time.monotonic() < deadline, "the worker never got into chunk 0"
+        time.sleep(0.05)
+    celery_worker_process.send_signal(signal.SIGKILL)
+    celery_worker_process.wait(timeout=10)
+
+    chunk.refresh_from_db()
+    assert chunk.status == JobStatus.RUNNING and chunk.done_units < chunk.total_units  # killed mid-chunk
+    assert not get_storage().exists(candidate_shard_key(job.pk, 0))  # nothing half-written
+    job.refresh_from_db()
+    assert not job.is_terminal
+
+    job_resume(job_id=job.pk)
+    fresh = _start_worker(tmp_path / "fresh-worker.log")
+    try:
+        job = job_wait(job_id=job.pk, timeout=240)
+    finally:
+        fresh.terminate()
+        fresh.wait(timeout=20)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert JobChunk.objects.get(job=job, index=0).attempts >= 2
+
+    records = [r for i in (0, 1) for r in read_jsonl_gz(candidate_shard_key(job.pk, i))]
+    assert sorted(r["ref_index"] for r in records) == list(range(len(SENTENCES)))  # each reference once
+    for record in records:
+        produced = [s for c in record["candidates"] for s in c["systems"]]
+        expected = [str(s) for s in SYSTEMS if str(s) not in record["no_constraints"]]
+        assert sorted(produced, key=int) == expected  # every system's output exactly once (nbest 1)
+    shards = ResourceShard.objects.filter(resource__job=job)
+    assert sorted(shards.values_list("index", flat=True)) == [0, 1]
+    assert job.resource.n_references == len(SENTENCES)
+    assert job.resource.n_pairs == sum(len(r["candidates"]) for r in records) == sum(s.n_pairs for s in shards)

@@ -1,0 +1,98 @@
+import hashlib
+
+import boto3
+import pytest
+from django.contrib.auth import get_user_model
+from moto import mock_aws
+
+from scoring.release_filters import parse_filters
+from scoring.releases import release_export
+
+from .resource_data import OverlapScorer, build_resource, make_regressor, score_with
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def releases(storage_dir, tmp_path):
+    resource = build_resource()
+    score_with(resource, make_regressor(), OverlapScorer())
+    public = release_export(resource=resource, out_dir=tmp_path / "v1")
+    private = release_export(resource=resource, out_dir=tmp_path / "v2", filters=parse_filters("top=1"))
+    return public, private
+
+
+@pytest.fixture
+def users():
+    User = get_user_model()
+    return {"staff": User.objects.create_user("staff", password="pw", is_staff=True),
+            "alice": User.objects.create_user("alice", password="pw"),
+            "bob": User.objects.create_user("bob", password="pw")}
+
+
+def as_user(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_anonymous_is_refused_everywhere(client, releases):
+    v1, _ = releases
+    for url in ("/api/releases/", f"/api/releases/{v1.pk}/", f"/api/releases/{v1.pk}/files/pairs.tsv.gz"):
+        assert client.get(url).status_code in (401, 403)
+
+
+def test_staff_sees_every_release_and_others_only_theirs(client, releases, users):
+    v1, v2 = releases
+    v1.allowed_users.add(users["alice"])
+    staff = as_user(client, users["staff"]).get("/api/releases/").json()
+    assert [r["version"] for r in staff] == ["v2", "v1"]
+    alice = as_user(client, users["alice"]).get("/api/releases/").json()
+    assert [r["version"] for r in alice] == ["v1"]
+    row = alice[0]
+    assert row["resource"] == "res" and row["counts"]["pairs"] == 18
+    assert row["regressor"] == {"name": "overlap", "spearman_test": 0.71}
+    assert [f["name"] for f in row["files"]] == ["judgments.tsv.gz", "pairs.tsv.gz", "manifest.json"]
+    assert row["files"][1]["url"].endswith(f"/api/releases/{v1.pk}/files/pairs.tsv.gz")
+    assert "location" not in row  # server paths are not shown
+    assert as_user(client, users["bob"]).get("/api/releases/").json() == []
+
+
+def test_manifest_and_file_download_for_an_allowed_user(client, releases, users, tmp_path):
+    v1, v2 = releases
+    v1.allowed_users.add(users["alice"])
+    c = as_user(client, users["alice"])
+    detail = c.get(f"/api/releases/{v1.pk}/").json()
+    assert detail["manifest"] == v1.manifest and detail["manifest"]["version"] == "v1"
+    response = c.get(f"/api/releases/{v1.pk}/files/pairs.tsv.gz")
+    assert response.status_code == 200 and response["Content-Type"] == "application/gzip"
+    assert 'attachment; filename="pairs.tsv.gz"' in response["Content-Disposition"]
+    body = b"".join(response.streaming_content)
+    assert hashlib.sha256(body).hexdigest() == v1.manifest["files"]["pairs.tsv.gz"]["sha256"]
+    assert body == (tmp_path / "v1" / "pairs.tsv.gz").read_bytes()
+    manifest = c.get(f"/api/releases/{v1.pk}/files/manifest.json")
+    assert b"".join(manifest.streaming_content) == (tmp_path / "v1" / "manifest.json").read_bytes()
+    # not allowed: as if it did not exist
+    assert c.get(f"/api/releases/{v2.pk}/").status_code == 404
+    assert c.get(f"/api/releases/{v2.pk}/files/pairs.tsv.gz").status_code == 404
+
+
+def test_only_the_release_files_are_served(client, releases, users, tmp_path):
+    v1, _ = releases
+    (tmp_path / "v1" / "secret.txt").write_text("not part of the release")
+    c = as_user(client, users["staff"])
+    assert c.get(f"/api/releases/{v1.pk}/files/secret.txt").status_code == 404
+    assert c.get(f"/api/releases/{v1.pk}/files/..%2F..%2Fetc%2Fpasswd").status_code == 404
+    assert c.get("/api/releases/999999/").status_code == 404
+
+
+@mock_aws
+def test_a_release_uploaded_to_s3_is_served_from_s3(client, storage_dir, tmp_path, users):
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="pub")
+    resource = build_resource()
+    score_with(resource, make_regressor(), OverlapScorer())
+    release = release_export(resource=resource, out_dir=tmp_path / "local", upload="s3://pub/releases/res")
+    assert release.location == "s3://pub/releases/res"
+    (tmp_path / "local" / "judgments.tsv.gz").unlink()  # served from the bucket, not the local copy
+    response = as_user(client, users["staff"]).get(f"/api/releases/{release.pk}/files/judgments.tsv.gz")
+    body = b"".join(response.streaming_content)
+    assert hashlib.sha256(body).hexdigest() == release.manifest["files"]["judgments.tsv.gz"]["sha256"]
