@@ -424,7 +424,7 @@ def page_check(status: int, body: bytes) -> str | None:
 def database_check(hits: list[dict], outcome: dict[str, dict]) -> tuple[list[str], dict]:
     """Acknowledged (201) submissions are all stored, exactly once, with the judgments sent."""
     from django.db import connections
-    from django.db.models import Count
+    from django.db.models import Count, F
 
     from annotation.models import Assignment, Hit, Judgment
 
@@ -450,7 +450,7 @@ def database_check(hits: list[dict], outcome: dict[str, dict]) -> tuple[list[str
             wrong.append(assignment_id)
     if wrong:
         problems.append(f"{len(wrong)} assignments whose stored judgments differ from what was sent (lost or duplicated)")
-    over = Hit.objects.filter(pk__in=hit_ids).annotate(n=Count("assignments")).filter(n__gt=3).count()
+    over = Hit.objects.filter(pk__in=hit_ids).annotate(n=Count("assignments")).filter(n__gt=F("max_assignments")).count()
     if over:
         problems.append(f"{over} HITs hold more assignments than they allow")
     bad_replays = [a for a, r in outcome.items() if r["first"] == 201 and any(s != 200 for s in r["replays"])]

@@ -444,10 +444,10 @@ def _run_position(s: _Sentence, members, out: list) -> None:
 
 
 def _run_ranked_negative(s: _Sentence, members, out: list) -> None:
-    size, ranked, append = len(s.pool), s.ranked, out.append
+    size, ranked, overlap, append = len(s.pool), s.ranked, s.overlap, out.append
     for number, name, needed, code, idx in members:
         if size < needed:
-            append(NoConstraintSet(number, name, s.too_small(needed)))
+            append(NoConstraintSet(number, name, s._too_small.get(needed) or s.too_small(needed)))
             continue
         found = ranked[code] or s.rank(code)
         if len(idx) == 1:
@@ -455,7 +455,7 @@ def _run_ranked_negative(s: _Sentence, members, out: list) -> None:
         else:
             negative = found[idx[0]] + found[idx[1]] if len(idx) == 2 else \
                 found[idx[0]] + found[idx[1]] + found[idx[2]]
-            if s.overlap[code]:  # lex all: a variant shared by two words is banned once
+            if overlap[code]:  # lex all: a variant shared by two words is banned once
                 negative = tuple(dict.fromkeys(negative))
         append(ConstraintSet(number, name, (), negative, ()))
 
@@ -464,7 +464,7 @@ def _run_ranked_positive(s: _Sentence, members, out: list) -> None:
     size = len(s.pool)
     for number, name, needed, highest, index, verb, slot in members:
         if size < needed:
-            out.append(NoConstraintSet(number, name, s.too_small(needed)))
+            out.append(NoConstraintSet(number, name, s._too_small.get(needed) or s.too_small(needed)))
             continue
         word, _, _, pos = (s.pool if highest else s.ascending)[index]
         form = word
@@ -483,7 +483,7 @@ def _run_random(s: _Sentence, members, out: list) -> None:
     size = len(pool)
     for number, name, needed, start, k, lex_all, cache, miss in members:
         if size < needed:
-            out.append(NoConstraintSet(number, name, s.too_small(needed)))
+            out.append(NoConstraintSet(number, name, s._too_small.get(needed) or s.too_small(needed)))
             continue
         if start is None:
             chosen = s.draws(number).sample(pool, k)
@@ -512,7 +512,7 @@ def _run_ppdb(s: _Sentence, members, out: list) -> None:
     matches = None
     for number, name, needed, relation, slot in members:
         if size < needed:
-            out.append(NoConstraintSet(number, name, s.too_small(needed)))
+            out.append(NoConstraintSet(number, name, s._too_small.get(needed) or s.too_small(needed)))
         elif index is None:
             out.append(NoConstraintSet(number, name, "no PPDB file given"))
         elif entries is None:  # any object with lookup(phrase, coarse POS, relation)

@@ -72,7 +72,7 @@ def all_variants(word: str) -> tuple[str, ...]:
     if entry:
         for found in entry.values():
             forms += found
-    for lemma in (set(forms) if len(forms) > 1 else forms):
+    for lemma in set(forms):
         lemma = lemma.lower()
         entry = infl_dict.get(lemma)
         if lemma in infl_overrides:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sys
 import time
 import traceback
@@ -83,7 +85,8 @@ def chunk_run(*, chunk_id: int) -> bool:
             return False
         now = timezone.now()
         JobChunk.objects.filter(pk=chunk.pk).update(
-            status=JobStatus.RUNNING, attempts=F("attempts") + 1, started_at=now, error=""
+            status=JobStatus.RUNNING, attempts=F("attempts") + 1, started_at=now, error="",
+            ran_on=f"{socket.gethostname()}:{os.getpid()}",
         )
         Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(status=JobStatus.RUNNING, started_at=now)
     kind = get_kind(job.kind)

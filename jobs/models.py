@@ -48,6 +48,7 @@ class JobChunk(models.Model):
     done_units = models.PositiveBigIntegerField(default=0)
     total_units = models.PositiveBigIntegerField(default=0)
     attempts = models.PositiveIntegerField(default=0)
+    ran_on = models.CharField(max_length=255, blank=True, help_text="host:pid of the process that last ran it")
     result = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

