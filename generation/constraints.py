@@ -20,11 +20,12 @@ whatever the order or batch in which sentences are processed and whichever other
 """
 from __future__ import annotations
 
+
 import hashlib
 import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Any, ClassVar, NamedTuple, Union
 
@@ -682,7 +683,31 @@ def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, 
     out: list[Selected] = []
     for routine, members in rows.steps:
         routine(s, members, out)
+    odd = _odd_case_forms(tagged.tokens)
+    if odd:
+        out = [_with_surface_forms(c, odd) if c.is_constraint_set and c.negative else c for c in out]
     return out
+
+
+def _odd_case_forms(tokens: Sequence[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """Forms as written in the reference that are neither lowercase nor capitalised ("RBA", "iPhone"),
+    by lowercase word. Usually empty, so selection pays nothing for it."""
+    odd: dict[str, tuple[str, ...]] = {}
+    for text, _ in tokens:
+        low = text.lower()
+        if text != low and text != low[:1].upper() + low[1:] and text not in odd.get(low, ()):
+            odd[low] = odd.get(low, ()) + (text,)
+    return odd
+
+
+def _with_surface_forms(c: ConstraintSet, odd: Mapping[str, tuple[str, ...]]) -> ConstraintSet:
+    """Ban a word also as the reference spells it: banning "rba" and "Rba" alone leaves "RBA" free."""
+    have = set(c.negative)
+    extra = tuple((form,) for (word, *rest) in c.negative if not rest for form in odd.get(word, ())
+                  if (form,) not in have)
+    if not extra:
+        return c
+    return replace(c, negative=c.negative + tuple(dict.fromkeys(extra)))
 
 
 def select_constraints(system: int | System, sentence: str | TaggedSentence | Sequence[tuple[str, str]],

@@ -77,6 +77,7 @@ TEMPLATES = [
 
 DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'paraforge.sqlite3'}"
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0))}
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # a persistent connection lost to a restart is reopened
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web and worker share the file: WAL lets readers go on while a writer commits, IMMEDIATE
     # transactions take the write lock up front instead of failing half-way with "database is locked".
@@ -114,6 +115,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "annotation.db_errors.api_exception_handler",  # lost database -> 503 JSON
 }
 
 # --- Celery -------------------------------------------------------------------------------------

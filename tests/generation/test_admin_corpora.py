@@ -1,4 +1,5 @@
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,7 @@ def test_build_idf_action_and_tsv_download(staff_client, storage_dir, tmp_path, 
     assert client.get(url).status_code == 302
 
 
-def test_demo_setup_imports_the_demo_corpus_and_its_idf_once(storage_dir, capsys):
+def test_demo_setup_prepares_the_researchers_path_once(storage_dir, capsys):
     from django.core.management import call_command
 
     call_command("demo_setup")
@@ -99,6 +100,24 @@ def test_demo_setup_imports_the_demo_corpus_and_its_idf_once(storage_dir, capsys
     assert corpus.format == "mono" and corpus.n_references == 3000 and corpus.n_bad_lines == 0
     table = corpus.idf_tables.get()
     assert table.n_documents == 3000 and table.n_types > 1000
-    call_command("demo_setup")  # idempotent
+    # the researcher's path, ready to walk: a decoded sample on a published local batch, and annotators
+    from django.contrib.auth import authenticate
+
+    from annotation.models import Batch, Campaign
+    from generation.models import Resource
+
+    resource = Resource.objects.get(name="demo-sample")
+    assert resource.job.status == "succeeded" and resource.n_pairs > 0
+    campaign = Campaign.objects.get(job=resource.job)
+    assert sorted(campaign.references.values_list("length_bucket", flat=True)) == [5] * 3 + [10] * 3 + [20] * 3
+    batch = Batch.objects.get(campaign=campaign)
+    assert batch.provider == "local" and batch.status == "published" and batch.hits.exists()
+    first = capsys.readouterr().out
+    password = re.search(r"local annotator: annotator1  password: (\S+)", first).group(1)
+    assert authenticate(username="annotator1", password=password) is not None
+
+    call_command("demo_setup")  # idempotent: nothing decoded or published twice; fresh passwords
     assert Corpus.objects.count() == 1 and IdfTable.objects.count() == 1
+    assert Resource.objects.count() == 1 and Batch.objects.count() == 1
+    assert authenticate(username="annotator1", password=password) is None
     assert "password" in capsys.readouterr().out

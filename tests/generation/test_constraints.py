@@ -266,3 +266,13 @@ def test_a_system_selects_the_same_alone_or_with_others():
     together = select_for_all_systems(sentence, idf, seed=9)
     for n in (22, 23, 24, 25, 26, 27, 29, 30, 31):
         assert select_constraints(n, sentence, idf, seed=9) == together[n - 1]
+
+
+def test_a_word_is_also_banned_as_the_reference_spells_it():
+    # "RBA" is neither lowercase nor capitalised: banning "rba" and "Rba" alone would leave the output free
+    # to copy it. The other systems and plain words are unchanged.
+    idf = {"rba": 9.0, "delivers": 8.0, "another": 5.0, "rate": 6.0, "cut": 5.5}
+    sentence = [("RBA", "PROPN"), ("delivers", "VERB"), ("another", "DET"), ("rate", "NOUN"), ("cut", "NOUN")]
+    assert words(select_constraints(1, sentence, idf).negative) == {"rba", "Rba", "RBA"}
+    assert words(select_constraints(2, sentence, idf).negative) == {"delivers", "Delivers"}
+    assert select_constraints(28, sentence, idf).negative == ()

@@ -96,6 +96,44 @@ def test_single_systems_and_subsets_agree_with_all_systems(snapshot, ppdb_index)
                 select_for_all_systems(sentence, idf, seed=5, ppdb=ppdb_index)[n - 1]
 
 
+class _LookupOnly:
+    """A PPDB source with nothing but ``lookup`` (the interface selection accepts besides PpdbIndex)."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def lookup(self, phrase, coarse_pos, relation):
+        return self.index.lookup(phrase, coarse_pos, relation)
+
+
+def test_any_lookup_object_and_cold_caches_give_the_same_sets(snapshot, ppdb_index):
+    """The PPDB systems give the recorded sets through a plain ``lookup`` object too, and emptying every
+    per-word cache (as in a fresh process) changes nothing."""
+    from generation.constraints import clear_caches, select_for_all_systems
+
+    case = snapshot["cases"][CASES[0]]
+    tagged = _tagged(snapshot)[:80]
+    clear_caches()
+    ppdb_index._cache.clear()
+    for sentence, expected in zip(tagged, case["expected"]):
+        got = select_for_all_systems(sentence, snapshot["idf"], seed=0, ppdb=_LookupOnly(ppdb_index),
+                                     systems=[35, 36, 37, 8, 27])
+        assert [r.to_json() for r in got] == [expected[n - 1] for n in (35, 36, 37, 8, 27)], sentence.text
+
+
+def test_idf_window_follows_the_settings():
+    """Selection reads the IDF window from the settings once, and again whenever they change."""
+    from django.test import override_settings
+
+    from generation.constraints import select_constraints
+
+    sentence, idf = [("rare", "ADJ"), ("dog", "NOUN")], {"rare": 9.0, "dog": 5.0}
+    assert not select_constraints(2, sentence, idf).is_constraint_set  # dog is below 7.0: pool of 1
+    with override_settings(PARAFORGE_MIN_IDF=4.0):
+        assert select_constraints(2, sentence, idf).negative == (("dog",), ("Dog",))
+    assert not select_constraints(2, sentence, idf).is_constraint_set
+
+
 # ------------------------------------------------------------------------- recording the snapshot
 
 EDGE_CASES = [
