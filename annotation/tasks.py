@@ -8,3 +8,11 @@ from .providers.local import assignments_expire
 def expire_local_assignments() -> int:
     """Beat task: local assignments whose allotted time ran out return their slot to the pool."""
     return assignments_expire()
+
+
+@shared_task(name="annotation.tasks.sync_mturk_batches")
+def sync_mturk_batches() -> dict:
+    """Beat task: check submitted MTurk assignments against MTurk (worker ids, statuses, missing work)."""
+    from .mturk_sync import mturk_batches_sync
+
+    return {str(k): v for k, v in mturk_batches_sync().items()}

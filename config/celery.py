@@ -14,6 +14,7 @@ TASK_ROUTES: dict[str, dict[str, str]] = {
     "jobs.tasks.run_chunk_gpu": {"queue": "gpu"},
     "jobs.tasks.finish_job": {"queue": "cpu"},
     "annotation.tasks.expire_local_assignments": {"queue": "cpu"},
+    "annotation.tasks.sync_mturk_batches": {"queue": "cpu"},
 }
 
 app = Celery("paraforge")

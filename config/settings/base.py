@@ -155,6 +155,9 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", 
 CELERY_BEAT_SCHEDULE: dict = {
     # local annotators' assignments whose allotted time ran out go back to the pool
     "annotation-expire-local-assignments": {"task": "annotation.tasks.expire_local_assignments", "schedule": 60.0},
+    # MTurk: verify submitted assignments against get_assignment, copy statuses, report missing work
+    "annotation-sync-mturk-batches": {"task": "annotation.tasks.sync_mturk_batches",
+                                      "schedule": env_float("MTURK_SYNC_INTERVAL_S", 600.0)},
 }
 
 # --- Paraforge ------------------------------------------------------------------------------------

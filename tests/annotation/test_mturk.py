@@ -533,3 +533,20 @@ def test_cli_refuses_clearly(monkeypatch):
     production = make_batch(sandbox=False, hits=1)
     with pytest.raises(CommandError, match="production"):
         _run("expire", str(production.pk), "--sandbox")
+
+
+def test_periodic_sync_checks_every_published_batch_and_survives_one_failing(stub, provider):
+    from annotation.mturk_sync import mturk_batches_sync
+
+    ok, broken, draft = make_batch(hits=1), make_batch(hits=1), make_batch(hits=1)
+    Batch.objects.filter(pk__in=[ok.pk, broken.pk]).update(status=BatchStatus.PUBLISHED)
+    for n, batch in enumerate((ok, broken), 1):
+        Hit.objects.filter(batch=batch).update(external_hit_id=hit_id(n))
+    listing = {"MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]}
+    stub.add_response("list_assignments_for_hit", {"Assignments": []}, {"HITId": hit_id(1), **listing})
+    stub.add_client_error("list_assignments_for_hit", service_error_code="RequestError",
+                          service_message="The HIT does not exist", expected_params={"HITId": hit_id(2), **listing})
+    reports = mturk_batches_sync(provider_for=lambda batch: provider)
+    assert set(reports) == {ok.pk, broken.pk}  # the draft batch is not on MTurk yet
+    assert reports[ok.pk]["missing"] == 0 and "error" not in reports[ok.pk]
+    assert "does not exist" in reports[broken.pk]["error"]
