@@ -21,36 +21,15 @@ from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
+from .idf import idf_table_load
 from .models import Corpus, IdfTable
 from .shards import read_jsonl_gz, write_jsonl_gz
-from .storage import get_storage
 from .systems import PPDB_SYSTEMS, SYSTEMS, get_system
 
 KIND = "select_constraints"
 
 _IDF_CACHE: dict[tuple[int, str], dict[str, float]] = {}
 _IDF_LOCK = threading.Lock()
-
-
-def parse_idf_stream(lines, name: str = "IDF table") -> dict[str, float]:
-    """``token<TAB>idf`` lines (optional ``token<TAB>idf`` header) -> {token: idf}."""
-    table: dict[str, float] = {}
-    for number, line in enumerate(lines, 1):
-        if isinstance(line, bytes):
-            line = line.decode("utf-8")
-        line = line.rstrip("\r\n")
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        if number == 1 and parts[:2] == ["token", "idf"]:
-            continue
-        if len(parts) != 2:
-            raise ValueError(f"{name}:{number}: expected token<TAB>idf, got {line[:80]!r}")
-        try:
-            table[parts[0]] = float(parts[1])
-        except ValueError:
-            raise ValueError(f"{name}:{number}: IDF {parts[1][:40]!r} is not a number") from None
-    return table
 
 
 def load_idf_table(table: IdfTable) -> dict[str, float]:
@@ -62,15 +41,7 @@ def load_idf_table(table: IdfTable) -> dict[str, float]:
         return cached
     if not table.key:
         raise ValueError(f"IDF table {table} has no stored TSV yet")
-    try:
-        from .idf import idf_table_load  # the IDF module's own reader, where it has one
-    except ImportError:
-        idf_table_load = None
-    if idf_table_load is not None:
-        values = idf_table_load(table)
-    else:
-        with get_storage().open_read(table.key) as raw:
-            values = parse_idf_stream(raw, name=table.key)
+    values = idf_table_load(table)
     with _IDF_LOCK:
         if len(_IDF_CACHE) > 8:
             _IDF_CACHE.clear()

@@ -22,27 +22,34 @@ def idf_value(n_documents: int, document_frequency: int) -> float:
     return math.log(n_documents / document_frequency)
 
 
-def read_idf_tsv(path: str | Path) -> dict[str, float]:
-    """Read ``token<TAB>idf`` lines (a header line ``token<TAB>idf`` is allowed)."""
+def parse_idf_lines(lines: Iterable[str], name: str) -> dict[str, float]:
+    """``token<TAB>idf`` lines (a header line ``token<TAB>idf`` is allowed) -> {token: idf}; a bad line
+    is an IdfFileError naming ``name`` and its line number."""
     table: dict[str, float] = {}
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip("\n\r")
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if number == 1 and parts[:2] == ["token", "idf"]:
+            continue
+        if len(parts) != 2:
+            raise IdfFileError(f"{name}:{number}: expected token<TAB>idf, got {line[:80]!r}")
+        try:
+            table[parts[0]] = float(parts[1])
+        except ValueError:
+            raise IdfFileError(f"{name}:{number}: IDF {parts[1][:40]!r} is not a number") from None
+    return table
+
+
+def read_idf_tsv(path: str | Path) -> dict[str, float]:
+    """Read a local ``token<TAB>idf`` file."""
     try:
         fh = open(path, encoding="utf-8")
     except OSError as exc:
         raise IdfFileError(f"cannot read IDF file {path}: {exc.strerror or exc}") from None
     with fh:
-        for number, line in enumerate(fh, 1):
-            line = line.rstrip("\n\r")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if number == 1 and parts[:2] == ["token", "idf"]:
-                continue
-            if len(parts) != 2:
-                raise IdfFileError(f"{path}:{number}: expected token<TAB>idf, got {line[:80]!r}")
-            try:
-                table[parts[0]] = float(parts[1])
-            except ValueError:
-                raise IdfFileError(f"{path}:{number}: IDF {parts[1][:40]!r} is not a number") from None
+        table = parse_idf_lines(fh, str(path))
     if not table:
         raise IdfFileError(f"IDF file {path} holds no entries")
     return table

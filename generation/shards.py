@@ -11,7 +11,7 @@ from typing import Any
 from .storage import LocalStorage, S3Storage, get_storage
 
 
-class _HashingWriter(io.RawIOBase):
+class HashingWriter(io.RawIOBase):
     """Pass bytes through to a file while hashing them (the SHA-256 recorded for each shard)."""
 
     def __init__(self, raw):
@@ -38,7 +38,7 @@ def write_jsonl_gz(key: str, records: Iterable[dict[str, Any]], *, storage: Loca
     storage = storage or get_storage()
     count = 0
     with storage.open_write(key) as raw:
-        hashing = _HashingWriter(raw)
+        hashing = HashingWriter(raw)
         with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0, compresslevel=6) as gz:
             buffered = io.BufferedWriter(gz, buffer_size=1 << 20)
             for record in records:

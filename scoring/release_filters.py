@@ -12,21 +12,37 @@ Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, 
                       distance, ties by model score: Wubben et al., generation.decoding.rerank);
                       rerank=score orders by predicted similarity, highest first
     top=5             keep the first K paraphrases of each reference (after rerank)
+    bleu=10-70        sentence BLEU (0-100) of the paraphrase against its reference, the smoothed
+                      sentence-level variant Wieting et al. §5.7 use (see ``sentence_bleu``)
+    repetition=-0.1   maximum unigram repetition rate of the paraphrase (Wieting et al. §5.6, see
+                      ``repetition_rate``); repetition3 for trigrams (repetition1 = repetition)
+    entailment=0.75   bidirectional entailment (Klemen & Robnik-Sikonja): P(entailment) >= 0.75 in both
+                      directions, or entailment=argmax; needs an NLI model (--entailment-model DIR,
+                      scoring.entailment)
 
 A pair too short to have an n-gram of order n passes that order's bounds (nothing to measure).
+Entailment runs last (after the cheap filters), batched over each reference's remaining paraphrases.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections import Counter
 from typing import Any
 
-from .diversity import tokens
+from sacrebleu.metrics import BLEU
+
+from .diversity import normalize, tokens
 
 RERANKS = ("dissimilar", "score")
 _RANGE = re.compile(r"^\s*(\d+(?:\.\d+)?)?\s*-\s*(\d+(?:\.\d+)?)?\s*$")
 _OVERLAP_KEYS = {"overlap": 1, "overlap1": 1, "overlap2": 2, "overlap3": 3}
+_REPETITION_KEYS = {"repetition": 1, "repetition1": 1, "repetition3": 3}
+_KNOWN = "len, plen, overlap, overlap1-3, bleu, repetition, repetition3, entailment, score, rerank, top"
+_SENTENCE_BLEU = BLEU(tokenize="none", lowercase=False, smooth_method="none", effective_order=False)
+BLEU_ORDER = 4
+MIN_REPEAT_CHARS = 3
 
 
 class FilterError(ValueError):
@@ -44,14 +60,24 @@ class ReleaseFilters:
     min_score: float | None = None
     rerank: str | None = None
     top: int | None = None
+    bleu: Range | None = None
+    repetition: tuple[tuple[int, Range], ...] = ()
+    entailment: float | str | None = None  # a threshold on P(entailment) or "argmax"
+    # the loaded NLI model (scoring.entailment.EntailmentJudge) that entailment= runs on
+    judge: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The manifest's record of the filters (JSON)."""
         def rng(r):
             return None if r is None else {"min": r[0], "max": r[1]}
+        entailment = None
+        if self.entailment is not None:
+            entailment = {"rule": self.entailment, "directions": "both",
+                          "model": self.judge.manifest() if self.judge is not None else None}
         return {"length": rng(self.length), "paraphrase_length": rng(self.paraphrase_length),
                 "overlap": {str(n): rng(r) for n, r in self.overlap}, "min_score": self.min_score,
-                "rerank": self.rerank, "top": self.top}
+                "rerank": self.rerank, "top": self.top, "bleu": rng(self.bleu),
+                "repetition": {str(n): rng(r) for n, r in self.repetition}, "entailment": entailment}
 
     @property
     def is_empty(self) -> bool:
@@ -69,19 +95,45 @@ def _parse_range(key: str, text: str) -> Range:
     return lo, hi
 
 
-def parse_filters(spec: str | list[str] | None, *, min_score: float | None = None) -> ReleaseFilters:
-    """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``."""
+def _parse_fraction_range(key: str, text: str) -> Range:
+    lo, hi = _parse_range(key, text)
+    if (lo is not None and lo > 1) or (hi is not None and hi > 1):
+        raise FilterError(f"{key}={text!r}: {key} bounds are fractions between 0 and 1")
+    return lo, hi
+
+
+def _parse_entailment(text: str) -> float | str:
+    from .entailment import ARGMAX
+
+    if text.strip().lower() == ARGMAX:
+        return ARGMAX
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise FilterError(f"entailment={text!r}: expected argmax or a probability threshold in (0, 1], "
+                          f"e.g. 0.75 or 0.90")
+    return value
+
+
+def parse_filters(spec: str | list[str] | None, *, min_score: float | None = None,
+                  entailment_model: str | None = None) -> ReleaseFilters:
+    """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``,
+    ``entailment_model`` is ``--entailment-model`` (loaded here, so a bad folder fails before any writing)."""
     if isinstance(spec, (list, tuple)):
         spec = ",".join(spec)
     items = [i for i in re.split(r"[,\s]+", spec or "") if i]
     values: dict[str, Any] = {}
     overlap: dict[int, Range] = {}
+    repetition: dict[int, Range] = {}
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip().lower()
         if not sep or not value.strip():
             raise FilterError(f"filter {item!r}: expected key=value")
-        if key in values or (key in _OVERLAP_KEYS and _OVERLAP_KEYS[key] in overlap):
+        if key in values or (key in _OVERLAP_KEYS and _OVERLAP_KEYS[key] in overlap) \
+                or (key in _REPETITION_KEYS and _REPETITION_KEYS[key] in repetition):
             raise FilterError(f"filter {key!r} given twice")
         if key == "len":
             values[key] = _parse_range(key, value)
@@ -92,6 +144,15 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
             if (lo is not None and lo > 1) or (hi is not None and hi > 1):
                 raise FilterError(f"{key}={value!r}: overlaps are fractions between 0 and 1")
             overlap[_OVERLAP_KEYS[key]] = (lo, hi)
+        elif key in _REPETITION_KEYS:
+            repetition[_REPETITION_KEYS[key]] = _parse_fraction_range(key, value)
+        elif key == "bleu":
+            lo, hi = _parse_range(key, value)
+            if (lo is not None and lo > 100) or (hi is not None and hi > 100):
+                raise FilterError(f"bleu={value!r}: BLEU bounds are between 0 and 100")
+            values[key] = (lo, hi)
+        elif key == "entailment":
+            values[key] = _parse_entailment(value)
         elif key == "score":
             try:
                 values[key] = float(value)
@@ -106,13 +167,26 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
                 raise FilterError(f"top={value!r}: expected a positive integer")
             values[key] = int(value)
         else:
-            raise FilterError(f"unknown filter {key!r} (known: len, plen, overlap, overlap1-3, score, rerank, top)")
+            raise FilterError(f"unknown filter {key!r} (known: {_KNOWN})")
     if min_score is not None and "score" in values and float(min_score) != values["score"]:
         raise FilterError(f"--min-score {min_score} and score={values['score']} disagree: give it once")
     score = float(min_score) if min_score is not None else values.get("score")
+    judge = None
+    if "entailment" in values and not entailment_model:
+        raise FilterError(f"entailment={values['entailment']}: give the NLI model with --entailment-model DIR")
+    if entailment_model and "entailment" not in values:
+        raise FilterError("--entailment-model given without an entailment=argmax|THRESHOLD filter")
+    if entailment_model:
+        from .entailment import EntailmentJudge, EntailmentModelError
+
+        try:
+            judge = EntailmentJudge(entailment_model)
+        except EntailmentModelError as exc:
+            raise FilterError(str(exc)) from None
     return ReleaseFilters(length=values.get("len"), paraphrase_length=values.get("plen"),
                           overlap=tuple(sorted(overlap.items())), min_score=score, rerank=values.get("rerank"),
-                          top=values.get("top"))
+                          top=values.get("top"), bleu=values.get("bleu"), repetition=tuple(sorted(repetition.items())),
+                          entailment=values.get("entailment"), judge=judge)
 
 
 def _inside(value: float, bounds: Range | None) -> bool:
@@ -137,8 +211,48 @@ def ngram_overlap(reference: str, paraphrase: str, n: int) -> float | None:
     return _overlap_of_tokens(tokens(reference), tokens(paraphrase), n)
 
 
-def _keep(f: ReleaseFilters, ref_tokens: list[str], candidate: dict[str, Any]) -> bool:
+def sentence_bleu(reference: str, paraphrase: str) -> float:
+    """Smoothed sentence BLEU (0-100) of ``paraphrase`` against ``reference``, both normalised as in
+    ``diversity.tokens``. Wieting et al. (2017) §5.7: "We use a smoothed sentence-level BLEU variant from
+    Nakov et al. (2012) that uses smoothing for all n-gram lengths and also smooths the brevity penalty."
+    So, from sacrebleu's clipped n-gram statistics (1-4-grams, no sacrebleu smoothing): every order's
+    precision is (matches + 1) / (n-grams + 1), unigrams included (sacrebleu's add-k smooths only n > 1),
+    and BP = min(1, exp(1 - (r + 1) / (c + 1))) with r, c the reference and paraphrase lengths.
+    An empty paraphrase (or reference) scores 0."""
+    ref, hyp = normalize(reference), normalize(paraphrase)
+    if not hyp or not ref:
+        return 0.0
+    stats = _SENTENCE_BLEU.corpus_score([hyp], [[ref]])
+    log_precision = sum(math.log((stats.counts[n] + 1) / (stats.totals[n] + 1)) for n in range(BLEU_ORDER))
+    c, r = stats.sys_len, stats.ref_len
+    brevity = 1.0 if c >= r else math.exp(1 - (r + 1) / (c + 1))
+    return 100 * brevity * math.exp(log_precision / BLEU_ORDER)
+
+
+def repetition_rate(text: str, n: int = 1) -> float | None:
+    """Wieting et al. (2017) §5.6: "the repetition percentage of unigrams and trigrams ... is defined as the
+    percentage of words that are repetitions (i.e., have already appeared in the sentence). For unigrams, we
+    only consider words consisting of at least 3 characters." Here as a fraction: n-grams of the sentence
+    that already appeared earlier in it / its n-grams (unigrams: only words of >= 3 characters). None when
+    the sentence has no such n-gram."""
+    words = tokens(text)
+    if n == 1:
+        grams = [w for w in words if len(w) >= MIN_REPEAT_CHARS]
+    else:
+        grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
+    if not grams:
+        return None
+    return (len(grams) - len(set(grams))) / len(grams)
+
+
+def _keep(f: ReleaseFilters, ref_tokens: list[str], candidate: dict[str, Any], reference: str) -> bool:
     if f.min_score is not None and (candidate.get("score") is None or candidate["score"] < f.min_score):
+        return False
+    for n, bounds in f.repetition:
+        value = repetition_rate(candidate["text"], n)
+        if value is not None and not _inside(value, bounds):
+            return False
+    if f.bleu is not None and not _inside(sentence_bleu(reference, candidate["text"]), f.bleu):
         return False
     if f.paraphrase_length is None and not f.overlap:
         return True
@@ -157,7 +271,12 @@ def filter_candidates(f: ReleaseFilters, record: dict[str, Any]) -> list[dict[st
     if f.length is not None and not _inside(record.get("length") or 0, f.length):
         return []
     ref_tokens = tokens(record["reference"]) if f.overlap else []
-    kept = [c for c in record.get("candidates") or [] if _keep(f, ref_tokens, c)]
+    kept = [c for c in record.get("candidates") or [] if _keep(f, ref_tokens, c, record["reference"])]
+    if f.entailment is not None and kept:
+        if f.judge is None:
+            raise FilterError(f"entailment={f.entailment}: no NLI model loaded (--entailment-model DIR)")
+        entailed = f.judge.keep_both_ways(record["reference"], [c["text"] for c in kept], f.entailment)
+        kept = [c for c, ok in zip(kept, entailed) if ok]
     if f.rerank == "dissimilar" and kept:
         from generation.decoding.rerank import rerank_dissimilar  # imports torch: only when asked for
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import hashlib
 import io
 import json
 import re
@@ -35,7 +34,7 @@ from django.db import transaction
 
 from annotation.models import Campaign, CandidateSystem, Judgment
 from generation.models import Resource
-from generation.shards import read_jsonl_gz
+from generation.shards import HashingWriter, read_jsonl_gz
 from generation.storage import LocalStorage, S3Storage, get_storage, storage_from_url
 from jobs.models import JobStatus
 
@@ -62,26 +61,12 @@ def pairs_file_name(fmt: str) -> str:
     return f"pairs.{fmt}.gz"
 
 
-class _HashingWriter(io.RawIOBase):
-    def __init__(self, raw: BinaryIO):
-        self.raw, self.sha256, self.size = raw, hashlib.sha256(), 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        self.sha256.update(data)
-        self.size += len(data)
-        self.raw.write(data)
-        return len(data)
-
-
 @contextlib.contextmanager
 def _gzip_lines(storage: LocalStorage, name: str, info: dict) -> Iterator[Callable[[str], None]]:
     """Yield a ``write(text)`` into ``name`` gzip-compressed (mtime 0, no name: reproducible bytes);
     ``info`` gets ``sha256`` and ``bytes`` of the compressed file once it is closed."""
     with storage.open_write(name) as raw:
-        hashing = _HashingWriter(raw)
+        hashing = HashingWriter(raw)
         with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0, compresslevel=6) as gz:
             buffered = io.BufferedWriter(gz, buffer_size=1 << 20)
             yield lambda text: buffered.write(text.encode("utf-8"))

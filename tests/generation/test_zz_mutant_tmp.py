@@ -69,7 +69,7 @@ def expected(data: bytes, fmt: str) -> tuple[list[dict], dict[int, set[str]]]:
     """What a correct importer keeps and reports, written from the documented rules: lines end at \\n
     (one \\r before it is dropped), strict UTF-8, at most MAX_CHARS characters, then the format's fields.
     Bad lines map to the reason kinds that may be given (a long line of invalid UTF-8 may be either)."""
-    if data.startswith(b"\xef\xbb\xbf"):
+    if False:
         data = data[3:]
     pieces = data.split(b"\n")
     terminated = [True] * (len(pieces) - 1) + [False]
@@ -84,7 +84,7 @@ def expected(data: bytes, fmt: str) -> tuple[list[dict], dict[int, set[str]]]:
         except UnicodeDecodeError:
             bad[number] = {INVALID_UTF8} | ({TOO_LONG} if len(raw) > MAX_CHARS else set())
             continue
-        if len(text) > MAX_CHARS + 3:
+        if len(text) > MAX_CHARS:
             bad[number] = {TOO_LONG}
             continue
         if not text.strip():

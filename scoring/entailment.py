@@ -1,0 +1,113 @@
+"""Bidirectional-entailment release filter (Klemen & Robnik-Sikonja, seeds/004): a reference and a paraphrase
+are kept only if each entails the other according to a local NLI model.
+
+The paper's three decision boundaries: ``argmax`` (entailment is the most probable class) and the stricter
+probability thresholds 0.75 and 0.90 on P(entailment); here any threshold in (0, 1] may be given. Both
+directions must pass: premise=reference/hypothesis=paraphrase and premise=paraphrase/hypothesis=reference.
+
+The model is a Hugging Face sequence-classification checkpoint folder, loaded offline (``local_files_only``);
+the index of the entailment class is read from ``config.id2label``. It is loaded (and checked) before anything
+of a release is written, and its folder and the SHA-256 of its weight files go into the manifest so that a
+release says exactly which model filtered it.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Sequence
+
+ARGMAX = "argmax"
+BATCH_SIZE = 32
+_WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
+
+
+class EntailmentModelError(ValueError):
+    """An --entailment-model folder that cannot serve as an NLI model."""
+
+
+def weights_sha256(folder: Path) -> dict[str, str]:
+    """SHA-256 of each weight file of a checkpoint folder (sharded checkpoints have several), by file name."""
+    names = sorted({p.name for pattern in _WEIGHT_PATTERNS for p in folder.glob(pattern) if p.is_file()})
+    digests = {}
+    for name in names:
+        h = hashlib.sha256()
+        with open(folder / name, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        digests[name] = h.hexdigest()
+    return digests
+
+
+def entailment_label_index(id2label: dict[Any, str]) -> int:
+    """The class index whose label is "entailment" (any case); error if none."""
+    found = [int(i) for i, label in (id2label or {}).items() if str(label).strip().lower() == "entailment"]
+    if len(found) != 1:
+        labels = ", ".join(f"{i}={label}" for i, label in sorted((id2label or {}).items(), key=lambda x: int(x[0])))
+        raise EntailmentModelError(f"the model's config.id2label ({labels or 'empty'}) has no single "
+                                   f"'entailment' label")
+    return found[0]
+
+
+class EntailmentJudge:
+    """A loaded NLI model that says, in batches, whether pairs entail each other both ways."""
+
+    def __init__(self, folder: str | Path, *, device: str | None = None, batch_size: int = BATCH_SIZE):
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            raise EntailmentModelError(f"--entailment-model {folder}: no such folder")
+        if not (path / "config.json").is_file():
+            raise EntailmentModelError(f"--entailment-model {folder}: no config.json (expected a Hugging Face "
+                                       f"sequence-classification checkpoint folder)")
+        self.folder = path.resolve()
+        self.weights = weights_sha256(self.folder)
+        if not self.weights:
+            raise EntailmentModelError(f"--entailment-model {folder}: no weight file (*.safetensors or "
+                                       f"pytorch_model*.bin)")
+        import torch  # heavy: only when an entailment filter is asked for
+        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            config = AutoConfig.from_pretrained(self.folder, local_files_only=True)
+        except Exception as exc:  # transformers raises several kinds for a bad folder
+            raise EntailmentModelError(f"--entailment-model {folder}: cannot read its config ({exc})") from None
+        self.entailment_index = entailment_label_index(config.id2label)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.folder, local_files_only=True)
+            self.model = AutoModelForSequenceClassification.from_pretrained(self.folder, local_files_only=True)
+        except Exception as exc:
+            raise EntailmentModelError(f"--entailment-model {folder}: cannot load it as a sequence "
+                                       f"classifier ({exc})") from None
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model.to(self.device).eval()
+        self.batch_size = batch_size
+        self._torch = torch
+
+    def probabilities(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[list[float]]:
+        """Softmax class probabilities of each (premise, hypothesis) pair, in batches."""
+        torch = self._torch
+        out: list[list[float]] = []
+        for start in range(0, len(premises), self.batch_size):
+            enc = self.tokenizer(list(premises[start:start + self.batch_size]),
+                                 list(hypotheses[start:start + self.batch_size]),
+                                 padding=True, truncation=True, return_tensors="pt").to(self.device)
+            with torch.inference_mode():
+                logits = self.model(**enc).logits.float()
+            out.extend(torch.softmax(logits, dim=-1).cpu().tolist())
+        return out
+
+    def entailed(self, probs: list[float], rule: float | str) -> bool:
+        e = probs[self.entailment_index]
+        if rule == ARGMAX:
+            return e >= max(probs)  # entailment is the most probable class (wins an exact tie)
+        return e >= float(rule)
+
+    def keep_both_ways(self, reference: str, paraphrases: Sequence[str], rule: float | str) -> list[bool]:
+        """For each paraphrase: does it entail the reference AND does the reference entail it?"""
+        if not paraphrases:
+            return []
+        n = len(paraphrases)
+        probs = self.probabilities([reference] * n + list(paraphrases), list(paraphrases) + [reference] * n)
+        return [self.entailed(probs[i], rule) and self.entailed(probs[n + i], rule) for i in range(n)]
+
+    def manifest(self) -> dict[str, Any]:
+        return {"folder": str(self.folder), "weights_sha256": self.weights}
