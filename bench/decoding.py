@@ -3,6 +3,7 @@
     .venv/bin/python bench/decoding.py [--quick] [--model DIR] [--device cpu|cuda]
         [--beams 5,10,20] [--batches 1,32] [--sentences 64] [--steps 24]
         [--d-model 256] [--layers 6] [--ffn 1024] [--vocab 8000]
+        [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
 
 Without ``--model`` a Marian config with random weights is built (sizes above; EOS is suppressed so every
 configuration decodes exactly ``--steps`` tokens). Rows, in one run, per (beam, batch): HF ``generate``,
@@ -10,6 +11,10 @@ ours without constraints, ours with C = 1, 2, 4, 8 positive constraint tokens, o
 phrases. Prints sentences/second, ratios to "ours, none" and to HF, and checks every output (100%
 satisfied, 0 negative violations). Targets: constrained <= 1.5x ours-none time; C=8 <= 1.25x C=1;
 ours-none <= 1.2x HF.
+
+``--save-model DIR`` builds the random model into DIR and keeps it. ``--hf456-python PY`` also runs
+bench/decoding_hf_constrained.py under PY (a venv with transformers 4.56, the last with ``force_words_ids``
+in core) on the same model, sentences and constraints, and adds its rows ("HF4.56 ...") to each table.
 """
 from __future__ import annotations
 
@@ -75,6 +80,8 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--ffn", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=8000)
+    ap.add_argument("--save-model", help="build the random model into this folder and keep it")
+    ap.add_argument("--hf456-python", help="python of a transformers 4.56 venv: add its constrained beam search rows")
     a = ap.parse_args(argv)
     if a.quick:
         a.beams, a.batches, a.sentences, a.steps = "5,10", "1,8", 8, 20
@@ -85,7 +92,7 @@ def main(argv=None):
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     tmp = tempfile.TemporaryDirectory()
-    model_dir = a.model or build_random_model(Path(tmp.name), a)
+    model_dir = a.model or build_random_model(Path(a.save_model or tmp.name), a)
     m = load_model(model_dir, device=a.device)
     from conftest import WORDS
     rnd = random.Random(1)
@@ -136,6 +143,7 @@ def main(argv=None):
     rows = [("hf", "HF beam search", 0), ("none", "ours, no constraints", 0)]
     rows += [("pos", f"ours, C={c} positive", c) for c in (1, 2, 4, 8)]
     rows += [("neg", f"ours, {n} negative phrases", n) for n in (5, 20)]
+    hf456 = run_hf456(a, model_dir, sources, max_length, cons_for, torch.get_num_threads()) if a.hf456_python else {}
     all_ok = True
     summary = []
     for beam in [int(x) for x in a.beams.split(",")]:
@@ -156,6 +164,12 @@ def main(argv=None):
                     all_ok &= sat == len(sources) and viol == 0
                 print(f"  {label:30s} {sp:9.2f} {base / sp:15.2f} {hf / sp:8.2f} "
                       f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8}")
+            for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
+                sat, viol = r["satisfied"], r["neg_violations"]
+                print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} {speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
+                      f"{speeds['HF beam search'] / r['sent_per_s']:8.2f} "
+                      f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8}"
+                      f"  (x{r['time_over_unconstrained']:.2f} its unconstrained)")
             s = speeds
             summary.append((beam, bs, s["HF beam search"] / s["ours, no constraints"],
                             max(s["ours, no constraints"] / v for k, v in s.items() if k.startswith("ours,") and "no c" not in k),
@@ -164,6 +178,35 @@ def main(argv=None):
     for beam, bs, r_hf, r_c, r_81 in summary:
         print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}")
     print(f"all constrained outputs satisfied, 0 negative violations: {all_ok}")
+    if hf456:
+        print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}; at batch > 1 each batch shares its "
+              "first sentence's constraints (generate takes one set per call); checks are whole-word")
+
+
+def run_hf456(a, model_dir, sources, max_length, cons_for, threads):
+    """Run bench/decoding_hf_constrained.py under ``a.hf456_python`` (before our rows, so the runs don't overlap)."""
+    import subprocess
+
+    rows = [{"kind": "none", "n": 0, "label": "HF4.56 beam search", "constraints": None}]
+    rows += [{"kind": "pos", "n": c, "label": f"HF4.56 force_words C={c}", "constraints": cons_for("pos", c)}
+             for c in (1, 2, 4, 8)]
+    rows += [{"kind": "neg", "n": n, "label": f"HF4.56 bad_words {n} phrases", "constraints": cons_for("neg", n)}
+             for n in (5, 20)]
+    spec = {"model": str(model_dir), "sources": sources, "max_length": max_length, "threads": threads,
+            "beams": [int(x) for x in a.beams.split(",")], "batches": [int(x) for x in a.batches.split(",")],
+            "rows": rows}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    try:
+        out = subprocess.run([a.hf456_python, str(ROOT / "bench" / "decoding_hf_constrained.py"), f.name, "--json"],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+    finally:
+        Path(f.name).unlink()
+    data = json.loads(out.strip().splitlines()[-1])
+    by = {"version": data["transformers"]}
+    for r in data["results"]:
+        by.setdefault((r["beam"], r["batch"]), []).append(r)
+    return by
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
-from django.db import connections
+from django.db import OperationalError, connection, connections
 
 from annotation.models import Assignment, Judgment
 from tests.annotation.builders import payload, published_batch, sample_campaign
@@ -33,9 +33,10 @@ _LOCAL_POSTGRES = (_DB["ENGINE"].endswith("postgresql") and (_DB.get("HOST") or 
                    ("127.0.0.1", "localhost", "::1") and shutil.which("pg_ctlcluster") is not None
                    and CLUSTERS.is_dir() and any(CLUSTERS.iterdir()) and os.geteuid() == 0)
 
+needs_local_postgres = pytest.mark.skipif(
+    not _LOCAL_POSTGRES, reason="restarting the database needs a local PostgreSQL cluster run by pg_ctlcluster "
+    "as root (SQLite here); the PostgreSQL pass of the suite runs it")
 pytestmark = [
-    pytest.mark.skipif(not _LOCAL_POSTGRES, reason="restarting the database needs a local PostgreSQL cluster "
-                       "run by pg_ctlcluster as root (SQLite here); the PostgreSQL pass of the suite runs it"),
     pytest.mark.django_db(transaction=True),
     pytest.mark.filterwarnings("ignore:No directory at:UserWarning"),  # WhiteNoise: no collected static files
 ]
@@ -93,6 +94,7 @@ def _post(url: str, body: dict) -> tuple[int | str, dict | str, float]:
     return status, json.loads(raw), elapsed
 
 
+@needs_local_postgres
 def test_acknowledged_submissions_survive_a_database_restart(live_server, settings):
     settings.ANNOTATION_SUBMISSION_RATE = "100000/min"
     cache.clear()
@@ -176,3 +178,24 @@ def test_acknowledged_submissions_survive_a_database_restart(live_server, settin
     print(f"{len(jobs)} submissions, {len(attempts)} requests: "
           f"{statuses.count(201)} x 201, {statuses.count(200)} x 200, "
           f"{sum(1 for s in statuses if isinstance(s, int) and s >= 500)} x 5xx")
+
+
+def test_a_lost_connection_is_a_503_json_and_the_retry_is_saved(client, settings):
+    """On both backends: the driver's error for a dropped connection, raised in the view's queries."""
+    settings.ANNOTATION_SUBMISSION_RATE = "100000/min"
+    cache.clear()
+    campaign = sample_campaign("lost", buckets=(5,), refs_per_bucket=1, candidates=5)
+    hit = published_batch(campaign, attention_rate=0, assignments=1, lengths=(5,), per_length=1).hits.get()
+    body, url = payload(hit, assignment_id="A-lost", worker_id="W-lost"), f"/api/hits/{hit.pk}/assignments/"
+
+    def drop(execute, sql, params, many, context):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    with connection.execute_wrapper(drop):
+        lost = client.post(url, body, content_type="application/json")
+    assert lost.status_code == 503 and lost["Content-Type"] == "application/json"
+    assert lost.json()["detail"] == "database unavailable, retry" and lost["Retry-After"] == "1"
+    assert not Assignment.objects.filter(external_assignment_id="A-lost").exists()
+    retried = client.post(url, body, content_type="application/json")
+    assert retried.status_code == 201, retried.content
+    assert Judgment.objects.filter(assignment__external_assignment_id="A-lost").count() == 5

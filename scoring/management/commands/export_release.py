@@ -1,5 +1,5 @@
-"""``export_release RESOURCE --out DIR [--min-score X] [--format tsv|jsonl] [--filters ...] [--regressor NAME]
-[--version V] [--upload s3://bucket/prefix]``"""
+"""``export_release RESOURCE --out DIR [--min-score X] [--format tsv|jsonl] [--filters ...] [--entailment-model DIR]
+[--regressor NAME] [--version V] [--upload s3://bucket/prefix]``"""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -29,19 +29,24 @@ class Command(BaseCommand):
         parser.add_argument("--filters", nargs="+", default=None,
                             help="key=value items, comma- or space-separated: len=LO-HI (reference tokens), "
                                  "plen=LO-HI (paraphrase words), overlap[1-3]=LO-HI (n-gram overlap fraction), "
+                                 "bleu=LO-HI (smoothed sentence BLEU 0-100), repetition[1|3]=LO-HI (repetition rate "
+                                 "fraction), entailment=argmax|P (both directions; needs --entailment-model), "
                                  "score=X, rerank=dissimilar|score, top=K; e.g. "
                                  "len=5-40,overlap=0.2-0.8,rerank=dissimilar")
+        parser.add_argument("--entailment-model", default=None, dest="entailment_model",
+                            help="local Hugging Face NLI sequence-classification folder for entailment=...")
         parser.add_argument("--regressor", default=None,
                             help="which scoring to release (default: the latest completed one)")
         parser.add_argument("--version", default=None, help="release version (default: v1, v2, ...)")
         parser.add_argument("--upload", default=None, help="also copy the files to s3://bucket/prefix")
 
-    def handle(self, *args, resource, out, min_score, format, filters, regressor, version, upload, **options):
+    def handle(self, *args, resource, out, min_score, format, filters, regressor, version, upload,
+               entailment_model=None, **options):
         found = find_resource(resource)
         if upload and not upload.startswith("s3://"):
             raise CommandError(f"--upload {upload!r}: expected s3://bucket/prefix")
         try:
-            parsed = parse_filters(filters, min_score=min_score)
+            parsed = parse_filters(filters, min_score=min_score, entailment_model=entailment_model)
             release = release_export(resource=found, out_dir=out, version=version, fmt=format, filters=parsed,
                                      regressor=regressor, upload=upload)
         except (FilterError, ReleaseError) as exc:
