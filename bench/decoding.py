@@ -14,7 +14,8 @@ ours-none <= 1.2x HF.
 
 ``--save-model DIR`` builds the random model into DIR and keeps it. ``--hf456-python PY`` also runs
 bench/decoding_hf_constrained.py under PY (a venv with transformers 4.56, the last with ``force_words_ids``
-in core) on the same model, sentences and constraints, and adds its rows ("HF4.56 ...") to each table.
+in core) on the same model, sentences and constraints, and adds its rows ("HF4.56 ...", best of
+``--hf456-repeat`` runs, before ours, in a subprocess) to each table.
 """
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ def main(argv=None):
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--save-model", help="build the random model into this folder and keep it")
     ap.add_argument("--hf456-python", help="python of a transformers 4.56 venv: add its constrained beam search rows")
+    ap.add_argument("--hf456-repeat", type=int, default=3, help="HF4.56 rows: best of N runs (default 3)")
     a = ap.parse_args(argv)
     if a.quick:
         a.beams, a.batches, a.sentences, a.steps = "5,10", "1,8", 8, 20
@@ -179,8 +181,8 @@ def main(argv=None):
         print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}")
     print(f"all constrained outputs satisfied, 0 negative violations: {all_ok}")
     if hf456:
-        print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}; at batch > 1 each batch shares its "
-              "first sentence's constraints (generate takes one set per call); checks are whole-word")
+        print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}, best of {a.hf456_repeat}; at batch > 1 "
+              "each batch shares its first sentence's constraints (generate takes one set per call); checks are whole-word")
 
 
 def run_hf456(a, model_dir, sources, max_length, cons_for, threads):
@@ -194,7 +196,7 @@ def run_hf456(a, model_dir, sources, max_length, cons_for, threads):
              for n in (5, 20)]
     spec = {"model": str(model_dir), "sources": sources, "max_length": max_length, "threads": threads,
             "beams": [int(x) for x in a.beams.split(",")], "batches": [int(x) for x in a.batches.split(",")],
-            "rows": rows}
+            "rows": rows, "repeat": a.hf456_repeat}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     try:

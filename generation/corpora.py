@@ -115,6 +115,14 @@ class _Input:
         self.close()
 
 
+def _readline(inp: _Input, limit: int, number: int) -> bytes:
+    """One bounded read; a truncated or corrupt gzip stream is an import error naming the line."""
+    try:
+        return inp.stream.readline(limit)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise CorpusImportError(f"{inp.path}:{number}: corrupt gzip data: {exc}") from None
+
+
 def _iter_raw_lines(inp: _Input, max_line_chars: int) -> Iterator[RawLine]:
     """Lines as text, decoded strictly one at a time; never holds more than one (bounded) line.
 
@@ -124,16 +132,13 @@ def _iter_raw_lines(inp: _Input, max_line_chars: int) -> Iterator[RawLine]:
     byte_limit = 4 * max_line_chars + 2  # UTF-8 takes at most 4 bytes a character, plus \r\n
     number = 0
     while True:
-        try:
-            data = inp.stream.readline(byte_limit)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise CorpusImportError(f"{inp.path}:{number + 1}: corrupt gzip data: {exc}") from None
+        data = _readline(inp, byte_limit, number + 1)
         if not data:
             return
         number += 1
         if not data.endswith(b"\n") and len(data) >= byte_limit:
             while True:  # skip the rest of the over-long line
-                more = inp.stream.readline(1 << 20)
+                more = _readline(inp, 1 << 20, number)
                 if not more or more.endswith(b"\n"):
                     break
             yield RawLine(number, None, f"{TOO_LONG} (more than {max_line_chars} characters)")
