@@ -264,6 +264,7 @@ def clear_caches() -> None:
     """Forget every per-word result of selection (negative phrases, morphological variants), as in a
     fresh process. For benchmarks and tests; a job never needs it."""
     _WORD_OF.clear()
+    _ODD_OF.clear()
     _NEGATIVES.clear()
     _NEGATIVES_ALL.clear()
     _FORMS_ALL.clear()
@@ -446,16 +447,16 @@ def _run_position(s: _Sentence, members, out: list) -> None:
 
 def _run_ranked_negative(s: _Sentence, members, out: list) -> None:
     size, ranked, overlap, append = len(s.pool), s.ranked, s.overlap, out.append
-    for number, name, needed, code, idx in members:
+    for number, name, needed, code, first, second, third in members:
         if size < needed:
             append(NoConstraintSet(number, name, s._too_small.get(needed) or s.too_small(needed)))
             continue
         found = ranked[code] or s.rank(code)
-        if len(idx) == 1:
-            negative = found[idx[0]]
+        if second is None:
+            negative = found[first]
         else:
-            negative = found[idx[0]] + found[idx[1]] if len(idx) == 2 else \
-                found[idx[0]] + found[idx[1]] + found[idx[2]]
+            negative = found[first] + found[second] if third is None else \
+                found[first] + found[second] + found[third]
             if overlap[code]:  # lex all: a variant shared by two words is banned once
                 negative = tuple(dict.fromkeys(negative))
         append(ConstraintSet(number, name, (), negative, ()))
@@ -576,7 +577,8 @@ def _plan(system: System) -> tuple:
             verb = system.lex == "verb"
             return _run_ranked_positive, (highest, system.ranks[0] - 1, verb, _slot(system, 1) if verb else None)
         code = (0 if highest else 2) + (system.lex == "all")  # see _Sentence.rank
-        return _run_ranked_negative, (code, tuple(r - 1 for r in system.ranks))
+        ranks = [r - 1 for r in system.ranks] + [None, None]  # (first, second or None, third or None)
+        return _run_ranked_negative, (code, *ranks[:3])
     if system.selection == "random":
         lex_all = system.lex == "all"  # (the cache dicts are emptied in place, never replaced)
         return _run_random, (_slot(system, system.count), system.count, lex_all,
@@ -684,8 +686,10 @@ def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, 
     for routine, members in rows.steps:
         routine(s, members, out)
     odd = _odd_case_forms(tagged.tokens)
-    if odd:
-        out = [_with_surface_forms(c, odd) if c.is_constraint_set and c.negative else c for c in out]
+    if odd:  # only results that ban one of those words alone change (isdisjoint: a C-level scan)
+        banned = {(word,) for word in odd}
+        out = [_with_surface_forms(c, odd) if c.is_constraint_set and not banned.isdisjoint(c.negative) else c
+               for c in out]
     return out
 
 
@@ -693,18 +697,39 @@ def _odd_case_forms(tokens: Sequence[tuple[str, str]]) -> dict[str, tuple[str, .
     """Forms as written in the reference that are neither lowercase nor capitalised ("RBA", "iPhone"),
     by lowercase word. Usually empty, so selection pays nothing for it."""
     odd: dict[str, tuple[str, ...]] = {}
+    odd_of = _ODD_OF.get
     for text, _ in tokens:
-        low = text.lower()
-        if text != low and text != low[:1].upper() + low[1:] and text not in odd.get(low, ()):
+        low = odd_of(text)
+        if low is None:
+            low = _odd_of(text)
+        if low and text not in odd.get(low, ()):
             odd[low] = odd.get(low, ()) + (text,)
+    return odd
+
+
+_ODD_OF: dict[str, str] = {}  # token text -> its lowercase form if it is an odd-case form, else ""
+
+
+def _odd_of(text: str) -> str:
+    """The lowercase form of an odd-case token text ("" if lowercase or capitalised), remembered: the
+    same few thousand token texts come back all the time."""
+    low = text.lower()
+    odd = low if text != low and text != low[:1].upper() + low[1:] else ""
+    if len(_ODD_OF) >= _CACHE_LIMIT:
+        _ODD_OF.clear()
+    _ODD_OF[text] = odd
     return odd
 
 
 def _with_surface_forms(c: ConstraintSet, odd: Mapping[str, tuple[str, ...]]) -> ConstraintSet:
     """Ban a word also as the reference spells it: banning "rba" and "Rba" alone leaves "RBA" free."""
-    have = set(c.negative)
-    extra = tuple((form,) for (word, *rest) in c.negative if not rest for form in odd.get(word, ())
-                  if (form,) not in have)
+    negative = c.negative
+    # Single-token phrases whose word has odd forms (usually none: then no set of the phrases is built).
+    forms = [form for phrase in negative if len(phrase) == 1 and phrase[0] in odd for form in odd[phrase[0]]]
+    if not forms:
+        return c
+    have = set(negative)
+    extra = tuple([(form,) for form in forms if (form,) not in have])
     if not extra:
         return c
     return replace(c, negative=c.negative + tuple(dict.fromkeys(extra)))
