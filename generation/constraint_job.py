@@ -23,7 +23,7 @@ from jobs.registry import JobKind, ProgressFn, register
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
 from .idf import idf_table_load
 from .models import Corpus, IdfTable
-from .shards import read_jsonl_gz, write_jsonl_gz
+from .shards import batched, read_jsonl_gz, write_jsonl_gz
 from .systems import PPDB_SYSTEMS, SYSTEMS, get_system
 
 KIND = "select_constraints"
@@ -99,19 +99,9 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
     counts = {str(s.number): {"sets": 0, "none": 0} for s in systems}
     done = [0]
 
-    def batches():
-        batch: list[dict] = []
-        for record in read_jsonl_gz(chunk.params["key"]):
-            batch.append(record)
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
-
     def records():
         progress(0, total)
-        for batch in batches():
+        for batch in batched(read_jsonl_gz(chunk.params["key"]), batch_size):
             tagged = tag_sentences([r["reference"] for r in batch], nlp=nlp, batch_size=batch_size)
             for record, sentence in zip(batch, tagged):
                 for result in select_for_all_systems(sentence, idf, seed=seed, ppdb=ppdb, systems=systems,

@@ -358,6 +358,14 @@ def delete_folder(storage, folder: str) -> int:
 # --- reading a corpus back -------------------------------------------------------------------------
 
 
+def corpus_get(name_or_id: str) -> Corpus | None:
+    """A corpus by its name, else by its primary key (what the CLIs accept as CORPUS); None if neither."""
+    found = Corpus.objects.filter(name=name_or_id).first()
+    if found is None and str(name_or_id).isdigit():
+        found = Corpus.objects.filter(pk=int(name_or_id)).first()
+    return found
+
+
 def corpus_records(corpus: Corpus, *, shard: CorpusShard | None = None) -> Iterator[dict[str, Any]]:
     """Stream a corpus's records (all shards in order, or one)."""
     storage = get_storage()

@@ -47,7 +47,7 @@ from jobs.registry import JobKind, ProgressFn, register
 from .constraint_job import load_idf_table
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
 from .models import Corpus, CorpusFormat, CorpusStatus, IdfTable, Resource, ResourceShard
-from .shards import read_jsonl_gz, write_jsonl_gz
+from .shards import batched, read_jsonl_gz, write_jsonl_gz
 from .systems import PPDB_SYSTEMS, UnknownSystem, get_system
 
 KIND = "generate"
@@ -233,13 +233,7 @@ def sample_references(corpus: Corpus, *, per_length: int, lengths: Sequence[int]
             elif item[:2] > heap[0][:2]:
                 heapq.heapreplace(heap, item)
 
-    batch: list[dict] = []
-    for record in corpus_records(corpus):
-        batch.append(record)
-        if len(batch) >= batch_size:
-            consider(batch)
-            batch = []
-    if batch:
+    for batch in batched(corpus_records(corpus), batch_size):
         consider(batch)
     out: list[dict[str, Any]] = []
     for L in lengths:
@@ -308,17 +302,6 @@ def _chunk_records(chunk: JobChunk) -> Iterator[dict[str, Any]]:
     if "references" in chunk.params:
         return iter(chunk.params["references"])
     return read_jsonl_gz(chunk.params["key"])
-
-
-def _windows(records: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    window: list[dict[str, Any]] = []
-    for record in records:
-        window.append(record)
-        if len(window) >= size:
-            yield window
-            window = []
-    if window:
-        yield window
 
 
 def decode_references(records: list[dict[str, Any]], *, params: dict[str, Any], is_bitext: bool,
@@ -411,7 +394,7 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
 
     def records() -> Iterator[dict[str, Any]]:
         progress(0, total)
-        for window in _windows(_chunk_records(chunk), WINDOW):
+        for window in batched(_chunk_records(chunk), WINDOW):
             def window_progress(decoded: int, of: int, n=len(window)) -> None:
                 progress(done["references"] + (n * decoded // of if of else 0), max(total, done["references"] + n))
 

@@ -56,3 +56,16 @@ def read_jsonl_gz(key: str, *, storage: LocalStorage | S3Storage | None = None) 
         for line in io.TextIOWrapper(gz, encoding="utf-8"):
             if line.strip():
                 yield json.loads(line)
+
+
+def batched(records: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """Consecutive lists of ``size`` records (the last may be shorter): a shard's stream processed a
+    batch at a time, never held whole (``itertools.batched`` arrives only with Python 3.12)."""
+    batch: list[Any] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

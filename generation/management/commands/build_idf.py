@@ -3,7 +3,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.models import Corpus, CorpusStatus, IdfTable
+from generation.corpora import corpus_get
+from generation.models import CorpusStatus, IdfTable
 from jobs.execution import job_launch
 
 
@@ -17,9 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", default=None, help="the IDF table's name (default: the corpus's name)")
 
     def handle(self, *args, corpus, wait, name, **options):
-        found = Corpus.objects.filter(name=corpus).first()
-        if found is None and corpus.isdigit():
-            found = Corpus.objects.filter(pk=int(corpus)).first()
+        found = corpus_get(corpus)
         if found is None:
             raise CommandError(f"no corpus named or numbered {corpus!r}")
         if found.status != CorpusStatus.READY:

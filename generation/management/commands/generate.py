@@ -15,9 +15,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from generation.corpora import corpus_get
 from generation.generation_job import KIND, GenerationSettingsError, generation_params
 from generation.idf import IdfFileError, idf_table_get
-from generation.models import Corpus, Resource
+from generation.models import Resource
 from jobs.execution import job_launch
 
 
@@ -61,9 +62,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="block until the job ends; non-zero exit on failure")
 
     def handle(self, *args, **o) -> None:
-        corpus = Corpus.objects.filter(name=o["corpus"]).first()
-        if corpus is None and o["corpus"].isdigit():
-            corpus = Corpus.objects.filter(pk=int(o["corpus"])).first()
+        corpus = corpus_get(o["corpus"])
         if corpus is None:
             raise CommandError(f"no corpus named or numbered {o['corpus']!r}")
         table = None
