@@ -74,14 +74,18 @@ class ImportSummary:
         return dataclasses.asdict(self)
 
 
+def _open_text(path: Path):
+    """A judgments file opened as text (a UTF-8 byte-order mark dropped); unreadable -> ImportFormatError."""
+    try:
+        return open(path, encoding="utf-8-sig", newline="")
+    except OSError as exc:
+        raise ImportFormatError(path, None, f"cannot open: {exc.strerror or exc}") from exc
+
+
 def read_tsv(path, required: tuple[str, ...]):
     """Yield (line number, {column: value}) of a headed, unquoted TSV; blank lines are skipped."""
     path = Path(path)
-    try:
-        handle = open(path, encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise ImportFormatError(path, None, f"cannot open: {exc.strerror or exc}") from exc
-    with handle:
+    with _open_text(path) as handle:
         try:
             header_line = handle.readline()
             header = [h.strip() for h in header_line.rstrip("\r\n").split("\t")]
@@ -349,11 +353,7 @@ def import_generic(*, campaign_name: str, path, mapping: dict[str, str], referen
         delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     col = {f: mapping.get(f, f) for f in GENERIC_FIELDS}
     rows: list[_Row] = []
-    try:
-        handle = open(path, encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise ImportFormatError(path, None, f"cannot open: {exc.strerror or exc}") from exc
-    with handle:
+    with _open_text(path) as handle:
         try:
             reader = csv.DictReader(handle, delimiter=delimiter)
             header = reader.fieldnames or []
