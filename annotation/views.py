@@ -6,13 +6,14 @@ from urllib.parse import urlencode, urlsplit
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.clickjacking import xframe_options_exempt
 
-from .models import Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Worker
+from .hit_page import HitPageFacts, hit_content_html, hit_page_facts
+from .models import AssignmentStatus, BatchStatus, Provider
 from .providers.local import WorkerBarred, local_hit_take
 from .tokens import submission_token_make
 
@@ -33,24 +34,20 @@ def external_submit_url(turk_submit_to: str) -> str | None:
     return turk_submit_to.rstrip("/") + "/mturk/externalSubmit"
 
 
-def _blocked_reason(hit: Hit, assignment_id: str, worker_id: str) -> str | None:
+def _blocked_reason(facts: HitPageFacts) -> str | None:
     """Why this worker cannot submit this HIT now (shown instead of the submit button), or None."""
-    now = timezone.now()
-    if hit.batch.status == BatchStatus.DRAFT:
+    if facts.batch_status == BatchStatus.DRAFT:
         return "This HIT is not open yet."
-    if hit.batch.status in (BatchStatus.CANCELLED, BatchStatus.COMPLETED):
+    if facts.batch_status in (BatchStatus.CANCELLED, BatchStatus.COMPLETED):
         return "This batch is closed."
-    if hit.expires_at is not None and hit.expires_at <= now:
+    if facts.expires_at is not None and facts.expires_at <= timezone.now():
         return "This HIT has expired."
-    done = Assignment.objects.filter(provider=hit.batch.provider, external_assignment_id=assignment_id).first()
-    if done is not None and done.status not in (AssignmentStatus.ACCEPTED,):
-        return "This assignment is already submitted. Thank you!" if done.status != AssignmentStatus.EXPIRED \
+    if facts.assignment_status is not None and facts.assignment_status != AssignmentStatus.ACCEPTED:
+        return "This assignment is already submitted. Thank you!" if facts.assignment_status != AssignmentStatus.EXPIRED \
             else "The time allotted to this assignment ran out."
-    worker = Worker.objects.filter(provider=hit.batch.provider, external_id=worker_id).first()
-    if worker is not None and worker.disqualified:
+    if facts.worker_disqualified:
         return "You can no longer work on these HITs."
-    if worker is not None and Judgment.objects.filter(
-            worker=worker, candidate_id__in=hit.items.values("candidate_id")).exists():
+    if facts.worker_has_judged:
         return "You have already judged a sentence of this HIT; please return it."
     return None
 
@@ -58,39 +55,41 @@ def _blocked_reason(hit: Hit, assignment_id: str, worker_id: str) -> str | None:
 @xframe_options_exempt
 def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
     """GET /hits/<hit_id>/?assignmentId=&hitId=&workerId=&turkSubmitTo= (preview when not accepted)."""
-    hit = get_object_or_404(Hit.objects.select_related("batch", "reference"), pk=hit_id)
     assignment_id = request.GET.get("assignmentId", "").strip()
     worker_id = request.GET.get("workerId", "").strip()
+    facts = hit_page_facts(hit_id=hit_id, assignment_id=assignment_id, worker_id=worker_id)
+    if facts is None:
+        raise Http404("No such HIT.")
     preview = not assignment_id or assignment_id == PREVIEW_ASSIGNMENT
+    local = facts.provider == Provider.LOCAL
     status = 200
     blocked = None
-    if not preview and hit.batch.provider == Provider.LOCAL and not request.user.is_authenticated:
+    if not preview and local and not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path(), reverse("annotate-login"))
-    if not preview and hit.batch.provider == Provider.LOCAL:
-        own = Assignment.objects.filter(provider=Provider.LOCAL, external_assignment_id=assignment_id, hit=hit,
-                                        worker__external_id=worker_id).select_related("worker").first()
-        if own is None or not request.user.is_authenticated or own.worker.user_id != request.user.pk:
+    if not preview and local:
+        own = (facts.assignment_hit_id == facts.hit_id and facts.assignment_worker_external_id == worker_id
+               and facts.assignment_worker_user_id == request.user.pk)
+        if not own:
             blocked, status = "This assignment is not yours: take your next HIT from the annotation page.", 403
-    elif not preview and hit.external_hit_id and request.GET.get("hitId") not in (None, "", hit.external_hit_id):
+    elif not preview and facts.external_hit_id and request.GET.get("hitId") not in (None, "", facts.external_hit_id):
         blocked, status = "This page was opened for another HIT.", 400
     if not preview and not worker_id:
         blocked, status = blocked or "The page address lacks the worker id.", 400
     if not preview and blocked is None:
-        blocked = _blocked_reason(hit, assignment_id, worker_id)
+        blocked = _blocked_reason(facts)
     can_submit = not preview and blocked is None
     context = {
-        "hit": hit,
-        "items": list(hit.items.select_related("candidate").order_by("position")),
+        "content": hit_content_html(facts),
         "preview": preview,
         "blocked": blocked,
         "can_submit": can_submit,
         "assignment_id": assignment_id if can_submit else "",
         "worker_id": worker_id if can_submit else "",
-        "token": submission_token_make(hit_id=hit.pk, assignment_id=assignment_id, worker_id=worker_id)
+        "token": submission_token_make(hit_id=facts.hit_id, assignment_id=assignment_id, worker_id=worker_id)
         if can_submit else "",
-        "api_url": reverse("hit-assignments", args=[hit.pk]),
+        "api_url": reverse("hit-assignments", args=[facts.hit_id]),
         "external_submit": external_submit_url(request.GET.get("turkSubmitTo", "")) if can_submit else None,
-        "next_url": reverse("annotate-next") if hit.batch.provider == Provider.LOCAL else "",
+        "next_url": reverse("annotate-next") if local else "",
     }
     response = render(request, "annotation/hit.html", context, status=status)
     response["Content-Security-Policy"] = FRAME_ANCESTORS

@@ -1,3 +1,4 @@
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,25 @@ def test_a_draft_or_expired_hit_offers_no_submit(client, hit):
     Hit.objects.filter(pk=hit.pk).update(expires_at=timezone.now())
     html = open_page(client, hit).content.decode()
     assert "expired" in html and meta_token(html) == ""
+
+
+def test_a_page_view_costs_one_query_once_the_hits_sentences_are_rendered(client, hit, django_assert_num_queries):
+    """The load budget (bench/load.py: 200 views/s on two cores) rests on this."""
+    open_page(client, hit, assignment="A0", worker="W0")  # renders and remembers the sentences
+    with django_assert_num_queries(1):
+        response = open_page(client, hit, assignment="A9", worker="W9")
+    assert response.status_code == 200 and hit.items.first().candidate.text in response.content.decode()
+
+
+def test_remembered_sentences_belong_to_that_very_hit(client, hit):
+    """A HIT id reused (a database rolled back and filled again) never shows the old HIT's sentences."""
+    item = hit.items.first()
+    other = sample_campaign("other", buckets=(5,), refs_per_bucket=1, candidates=5)
+    other_hit = published_batch(other, attention_rate=0).hits.get()
+    assert item.candidate.text in open_page(client, hit).content.decode()
+    assert other_hit.items.first().candidate.text in open_page(client, other_hit, assignment="A2").content.decode()
+    # the same id, now another HIT (another creation time) with other sentences
+    Candidate.objects.filter(pk=item.candidate_id).update(text="an entirely new sentence")
+    Hit.objects.filter(pk=hit.pk).update(created_at=hit.created_at + timedelta(seconds=1))
+    html = open_page(client, hit, assignment="A3").content.decode()
+    assert "an entirely new sentence" in html and item.candidate.text not in html

@@ -1,0 +1,120 @@
+"""What the slider page needs, fetched cheaply: it is the one page every worker opens for every HIT.
+
+Two parts, because they change at different speeds:
+
+* :func:`hit_page_facts` -- everything that can change between two views (the batch's status, the
+  HIT's expiry, whether this assignment was already submitted, whether this worker is disqualified
+  or has already judged a sentence of the HIT) in **one** SQL statement. It is written by hand (from
+  the models' table and column names) because compiling the equivalent three or four ORM queries
+  cost more CPU than everything else the page does (bench/load.py: 200 views/s on two cores).
+* :func:`hit_content_html` -- the reference and the candidates as HTML, which never change once a
+  batch exists (HIT items are only created with their HIT). Rendered once per HIT per process and
+  remembered, keyed by the HIT's id *and* creation time so a reused id (a test database rolled back)
+  never shows another HIT's sentences.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+
+from django.db import connection
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString
+
+from .models import Assignment, Batch, Hit, HitItem, Judgment, Worker
+
+
+@dataclass(frozen=True, slots=True)
+class HitPageFacts:
+    """The HIT and what is known about this (assignment, worker) pair, as of this request."""
+
+    hit_id: int
+    external_hit_id: str
+    created_at: datetime
+    expires_at: datetime | None
+    batch_status: str
+    provider: str
+    assignment_status: str | None  # of the assignment with the page's assignmentId on this provider
+    assignment_hit_id: int | None
+    assignment_worker_external_id: str | None
+    assignment_worker_user_id: int | None
+    worker_exists: bool  # a worker with the page's workerId exists on this provider
+    worker_disqualified: bool
+    worker_has_judged: bool  # ... and has judged one of this HIT's candidates
+
+
+def _table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _col(model, field: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(field).column)
+
+
+@lru_cache(maxsize=4)
+def _facts_sql(vendor: str) -> str:
+    """The statement (built from the models' names, once per database vendor)."""
+    hit, batch, assignment, worker, judgment, item = (_table(m) for m in (Hit, Batch, Assignment, Worker, Judgment,
+                                                                          HitItem))
+    h, b, a, aw, w = "h", "b", "a", "aw", "w"
+    return (
+        f"SELECT {h}.{_col(Hit, 'id')}, {h}.{_col(Hit, 'external_hit_id')}, {h}.{_col(Hit, 'created_at')}, "
+        f"{h}.{_col(Hit, 'expires_at')}, {b}.{_col(Batch, 'status')}, {b}.{_col(Batch, 'provider')}, "
+        f"{a}.{_col(Assignment, 'status')}, {a}.{_col(Assignment, 'hit')}, {aw}.{_col(Worker, 'external_id')}, "
+        f"{aw}.{_col(Worker, 'user')}, {w}.{_col(Worker, 'id')}, {w}.{_col(Worker, 'disqualified')}, "
+        f"CASE WHEN {w}.{_col(Worker, 'id')} IS NULL THEN 0 ELSE ("
+        f"SELECT COUNT(*) FROM {judgment} j JOIN {item} i ON i.{_col(HitItem, 'candidate')} = "
+        f"j.{_col(Judgment, 'candidate')} WHERE i.{_col(HitItem, 'hit')} = {h}.{_col(Hit, 'id')} "
+        f"AND j.{_col(Judgment, 'worker')} = {w}.{_col(Worker, 'id')}) END "
+        f"FROM {hit} {h} JOIN {batch} {b} ON {b}.{_col(Batch, 'id')} = {h}.{_col(Hit, 'batch')} "
+        f"LEFT JOIN {assignment} {a} ON {a}.{_col(Assignment, 'provider')} = {b}.{_col(Batch, 'provider')} "
+        f"AND {a}.{_col(Assignment, 'external_assignment_id')} = %s "
+        f"LEFT JOIN {worker} {aw} ON {aw}.{_col(Worker, 'id')} = {a}.{_col(Assignment, 'worker')} "
+        f"LEFT JOIN {worker} {w} ON {w}.{_col(Worker, 'provider')} = {b}.{_col(Batch, 'provider')} "
+        f"AND {w}.{_col(Worker, 'external_id')} = %s "
+        f"WHERE {h}.{_col(Hit, 'id')} = %s"
+    )
+
+
+def _datetime(value, field) -> datetime | None:
+    """A datetime column as the ORM would give it (SQLite hands raw cursors strings)."""
+    if value is None:
+        return None
+    expression = field.cached_col
+    for converter in connection.ops.get_db_converters(expression):
+        value = converter(value, expression, connection)
+    return value
+
+
+def hit_page_facts(*, hit_id: int, assignment_id: str, worker_id: str) -> HitPageFacts | None:
+    """The page's facts for a HIT (None if there is no such HIT)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_facts_sql(connection.vendor), [assignment_id, worker_id, hit_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (pk, external_hit_id, created_at, expires_at, batch_status, provider, a_status, a_hit, a_worker, a_user,
+     w_pk, w_disqualified, judged) = row
+    return HitPageFacts(
+        hit_id=pk, external_hit_id=external_hit_id,
+        created_at=_datetime(created_at, Hit._meta.get_field("created_at")),
+        expires_at=_datetime(expires_at, Hit._meta.get_field("expires_at")),
+        batch_status=batch_status, provider=provider, assignment_status=a_status, assignment_hit_id=a_hit,
+        assignment_worker_external_id=a_worker, assignment_worker_user_id=a_user, worker_exists=w_pk is not None,
+        worker_disqualified=bool(w_disqualified), worker_has_judged=bool(judged))
+
+
+def hit_content_html(facts: HitPageFacts) -> SafeString:
+    """The reference and candidates of the HIT as HTML (escaped; rendered once per HIT and process)."""
+    return _content(facts.hit_id, facts.created_at)
+
+
+@lru_cache(maxsize=4096)
+def _content(hit_id: int, created_at: datetime) -> SafeString:
+    hit = Hit.objects.select_related("reference").get(pk=hit_id)
+    items = list(hit.items.select_related("candidate").order_by("position"))
+    return SafeString(render_to_string("annotation/hit_content.html", {"hit": hit, "items": items}))
+
+
+hit_content_cache_clear = _content.cache_clear
