@@ -33,7 +33,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from .morphology import all_variants, random_verb_inflection, verb_inflections
+from .morphology import all_variants, random_verb_inflection, variants_list, verb_inflections
 from .ppdb import _SPACY_COARSE, coarse_pos_of_spacy
 from .systems import SYSTEMS, System, get_system
 
@@ -130,32 +130,48 @@ class PoolToken(NamedTuple):
 
 
 _IDF = itemgetter(1)
+_FIRST = itemgetter(0)
 Member = tuple  # (word, idf, position, pos): a PoolToken's fields as a plain tuple (cheaper to build)
 
 
 _CACHE_LIMIT = 200_000  # entries of each per-word cache below; a full cache is emptied and refills
-_WORD_OF: dict[str, str] = {}  # token text -> its lowercase form if purely alphabetic, else ""
+_WORD_OF: dict[str, str] = {}  # token text -> its lowercase form if purely alphabetic, else ""; texts
+# that are odd-case forms (see _odd_case_forms) are never in it but in _ODD_WORD_OF, so that the pool's
+# pass over the tokens also finds those (usually none: then finding them costs nothing)
+_ODD_WORD_OF: dict[str, str] = {}
 
 
-def _word_of(text: str) -> str:
+def _word_of(text: str, odd: list | None = None) -> str:
     """The pool word of a token text ("" if none), remembered: one lookup then replaces isalpha + lower
-    + hashing a new string for every token of the references."""
-    word = text.lower() if text.isalpha() else ""
-    if len(_WORD_OF) >= _CACHE_LIMIT:
-        _WORD_OF.clear()
-    _WORD_OF[text] = word
+    + hashing a new string for every token of the references. An odd-case text is appended to ``odd``."""
+    word = _ODD_WORD_OF.get(text)
+    if word is None:
+        low = text.lower()
+        word = low if text.isalpha() else ""
+        if text == low or text == low[:1].upper() + low[1:]:
+            if len(_WORD_OF) >= _CACHE_LIMIT:
+                _WORD_OF.clear()
+            _WORD_OF[text] = word
+            return word
+        if len(_ODD_WORD_OF) >= _CACHE_LIMIT:
+            _ODD_WORD_OF.clear()
+        _ODD_WORD_OF[text] = word
+    if odd is not None:
+        odd.append(text)
     return word
 
 
-def _pool_in_order(tokens: Sequence[tuple[str, str]], get, lo: float, hi: float) -> list[Member]:
-    """The pool's members in reference order (``get``: the IDF table's ``get``)."""
+def _pool_in_order(tokens: Sequence[tuple[str, str]], get, lo: float, hi: float,
+                   odd: list | None = None) -> list[Member]:
+    """The pool's members in reference order (``get``: the IDF table's ``get``); the odd-case token
+    texts are appended to ``odd``, in order."""
     seen: set[str] = set()
     pool: list[Member] = []
     word_of = _WORD_OF.get
     for position, (text, pos) in enumerate(tokens):
         word = word_of(text)
         if word is None:
-            word = _word_of(text)
+            word = _word_of(text, odd)
         if not word or word in seen:
             continue
         seen.add(word)
@@ -218,13 +234,10 @@ def _negatives(word: str) -> Phrases:
     return found
 
 
-_all_variants_uncached = all_variants.__wrapped__  # its result is cached here, as phrases
-
-
 def _negatives_all(word: str) -> Phrases:
     """negative_phrases(word, lex_all=True) on a cache miss."""
     forms: list[str] = []
-    for form in _all_variants_uncached(word):
+    for form in variants_list(word):  # (all_variants(word), uncached: its result is cached here, as phrases)
         forms += (form, form[:1].upper() + form[1:])  # and capitalised(form)
     unique = dict.fromkeys(forms)  # (a dict of strings only is not tracked by the garbage collector)
     found = tuple([(form,) for form in unique])
@@ -242,6 +255,10 @@ def _distinct_all(words: Sequence[str]) -> bool:
     if len(words) == 2:
         first, second = _FORMS_ALL.get(words[0]), _FORMS_ALL.get(words[1])
         return first is not None and second is not None and first.keys().isdisjoint(second)
+    if len(words) == 3:
+        first, second, third = map(_FORMS_ALL.get, words)
+        return first is not None and second is not None and third is not None and \
+            first.keys().isdisjoint(second) and first.keys().isdisjoint(third) and second.keys().isdisjoint(third)
     forms = [_FORMS_ALL.get(word) for word in words]
     for i, these in enumerate(forms):
         if these is None:
@@ -264,7 +281,7 @@ def clear_caches() -> None:
     """Forget every per-word result of selection (negative phrases, morphological variants), as in a
     fresh process. For benchmarks and tests; a job never needs it."""
     _WORD_OF.clear()
-    _ODD_OF.clear()
+    _ODD_WORD_OF.clear()
     _NEGATIVES.clear()
     _NEGATIVES_ALL.clear()
     _FORMS_ALL.clear()
@@ -361,6 +378,9 @@ def rng_for(seed: int, system: int, text: str) -> SeededDraws:
     return SeededDraws(seed, system, text)
 
 
+_EMPTY_POOL: dict[int, str] = {}  # needed -> the reason for an empty pool
+
+
 class _Sentence:
     """Everything the systems share for one reference, each piece computed once and only if needed."""
 
@@ -386,7 +406,7 @@ class _Sentence:
     def ascending(self) -> list[Member]:
         """Lowest IDF first (ties: earlier token first)."""
         if self._ascending is None:
-            self._ascending = sorted(self.in_order, key=_IDF)
+            self._ascending = sorted(self.in_order, key=_IDF) if len(self.in_order) > 1 else self.in_order
         return self._ascending
 
     @property
@@ -406,12 +426,19 @@ class _Sentence:
     def rank(self, code: int) -> list[Phrases]:
         """Negative phrases of the first three pool tokens in highest (code 0, 1) or lowest (2, 3) IDF
         order, without (even code) or with (odd) every morphological variant."""
-        words = [t[0] for t in (self.pool if code < 2 else self.ascending)[:3]]
+        if code > 1 and len(self.pool) < 2 and self.ranked[code - 2] is not None:
+            found = self.ranked[code] = self.ranked[code - 2]  # one token (or none): the same either way
+            return found
+        words = list(map(_FIRST, (self.pool if code < 2 else self.ascending)[:3]))
         if code & 1:
-            found = [_NEGATIVES_ALL.get(word) or _negatives_all(word) for word in words]
+            found = list(map(_NEGATIVES_ALL.get, words))
+            if None in found:  # (first sight of a word)
+                found = [_NEGATIVES_ALL.get(word) or _negatives_all(word) for word in words]
             self.overlap[code] = len(words) > 1 and not _distinct_all(words)
         else:
-            found = [_NEGATIVES.get(word) or _negatives(word) for word in words]
+            found = list(map(_NEGATIVES.get, words))
+            if None in found:
+                found = [_NEGATIVES.get(word) or _negatives(word) for word in words]
         self.ranked[code] = found
         return found
 
@@ -419,9 +446,17 @@ class _Sentence:
         """The reason a system that needs ``needed`` pool tokens has no constraint set."""
         reason = self._too_small.get(needed)
         if reason is None:
-            words = ", ".join(t[0] for t in self.pool) or "empty"
-            reason = self._too_small[needed] = \
-                f"pool too small: {len(self.pool)} token(s) ({words}), system needs {needed}"
+            if not self.pool:
+                reason = _EMPTY_POOL.get(needed)
+                if reason is None:
+                    reason = _EMPTY_POOL[needed] = f"pool too small: 0 token(s) (empty), system needs {needed}"
+            else:
+                prefix = self._too_small.get(-1)  # (the words part, kept under -1)
+                if prefix is None:  # (once per reference)
+                    words = ", ".join([t[0] for t in self.pool])
+                    prefix = self._too_small[-1] = f"pool too small: {len(self.pool)} token(s) ({words}), system needs "
+                reason = prefix + str(needed)
+            self._too_small[needed] = reason
         return reason
 
 
@@ -436,6 +471,12 @@ def _run_none(s: _Sentence, members, out: list) -> None:
 
 def _run_position(s: _Sentence, members, out: list) -> None:
     tokens, first = s.tokens, ()
+    if len(members) == 3 and len(tokens) >= 3 and [m[3] for m in members] == [1, 2, 3]:  # as 32-34
+        first = (tokens[0][0], tokens[1][0], tokens[2][0])
+        (n1, m1, _, _), (n2, m2, _, _), (n3, m3, _, _) = members
+        out += (ConstraintSet(n1, m1, (), (), (first[:1],)), ConstraintSet(n2, m2, (), (), (first[:2],)),
+                ConstraintSet(n3, m3, (), (), (first,)))
+        return
     for number, name, _, n in members:
         if len(tokens) < n:
             out.append(NoConstraintSet(number, name, f"reference has {len(tokens)} token(s), system needs {n}"))
@@ -460,6 +501,43 @@ def _run_ranked_negative(s: _Sentence, members, out: list) -> None:
             if overlap[code]:  # lex all: a variant shared by two words is banned once
                 negative = tuple(dict.fromkeys(negative))
         append(ConstraintSet(number, name, (), negative, ()))
+
+
+_BLOCK = ((0, None, None), (1, None, None), (2, None, None), (0, 1, None), (1, 2, None), (0, 2, None),
+          (0, 1, 2))  # the ranks of a block of seven negative systems (as 1-7, 8-14, 15-21)
+_NO_PHRASES_7 = ((),) * 7
+
+
+def _run_negative_blocks(s: _Sentence, blocks, out: list) -> None:
+    """Blocks of seven ranked negative systems (1st, 2nd, 3rd, (1st,2nd), (2nd,3rd), (1st,3rd),
+    (1st,2nd,3rd), see _BLOCK), with the results _run_ranked_negative gives them, written out per pool
+    size (most pools have fewer than the three tokens all seven need)."""
+    size = len(s.pool)
+    if size >= 3:
+        ranked, overlap = s.ranked, s.overlap
+        for code, numbers, names in blocks:
+            a, b, c = ranked[code] or s.rank(code)
+            if overlap[code]:  # lex all: a variant shared by two words is banned once
+                negatives = (a, b, c, tuple(dict.fromkeys(a + b)), tuple(dict.fromkeys(b + c)),
+                             tuple(dict.fromkeys(a + c)), tuple(dict.fromkeys(a + b + c)))
+            else:
+                negatives = (a, b, c, a + b, b + c, a + c, a + b + c)
+            out += map(ConstraintSet, numbers, names, _NO_PHRASES_7, negatives)
+        return
+    no, yes = NoConstraintSet, ConstraintSet
+    need3 = s.too_small(3)
+    if size == 2:
+        for code, (n1, n2, n3, n4, n5, n6, n7), (m1, m2, m3, m4, m5, m6, m7) in blocks:
+            a, b = s.ranked[code] or s.rank(code)
+            ab = tuple(dict.fromkeys(a + b)) if s.overlap[code] else a + b
+            out += (yes(n1, m1, (), a), yes(n2, m2, (), b), no(n3, m3, need3), yes(n4, m4, (), ab),
+                    no(n5, m5, need3), no(n6, m6, need3), no(n7, m7, need3))
+        return
+    need2 = s.too_small(2)
+    for code, (n1, n2, n3, n4, n5, n6, n7), (m1, m2, m3, m4, m5, m6, m7) in blocks:
+        first = yes(n1, m1, (), (s.ranked[code] or s.rank(code))[0]) if size else no(n1, m1, s.too_small(1))
+        out += (first, no(n2, m2, need2), no(n3, m3, need3), no(n4, m4, need2), no(n5, m5, need3),
+                no(n6, m6, need3), no(n7, m7, need3))
 
 
 def _run_ranked_positive(s: _Sentence, members, out: list) -> None:
@@ -505,6 +583,56 @@ def _run_random(s: _Sentence, members, out: list) -> None:
         if lex_all and k > 1 and not _distinct_all([token[0] for token in chosen]):
             negative = tuple(dict.fromkeys(negative))
         out.append(ConstraintSet(number, name, (), negative, ()))
+
+
+def _run_random_blocks(s: _Sentence, blocks, out: list) -> None:
+    """Blocks of three random negative systems (1, 2, 3 random pool tokens, same Lex, each drawing from
+    its own words of the draw table), with the results _run_random gives them. The phrases of the first
+    three pool tokens are those _Sentence.rank already looks up (most pools have at most three)."""
+    pool = s.pool
+    size = len(pool)
+    no, yes = NoConstraintSet, ConstraintSet
+    if size < 2:
+        for code, (n1, n2, n3), (m1, m2, m3), start, _, _ in blocks:
+            if size:  # a draw from one token always gives it
+                first = yes(n1, m1, (), (s.ranked[code] or s.rank(code))[0])
+            else:
+                first = no(n1, m1, s.too_small(1))
+            out += (first, no(n2, m2, s.too_small(2)), no(n3, m3, s.too_small(3)))
+        return
+    table = s._table or s.table
+    for code, (n1, n2, n3), (m1, m2, m3), start1, start2, start3 in blocks:
+        phrases = s.ranked[code] or s.rank(code)
+        if size > 3:  # the others' phrases, as _run_random looks them up
+            cache, miss = (_NEGATIVES_ALL, _negatives_all) if code & 1 else (_NEGATIVES, _negatives)
+            phrases = [*phrases, *[cache.get(t[0]) or miss(t[0]) for t in pool[3:]]]
+        # SeededDraws.sample (partial Fisher-Yates over the pool) on each system's own table words
+        one = phrases[table[start1] % size]
+        pair = list(range(size))
+        r = table[start2] % size
+        pair[0], pair[r] = pair[r], pair[0]
+        r = 1 + table[start2 + 1] % (size - 1)
+        pair[1], pair[r] = pair[r], pair[1]
+        two = phrases[pair[0]] + phrases[pair[1]]
+        if size == 2:
+            three = None
+        else:
+            order = list(range(size))
+            for j in range(3):
+                r = j + table[start3 + j] % (size - j)
+                order[j], order[r] = order[r], order[j]
+            three = phrases[order[0]] + phrases[order[1]] + phrases[order[2]]
+        if code & 1:  # lex all: a variant shared by two of the tokens is banned once
+            if size > 3:
+                if not _distinct_all([pool[pair[0]][0], pool[pair[1]][0]]):
+                    two = tuple(dict.fromkeys(two))
+                if not _distinct_all([pool[i][0] for i in order[:3]]):
+                    three = tuple(dict.fromkeys(three))
+            elif s.overlap[code]:  # the (at most three) tokens' phrases are not all distinct
+                two = tuple(dict.fromkeys(two))
+                three = three and tuple(dict.fromkeys(three))
+        out += (yes(n1, m1, (), one), yes(n2, m2, (), two),
+                yes(n3, m3, (), three) if three is not None else no(n3, m3, s.too_small(3)))
 
 
 def _run_ppdb(s: _Sentence, members, out: list) -> None:
@@ -600,7 +728,71 @@ def _steps(systems: Sequence[System]) -> tuple:
             steps[-1][1].append(member)
         else:
             steps.append((routine, [member]))
-    return tuple((routine, tuple(members)) for routine, members in steps)
+    return tuple(_with_blocks(steps))
+
+
+def _random_blocks(members: list[tuple]) -> Iterable[tuple]:
+    """Random systems as steps: runs of three that draw 1, 2, 3 tokens from their own table words with
+    the same Lex (as 22-24, 25-27) by _run_random_blocks, the others by _run_random."""
+    blocks: list[tuple] = []
+    rest: list[tuple] = []
+    i = 0
+    while i < len(members):
+        run = members[i:i + 3]
+        if len(run) == 3 and [m[4] for m in run] == [1, 2, 3] and all(m[3] is not None for m in run) \
+                and all(m[5] == run[0][5] for m in run):
+            if rest:
+                yield _run_random, tuple(rest)
+                rest = []
+            blocks.append((int(run[0][5]), tuple(m[0] for m in run), tuple(m[1] for m in run),
+                           *(m[3] for m in run)))
+            i += 3
+        else:
+            if blocks:
+                yield _run_random_blocks, tuple(blocks)
+                blocks = []
+            rest.append(members[i])
+            i += 1
+    if blocks:
+        yield _run_random_blocks, tuple(blocks)
+    if rest:
+        yield _run_random, tuple(rest)
+
+
+def _with_blocks(steps: list[tuple]) -> Iterable[tuple]:
+    """The steps, with every run of seven ranked negative systems that form a block (see _BLOCK, same
+    kind of ranking) run by _run_negative_blocks."""
+    for routine, members in steps:
+        if routine is _run_random:
+            yield from _random_blocks(members)
+            continue
+        if routine is not _run_ranked_negative:
+            yield routine, tuple(members)
+            continue
+        blocks: list[tuple] = []
+        rest: list[tuple] = []
+        i = 0
+        while i < len(members):
+            run = members[i:i + 7]
+            if len(run) == 7 and all(m[3] == run[0][3] and tuple(m[4:]) == ranks for m, ranks in zip(run, _BLOCK)):
+                if rest:
+                    if blocks:
+                        yield _run_negative_blocks, tuple(blocks)
+                        blocks = []
+                    yield _run_ranked_negative, tuple(rest)
+                    rest = []
+                blocks.append((run[0][3], tuple(m[0] for m in run), tuple(m[1] for m in run)))
+                i += 7
+            else:
+                if blocks:
+                    yield _run_negative_blocks, tuple(blocks)
+                    blocks = []
+                rest.append(members[i])
+                i += 1
+        if blocks:
+            yield _run_negative_blocks, tuple(blocks)
+        if rest:
+            yield _run_ranked_negative, tuple(rest)
 
 
 # ------------------------------------------------------------------------------------ public API
@@ -680,44 +872,31 @@ def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, 
         hi = window[1] if max_idf is None else max_idf
     else:
         lo, hi = min_idf, max_idf
-    s = _Sentence(tagged, _pool_in_order(tagged.tokens, idf.get, lo, hi), int(seed), _resolve_ppdb(ppdb),
-                  rows.table_words)
+    odd_texts: list[str] = []  # gets the reference's odd-case token texts (usually none)
+    s = _Sentence(tagged, _pool_in_order(tagged.tokens, idf.get, lo, hi, odd_texts), int(seed),
+                  ppdb if ppdb is None else _resolve_ppdb(ppdb), rows.table_words)
     out: list[Selected] = []
     for routine, members in rows.steps:
         routine(s, members, out)
-    odd = _odd_case_forms(tagged.tokens)
-    if odd:  # only results that ban one of those words alone change (isdisjoint: a C-level scan)
+    if odd_texts:
+        odd = _odd_case_forms(odd_texts)
+        # only results that ban one of those words alone change (isdisjoint: a C-level scan)
         banned = {(word,) for word in odd}
         out = [_with_surface_forms(c, odd) if c.is_constraint_set and not banned.isdisjoint(c.negative) else c
                for c in out]
     return out
 
 
-def _odd_case_forms(tokens: Sequence[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+def _odd_case_forms(texts: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Forms as written in the reference that are neither lowercase nor capitalised ("RBA", "iPhone"),
-    by lowercase word. Usually empty, so selection pays nothing for it."""
+    by lowercase word, from its odd-case token texts in reference order (as _pool_in_order finds them,
+    usually none: then selection pays nothing for this)."""
     odd: dict[str, tuple[str, ...]] = {}
-    odd_of = _ODD_OF.get
-    for text, _ in tokens:
-        low = odd_of(text)
-        if low is None:
-            low = _odd_of(text)
-        if low and text not in odd.get(low, ()):
-            odd[low] = odd.get(low, ()) + (text,)
-    return odd
-
-
-_ODD_OF: dict[str, str] = {}  # token text -> its lowercase form if it is an odd-case form, else ""
-
-
-def _odd_of(text: str) -> str:
-    """The lowercase form of an odd-case token text ("" if lowercase or capitalised), remembered: the
-    same few thousand token texts come back all the time."""
-    low = text.lower()
-    odd = low if text != low and text != low[:1].upper() + low[1:] else ""
-    if len(_ODD_OF) >= _CACHE_LIMIT:
-        _ODD_OF.clear()
-    _ODD_OF[text] = odd
+    for text in texts:
+        low = text.lower()
+        forms = odd.get(low, ())
+        if text not in forms:
+            odd[low] = forms + (text,)
     return odd
 
 

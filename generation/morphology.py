@@ -11,6 +11,7 @@ Results are cached per word: the same few thousand words come back all the time.
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import chain
 
 
 def capitalised(word: str) -> str:
@@ -37,7 +38,14 @@ def _tables():
                   inflections._getOverridesDict())
     except AttributeError:
         return None
-    return tables if all(isinstance(t, dict) for t in tables) else None
+    if not all(isinstance(t, dict) for t in tables):
+        return None
+    global _TABLES
+    _TABLES = tables
+    return tables
+
+
+_TABLES: tuple | None = None  # _tables(), once read
 
 
 def _all_lemmas(word: str) -> list[tuple[str, ...]]:
@@ -60,29 +68,37 @@ def _all_inflections(lemma: str) -> list[tuple[str, ...]]:
 @lru_cache(maxsize=200_000)
 def all_variants(word: str) -> tuple[str, ...]:
     """The word first, then its other lowercase alphabetic lemmas and inflections, sorted."""
+    if _tables() is None:
+        return _all_variants_public(word.lower())
+    return tuple(variants_list(word))
+
+
+_lower, _isalpha, _chain = str.lower, str.isalpha, chain.from_iterable
+
+
+def variants_list(word: str) -> list[str]:
+    """all_variants(word) as a new list, uncached (for callers that cache what they derive from it).
+    Mostly C-level steps (map, filter, chain, set): a cache miss costs a couple of microseconds."""
     word = word.lower()
-    tables = _tables()
+    tables = _TABLES or _tables()
     if tables is None:
-        return _all_variants_public(word)
+        return list(_all_variants_public(word))
     lemma_dict, lemma_overrides, infl_dict, infl_overrides = tables
-    forms = [word]  # the word, its lemmas, then their inflections (repeats are harmless)
-    entry = lemma_dict.get(word)
-    if word in lemma_overrides:
-        entry = _merged(lemma_dict, lemma_overrides, word)
-    if entry:
-        for found in entry.values():
-            forms += found
-    for lemma in set(forms):
-        lemma = lemma.lower()
-        entry = infl_dict.get(lemma)
-        if lemma in infl_overrides:
-            entry = _merged(infl_dict, infl_overrides, lemma)
+    # The word, its lemmas, then the inflections of each (lowercased) lemma; repeats are harmless.
+    entry = _merged(lemma_dict, lemma_overrides, word) if word in lemma_overrides else lemma_dict.get(word)
+    forms = [word, *_chain(entry.values())] if entry else [word]
+    for lemma in set(map(_lower, forms)) if len(forms) > 1 else (word,):
+        entry = _merged(infl_dict, infl_overrides, lemma) if lemma in infl_overrides else infl_dict.get(lemma)
         if entry:
-            for inflected in entry.values():
-                forms += inflected
-    others = {f.lower() for f in forms if f.isalpha()}
+            forms += _chain(entry.values())
+    if len(forms) == 1:
+        return forms
+    joined = "".join(forms)
+    # (lowering an ASCII form that has no capital letter changes nothing: skip it, the usual case)
+    others = set(filter(_isalpha, forms)) if joined.isascii() and joined == joined.lower() else \
+        set(map(_lower, filter(_isalpha, forms)))
     others.discard(word)
-    return (word, *sorted(others))
+    return [word, *sorted(others)]
 
 
 def _merged(table: dict, overrides: dict, key: str) -> dict:
@@ -111,19 +127,23 @@ def _all_variants_public(word: str) -> tuple[str, ...]:
 def verb_inflections(word: str) -> tuple[str, ...]:
     """Alphabetic inflections (and lemma) of the verb ``word`` other than ``word`` itself, sorted."""
     lower = word.lower()
-    tables = _tables()
+    tables = _TABLES or _tables()
     if tables is None:
         return _verb_inflections_public(lower)
     lemma_dict, lemma_overrides, infl_dict, infl_overrides = tables
-    found = _merged(lemma_dict, lemma_overrides, lower).get("VERB")
-    lemmas = {lemma.lower() for lemma in found} if found else {lower}
+    entry = _merged(lemma_dict, lemma_overrides, lower) if lower in lemma_overrides else lemma_dict.get(lower)
+    found = entry.get("VERB") if entry else None
+    lemmas = set(map(_lower, found)) if found else {lower}
     raw: list[str] = []
     for lemma in lemmas:
-        for tag, inflected in _merged(infl_dict, infl_overrides, lemma).items():
-            if tag.startswith("VB"):
-                raw += inflected
-    forms = lemmas.union([f.lower() for f in raw])
-    return tuple(sorted(f for f in forms if f.isalpha() and f != lower))
+        entry = _merged(infl_dict, infl_overrides, lemma) if lemma in infl_overrides else infl_dict.get(lemma)
+        if entry:
+            for tag, inflected in entry.items():
+                if tag.startswith("VB"):
+                    raw += inflected
+    forms = lemmas.union(map(_lower, raw))
+    forms.discard(lower)
+    return tuple(sorted(filter(_isalpha, forms)))
 
 
 def _verb_inflections_public(lower: str) -> tuple[str, ...]:
