@@ -73,6 +73,7 @@ class NegativeTables:
     trip: torch.Tensor         # [B, E, 3] long (node, phrase, token); padding phrase -1
     static_ban: torch.Tensor   # [B, V] bool
     init_g: torch.Tensor       # [B, P] long
+    has_static_ban: bool = False
 
     @property
     def empty(self) -> bool:
@@ -165,7 +166,8 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     return NegativeTables(n_phr=P, V=V, kmp=kmp.to(device), plen=plen.to(device), last_node=last_node.to(device),
                           ext_keys=ext_keys.to(device), ext_vals=ext_vals.to(device), word_of_node=won.to(device),
                           n_words=n_words.to(device), tail_node=tail_node.to(device), trip=trip.to(device),
-                          static_ban=static_ban.to(device), init_g=init_g.to(device))
+                          static_ban=static_ban.to(device), init_g=init_g.to(device),
+                          has_static_ban=bool(static_ban.any()))
 
 
 def _word_str(d, wid):
@@ -183,68 +185,90 @@ class NegativeState:
         self.t = tables
         self.bidx = bidx
         self.boundary = boundary  # [V] bool (break with empty lead, incl. EOS)
+        self.boundary_ids = torch.nonzero(boundary)[:, 0]
         self.eos_id = eos_id
         self.node = torch.zeros(len(bidx), dtype=torch.long, device=bidx.device)
         self.g = tables.init_g[bidx].clone()
+        self._by_len: dict[int, dict[str, torch.Tensor]] = {}
 
-    def _closing(self, node, g, bidx):
+    def _rows(self, bidx: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The tables' rows for a row layout ``bidx``, gathered once: a decoder's layouts (its hypotheses,
+        its candidates) are sentence-major and fixed in length, so the length identifies the layout."""
+        rows = self._by_len.get(len(bidx))
+        if rows is None:
+            t = self.t
+            plen = t.plen[bidx]
+            P = t.kmp.shape[1]
+            trip = t.trip[bidx]                                          # [n, E, 3]
+            pn = trip[:, :, 1].clamp(min=0)
+            rows = self._by_len[len(bidx)] = {
+                "closing_g": torch.where(plen > 0, plen - 1, -1),        # g of a phrase one word from done
+                "last_node": t.last_node[bidx],
+                "trip_node": torch.where(trip[:, :, 1] >= 0, trip[:, :, 0], -5),
+                "trip_phrase": pn,
+                "trip_g": plen.gather(1, pn) - 1,
+                "trip_tok": trip[:, :, 2],
+                "ext_keys": t.ext_keys[bidx],
+                "ext_vals": t.ext_vals[bidx],
+                "kmp_row": (bidx[:, None] * P + torch.arange(P, device=bidx.device)[None, :]) * t.kmp.shape[2],
+            }
+        return rows
+
+    def _closing(self, node, g, rows):
         """[h, P] bool: phrase p is one word from complete and the open word is that word."""
-        t = self.t
-        return (g == t.plen[bidx] - 1) & (t.plen[bidx] > 0) & (node[:, None] == t.last_node[bidx])
+        return (g == rows["closing_g"]) & (node[:, None] == rows["last_node"])
 
     def ban_mask(self) -> torch.Tensor:
         """[H, V] bool of forbidden next tokens."""
-        t = self.t
-        bidx = self.bidx
-        closing = self._closing(self.node, self.g, bidx).any(1)           # [H]
-        mask = t.static_ban[bidx].clone()
-        mask |= closing[:, None] & self.boundary[None, :]
-        trip = t.trip[bidx]                                              # [H, E, 3]
-        pn = trip[:, :, 1].clamp(min=0)
-        gp = self.g.gather(1, pn)
-        lp = t.plen[bidx].gather(1, pn)
-        active = (trip[:, :, 0] == self.node[:, None]) & (gp == lp - 1) & (trip[:, :, 1] >= 0)
-        rows = torch.nonzero(active, as_tuple=True)
-        if rows[0].numel():
-            mask[rows[0], trip[rows[0], rows[1], 2]] = True
+        mask = torch.zeros(len(self.bidx), self.t.V, dtype=torch.bool, device=self.bidx.device)
+        self.apply_bans(mask, True)
         return mask
+
+    def apply_bans(self, scores: torch.Tensor, value) -> None:
+        """Set ``scores[h, v] = value`` (in place) for every forbidden next token: the same tokens as
+        :meth:`ban_mask`, without building an [H, V] mask per step (only the few banned entries are
+        written; the static bans, usually none, are the one [H, V] operation)."""
+        t = self.t
+        rows = self._rows(self.bidx)
+        if t.has_static_ban:
+            scores.masked_fill_(t.static_ban[self.bidx], value)
+        closing = torch.nonzero(self._closing(self.node, self.g, rows).any(1))[:, 0]  # hypotheses
+        if closing.numel():
+            scores[closing[:, None], self.boundary_ids[None, :]] = value
+        active = (rows["trip_node"] == self.node[:, None]) & (self.g.gather(1, rows["trip_phrase"]) == rows["trip_g"])
+        h, e = torch.nonzero(active, as_tuple=True)
+        if h.numel():
+            scores[h, rows["trip_tok"][h, e]] = value
 
     def ends_badly(self, node, g, bidx) -> torch.Tensor:
         """[N] bool: ending the output in this state completes a phrase (the open word closes at the end)."""
-        return self._closing(node, g, bidx).any(1)
+        return self._closing(node, g, self._rows(bidx)).any(1)
 
     def advance(self, src: torch.Tensor, tok: torch.Tensor, bidx: torch.Tensor):
         """New (node, g) for candidates (source hypothesis, token)."""
         t = self.t
+        rows = self._rows(bidx)
         node = self.node[src]
         g = self.g[src]
-        V = t.V
-        brk = self.brk[tok]
-        lead_empty = self.lead_empty[tok]
-        has_inner = self.has_inner[tok]
         # extend the open word by the token's lead
-        q = node * V + tok
-        keys = t.ext_keys[bidx]
+        q = node * t.V + tok
+        keys = rows["ext_keys"]
         pos = torch.searchsorted(keys, q[:, None]).clamp(max=keys.shape[1] - 1)
-        hit = keys.gather(1, pos)[:, 0] == q
-        ext = torch.where(hit, t.ext_vals[bidx].gather(1, pos)[:, 0], torch.full_like(node, DEAD))
-        ext = torch.where(lead_empty, node, ext)
+        ext = torch.where(keys.gather(1, pos)[:, 0] == q, rows["ext_vals"].gather(1, pos)[:, 0], DEAD)
+        ext = torch.where(self.lead_empty[tok], node, ext)
         # the word completed by a break (none when no word was open and the lead is empty)
+        brk = self.brk[tok]
         completes = brk & (ext != ROOT)
-        ext_c = ext.clamp(max=t.word_of_node.shape[1] - 1)
-        w = torch.where(ext >= 2, t.word_of_node[bidx].gather(1, ext_c[:, None])[:, 0],
-                        torch.full_like(node, t.kmp.shape[-1] - 1))
-        S = t.kmp.shape[2]
         Wc = t.kmp.shape[-1]
-        P = t.kmp.shape[1]
-        kb = t.kmp[bidx]                                                   # [N, P, S, Wc]
-        g_step = kb.gather(2, g[:, :, None, None].expand(-1, -1, 1, Wc))[:, :, 0, :]      # [N, P, Wc]
-        g_new = g_step.gather(2, w[:, None, None].expand(-1, P, 1))[:, :, 0]
-        g = torch.where(completes[:, None], g_new, g)
+        w = torch.where(ext >= 2, t.word_of_node[bidx, ext.clamp(max=t.word_of_node.shape[1] - 1)], Wc - 1)
+        # kmp[b, p, g, w] for every candidate and phrase, read through one flat index (gathering the
+        # candidates' whole [P, S, Wc] tables per step cost more than the rest of the step)
+        flat = t.kmp.view(-1)
+        row = rows["kmp_row"]
+        g = torch.where(completes[:, None], flat[(row + g) * Wc + w[:, None]], g)
         # inner words (none banned, else the token was banned): each is an "other" word
-        g_other = kb.gather(2, g[:, :, None, None].expand(-1, -1, 1, Wc))[:, :, 0, Wc - 1]
-        g = torch.where(has_inner[:, None], g_other, g)
-        new_node = torch.where(brk, t.tail_node[bidx].gather(1, tok[:, None])[:, 0], ext)
+        g = torch.where(self.has_inner[tok][:, None], flat[(row + g) * Wc + (Wc - 1)], g)
+        new_node = torch.where(brk, t.tail_node[bidx, tok], ext)
         return new_node, g
 
     def set_token_info(self, info: VocabInfo, device):

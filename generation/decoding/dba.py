@@ -73,49 +73,66 @@ class PositiveState:
         self.met = torch.zeros(H, tables.T, dtype=torch.bool, device=bidx.device)
         self.cur = torch.full((H,), -1, dtype=torch.long, device=bidx.device)
         self.idx = torch.arange(tables.T, device=bidx.device)
+        # the token that starts each phrase (PAD elsewhere): one comparison finds the phrases a token starts
+        self.first_tok = torch.where(tables.first, tables.C, torch.full_like(tables.C, PAD))
+        self.n_valid = tables.valid.sum(1)
+        self.token_cols = torch.nonzero((tables.C >= 0).any(0))[:, 0]
+        self._by_len: dict[int, dict[str, torch.Tensor]] = {}
+        self.done = self.finish_ok(self.met, self.cur, bidx)
 
     def advance(self, src, tok, bidx):
         t = self.t
-        met = self.met[src].clone()
+        met = self.met[src]  # (advanced indexing: a copy)
         cur = self.cur[src]
-        Cb = t.C[bidx]
         idx = self.idx
         in_prog = cur >= 0
         nxt = (cur + 1).clamp(max=t.T - 1)
-        nxt_tok = Cb.gather(1, nxt[:, None])[:, 0]
-        is_b = self.boundary[tok]
-        match = in_prog & ((nxt_tok == tok) | ((nxt_tok == BOUNDARY) & is_b))
+        nxt_tok = t.C[bidx, nxt]
+        match = in_prog & ((nxt_tok == tok) | ((nxt_tok == BOUNDARY) & self.boundary[tok]))
         undo = in_prog & ~match
-        ps = t.pstart[bidx].gather(1, cur.clamp(min=0)[:, None])[:, 0]
+        ps = t.pstart[bidx, cur.clamp(min=0)]
         met &= ~(undo[:, None] & (idx >= ps[:, None]) & (idx <= cur[:, None]))
         met |= match[:, None] & (idx == nxt[:, None])
-        is_last = t.last[bidx].gather(1, nxt[:, None])[:, 0]
-        new_cur = torch.where(match & ~is_last, nxt, torch.full_like(cur, -1))
-        can_start = ~match | is_last
-        starts = t.first[bidx] & ~met & (Cb == tok[:, None])
-        any_s = starts.any(1) & can_start
+        is_last = t.last[bidx, nxt]
+        new_cur = torch.where(match & ~is_last, nxt, -1)
+        starts = (self._rows(bidx)["first_tok"] == tok[:, None]) & ~met
+        any_s = starts.any(1) & (~match | is_last)
         j = starts.to(torch.int8).argmax(1)
         met |= any_s[:, None] & (idx == j[:, None])
         new_cur = torch.where(any_s, j, new_cur)
         return met, new_cur
 
-    def finish_ok(self, met, cur, bidx):
-        """All elements met, counting a pending boundary as met (the output ends there)."""
+    def finish_ok(self, met, cur, bidx, n_met=None):
+        """All elements met, counting a pending boundary as met (the output ends there). ``n_met``: the
+        rows' counts of met elements, if known. (For the current hypotheses this is ``self.done``, kept
+        from the step that chose them: EOS, a boundary, may end a hypothesis exactly when this holds.)"""
         t = self.t
-        unmet = t.valid[bidx] & ~met
-        n = unmet.sum(1)
+        n = self._rows(bidx)["n_valid"] - (met.sum(1) if n_met is None else n_met)
         nxt = (cur + 1).clamp(max=t.T - 1)
-        pending = (cur >= 0) & (t.C[bidx].gather(1, nxt[:, None])[:, 0] == BOUNDARY) & unmet.gather(1, nxt[:, None])[:, 0]
+        pending = (cur >= 0) & (t.C[bidx, nxt] == BOUNDARY) & ~met.gather(1, nxt[:, None])[:, 0]
         return (n == 0) | ((n == 1) & pending)
 
     def next_tokens(self):
-        """[H, T] token ids of every unmet constraint's next token (PAD where none)."""
-        t = self.t
-        Cb = t.C[self.bidx]
-        in_prog = self.cur >= 0
-        want = torch.where(in_prog[:, None], self.idx[None, :] == (self.cur + 1)[:, None],
-                           t.first[self.bidx] & ~self.met)
-        return torch.where(want & (Cb >= 0), Cb, torch.full_like(Cb, PAD))
+        """[H, T'] token ids of every unmet constraint's next token (PAD where none), over the T' elements
+        that are a token in some sentence of the batch (boundary elements are never a next token: with
+        one-word phrases that halves the extra candidates)."""
+        cols = self.token_cols
+        rows = self._rows(self.bidx)
+        want = torch.where((self.cur >= 0)[:, None], cols[None, :] == (self.cur + 1)[:, None],
+                           rows["first_tokens"] & ~self.met[:, cols])
+        return torch.where(want & rows["is_token"], rows["C_tokens"], PAD)
+
+    def _rows(self, bidx):
+        """The tables' rows for a row layout ``bidx``, gathered once (a decoder's layouts are
+        sentence-major and fixed in length, so the length identifies the layout)."""
+        rows = self._by_len.get(len(bidx))
+        if rows is None:
+            C_tokens = self.t.C[:, self.token_cols][bidx]
+            rows = self._by_len[len(bidx)] = {
+                "first_tok": self.first_tok[bidx], "n_valid": self.n_valid[bidx],
+                "first_tokens": self.t.first[:, self.token_cols][bidx], "is_token": C_tokens >= 0,
+                "C_tokens": C_tokens}
+        return rows
 
 
 def _processors(model, gen_cfg, input_ids):
@@ -197,7 +214,9 @@ def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_p
     unsat_heur = torch.ones(B, 1, dtype=torch.bool, device=dev)
     cache = None
     cur_len = 1
-    top_mask = torch.arange(2 * K, device=dev) < K
+    not_boundary = ~boundary
+    hyp_in_beam = torch.arange(H, device=dev)[:, None] % K
+    sentence_base = torch.arange(B, device=dev)[:, None]
     while True:
         out = model(encoder_outputs=enc, attention_mask=am, decoder_input_ids=seqs[:, cur_len - 1:cur_len],
                     past_key_values=cache, use_cache=True, return_dict=True)
@@ -206,47 +225,42 @@ def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_p
         logp = torch.log_softmax(logits, dim=-1)
         logp = procs(seqs[:, :cur_len], logp)
         last_step = cur_len + 1 >= max_length
-        if constrained:
-            ban = torch.zeros(H, V, dtype=torch.bool, device=dev)
+        if constrained:  # bans written in place: no [H, V] mask per step
             if ns is not None:
-                ban |= ns.ban_mask()
-            if ps is not None:
-                h_all = torch.arange(H, device=dev)
-                m_e, c_e = ps.advance(h_all, torch.full((H,), eos, device=dev), bidx)
-                ban[:, eos] |= ~ps.finish_ok(m_e, c_e, bidx)
-            logp = logp.masked_fill(ban, float("-inf"))
+                ns.apply_bans(logp, float("-inf"))
+            if ps is not None:  # EOS only once all are met (EOS is a boundary: a pending one counts)
+                logp[:, eos].masked_fill_(~ps.done, float("-inf"))
         acc = logp + run_scores.view(H, 1)
         flat = acc.view(B, K * V)
         top_s, top_i = torch.topk(flat, 2 * K, dim=1)                   # [B, 2K]
         if constrained:
-            extra_tok = [acc.argmax(1)[:, None],
-                         acc.masked_fill(~boundary[None, :], float("-inf")).argmax(1)[:, None]]
+            extra_tok = [logp.argmax(1)[:, None],  # (acc's row order is logp's: one score added per row)
+                         logp.masked_fill(not_boundary, float("-inf")).argmax(1)[:, None]]
             if ps is not None:
                 extra_tok.append(ps.next_tokens())
             et = torch.cat(extra_tok, 1)                                # [H, E]
             valid_e = et >= 0
             et_c = et.clamp(min=0)
             es = acc.gather(1, et_c).masked_fill(~valid_e, float("-inf"))
-            hh = torch.arange(H, device=dev)[:, None] % K
-            ei = (hh * V + et_c).view(B, -1)
+            ei = (hyp_in_beam * V + et_c).view(B, -1)
             cand_i = torch.cat([top_i, ei], 1)
             cand_s = torch.cat([top_s, es.view(B, -1)], 1)
-            # dedupe: keep the best-scored copy of each (hyp, token) (invalid extras are -inf copies)
-            s1 = torch.sort(cand_s, dim=1, descending=True, stable=True)[1]
-            s2 = torch.sort(cand_i.gather(1, s1), dim=1, stable=True)[1]
-            order = s1.gather(1, s2)
-            srt = cand_i.gather(1, order)
+            # dedupe: keep the first copy of each (hyp, token) - copies of one pair have the same score;
+            # invalid extras get keys of their own (K * V + position) so that they never hide a real copy
+            key = torch.cat([top_i, torch.where(valid_e, hyp_in_beam * V + et_c,
+                                                K * V + torch.arange(valid_e.numel(), device=dev).view_as(et))
+                             .view(B, -1)], 1)
+            srt, srt_o = torch.sort(key, dim=1, stable=True)
             dup = torch.zeros_like(srt, dtype=torch.bool)
             dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
-            dup_orig = torch.zeros_like(dup).scatter(1, order, dup)
-            cand_s = cand_s.masked_fill(dup_orig, float("-inf"))
+            cand_s = cand_s.masked_fill(torch.zeros_like(dup).scatter(1, srt_o, dup), float("-inf"))
         else:
             cand_i, cand_s = top_i, top_s
         N = cand_i.shape[1]
         c_beam = cand_i // V
         c_tok = cand_i % V
-        c_src = (torch.arange(B, device=dev)[:, None] * K + c_beam).view(-1)
-        c_b = torch.arange(B, device=dev).repeat_interleave(N)
+        c_src = (sentence_base * K + c_beam).view(-1)
+        c_b = sentence_base.expand(B, N).reshape(-1)
         flat_tok = c_tok.view(-1)
         hits = (c_tok == eos) | last_step
         finite = torch.isfinite(cand_s) & (cand_s > NEG / 2)
@@ -254,19 +268,22 @@ def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_p
             ok_end = torch.ones(B * N, dtype=torch.bool, device=dev)
             if ps is not None:
                 c_met, c_cur = ps.advance(c_src, flat_tok, c_b)
-                bank = c_met.sum(1).view(B, N)
-                ok_end &= ps.finish_ok(c_met, c_cur, c_b)
-            else:
-                bank = torch.zeros(B, N, dtype=torch.long, device=dev)
+                bank = c_met.sum(1)
+                c_done = ps.finish_ok(c_met, c_cur, c_b, bank)
+                ok_end &= c_done
+                bank = bank.view(B, N)
             if ns is not None:
                 c_node, c_g = ns.advance(c_src, flat_tok, c_b)
                 if last_step:
                     ok_end &= ~(ns.ends_badly(c_node, c_g, c_b) & (flat_tok != eos))
             ok_end = ok_end.view(B, N)
-            # bank allocation: round-robin over banks by rank, banks with more met first
             s_sorted, s_ord = torch.sort(cand_s, dim=1, descending=True, stable=True)
+        if ps is None and constrained:  # one bank: plain score order (non-finite scores sort last anyway)
+            order = s_ord
+        elif constrained:
+            # bank allocation: round-robin over banks by rank, banks with more met first
             b_sorted = bank.gather(1, s_ord)
-            nb = int(pos.T + 1) if ps is not None else 1
+            nb = int(pos.T + 1)
             oh = torch.nn.functional.one_hot(b_sorted, nb)
             rank = (oh.cumsum(1) * oh).sum(2) - 1
             fin_sorted = torch.isfinite(s_sorted) & (s_sorted > NEG / 2)
@@ -280,29 +297,27 @@ def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_p
         o_s = cand_s.gather(1, order)
         o_hits = hits.gather(1, order) if hits.dim() == 2 else hits.expand(B, N)
         o_fin = finite.gather(1, order)
-        o_ok = ok_end.gather(1, order)
         # running beams: first K non-finishing candidates in order
         run_key = torch.arange(N, device=dev)[None, :] + (o_hits | ~o_fin).long() * N
         sel = torch.topk(-run_key, K, dim=1)[1]                         # positions in order
         sel_c = order.gather(1, sel)
         new_run_scores = o_s.gather(1, sel) + (o_hits | ~o_fin).gather(1, sel).float() * NEG
         new_run_scores = torch.where(torch.isfinite(new_run_scores), new_run_scores, torch.full_like(new_run_scores, 2 * NEG))
-        # finished: finishing candidates among the first K positions
-        posm = torch.zeros(N, dtype=torch.bool, device=dev)
-        posm[:K] = True
-        just = o_hits & posm[None, :] & o_fin & o_ok
+        # finished: finishing candidates among the first K positions (only those can finish, so only their
+        # sequences are gathered - with constraints there are many more candidates than K)
+        first = order[:, :K]
+        f_s = o_s[:, :K]
+        just = o_hits[:, :K] & o_fin[:, :K] & ok_end.gather(1, first)
         gen_len = cur_len  # generated tokens including the final one
-        norm = o_s / (gen_len ** length_penalty)
+        norm = f_s / (gen_len ** length_penalty)
         full = is_fin.all(1, keepdim=True) & (early_stopping is True)
         add = norm + full.float() * NEG + (~unsat_heur).float() * NEG + (~just).float() * NEG
-        o_src = c_src.view(B, N).gather(1, order)
-        o_tok = c_tok.gather(1, order)
-        cand_seqs = seqs[o_src.reshape(-1)].view(B, N, max_length)
-        cand_seqs[:, :, cur_len] = o_tok
+        cand_seqs = seqs[c_src.view(B, N).gather(1, first).reshape(-1)].view(B, K, max_length)
+        cand_seqs[:, :, cur_len] = c_tok.gather(1, first)
         m_seqs = torch.cat([fin_seqs, cand_seqs], 1)
         m_scores = torch.cat([fin_scores, add], 1)
-        m_raw = torch.cat([fin_raw, o_s], 1)
-        m_len = torch.cat([fin_len, torch.full((B, N), gen_len, dtype=torch.long, device=dev)], 1)
+        m_raw = torch.cat([fin_raw, f_s], 1)
+        m_len = torch.cat([fin_len, torch.full((B, K), gen_len, dtype=torch.long, device=dev)], 1)
         m_ok = torch.cat([fin_ok, just & ~full & unsat_heur], 1)
         m_isf = torch.cat([is_fin, just], 1)
         ti = torch.topk(m_scores, K, dim=1)[1]
@@ -317,12 +332,12 @@ def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_p
         tok_flat = c_tok.gather(1, sel_c).view(-1)
         seqs = seqs[src_flat]
         seqs[:, cur_len] = tok_flat
-        if ps is not None:
-            flat_sel = (torch.arange(B, device=dev)[:, None] * N + sel_c).view(-1)
-            ps.met, ps.cur = c_met[flat_sel], c_cur[flat_sel]
-        if ns is not None:
-            flat_sel = (torch.arange(B, device=dev)[:, None] * N + sel_c).view(-1)
-            ns.select(None, c_node[flat_sel], c_g[flat_sel])
+        if constrained:
+            flat_sel = (sentence_base * N + sel_c).view(-1)
+            if ps is not None:
+                ps.met, ps.cur, ps.done = c_met[flat_sel], c_cur[flat_sel], c_done[flat_sel]
+            if ns is not None:
+                ns.select(None, c_node[flat_sel], c_g[flat_sel])
         run_scores = new_run_scores
         cache.reorder_cache(src_flat)
         cur_len += 1
