@@ -734,29 +734,38 @@ def _steps(systems: Sequence[System]) -> tuple:
 def _random_blocks(members: list[tuple]) -> Iterable[tuple]:
     """Random systems as steps: runs of three that draw 1, 2, 3 tokens from their own table words with
     the same Lex (as 22-24, 25-27) by _run_random_blocks, the others by _run_random."""
+    return _in_blocks(
+        members, 3,
+        lambda run: [m[4] for m in run] == [1, 2, 3] and all(m[3] is not None for m in run)
+        and all(m[5] == run[0][5] for m in run),
+        lambda run: (int(run[0][5]), tuple(m[0] for m in run), tuple(m[1] for m in run), *(m[3] for m in run)),
+        _run_random_blocks, _run_random)
+
+
+def _in_blocks(members, size: int, is_block, block_of, block_routine, single_routine) -> Iterable[tuple]:
+    """Consecutive members as steps, in order: each run of ``size`` that ``is_block`` becomes one
+    ``block_of(run)`` for ``block_routine``; the others go, as runs, to ``single_routine``."""
     blocks: list[tuple] = []
     rest: list[tuple] = []
     i = 0
     while i < len(members):
-        run = members[i:i + 3]
-        if len(run) == 3 and [m[4] for m in run] == [1, 2, 3] and all(m[3] is not None for m in run) \
-                and all(m[5] == run[0][5] for m in run):
+        run = members[i:i + size]
+        if len(run) == size and is_block(run):
             if rest:
-                yield _run_random, tuple(rest)
+                yield single_routine, tuple(rest)
                 rest = []
-            blocks.append((int(run[0][5]), tuple(m[0] for m in run), tuple(m[1] for m in run),
-                           *(m[3] for m in run)))
-            i += 3
+            blocks.append(block_of(run))
+            i += size
         else:
             if blocks:
-                yield _run_random_blocks, tuple(blocks)
+                yield block_routine, tuple(blocks)
                 blocks = []
             rest.append(members[i])
             i += 1
     if blocks:
-        yield _run_random_blocks, tuple(blocks)
+        yield block_routine, tuple(blocks)
     if rest:
-        yield _run_random, tuple(rest)
+        yield single_routine, tuple(rest)
 
 
 def _with_blocks(steps: list[tuple]) -> Iterable[tuple]:
@@ -765,34 +774,14 @@ def _with_blocks(steps: list[tuple]) -> Iterable[tuple]:
     for routine, members in steps:
         if routine is _run_random:
             yield from _random_blocks(members)
-            continue
-        if routine is not _run_ranked_negative:
+        elif routine is _run_ranked_negative:
+            yield from _in_blocks(
+                members, 7,
+                lambda run: all(m[3] == run[0][3] and tuple(m[4:]) == ranks for m, ranks in zip(run, _BLOCK)),
+                lambda run: (run[0][3], tuple(m[0] for m in run), tuple(m[1] for m in run)),
+                _run_negative_blocks, _run_ranked_negative)
+        else:
             yield routine, tuple(members)
-            continue
-        blocks: list[tuple] = []
-        rest: list[tuple] = []
-        i = 0
-        while i < len(members):
-            run = members[i:i + 7]
-            if len(run) == 7 and all(m[3] == run[0][3] and tuple(m[4:]) == ranks for m, ranks in zip(run, _BLOCK)):
-                if rest:
-                    if blocks:
-                        yield _run_negative_blocks, tuple(blocks)
-                        blocks = []
-                    yield _run_ranked_negative, tuple(rest)
-                    rest = []
-                blocks.append((run[0][3], tuple(m[0] for m in run), tuple(m[1] for m in run)))
-                i += 7
-            else:
-                if blocks:
-                    yield _run_negative_blocks, tuple(blocks)
-                    blocks = []
-                rest.append(members[i])
-                i += 1
-        if blocks:
-            yield _run_negative_blocks, tuple(blocks)
-        if rest:
-            yield _run_ranked_negative, tuple(rest)
 
 
 # ------------------------------------------------------------------------------------ public API

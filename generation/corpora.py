@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus
+from .named import named_or_numbered
 from .shards import read_jsonl_gz, write_jsonl_gz
 from .storage import LocalStorage, get_storage
 
@@ -360,10 +361,7 @@ def delete_folder(storage, folder: str) -> int:
 
 def corpus_get(name_or_id: str) -> Corpus | None:
     """A corpus by its name, else by its primary key (what the CLIs accept as CORPUS); None if neither."""
-    found = Corpus.objects.filter(name=name_or_id).first()
-    if found is None and str(name_or_id).isdigit():
-        found = Corpus.objects.filter(pk=int(name_or_id)).first()
-    return found
+    return named_or_numbered(Corpus, name_or_id)
 
 
 def corpus_records(corpus: Corpus, *, shard: CorpusShard | None = None) -> Iterator[dict[str, Any]]:

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from .named import named_or_numbered
 from .storage import get_storage
 
 
@@ -216,12 +217,9 @@ def idf_table_get(table_or_name):
 
     if isinstance(table_or_name, IdfTable):
         return table_or_name
-    value = str(table_or_name)
-    found = IdfTable.objects.filter(name=value).first()
-    if found is None and value.isdigit():
-        found = IdfTable.objects.filter(pk=int(value)).first()
+    found = named_or_numbered(IdfTable, table_or_name)
     if found is None:
-        raise IdfFileError(f"no IDF table named or numbered {value!r}")
+        raise IdfFileError(f"no IDF table named or numbered {str(table_or_name)!r}")
     return found
 
 

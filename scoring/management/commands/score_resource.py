@@ -4,14 +4,13 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from generation.models import Resource
+from generation.named import named_or_numbered
 from scoring.models import Regressor, ScoredResource
 from scoring.scoring_job import DEFAULT_BATCH_SIZE, score_resource_launch
 
 
 def find_resource(name_or_id: str) -> Resource:
-    found = Resource.objects.filter(name=name_or_id).first()
-    if found is None and name_or_id.isdigit():
-        found = Resource.objects.filter(pk=int(name_or_id)).first()
+    found = named_or_numbered(Resource, name_or_id)
     if found is None:
         raise CommandError(f"no resource named or numbered {name_or_id!r}")
     return found
