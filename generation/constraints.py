@@ -25,7 +25,7 @@ import hashlib
 import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, ClassVar, NamedTuple, Union
 
@@ -172,15 +172,17 @@ def _pool_in_order(tokens: Sequence[tuple[str, str]], get, lo: float, hi: float,
         word = word_of(text)
         if word is None:
             word = _word_of(text, odd)
-        if not word or word in seen:
+        if not word:
             continue
-        seen.add(word)
-        value = get(word)
-        if word in PREPOSITIONS:
+        value = get(word)  # (whether a word may join depends on the word alone: test it before `seen`)
+        if value is None or not lo <= value <= hi:
+            if word not in PREPOSITIONS:
+                continue
             if value is None:
                 value = 0.0
-        elif value is None or not lo <= value <= hi:
+        if word in seen:
             continue
+        seen.add(word)
         pool.append((word, value, position, pos))
     return pool
 
@@ -900,7 +902,7 @@ def _with_surface_forms(c: ConstraintSet, odd: Mapping[str, tuple[str, ...]]) ->
     extra = tuple([(form,) for form in forms if (form,) not in have])
     if not extra:
         return c
-    return replace(c, negative=c.negative + tuple(dict.fromkeys(extra)))
+    return ConstraintSet(c.system, c.name, c.positive, negative + tuple(dict.fromkeys(extra)), c.bos_avoid)
 
 
 def select_constraints(system: int | System, sentence: str | TaggedSentence | Sequence[tuple[str, str]],
