@@ -57,11 +57,16 @@ class ExportReleaseForm(forms.Form):
     min_score = forms.FloatField(required=False, min_value=0, max_value=100, help_text="predicted similarity 0-100")
     filters = forms.CharField(required=False, help_text="e.g. len=5-40,overlap=0.2-0.8,rerank=dissimilar,top=5",
                               widget=forms.TextInput(attrs={"size": 60}))
+    entailment_model = forms.CharField(
+        required=False, max_length=500, widget=forms.TextInput(attrs={"size": 60}),
+        help_text="for entailment=argmax or entailment=THRESHOLD: a local NLI model folder (Hugging Face "
+                  "sequence classifier) that the workers can read")
 
     def clean(self):
         data = super().clean()
         try:
-            parse_filters(data.get("filters") or "", min_score=data.get("min_score"))
+            parse_filters(data.get("filters") or "", min_score=data.get("min_score"),
+                          entailment_model=data.get("entailment_model") or None, load_model=False)
         except FilterError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
@@ -134,7 +139,7 @@ class ScoredResourceAdmin(admin.ModelAdmin):
                     form.add_error("version", f"release {d['version']} of this resource already exists")
                 else:
                     self._start(request, scored, version=d["version"], fmt=d["format"], filters=d["filters"],
-                                min_score=d["min_score"])
+                                min_score=d["min_score"], entailment_model=d["entailment_model"] or None)
                     return HttpResponseRedirect(reverse("admin:scoring_release_changelist"))
         else:
             form = ExportReleaseForm(initial={"version": next_version(scored.resource)})

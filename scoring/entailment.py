@@ -48,21 +48,27 @@ def entailment_label_index(id2label: dict[Any, str]) -> int:
     return found[0]
 
 
+def entailment_model_folder(folder: str | Path) -> Path:
+    """The resolved folder if it looks like a checkpoint (a folder with config.json and weights), checked
+    without loading anything: what a web request can afford before it hands the export to a worker."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise EntailmentModelError(f"--entailment-model {folder}: no such folder")
+    if not (path / "config.json").is_file():
+        raise EntailmentModelError(f"--entailment-model {folder}: no config.json (expected a Hugging Face "
+                                   f"sequence-classification checkpoint folder)")
+    if not weights_sha256(path):
+        raise EntailmentModelError(f"--entailment-model {folder}: no weight file (*.safetensors or "
+                                   f"pytorch_model*.bin)")
+    return path.resolve()
+
+
 class EntailmentJudge:
     """A loaded NLI model that says, in batches, whether pairs entail each other both ways."""
 
     def __init__(self, folder: str | Path, *, device: str | None = None, batch_size: int = BATCH_SIZE):
-        path = Path(folder).expanduser()
-        if not path.is_dir():
-            raise EntailmentModelError(f"--entailment-model {folder}: no such folder")
-        if not (path / "config.json").is_file():
-            raise EntailmentModelError(f"--entailment-model {folder}: no config.json (expected a Hugging Face "
-                                       f"sequence-classification checkpoint folder)")
-        self.folder = path.resolve()
+        self.folder = entailment_model_folder(folder)
         self.weights = weights_sha256(self.folder)
-        if not self.weights:
-            raise EntailmentModelError(f"--entailment-model {folder}: no weight file (*.safetensors or "
-                                       f"pytorch_model*.bin)")
         import torch  # heavy: only when an entailment filter is asked for
         from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 

@@ -118,9 +118,11 @@ def _parse_entailment(text: str) -> float | str:
 
 
 def parse_filters(spec: str | list[str] | None, *, min_score: float | None = None,
-                  entailment_model: str | None = None) -> ReleaseFilters:
+                  entailment_model: str | None = None, load_model: bool = True) -> ReleaseFilters:
     """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``,
-    ``entailment_model`` is ``--entailment-model`` (loaded here, so a bad folder fails before any writing)."""
+    ``entailment_model`` is ``--entailment-model`` (loaded here, so a bad folder fails before any writing;
+    with ``load_model=False`` only its folder is checked and the filters carry no judge: for validating
+    a request whose export runs elsewhere)."""
     if isinstance(spec, (list, tuple)):
         spec = ",".join(spec)
     items = [i for i in re.split(r"[,\s]+", spec or "") if i]
@@ -177,10 +179,13 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
     if entailment_model and "entailment" not in values:
         raise FilterError("--entailment-model given without an entailment=argmax|THRESHOLD filter")
     if entailment_model:
-        from .entailment import EntailmentJudge, EntailmentModelError
+        from .entailment import EntailmentJudge, EntailmentModelError, entailment_model_folder
 
         try:
-            judge = EntailmentJudge(entailment_model)
+            if load_model:
+                judge = EntailmentJudge(entailment_model)
+            else:
+                entailment_model_folder(entailment_model)
         except EntailmentModelError as exc:
             raise FilterError(str(exc)) from None
     return ReleaseFilters(length=values.get("len"), paraphrase_length=values.get("plen"),

@@ -1,7 +1,8 @@
 """Job kind ``export_release``: the admin's "export release" runs the export in a worker, not in the request.
 
 One chunk. Params: ``resource`` (id), ``version``, ``format``, ``filters`` (the ``--filters`` text),
-``min_score``, ``regressor`` (name or null). The files are written to a temporary folder and copied to
+``min_score``, ``regressor`` (name or null), ``entailment_model`` (an NLI model folder the workers can
+read, for ``entailment=``; checked when the job starts, loaded only in the worker). The files are written to a temporary folder and copied to
 the configured storage under ``releases/<resource id>/<version>/`` (the Release's location). A chunk
 that runs again finds its Release row and returns it instead of exporting twice.
 """
@@ -28,7 +29,8 @@ def release_storage_url(resource: Resource, version: str) -> str:
 
 def _plan(job: Job) -> list[dict]:
     resource = Resource.objects.get(pk=job.params["resource"])
-    parse_filters(job.params.get("filters") or "", min_score=job.params.get("min_score"))  # fail early
+    parse_filters(job.params.get("filters") or "", min_score=job.params.get("min_score"),  # fail early
+                  entailment_model=job.params.get("entailment_model"), load_model=False)
     scoring_for(resource, job.params.get("regressor"))
     return [{}]
 
@@ -39,7 +41,8 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     existing = Release.objects.filter(resource=resource, version=version).first()
     if existing is None:
         progress(0, 1)
-        filters = parse_filters(job.params.get("filters") or "", min_score=job.params.get("min_score"))
+        filters = parse_filters(job.params.get("filters") or "", min_score=job.params.get("min_score"),
+                                entailment_model=job.params.get("entailment_model"))
         with tempfile.TemporaryDirectory(prefix="release-") as tmp:
             existing = release_export(resource=resource, out_dir=tmp, version=version,
                                       fmt=job.params.get("format") or "tsv", filters=filters,
@@ -54,11 +57,13 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
 
 
 def export_release_start(*, resource: Resource, version: str | None = None, fmt: str = "tsv", filters: str = "",
-                         min_score: float | None = None, regressor: str | None = None) -> Job:
+                         min_score: float | None = None, regressor: str | None = None,
+                         entailment_model: str | None = None) -> Job:
     from jobs.execution import job_start
 
     params = {"resource": resource.pk, "version": version or next_version(resource), "format": fmt,
-              "filters": filters, "min_score": min_score, "regressor": regressor}
+              "filters": filters, "min_score": min_score, "regressor": regressor,
+              "entailment_model": entailment_model or None}
     return job_start(kind=KIND, params=params, label=f"release {params['version']} of {resource.name}")
 
 

@@ -226,3 +226,37 @@ def test_manifest_filters_without_new_filters_stay_null(scored, tmp_path):
     assert filters["bleu"] is None and filters["repetition"] == {} and filters["entailment"] is None
     with gzip.open(tmp_path / "plain" / "pairs.tsv.gz", "rt") as fh:
         assert len(fh.read().splitlines()) == 19
+
+
+@pytest.mark.django_db
+def test_the_admin_exports_with_entailment_and_loads_the_model_only_in_the_job(client, scored, nli_model,
+                                                                               directional, tmp_path, monkeypatch):
+    from django.contrib.auth import get_user_model
+
+    from jobs.execution import job_run_inline
+    from jobs.models import Job, JobStatus
+
+    client.force_login(get_user_model().objects.create_superuser("boss", password="pw"))
+    url = f"/admin/scoring/scoredresource/{scored.pk}/export/"
+    assert "entailment_model" in client.get(url).content.decode()
+
+    def no_loading_in_the_request(self, *args, **kwargs):
+        raise AssertionError("the web request loaded the NLI model")
+
+    monkeypatch.setattr(EntailmentJudge, "__init__", no_loading_in_the_request)
+    for fields, message in (({"entailment_model": str(tmp_path / "nowhere")}, "no such folder"),
+                            ({}, "give the NLI model")):
+        bad = client.post(url, {"version": "v1", "format": "tsv", "filters": "entailment=argmax", **fields})
+        assert bad.status_code == 200 and message in bad.content.decode()
+        assert not Job.objects.filter(kind="export_release").exists()
+    response = client.post(url, {"version": "v1", "format": "tsv", "filters": "entailment=argmax",
+                                 "entailment_model": str(nli_model)})
+    assert response.status_code == 302
+    job = Job.objects.get(kind="export_release")
+    assert job.params["entailment_model"] == str(nli_model)
+    monkeypatch.undo()  # the worker's chunk loads it
+    assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error
+    release = Release.objects.get()
+    assert release.manifest["filters"]["entailment"]["model"]["folder"] == str(nli_model.resolve())
+    expected = {k for k, (a, b) in directional.items() if a[0] >= max(a) and b[0] >= max(b)}
+    assert release.manifest["counts"]["pairs"] == len(expected)
