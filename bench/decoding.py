@@ -9,7 +9,9 @@ Without ``--model`` a Marian config with random weights is built (sizes above; E
 configuration decodes exactly ``--steps`` tokens). Rows, in one run, per (beam, batch): HF ``generate``,
 ours without constraints, ours with C = 1, 2, 4, 8 positive constraint tokens, ours with 5 and 20 negative
 phrases, each the best of ``--repeat`` runs with the rows interleaved (a shared machine's stalls would
-otherwise land on one row). Prints sentences/second, ratios to "ours, none" and to HF, and checks every output (100%
+otherwise land on one row). The last column is time per decoder step over ours-none's: with a real EOS
+(``--model``) constrained outputs run longer than unconstrained ones, and this separates DBA's cost per
+step from output length (with the random model every row runs the same steps, and it equals time/ours-none). Prints sentences/second, ratios to "ours, none" and to HF, and checks every output (100%
 satisfied, 0 negative violations). Targets: constrained <= 1.5x ours-none time; C=8 <= 1.25x C=1;
 ours-none <= 1.2x HF.
 
@@ -124,8 +126,9 @@ def main(argv=None):
 
     def run_ours(beam, bs, kind, n):
         cons = cons_for(kind, n)
+        stats = {}
         t = time.perf_counter()
-        res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs)
+        res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs, stats=stats)
         dt = time.perf_counter() - t
         sat = viol = 0
         for r, c in zip(res, cons):
@@ -134,7 +137,7 @@ def main(argv=None):
                 sat += 1
             viol += sum(1 for o in r.outputs for p in nc["negative"] if p[0] in __import__("re").findall(r"\w+", o["text"]))
             viol += r.safety_net_dropped
-        return len(sources) / dt, sat, viol
+        return len(sources) / dt, sat, viol, dt / stats["steps"]
 
     def run_hf(beam, bs):
         t = time.perf_counter()
@@ -154,14 +157,16 @@ def main(argv=None):
         for bs in [int(x) for x in a.batches.split(",")]:
             run_ours(beam, bs, "none", 0)  # warm-up
             print(f"\nbeam={beam} batch={bs}")
-            print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s} {'neg viol':>8s}")
-            speeds, checks = {}, {}
+            print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s} {'neg viol':>8s}"
+                  f" {'step/ours-none':>15s}")
+            speeds, checks, step_s = {}, {}, {}
             for _ in range(a.repeat):  # rows interleaved, best of --repeat: a shared machine's stalls drop out
                 for kind, label, n in rows:
                     if kind == "hf":
                         sp, sat, viol = run_hf(beam, bs), None, None
                     else:
-                        sp, sat, viol = run_ours(beam, bs, kind, n)
+                        sp, sat, viol, per_step = run_ours(beam, bs, kind, n)
+                        step_s[label] = min(per_step, step_s.get(label, float("inf")))
                     speeds[label] = max(sp, speeds.get(label, 0.0))
                     if sat is not None and kind != "none":
                         all_ok &= sat == len(sources) and viol == 0
@@ -170,8 +175,9 @@ def main(argv=None):
                 sp, (sat, viol) = speeds[label], checks.get(label, (None, None))
                 base = speeds["ours, no constraints"]
                 hf = speeds["HF beam search"]
+                step = f"{step_s[label] / step_s['ours, no constraints']:15.2f}" if label in step_s else ""
                 print(f"  {label:30s} {sp:9.2f} {base / sp:15.2f} {hf / sp:8.2f} "
-                      f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8}")
+                      f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8} {step}")
             for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
                 sat, viol = r["satisfied"], r["neg_violations"]
                 print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} {speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
@@ -181,10 +187,12 @@ def main(argv=None):
             s = speeds
             summary.append((beam, bs, s["HF beam search"] / s["ours, no constraints"],
                             max(s["ours, no constraints"] / v for k, v in s.items() if k.startswith("ours,") and "no c" not in k),
-                            s["ours, C=1 positive"] / s["ours, C=8 positive"]))
+                            s["ours, C=1 positive"] / s["ours, C=8 positive"],
+                            max(v / step_s["ours, no constraints"] for k, v in step_s.items() if "no c" not in k)))
     print("\nsummary (time ratios; targets: ours-none/HF <= 1.2, worst constrained/ours-none <= 1.5, C8/C1 <= 1.25)")
-    for beam, bs, r_hf, r_c, r_81 in summary:
-        print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}")
+    for beam, bs, r_hf, r_c, r_81, r_step in summary:
+        print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}"
+              f"  (per decoder step: constrained/ours-none={r_step:.2f})")
     print(f"all constrained outputs satisfied, 0 negative violations: {all_ok}")
     if hf456:
         print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}, best of {a.hf456_repeat}; at batch > 1 "

@@ -166,9 +166,10 @@ def generation_config_for(model, beam, max_length, length_penalty, early_stoppin
 
 @torch.no_grad()
 def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_penalty=1.0, early_stopping=False,
-                pos: PositiveTables | None = None, neg=None):
+                pos: PositiveTables | None = None, neg=None, stats: dict | None = None):
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
-    score); at most ``beam`` entries, only hypotheses satisfying every constraint."""
+    score); at most ``beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``, if
+    given, grows by the decoder steps run (so a benchmark can tell cost per step from output length)."""
     from .banned import NegativeState
 
     model = loaded.model
@@ -355,6 +356,8 @@ def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_p
             break
         if bool(is_fin.all()) and early_stopping is True:
             break
+    if stats is not None:
+        stats["steps"] = stats.get("steps", 0) + cur_len - 1
     results = []
     for b in range(B):
         rows = []

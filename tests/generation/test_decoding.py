@@ -101,3 +101,20 @@ def test_word_levenshtein_and_ties():
     assert [o["text"] for o in ranked] == ["a b c", "x z", "x y"]
     ranked = rerank_dissimilar([{"text": "p", "score": -5.0}, {"text": "q", "score": -2.0}], "x")
     assert [o["text"] for o in ranked] == ["q", "p"]  # equal distance: the better model score first
+
+
+def test_stats_count_the_decoder_steps_of_every_batch(tiny_marian):
+    """What bench/decoding.py divides by to give time per step: with EOS suppressed each batch runs
+    max_length - 1 steps."""
+    bias = tiny_marian.model.final_logits_bias
+    saved = bias.clone()
+    try:
+        with torch.no_grad():
+            bias[0, tiny_marian.vocab.eos_id] = -1.0e4
+        stats = {}
+        results = decode(tiny_marian, SOURCES, None, beam=3, max_length=9, batch_size=2, stats=stats)
+        assert stats["steps"] == 2 * (9 - 1)
+        assert {len(r.outputs[0]["tokens"]) for r in results} <= {7, 8}  # (8 steps; the last may be a forced EOS)
+    finally:
+        with torch.no_grad():
+            bias.copy_(saved)
