@@ -218,24 +218,36 @@ class NegativeState:
         """[h, P] bool: phrase p is one word from complete and the open word is that word."""
         return (g == rows["closing_g"]) & (node[:, None] == rows["last_node"])
 
-    def ban_mask(self) -> torch.Tensor:
+    def ban_mask(self, *, sync_free: bool | None = None) -> torch.Tensor:
         """[H, V] bool of forbidden next tokens."""
         mask = torch.zeros(len(self.bidx), self.t.V, dtype=torch.bool, device=self.bidx.device)
-        self.apply_bans(mask, True)
+        self.apply_bans(mask, True, sync_free=sync_free)
         return mask
 
-    def apply_bans(self, scores: torch.Tensor, value) -> None:
-        """Set ``scores[h, v] = value`` (in place) for every forbidden next token: the same tokens as
-        :meth:`ban_mask`, without building an [H, V] mask per step (only the few banned entries are
-        written; the static bans, usually none, are the one [H, V] operation)."""
+    def apply_bans(self, scores: torch.Tensor, value, *, sync_free: bool | None = None) -> None:
+        """Set ``scores[h, v] = value`` (in place) for every forbidden next token, without building an
+        [H, V] mask per step. On the CPU only the few banned entries are written (found with
+        ``nonzero``); on a GPU (``sync_free``, the default there) the same entries are written without
+        asking the device how many there are, so the host never waits for the GPU at this point."""
         t = self.t
         rows = self._rows(self.bidx)
+        if sync_free is None:
+            sync_free = scores.device.type != "cpu"
         if t.has_static_ban:
             scores.masked_fill_(t.static_ban[self.bidx], value)
-        closing = torch.nonzero(self._closing(self.node, self.g, rows).any(1))[:, 0]  # hypotheses
+        closing = self._closing(self.node, self.g, rows).any(1)                 # [H]
+        active = (rows["trip_node"] == self.node[:, None]) & (self.g.gather(1, rows["trip_phrase"]) == rows["trip_g"])
+        if sync_free:
+            scores.masked_fill_(closing[:, None] & self.boundary[None, :], value)
+            # write ``value`` where a trip is active and leave the rest: min (or, for a bool mask, max)
+            # with a neutral element, so that two trips on one token cannot undo each other
+            neutral = False if scores.dtype == torch.bool else float("inf")
+            scores.scatter_reduce_(1, rows["trip_tok"], torch.where(active, value, neutral).to(scores.dtype),
+                                   reduce="amax" if scores.dtype == torch.bool else "amin")
+            return
+        closing = torch.nonzero(closing)[:, 0]  # hypotheses
         if closing.numel():
             scores[closing[:, None], self.boundary_ids[None, :]] = value
-        active = (rows["trip_node"] == self.node[:, None]) & (self.g.gather(1, rows["trip_phrase"]) == rows["trip_g"])
         h, e = torch.nonzero(active, as_tuple=True)
         if h.numel():
             scores[h, rows["trip_tok"][h, e]] = value

@@ -36,7 +36,8 @@ def _alphabet(info):
     [(["a", "b"], False), (["b", "a", "a"], False), (["of", "ten"], True)],
     [(["b"], False), (["a", "a"], True)],
 ])
-def test_mask_equals_brute_force(tiny_marian, phrases):
+@pytest.mark.parametrize("sync_free", [False, True], ids=["cpu-writes", "gpu-writes"])
+def test_mask_equals_brute_force(tiny_marian, phrases, sync_free):
     info = tiny_marian.vocab
     eos = info.eos_id
     tables = build_negative_tables(info, [phrases], "cpu")
@@ -48,7 +49,10 @@ def test_mask_equals_brute_force(tiny_marian, phrases):
         st.set_token_info(info, "cpu")
         text = ""
         for _step in range(12):
-            mask = st.ban_mask()[0]
+            mask = st.ban_mask(sync_free=sync_free)[0]
+            scores = torch.zeros(1, info.size)
+            st.apply_bans(scores, float("-inf"), sync_free=sync_free)  # as the decoder applies them
+            assert torch.equal(torch.isinf(scores[0]), mask)
             for t in alpha:
                 if t == eos:
                     expect = any(_has(re.findall(r"\w+", text), p, a) for p, a in phrases)
