@@ -25,11 +25,15 @@ class EntailmentModelError(ValueError):
     """An --entailment-model folder that cannot serve as an NLI model."""
 
 
+def _weight_files(folder: Path) -> list[str]:
+    """Names of a checkpoint folder's weight files (sharded checkpoints have several), sorted."""
+    return sorted({p.name for pattern in _WEIGHT_PATTERNS for p in folder.glob(pattern) if p.is_file()})
+
+
 def weights_sha256(folder: Path) -> dict[str, str]:
-    """SHA-256 of each weight file of a checkpoint folder (sharded checkpoints have several), by file name."""
-    names = sorted({p.name for pattern in _WEIGHT_PATTERNS for p in folder.glob(pattern) if p.is_file()})
+    """SHA-256 of each weight file of a checkpoint folder, by file name."""
     digests = {}
-    for name in names:
+    for name in _weight_files(folder):
         h = hashlib.sha256()
         with open(folder / name, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
@@ -57,7 +61,7 @@ def entailment_model_folder(folder: str | Path) -> Path:
     if not (path / "config.json").is_file():
         raise EntailmentModelError(f"--entailment-model {folder}: no config.json (expected a Hugging Face "
                                    f"sequence-classification checkpoint folder)")
-    if not weights_sha256(path):
+    if not _weight_files(path):  # (listed, not hashed: a request cannot afford reading the weights)
         raise EntailmentModelError(f"--entailment-model {folder}: no weight file (*.safetensors or "
                                    f"pytorch_model*.bin)")
     return path.resolve()
