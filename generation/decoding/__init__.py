@@ -99,10 +99,11 @@ def _conflict(c: dict) -> str | None:
 def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | None] | None = None, *, beam: int = 5,
            nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0, early_stopping=False,
            batch_size: int = 32, rerank_dissimilar: bool = False, references: list[str] | None = None,
-           stats: dict | None = None) -> list[DecodeResult]:
+           stats: dict | None = None, cuda_graph: bool | None = None) -> list[DecodeResult]:
     """Decode ``sources`` (one constraint value per source, None = unconstrained). ``max_length`` counts the
     decoder start token, as in ``transformers``. Never returns an output violating its constraints.
-    ``stats["steps"]``, if given, grows by the decoder steps run over all batches."""
+    ``stats["steps"]``, if given, grows by the decoder steps run over all batches. ``cuda_graph``: replay each
+    step's bookkeeping as a CUDA graph (default: on a GPU; see ``dba.beam_search``)."""
     from . import rerank as _rr
 
     if constraints is None:
@@ -137,7 +138,7 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
                                                    [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
                                     loaded.device)
         rows = beam_search(loaded, input_ids, am, beam=beam, max_length=max_length, length_penalty=length_penalty,
-                           early_stopping=early_stopping, pos=pos, neg=neg, stats=stats)
+                           early_stopping=early_stopping, pos=pos, neg=neg, stats=stats, cuda_graph=cuda_graph)
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .vocab import VocabInfo
@@ -28,9 +29,15 @@ ROOT, DEAD = 0, 1
 
 
 def _kmp_table(phrase: list[int], n_words: int, anchored: bool, width: int) -> list[list[int]]:
-    """delta[state][word] for states 0..width-1 (state len = matched; sink = width-1 for anchored)."""
+    """delta[state][word] for states 0..width-1 (state len = matched; sink = width-1 for anchored). Only the
+    phrase's own words can move a state forward, so each row starts from its default and sets those."""
     L = len(phrase)
     sink = width - 1
+    if anchored:
+        table = [[sink] * (n_words + 1) for _ in range(width)]
+        for s in range(min(L, width)):
+            table[s][phrase[s]] = s + 1
+        return table
     fail = [0] * (L + 1)
     k = 0
     for i in range(1, L):
@@ -39,20 +46,17 @@ def _kmp_table(phrase: list[int], n_words: int, anchored: bool, width: int) -> l
         if phrase[i] == phrase[k]:
             k += 1
         fail[i + 1] = k
+    distinct = set(phrase)
     table = []
     for s in range(width):
-        row = []
-        for w in range(n_words + 1):  # n_words = "other word"
-            if anchored:
-                row.append(s + 1 if s < L and w < n_words and phrase[s] == w else sink)
-                continue
-            if s > L:
-                row.append(0)
-                continue
-            q = s if s < L else fail[L]
-            while q and (w == n_words or phrase[q] != w):
-                q = fail[q]
-            row.append(q + 1 if w < n_words and phrase[q] == w else 0)
+        row = [0] * (n_words + 1)  # "other word" (n_words) and words outside the phrase: back to 0
+        if s <= L:
+            for w in distinct:
+                q = s if s < L else fail[L]
+                while q and phrase[q] != w:
+                    q = fail[q]
+                if phrase[q] == w:
+                    row[w] = q + 1
         table.append(row)
     return table
 
@@ -80,48 +84,56 @@ class NegativeTables:
         return self.n_phr == 0
 
 
+def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> dict:
+    """One sentence's trie of banned words' prefixes and the moves over it, as plain Python."""
+    V = info.size
+    words = sorted({w for ph, _ in phrases for w in ph})
+    wid = {w: i for i, w in enumerate(words)}
+    W = len(words)
+    nodes = {"": ROOT}
+    strs = ["", None]
+    for w in words:
+        for k in range(1, len(w) + 1):
+            if w[:k] not in nodes:
+                nodes[w[:k]] = len(strs)
+                strs.append(w[:k])
+    word_of_node = [W] * len(strs)
+    for w in words:
+        word_of_node[nodes[w]] = wid[w]
+    ext = {}  # open word (node) x token appending letters -> node; every prefix of a word is a node
+    for w in words:
+        for i in range(len(w)):
+            n = nodes[w[:i]]
+            for k in range(i + 1, len(w) + 1):
+                piece = w[i:k]
+                to = nodes[w[:k]]
+                for t in info.by_lead_nobreak.get(piece, ()):
+                    ext[n * V + t] = to
+                for t in info.by_lead_break.get(piece, ()):
+                    ext[n * V + t] = to
+    tails = {}
+    for u, n in nodes.items():
+        if u:
+            for t in info.by_tail.get(u, ()):
+                tails[t] = n
+    trips = []
+    for p, (ph, _) in enumerate(phrases):
+        last = ph[-1]
+        for i in range(len(last)):
+            for t in info.by_lead_break.get(last[i:], ()):
+                trips.append((nodes[last[:i]], p, t))
+    static = [t for t in info.inner_ids if any(x in wid for x in info.inner[t])]
+    return dict(phrases=[([wid[w] for w in ph], a) for ph, a in phrases], W=W, word_of_node=word_of_node,
+                ext=ext, tails=tails, trips=trips, static=static,
+                last_nodes=[nodes[ph[-1]] for ph, _ in phrases])
+
+
 def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], bool]]], device) -> NegativeTables:
-    """``batch[b]`` = list of (words, anchored) phrases."""
+    """``batch[b]`` = list of (words, anchored) phrases. The tables are filled in numpy and moved to the
+    device once each: element-wise tensor writes made this cost more than the decoding on a GPU."""
     V = info.size
     B = len(batch)
-    per = []
-    for phrases in batch:
-        words = sorted({w for ph, _ in phrases for w in ph})
-        wid = {w: i for i, w in enumerate(words)}
-        W = len(words)
-        nodes = {"": ROOT}
-        strs = ["", None]
-        for w in words:
-            for k in range(1, len(w) + 1):
-                if w[:k] not in nodes:
-                    nodes[w[:k]] = len(strs)
-                    strs.append(w[:k])
-        word_of_node = [W] * len(strs)
-        for w in words:
-            word_of_node[nodes[w]] = wid[w]
-        ext = {}
-        for u, n in nodes.items():
-            for w in words:
-                if not w.startswith(u):
-                    continue
-                for k in range(len(u) + 1, len(w) + 1):
-                    piece = w[len(u):k]
-                    for t in info.by_lead_nobreak.get(piece, []) + info.by_lead_break.get(piece, []):
-                        ext[n * V + t] = nodes[w[:k]]
-        tails = {}
-        for u, n in nodes.items():
-            if u:
-                for t in info.by_tail.get(u, ()):
-                    tails[t] = n
-        trips = []
-        for p, (ph, _) in enumerate(phrases):
-            last = ph[-1]
-            for i in range(len(last)):
-                for t in info.by_lead_break.get(last[i:], ()):
-                    trips.append((nodes[last[:i]], p, t))
-        static = [t for t in info.inner_ids if any(x in wid for x in info.inner[t])]
-        per.append(dict(phrases=[([wid[w] for w in ph], a) for ph, a in phrases], W=W, word_of_node=word_of_node,
-                        ext=ext, tails=tails, trips=trips, static=static, nodes=nodes))
+    per = [_sentence_tables(info, phrases) for phrases in batch]
     P = max((len(d["phrases"]) for d in per), default=0)
     Lmax = max((len(ph) for d in per for ph, _ in d["phrases"]), default=0)
     S = Lmax + 2
@@ -129,53 +141,48 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     Nmax = max((len(d["word_of_node"]) for d in per), default=2)
     Kmax = max((len(d["ext"]) for d in per), default=0) + 1
     Emax = max((len(d["trips"]) for d in per), default=0) + 1
-    kmp = torch.zeros(B, max(P, 1), S, Wmax + 1, dtype=torch.long)
-    plen = torch.zeros(B, max(P, 1), dtype=torch.long)
-    last_node = torch.full((B, max(P, 1)), -5, dtype=torch.long)
-    init_g = torch.zeros(B, max(P, 1), dtype=torch.long)
-    ext_keys = torch.full((B, Kmax), torch.iinfo(torch.long).max, dtype=torch.long)
-    ext_vals = torch.full((B, Kmax), DEAD, dtype=torch.long)
-    won = torch.full((B, Nmax), Wmax, dtype=torch.long)
-    n_words = torch.zeros(B, dtype=torch.long)
-    tail_node = torch.tensor([ROOT if not tl else DEAD for tl in info.tail], dtype=torch.long).repeat(B, 1)
-    trip = torch.full((B, Emax, 3), -1, dtype=torch.long)
+    P1 = max(P, 1)
+    kmp = np.zeros((B, P1, S, Wmax + 1), dtype=np.int64)
+    plen = np.zeros((B, P1), dtype=np.int64)
+    last_node = np.full((B, P1), -5, dtype=np.int64)
+    ext_keys = np.full((B, Kmax), np.iinfo(np.int64).max, dtype=np.int64)
+    ext_vals = np.full((B, Kmax), DEAD, dtype=np.int64)
+    won = np.full((B, Nmax), Wmax, dtype=np.int64)
+    n_words = np.zeros(B, dtype=np.int64)
+    tail_node = np.tile(np.where(info.tail_open, DEAD, ROOT), (B, 1))  # no banned word in sight
+    trip = np.full((B, Emax, 3), -1, dtype=np.int64)
     trip[:, :, 0] = -5
     trip[:, :, 2] = 0
-    static_ban = torch.zeros(B, V, dtype=torch.bool)
+    static_ban = np.zeros((B, V), dtype=bool)
     for b, d in enumerate(per):
         W = d["W"]
         n_words[b] = W
         for p, (ph, anchored) in enumerate(d["phrases"]):
-            tab = _kmp_table(ph, W, anchored, S)
-            t = torch.tensor(tab, dtype=torch.long)  # [S, W+1]
-            kmp[b, p, :, :W] = t[:, :W]
-            kmp[b, p, :, Wmax] = t[:, W]   # "other" always lives in the last column
+            tab = np.asarray(_kmp_table(ph, W, anchored, S), dtype=np.int64)  # [S, W+1]
+            kmp[b, p, :, :W] = tab[:, :W]
+            kmp[b, p, :, Wmax] = tab[:, W]   # "other" always lives in the last column
             plen[b, p] = len(ph)
-            last_node[b, p] = d["nodes"][_word_str(d, ph[-1])]
-        won[b, : len(d["word_of_node"])] = torch.tensor([x if x < W else Wmax for x in d["word_of_node"]])
+        last_node[b, :len(d["last_nodes"])] = d["last_nodes"]
+        won[b, :len(d["word_of_node"])] = [x if x < W else Wmax for x in d["word_of_node"]]
         if d["ext"]:
             ks = sorted(d["ext"])
-            ext_keys[b, : len(ks)] = torch.tensor(ks)
-            ext_vals[b, : len(ks)] = torch.tensor([d["ext"][k] for k in ks])
-        for t, n in d["tails"].items():
-            tail_node[b, t] = n
+            ext_keys[b, :len(ks)] = ks
+            ext_vals[b, :len(ks)] = [d["ext"][k] for k in ks]
+        if d["tails"]:
+            tail_node[b, list(d["tails"])] = list(d["tails"].values())
         if d["trips"]:
-            trip[b, : len(d["trips"])] = torch.tensor(d["trips"])
+            trip[b, :len(d["trips"])] = d["trips"]
         if d["static"]:
             static_ban[b, d["static"]] = True
-    return NegativeTables(n_phr=P, V=V, kmp=kmp.to(device), plen=plen.to(device), last_node=last_node.to(device),
-                          ext_keys=ext_keys.to(device), ext_vals=ext_vals.to(device), word_of_node=won.to(device),
-                          n_words=n_words.to(device), tail_node=tail_node.to(device), trip=trip.to(device),
-                          static_ban=static_ban.to(device), init_g=init_g.to(device),
+
+    def dev(a):
+        return torch.from_numpy(a).to(device)
+
+    return NegativeTables(n_phr=P, V=V, kmp=dev(kmp), plen=dev(plen), last_node=dev(last_node),
+                          ext_keys=dev(ext_keys), ext_vals=dev(ext_vals), word_of_node=dev(won),
+                          n_words=dev(n_words), tail_node=dev(tail_node), trip=dev(trip),
+                          static_ban=dev(static_ban), init_g=torch.zeros(B, P1, dtype=torch.long, device=device),
                           has_static_ban=bool(static_ban.any()))
-
-
-def _word_str(d, wid):
-    # the sorted word list is implicit in the trie: find the node whose word id is wid
-    for s, n in d["nodes"].items():
-        if d["word_of_node"][n] == wid:
-            return s
-    raise KeyError(wid)
 
 
 class NegativeState:
@@ -241,9 +248,10 @@ class NegativeState:
             scores.masked_fill_(closing[:, None] & self.boundary[None, :], value)
             # write ``value`` where a trip is active and leave the rest: min (or, for a bool mask, max)
             # with a neutral element, so that two trips on one token cannot undo each other
+            # (no torch.where with Python numbers: on a GPU each one is a host-to-device copy that waits)
             neutral = False if scores.dtype == torch.bool else float("inf")
-            scores.scatter_reduce_(1, rows["trip_tok"], torch.where(active, value, neutral).to(scores.dtype),
-                                   reduce="amax" if scores.dtype == torch.bool else "amin")
+            vals = torch.full(active.shape, neutral, dtype=scores.dtype, device=scores.device).masked_fill_(active, value)
+            scores.scatter_reduce_(1, rows["trip_tok"], vals, reduce="amax" if scores.dtype == torch.bool else "amin")
             return
         closing = torch.nonzero(closing)[:, 0]  # hypotheses
         if closing.numel():
@@ -266,13 +274,13 @@ class NegativeState:
         q = node * t.V + tok
         keys = rows["ext_keys"]
         pos = torch.searchsorted(keys, q[:, None]).clamp(max=keys.shape[1] - 1)
-        ext = torch.where(keys.gather(1, pos)[:, 0] == q, rows["ext_vals"].gather(1, pos)[:, 0], DEAD)
+        ext = rows["ext_vals"].gather(1, pos)[:, 0].masked_fill_(keys.gather(1, pos)[:, 0] != q, DEAD)
         ext = torch.where(self.lead_empty[tok], node, ext)
         # the word completed by a break (none when no word was open and the lead is empty)
         brk = self.brk[tok]
         completes = brk & (ext != ROOT)
         Wc = t.kmp.shape[-1]
-        w = torch.where(ext >= 2, t.word_of_node[bidx, ext.clamp(max=t.word_of_node.shape[1] - 1)], Wc - 1)
+        w = t.word_of_node[bidx, ext.clamp(max=t.word_of_node.shape[1] - 1)].masked_fill_(ext < 2, Wc - 1)
         # kmp[b, p, g, w] for every candidate and phrase, read through one flat index (gathering the
         # candidates' whole [P, S, Wc] tables per step cost more than the rest of the step)
         flat = t.kmp.view(-1)
@@ -285,9 +293,10 @@ class NegativeState:
 
     def set_token_info(self, info: VocabInfo, device):
         self.brk = info.has_break.to(device)
-        self.lead_empty = torch.tensor([not x for x in info.lead], dtype=torch.bool, device=device)
-        self.has_inner = torch.tensor([bool(x) for x in info.inner], dtype=torch.bool, device=device)
+        self.lead_empty = info.lead_empty.to(device)
+        self.has_inner = info.has_inner.to(device)
 
     def select(self, src, node, g):
-        self.node = node
-        self.g = g
+        """Take the chosen candidates' state, in place (a captured CUDA graph reads these very tensors)."""
+        self.node.copy_(node)
+        self.g.copy_(g)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
+import numpy as np
 import torch
 
 WORD_RE = re.compile(r"\w+")
@@ -50,6 +52,21 @@ class VocabInfo:
     by_lead_break: dict[str, list[int]] = field(default_factory=dict)
     by_tail: dict[str, list[int]] = field(default_factory=dict)
     inner_ids: list[int] = field(default_factory=list)   # ids with at least one inner word
+
+    @cached_property
+    def tail_open(self) -> np.ndarray:
+        """[V] bool: the token leaves a word open (computed once: the ban tables of every batch need it)."""
+        return np.array([bool(t) for t in self.tail], dtype=bool)
+
+    @cached_property
+    def lead_empty(self) -> torch.Tensor:
+        """[V] bool: the token appends no letters to the open word."""
+        return torch.tensor([not x for x in self.lead], dtype=torch.bool)
+
+    @cached_property
+    def has_inner(self) -> torch.Tensor:
+        """[V] bool: the token holds a complete word strictly inside it."""
+        return torch.tensor([bool(x) for x in self.inner], dtype=torch.bool)
 
 
 def surface_strings(tokenizer, size: int) -> tuple[list[str], set[int]]:

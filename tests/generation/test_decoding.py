@@ -44,7 +44,7 @@ def test_equals_hf_beam_search_marian(tiny_marian, K, N, max_length, lp, early):
     _assert_equal_to_hf(tiny_marian, SOURCES, K, N, max_length, lp, early)
 
 
-def test_equals_hf_with_early_eos(tiny_marian):
+def _eos_loving(tiny_marian, init_std=0.5, eos_bias=2.5):
     """A model that likes EOS: hypotheses of different lengths finish at different steps."""
     from generation.decoding import from_objects
     from transformers import MarianConfig, MarianMTModel
@@ -53,10 +53,13 @@ def test_equals_hf_with_early_eos(tiny_marian):
     tok = tiny_marian.tokenizer
     torch.manual_seed(11)
     model = MarianMTModel(MarianConfig(**{**tiny_config_kwargs(tiny_marian.vocab.size, tok.pad_token_id),
-                                          "init_std": 0.5}))
-    model.final_logits_bias[0, tiny_marian.vocab.eos_id] = 2.5
-    m = from_objects(model, tok, "cpu")
-    _assert_equal_to_hf(m, SOURCES, 5, 3, 24, 1.0, False)
+                                          "init_std": init_std}))
+    model.final_logits_bias[0, tiny_marian.vocab.eos_id] = eos_bias
+    return from_objects(model, tok, "cpu")
+
+
+def test_equals_hf_with_early_eos(tiny_marian):
+    _assert_equal_to_hf(_eos_loving(tiny_marian), SOURCES, 5, 3, 24, 1.0, False)
 
 
 def test_equals_hf_bart_and_constraints_hold(tiny_bart_dir):
@@ -118,3 +121,53 @@ def test_stats_count_the_decoder_steps_of_every_batch(tiny_marian):
     finally:
         with torch.no_grad():
             bias.copy_(saved)
+
+
+class _Replay:
+    """Stands in for a captured CUDA graph on the CPU: each replay runs the captured step again."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.replays = 0
+
+    def replay(self):
+        self.replays += 1
+        self.fn()
+
+
+def test_graph_replayed_steps_equal_eager_steps(tiny_marian, monkeypatch):
+    """The CUDA-graph path (bookkeeping run from static buffers, the length read from the device) decodes
+    exactly as the eager path, with and without constraints; only the capture itself needs a GPU."""
+    import generation.decoding as decoding
+    from generation.decoding import dba
+
+    graphs, searches = [], []
+    monkeypatch.setattr(dba, "_graphs_supported", lambda dev: True)
+    monkeypatch.setattr(dba, "_capture", lambda fn: graphs.append(_Replay(fn)) or graphs[-1])
+    monkeypatch.setattr(decoding, "beam_search", lambda *a, **kw: searches.append(dba.beam_search(*a, **kw)) or searches[-1])
+    cons = [None, {"positive": [["cat"]], "negative": [["mat"]]}, {"negative": [["a", "b"]], "bos_avoid": [["a"]]},
+            {"positive": [["red"], ["big"]]}]
+    m = _eos_loving(tiny_marian, 0.2, 3.0)  # hypotheses finish at many steps, not only at the last (eager) one
+    for lp, early in ((1.0, False), (0.5, True), (2.0, "never")):
+        kw = dict(beam=4, nbest=4, max_length=14, length_penalty=lp, early_stopping=early, batch_size=2)
+        searches.clear()
+        eager = decode(m, SOURCES, cons, cuda_graph=False, **kw)
+        eager_rows, searches[:] = list(searches), []
+        assert any(1 < len(ids) < 13 for batch in eager_rows for hyps in batch for ids, *_ in hyps)
+        graphs.clear()
+        replayed = decode(m, SOURCES, cons, cuda_graph=True, **kw)
+        assert len(graphs) == 2 and all(g.replays >= 1 for g in graphs)  # one graph per batch, replayed
+        for e, r in zip(eager, replayed):
+            assert [(o["text"], o["score"]) for o in e.outputs] == [(o["text"], o["score"]) for o in r.outputs]
+            assert e.unsatisfiable == r.unsatisfiable
+        # token ids and raw scores exactly; length-normalised scores up to float32 rounding (the graph
+        # multiplies by 1 / len ** lp, as a GPU does; the CPU divides)
+        for e_batch, r_batch in zip(eager_rows, searches):
+            for e_hyps, r_hyps in zip(e_batch, r_batch):
+                assert [(ids, raw) for ids, raw, _ in e_hyps] == [(ids, raw) for ids, raw, _ in r_hyps]
+                assert [n for *_, n in r_hyps] == pytest.approx([n for *_, n in e_hyps], rel=1e-6)
+
+
+def test_graph_needs_a_gpu(tiny_marian):
+    with pytest.raises(ValueError, match="CUDA"):
+        decode(tiny_marian, SOURCES[:1], None, beam=2, max_length=8, cuda_graph=True)
