@@ -375,11 +375,6 @@ class SeededDraws:
         return items[:k]
 
 
-def rng_for(seed: int, system: int, text: str) -> SeededDraws:
-    """The draws of ``system`` for a reference and seed (what the selection uses)."""
-    return SeededDraws(seed, system, text)
-
-
 _EMPTY_POOL: dict[int, str] = {}  # needed -> the reason for an empty pool
 
 
