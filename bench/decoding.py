@@ -8,13 +8,16 @@
 Without ``--model`` a Marian config with random weights is built (sizes above; EOS is suppressed so every
 configuration decodes exactly ``--steps`` tokens). Rows, in one run, per (beam, batch): HF ``generate``,
 ours without constraints, ours with C = 1, 2, 4, 8 positive constraint tokens, ours with 5 and 20 negative
-phrases, each the best (``--stat median``: the median) of ``--repeat`` runs with the rows interleaved (a shared
-machine's stalls would
-otherwise land on one row). The last column is time per decoder step over ours-none's: with a real EOS
-(``--model``) constrained outputs run longer than unconstrained ones, and this separates DBA's cost per
-step from output length (with the random model every row runs the same steps, and it equals time/ours-none). Prints sentences/second, ratios to "ours, none" and to HF, and checks every output (100%
-satisfied, 0 negative violations). Targets: constrained <= 1.5x ours-none time; C=8 <= 1.25x C=1;
-ours-none <= 1.2x HF.
+phrases, each the best (``--stat median``: the median) of ``--repeat`` runs with the rows interleaved (a
+shared machine's stalls would otherwise land on one row). The last column is time per decoder step over
+ours-none's: with a real EOS (``--model``) constrained outputs run longer than unconstrained ones, and
+this separates DBA's cost per step from output length (with the random model every row runs the same
+steps, and it equals time/ours-none). Prints sentences/second, ratios to "ours, none" and to HF, and
+checks every output (100% satisfied, 0 negative violations). Targets: constrained <= 1.5x ours-none
+time; C=8 <= 1.25x C=1; ours-none <= 1.2x HF. On a GPU it first decodes 16 sentences of each (beam,
+batch) without constraints, with C=1 and C=8, and with 20 negative phrases, once with the step
+bookkeeping replayed as a CUDA graph and once eagerly, and prints whether every n-best output and score
+is equal.
 
 ``--save-model DIR`` builds the random model into DIR and keeps it. ``--hf456-python PY`` also runs
 bench/decoding_hf_constrained.py under PY (a venv with transformers 4.56, the last with ``force_words_ids``
