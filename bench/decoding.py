@@ -170,9 +170,8 @@ def main(argv=None):
             print(f"\nbeam={beam} batch={bs}")
             print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s} {'neg viol':>8s}"
                   f" {'step/ours-none':>15s}")
-            speeds, checks, step_s = {}, {}, {}
-            runs_sp, runs_step = {}, {}
-            for _ in range(a.repeat):  # rows interleaved, best of --repeat: a shared machine's stalls drop out
+            checks, runs_sp, runs_step = {}, {}, {}
+            for _ in range(a.repeat):  # rows interleaved, then each row's best (or median) of its runs
                 for kind, label, n in rows:
                     if kind == "hf":
                         sp, sat, viol = run_hf(beam, bs), None, None

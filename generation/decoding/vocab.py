@@ -131,7 +131,7 @@ def build_vocab_info(tokenizer, size: int, eos_id: int) -> VocabInfo:
         if inner[-1]:
             info.inner_ids.append(i)
     info.has_break = torch.tensor(brk, dtype=torch.bool)
-    info.boundary = info.has_break & torch.tensor([not x for x in lead], dtype=torch.bool)
+    info.boundary = info.has_break & info.lead_empty
     return info
 
 
