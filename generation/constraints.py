@@ -33,7 +33,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from .morphology import all_variants, random_verb_inflection, variants_list, verb_inflections
+from .morphology import all_variants, known_words, random_verb_inflection, variants_list, verb_inflections
 from .ppdb import _SPACY_COARSE, coarse_pos_of_spacy
 from .systems import SYSTEMS, System, get_system
 
@@ -236,13 +236,43 @@ def _negatives(word: str) -> Phrases:
     return found
 
 
-def _negatives_all(word: str) -> Phrases:
-    """negative_phrases(word, lex_all=True) on a cache miss."""
+def _lex_all_forms(word: str) -> list[str]:
+    """The tokens of ``word``'s lex-all negative phrases, built from lemminflect (a cache miss)."""
     forms: list[str] = []
     for form in variants_list(word):  # (all_variants(word), uncached: its result is cached here, as phrases)
         forms += (form, form[:1].upper() + form[1:])  # and capitalised(form)
-    unique = dict.fromkeys(forms)  # (a dict of strings only is not tracked by the garbage collector)
-    found = tuple([(form,) for form in unique])
+    return forms
+
+
+_LEX_ALL_INDEX: dict[str, str] | None = None
+
+
+def lex_all_index() -> dict[str, str]:
+    """Every word lemminflect knows whose variants are more than itself -> the tokens of its lex-all
+    negative phrases, space-separated. Built once per process (about half a second, a few MB) because a
+    word's first sight otherwise costs a walk over lemminflect's scattered tables (~7 us with the
+    caches cold, as after tagging), and most pool words are first sights in a job's early chunks.
+    Empty when lemminflect's tables cannot be read directly (every miss then takes the slow path)."""
+    global _LEX_ALL_INDEX
+    if _LEX_ALL_INDEX is None:
+        index: dict[str, str] = {}
+        for word in known_words():
+            if len(variants_list(word)) > 1:
+                index[word] = " ".join(dict.fromkeys(_lex_all_forms(word)))
+        _LEX_ALL_INDEX = index
+    return _LEX_ALL_INDEX
+
+
+def _negatives_all(word: str) -> Phrases:
+    """negative_phrases(word, lex_all=True) on a cache miss."""
+    joined = (_LEX_ALL_INDEX if _LEX_ALL_INDEX is not None else lex_all_index()).get(word)
+    if joined is not None:
+        unique = dict.fromkeys(joined.split(" "))
+    elif word.islower() and word.isalpha() and _LEX_ALL_INDEX:  # a lowercase word lemminflect has no
+        unique = dict.fromkeys((word, word[:1].upper() + word[1:]))  # other forms of: itself, capitalised
+    else:
+        unique = dict.fromkeys(_lex_all_forms(word))  # (a dict of strings only is not tracked by the gc)
+    found = tuple(zip(unique))  # (one-token phrases)
     if len(_NEGATIVES_ALL) >= _CACHE_LIMIT:
         _NEGATIVES_ALL.clear()
         _FORMS_ALL.clear()

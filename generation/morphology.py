@@ -101,6 +101,15 @@ def variants_list(word: str) -> list[str]:
     return [word, *sorted(others)]
 
 
+def known_words() -> list[str]:
+    """The lowercase words lemminflect's tables hold as words or lemmas (every other word's only variant
+    is itself); empty when its tables cannot be read directly."""
+    tables = _TABLES or _tables()
+    if tables is None:
+        return []
+    return sorted({key for table in tables for key in table if key.islower() and key.isalpha()})
+
+
 def _merged(table: dict, overrides: dict, key: str) -> dict:
     """``table[key]`` with ``overrides[key]`` laid over it, by tag (as lemminflect merges them)."""
     found = table.get(key)

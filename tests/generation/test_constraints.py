@@ -157,6 +157,28 @@ def test_lex_all_bans_variants_and_their_capitalised_forms():
     assert "proud" not in neg
 
 
+def test_lex_all_index_agrees_with_lemminflect_word_by_word():
+    """Lex-all phrases come from an index built once per process; for every word it holds, for words
+    lemminflect has no other form of, and for words written with capitals, they are the word's
+    all_variants (read from lemminflect) each in lowercase and capitalised, in that order."""
+    from generation.constraints import clear_caches, lex_all_index, negative_phrases
+    from generation.morphology import known_words
+
+    def expected(word):
+        forms = []
+        for form in all_variants(word):
+            forms += (form, form[:1].upper() + form[1:])
+        return tuple((form,) for form in dict.fromkeys(forms))
+
+    index = lex_all_index()
+    assert len(index) > 10_000 and "meant" in index
+    words = known_words()[::7] + ["zorblaxes", "okay", "Meant", "RBA", "naïve"]
+    clear_caches()
+    for word in words:
+        assert negative_phrases(word, lex_all=True) == expected(word), word
+    assert negative_phrases("zorblaxes", lex_all=True) == (("zorblaxes",), ("Zorblaxes",))
+
+
 def test_all_variants_cover_every_pos():
     assert {"mean", "means", "meaning", "meant"} <= set(all_variants("meant"))
     assert all_variants("mean")[0] == "mean"
