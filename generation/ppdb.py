@@ -5,9 +5,11 @@ A PPDB 2.0 file (``ppdb-2.0-*-lexical``, gzip or plain, several GB) has one rule
     [RB] ||| often ||| frequently ||| PPDB2.0Score=3.4 ... ||| 0-0 ||| Equivalence
 
 (LHS ||| phrase ||| paraphrase ||| features ||| alignment ||| entailment relation). It is streamed once
-into a SQLite index ``VAR_DIR/ppdb-index/<sha256 of path+mtime+size>.sqlite`` holding
-(phrase, paraphrase, coarse POS of the LHS, relation) for the three relations the systems use; later
-opens of the same unchanged file reuse the index. Malformed lines are skipped, counted, and reported
+into a SQLite index ``VAR_DIR/ppdb-index/<sha256 of format+path+mtime+size>.sqlite`` holding, for the
+three relations the systems use, one row per phrase: its distinct paraphrases grouped by (coarse POS of
+the LHS, relation) and sorted, packed into one string (a lookup is one primary-key read, grouped and
+sorted once at build time instead of on every first sight of a phrase). Later opens of the same
+unchanged file reuse the index. Malformed lines are skipped, counted, and reported
 with their line numbers (logged, and kept in the index's ``meta`` table).
 """
 from __future__ import annotations
@@ -33,6 +35,8 @@ ALL_RELATIONS = frozenset({"Equivalence", "ForwardEntailment", "ReverseEntailmen
 COARSE_CLASSES = ("noun", "verb", "adj", "adv", "other")
 MAX_REPORTED = 100  # malformed lines kept with their numbers in the index (all are counted)
 _BATCH = 50_000
+INDEX_FORMAT = "entries-v2"  # part of the index file's name: a new layout never reads an old file
+_GROUP, _FIELD = "\x1e", "\x1f"  # separators of a packed row (never in a parsed rule)
 
 _SPACY_COARSE = {"NOUN": "noun", "PROPN": "noun", "VERB": "verb", "AUX": "verb", "ADJ": "adj", "ADV": "adv"}
 
@@ -77,6 +81,8 @@ def parse_line(line: str) -> tuple[str, str, str, str] | str:
         return f"LHS {lhs[:40]!r} is not a [TAG]"
     if not phrase or not paraphrase:
         return "empty phrase or paraphrase"
+    if any(c in phrase or c in paraphrase for c in (_GROUP, _FIELD)):
+        return "control character in phrase or paraphrase"
     if relation not in ALL_RELATIONS:
         return f"unknown entailment relation {relation[:40]!r}"
     return phrase.lower(), paraphrase.lower(), coarse_pos_of_ptb(lhs), relation
@@ -85,25 +91,32 @@ def parse_line(line: str) -> tuple[str, str, str, str] | str:
 def index_path_for(path: str | Path, cache_dir: str | Path | None = None) -> Path:
     path = Path(path).resolve()
     st = path.stat()
-    digest = hashlib.sha256(f"{path}\0{st.st_mtime_ns}\0{st.st_size}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{INDEX_FORMAT}\0{path}\0{st.st_mtime_ns}\0{st.st_size}".encode()).hexdigest()
     base = Path(cache_dir) if cache_dir else Path(settings.VAR_DIR) / "ppdb-index"
     return base / f"{digest}.sqlite"
 
 
 def build_index(source: str | Path, target: str | Path) -> dict:
-    """Stream ``source`` into a fresh SQLite index at ``target`` (written to a temporary file, then
-    renamed). Returns the statistics stored in its ``meta`` table."""
+    """Stream ``source`` into a fresh SQLite index at ``target`` (rules staged in a scratch file, sorted
+    and packed per phrase into a temporary file, then renamed). Returns the statistics stored in its
+    ``meta`` table."""
     source, target = Path(source), Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.unlink(missing_ok=True)
-    stats = {"source": str(source), "lines": 0, "rules": 0, "kept": 0, "malformed": 0, "malformed_lines": []}
+    staging = tmp.with_name(tmp.name + ".rules")
+    for path in (tmp, staging):
+        path.unlink(missing_ok=True)
+    stats = {"source": str(source), "lines": 0, "rules": 0, "kept": 0, "phrases": 0, "malformed": 0,
+             "malformed_lines": []}
     db = sqlite3.connect(tmp)
     try:
+        db.execute("ATTACH DATABASE ? AS staging", (str(staging),))
         db.executescript(
             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-            "CREATE TABLE rules (phrase TEXT NOT NULL, paraphrase TEXT NOT NULL, pos TEXT NOT NULL,"
+            "PRAGMA staging.journal_mode=OFF; PRAGMA staging.synchronous=OFF;"
+            "CREATE TABLE staging.rules (phrase TEXT NOT NULL, paraphrase TEXT NOT NULL, pos TEXT NOT NULL,"
             " relation TEXT NOT NULL);"
+            "CREATE TABLE entries (phrase TEXT PRIMARY KEY, packed TEXT NOT NULL) WITHOUT ROWID;"
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
         )
         batch: list[tuple[str, str, str, str]] = []
@@ -125,25 +138,67 @@ def build_index(source: str | Path, target: str | Path) -> dict:
                 if parsed[3] in wanted and parsed[0] != parsed[1]:
                     batch.append(parsed)
                     if len(batch) >= _BATCH:
-                        db.executemany("INSERT INTO rules VALUES (?, ?, ?, ?)", batch)
+                        db.executemany("INSERT INTO staging.rules VALUES (?, ?, ?, ?)", batch)
                         stats["kept"] += len(batch)
                         batch.clear()
         if batch:
-            db.executemany("INSERT INTO rules VALUES (?, ?, ?, ?)", batch)
+            db.executemany("INSERT INTO staging.rules VALUES (?, ?, ?, ?)", batch)
             stats["kept"] += len(batch)
-        db.execute("CREATE INDEX rules_lookup ON rules (phrase)")
+        stats["phrases"] = _pack_entries(db)
         db.execute("INSERT INTO meta VALUES ('stats', ?)", (json.dumps(stats),))
         db.commit()
+        db.execute("DETACH DATABASE staging")
     except BaseException:
         db.close()
         tmp.unlink(missing_ok=True)
+        staging.unlink(missing_ok=True)
         raise
     db.close()
+    staging.unlink(missing_ok=True)
     os.replace(tmp, target)
     if stats["malformed"]:
         logger.warning("%s: %d malformed line(s) skipped (first at line %d)", source, stats["malformed"],
                        stats["malformed_lines"][0]["line"])
     return stats
+
+
+def _pack_entries(db: sqlite3.Connection) -> int:
+    """Fill ``entries`` from the staged rules, one row per phrase; returns the number of phrases.
+    (SQLite's BINARY order on UTF-8 is Python's code-point order, so each group comes out sorted.)"""
+    rows = db.execute("SELECT DISTINCT phrase, pos, relation, paraphrase FROM staging.rules"
+                      " ORDER BY phrase, pos, relation, paraphrase")
+    packed: list[tuple[str, str]] = []
+    phrases = 0
+    current, groups, key, paraphrases = None, [], None, []
+    for phrase, pos, relation, paraphrase in rows:
+        if phrase != current or (pos, relation) != key:
+            if paraphrases:
+                groups.append(_FIELD.join((*key, *paraphrases)))
+            if phrase != current:
+                if groups:
+                    packed.append((current, _GROUP.join(groups)))
+                current, groups = phrase, []
+            key, paraphrases = (pos, relation), []
+        paraphrases.append(paraphrase)
+        if len(packed) >= _BATCH:
+            db.executemany("INSERT INTO entries VALUES (?, ?)", packed)
+            phrases += len(packed)
+            packed.clear()
+    if paraphrases:
+        groups.append(_FIELD.join((*key, *paraphrases)))
+    if groups:
+        packed.append((current, _GROUP.join(groups)))
+    db.executemany("INSERT INTO entries VALUES (?, ?)", packed)
+    return phrases + len(packed)
+
+
+def _unpack(packed: str) -> dict[tuple[str, str], tuple[str, ...]]:
+    """A packed row as {(coarse POS, relation): sorted distinct paraphrases}."""
+    found = {}
+    for group in packed.split(_GROUP):
+        pos, relation, *paraphrases = group.split(_FIELD)
+        found[(pos, relation)] = tuple(paraphrases)
+    return found
 
 
 class PpdbIndex:
@@ -166,34 +221,24 @@ class PpdbIndex:
         for start in range(0, len(missing), 500):
             part = missing[start:start + 500]
             with self._lock:
-                rows = self._db.execute(
-                    "SELECT DISTINCT phrase, pos, relation, paraphrase FROM rules WHERE phrase IN (%s)"
-                    " ORDER BY phrase, paraphrase" % ",".join("?" * len(part)), part,
-                ).fetchall()
-            grouped: dict[str, dict[tuple[str, str], list[str]]] = {p: {} for p in part}
-            for phrase, pos, relation, paraphrase in rows:
-                if paraphrase != phrase:
-                    grouped[phrase].setdefault((pos, relation), []).append(paraphrase)
+                rows = self._db.execute("SELECT phrase, packed FROM entries WHERE phrase IN (%s)"
+                                        % ",".join("?" * len(part)), part).fetchall()
+            found = dict.fromkeys(part, "")
+            found.update(rows)
             if len(self._cache) >= 500_000:
                 self._cache.clear()
-            for phrase, entries in grouped.items():
-                self._cache[phrase] = {key: tuple(values) for key, values in entries.items()}
+            for phrase, packed in found.items():
+                self._cache[phrase] = _unpack(packed) if packed else {}
 
     def entries(self, phrase: str) -> dict[tuple[str, str], tuple[str, ...]]:
         """All paraphrases of a lowercase ``phrase`` by (coarse POS, relation), each tuple distinct and
-        sorted; cached. One indexed query for a phrase not seen yet (cheaper than an ``IN`` query over
-        a whole pool when selection stops at the first token that has a paraphrase)."""
+        sorted; cached. One primary-key read for a phrase not seen yet (cheaper than an ``IN`` query
+        over a whole pool when selection stops at the first token that has a paraphrase)."""
         found = self._cache.get(phrase)
         if found is None:
             with self._lock:
-                rows = self._db.execute("SELECT pos, relation, paraphrase FROM rules WHERE phrase = ?",
-                                        (phrase,)).fetchall()
-            grouped: dict[tuple[str, str], set[str]] = {}
-            for pos, relation, paraphrase in rows:
-                if paraphrase != phrase:
-                    grouped.setdefault((pos, relation), set()).add(paraphrase)
-            # Python's str order is code-point order, the same as SQLite's BINARY order on UTF-8.
-            found = {key: tuple(sorted(values)) for key, values in grouped.items()}
+                row = self._db.execute("SELECT packed FROM entries WHERE phrase = ?", (phrase,)).fetchone()
+            found = _unpack(row[0]) if row else {}
             if len(self._cache) >= 500_000:
                 self._cache.clear()
             self._cache[phrase] = found

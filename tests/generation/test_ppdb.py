@@ -62,6 +62,34 @@ def test_index_lookups_and_malformed_lines_counted(sample_ppdb, caplog):
     assert index.index_path.parent.name == "ppdb-index"
 
 
+def test_index_groups_sorts_and_deduplicates_each_phrases_paraphrases(tmp_path):
+    """Rules in any order, repeated under tags of one coarse POS, give each (POS, relation) its distinct
+    paraphrases sorted; a phrase whose rules all have other relations has none; a prefetched phrase
+    reads the same as a looked-up one."""
+    lines = [
+        f"[NNS] ||| house ||| homes ||| {F} ||| 0-0 ||| Equivalence",
+        f"[VB] ||| house ||| lodge ||| {F} ||| 0-0 ||| ForwardEntailment",
+        f"[NN] ||| house ||| home ||| {F} ||| 0-0 ||| Equivalence",
+        f"[NN] ||| house ||| homes ||| {F} ||| 0-0 ||| Equivalence",  # same as the [NNS] rule once coarse
+        f"[VB] ||| house ||| accommodate ||| {F} ||| 0-0 ||| ForwardEntailment",
+        f"[NN] ||| house ||| dwelling ||| {F} ||| 0-0 ||| ReverseEntailment",
+        f"[NN] ||| tremor ||| quake ||| {F} ||| 0-0 ||| Exclusion",
+        f"[NN] ||| bad ||| wo\x1frd ||| {F} ||| 0-0 ||| Equivalence",
+    ]
+    path = tmp_path / "ppdb-lexical"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index = open_ppdb(path)
+    expected = {("noun", "Equivalence"): ("home", "homes"), ("verb", "ForwardEntailment"): ("accommodate", "lodge"),
+                ("noun", "ReverseEntailment"): ("dwelling",)}
+    assert index.entries("house") == expected
+    assert index.entries("tremor") == {} and index.entries("bad") == {}
+    assert index.stats["phrases"] == 1 and index.stats["kept"] == 6
+    assert index.stats["malformed_lines"] == [{"line": 8, "reason": "control character in phrase or paraphrase"}]
+    index._cache.clear()
+    index.prefetch(["House", "tremor", "unknown"])
+    assert index._cache == {"house": expected, "tremor": {}, "unknown": {}}
+
+
 def test_index_is_built_once_per_file_version(sample_ppdb, monkeypatch):
     first = open_ppdb(sample_ppdb)
     ppdb_module._OPEN.clear()
@@ -108,4 +136,4 @@ def test_missing_or_broken_file(tmp_path):
     broken.write_bytes(gzip.compress(b"[NN] ||| a ||| b ||| f ||| 0-0 ||| Equivalence\n" * 50)[:40])
     with pytest.raises(PpdbError):
         open_ppdb(broken)
-    assert not list((Path(settings.VAR_DIR) / "ppdb-index").glob(".*.tmp"))
+    assert not list((Path(settings.VAR_DIR) / "ppdb-index").glob(".*.tmp*")  # nor its staged rules)
