@@ -136,4 +136,4 @@ def test_missing_or_broken_file(tmp_path):
     broken.write_bytes(gzip.compress(b"[NN] ||| a ||| b ||| f ||| 0-0 ||| Equivalence\n" * 50)[:40])
     with pytest.raises(PpdbError):
         open_ppdb(broken)
-    assert not list((Path(settings.VAR_DIR) / "ppdb-index").glob(".*.tmp*")  # nor its staged rules)
+    assert not list((Path(settings.VAR_DIR) / "ppdb-index").glob(".*.tmp*"))  # nor its staged rules
