@@ -8,8 +8,9 @@ A PPDB 2.0 file (``ppdb-2.0-*-lexical``, gzip or plain, several GB) has one rule
 into a SQLite index ``VAR_DIR/ppdb-index/<sha256 of format+path+mtime+size>.sqlite`` holding, for the
 three relations the systems use, one row per phrase: its distinct paraphrases grouped by (coarse POS of
 the LHS, relation) and sorted, packed into one string (a lookup is one primary-key read, grouped and
-sorted once at build time instead of on every first sight of a phrase). Later opens of the same
-unchanged file reuse the index. Malformed lines are skipped, counted, and reported
+sorted once at build time instead of on every first sight of a phrase), and a Bloom filter of those
+phrases (a word PPDB has no rule for, most rare words, is answered without a query). Later opens of the
+same unchanged file reuse the index. Malformed lines are skipped, counted, and reported
 with their line numbers (logged, and kept in the index's ``meta`` table).
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from .bloom import BloomFilter
 from .systems import PPDB_RELATIONS
 
 logger = logging.getLogger(__name__)
@@ -118,6 +120,7 @@ def build_index(source: str | Path, target: str | Path) -> dict:
             " relation TEXT NOT NULL);"
             "CREATE TABLE entries (phrase TEXT PRIMARY KEY, packed TEXT NOT NULL) WITHOUT ROWID;"
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "CREATE TABLE filter (bits BLOB NOT NULL);"
         )
         batch: list[tuple[str, str, str, str]] = []
         wanted = set(PPDB_RELATIONS)
@@ -145,6 +148,8 @@ def build_index(source: str | Path, target: str | Path) -> dict:
             db.executemany("INSERT INTO staging.rules VALUES (?, ?, ?, ?)", batch)
             stats["kept"] += len(batch)
         stats["phrases"] = _pack_entries(db)
+        bloom = BloomFilter.build((row[0] for row in db.execute("SELECT phrase FROM entries")), stats["phrases"])
+        db.execute("INSERT INTO filter VALUES (?)", (bytes(bloom.bits),))
         db.execute("INSERT INTO meta VALUES ('stats', ?)", (json.dumps(stats),))
         db.commit()
         db.execute("DETACH DATABASE staging")
@@ -214,6 +219,7 @@ class PpdbIndex:
         self._cache: dict[str, dict[tuple[str, str], tuple[str, ...]]] = {}
         row = self._db.execute("SELECT value FROM meta WHERE key = 'stats'").fetchone()
         self.stats: dict = json.loads(row[0]) if row else {}
+        self._filter = BloomFilter(self._db.execute("SELECT bits FROM filter").fetchone()[0])
 
     def prefetch(self, phrases) -> None:
         """Load the entries of several phrases in one query (a sentence's pool, before its lookups)."""
@@ -232,12 +238,15 @@ class PpdbIndex:
 
     def entries(self, phrase: str) -> dict[tuple[str, str], tuple[str, ...]]:
         """All paraphrases of a lowercase ``phrase`` by (coarse POS, relation), each tuple distinct and
-        sorted; cached. One primary-key read for a phrase not seen yet (cheaper than an ``IN`` query
+        sorted; cached. For a phrase not seen yet: none but the Bloom filter's test if the index has no
+        rule for it, else one primary-key read (cheaper than an ``IN`` query
         over a whole pool when selection stops at the first token that has a paraphrase)."""
         found = self._cache.get(phrase)
         if found is None:
-            with self._lock:
-                row = self._db.execute("SELECT packed FROM entries WHERE phrase = ?", (phrase,)).fetchone()
+            row = None
+            if phrase in self._filter:  # (else PPDB certainly has no rule for it)
+                with self._lock:
+                    row = self._db.execute("SELECT packed FROM entries WHERE phrase = ?", (phrase,)).fetchone()
             found = _unpack(row[0]) if row else {}
             if len(self._cache) >= 500_000:
                 self._cache.clear()
