@@ -112,6 +112,7 @@ def main() -> None:
 
     django.setup()
     from generation.constraints import build_pool, resolve_systems, select_for_all_systems, tag_sentences
+    from generation.idf import IdfValues
     from generation.nlp import load_pipeline
     from generation.ppdb import open_ppdb
     from generation.systems import PPDB_SYSTEMS, SYSTEMS
@@ -133,7 +134,7 @@ def main() -> None:
     for doc in tokenizer.pipe(sentences, batch_size=1000):
         df.update({t.text.lower() for t in doc})
     n = len(sentences)
-    idf = {token: math.log(n / count) for token, count in df.items()}
+    idf = IdfValues((token, math.log(n / count)) for token, count in df.items())  # as a job loads a table
 
     ppdb_path = work / "ppdb-synthetic-lexical"
     ppdb_lines = write_synthetic_ppdb(ppdb_path, tag_sentences(sentences[:2000], nlp=nlp))

@@ -21,7 +21,7 @@ from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
-from .idf import idf_table_load
+from .idf import IdfValues, idf_table_load
 from .models import Corpus, IdfTable
 from .shards import batched, read_jsonl_gz, write_jsonl_gz
 from .systems import PPDB_SYSTEMS, SYSTEMS, get_system
@@ -32,7 +32,7 @@ _IDF_CACHE: dict[tuple[int, str], dict[str, float]] = {}
 _IDF_LOCK = threading.Lock()
 
 
-def load_idf_table(table: IdfTable) -> dict[str, float]:
+def load_idf_table(table: IdfTable) -> IdfValues:
     """The IDF values of a stored table (read once per process and cached)."""
     key = (table.pk, table.key)
     with _IDF_LOCK:

@@ -34,6 +34,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from .morphology import all_variants, known_words, random_verb_inflection, variants_list, verb_inflections
+from .idf import IdfValues
 from .ppdb import _SPACY_COARSE, coarse_pos_of_spacy
 from .systems import SYSTEMS, System, get_system
 
@@ -135,55 +136,61 @@ Member = tuple  # (word, idf, position, pos): a PoolToken's fields as a plain tu
 
 
 _CACHE_LIMIT = 200_000  # entries of each per-word cache below; a full cache is emptied and refills
-_WORD_OF: dict[str, str] = {}  # token text -> its lowercase form if purely alphabetic, else ""; texts
-# that are odd-case forms (see _odd_case_forms) are never in it but in _ODD_WORD_OF, so that the pool's
-# pass over the tokens also finds those (usually none: then finding them costs nothing)
-_ODD_WORD_OF: dict[str, str] = {}
+_NOT_IN_POOL = ()  # a token text's entry when it never joins the pool (falsy)
+_POOL_TEXTS: dict[tuple[int, float, float], tuple[IdfValues, dict]] = {}  # (id, window) -> (table, entries)
 
 
-def _word_of(text: str, odd: list | None = None) -> str:
-    """The pool word of a token text ("" if none), remembered: one lookup then replaces isalpha + lower
-    + hashing a new string for every token of the references. An odd-case text is appended to ``odd``."""
-    word = _ODD_WORD_OF.get(text)
-    if word is None:
-        low = text.lower()
-        word = low if text.isalpha() else ""
-        if text == low or text == low[:1].upper() + low[1:]:
-            if len(_WORD_OF) >= _CACHE_LIMIT:
-                _WORD_OF.clear()
-            _WORD_OF[text] = word
-            return word
-        if len(_ODD_WORD_OF) >= _CACHE_LIMIT:
-            _ODD_WORD_OF.clear()
-        _ODD_WORD_OF[text] = word
-    if odd is not None:
+def _pool_texts(idf: Mapping[str, float], lo: float, hi: float) -> dict:
+    """Token text -> (word, IDF) if it joins the pool, else _NOT_IN_POOL, remembered per IdfValues table
+    and IDF window: one lookup per token then replaces isalpha, lower and two hashed lookups. Any other
+    mapping may change between calls, so it gets a fresh dict (nothing carried over)."""
+    if type(idf) is not IdfValues:
+        return {}
+    found = _POOL_TEXTS.get((id(idf), lo, hi))  # (the table is held below: its id cannot be reused)
+    if found is None:
+        if len(_POOL_TEXTS) >= 4:
+            _POOL_TEXTS.clear()
+        found = _POOL_TEXTS[(id(idf), lo, hi)] = (idf, {})
+    return found[1]
+
+
+def _pool_entry(text: str, idf: Mapping[str, float], lo: float, hi: float, texts: dict,
+                odd: list | None) -> tuple:
+    """A token text's entry in ``texts`` (computed on a miss, and remembered unless the text is an
+    odd-case form: those are appended to ``odd`` at each occurrence, see _odd_case_forms)."""
+    low = text.lower()
+    entry = _NOT_IN_POOL
+    if text.isalpha():
+        value = idf.get(low)
+        if value is not None and lo <= value <= hi:
+            entry = (low, value)
+        elif low in PREPOSITIONS:
+            entry = (low, 0.0 if value is None else value)
+    if text == low or text == low[:1].upper() + low[1:]:
+        if len(texts) >= _CACHE_LIMIT:
+            texts.clear()
+        texts[text] = entry
+    elif odd is not None:
         odd.append(text)
-    return word
+    return entry
 
 
-def _pool_in_order(tokens: Sequence[tuple[str, str]], get, lo: float, hi: float,
+def _pool_in_order(tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], lo: float, hi: float,
                    odd: list | None = None) -> list[Member]:
-    """The pool's members in reference order (``get``: the IDF table's ``get``); the odd-case token
-    texts are appended to ``odd``, in order."""
+    """The pool's members in reference order; the odd-case token texts are appended to ``odd``, in order."""
+    texts = _pool_texts(idf, lo, hi)
+    entry_of = texts.get
     seen: set[str] = set()
     pool: list[Member] = []
-    word_of = _WORD_OF.get
     for position, (text, pos) in enumerate(tokens):
-        word = word_of(text)
-        if word is None:
-            word = _word_of(text, odd)
-        if not word:
-            continue
-        value = get(word)  # (whether a word may join depends on the word alone: test it before `seen`)
-        if value is None or not lo <= value <= hi:
-            if word not in PREPOSITIONS:
-                continue
-            if value is None:
-                value = 0.0
-        if word in seen:
-            continue
-        seen.add(word)
-        pool.append((word, value, position, pos))
+        entry = entry_of(text)
+        if entry is None:
+            entry = _pool_entry(text, idf, lo, hi, texts, odd)
+        if entry:
+            word = entry[0]
+            if word not in seen:
+                seen.add(word)
+                pool.append((word, entry[1], position, pos))
     return pool
 
 
@@ -213,7 +220,7 @@ def build_pool(tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], *, m
     """The candidate pool, highest IDF first (ties: earlier token first)."""
     lo = settings.PARAFORGE_MIN_IDF if min_idf is None else min_idf
     hi = settings.PARAFORGE_MAX_IDF if max_idf is None else max_idf
-    return list(map(PoolToken._make, _by_idf(_pool_in_order(tokens, idf.get, lo, hi))))
+    return list(map(PoolToken._make, _by_idf(_pool_in_order(tokens, idf, lo, hi))))
 
 
 # ------------------------------------------------------------------------------------- selection
@@ -312,8 +319,7 @@ def negative_phrases(word: str, lex_all: bool = False) -> Phrases:
 def clear_caches() -> None:
     """Forget every per-word result of selection (negative phrases, morphological variants), as in a
     fresh process. For benchmarks and tests; a job never needs it."""
-    _WORD_OF.clear()
-    _ODD_WORD_OF.clear()
+    _POOL_TEXTS.clear()
     _NEGATIVES.clear()
     _NEGATIVES_ALL.clear()
     _FORMS_ALL.clear()
@@ -889,7 +895,7 @@ def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, 
     else:
         lo, hi = min_idf, max_idf
     odd_texts: list[str] = []  # gets the reference's odd-case token texts (usually none)
-    s = _Sentence(tagged, _pool_in_order(tagged.tokens, idf.get, lo, hi, odd_texts), int(seed),
+    s = _Sentence(tagged, _pool_in_order(tagged.tokens, idf, lo, hi, odd_texts), int(seed),
                   ppdb if ppdb is None else _resolve_ppdb(ppdb), rows.table_words)
     out: list[Selected] = []
     for routine, members in rows.steps:

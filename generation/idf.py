@@ -23,7 +23,20 @@ def idf_value(n_documents: int, document_frequency: int) -> float:
     return math.log(n_documents / document_frequency)
 
 
-def parse_idf_lines(lines: Iterable[str], name: str) -> dict[str, float]:
+class IdfValues(dict):
+    """A loaded IDF table, token -> IDF, that cannot change after it is built: constraint selection
+    may then remember, per table, which token texts join a reference's pool (generation/constraints.py).
+    Build one with ``IdfValues(pairs_or_mapping)``; copy it with ``dict(values)`` to edit."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("IdfValues cannot be changed; copy it with dict(...) to edit")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only
+
+
+def parse_idf_lines(lines: Iterable[str], name: str) -> IdfValues:
     """``token<TAB>idf`` lines (a header line ``token<TAB>idf`` is allowed) -> {token: idf}; a bad line
     is an IdfFileError naming ``name`` and its line number."""
     table: dict[str, float] = {}
@@ -40,10 +53,10 @@ def parse_idf_lines(lines: Iterable[str], name: str) -> dict[str, float]:
             table[parts[0]] = float(parts[1])
         except ValueError:
             raise IdfFileError(f"{name}:{number}: IDF {parts[1][:40]!r} is not a number") from None
-    return table
+    return IdfValues(table)
 
 
-def read_idf_tsv(path: str | Path) -> dict[str, float]:
+def read_idf_tsv(path: str | Path) -> IdfValues:
     """Read a local ``token<TAB>idf`` file."""
     try:
         fh = open(path, encoding="utf-8")
@@ -206,9 +219,9 @@ def iter_idf_table(table) -> Iterator[tuple[str, float]]:
                 yield token, float(value)
 
 
-def idf_table_load(table) -> dict[str, float]:
-    """An IdfTable (model instance, name or id) as a dict token -> IDF."""
-    return dict(iter_idf_table(idf_table_get(table)))
+def idf_table_load(table) -> IdfValues:
+    """An IdfTable (model instance, name or id) as IdfValues, token -> IDF."""
+    return IdfValues(iter_idf_table(idf_table_get(table)))
 
 
 def idf_table_get(table_or_name):

@@ -70,6 +70,20 @@ def test_selection_matches_snapshot(snapshot, ppdb_index, name):
     assert got == case["expected"], _first_difference(case["expected"], got, tagged)
 
 
+def test_a_loaded_idf_table_gives_the_recorded_sets_across_windows(snapshot, ppdb_index):
+    """Jobs select with IdfValues, a read-only table on which selection remembers per IDF window which
+    token texts join the pool: every case, run twice in turn on one such table (two windows alternate),
+    still gives the recorded sets."""
+    from generation.idf import IdfValues
+
+    idf, tagged = IdfValues(snapshot["idf"]), _tagged(snapshot)
+    for _ in range(2):
+        for name in CASES:
+            case = snapshot["cases"][name]
+            got = _run(case, tagged, idf, ppdb_index)
+            assert got == case["expected"], _first_difference(case["expected"], got, tagged)
+
+
 def test_snapshot_is_varied(snapshot):
     """The fixture exercises every outcome: each system gives constraint sets and (where it can) none."""
     results = [r for case in snapshot["cases"].values() for sentence in case["expected"] for r in sentence]

@@ -74,6 +74,11 @@ def test_export_import_round_trip(tmp_path, storage_dir):
     lines = out.read_text().splitlines()
     assert all(len(line.split("\t")) == 2 for line in lines)
     assert read_idf_tsv(out) == idf_table_load("tiny")
+    loaded = idf_table_load("tiny")  # read-only: selection remembers per table which texts join a pool
+    for change in (lambda: loaded.__setitem__("the", 9.0), lambda: loaded.update(the=9.0), lambda: loaded.pop("the")):
+        with pytest.raises(TypeError, match="cannot be changed"):
+            change()
+    assert loaded == read_idf_tsv(out) and dict(loaded) == loaded
     imported = idf_table_import("copy", out)
     assert imported.corpus is None and imported.n_types == 9
     assert idf_table_load(imported) == idf_table_load("tiny")
