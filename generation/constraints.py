@@ -35,7 +35,7 @@ from django.dispatch import receiver
 
 from .morphology import all_variants, known_words, random_verb_inflection, variants_list, verb_inflections
 from .idf import IdfValues
-from .ppdb import _SPACY_COARSE, coarse_pos_of_spacy
+from .ppdb import _SPACY_COARSE, ALL_RELATIONS, coarse_pos_of_spacy
 from .systems import SYSTEMS, System, get_system
 
 PREPOSITIONS = frozenset("about as at by for from in into of on onto over to with".split())
@@ -502,14 +502,23 @@ def _run_none(s: _Sentence, members, out: list) -> None:
         out.append(ConstraintSet(number, name))
 
 
+def _run_position_blocks(s: _Sentence, blocks, out: list) -> None:
+    """Blocks of three positional systems banning the first 1, 2, 3 tokens (as 32-34), with the results
+    _run_position gives them."""
+    tokens = s.tokens
+    if len(tokens) < 3:
+        for members in blocks:
+            _run_position(s, members, out)
+        return
+    first = (tokens[0][0], tokens[1][0], tokens[2][0])
+    one, two = (first[:1],), (first[:2],)
+    for (n1, m1, _, _), (n2, m2, _, _), (n3, m3, _, _) in blocks:
+        out += (ConstraintSet(n1, m1, (), (), one), ConstraintSet(n2, m2, (), (), two),
+                ConstraintSet(n3, m3, (), (), (first,)))
+
+
 def _run_position(s: _Sentence, members, out: list) -> None:
     tokens, first = s.tokens, ()
-    if len(members) == 3 and len(tokens) >= 3 and [m[3] for m in members] == [1, 2, 3]:  # as 32-34
-        first = (tokens[0][0], tokens[1][0], tokens[2][0])
-        (n1, m1, _, _), (n2, m2, _, _), (n3, m3, _, _) = members
-        out += (ConstraintSet(n1, m1, (), (), (first[:1],)), ConstraintSet(n2, m2, (), (), (first[:2],)),
-                ConstraintSet(n3, m3, (), (), (first,)))
-        return
     for number, name, _, n in members:
         if len(tokens) < n:
             out.append(NoConstraintSet(number, name, f"reference has {len(tokens)} token(s), system needs {n}"))
@@ -673,7 +682,7 @@ def _run_ppdb(s: _Sentence, members, out: list) -> None:
     entries = getattr(index, "entries", None)
     size = len(s.pool)
     matches = None
-    for number, name, needed, relation, slot in members:
+    for number, name, needed, relation, slot, relations in members:
         if size < needed:
             out.append(NoConstraintSet(number, name, s._too_small.get(needed) or s.too_small(needed)))
         elif index is None:
@@ -682,11 +691,10 @@ def _run_ppdb(s: _Sentence, members, out: list) -> None:
             out.append(_select_ppdb_by_lookup(number, name, s, relation))
         else:
             if matches is None:
-                matches = _ppdb_matches(s.pool, {m[3] for m in members}, entries)
+                matches = _ppdb_matches(s.pool, relations, entries)
             match = matches.get(relation)
             if match is None:
-                out.append(NoConstraintSet(number, name, f"no PPDB {relation} paraphrase with a matching POS for "
-                                                         "any pool token"))
+                out.append(NoConstraintSet(number, name, _NO_PPDB_MATCH[relation]))
                 continue
             word, options = match
             paraphrase = s.draws(number).choice(options) if slot is None else \
@@ -694,7 +702,11 @@ def _run_ppdb(s: _Sentence, members, out: list) -> None:
             out.append(ConstraintSet(number, name, (tuple(paraphrase.split()),), negative_phrases(word), ()))
 
 
-def _ppdb_matches(pool: list[Member], relations: set[str], entries) -> dict[str, tuple[str, tuple[str, ...]]]:
+_NO_PPDB_MATCH = {relation: f"no PPDB {relation} paraphrase with a matching POS for any pool token"
+                  for relation in ALL_RELATIONS}
+
+
+def _ppdb_matches(pool: list[Member], relations: frozenset[str], entries) -> dict[str, tuple[str, tuple[str, ...]]]:
     """For each relation, the first pool token (highest IDF first) with paraphrases of that relation
     whose coarse POS matches its own, and those paraphrases; one pass for all the relations."""
     found: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -721,7 +733,7 @@ def _select_ppdb_by_lookup(number: int, name: str, s: _Sentence, relation: str) 
         if options:
             paraphrase = s.draws(number).choice(options)
             return ConstraintSet(number, name, positive=(tuple(paraphrase.split()),), negative=negative_phrases(word))
-    return NoConstraintSet(number, name, f"no PPDB {relation} paraphrase with a matching POS for any pool token")
+    return NoConstraintSet(number, name, _NO_PPDB_MATCH[relation])
 
 
 def _slot(system: System, draws: int) -> int | None:
@@ -803,7 +815,8 @@ def _in_blocks(members, size: int, is_block, block_of, block_routine, single_rou
 
 def _with_blocks(steps: list[tuple]) -> Iterable[tuple]:
     """The steps, with every run of seven ranked negative systems that form a block (see _BLOCK, same
-    kind of ranking) run by _run_negative_blocks."""
+    kind of ranking) run by _run_negative_blocks, of three random ones by _run_random_blocks, and of
+    the three positional ones banning 1, 2, 3 tokens by _run_position_blocks."""
     for routine, members in steps:
         if routine is _run_random:
             yield from _random_blocks(members)
@@ -813,6 +826,12 @@ def _with_blocks(steps: list[tuple]) -> Iterable[tuple]:
                 lambda run: all(m[3] == run[0][3] and tuple(m[4:]) == ranks for m, ranks in zip(run, _BLOCK)),
                 lambda run: (run[0][3], tuple(m[0] for m in run), tuple(m[1] for m in run)),
                 _run_negative_blocks, _run_ranked_negative)
+        elif routine is _run_position:
+            yield from _in_blocks(members, 3, lambda run: [m[3] for m in run] == [1, 2, 3], tuple,
+                                  _run_position_blocks, _run_position)
+        elif routine is _run_ppdb:  # each member also gets the relations the run looks for
+            relations = frozenset(m[3] for m in members)
+            yield routine, tuple((*m, relations) for m in members)
         else:
             yield routine, tuple(members)
 
