@@ -125,7 +125,8 @@ def main() -> None:
     all_variants("took"), verb_inflections("took")  # load lemminflect's tables (data load is not timed)
     from generation.constraints import lex_all_index
 
-    lex_all_index()  # built from those tables once per process, as a job does (not timed)
+    lex_all_index()  # built from those tables once per process, as a job does (not timed), like the
+    # verb inflection index that verb_inflections("took") built above
     from generation.constraints import clear_caches  # per-word caches, emptied as in a fresh job process
 
     # IDF over the corpus first (tokenizer only, as the IDF job counts), so selection can run per block.

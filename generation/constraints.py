@@ -243,11 +243,11 @@ def _negatives(word: str) -> Phrases:
     return found
 
 
-def _lex_all_forms(word: str) -> list[str]:
-    """The tokens of ``word``'s lex-all negative phrases, built from lemminflect (a cache miss)."""
+def _with_capitals(variants: list[str]) -> list[str]:
+    """Each form, then capitalised(form): the tokens of lex-all negative phrases (repeats possible)."""
     forms: list[str] = []
-    for form in variants_list(word):  # (all_variants(word), uncached: its result is cached here, as phrases)
-        forms += (form, form[:1].upper() + form[1:])  # and capitalised(form)
+    for form in variants:
+        forms += (form, form[:1].upper() + form[1:])
     return forms
 
 
@@ -256,7 +256,7 @@ _LEX_ALL_INDEX: dict[str, str] | None = None
 
 def lex_all_index() -> dict[str, str]:
     """Every word lemminflect knows whose variants are more than itself -> the tokens of its lex-all
-    negative phrases, space-separated. Built once per process (about half a second, a few MB) because a
+    negative phrases, space-separated. Built once per process (about 0.4 s, a few MB) because a
     word's first sight otherwise costs a walk over lemminflect's scattered tables (~7 us with the
     caches cold, as after tagging), and most pool words are first sights in a job's early chunks.
     Empty when lemminflect's tables cannot be read directly (every miss then takes the slow path)."""
@@ -264,8 +264,9 @@ def lex_all_index() -> dict[str, str]:
     if _LEX_ALL_INDEX is None:
         index: dict[str, str] = {}
         for word in known_words():
-            if len(variants_list(word)) > 1:
-                index[word] = " ".join(dict.fromkeys(_lex_all_forms(word)))
+            variants = variants_list(word)
+            if len(variants) > 1:
+                index[word] = " ".join(dict.fromkeys(_with_capitals(variants)))
         _LEX_ALL_INDEX = index
     return _LEX_ALL_INDEX
 
@@ -278,7 +279,9 @@ def _negatives_all(word: str) -> Phrases:
     elif word.islower() and word.isalpha() and _LEX_ALL_INDEX:  # a lowercase word lemminflect has no
         unique = dict.fromkeys((word, word[:1].upper() + word[1:]))  # other forms of: itself, capitalised
     else:
-        unique = dict.fromkeys(_lex_all_forms(word))  # (a dict of strings only is not tracked by the gc)
+        # (all_variants(word), uncached: its result is cached here, as phrases; a dict of strings only
+        # is not tracked by the garbage collector)
+        unique = dict.fromkeys(_with_capitals(variants_list(word)))
     found = tuple(zip(unique))  # (one-token phrases)
     if len(_NEGATIVES_ALL) >= _CACHE_LIMIT:
         _NEGATIVES_ALL.clear()

@@ -135,6 +135,32 @@ def _all_variants_public(word: str) -> tuple[str, ...]:
 @lru_cache(maxsize=200_000)
 def verb_inflections(word: str) -> tuple[str, ...]:
     """Alphabetic inflections (and lemma) of the verb ``word`` other than ``word`` itself, sorted."""
+    index = _VERB_INDEX if _VERB_INDEX is not None else verb_inflections_index()
+    if index and word.islower() and word.isalpha():
+        return index.get(word, ())
+    return _verb_inflections_from_tables(word)
+
+
+_VERB_INDEX: dict[str, tuple[str, ...]] | None = None
+
+
+def verb_inflections_index() -> dict[str, tuple[str, ...]]:
+    """verb_inflections of every lowercase word lemminflect knows that has some (any other lowercase
+    word has none). Built once per process (about 0.2 s) because a word's first sight otherwise walks
+    lemminflect's scattered tables (~10 us with the CPU caches cold, as after tagging). Empty when
+    lemminflect's tables cannot be read directly."""
+    global _VERB_INDEX
+    if _VERB_INDEX is None:
+        index = {}
+        for word in known_words():
+            found = _verb_inflections_from_tables(word)
+            if found:
+                index[word] = found
+        _VERB_INDEX = index
+    return _VERB_INDEX
+
+
+def _verb_inflections_from_tables(word: str) -> tuple[str, ...]:
     lower = word.lower()
     tables = _TABLES or _tables()
     if tables is None:

@@ -160,13 +160,14 @@ def test_lex_all_bans_variants_and_their_capitalised_forms():
 def test_lex_all_index_agrees_with_lemminflect_word_by_word():
     """Lex-all phrases come from an index built once per process; for every word it holds, for words
     lemminflect has no other form of, and for words written with capitals, they are the word's
-    all_variants (read from lemminflect) each in lowercase and capitalised, in that order."""
+    variants by lemminflect's public getAllLemmas / getAllInflections, each in lowercase and capitalised,
+    in that order."""
     from generation.constraints import clear_caches, lex_all_index, negative_phrases
-    from generation.morphology import known_words
+    from generation.morphology import _all_variants_public, known_words
 
     def expected(word):
         forms = []
-        for form in all_variants(word):
+        for form in _all_variants_public(word.lower()):
             forms += (form, form[:1].upper() + form[1:])
         return tuple((form,) for form in dict.fromkeys(forms))
 
@@ -177,6 +178,18 @@ def test_lex_all_index_agrees_with_lemminflect_word_by_word():
     for word in words:
         assert negative_phrases(word, lex_all=True) == expected(word), word
     assert negative_phrases("zorblaxes", lex_all=True) == (("zorblaxes",), ("Zorblaxes",))
+
+
+def test_verb_inflection_index_agrees_with_lemminflects_public_functions():
+    """Positive systems read verb inflections from an index built once per process; for words it holds,
+    words it does not, and words written with capitals, they are what lemminflect's public getAllLemmas /
+    getAllInflections give."""
+    from generation.morphology import _verb_inflections_public, known_words, verb_inflections_index
+
+    assert len(verb_inflections_index()) > 10_000
+    verb_inflections.cache_clear()
+    for word in known_words()[::25] + ["took", "Took", "zorblaxed", "okay"]:
+        assert verb_inflections(word) == _verb_inflections_public(word.lower()), word
 
 
 def test_all_variants_cover_every_pos():
