@@ -421,11 +421,9 @@ class _Sentence:
     """Everything the systems share for one reference, each piece computed once and only if needed."""
 
     __slots__ = ("text", "tokens", "seed", "ppdb", "pool", "in_order", "_ascending", "_table", "ranked",
-                 "overlap", "_too_small", "_table_words")
+                 "overlap", "_too_small", "_high")
 
-    def __init__(self, sentence: TaggedSentence, in_order: list[Member], seed: int, ppdb,
-                 table_words: int = 32) -> None:
-        self._table_words = table_words  # how many words of the draw table the systems read
+    def __init__(self, sentence: TaggedSentence, in_order: list[Member], seed: int, ppdb) -> None:
         self.text = sentence.text
         self.tokens = sentence.tokens
         self.seed = seed
@@ -434,6 +432,7 @@ class _Sentence:
         self.pool = _by_idf(in_order)  # highest IDF first
         self._ascending: list[Member] | None = None
         self._table: tuple[int, ...] | None = None
+        self._high: tuple[int, ...] | None = None
         self.ranked: list[list[Phrases] | None] = [None, None, None, None]
         self.overlap = [False, False, False, False]  # lex-all phrases of the ranked words may repeat
         self._too_small: dict[int, str] = {}
@@ -447,14 +446,22 @@ class _Sentence:
 
     @property
     def table(self) -> tuple[int, ...]:
+        """The first 16 words of draw_table (one digest of its two): all but the PPDB systems' slots."""
         if self._table is None:
-            if self._table_words <= 16:  # the first 16 words of draw_table: one digest of two
-                first = _DRAWS_0.copy()
-                first.update(f"{self.seed}\x1f{self.text}".encode())
-                self._table = _UNPACK_HALF(first.digest())
-            else:
-                self._table = draw_table(self.seed, self.text)
+            first = _DRAWS_0.copy()
+            first.update(f"{self.seed}\x1f{self.text}".encode())
+            self._table = _UNPACK_HALF(first.digest())
         return self._table
+
+    def table_word(self, slot: int) -> int:
+        """Word ``slot`` of draw_table, the second digest computed only if a slot past 15 is read."""
+        if slot < 16:
+            return (self._table or self.table)[slot]
+        if self._high is None:
+            second = _DRAWS_1.copy()
+            second.update(f"{self.seed}\x1f{self.text}".encode())
+            self._high = _UNPACK_HALF(second.digest())
+        return self._high[slot - 16]
 
     def draws(self, system: int) -> SeededDraws:
         return SeededDraws(self.seed, system, self.text, draw_table(self.seed, self.text))
@@ -700,9 +707,12 @@ def _run_ppdb(s: _Sentence, members, out: list) -> None:
                 out.append(NoConstraintSet(number, name, _NO_PPDB_MATCH[relation]))
                 continue
             word, options = match
-            paraphrase = s.draws(number).choice(options) if slot is None else \
-                options[(s._table or s.table)[slot] % len(options)]
-            out.append(ConstraintSet(number, name, (tuple(paraphrase.split()),), negative_phrases(word), ()))
+            if slot is None:
+                paraphrase = s.draws(number).choice(options)
+            else:  # (one option: no draw needed, as SeededDraws.choice would take it whatever the word)
+                paraphrase = options[s.table_word(slot) % len(options)] if len(options) > 1 else options[0]
+            out.append(ConstraintSet(number, name, (tuple(paraphrase.split()),),
+                                     _NEGATIVES.get(word) or _negatives(word), ()))
 
 
 _NO_PPDB_MATCH = {relation: f"no PPDB {relation} paraphrase with a matching POS for any pool token"
@@ -877,12 +887,10 @@ class SystemList(tuple):
     select_for_all_systems skips the per-call lookup."""
 
     steps: tuple  # see _steps
-    table_words: int  # how many words of a sentence's draw table these systems read
 
     def __new__(cls, rows: Iterable[System]):
         self = super().__new__(cls, rows)
         self.steps = _steps(self)
-        self.table_words = max((sum(_SLOTS[s.number]) for s in self if s.number in _SLOTS), default=0)
         return self
 
 
@@ -918,7 +926,7 @@ def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, 
         lo, hi = min_idf, max_idf
     odd_texts: list[str] = []  # gets the reference's odd-case token texts (usually none)
     s = _Sentence(tagged, _pool_in_order(tagged.tokens, idf, lo, hi, odd_texts), int(seed),
-                  ppdb if ppdb is None else _resolve_ppdb(ppdb), rows.table_words)
+                  ppdb if ppdb is None else _resolve_ppdb(ppdb))
     out: list[Selected] = []
     for routine, members in rows.steps:
         routine(s, members, out)
