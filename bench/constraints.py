@@ -10,20 +10,25 @@ sts-dev.csv, when present; otherwise seeded synthetic sentences), computes an ID
   built before timing);
 - tagging + selection (37 systems);
 
-and the ratio selection/tagging (target >= 20x). Tagging and selection are timed block by block
-(1,000 sentences each, back to back) so that both see the same load on a shared machine.
+and the ratio selection/tagging (target >= 20x). Tagging and selection are timed block by block, as
+the constraint job interleaves them: it tags a batch of ``--batch-size`` references with spaCy, selects
+for them, then tags the next batch; each block here is one such batch (``--block N`` sets another
+size: before 2026-11-23 the bench used 1,000-sentence blocks, ~5% harder on selection, whose memory a
+bigger block of tagging evicts more of). Timing block by block also gives both the same load on a
+shared machine.
 
 What "selection alone" measures: ``select_for_all_systems`` per tagged sentence, all results built
 (and counted, then dropped, as the job streams them out). It starts cold, as a fresh job process:
-``generation.constraints.clear_caches()`` empties every per-word cache of selection (token words,
-negative phrases, morphological variants) and the PPDB index's phrase cache is emptied; only what a
-job loads once per process is ready before timing (spaCy model, lemminflect's tables, the PPDB
-index file). Caches then fill as in a job: on each block the 34-system pass runs first (it pays the
+``generation.constraints.clear_caches()`` empties every per-word cache of selection (token texts'
+pool entries, negative phrases, morphological variants) and the PPDB index's phrase cache is emptied;
+only what a job loads once per process is ready before timing (spaCy model, the IDF table, the PPDB
+index file, and what ``load_selection_tables()`` loads: lemminflect's tables and the lex-all and verb
+inflection indexes built from them, after which it calls ``gc.freeze()``, as the job does). Caches then fill as in a job: on each block the 34-system pass runs first (it pays the
 morphology misses), then the 37-system pass (it pays the PPDB lookups). The ratio line is
 tagging seconds / selection seconds over that first, cold pass. A second selection pass over all
 sentences (warm caches, no tagging in between) is printed too, for information.
 
-    .venv/bin/python bench/constraints.py [--n 10000] [--batch-size 256]
+    .venv/bin/python bench/constraints.py [--n 10000] [--batch-size 256] [--block N]
 """
 from __future__ import annotations
 
@@ -101,8 +106,11 @@ def timed(fn):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=256, help="spaCy nlp.pipe batch size (the job's)")
+    parser.add_argument("--block", type=int, default=None,
+                        help="sentences tagged, then selected, per block (default: --batch-size, as the job)")
     args = parser.parse_args()
+    block_size = args.block or args.batch_size
 
     work = Path(tempfile.mkdtemp(prefix="paraforge-bench-constraints-"))
     sys.path.insert(0, str(ROOT))
@@ -120,14 +128,7 @@ def main() -> None:
     sentences, source = load_sentences(args.n)
     nlp = load_pipeline(tagger=True)
     list(nlp.pipe(sentences[:200], batch_size=args.batch_size))  # warm-up (model load is not timed)
-    from generation.morphology import all_variants, verb_inflections
-
-    all_variants("took"), verb_inflections("took")  # load lemminflect's tables (data load is not timed)
-    from generation.constraints import lex_all_index
-
-    lex_all_index()  # built from those tables once per process, as a job does (not timed), like the
-    # verb inflection index that verb_inflections("took") built above
-    from generation.constraints import clear_caches  # per-word caches, emptied as in a fresh job process
+    from generation.constraints import clear_caches, load_selection_tables
 
     # IDF over the corpus first (tokenizer only, as the IDF job counts), so selection can run per block.
     tokenizer = load_pipeline(tagger=False)
@@ -151,15 +152,18 @@ def main() -> None:
                 sets += r.is_constraint_set
         return sets
 
-    # Interleaved blocks: tagging and selection of the same 1,000 sentences run back to back, so both
-    # see the same load on a shared machine. Per-word caches start cold and fill as a job's would.
+    # Interleaved blocks: tagging and selection of the same block run back to back, as in the job (and
+    # both see the same load on a shared machine). Per-word caches start cold and fill as a job's would.
+    load_selection_tables()  # lemminflect's tables and the indexes built from them, then gc.freeze(),
+    # once per process as a job does before its first reference (not timed)
     clear_caches()
     ppdb._cache.clear()
     t_tag = t_sel34 = t_sel37 = 0.0
     sets37 = 0
     tagged: list = []
-    for start in range(0, n, 1000):
-        block, dt = timed(lambda: tag_sentences(sentences[start:start + 1000], nlp=nlp, batch_size=args.batch_size))
+    for start in range(0, n, block_size):
+        block, dt = timed(lambda: tag_sentences(sentences[start:start + block_size], nlp=nlp,
+                                                batch_size=args.batch_size))
         t_tag += dt
         tagged.extend(block)
         t_sel34 += timed(lambda: select(block, no_ppdb, False))[1]
@@ -173,6 +177,7 @@ def main() -> None:
     print(f"sentences: {n} from {source}; mean tokens {sum(len(s.tokens) for s in tagged) / n:.1f}; "
           f"mean pool size {sum(pool_sizes) / n:.2f} (IDF window 7.0-17.0 + prepositions)")
     print(f"synthetic PPDB: {ppdb_lines} rules; constraint sets {sets37} of {n * 37} (rest: no constraint set)")
+    print(f"blocks of {block_size} sentences: tagged, then selected, as the job does with its batches")
     rows = [
         ("tagging alone (nlp.pipe, batch %d)" % args.batch_size, t_tag),
         ("selection alone, 34 systems (no PPDB)", t_sel34),

@@ -20,7 +20,7 @@ from django.conf import settings
 from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
-from .constraints import resolve_systems, select_for_all_systems, tag_sentences
+from .constraints import load_selection_tables, resolve_systems, select_for_all_systems, tag_sentences
 from .idf import IdfValues, idf_table_load
 from .models import Corpus, IdfTable
 from .shards import batched, read_jsonl_gz, write_jsonl_gz
@@ -95,6 +95,7 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
     from .nlp import load_pipeline
 
     nlp = load_pipeline(tagger=True)
+    load_selection_tables()
     total = int(chunk.params.get("n_records") or 0)
     counts = {str(s.number): {"sets": 0, "none": 0} for s in systems}
     done = [0]

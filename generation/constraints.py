@@ -21,6 +21,7 @@ whatever the order or batch in which sentences are processed and whichever other
 from __future__ import annotations
 
 
+import gc
 import hashlib
 import json
 import struct
@@ -33,7 +34,8 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from .morphology import all_variants, known_words, random_verb_inflection, variants_list, verb_inflections
+from .morphology import (all_variants, known_words, random_verb_inflection, variants_list, verb_inflections,
+                         verb_inflections_index)
 from .idf import IdfValues
 from .ppdb import _SPACY_COARSE, ALL_RELATIONS, coarse_pos_of_spacy
 from .systems import SYSTEMS, System, get_system
@@ -269,6 +271,26 @@ def lex_all_index() -> dict[str, str]:
                 index[word] = " ".join(dict.fromkeys(_with_capitals(variants)))
         _LEX_ALL_INDEX = index
     return _LEX_ALL_INDEX
+
+
+_TABLES_LOADED = False
+
+
+def load_selection_tables() -> None:
+    """Load what selection reads for every reference -- lemminflect's tables, the lex-all and verb
+    inflection indexes built from them -- once per process, then take everything loaded so far (these
+    tables, spaCy's model if loaded, Django) out of the cyclic garbage collector's scans with
+    ``gc.freeze()``. Millions of long-lived objects otherwise make each full collection take ~0.2 s,
+    and selection allocates enough to trigger them. Jobs call it before their first reference; a
+    second call does nothing."""
+    global _TABLES_LOADED
+    if _TABLES_LOADED:
+        return
+    lex_all_index()
+    verb_inflections_index()
+    gc.collect()
+    gc.freeze()
+    _TABLES_LOADED = True
 
 
 def _negatives_all(word: str) -> Phrases:
