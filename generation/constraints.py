@@ -34,9 +34,9 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from .idf import IdfValues
 from .morphology import (all_variants, known_words, random_verb_inflection, variants_list, verb_inflections,
                          verb_inflections_index)
-from .idf import IdfValues
 from .ppdb import _SPACY_COARSE, ALL_RELATIONS, coarse_pos_of_spacy
 from .systems import SYSTEMS, System, get_system
 
@@ -150,7 +150,7 @@ def _pool_texts(idf: Mapping[str, float], lo: float, hi: float) -> dict:
         return {}
     found = _POOL_TEXTS.get((id(idf), lo, hi))  # (the table is held below: its id cannot be reused)
     if found is None:
-        if len(_POOL_TEXTS) >= 4:
+        if len(_POOL_TEXTS) >= 2:  # (a job uses one table and window; two keeps an alternation cheap)
             _POOL_TEXTS.clear()
         found = _POOL_TEXTS[(id(idf), lo, hi)] = (idf, {})
     return found[1]
@@ -342,8 +342,9 @@ def negative_phrases(word: str, lex_all: bool = False) -> Phrases:
 
 
 def clear_caches() -> None:
-    """Forget every per-word result of selection (negative phrases, morphological variants), as in a
-    fresh process. For benchmarks and tests; a job never needs it."""
+    """Forget every per-word result of selection (token texts' pool entries, negative phrases,
+    morphological variants), as in a fresh process; the tables load_selection_tables() loads stay. For
+    benchmarks and tests; a job never needs it."""
     _POOL_TEXTS.clear()
     _NEGATIVES.clear()
     _NEGATIVES_ALL.clear()

@@ -35,6 +35,9 @@ class IdfValues(dict):
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only
 
+    def __reduce__(self):  # (pickle and copy would otherwise refill it item by item)
+        return IdfValues, (dict(self),)
+
 
 def parse_idf_lines(lines: Iterable[str], name: str) -> IdfValues:
     """``token<TAB>idf`` lines (a header line ``token<TAB>idf`` is allowed) -> {token: idf}; a bad line

@@ -1,5 +1,7 @@
+import copy
 import json
 import math
+import pickle
 
 import boto3
 import pytest
@@ -79,6 +81,7 @@ def test_export_import_round_trip(tmp_path, storage_dir):
         with pytest.raises(TypeError, match="cannot be changed"):
             change()
     assert loaded == read_idf_tsv(out) and dict(loaded) == loaded
+    assert pickle.loads(pickle.dumps(loaded)) == loaded and type(copy.copy(loaded)) is type(loaded)
     imported = idf_table_import("copy", out)
     assert imported.corpus is None and imported.n_types == 9
     assert idf_table_load(imported) == idf_table_load("tiny")
