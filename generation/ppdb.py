@@ -283,8 +283,34 @@ def open_ppdb(path: str | Path, *, cache_dir: str | Path | None = None) -> PpdbI
             return index
         if not target.is_file():
             try:
-                build_index(source, target)
+                build_index(source.resolve(), target)
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
                 raise PpdbError(f"cannot read PPDB file {path}: {exc}") from None
+            _remove_superseded(target, source)
         index = _OPEN[target] = PpdbIndex(target, source)
         return index
+
+
+def _remove_superseded(target: Path, source: Path) -> list[Path]:
+    """Delete the other index files beside ``target`` that were built from the same PPDB file (an
+    earlier version of it, or an earlier index format): an index of a large PPDB file takes GBs. A
+    process still reading one keeps it until it closes it (POSIX unlink)."""
+    names = {str(source), str(source.resolve())}
+    removed = []
+    for other in target.parent.glob("*.sqlite"):
+        if other == target:
+            continue
+        try:
+            db = sqlite3.connect(f"file:{other}?mode=ro", uri=True)
+            try:
+                row = db.execute("SELECT value FROM meta WHERE key = 'stats'").fetchone()
+            finally:
+                db.close()
+            if row and json.loads(row[0]).get("source") in names:
+                other.unlink()
+                removed.append(other)
+        except (sqlite3.Error, OSError, ValueError):
+            continue  # not an index of ours, or gone already
+    if removed:
+        logger.info("removed %d superseded PPDB index file(s) of %s", len(removed), source)
+    return removed

@@ -98,6 +98,22 @@ def test_index_is_built_once_per_file_version(sample_ppdb, monkeypatch):
     assert again.index_path == first.index_path
 
 
+def test_a_changed_file_gets_a_new_index_and_the_old_one_is_removed(tmp_path):
+    """An index is per file version; when the file changes, the next open builds a new index and
+    deletes the superseded one (they take GBs for a large PPDB), and leaves other files' indexes."""
+    cache = tmp_path / "cache"
+    path, other = tmp_path / "ppdb-lexical", tmp_path / "ppdb-other"
+    path.write_text(SAMPLE[0] + "\n", encoding="utf-8")
+    other.write_text(SAMPLE[4] + "\n", encoding="utf-8")
+    first, kept = open_ppdb(path, cache_dir=cache), open_ppdb(other, cache_dir=cache)
+    assert first.lookup("often", "adv", "Equivalence") == ("frequently",)
+    path.write_text(SAMPLE[0] + "\n" + SAMPLE[1] + "\n", encoding="utf-8")
+    second = open_ppdb(path, cache_dir=cache)
+    assert second.index_path != first.index_path
+    assert second.lookup("often", "adv", "Equivalence") == ("frequently", "regularly")
+    assert sorted(cache.glob("*.sqlite")) == sorted([second.index_path, kept.index_path])
+
+
 def test_ppdb_systems_ban_the_original_and_require_the_paraphrase(sample_ppdb):
     index = open_ppdb(sample_ppdb)
     equ = select_constraints(35, QUAKES, QUAKES_IDF, ppdb=index)  # Tab. 1: ⊖ often ⊕ frequently
