@@ -28,7 +28,7 @@ from .systems import PPDB_SYSTEMS, SYSTEMS, get_system
 
 KIND = "select_constraints"
 
-_IDF_CACHE: dict[tuple[int, str], dict[str, float]] = {}
+_IDF_CACHE: dict[tuple[int, str], IdfValues] = {}
 _IDF_LOCK = threading.Lock()
 
 

@@ -35,8 +35,8 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from .idf import IdfValues
-from .morphology import (all_variants, known_words, random_verb_inflection, variants_list, verb_inflections,
-                         verb_inflections_index)
+from .morphology import (all_variants, in_known_form, known_words, random_verb_inflection, variants_list,
+                         verb_inflections, verb_inflections_index)
 from .ppdb import _SPACY_COARSE, ALL_RELATIONS, coarse_pos_of_spacy
 from .systems import SYSTEMS, System, get_system
 
@@ -299,8 +299,8 @@ def load_selection_tables() -> None:
     verb_inflections_index()
     gc.collect()
     gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(max(gc.get_threshold()[0], _GC_YOUNG_THRESHOLD), older, oldest)
+    young, older, oldest = gc.get_threshold()
+    gc.set_threshold(max(young, _GC_YOUNG_THRESHOLD), older, oldest)
     _TABLES_LOADED = True
 
 
@@ -309,7 +309,7 @@ def _negatives_all(word: str) -> Phrases:
     joined = (_LEX_ALL_INDEX if _LEX_ALL_INDEX is not None else lex_all_index()).get(word)
     if joined is not None:
         unique = dict.fromkeys(joined.split(" "))
-    elif word.islower() and word.isalpha() and _LEX_ALL_INDEX:  # a lowercase word lemminflect has no
+    elif _LEX_ALL_INDEX and in_known_form(word):  # a lowercase word lemminflect has no
         unique = dict.fromkeys((word, word[:1].upper() + word[1:]))  # other forms of: itself, capitalised
     else:
         # (all_variants(word), uncached: its result is cached here, as phrases; a dict of strings only

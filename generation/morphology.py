@@ -101,13 +101,25 @@ def variants_list(word: str) -> list[str]:
     return [word, *sorted(others)]
 
 
+def in_known_form(word: str) -> bool:
+    """Whether ``word`` is written as known_words() are (lowercase, alphabetic): for such a word, not being
+    among them means lemminflect has no other form of it."""
+    return word.islower() and word.isalpha()
+
+
 def known_words() -> list[str]:
     """The lowercase words lemminflect's tables hold as words or lemmas (every other word's only variant
     is itself); empty when its tables cannot be read directly."""
+    return list(_known_words())
+
+
+@lru_cache(maxsize=1)
+def _known_words() -> tuple[str, ...]:
+    """known_words(), read once: both indexes built from lemminflect's tables walk them."""
     tables = _TABLES or _tables()
     if tables is None:
-        return []
-    return sorted({key for table in tables for key in table if key.islower() and key.isalpha()})
+        return ()
+    return tuple(sorted({key for table in tables for key in table if in_known_form(key)}))
 
 
 def _merged(table: dict, overrides: dict, key: str) -> dict:
@@ -136,7 +148,7 @@ def _all_variants_public(word: str) -> tuple[str, ...]:
 def verb_inflections(word: str) -> tuple[str, ...]:
     """Alphabetic inflections (and lemma) of the verb ``word`` other than ``word`` itself, sorted."""
     index = _VERB_INDEX if _VERB_INDEX is not None else verb_inflections_index()
-    if index and word.islower() and word.isalpha():
+    if index and in_known_form(word):
         return index.get(word, ())
     return _verb_inflections_from_tables(word)
 
