@@ -80,6 +80,31 @@ def build_bart(folder, seed=0):
     return out
 
 
+def build_t5(folder, vocab_size=300, seed=0):
+    """T5 as Hugging Face lays it out: <pad>=0 doubles as the decoder start, </s>=1, <unk>=2, "▁" marks
+    a word start, relative position buckets instead of embeddings."""
+    import sentencepiece as spm
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    text = folder / "corpus.txt"
+    text.write_text("\n".join(corpus()) + "\n")
+    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(folder / "sp"), vocab_size=vocab_size,
+                                   character_coverage=1.0, model_type="unigram", pad_id=0, eos_id=1, unk_id=2,
+                                   bos_id=-1, minloglevel=2, hard_vocab_limit=False)
+    sp = spm.SentencePieceProcessor(model_file=str(folder / "sp.model"))
+    tok = T5Tokenizer(vocab=[(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())], extra_ids=0)
+    torch.manual_seed(seed)
+    model = T5ForConditionalGeneration(T5Config(
+        vocab_size=len(tok), d_model=32, d_kv=16, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=2,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id))
+    out = folder / "model"
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
 @pytest.fixture(scope="session")
 def tiny_marian_dir(tmp_path_factory):
     return build_marian(tmp_path_factory.mktemp("tiny_marian"))
@@ -94,3 +119,8 @@ def tiny_marian(tiny_marian_dir):
 @pytest.fixture(scope="session")
 def tiny_bart_dir(tmp_path_factory):
     return build_bart(tmp_path_factory.mktemp("tiny_bart"))
+
+
+@pytest.fixture(scope="session")
+def tiny_t5_dir(tmp_path_factory):
+    return build_t5(tmp_path_factory.mktemp("tiny_t5"))

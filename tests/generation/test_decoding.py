@@ -74,6 +74,30 @@ def test_equals_hf_bart_and_constraints_hold(tiny_bart_dir):
             assert violations(o["text"], normalise_constraints(c)) == []
 
 
+def test_equals_hf_t5_and_constraints_hold(tiny_t5_dir):
+    """T5's pad is also its decoder start and a token the model may emit, so HF's sequences are compared
+    position by position over our tokens, the rest only padding or EOS."""
+    from generation.decoding import normalise_constraints, violations
+    m = load_model(tiny_t5_dir, device="cpu")
+    K, N, max_length = 3, 2, 14
+    out = _hf(m, SOURCES, num_beams=K, num_return_sequences=N, max_length=max_length)
+    ours = decode(m, SOURCES, None, beam=K, nbest=N, max_length=max_length, batch_size=len(SOURCES))
+    specials = {m.vocab.eos_id, m.tokenizer.pad_token_id}
+    for i, r in enumerate(ours):
+        for j, o in enumerate(r.outputs):
+            ids = m.tokenizer.convert_tokens_to_ids(o["tokens"])
+            hf_ids = out.sequences[i * N + j].tolist()[1:]
+            assert hf_ids[: len(ids)] == ids, (i, j)
+            assert set(hf_ids[len(ids):]) <= specials
+            gen_len = len(ids) + (len(ids) < max_length - 1)  # + EOS unless it stopped at max_length
+            assert o["score"] / gen_len == pytest.approx(float(out.sequences_scores[i * N + j]), abs=1e-4)
+    c = {"positive": [["cat"]], "negative": [["the"], ["a", "a"]], "bos_avoid": [["How"]]}  # "How" = "▁Ho" "w"
+    for r in decode(m, SOURCES, [c] * len(SOURCES), beam=4, nbest=2, max_length=20):
+        assert not r.unsatisfiable and r.safety_net_dropped == 0
+        for o in r.outputs:
+            assert violations(o["text"], normalise_constraints(c)) == []  # "cat" present, as a whole word
+
+
 def test_load_model_errors(tmp_path):
     with pytest.raises(ModelFolderError, match="does not exist"):
         load_model(tmp_path / "missing")
