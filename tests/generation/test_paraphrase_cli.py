@@ -1,6 +1,7 @@
 """``manage.py paraphrase``: output shape and order, constraint files, errors."""
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -8,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 
-def _run(tmp_path, model_dir, lines, constraints=None, *extra):
+def _run(tmp_path, model_dir, lines, constraints=None, *extra, stderr=None):
     inp = tmp_path / "in.txt"
     inp.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.jsonl"
@@ -18,7 +19,7 @@ def _run(tmp_path, model_dir, lines, constraints=None, *extra):
         cf = tmp_path / "c.jsonl"
         cf.write_text("\n".join(constraints) + "\n")
         args += ["--constraints", str(cf)]
-    call_command("paraphrase", *args)
+    call_command("paraphrase", *args, stderr=stderr)
     return [json.loads(x) for x in out.read_text().splitlines()]
 
 
@@ -52,3 +53,46 @@ def test_cli_errors(tmp_path, tiny_marian_dir):
         _run(tmp_path, tiny_marian_dir, ["x"], ["{}", "{}"])
     with pytest.raises(CommandError, match="line 2: malformed JSON"):
         _run(tmp_path, tiny_marian_dir, ["x", "y"], ["{}", "{oops"])
+    with pytest.raises(CommandError, match="--batch-size must be at least 1"):
+        _run(tmp_path, tiny_marian_dir, ["x"], None, "--batch-size", "0")
+    with pytest.raises(CommandError, match="--max-length must be at least 2"):
+        _run(tmp_path, tiny_marian_dir, ["x"], None, "--max-length", "1")
+
+
+def test_bad_constraint_value_names_its_line_before_the_model_loads(tmp_path):
+    with pytest.raises(CommandError, match=r"c.jsonl: line 2: 'positive' must be a list of phrases"):
+        _run(tmp_path, tmp_path / "no-model-needed-yet", ["x", "y"], ["{}", '{"positive": "often"}'])
+    with pytest.raises(CommandError, match=r"line 1: 'negative': empty phrase"):
+        _run(tmp_path, tmp_path / "no-model-needed-yet", ["x"], ['{"negative": [["?"]]}'])
+
+
+def test_blocks_are_written_in_order_with_progress(tmp_path, tiny_marian_dir):
+    from generation.management.commands.paraphrase import BLOCK_BATCHES
+
+    n = BLOCK_BATCHES + 4  # --batch-size 1: two blocks
+    lines = [f"line {i} the cat" for i in range(n)]
+    err = io.StringIO()
+    rows = _run(tmp_path, tiny_marian_dir, lines, None, "--batch-size", "1", stderr=err)
+    assert [r["source"] for r in rows] == lines
+    progress = err.getvalue().splitlines()
+    assert progress[0].startswith(f"{BLOCK_BATCHES}/{n} inputs decoded")
+    assert progress[-1].startswith(f"{n} inputs decoded, 0 unsatisfiable")
+
+
+def test_interrupted_run_leaves_the_old_output_and_no_partial_file(tmp_path, tiny_marian_dir, monkeypatch):
+    import generation.decoding as decoding
+
+    real, calls = decoding.decode, []
+
+    def interrupted(*a, **kw):  # Ctrl-C during the second block
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(decoding, "decode", interrupted)
+    (tmp_path / "out.jsonl").write_text("earlier run\n")
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, tiny_marian_dir, ["a b c"] * 40, None, "--batch-size", "2")
+    assert (tmp_path / "out.jsonl").read_text() == "earlier run\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == ["out.jsonl"]

@@ -14,10 +14,16 @@ line, in order::
      "unsatisfiable": false}
 
 (``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty.)
+
+Every constraint line is checked before the model loads (errors name the line). Inputs are decoded in
+blocks of ``16 x --batch-size`` lines, each block's rows written as it finishes with a progress line on
+stderr; ``OUT.jsonl`` appears (atomically) only once every line is decoded. Corpora too big for one
+process go through ``manage.py generate`` (chunked, resumable Celery jobs).
 """
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -37,7 +43,13 @@ def read_inputs(path: str) -> tuple[list[str], list[str | None]]:
     return sources, refs
 
 
+BLOCK_BATCHES = 16  # batches per written block: progress and bounded memory, full batches on the device
+
+
 def read_constraints(path: str, n_inputs: int) -> list[dict]:
+    """One constraint object per input line, each checked now so that a bad line fails before decoding."""
+    from generation.decoding import ConstraintError, normalise_constraints
+
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     if len(lines) != n_inputs:
         raise CommandError(f"{path}: {len(lines)} constraint lines for {n_inputs} input lines (one per input line needed)")
@@ -49,6 +61,10 @@ def read_constraints(path: str, n_inputs: int) -> list[dict]:
             raise CommandError(f"{path}: line {no}: malformed JSON ({exc.msg})") from None
         if not isinstance(value, dict):
             raise CommandError(f"{path}: line {no}: expected a JSON object")
+        try:
+            normalise_constraints(value)
+        except ConstraintError as exc:
+            raise CommandError(_one_line(f"{path}: line {no}: {exc}")) from None
         out.append(value)
     return out
 
@@ -104,10 +120,14 @@ class Command(BaseCommand):
                             help="order each n-best list by word Levenshtein distance to the reference (ties: score)")
 
     def handle(self, *args, **o) -> None:
-        from generation.decoding import ConstraintError, ModelFolderError, decode, load_model
+        from generation.decoding import ModelFolderError, decode, load_model
 
         if o["beam"] < 1 or o["nbest"] < 1 or o["nbest"] > o["beam"]:
             raise CommandError("need 1 <= --nbest <= --beam")
+        if o["batch_size"] < 1:
+            raise CommandError("--batch-size must be at least 1")
+        if o["max_length"] < 2:
+            raise CommandError("--max-length must be at least 2 (it counts the decoder start token)")
         if o["constraints"] and o["system"]:
             raise CommandError("give either --constraints or --system, not both")
         if o["system"] and not o["idf"]:
@@ -134,17 +154,26 @@ class Command(BaseCommand):
             model = load_model(o["model"], device=o["device"])
         except ModelFolderError as exc:
             raise CommandError(_one_line(exc)) from None
-        try:
-            results = decode(model, sources, cons, beam=o["beam"], nbest=o["nbest"], max_length=o["max_length"],
-                             length_penalty=o["length_penalty"], batch_size=o["batch_size"],
-                             rerank_dissimilar=o["rerank_dissimilar"], references=refs)
-        except ConstraintError as exc:
-            raise CommandError(_one_line(f"bad constraint value: {exc}")) from None
         out = Path(o["output"])
         tmp = out.with_name(out.name + ".tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            for r in results:
-                fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
-        tmp.replace(out)
-        n_unsat = sum(r.unsatisfiable for r in results)
-        self.stderr.write(f"{len(results)} inputs decoded, {n_unsat} unsatisfiable -> {out}")
+        block = BLOCK_BATCHES * o["batch_size"]
+        n_unsat, started = 0, time.monotonic()
+        try:
+            with tmp.open("w", encoding="utf-8") as fh:
+                for k in range(0, len(sources), block):
+                    results = decode(model, sources[k:k + block], cons[k:k + block], beam=o["beam"],
+                                     nbest=o["nbest"], max_length=o["max_length"],
+                                     length_penalty=o["length_penalty"], batch_size=o["batch_size"],
+                                     rerank_dissimilar=o["rerank_dissimilar"], references=refs[k:k + block])
+                    for r in results:
+                        fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+                    n_unsat += sum(r.unsatisfiable for r in results)
+                    done = k + len(results)
+                    if done < len(sources):
+                        rate = done / max(time.monotonic() - started, 1e-9)
+                        self.stderr.write(f"{done}/{len(sources)} inputs decoded ({rate:.1f}/s)")
+            tmp.replace(out)
+        except BaseException:  # interrupted or failed: no half-written file left beside OUT
+            tmp.unlink(missing_ok=True)
+            raise
+        self.stderr.write(f"{len(sources)} inputs decoded, {n_unsat} unsatisfiable -> {out}")
