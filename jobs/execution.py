@@ -230,7 +230,8 @@ def job_launch(*, kind: str, params: dict[str, Any], label: str = "", wait: bool
 def job_wait(*, job_id: int, timeout: float | None = None, poll: float = 0.5) -> Job:
     """Block until the job ends, polling its row."""
     if not workers_available():
-        print(f"waiting for a Celery worker to take job {job_id} ...", file=sys.stderr)
+        print(f"waiting for a Celery worker to take job {job_id} (none is running: start one, or run the job in "
+              f"this process with manage.py job run-here {job_id}) ...", file=sys.stderr)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         job = Job.objects.get(pk=job_id)

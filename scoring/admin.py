@@ -18,6 +18,7 @@ from .models import Regressor, Release, ScoredResource
 from .release_filters import FilterError, parse_filters
 from .release_job import export_release_start
 from .releases import FORMATS, ReleaseError, next_version, release_files, scoring_for
+from .scoring_job import scoring_job_running
 
 
 @admin.register(Regressor)
@@ -98,7 +99,9 @@ class ScoredResourceAdmin(admin.ModelAdmin):
 
     @admin.display(description="scoring")
     def scoring_progress(self, obj: ScoredResource) -> str:
-        return progress_bar(obj.job)
+        """A re-scoring under way shows its own bar; the row keeps the last completed one meanwhile."""
+        running = scoring_job_running(resource_id=obj.resource_id, regressor_name=obj.regressor.name)
+        return progress_bar(running or obj.job)
 
     @admin.display(description="release")
     def export_link(self, obj: ScoredResource) -> str:

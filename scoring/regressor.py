@@ -209,6 +209,8 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
     name = name.strip()
     if not name or "/" in name or name.startswith("."):
         raise RegressorError(f"invalid regressor name {name!r}")
+    if min_judgments is not None and int(min_judgments) < 0:
+        raise RegressorError("--min-judgments must be >= 0")
     if not 0.0 < test_fraction < 1.0:
         raise RegressorError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
     found = Campaign.objects.filter(name=campaign).first()
@@ -329,8 +331,13 @@ class PairsFileError(ValueError):
     """Malformed lines of a pairs file; the message names the file and each bad line (1-based)."""
 
 
-def _parse_pair_line(line: str) -> dict | str:
-    """The pair of one ``reference<TAB>paraphrase[<TAB>nll]`` line, or why it is malformed."""
+def _parse_pair_line(line: str) -> dict | str | None:
+    """The pair of one ``reference<TAB>paraphrase[<TAB>nll]`` line, None for a blank line, or why it is
+    malformed."""
+    if isinstance(line, _NotUtf8):
+        return str(line)
+    if not line.strip():
+        return None
     fields = line.split("\t")
     if len(fields) not in (2, 3):
         return f"expected reference<TAB>paraphrase[<TAB>nll], found {len(fields)} tab-separated field(s)"
@@ -347,14 +354,22 @@ def _parse_pair_line(line: str) -> dict | str:
     return {"reference": fields[0], "paraphrase": fields[1], "nll": nll}
 
 
+class _NotUtf8(str):
+    """A line that did not decode: its text is the reason, reported with the line's number."""
+
+
 def _lines(path):
-    """(line number, line without its end) of a UTF-8 file, decoded line by line so errors name their line."""
+    """(line number, line without its end) of a UTF-8 file (a leading BOM dropped), decoded line by line
+    so that errors name their line; an undecodable line comes as a ``_NotUtf8`` reason."""
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise PairsFileError(f"{path}:{lineno}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+                yield lineno, _NotUtf8(f"not UTF-8 ({exc.reason} at byte {exc.start} of the line)")
+                continue
+            if lineno == 1:
+                text = text.removeprefix("\ufeff")
             yield lineno, text.rstrip("\n").rstrip("\r")
 
 
@@ -363,7 +378,7 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
     """Score a ``reference<TAB>paraphrase[<TAB>nll]`` file line by line into ``output_path``.
 
     Each output line is the input line, a TAB and the predicted score (2 decimals; empty for a pair
-    skipped for its over-long reference), in input order. The file is validated in a first streaming
+    skipped for its over-long reference), in input order; a blank input line stays a blank output line. The file is validated in a first streaming
     pass: any malformed line aborts with every bad line named (up to ``max_errors``) and nothing written.
     Scoring streams in batches into a temporary file renamed over ``output_path`` at the end, so memory
     stays flat and a failure never leaves a partial output.
@@ -373,6 +388,10 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
     from pathlib import Path
 
     input_path, output_path = Path(input_path), Path(output_path)
+    if output_path.is_dir():
+        raise PairsFileError(f"{output_path} is a folder: give the output file's path")
+    if any(p.exists() and not p.is_dir() for p in output_path.parents):
+        raise PairsFileError(f"{output_path}: a part of that path is a file, not a folder")
     try:
         errors, n_lines = [], 0
         for lineno, line in _lines(input_path):
@@ -396,6 +415,8 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
 
             def flush():
                 nonlocal scored, skipped
+                if not batch:
+                    return
                 scores = regressor.predict([p for _, p in batch])
                 for (line, _), score in zip(batch, scores):
                     if math.isnan(score):
@@ -407,7 +428,12 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
                 batch.clear()
 
             for _, line in _lines(input_path):
-                batch.append((line, _parse_pair_line(line)))
+                pair = _parse_pair_line(line)
+                if pair is None:  # blank: kept in place, so output line N is still input line N
+                    flush()
+                    out.write("\n")
+                    continue
+                batch.append((line, pair))
                 if len(batch) >= batch_size:
                     flush()
             if batch:

@@ -173,6 +173,8 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
     if min_score is not None and "score" in values and float(min_score) != values["score"]:
         raise FilterError(f"--min-score {min_score} and score={values['score']} disagree: give it once")
     score = float(min_score) if min_score is not None else values.get("score")
+    if score is not None and not 0.0 <= score <= 100.0:  # NaN fails too
+        raise FilterError(f"minimum score {score}: predicted similarities run from 0 to 100")
     judge = None
     if "entailment" in values and not entailment_model:
         raise FilterError(f"entailment={values['entailment']}: give the NLI model with --entailment-model DIR")

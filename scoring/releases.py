@@ -41,6 +41,7 @@ from jobs.models import JobStatus
 from .aggregation import counted_workers, system_sort_key
 from .models import Release, ScoredResource
 from .release_filters import ReleaseFilters, filter_candidates
+from .scoring_job import regressor_version
 
 RELEASE_FORMAT = "paraforge-release/1"
 FORMATS = ("tsv", "jsonl")
@@ -94,12 +95,24 @@ def scoring_for(resource: Resource, regressor: str | None = None) -> ScoredResou
         if found is None:
             raise ReleaseError(f"resource {resource.name!r} has no completed scoring by regressor {regressor!r}: "
                                f"run manage.py score_resource {resource.name} --regressor {regressor} --wait")
-        return found
-    found = done.order_by("-created_at", "-pk").first()
-    if found is None:
-        raise ReleaseError(f"resource {resource.name!r} has no completed scoring: run manage.py score_resource "
-                           f"{resource.name} --regressor NAME --wait first")
+    else:
+        found = done.order_by("-created_at", "-pk").first()
+        if found is None:
+            raise ReleaseError(f"resource {resource.name!r} has no completed scoring: run manage.py score_resource "
+                               f"{resource.name} --regressor NAME --wait first")
+    if _scored_by_an_earlier_training(found):
+        raise ReleaseError(f"resource {resource.name!r} was scored by an earlier training of regressor "
+                           f"{found.regressor.name!r} (retrained since with --replace), so its scores and the "
+                           f"regressor's signature disagree: run manage.py score_resource {resource.name} "
+                           f"--regressor {found.regressor.name} --wait again")
     return found
+
+
+def _scored_by_an_earlier_training(scored: ScoredResource) -> bool:
+    """Scorings from before the version was recorded (no ``regressor_trained_at``) are taken as they are."""
+    result = scored.job.result or {}
+    return "regressor_trained_at" in result and result["regressor_trained_at"] != regressor_version(
+        scored.regressor.signature)
 
 
 def release_campaigns(scored: ScoredResource) -> list[Campaign]:
@@ -172,6 +185,10 @@ def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, 
     if not _VERSION.match(version or ""):
         raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_' or '-' (at most 64)")
     filters = filters or ReleaseFilters()
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ReleaseError(f"{out_dir} is a file, not a folder")
+    if any(p.exists() and not p.is_dir() for p in Path(out_dir).parents):
+        raise ReleaseError(f"{out_dir}: a part of that path is a file, not a folder")
     out = LocalStorage(Path(out_dir))
     if out.exists(MANIFEST_FILE):
         raise ReleaseError(f"{out_dir} already holds a release ({MANIFEST_FILE}); choose an empty folder")

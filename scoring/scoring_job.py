@@ -5,11 +5,17 @@ candidate in batches of ``batch_size`` pairs (memory holds one batch, never the 
 scored shard that mirrors the candidate shard record for record, each candidate gaining ``"score"``
 (0-100, or null where the regressor skipped the pair, e.g. a reference over 100 subword tokens).
 
-Outputs are keyed by (scored resource, shard index): ``scored/<scored_resource>/shard-<index>.jsonl.gz``,
-written atomically (storage writes a temporary file and renames it), so a chunk killed mid-way leaves
-nothing and a chunk that runs again rewrites the same bytes. ``ScoredResource.shards`` holds one entry
-per index (replaced, never appended twice); the finishing step rebuilds it from the chunk results and
-fills ``n_pairs``.
+Outputs are keyed by (scored resource, job, shard index):
+``scored/<scored_resource>/job-<job>/shard-<index>.jsonl.gz``, written atomically (storage writes a
+temporary file and renames it), so a chunk killed mid-way leaves nothing and a chunk that runs again
+rewrites the same bytes. Each chunk's shard entry is its result; ``ScoredResource`` (``job``, ``shards``,
+``n_pairs``) always describes the last *completed* scoring: a new scoring replaces it only in its
+finishing step, and the replaced files are deleted once that commits. Until then releases keep using
+the previous result, and a failed or cancelled re-scoring leaves it as it was.
+
+The regressor's ``trained_at`` is recorded when the job starts: a chunk refuses to run if the regressor
+was retrained (``train_regressor --replace``) since, so one scoring never mixes two models, and a
+release refuses a scoring whose regressor has been retrained (``releases.scoring_for``).
 
 Job params: ``resource`` (id), ``regressor`` (name), ``batch_size`` (default 256) and ``throttle_s``
 (seconds to sleep after each batch, default 0: a brake for demos and for the fault test that must
@@ -44,8 +50,13 @@ class PairScorer(Protocol):
     def predict(self, pairs: list[dict[str, Any]]) -> np.ndarray: ...
 
 
-def scored_shard_key(scored_resource_id: int, index: int) -> str:
-    return f"scored/{scored_resource_id}/shard-{index:05d}.jsonl.gz"
+def scored_shard_key(scored_resource_id: int, index: int, job_id: int) -> str:
+    return f"scored/{scored_resource_id}/job-{job_id}/shard-{index:05d}.jsonl.gz"
+
+
+def regressor_version(signature: dict | None) -> float | None:
+    """What tells two trainings of one regressor name apart (``train_regressor --replace``)."""
+    return (signature or {}).get("trained_at")
 
 
 def pair_of(record: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
@@ -111,25 +122,33 @@ def load_regressor(name: str) -> PairScorer:
     return regressor_load(name)
 
 
-def score_shard(*, shard: ResourceShard, scored: ScoredResource, regressor: PairScorer,
+def score_shard(*, shard: ResourceShard, scored: ScoredResource, job_id: int, regressor: PairScorer,
                 batch_size: int = DEFAULT_BATCH_SIZE, throttle_s: float = 0.0,
                 progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Write the scored copy of one candidate shard and record it on the ScoredResource. Returns the
-    shard entry ``{"index", "key", "n_pairs", "n_skipped", "sha256"}``."""
+    """Write the scored copy of one candidate shard for job ``job_id``. Returns the shard entry
+    ``{"index", "key", "n_pairs", "n_skipped", "sha256"}`` (the chunk's result; the finishing step puts
+    the entries on the ScoredResource)."""
     storage = get_storage()
-    key = scored_shard_key(scored.pk, shard.index)
+    key = scored_shard_key(scored.pk, shard.index, job_id)
     counts: dict[str, int] = {}
     records = score_records(read_jsonl_gz(shard.key, storage=storage), regressor=regressor, batch_size=batch_size,
                             throttle_s=throttle_s, progress=progress, counts=counts)
     info = write_jsonl_gz(key, records, storage=storage)
-    entry = {"index": shard.index, "key": key, "n_pairs": counts["pairs"], "n_skipped": counts["skipped"],
-             "sha256": info["sha256"]}
-    with transaction.atomic():
-        row = ScoredResource.objects.select_for_update().get(pk=scored.pk)
-        row.shards = sorted([e for e in row.shards if e.get("index") != shard.index] + [entry],
-                            key=lambda e: e["index"])
-        row.save(update_fields=["shards"])
-    return entry
+    return {"index": shard.index, "key": key, "n_pairs": counts["pairs"], "n_skipped": counts["skipped"],
+            "sha256": info["sha256"]}
+
+
+def scoring_job_running(*, resource_id: int, regressor_name: str, exclude_job: int | None = None) -> Job | None:
+    """The unfinished scoring job of this resource by this regressor, if any."""
+    jobs = Job.objects.filter(kind=KIND, params__resource=resource_id, params__regressor=regressor_name)
+    jobs = jobs.exclude(status__in=TERMINAL_STATUSES)
+    if exclude_job is not None:
+        jobs = jobs.exclude(pk=exclude_job)
+    return jobs.order_by("-pk").first()
+
+
+def _scored_of(job: Job) -> ScoredResource:
+    return ScoredResource.objects.get(resource_id=job.params["resource"], regressor__name=job.params["regressor"])
 
 
 def _plan(job: Job) -> list[dict]:
@@ -144,34 +163,53 @@ def _plan(job: Job) -> list[dict]:
     shards = list(resource.shards.order_by("index"))
     if not shards:
         raise ValueError(f"resource {resource.name!r} has no candidate shards yet")
-    scored, created = ScoredResource.objects.select_for_update().get_or_create(resource=resource, regressor=regressor)
-    if not created and scored.job_id and scored.job.status not in TERMINAL_STATUSES:
+    ScoredResource.objects.select_for_update().get_or_create(resource=resource, regressor=regressor)
+    other = scoring_job_running(resource_id=resource.pk, regressor_name=regressor.name, exclude_job=job.pk)
+    if other is not None:
         raise ValueError(f"resource {resource.name!r} is already being scored by {regressor.name!r} in job "
-                         f"{scored.job_id}; resume that job (manage.py job resume {scored.job_id}) instead")
-    scored.job, scored.shards, scored.n_pairs = job, [], 0
-    scored.save(update_fields=["job", "shards", "n_pairs"])
+                         f"{other.pk}; resume that job (manage.py job resume {other.pk}) instead")
+    job.params = {**job.params, "regressor_trained_at": regressor_version(regressor.signature)}
+    job.save(update_fields=["params"])
     return [{"shard": s.pk, "index": s.index, "key": s.key, "n_pairs": s.n_pairs} for s in shards]
 
 
 def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
-    scored = ScoredResource.objects.get(job=job)
+    scored = _scored_of(job)
     shard = ResourceShard.objects.get(pk=chunk.params["shard"])
+    regressor = load_regressor(job.params["regressor"])
+    if regressor_version(getattr(regressor, "signature", None)) != job.params.get("regressor_trained_at"):
+        raise ValueError(f"regressor {job.params['regressor']!r} was retrained since job {job.pk} started; "
+                         "score the resource again")
     total = shard.n_pairs
     progress(0, total)
-    return score_shard(shard=shard, scored=scored, regressor=load_regressor(job.params["regressor"]),
+    return score_shard(shard=shard, scored=scored, job_id=job.pk, regressor=regressor,
                        batch_size=int(job.params.get("batch_size") or DEFAULT_BATCH_SIZE),
                        throttle_s=float(job.params.get("throttle_s") or 0.0),
                        progress=lambda done: progress(done, max(total, done)))
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
-    scored = ScoredResource.objects.select_for_update().select_related("resource", "regressor").get(job=job)
+    """Make this job's shards the scoring of record; the replaced files go once that commits."""
+    scored = (ScoredResource.objects.select_for_update().select_related("resource", "regressor")
+              .get(resource_id=job.params["resource"], regressor__name=job.params["regressor"]))
+    replaced = {e["key"] for e in scored.shards}
+    scored.job = job
     scored.shards = sorted((c.result for c in chunks), key=lambda e: e["index"])
     scored.n_pairs = sum(e["n_pairs"] for e in scored.shards)
-    scored.save(update_fields=["shards", "n_pairs"])
+    scored.save(update_fields=["job", "shards", "n_pairs"])
+    stale = sorted(replaced - {e["key"] for e in scored.shards})
+    if stale:
+        transaction.on_commit(lambda: _delete_files(stale))
     return {"scored_resource": scored.pk, "resource": scored.resource.name, "regressor": scored.regressor.name,
+            "regressor_trained_at": job.params.get("regressor_trained_at"),
             "n_pairs": scored.n_pairs, "n_skipped": sum(e.get("n_skipped", 0) for e in scored.shards),
             "shards": len(scored.shards)}
+
+
+def _delete_files(keys: list[str]) -> None:
+    storage = get_storage()
+    for key in keys:
+        storage.delete(key)
 
 
 def score_resource_launch(*, resource: Resource, regressor: Regressor, wait: bool = False,

@@ -106,9 +106,8 @@ def score_with(resource: Resource, regressor: Regressor, scorer) -> ScoredResour
     job = Job.objects.create(kind="score_resource", status=JobStatus.SUCCEEDED,
                              params={"resource": resource.pk, "regressor": regressor.name})
     scored = ScoredResource.objects.create(resource=resource, regressor=regressor, job=job)
-    for shard in resource.shards.order_by("index"):
-        score_shard(shard=shard, scored=scored, regressor=scorer, batch_size=4)
-    scored.refresh_from_db()
+    scored.shards = [score_shard(shard=shard, scored=scored, job_id=job.pk, regressor=scorer, batch_size=4)
+                     for shard in resource.shards.order_by("index")]
     scored.n_pairs = sum(e["n_pairs"] for e in scored.shards)
-    scored.save(update_fields=["n_pairs"])
+    scored.save(update_fields=["shards", "n_pairs"])
     return scored

@@ -112,6 +112,8 @@ def test_train_regressor_errors(campaign, tmp_path):
         train("nope", "--name", "x")
     with pytest.raises(CommandError, match="judged candidates"):
         train("synthetic", "--name", "x", "--min-judgments", "1000")  # nobody counts
+    with pytest.raises(CommandError, match="--min-judgments must be >= 0"):
+        train("synthetic", "--name", "x", "--min-judgments", "-3")
     build_campaign(tmp_path, name="tiny", n_refs=3)
     with pytest.raises(CommandError, match="12 judged candidates of 3 references"):
         train("tiny", "--name", "x", "--min-judgments", "0")
@@ -199,3 +201,27 @@ def test_score_pairs_errors(campaign, tmp_path):
         score("--regressor", "nope", "--input", str(src), "--output", str(dst))
     with pytest.raises(CommandError, match="cannot read"):
         score("--regressor", "syn", "--input", str(tmp_path / "absent.tsv"), "--output", str(dst))
+
+
+def test_score_pairs_bom_blank_lines_and_bad_paths(campaign, tmp_path):
+    train("synthetic", "--name", "syn", "--no-embeddings")
+    pair = "River mountain teacher window garden.\tRiver zzz teacher window garden."
+    plain, bom, dst = tmp_path / "plain.tsv", tmp_path / "bom.tsv", tmp_path / "scored.tsv"
+    plain.write_text(f"{pair}\n{pair}\n", encoding="utf-8")
+    bom.write_text(f"\ufeff{pair}\r\n\r\n{pair}\r\n\n", encoding="utf-8")  # a BOM, CRLF, blank lines
+    score("--regressor", "syn", "--input", str(plain), "--output", str(dst))
+    expected = dst.read_text(encoding="utf-8").splitlines()
+    summary = score("--regressor", "syn", "--input", str(bom), "--output", str(dst))
+    assert summary["scored"] == 2 and summary["lines"] == 4
+    # the BOM does not reach the reference (same score); blank lines stay where they were
+    assert dst.read_text(encoding="utf-8").split("\n") == [expected[0], "", expected[1], "", ""]
+    bad = tmp_path / "bad.tsv"
+    bad.write_bytes(f"{pair}\n".encode() + b"caf\xe9\tb\n" + f"{pair}\n".encode() + b"\xff\tb\n")
+    with pytest.raises(CommandError) as err:
+        score("--regressor", "syn", "--input", str(bad), "--output", str(dst))
+    assert "2 malformed line(s)" in str(err.value)
+    assert f"{bad}:2: not UTF-8" in str(err.value) and f"{bad}:4: not UTF-8" in str(err.value)
+    with pytest.raises(CommandError, match="is a folder"):
+        score("--regressor", "syn", "--input", str(plain), "--output", str(tmp_path))
+    with pytest.raises(CommandError, match="a part of that path is a file"):
+        score("--regressor", "syn", "--input", str(plain), "--output", str(plain / "x.tsv"))

@@ -150,7 +150,7 @@ def test_ngram_overlap_is_wietings():
 @pytest.mark.parametrize("spec, message", [
     ("len=40-5", "lower bound is above"), ("overlap=0.2-8", "fractions"), ("colour=red", "unknown filter"),
     ("rerank=random", "one of dissimilar"), ("top=0", "positive integer"), ("len", "key=value"),
-    ("len=5-40,len=1-2", "given twice"),
+    ("len=5-40,len=1-2", "given twice"), ("score=200", "run from 0 to 100"), ("score=-5", "run from 0 to 100"),
 ])
 def test_bad_filters_are_refused_before_writing(scored, tmp_path, spec, message):
     with pytest.raises(CommandError, match=message):
@@ -175,6 +175,15 @@ def test_refusals_lose_nothing(scored, tmp_path):
         export("res", "--out", str(tmp_path / "r3"), "--regressor", "nope")
     with pytest.raises(CommandError, match="no resource named or numbered 'zzz'"):
         export("zzz", "--out", str(tmp_path / "r4"))
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep me\n")
+    with pytest.raises(CommandError, match="is a file, not a folder"):
+        export("res", "--out", str(a_file))
+    with pytest.raises(CommandError, match="a part of that path is a file"):
+        export("res", "--out", str(a_file / "r5"))
+    with pytest.raises(CommandError, match="run from 0 to 100"):
+        export("res", "--out", str(tmp_path / "r6"), "--min-score", "200")
+    assert a_file.read_text() == "keep me\n" and not (tmp_path / "r6").exists()
     assert (tmp_path / "r" / "pairs.tsv.gz").read_bytes() == before and Release.objects.count() == 1
 
 

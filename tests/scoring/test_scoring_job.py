@@ -87,7 +87,7 @@ def test_score_resource_writes_mirrored_scored_shards(storage_dir, tmp_path):
     assert [e["index"] for e in scored.shards] == [0, 1, 2]
     fitted = regressor_load("tiny")
     for shard, entry in zip(resource.shards.order_by("index"), scored.shards):
-        assert entry["key"] == scored_shard_key(scored.pk, shard.index)
+        assert entry["key"] == scored_shard_key(scored.pk, shard.index, out["job"])
         assert entry["sha256"] == hashlib.sha256((storage_dir / entry["key"]).read_bytes()).hexdigest()
         original, scored_records = list(read_jsonl_gz(shard.key)), list(read_jsonl_gz(entry["key"]))
         # record for record the same, each candidate gaining a score: the regressor's own prediction
@@ -104,25 +104,88 @@ def test_score_resource_writes_mirrored_scored_shards(storage_dir, tmp_path):
     assert [(c.done_units, c.total_units) for c in chunks] == [(8, 8), (6, 6), (4, 4)]
 
 
+def _contents(storage_dir, shards):
+    return [(storage_dir / e["key"]).read_bytes() for e in shards]
+
+
 @pytest.mark.django_db
-def test_rerun_rewrites_the_same_files_without_duplicates(storage_dir, tmp_path):
+def test_rerun_rewrites_the_same_files_without_duplicates(storage_dir, tmp_path, django_capture_on_commit_callbacks):
     tiny_regressor(tmp_path)
     resource = build_resource()
     first = score("res", "--regressor", "tiny", "--wait")
     scored = ScoredResource.objects.get(pk=first["scored_resource"])
-    files = {e["key"]: (storage_dir / e["key"]).read_bytes() for e in scored.shards}
-    # one chunk runs again (a redelivered message): same bytes, one entry per shard
+    files = _contents(storage_dir, scored.shards)
+    # one chunk runs again (a redelivered message): same file, same bytes, same entry
     shard = resource.shards.get(index=1)
-    entry = score_shard(shard=shard, scored=scored, regressor=regressor_load("tiny"))
-    assert entry == scored.shards[1]
-    scored.refresh_from_db()
-    assert [e["index"] for e in scored.shards] == [0, 1, 2]
-    # the whole resource scored again by the same regressor: same row, same files
-    second = score("res", "--regressor", "tiny", "--wait")
+    entry = score_shard(shard=shard, scored=scored, job_id=first["job"], regressor=regressor_load("tiny"))
+    assert entry == scored.shards[1] and _contents(storage_dir, scored.shards) == files
+    # the whole resource scored again by the same regressor: same row and bytes, the first files gone
+    with django_capture_on_commit_callbacks(execute=True):
+        second = score("res", "--regressor", "tiny", "--wait")
     assert second["scored_resource"] == first["scored_resource"] and second["job"] != first["job"]
+    old_keys = [e["key"] for e in scored.shards]
     scored.refresh_from_db()
-    assert scored.job_id == second["job"] and len(scored.shards) == 3 and scored.n_pairs == 18
-    assert {e["key"]: (storage_dir / e["key"]).read_bytes() for e in scored.shards} == files
+    assert scored.job_id == second["job"] and [e["index"] for e in scored.shards] == [0, 1, 2]
+    assert scored.n_pairs == 18 and _contents(storage_dir, scored.shards) == files
+    assert not any((storage_dir / k).exists() for k in old_keys)
+
+
+@pytest.mark.django_db
+def test_a_new_scoring_replaces_the_old_only_once_it_succeeds(storage_dir, tmp_path,
+                                                              django_capture_on_commit_callbacks):
+    from jobs.execution import job_cancel, job_run_inline
+    from scoring.releases import scoring_for
+
+    tiny_regressor(tmp_path)
+    resource = build_resource()
+    first = score("res", "--regressor", "tiny", "--wait")
+    done = ScoredResource.objects.get(pk=first["scored_resource"])
+    # a second scoring is queued (no worker takes it here): releases keep the first result meanwhile
+    pending = score("res", "--regressor", "tiny")
+    assert pending["status"] == "pending" and pending["scored_resource"] == done.pk
+    kept = scoring_for(resource, "tiny")
+    assert (kept.job_id, kept.shards, kept.n_pairs) == (first["job"], done.shards, 18)
+    with pytest.raises(CommandError, match=f"already being scored by 'tiny' in job {pending['job']}"):
+        score("res", "--regressor", "tiny")
+    # cancelled: the first result stays, files included
+    job_cancel(job_id=pending["job"])
+    kept = scoring_for(resource, "tiny")
+    assert kept.job_id == first["job"] and all((storage_dir / e["key"]).exists() for e in kept.shards)
+    # a third one that runs to the end takes over and the first files go once it commits
+    third = score("res", "--regressor", "tiny")
+    with django_capture_on_commit_callbacks(execute=True):
+        job_run_inline(job_id=third["job"])
+    now = scoring_for(resource, "tiny")
+    assert now.job_id == third["job"] and now.n_pairs == 18
+    assert not any((storage_dir / e["key"]).exists() for e in done.shards)
+    assert all((storage_dir / e["key"]).exists() for e in now.shards)
+
+
+@pytest.mark.django_db
+def test_a_retrained_regressor_needs_a_new_scoring(storage_dir, tmp_path):
+    from scoring.releases import ReleaseError, scoring_for
+
+    regressor = tiny_regressor(tmp_path)
+    resource = build_resource()
+    score("res", "--regressor", "tiny", "--wait")
+    assert scoring_for(resource, "tiny").n_pairs == 18
+    # train_regressor --replace: same name, a new training
+    regressor.signature = {**regressor.signature, "trained_at": regressor.signature["trained_at"] + 1}
+    regressor.save(update_fields=["signature"])
+    with pytest.raises(ReleaseError, match="earlier training of regressor 'tiny'"):
+        scoring_for(resource, "tiny")
+    with pytest.raises(CommandError, match="earlier training"):
+        call_command("export_release", "res", "--out", str(tmp_path / "rel"))
+    assert not (tmp_path / "rel").exists()
+    # a job started before the retraining refuses to run its chunks with the new model
+    queued = score("res", "--regressor", "tiny")
+    regressor.signature = {**regressor.signature, "trained_at": regressor.signature["trained_at"] + 1}
+    regressor.save(update_fields=["signature"])
+    from jobs.execution import job_run_inline
+    job = job_run_inline(job_id=queued["job"])
+    assert job.status == "failed" and "was retrained since" in job.error
+    score("res", "--regressor", "tiny", "--wait")
+    assert scoring_for(resource, "tiny").n_pairs == 18
 
 
 @pytest.mark.django_db
@@ -138,6 +201,9 @@ def test_clear_errors(storage_dir, tmp_path):
         score("empty", "--regressor", "tiny")
     with pytest.raises(CommandError, match="--batch-size"):
         score("res", "--regressor", "tiny", "--batch-size", "0")
+    for throttle in ("nan", "inf", "-1"):
+        with pytest.raises(CommandError, match="--throttle a finite number"):
+            score("res", "--regressor", "tiny", "--throttle", throttle)
     assert not Job.objects.filter(kind="score_resource").exists() and not ScoredResource.objects.exists()
 
 
@@ -198,8 +264,8 @@ def test_worker_killed_mid_chunk_then_resumed_scores_every_pair_once(celery_work
     celery_worker_process.wait(timeout=10)
     running.refresh_from_db()
     assert running.status == JobStatus.RUNNING  # stranded: nobody will finish it
-    scored = ScoredResource.objects.get(job_id=job_id)
-    assert not get_storage().exists(scored_shard_key(scored.pk, running.params["index"]))  # nothing half-written
+    scored = ScoredResource.objects.get(resource=resource)
+    assert not get_storage().exists(scored_shard_key(scored.pk, running.params["index"], job_id))  # nothing half-written
     assert Job.objects.get(pk=job_id).status == JobStatus.RUNNING
 
     proc, log = _start_worker("celery-worker-2.log")

@@ -1,5 +1,6 @@
 """``score_resource RESOURCE --regressor NAME [--wait] [--batch-size N] [--throttle S]``"""
 import json
+import math
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -35,14 +36,14 @@ class Command(BaseCommand):
         model = Regressor.objects.filter(name=regressor).first()
         if model is None:
             raise CommandError(f"no regressor named {regressor!r} (train one with manage.py train_regressor)")
-        if batch_size < 1 or throttle < 0:
-            raise CommandError("--batch-size must be >= 1 and --throttle >= 0")
+        if batch_size < 1 or not 0 <= throttle < math.inf:  # NaN fails too
+            raise CommandError("--batch-size must be >= 1 and --throttle a finite number >= 0")
         try:
             job = score_resource_launch(resource=found, regressor=model, wait=wait, batch_size=batch_size,
                                         throttle_s=throttle)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        scored = ScoredResource.objects.filter(job=job).first()
+        scored = ScoredResource.objects.filter(resource=found, regressor=model).first()
         out = {"job": job.pk, "status": job.status, "resource": found.name, "regressor": model.name,
                "scored_resource": scored.pk if scored else None, "n_pairs": job.result.get("n_pairs"),
                "n_skipped": job.result.get("n_skipped")}
