@@ -10,7 +10,8 @@ Outputs are keyed by (scored resource, job, shard index):
 temporary file and renames it), so a chunk killed mid-way leaves nothing and a chunk that runs again
 rewrites the same bytes. Each chunk's shard entry is its result; ``ScoredResource`` (``job``, ``shards``,
 ``n_pairs``) always describes the last *completed* scoring: a new scoring replaces it only in its
-finishing step, and the replaced files are deleted once that commits. Until then releases keep using
+finishing step, and the replaced files (and any a failed or cancelled scoring left) are deleted
+once that commits. Until then releases keep using
 the previous result, and a failed or cancelled re-scoring leaves it as it was.
 
 The regressor's ``trained_at`` is recorded when the job starts: a chunk refuses to run if the regressor
@@ -189,27 +190,29 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
-    """Make this job's shards the scoring of record; the replaced files go once that commits."""
+    """Make this job's shards the scoring of record; the replaced files (and those of failed or cancelled
+    scorings) go once that commits."""
     scored = (ScoredResource.objects.select_for_update().select_related("resource", "regressor")
               .get(resource_id=job.params["resource"], regressor__name=job.params["regressor"]))
-    replaced = {e["key"] for e in scored.shards}
     scored.job = job
     scored.shards = sorted((c.result for c in chunks), key=lambda e: e["index"])
     scored.n_pairs = sum(e["n_pairs"] for e in scored.shards)
     scored.save(update_fields=["job", "shards", "n_pairs"])
-    stale = sorted(replaced - {e["key"] for e in scored.shards})
-    if stale:
-        transaction.on_commit(lambda: _delete_files(stale))
+    keep = {e["key"] for e in scored.shards}
+    transaction.on_commit(lambda: _delete_other_files(scored.pk, keep))
     return {"scored_resource": scored.pk, "resource": scored.resource.name, "regressor": scored.regressor.name,
             "regressor_trained_at": job.params.get("regressor_trained_at"),
             "n_pairs": scored.n_pairs, "n_skipped": sum(e.get("n_skipped", 0) for e in scored.shards),
             "shards": len(scored.shards)}
 
 
-def _delete_files(keys: list[str]) -> None:
+def _delete_other_files(scored_resource_id: int, keep: set[str]) -> None:
+    """No other scoring of this row can be under way: one job at a time per (resource, regressor)."""
     storage = get_storage()
-    for key in keys:
-        storage.delete(key)
+    folder = f"scored/{scored_resource_id}/"
+    for key in storage.list(folder.rstrip("/")):
+        if key.startswith(folder) and key not in keep:  # (an S3 prefix "scored/1" also lists "scored/12/...")
+            storage.delete(key)
 
 
 def score_resource_launch(*, resource: Resource, regressor: Regressor, wait: bool = False,

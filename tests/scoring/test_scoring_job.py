@@ -151,14 +151,19 @@ def test_a_new_scoring_replaces_the_old_only_once_it_succeeds(storage_dir, tmp_p
     job_cancel(job_id=pending["job"])
     kept = scoring_for(resource, "tiny")
     assert kept.job_id == first["job"] and all((storage_dir / e["key"]).exists() for e in kept.shards)
+    # (as if one of its chunks had written a shard before the cancel)
+    orphan = storage_dir / scored_shard_key(done.pk, 0, pending["job"])
+    orphan.parent.mkdir(parents=True)
+    orphan.write_bytes(b"")
     # a third one that runs to the end takes over and the first files go once it commits
     third = score("res", "--regressor", "tiny")
     with django_capture_on_commit_callbacks(execute=True):
         job_run_inline(job_id=third["job"])
     now = scoring_for(resource, "tiny")
     assert now.job_id == third["job"] and now.n_pairs == 18
-    assert not any((storage_dir / e["key"]).exists() for e in done.shards)
-    assert all((storage_dir / e["key"]).exists() for e in now.shards)
+    assert not any((storage_dir / e["key"]).exists() for e in done.shards) and not orphan.exists()
+    assert sorted(str(p.relative_to(storage_dir)) for p in (storage_dir / "scored").rglob("*.gz")) == \
+        sorted(e["key"] for e in now.shards)
 
 
 @pytest.mark.django_db
