@@ -11,8 +11,8 @@ temporary file and renames it), so a chunk killed mid-way leaves nothing and a c
 rewrites the same bytes. Each chunk's shard entry is its result; ``ScoredResource`` (``job``, ``shards``,
 ``n_pairs``) always describes the last *completed* scoring: a new scoring replaces it only in its
 finishing step, and the replaced files (and any a failed or cancelled scoring left) are deleted
-once that commits. Until then releases keep using
-the previous result, and a failed or cancelled re-scoring leaves it as it was.
+once that commits. Until then releases keep using the previous result, and a failed or cancelled
+re-scoring leaves it as it was.
 
 The regressor's ``trained_at`` is recorded when the job starts: a chunk refuses to run if the regressor
 was retrained (``train_regressor --replace``) since, so one scoring never mixes two models, and a
