@@ -19,6 +19,8 @@ from pathlib import Path
 
 from django.db import transaction
 
+from .batch_settings import BatchSettingsError, batch_settings_clean
+from .importers import not_utf8_message
 from .models import (ATTENTION_SYSTEM, LENGTH_BUCKETS, Batch, BatchStatus, Campaign, Candidate, CandidateSystem, Hit,
                      HitItem, Provider, Reference)
 
@@ -45,24 +47,72 @@ def baseline_candidates_import(*, campaign: Campaign, path, system: str = "35") 
     ``system`` is used). Outputs are merged by exact text like every candidate; references not in the
     campaign are an error (nothing is written)."""
     path = Path(path)
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        missing = {"ref_id", "candidate"} - set(reader.fieldnames or ())
-        if missing:
-            raise BatchError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-        rows = [(r["ref_id"], (r.get("sys_id") or system).split(), (r["candidate"] or "").strip()) for r in reader]
-    refs = {r.ref_id: r for r in Reference.objects.filter(campaign=campaign, ref_id__in={row[0] for row in rows})}
-    for lineno, (ref_id, _, text) in enumerate(rows, start=2):
+    if path.is_dir():
+        raise BatchError(f"{path}: is a directory, not a baseline TSV file")
+    try:
+        f = path.open(encoding="utf-8-sig", newline="")
+    except OSError as exc:
+        raise BatchError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+    with f:
+        try:
+            reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+            missing = {"ref_id", "candidate"} - set(reader.fieldnames or ())
+            if missing:
+                raise BatchError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+            rows = [(reader.line_num, r["ref_id"], (r.get("sys_id") or system).split(), (r["candidate"] or "").strip())
+                    for r in reader]
+        except UnicodeDecodeError as exc:
+            line, reason = not_utf8_message(path, exc)
+            raise BatchError(f"{path}:{line}: {reason}" if line else f"{path}: {reason}") from exc
+    refs = {r.ref_id: r for r in Reference.objects.filter(campaign=campaign, ref_id__in={row[1] for row in rows})}
+    for lineno, ref_id, _, text in rows:
         if ref_id not in refs:
             raise BatchError(f"{path}:{lineno}: ref_id {ref_id!r} is not in campaign {campaign.name!r}")
         if not text:
             raise BatchError(f"{path}:{lineno}: empty candidate")
     with transaction.atomic():
-        for ref_id, systems, text in rows:
+        for _, ref_id, systems, text in rows:
             cand, _ = Candidate.objects.get_or_create(reference=refs[ref_id], text=text)
             for s in systems:
                 CandidateSystem.objects.get_or_create(candidate=cand, system=s)
     return len(rows)
+
+
+def batch_settings_check(settings: dict | None) -> dict:
+    """The batch settings with every number checked (type and range; see ``annotation.batch_settings``) and
+    integers normalised; a bad value raises ``BatchError`` naming the key. The CLI and the admin both reach
+    it through ``hit_batch_create``."""
+    try:
+        return batch_settings_clean(settings)
+    except BatchSettingsError as exc:
+        raise BatchError(str(exc)) from exc
+
+
+def batch_publish_check(*, provider: str, settings: dict | None = None, cost_usd: Decimal | None = None) -> None:
+    """Refuse (``BatchError``) when the provider could not publish a batch with these settings now: MTurk's
+    credentials and https public URL (the batch's ``public_url`` or ``PARAFORGE_PUBLIC_URL``) and, given
+    ``cost_usd``, the account's balance. Nothing is spent; the local provider always can. The CLI's
+    ``--publish`` calls it before making the batch (and with the cost before committing it)."""
+    from .providers import get_provider
+
+    _provider_fields(provider)
+    checker = getattr(get_provider(provider), "publish_check", None)
+    if checker is None:
+        return
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from .mturk_retry import error_code, error_message
+    from .providers.mturk import MTurkError
+
+    try:
+        checker(batch_settings=settings or {}, cost_usd=cost_usd)
+    except MTurkError as exc:
+        raise BatchError(f"cannot publish on {provider}: {exc}") from exc
+    except ClientError as exc:
+        raise BatchError(f"cannot publish on {provider}: MTurk refused: {error_code(exc)}: "
+                         f"{error_message(exc)}") from exc
+    except BotoCoreError as exc:
+        raise BatchError(f"cannot publish on {provider}: MTurk could not be reached: {exc}") from exc
 
 
 def _provider_fields(provider: str) -> tuple[str, dict]:
@@ -115,7 +165,10 @@ def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100
 
     ``provider``: local | mturk-sandbox | mturk. ``baseline``: an optional TSV of baseline outputs added to
     the candidates first (``baseline_candidates_import``). ``settings`` go to ``Batch.settings`` (reward,
-    durations, qualifications for MTurk; ``assignment_duration_s`` for the local provider)."""
+    durations, qualifications for MTurk; ``assignment_duration_s`` for the local provider; ``mode`` and
+    ``easl`` for EASL rounds): every number in them is checked first (``batch_settings_check``), so a bad
+    value is refused before anything is written."""
+    settings = batch_settings_check(settings)
     if per_length < 1:
         raise BatchError("--per-length must be at least 1")
     if assignments < 1:

@@ -17,6 +17,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotation import easl
+from annotation.batch_settings import BatchSettingsError, easl_settings_clean
 from annotation.batches import attention_copy
 from annotation.models import (ATTENTION_SYSTEM, AssignmentStatus, Batch, Candidate, CandidateSystem, Hit, HitItem,
                                Judgment, Reference)
@@ -40,7 +41,12 @@ class EaslError(Exception):
 
 
 def easl_config(batch: Batch) -> dict:
-    given = (batch.settings or {}).get("easl") or {}
+    """The batch's EASL options with the defaults filled in; a bad number raises ``EaslError`` naming the
+    key (the same check ``hit_batch_create`` makes when the batch is created)."""
+    try:
+        given = easl_settings_clean((batch.settings or {}).get("easl"))
+    except BatchSettingsError as exc:
+        raise EaslError(f"batch {batch.pk}: {exc}") from exc
     defaults = {**EASL_DEFAULTS, "items_per_hit": (batch.settings or {}).get("hit_size") or easl.DEFAULT_ITEMS_PER_HIT}
     return {key: default if given.get(key) is None else given[key] for key, default in defaults.items()}
 

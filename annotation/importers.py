@@ -29,6 +29,7 @@ Rules:
 """
 from __future__ import annotations
 
+import codecs
 import dataclasses
 from collections import defaultdict
 from pathlib import Path
@@ -50,6 +51,54 @@ class ImportFormatError(ValueError):
     def __init__(self, path, line: int | None, reason: str):
         self.path, self.line, self.reason = str(path), line, reason
         super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
+
+
+class ImportArgumentError(ValueError):
+    """A bad import argument (campaign name, delimiter): refused before any file is read or anything written."""
+
+
+def campaign_name_check(name) -> str:
+    """The campaign name to import into; an empty or blank one is refused."""
+    if name is None or not str(name).strip():
+        raise ImportArgumentError("the campaign name is empty: give --campaign NAME")
+    return str(name)
+
+
+def delimiter_check(delimiter: str | None) -> str | None:
+    """A CSV field delimiter: exactly one character, not a quote or a line break (None: by file suffix)."""
+    if delimiter is None:
+        return None
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise ImportArgumentError(f"the delimiter must be exactly one character, got {delimiter!r} "
+                                  "(write \\t or tab for a tab)")
+    if delimiter in "\"\r\n":
+        raise ImportArgumentError(f"the delimiter cannot be {delimiter!r} (a quote or a line break)")
+    return delimiter
+
+
+def undecodable_line(path) -> tuple[int, str] | None:
+    """(line number, what is wrong) of the file's first line that is not UTF-8 (a leading byte-order mark
+    allowed), or None. Lines split at LF; no UTF-8 sequence contains that byte, so the count is exact."""
+    try:
+        with open(path, "rb") as handle:
+            for lineno, raw in enumerate(handle, start=1):
+                if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8):]
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return lineno, f"byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line"
+    except OSError:
+        return None
+    return None
+
+
+def not_utf8_message(path, exc: UnicodeDecodeError) -> tuple[int | None, str]:
+    """(line, reason) for a file that failed to decode: the line and byte, not the decoder's chunk offset."""
+    found = undecodable_line(path)
+    if found is None:
+        return None, f"not UTF-8 ({exc.reason}); save it as UTF-8"
+    return found[0], f"not UTF-8 ({found[1]}); save it as UTF-8"
 
 
 @dataclasses.dataclass
@@ -103,7 +152,7 @@ def read_tsv(path, required: tuple[str, ...]):
                     raise ImportFormatError(path, lineno, f"expected {len(header)} tab-separated fields, found {len(fields)}")
                 yield lineno, dict(zip(header, fields))
         except UnicodeDecodeError as exc:
-            raise ImportFormatError(path, None, f"not UTF-8: {exc}") from exc
+            raise ImportFormatError(path, *not_utf8_message(path, exc)) from exc
 
 
 def _int(path, lineno, column, value, *, lo=None, hi=None) -> int:
@@ -200,6 +249,7 @@ def parse_parabank_candidates(path, refs: dict[str, dict]) -> list[_Row]:
 
 def import_parabank(*, campaign_name: str, references_path, candidates_path) -> ImportSummary:
     """Import ParaBank-format references and judged candidates into a campaign (created if needed)."""
+    campaign_name = campaign_name_check(campaign_name)
     refs = parse_parabank_references(references_path)
     rows = parse_parabank_candidates(candidates_path, refs)
     with transaction.atomic():
@@ -340,6 +390,8 @@ def import_generic(*, campaign_name: str, path, mapping: dict[str, str], referen
     import csv
 
     path = Path(path)
+    campaign_name = campaign_name_check(campaign_name)
+    delimiter = delimiter_check(delimiter)
     missing = [f for f in GENERIC_REQUIRED if f not in mapping]
     if missing:
         raise ValueError(f"the mapping lacks {', '.join(missing)}")
@@ -382,7 +434,7 @@ def import_generic(*, campaign_name: str, path, mapping: dict[str, str], referen
                                                               f"{ref_id!r}'s text {have['text']!r}")
                 rows.append(_judgment_row(path, lineno, canonical, refs, col))
         except UnicodeDecodeError as exc:
-            raise ImportFormatError(path, None, f"not UTF-8: {exc}") from exc
+            raise ImportFormatError(path, *not_utf8_message(path, exc)) from exc
         except csv.Error as exc:
             raise ImportFormatError(path, reader.line_num, f"CSV error: {exc}") from exc
     if not rows:

@@ -31,6 +31,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.batch_settings import BatchSettingsError, batch_settings_clean
 from annotation.mturk_retry import RetryPolicy, call_with_retry, error_code, error_message
 
 if TYPE_CHECKING:
@@ -171,7 +172,10 @@ def batch_mturk_config(batch: "Batch", *, sandbox: bool) -> dict:
         "frame_height": 0,  # 0: MTurk sizes the frame to the worker's window (phones included)
         "public_url": settings.PARAFORGE_PUBLIC_URL,
     }
-    given = batch.settings or {}
+    try:
+        given = batch_settings_clean(batch.settings or {})  # the same check as when the batch was made
+    except BatchSettingsError as exc:
+        raise MTurkConfigurationError(f"batch {batch.pk}: {exc}") from exc
     config = {key: default if given.get(key) is None else given[key] for key, default in defaults.items()}
     config["reward_usd"] = _usd(config["reward_usd"])
     for key in ("assignment_duration_s", "auto_approval_delay_s", "lifetime_s", "min_approval_rate",
@@ -180,6 +184,16 @@ def batch_mturk_config(batch: "Batch", *, sandbox: bool) -> dict:
     if isinstance(config["locales"], str):
         config["locales"] = [c.strip() for c in config["locales"].split(",") if c.strip()]
     return config
+
+
+def public_url_check(url: Any) -> str:
+    """The https:// address MTurk frames the slider pages from; anything else -> MTurkConfigurationError."""
+    public_url = str(url or "")
+    if not public_url.startswith("https://"):
+        raise MTurkConfigurationError(
+            "MTurk shows the slider page inside its own https page: set PARAFORGE_PUBLIC_URL (or the batch's "
+            f"'public_url') to the https:// address workers can reach (now {public_url!r})")
+    return public_url
 
 
 def external_question_xml(url: str, *, frame_height: int) -> str:
@@ -357,6 +371,15 @@ class MTurkProvider:
         _save_state(batch, hit_type_id=response["HITTypeId"], block_qualification_id=block)
         return response["HITTypeId"]
 
+    def publish_check(self, *, batch_settings: dict, cost_usd: Decimal | None = None) -> None:
+        """Could a batch with these batch settings be published now? The https public URL and the
+        credentials (a client is made; nothing is sent), and given ``cost_usd`` the balance (one read-only
+        call). Raises ``MTurkConfigurationError`` / ``InsufficientBalance``; nothing is spent."""
+        public_url_check((batch_settings or {}).get("public_url") or settings.PARAFORGE_PUBLIC_URL)
+        self.client  # noqa: B018 - makes the client: no credentials -> MTurkConfigurationError
+        if cost_usd is not None:
+            self.check_balance(cost_usd=cost_usd)
+
     # --- costs ---------------------------------------------------------------------------------
 
     def cost_estimate_usd(self, *, batch: "Batch") -> Decimal:
@@ -380,11 +403,7 @@ class MTurkProvider:
                   "hit_type_id": _state(batch).get("hit_type_id")}
         if not pending:
             return report
-        public_url = str(config["public_url"] or "")
-        if not public_url.startswith("https://"):
-            raise MTurkConfigurationError(
-                "MTurk shows the slider page inside its own https page: set PARAFORGE_PUBLIC_URL (or the batch's "
-                f"'public_url') to the https:// address workers can reach (now {public_url!r})")
+        public_url = public_url_check(config["public_url"])
         cost = batch_cost_usd(config["reward_usd"], [hit.max_assignments for hit in pending])
         report["cost_usd"] = str(cost)
         report["balance_usd"] = str(self.check_balance(cost_usd=cost))

@@ -130,3 +130,167 @@ def test_cli_mturk_sandbox_gives_a_cost_estimate_and_stays_a_draft():
     assert batch.status == BatchStatus.DRAFT and result["hits"] == 2
     # 2 HITs x 3 assignments x $0.10 + MTurk's 20% fee
     assert result["cost_estimate_usd"] == pytest.approx(0.72)
+
+
+# --- bad input: refused in one line, nothing left behind -------------------------------------------
+
+
+def test_a_baseline_that_is_not_utf8_or_is_a_directory_is_refused_naming_the_line(tmp_path):
+    campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=2)
+    latin = tmp_path / "latin.tsv"
+    latin.write_bytes("ref_id\tcandidate\n5-0\tA fine one.\n5-0\tUn caf\u00e9 noir.\n".encode("latin-1"))
+    candidates = Candidate.objects.count()
+    with pytest.raises(BatchError, match=r"latin.tsv:3: not UTF-8 \(byte 0xe9"):
+        hit_batch_create(campaign=campaign, provider="local", baseline=latin)
+    with pytest.raises(CommandError, match=r"no batch created: .*latin.tsv:3: not UTF-8"):
+        run_cli("--campaign", "sample", "--provider", "local", "--baseline", str(latin))
+    with pytest.raises(CommandError, match=r"is a directory, not a baseline TSV file"):
+        run_cli("--campaign", "sample", "--provider", "local", "--baseline", str(tmp_path))
+    with pytest.raises(CommandError, match=r"nope.tsv: cannot open: No such file"):
+        run_cli("--campaign", "sample", "--provider", "local", "--baseline", str(tmp_path / "nope.tsv"))
+    assert not Batch.objects.exists() and Candidate.objects.count() == candidates
+
+
+def test_baseline_errors_name_the_file_line_even_after_a_blank_line(tmp_path):
+    campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=2)
+    path = tmp_path / "b.tsv"
+    path.write_text("ref_id\tcandidate\n5-0\tOne.\n\n5-9\tTwo.\n", encoding="utf-8")
+    with pytest.raises(BatchError, match=r"b.tsv:4: ref_id '5-9' is not in campaign"):
+        baseline_candidates_import(campaign=campaign, path=path)
+
+
+BAD_SETTINGS = [
+    ('{"reward_usd": "abc"}', "'reward_usd': expected an amount"),
+    ('{"reward_usd": -1}', "'reward_usd': -1 is negative"),
+    ('{"lifetime_s": "x"}', "'lifetime_s': expected a whole number"),
+    ('{"assignment_duration_s": "abc"}', "'assignment_duration_s': expected a whole number"),
+    ('{"assignment_duration_s": -5}', "'assignment_duration_s': -5 is out of range"),
+    ('{"assignment_duration_s": 1.5}', "'assignment_duration_s': expected a whole number"),
+    ('{"auto_approval_delay_s": true}', "'auto_approval_delay_s': expected a whole number"),
+    ('{"min_approval_rate": 101}', "'min_approval_rate': 101 is out of range"),
+    ('{"mode": "easl", "easl": {"items_per_hit": 0}}', "'easl.items_per_hit': 0 is out of range"),
+    ('{"mode": "easl", "easl": {"g": "abc"}}', "'easl.g': expected a number"),
+    ('{"mode": "easl", "easl": {"g": 0}}', "'easl.g': 0.0 is out of range"),
+    ('{"mode": "easl", "easl": {"hits_per_round": -2}}', "'easl.hits_per_round': -2 is out of range"),
+    ('{"mode": "easl", "easl": {"assignments_per_hit": 0}}', "'easl.assignments_per_hit': 0 is out of range"),
+    ('{"mode": "easl", "easl": {"judgment_budget": "lots"}}', "'easl.judgment_budget': expected a whole number"),
+    ('{"mode": "easl", "easl": 5}', "'easl': expected a JSON object"),
+]
+
+
+@pytest.mark.parametrize("provider", ["local", "mturk-sandbox"])
+@pytest.mark.parametrize("given,message", BAD_SETTINGS)
+def test_bad_batch_settings_are_refused_naming_the_key_and_nothing_is_made(provider, given, message):
+    sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    with pytest.raises(CommandError, match=r"no batch created: batch setting " + message.replace("(", r"\(")):
+        run_cli("--campaign", "sample", "--provider", provider, "--batch-settings", given)
+    assert not Batch.objects.exists()
+
+
+def test_the_admins_service_refuses_bad_settings_too_and_keeps_good_ones_as_numbers():
+    campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    with pytest.raises(BatchError, match="'assignment_duration_s': -5 is out of range"):
+        hit_batch_create(campaign=campaign, provider="local", settings={"assignment_duration_s": -5})
+    with pytest.raises(BatchError, match="'reward_usd'"):
+        hit_batch_create(campaign=campaign, provider="mturk", settings={"reward_usd": "abc"})
+    assert not Batch.objects.exists()
+    batch = hit_batch_create(campaign=campaign, provider="local",
+                             settings={"assignment_duration_s": "1800", "mode": "easl", "easl": {"g": "0.2"}})
+    assert batch.settings["assignment_duration_s"] == 1800 and batch.settings["easl"]["g"] == 0.2
+
+
+def test_a_local_batch_with_a_string_duration_serves_hits_for_that_long():
+    from django.contrib.auth import get_user_model
+
+    from annotation.providers.local import local_hit_take
+
+    sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    run_cli("--campaign", "sample", "--provider", "local", "--batch-settings", '{"assignment_duration_s": "600"}')
+    taken = local_hit_take(user=get_user_model().objects.create_user("ann", password="pw"))
+    assert (taken.expires_at - taken.accepted_at).total_seconds() == 600
+
+
+def test_empty_campaign_name_is_refused():
+    sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    with pytest.raises(CommandError, match="--campaign: the campaign name is empty"):
+        run_cli("--campaign", "", "--provider", "local")
+    assert not Batch.objects.exists()
+
+
+# --- --publish checks MTurk's set-up before a batch is made --------------------------------------
+
+
+@pytest.fixture
+def mturk_stub(monkeypatch):
+    import boto3
+    from botocore.stub import Stubber
+
+    from annotation.providers import mturk as mturk_module
+
+    client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    monkeypatch.setattr(mturk_module, "mturk_client", lambda sandbox: client)
+    with Stubber(client) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def test_publish_without_a_public_url_makes_no_draft(settings):
+    settings.PARAFORGE_PUBLIC_URL = ""
+    sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    for _ in range(2):  # a re-run makes no draft either
+        with pytest.raises(CommandError, match=r"no batch created: cannot publish on mturk: .*PARAFORGE_PUBLIC_URL"):
+            run_cli("--campaign", "sample", "--provider", "mturk", "--publish")
+    assert not Batch.objects.exists()
+
+
+def test_publish_without_credentials_makes_no_draft(settings, monkeypatch):
+    settings.PARAFORGE_PUBLIC_URL = "https://paraforge.example.org"
+    for name in ("MTURK_ACCESS_KEY_ID", "MTURK_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    with pytest.raises(CommandError, match="no batch created: cannot publish on mturk-sandbox: no MTurk credentials"):
+        run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--publish")
+    assert not Batch.objects.exists()
+
+
+def test_publish_with_too_little_balance_makes_no_draft_and_spends_nothing(settings, mturk_stub):
+    settings.PARAFORGE_PUBLIC_URL = "https://paraforge.example.org"
+    sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    mturk_stub.add_response("get_account_balance", {"AvailableBalance": "0.50"}, {})
+    with pytest.raises(CommandError, match=r"no batch created: .*\$0.50 available but this costs \$1.80"):
+        run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0", "--publish",
+                "--batch-settings", '{"reward_usd": "0.50"}')
+    assert not Batch.objects.exists() and not Candidate.objects.filter(text="Reference 0 of bucket 5 is here.").exists()
+
+
+def test_publish_with_a_sound_set_up_still_publishes(settings, mturk_stub):
+    from botocore.stub import ANY
+
+    settings.PARAFORGE_PUBLIC_URL = "https://paraforge.example.org"
+    sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})  # the check
+    mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})  # publishing's own
+    mturk_stub.add_response("list_qualification_types", {"NumResults": 1, "QualificationTypes": [
+        {"QualificationTypeId": "3BLOCK", "Name": "Paraforge: failed attention checks"}]})
+    mturk_stub.add_response("create_hit_type", {"HITTypeId": "3HITTYPE"}, {
+        "AutoApprovalDelayInSeconds": ANY, "AssignmentDurationInSeconds": ANY, "Reward": "0.50", "Title": ANY,
+        "Keywords": ANY, "Description": ANY, "QualificationRequirements": ANY})
+    mturk_stub.add_response("create_hit_with_hit_type", {"HIT": {"HITId": "3HIT" + "0" * 26}})
+    result = run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0", "--publish",
+                     "--batch-settings", '{"reward_usd": "0.50"}')
+    batch = Batch.objects.get(pk=result["batch"])
+    assert batch.status == BatchStatus.PUBLISHED and result["cost_estimate_usd"] == pytest.approx(1.80)
+    assert batch.hits.get().external_hit_id == "3HIT" + "0" * 26
+
+
+def test_a_publish_failing_after_the_checks_keeps_and_names_the_draft(settings, mturk_stub):
+    settings.PARAFORGE_PUBLIC_URL = "https://paraforge.example.org"
+    sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
+    mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    mturk_stub.add_client_error("list_qualification_types", service_error_code="RequestError",
+                                service_message="This account is suspended.", http_status_code=400)
+    kept = r"batch (\d+) was created but not published \(.*suspended.*\); it is a draft: .*mturk publish \1"
+    with pytest.raises(CommandError, match=kept):
+        run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0", "--publish")
+    assert Batch.objects.get().status == BatchStatus.DRAFT

@@ -228,3 +228,38 @@ def test_refusals(easl_batch):
         easl_round_create(batch=plain)
     with pytest.raises(CommandError, match="no batch"):
         call_command("easl_round", "999999")
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"items_per_hit": 0}, r"'easl.items_per_hit': 0 is out of range"),
+    ({"g": "abc"}, r"'easl.g': expected a number"),
+    ({"hits_per_round": -2}, r"'easl.hits_per_round': -2 is out of range"),
+    ({"assignments_per_hit": 0}, r"'easl.assignments_per_hit': 0 is out of range"),
+])
+def test_bad_easl_options_are_refused_before_a_round_is_made(easl_batch, options, message):
+    first = easl_round_create(batch=easl_batch, seed=1)
+    judge_round(easl_batch, first["hit_ids"])
+    easl_batch.settings["easl"].update(options)  # stored by hand: create_hit_batch refuses them (test_batches)
+    easl_batch.save()
+    with pytest.raises(CommandError, match=rf"batch {easl_batch.pk}: batch setting {message}"):
+        call_command("easl_round", str(easl_batch.pk), "--force")
+    assert set(easl_batch.hits.values_list("round", flat=True)) == {0}
+
+
+def test_an_easl_batch_made_by_the_cli_gets_its_rounds(db):
+    sample = Campaign.objects.create(name="cli-easl")
+    for c in range(6):
+        ref = Reference.objects.get_or_create(campaign=sample, ref_id="r", text="A reference.", length_bucket=5)[0]
+        CandidateSystem.objects.create(candidate=Candidate.objects.create(reference=ref, text=f"Cand {c}."),
+                                       system="1")
+    out = StringIO()
+    call_command("create_hit_batch", "--campaign", "cli-easl", "--provider", "local", "--lengths", "5",
+                 "--assignments", "2", "--attention-rate", "0", "--batch-settings",
+                 '{"mode": "easl", "easl": {"items_per_hit": "3", "assignments_per_hit": 2}}', stdout=out)
+    batch = Batch.objects.get(pk=json.loads(out.getvalue())["batch"])
+    judge_round(batch, list(batch.hits.values_list("id", flat=True)))
+    judge_round(batch, list(batch.hits.values_list("id", flat=True)), worker="w2")
+    created = easl_round_create(batch=batch, seed=3)
+    hits = Hit.objects.filter(pk__in=created["hit_ids"])
+    assert created["round"] == 1 and created["hits"] == 2  # ceil(6 items / 3 per HIT)
+    assert {h.items.count() for h in hits} == {3} and {h.max_assignments for h in hits} == {2}

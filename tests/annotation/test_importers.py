@@ -212,3 +212,63 @@ def test_generic_cli(tmp_path):
         call_command("import_judgments", "--format", "generic", str(path), "--campaign", "g")
     with pytest.raises(CommandError, match="--references is required"):
         call_command("import_judgments", str(path), "--campaign", "g")
+
+
+# --- bad arguments and non-UTF-8 files: one-line errors, nothing imported ----------------------------
+
+
+@pytest.mark.parametrize("delimiter", ["||", "", '"'])
+def test_generic_cli_refuses_a_delimiter_that_is_not_one_plain_character(tmp_path, delimiter):
+    path = _generic_csv(tmp_path, GENERIC_ROWS)
+    with pytest.raises(CommandError, match=r"nothing imported: the delimiter"):
+        call_command("import_judgments", "--format", "generic", "--map", GENERIC_MAP, str(path), "--campaign", "g",
+                     "--delimiter", delimiter)
+    assert not Campaign.objects.exists()
+
+
+def test_generic_cli_takes_a_tab_delimiter_by_name(tmp_path):
+    path = tmp_path / "results.txt"
+    path.write_text("w\tref\tsys\tcand\ts\tg\tsent\tlen\nA1\t1\t17\tIt is okay.\t70\t1\tIt is fine.\t5\n",
+                    encoding="utf-8")
+    out = StringIO()
+    call_command("import_judgments", "--format", "generic", "--map", "worker=w,reference=ref,systems=sys,"
+                 "candidate=cand,score=s,fluency=g,reference_text=sent,length=len", str(path), "--campaign", "g",
+                 "--delimiter", "tab", stdout=out)
+    assert json.loads(out.getvalue())["judgments_created"] == 1
+
+
+def test_a_non_utf8_candidates_file_names_the_line_not_a_byte_offset(tmp_path):
+    ref_path, cand_path = write_parabank(tmp_path)
+    lines = [CAND_HEADER, *CANDS, *CANDS[:1] * 300, "1\t1\t5\t9\tIt is fine, caf\u00e9.\t0.1\t50\t2"]
+    cand_path.write_bytes(("\n".join(lines) + "\n").encode("latin-1"))  # past the decoder's first 8 KiB chunk
+    with pytest.raises(CommandError, match=r"nothing imported: .*cand.tsv:309: not UTF-8 \(byte 0xe9 at byte 24 "
+                                           r"of the line\); save it as UTF-8$"):
+        call_command("import_judgments", "--references", str(ref_path), str(cand_path), "--campaign", "c2")
+    ref_path.write_bytes("ref_id\tref_sent\tref_len\n1\tIt is fine now.\t5\n2\tHe left caf\u00e9.\t5\n"
+                         .encode("latin-1"))
+    with pytest.raises(ImportFormatError, match=r"ref.tsv:3: not UTF-8"):
+        import_parabank(campaign_name="c2", references_path=ref_path, candidates_path=cand_path)
+    assert not Campaign.objects.exists()
+
+
+def test_a_non_utf8_generic_file_names_the_line(tmp_path):
+    from annotation.importers import import_generic, parse_mapping
+
+    path = tmp_path / "results.csv"
+    rows = ["WorkerId,Input.ref,Input.sentence,Input.len,Input.systems,Input.candidate,Answer.score,Answer.gm",
+            *GENERIC_ROWS, 'A3,1,"It is fine, now.",5,17,"Un caf\u00e9.",50,2']
+    path.write_bytes(("\n".join(rows) + "\n").encode("latin-1"))
+    with pytest.raises(ImportFormatError, match=r"results.csv:6: not UTF-8 \(byte 0xe9"):
+        import_generic(campaign_name="g", path=path, mapping=parse_mapping(GENERIC_MAP))
+    assert not Campaign.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_an_empty_campaign_name_is_refused(tmp_path, name):
+    ref_path, cand_path = write_parabank(tmp_path)
+    with pytest.raises(CommandError, match="nothing imported: the campaign name is empty"):
+        call_command("import_judgments", "--references", str(ref_path), str(cand_path), "--campaign", name)
+    path = _generic_csv(tmp_path, GENERIC_ROWS)
+    with pytest.raises(CommandError, match="nothing imported: the campaign name is empty"):
+        call_command("import_judgments", "--format", "generic", "--map", GENERIC_MAP, str(path), "--campaign", name)
+    assert not Campaign.objects.exists()

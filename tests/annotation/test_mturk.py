@@ -203,6 +203,22 @@ def test_publish_needs_an_https_public_url(provider, settings):
         provider.publish(batch=batch)
 
 
+@pytest.mark.parametrize("bad,message", [
+    ({"lifetime_s": "x"}, "'lifetime_s': expected a whole number"),
+    ({"reward_usd": "abc"}, "'reward_usd': expected an amount"),
+    ({"assignment_duration_s": -5}, "'assignment_duration_s': -5 is out of range"),
+])
+def test_a_stored_bad_setting_is_refused_naming_the_key_before_mturk_is_called(stub, client, monkeypatch, bad,
+                                                                               message):
+    monkeypatch.setattr(mturk_module, "mturk_client", lambda sandbox: client)
+    batch = make_batch(hits=1, **bad)  # stored by hand: create_hit_batch refuses it (test_batches)
+    with pytest.raises(CommandError, match=rf"batch {batch.pk}: batch setting {message}"):
+        _run("publish", str(batch.pk))
+    with pytest.raises(MTurkConfigurationError, match=message):
+        get_provider(batch).cost_estimate_usd(batch=batch)
+    assert not batch.hits.exclude(external_hit_id="").exists()  # the stub saw no call at all
+
+
 def test_throttled_hit_creation_is_retried_with_the_same_token(stub, provider, sleeps):
     batch = make_batch(hits=1)
     hit = batch.hits.get()

@@ -10,7 +10,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation.batches import PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
+from annotation.batches import (PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, batch_publish_check,
+                                batch_settings_check, hit_batch_create)
 from annotation.models import Campaign
 from annotation.providers import get_provider
 
@@ -59,23 +60,47 @@ class Command(BaseCommand):
             get_provider(provider)
         except ImportError as exc:
             raise CommandError(f"the {provider} provider is not available ({exc})") from exc
+        paid = publish and provider != "local"
         try:
-            with transaction.atomic():
+            with transaction.atomic():  # any refusal below leaves nothing behind (no draft, no baseline rows)
+                extra = batch_settings_check(extra)
+                if paid:
+                    batch_publish_check(provider=provider, settings=extra)
                 batch = hit_batch_create(
                     campaign=target, provider=provider, per_length=per_length, lengths=_lengths(lengths),
                     assignments=assignments, attention_rate=attention_rate, seed=seed, baseline=baseline,
                     baseline_system=baseline_system, label=label, settings=extra)
                 cost = batch_cost_estimate_usd(batch=batch)
+                if paid and cost is not None:
+                    batch_publish_check(provider=provider, settings=batch.settings, cost_usd=cost)
         except (BatchError, OSError) as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(f"no batch created: {exc}") from exc
         if provider == "local" or publish:
-            batch_publish(batch=batch)
+            self._publish(batch)
         self.stdout.write(json.dumps({"batch": batch.pk, "hits": batch.hits.count(),
                                       "cost_estimate_usd": None if cost is None else float(cost)}))
 
     @staticmethod
+    def _publish(batch) -> None:
+        """Publish the new batch; should the provider fail now (after the checks), the draft is kept and named."""
+        errors: tuple[type[Exception], ...] = (BatchError,)
+        if batch.provider != "local":
+            from botocore.exceptions import BotoCoreError, ClientError
+
+            from annotation.providers.mturk import MTurkError
+
+            errors += (MTurkError, ClientError, BotoCoreError)
+        try:
+            batch_publish(batch=batch)
+        except errors as exc:
+            raise CommandError(f"batch {batch.pk} was created but not published ({exc}); it is a draft: publish it "
+                               f"with `python manage.py mturk publish {batch.pk}`") from exc
+
+    @staticmethod
     def _campaign(job, name) -> Campaign:
-        if name:
+        if name is not None:
+            if not name.strip():
+                raise CommandError("--campaign: the campaign name is empty")
             try:
                 return Campaign.objects.get(name=name)
             except Campaign.DoesNotExist:

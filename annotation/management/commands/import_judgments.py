@@ -7,7 +7,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.importers import ImportFormatError, import_generic, import_parabank, parse_mapping
+from annotation.importers import (ImportArgumentError, ImportFormatError, import_generic, import_parabank,
+                                  parse_mapping)
 
 
 class Command(BaseCommand):
@@ -40,6 +41,6 @@ class Command(BaseCommand):
                 delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
                 summary = import_generic(campaign_name=campaign, path=candidates, mapping=fields,
                                          references_path=references, delimiter=delimiter)
-        except ImportFormatError as exc:
+        except (ImportArgumentError, ImportFormatError) as exc:
             raise CommandError(f"nothing imported: {exc}") from exc
         self.stdout.write(json.dumps(summary.as_dict()))

@@ -1,0 +1,127 @@
+"""The one check of a batch's numeric settings (``Batch.settings``), shared by every path that makes or
+uses a batch: ``hit_batch_create`` (the CLI and the admin), the MTurk provider's ``batch_mturk_config``
+and the EASL rounds' ``easl_config``.
+
+A value of ``None`` (or a key left out) means the default. Integers may be given as JSON integers or
+integer strings ("1800"); the cleaned settings hold plain ints, so nothing downstream has to convert.
+Ranges are MTurk's own where MTurk has one (an assignment lasts 30 s to 365 days, auto-approval within
+30 days, a HIT lives 30 s to 365 days); the local provider uses the same assignment duration range.
+No module here imports Django models, so providers can use it freely.
+"""
+from __future__ import annotations
+
+import math
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+# key: (minimum, maximum or None, unit shown in messages)
+INT_SETTINGS: dict[str, tuple[int, int | None, str]] = {
+    "assignment_duration_s": (30, 31_536_000, "seconds"),
+    "auto_approval_delay_s": (0, 2_592_000, "seconds"),
+    "lifetime_s": (30, 31_536_000, "seconds"),
+    "min_approval_rate": (0, 100, "percent"),
+    "min_approved_hits": (0, None, "HITs"),
+    "frame_height": (0, None, "pixels"),
+}
+EASL_INT_SETTINGS: dict[str, tuple[int, int | None, str]] = {
+    "items_per_hit": (2, None, "candidates"),
+    "judgment_budget": (1, None, "judgments"),
+    "hits_per_round": (1, None, "HITs"),
+    "assignments_per_hit": (1, None, "assignments"),
+}
+# key: (minimum, whether the minimum itself is allowed)
+EASL_FLOAT_SETTINGS: dict[str, tuple[float, bool]] = {
+    "g": (0.0, False),
+    "variance_threshold": (0.0, True),
+}
+
+
+class BatchSettingsError(ValueError):
+    """A batch setting of the wrong type or out of range; the message names the key."""
+
+
+def _int_setting(key: str, value: Any, lo: int, hi: int | None, unit: str) -> int:
+    number = None
+    if isinstance(value, bool):
+        pass  # JSON true/false is not a number
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+    if number is None:
+        raise BatchSettingsError(f"batch setting {key!r}: expected a whole number of {unit}, got {value!r}")
+    if number < lo or (hi is not None and number > hi):
+        bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+        raise BatchSettingsError(f"batch setting {key!r}: {number} is out of range (must be {bounds})")
+    return number
+
+
+def _float_setting(key: str, value: Any, lo: float, inclusive: bool) -> float:
+    number = None
+    if not isinstance(value, bool) and isinstance(value, (int, float, str)):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if number is None or not math.isfinite(number):
+        raise BatchSettingsError(f"batch setting {key!r}: expected a number, got {value!r}")
+    if number < lo or (number == lo and not inclusive):
+        bound = f"at least {lo}" if inclusive else f"more than {lo}"
+        raise BatchSettingsError(f"batch setting {key!r}: {number} is out of range (must be {bound})")
+    return number
+
+
+def reward_usd_check(value: Any, *, key: str = "reward_usd") -> Decimal:
+    """A reward in US dollars (a number or a decimal string, at least 0); the message names the key."""
+    amount = None
+    if not isinstance(value, bool) and isinstance(value, (int, float, str, Decimal)):
+        try:
+            amount = Decimal(str(value).strip())
+        except (InvalidOperation, ValueError):
+            amount = None
+    if amount is None or not amount.is_finite():
+        raise BatchSettingsError(f"batch setting {key!r}: expected an amount in US dollars such as \"0.50\", "
+                                 f"got {value!r}")
+    if amount < 0:
+        raise BatchSettingsError(f"batch setting {key!r}: {value!r} is negative")
+    return amount
+
+
+def easl_settings_clean(given: Any) -> dict:
+    """``Batch.settings["easl"]`` checked (type and range of every number); returns a cleaned copy."""
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise BatchSettingsError(f"batch setting 'easl': expected a JSON object of EASL options, got {given!r}")
+    cleaned = dict(given)
+    for key, (lo, hi, unit) in EASL_INT_SETTINGS.items():
+        if cleaned.get(key) is not None:
+            cleaned[key] = _int_setting(f"easl.{key}", cleaned[key], lo, hi, unit)
+    for key, (lo, inclusive) in EASL_FLOAT_SETTINGS.items():
+        if cleaned.get(key) is not None:
+            cleaned[key] = _float_setting(f"easl.{key}", cleaned[key], lo, inclusive)
+    return cleaned
+
+
+def batch_settings_clean(settings: Any) -> dict:
+    """Check every numeric batch setting (type and range) and return a cleaned copy (integers as ints).
+
+    Raises ``BatchSettingsError`` naming the first bad key; the settings are never half-applied."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, dict):
+        raise BatchSettingsError(f"batch settings must be a JSON object, got {settings!r}")
+    cleaned = dict(settings)
+    if cleaned.get("reward_usd") is not None:
+        reward_usd_check(cleaned["reward_usd"])
+    for key, (lo, hi, unit) in INT_SETTINGS.items():
+        if cleaned.get(key) is not None:
+            cleaned[key] = _int_setting(key, cleaned[key], lo, hi, unit)
+    if "easl" in cleaned:
+        cleaned["easl"] = easl_settings_clean(cleaned["easl"])
+    return cleaned
