@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -210,6 +211,18 @@ def _forget_idf_window(*, setting: str, **kwargs) -> None:
     global _WINDOW
     if setting in ("PARAFORGE_MIN_IDF", "PARAFORGE_MAX_IDF"):
         _WINDOW = None
+
+
+def checked_idf_window(min_idf: float | None = None, max_idf: float | None = None) -> tuple[float, float]:
+    """The pool's IDF bounds (settings' defaults for None). ValueError for NaN or min > max: either would
+    leave every pool empty and each system would report "pool too small" instead of the mistake."""
+    lo = settings.PARAFORGE_MIN_IDF if min_idf is None else min_idf
+    hi = settings.PARAFORGE_MAX_IDF if max_idf is None else max_idf
+    if math.isnan(lo) or math.isnan(hi):
+        raise ValueError("min-idf and max-idf must be numbers, not nan")
+    if lo > hi:
+        raise ValueError(f"min-idf ({lo:g}) > max-idf ({hi:g}): no token could join the pool")
+    return lo, hi
 
 
 def _by_idf(in_order: list[Member]) -> list[Member]:

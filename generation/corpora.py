@@ -38,9 +38,15 @@ EXTRA_TAB = "more than one tab (expected source<TAB>reference)"
 TAB_IN_MONO = "tab in a monolingual line (a bitext? use format bitext)"
 INVALID_UTF8 = "invalid UTF-8"
 TOO_LONG = "line too long"
+NUL_BYTE = "NUL byte"
+CR_IN_LINE = "carriage return inside the line"
 
 
-REASONS = (EMPTY_REFERENCE, EMPTY_SOURCE, MISSING_TAB, EXTRA_TAB, TAB_IN_MONO, INVALID_UTF8, TOO_LONG)
+REASONS = (EMPTY_REFERENCE, EMPTY_SOURCE, MISSING_TAB, EXTRA_TAB, TAB_IN_MONO, INVALID_UTF8, TOO_LONG, NUL_BYTE,
+           CR_IN_LINE)
+# A UTF-16 or UTF-32 file read as UTF-8 would decode its later lines as text with NULs between letters.
+_WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"), (b"\xfe\xff", "UTF-16"),
+              (b"\xff\xfe", "UTF-16"))
 
 
 def reason_kind(reason: str) -> str:
@@ -99,6 +105,22 @@ class _Input:
         magic = self.raw.read(2)
         self.raw.seek(0)
         self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if magic == GZIP_MAGIC else self.raw
+        try:
+            self._refuse_wide_encoding()
+        except BaseException:
+            self.close()
+            raise
+
+    def _refuse_wide_encoding(self) -> None:
+        """A UTF-16/32 byte-order mark is a whole-file error: every line of such a file is unreadable."""
+        try:
+            head = self.stream.peek(4)[:4]
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise CorpusImportError(f"{self.path}:1: corrupt gzip data: {exc}") from None
+        for bom, encoding in _WIDE_BOMS:
+            if head.startswith(bom):
+                raise CorpusImportError(f"{self.path}:1: {encoding} text (byte-order mark); convert the file "
+                                        "to UTF-8") from None
 
     @property
     def raw_position(self) -> int:
@@ -142,12 +164,22 @@ def _iter_raw_lines(inp: _Input, max_line_chars: int) -> Iterator[RawLine]:
                 more = _readline(inp, 1 << 20, number)
                 if not more or more.endswith(b"\n"):
                     break
-            yield RawLine(number, None, f"{TOO_LONG} (more than {max_line_chars} characters)")
+            if b"\r" in data[:-1]:  # most likely a file with CR-only line endings, read as one line
+                yield RawLine(number, None, _cr_reason(data.index(b"\r")))
+            else:
+                yield RawLine(number, None, f"{TOO_LONG} (more than {max_line_chars} characters)")
             continue
         if data.endswith(b"\n"):
             data = data[:-2] if data.endswith(b"\r\n") else data[:-1]
         if number == 1 and data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]  # a UTF-8 byte-order mark
+        nul = data.find(b"\x00")
+        if nul >= 0:  # valid UTF-8, but never text: a UTF-16 file without a byte-order mark
+            yield RawLine(number, None, f"{NUL_BYTE} at column {nul + 1} (UTF-16 file?)")
+            continue
+        if b"\r" in data:  # CR-only line endings: lines would be merged into one reference
+            yield RawLine(number, None, _cr_reason(data.index(b"\r")))
+            continue
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -157,6 +189,11 @@ def _iter_raw_lines(inp: _Input, max_line_chars: int) -> Iterator[RawLine]:
             yield RawLine(number, None, f"{TOO_LONG} ({len(text)} characters, limit {max_line_chars})")
             continue
         yield RawLine(number, text)
+
+
+def _cr_reason(index: int) -> str:
+    return (f"{CR_IN_LINE} at column {index + 1} (CR-only line endings are not supported: "
+            "convert the file to LF or CRLF)")
 
 
 def detect_format(path: str | Path, *, max_line_chars: int | None = None) -> str:
@@ -320,7 +357,7 @@ def corpus_import(*, name: str, path: str | Path, format: str | None = None, on_
             first_record += info["records"]
         report.references = first_record
         if report.references == 0:
-            detail = f" ({report.summary()})" if report.bad_lines else ""
+            detail = f" ({report.summary()}; first: {report.kept_errors[0]})" if report.bad_lines else ""
             raise CorpusImportError(f"{display}: no valid {'pairs' if fmt == 'bitext' else 'sentences'}"
                                     f" to import{detail}")
         with transaction.atomic():

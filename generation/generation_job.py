@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -105,6 +106,8 @@ def model_fingerprint(path: str) -> str:
 def _check_model_folder(path: str) -> None:
     folder = resolve_model_folder(path)
     if not folder.is_dir():
+        if folder.exists() or Path(path).exists():
+            raise GenerationSettingsError(f"model folder {path!r} is not a folder")
         raise GenerationSettingsError(f"model folder {path!r} does not exist")
     if not (folder / "config.json").is_file():
         raise GenerationSettingsError(f"model folder {path!r} has no config.json (not a Hugging Face checkpoint)")
@@ -131,6 +134,17 @@ def parse_systems(values: Sequence[int | str]) -> list[int]:
     return out
 
 
+def _finite(value, name: str) -> float:
+    """A float that JSON (the job's params) can hold: NaN and infinities are refused."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise GenerationSettingsError(f"{name} must be a number, not {value!r}") from None
+    if not math.isfinite(x):
+        raise GenerationSettingsError(f"{name} must be a finite number, not {value!r}")
+    return x
+
+
 def _int(value, name: str, minimum: int = 1) -> int:
     try:
         n = int(value)
@@ -155,6 +169,8 @@ def generation_params(*, corpus: Corpus, model: str, systems: Sequence[int | str
     numbers = parse_systems(systems)
     if not ppdb and any(n in PPDB_SYSTEMS for n in numbers):
         raise GenerationSettingsError("PPDB systems 35-37 need a PPDB file (--ppdb FILE)")
+    if ppdb and Path(ppdb).is_dir():
+        raise GenerationSettingsError(f"PPDB file {ppdb!r} is a directory, not a file")
     if ppdb and not Path(ppdb).is_file():
         raise GenerationSettingsError(f"PPDB file {ppdb!r} does not exist")
     if idf_table is None:
@@ -169,15 +185,15 @@ def generation_params(*, corpus: Corpus, model: str, systems: Sequence[int | str
     params: dict[str, Any] = {
         "corpus": corpus.pk, "model": str(model), "systems": numbers, "idf_table": idf_table.pk,
         "beam": beam, "nbest": nbest, "max_length": _int(max_length, "max_length", 2),
-        "length_penalty": float(length_penalty), "batch_size": _int(batch_size, "batch_size"),
+        "length_penalty": _finite(length_penalty, "length_penalty"), "batch_size": _int(batch_size, "batch_size"),
         "device": device or None, "seed": _int(seed, "seed", 0), "ppdb": str(ppdb) if ppdb else None,
         "sample_chunk_size": _int(sample_chunk_size, "sample_chunk_size"),
-        "pause_per_batch": max(0.0, float(pause_per_batch)),
+        "pause_per_batch": max(0.0, _finite(pause_per_batch, "pause_per_batch")),
     }
+    lengths = sorted({_int(n, "length") for n in lengths})  # checked even when unused: a typo is not ignored
+    if not lengths:
+        raise GenerationSettingsError("give at least one length bucket")
     if sample_per_length is not None:
-        lengths = sorted({_int(n, "length") for n in lengths})
-        if not lengths:
-            raise GenerationSettingsError("give at least one length bucket")
         params["sample_per_length"] = _int(sample_per_length, "sample_per_length")
         params["lengths"] = lengths
     if name:

@@ -5,6 +5,7 @@ import gzip
 import heapq
 import io
 import math
+import re
 import shutil
 import tempfile
 from collections import Counter
@@ -39,12 +40,26 @@ class IdfValues(dict):
         return IdfValues, (dict(self),)
 
 
+_WHITESPACE = re.compile(r"\s")
+
+
 def parse_idf_lines(lines: Iterable[str], name: str) -> IdfValues:
     """``token<TAB>idf`` lines (a header line ``token<TAB>idf`` is allowed) -> {token: idf}; a bad line
-    is an IdfFileError naming ``name`` and its line number."""
+    is an IdfFileError naming ``name`` and its line number.
+
+    Refused, because selection would silently misbehave on them: a token that is empty, holds whitespace
+    (spaCy tokens never do, so it could never match) or comes twice (which IDF?), and an IDF that is
+    negative, NaN or infinite (ln(N/df) is none of them). A leading byte-order mark is dropped. Lines read
+    with ``errors="surrogateescape"`` that hold undecodable bytes are reported as not UTF-8."""
     table: dict[str, float] = {}
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\n\r")
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            raise IdfFileError(f"{name}:{number}: not UTF-8") from None
         if not line.strip():
             continue
         parts = line.split("\t")
@@ -52,17 +67,27 @@ def parse_idf_lines(lines: Iterable[str], name: str) -> IdfValues:
             continue
         if len(parts) != 2:
             raise IdfFileError(f"{name}:{number}: expected token<TAB>idf, got {line[:80]!r}")
+        token, text = parts
+        if not token:
+            raise IdfFileError(f"{name}:{number}: empty token")
+        if _WHITESPACE.search(token):
+            raise IdfFileError(f"{name}:{number}: token {token[:40]!r} holds whitespace")
         try:
-            table[parts[0]] = float(parts[1])
+            value = float(text)
         except ValueError:
-            raise IdfFileError(f"{name}:{number}: IDF {parts[1][:40]!r} is not a number") from None
+            raise IdfFileError(f"{name}:{number}: IDF {text[:40]!r} is not a number") from None
+        if not math.isfinite(value) or value < 0:
+            raise IdfFileError(f"{name}:{number}: IDF {text[:40]!r} is not a finite number >= 0")
+        if token in table:
+            raise IdfFileError(f"{name}:{number}: token {token[:40]!r} appears twice")
+        table[token] = value
     return IdfValues(table)
 
 
 def read_idf_tsv(path: str | Path) -> IdfValues:
-    """Read a local ``token<TAB>idf`` file."""
+    """Read a local ``token<TAB>idf`` file (every line checked, see parse_idf_lines)."""
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise IdfFileError(f"cannot read IDF file {path}: {exc.strerror or exc}") from None
     with fh:
@@ -263,6 +288,8 @@ def idf_table_import(name: str, path: str | Path):
 
     from .models import IdfTable
 
+    if not name or not name.strip():
+        raise IdfFileError("an IDF table needs a name")
     if IdfTable.objects.filter(name=name).exists():
         raise IdfFileError(f"an IDF table named {name!r} already exists")
     table_dict = read_idf_tsv(path)

@@ -11,7 +11,8 @@ the LHS, relation) and sorted, packed into one string (a lookup is one primary-k
 sorted once at build time instead of on every first sight of a phrase), and a Bloom filter of those
 phrases (a word PPDB has no rule for, most rare words, is answered without a query). Later opens of the
 same unchanged file reuse the index. Malformed lines are skipped, counted, and reported
-with their line numbers (logged, and kept in the index's ``meta`` table).
+with their line numbers (logged, and kept in the index's ``meta`` table); a file with no valid rule at
+all is refused (:class:`PpdbError`) by :func:`open_ppdb`, every time it is opened.
 """
 from __future__ import annotations
 
@@ -272,6 +273,8 @@ def open_ppdb(path: str | Path, *, cache_dir: str | Path | None = None) -> PpdbI
     """The index of the PPDB file at ``path``, built on first use (streamed, once per file version)."""
     source = Path(path)
     try:
+        if source.is_dir():
+            raise PpdbError(f"PPDB file {path} is a directory, not a file")
         if not source.is_file():
             raise PpdbError(f"PPDB file {path} does not exist or is not a file")
         target = index_path_for(source, cache_dir)
@@ -279,16 +282,28 @@ def open_ppdb(path: str | Path, *, cache_dir: str | Path | None = None) -> PpdbI
         raise PpdbError(f"cannot read PPDB file {path}: {exc.strerror or exc}") from None
     with _OPEN_LOCK:
         index = _OPEN.get(target)
-        if index is not None:
-            return index
-        if not target.is_file():
-            try:
-                build_index(source.resolve(), target)
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                raise PpdbError(f"cannot read PPDB file {path}: {exc}") from None
-            _remove_superseded(target, source)
-        index = _OPEN[target] = PpdbIndex(target, source)
-        return index
+        if index is None:
+            if not target.is_file():
+                try:
+                    build_index(source.resolve(), target)
+                except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                    raise PpdbError(f"cannot read PPDB file {path}: {exc}") from None
+                _remove_superseded(target, source)
+            index = _OPEN[target] = PpdbIndex(target, source)
+    _refuse_ruleless(index, path)
+    return index
+
+
+def _refuse_ruleless(index: PpdbIndex, path) -> None:
+    """A file none of whose lines is a rule (a PPDB 1.0 pairs file, an empty file) is the wrong file:
+    refused each time it is opened, its index cached or not, instead of every PPDB system quietly finding
+    no paraphrase."""
+    stats = index.stats
+    if stats.get("rules", 1) == 0:
+        first = stats.get("malformed_lines") or []
+        detail = f" (line {first[0]['line']}: {first[0]['reason']})" if first else ""
+        raise PpdbError(f"{path}: not a PPDB 2.0 lexical file: no valid rule in {stats.get('lines', 0)} "
+                        f"lines{detail}")
 
 
 def _remove_superseded(target: Path, source: Path) -> list[Path]:

@@ -63,17 +63,29 @@ class PairsFileError(ValueError):
 # --------------------------------------------------------------------------------------------------
 
 def _open_text(path: Path):
+    # surrogateescape: an undecodable byte reaches the reader as a lone surrogate, so that the error
+    # can name its line (a strict decoder fails on a whole read-ahead block, with a byte offset)
     if str(path).endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="surrogateescape", newline="")
+    return open(path, encoding="utf-8", errors="surrogateescape", newline="")
+
+
+def _check_utf8(path: Path, lineno: int, line: str) -> None:
+    """A line read with ``surrogateescape`` holding an undecodable byte -> PairsFileError naming it."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = ord(line[exc.start]) - 0xDC00 if 0xDC80 <= ord(line[exc.start]) <= 0xDCFF else None
+        what = f"byte 0x{byte:02x}" if byte is not None else "a surrogate"
+        raise PairsFileError(f"{path}:{lineno}: not UTF-8 text ({what} at column {exc.start + 1})") from None
 
 
 def iter_pairs(path) -> Iterator[tuple[int, str, str]]:
     """Yield ``(line_number, sentence, paraphrase)`` from a ``sentence<TAB>paraphrase`` file.
 
     Blank lines and lines starting with ``#`` are skipped; columns after the second (scores, system
-    names) are ignored. A line with fewer than two columns or an empty side raises
-    :class:`PairsFileError` naming the file and line number."""
+    names) are ignored. A line with fewer than two columns, an empty side or bytes that are not UTF-8
+    raises :class:`PairsFileError` naming the file and line number."""
     path = Path(path)
     if not path.is_file():
         raise PairsFileError(f"pairs file not found: {path}")
@@ -81,6 +93,9 @@ def iter_pairs(path) -> Iterator[tuple[int, str, str]]:
         with _open_text(path) as fh:
             for lineno, line in enumerate(fh, 1):
                 line = line.rstrip("\r\n")
+                if lineno == 1:
+                    line = line.removeprefix("\ufeff")
+                _check_utf8(path, lineno, line)
                 if not line.strip() or line.startswith("#"):
                     continue
                 cols = line.split("\t")
@@ -91,11 +106,7 @@ def iter_pairs(path) -> Iterator[tuple[int, str, str]]:
                 if not src or not tgt:
                     raise PairsFileError(f"{path}:{lineno}: empty sentence or paraphrase: {line[:80]!r}")
                 yield lineno, src, tgt
-    except UnicodeDecodeError as exc:
-        raise PairsFileError(f"{path}: not UTF-8 text ({exc})") from exc
     except (OSError, EOFError) as exc:
-        if isinstance(exc, PairsFileError):
-            raise
         raise PairsFileError(f"{path}: cannot read ({exc})") from exc
 
 
@@ -480,6 +491,70 @@ def _evaluate(model, encoded, pad_id, batch_size, label_smoothing):
     return tot / max(n, 1)
 
 
+class TrainOptionsError(ValueError):
+    """A training setting that cannot work (the message names the option, as the CLI spells it)."""
+
+
+def check_train_options(out_dir, *, steps: int, batch_size: int, lr: float, warmup: int, label_smoothing: float,
+                        vocab_size: int, max_len: int, checkpoint_every: int, threads: int | None,
+                        stop_after: int | None, device: str | None) -> None:
+    """Refuse settings that would crash mid-run or silently do nothing (``steps`` 0 exported an untrained
+    model), before ``train`` touches the training folder."""
+    def at_least(value, minimum: int, option: str) -> None:
+        if value < minimum:
+            raise TrainOptionsError(f"{option} must be at least {minimum}, not {value}")
+
+    at_least(steps, 1, "--steps")
+    at_least(batch_size, 1, "--batch-size")
+    at_least(checkpoint_every, 1, "--checkpoint-every")
+    at_least(max_len, 2, "--max-len")  # room for one subword and </s>
+    at_least(vocab_size, 1, "--vocab-size")
+    at_least(warmup, 0, "--warmup")
+    if threads is not None:
+        at_least(threads, 1, "--threads")
+    if stop_after is not None:
+        at_least(stop_after, 1, "--stop-after")
+    if not (math.isfinite(lr) and lr > 0):
+        raise TrainOptionsError(f"--lr must be a positive number, not {lr}")
+    if not (math.isfinite(label_smoothing) and 0 <= label_smoothing < 1):
+        raise TrainOptionsError(f"--label-smoothing must be in [0, 1), not {label_smoothing}")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise TrainOptionsError(f"--out {out} is a file, not a folder")
+    if device is not None:
+        check_device(device)
+
+
+def check_device(device: str) -> None:
+    """``cpu``, ``cuda`` or ``cuda:N`` that this machine has (torch's own error is a traceback later)."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise TrainOptionsError(f"--device {device!r} is not a device (cpu, cuda, cuda:N)") from None
+    if dev.type == "cpu":
+        return
+    if dev.type != "cuda":
+        raise TrainOptionsError(f"--device {device!r}: only cpu and cuda are supported")
+    if not torch.cuda.is_available():
+        raise TrainOptionsError(f"--device {device!r}: no CUDA device is available")
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise TrainOptionsError(f"--device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+
+
+def _train_tokenizer_checked(sentences: list[str], out_dir, *, vocab_size: int, seed: int):
+    """train_tokenizer, with SentencePiece's "vocabulary too small" failure as a TrainOptionsError."""
+    try:
+        return train_tokenizer(sentences, out_dir, vocab_size=vocab_size, seed=seed)
+    except RuntimeError as exc:
+        found = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(exc))
+        if not found:
+            raise
+        raise TrainOptionsError(f"--vocab-size {vocab_size} is too small for these pairs: their characters "
+                                f"alone need at least {int(found.group(1)) + 1}") from None
+
+
 def train(pairs_path, out_dir, *, config: dict | None = None, steps: int = 3000, batch_size: int = 64,
           lr: float = 7e-4, warmup: int = 400, schedule: str = "inverse_sqrt", weight_decay: float = 0.01,
           label_smoothing: float = 0.1, clip: float = 1.0, vocab_size: int = 8000, max_len: int = 128,
@@ -498,35 +573,45 @@ def train(pairs_path, out_dir, *, config: dict | None = None, steps: int = 3000,
     from transformers import MarianMTModel
 
     t0 = time.time()
+    # Everything that can refuse the run (settings, the pairs file, the new tokenizer) comes before
+    # --no-resume deletes the previous checkpoints and tokenizer.
+    check_train_options(out_dir, steps=steps, batch_size=batch_size, lr=lr, warmup=warmup,
+                        label_smoothing=label_smoothing, vocab_size=vocab_size, max_len=max_len,
+                        checkpoint_every=checkpoint_every, threads=threads, stop_after=stop_after, device=device)
+    out_dir = Path(out_dir)
+    pairs_path = Path(pairs_path) if pairs_path else None
+    pairs: list[tuple[str, str]] = []
+    if not export_only:
+        if pairs_path is None:
+            raise PairsFileError("no pairs file given")
+        pairs = read_pairs(pairs_path)
     if threads:
         torch.set_num_threads(int(threads))
-    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    pairs_path = Path(pairs_path) if pairs_path else None
     ckpt = _latest_checkpoint(out_dir) if (resume or export_only) else None
-    if not resume and not export_only:
-        if (out_dir / CHECKPOINTS).exists():
-            shutil.rmtree(out_dir / CHECKPOINTS)
-        if (out_dir / TOKENIZER_DIR).exists():
-            shutil.rmtree(out_dir / TOKENIZER_DIR)
     if export_only and ckpt is None:
         raise FileNotFoundError(f"no checkpoint under {out_dir / CHECKPOINTS} to export")
 
     state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=False) if ckpt else None
     tok_dir = out_dir / TOKENIZER_DIR
 
-    pairs: list[tuple[str, str]] = []
-    if not export_only:
-        if pairs_path is None:
-            raise PairsFileError("no pairs file given")
-        pairs = read_pairs(pairs_path)
     if (tok_dir / "vocab.json").is_file() and state is not None:
         tokenizer = load_tokenizer(tok_dir)
     else:
         if export_only:
             raise FileNotFoundError(f"tokenizer missing in {tok_dir}")
         sents = list(dict.fromkeys([s for s, _ in pairs] + [t for _, t in pairs]))
-        tokenizer = train_tokenizer(sents, tok_dir, vocab_size=vocab_size, seed=seed)
+        new_tok = Path(tempfile.mkdtemp(prefix=".tmp-tokenizer-", dir=out_dir))
+        try:
+            _train_tokenizer_checked(sents, new_tok, vocab_size=vocab_size, seed=seed)
+            if not resume and (out_dir / CHECKPOINTS).exists():
+                shutil.rmtree(out_dir / CHECKPOINTS)
+            if tok_dir.exists():
+                shutil.rmtree(tok_dir)
+            os.rename(new_tok, tok_dir)
+        finally:
+            shutil.rmtree(new_tok, ignore_errors=True)
+        tokenizer = load_tokenizer(tok_dir)
 
     if state is not None:
         from transformers import MarianConfig

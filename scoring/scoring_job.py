@@ -177,12 +177,12 @@ def _plan(job: Job) -> list[dict]:
 def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     scored = _scored_of(job)
     shard = ResourceShard.objects.get(pk=chunk.params["shard"])
+    total = shard.n_pairs
+    progress(0, total)
     regressor = load_regressor(job.params["regressor"])
     if regressor_version(getattr(regressor, "signature", None)) != job.params.get("regressor_trained_at"):
         raise ValueError(f"regressor {job.params['regressor']!r} was retrained since job {job.pk} started; "
                          "score the resource again")
-    total = shard.n_pairs
-    progress(0, total)
     return score_shard(shard=shard, scored=scored, job_id=job.pk, regressor=regressor,
                        batch_size=int(job.params.get("batch_size") or DEFAULT_BATCH_SIZE),
                        throttle_s=float(job.params.get("throttle_s") or 0.0),

@@ -261,6 +261,9 @@ def test_cli_seed_and_idf_window(tmp_path, capsys):
     (["--system", "38"], "unknown system 38"),
     (["--system", "abc"], "not a number"),
     (["--system", "35"], "needs --ppdb"),
+    (["--system", "1", "--min-idf", "20", "--max-idf", "1"], r"min-idf \(20\) > max-idf \(1\)"),
+    (["--system", "1", "--min-idf", "20"], r"min-idf \(20\) > max-idf \(17\)"),  # above the default max
+    (["--system", "1", "--max-idf", "nan"], "must be numbers, not nan"),
 ])
 def test_cli_errors(tmp_path, args, match):
     idf = tmp_path / "idf.tsv"

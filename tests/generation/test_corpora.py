@@ -7,8 +7,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from moto import mock_aws
 
-from generation.corpora import (EMPTY_REFERENCE, INVALID_UTF8, MISSING_TAB, TOO_LONG, CorpusImportError,
-                                corpus_import, corpus_records, detect_format)
+from generation.corpora import (CR_IN_LINE, EMPTY_REFERENCE, INVALID_UTF8, MISSING_TAB, NUL_BYTE, TOO_LONG,
+                                CorpusImportError, corpus_import, corpus_records, detect_format)
 from generation.models import Corpus, CorpusShard, CorpusStatus
 from generation.shards import read_jsonl_gz
 from generation.storage import get_storage
@@ -202,3 +202,44 @@ def test_abort_on_local_storage_removes_the_corpus_folder(tmp_path, storage_dir)
     with pytest.raises(CorpusImportError):
         corpus_import(name="a", path=path, format="mono", on_error="abort", shard_size=1)
     assert not (storage_dir / "corpora").exists() or list((storage_dir / "corpora").iterdir()) == []
+
+
+# --- text that is not UTF-8 lines ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_utf16_or_utf32_file_is_refused_whole_before_anything_is_created(tmp_path, storage_dir, encoding):
+    path = _write(tmp_path / "wide.txt", None, raw="\ufeffHello world.\nAnother one.\n".encode(encoding))
+    with pytest.raises(CorpusImportError, match=r"wide\.txt:1: UTF-(16|32) text \(byte-order mark\); convert"):
+        corpus_import(name="wide", path=path, format="mono")
+    with pytest.raises(CommandError, match=r"wide\.txt:1: UTF-(16|32) text"):
+        call_command("import_corpus", "wide", str(path))
+    assert not Corpus.objects.exists() and get_storage().list("corpora") == []
+
+
+def test_nul_bytes_are_bad_lines_never_stored(tmp_path, storage_dir):
+    """UTF-16 without a byte-order mark decodes as "valid" UTF-8 with a NUL between letters."""
+    raw = b"Good line.\n" + "Hi there.\n".encode("utf-16-le") + b"\x00\nalso\x00NUL\nLast line.\n"
+    corpus = corpus_import(name="nul", path=_write(tmp_path / "nul.txt", None, raw=raw), format="mono")
+    assert [r["reference"] for r in corpus_records(corpus)] == ["Good line.", "Last line."]
+    assert [(e["line"], e["reason"]) for e in corpus.bad_lines] == [
+        (2, f"{NUL_BYTE} at column 2 (UTF-16 file?)"), (3, f"{NUL_BYTE} at column 1 (UTF-16 file?)"),
+        (4, f"{NUL_BYTE} at column 5 (UTF-16 file?)")]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_cr_only_line_endings_are_never_merged_into_one_reference(tmp_path, storage_dir, gz):
+    path = _write(tmp_path / "mac.txt", None, raw=b"line one.\rline two.\rline three.\r", gz=gz)
+    with pytest.raises(CorpusImportError, match=rf"mac\.txt:1: {CR_IN_LINE} at column 10 \(CR-only line endings"):
+        corpus_import(name="mac", path=path, format="mono", on_error="abort")
+    with pytest.raises(CommandError, match=r"no valid sentences to import \(1 bad line\(s\) of 1: 1 carriage return "
+                                           rf"inside the line; first: \S*mac\.txt:1: {CR_IN_LINE} at column 10"):
+        call_command("import_corpus", "mac", str(path))
+    assert not Corpus.objects.exists()
+    # CRLF stays fine, and a huge CR-only file is reported as such, not as one over-long line
+    crlf = corpus_import(name="crlf", path=_write(tmp_path / "crlf.txt", None, raw=b"a b.\r\nc d.\r\n"),
+                         format="mono")
+    assert [r["reference"] for r in corpus_records(crlf)] == ["a b.", "c d."]
+    big = _write(tmp_path / "bigmac.txt", None, raw=b"A short line.\r" * 5000)
+    with pytest.raises(CorpusImportError, match=rf"bigmac\.txt:1: {CR_IN_LINE}"):
+        corpus_import(name="big", path=big, format="mono", max_line_chars=1000)

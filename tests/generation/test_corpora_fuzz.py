@@ -1,10 +1,12 @@
 """Property test of the corpus importer on random files (issue 6, "Faults" and "Security").
 
-Files mix good lines with random bytes: invalid UTF-8, NUL, missing or extra tabs, blank sources and
-references, over-long lines, \\r\\n endings, a byte-order mark, plain or gzipped. The importer either keeps
-exactly the valid lines, in order and with their line numbers, and reports every bad line by its 1-based
-number, or (``on_error="abort"``, or nothing valid) raises a one-line ``file:line`` error and leaves no
-Corpus row and no shard file behind. Deterministic (``derandomize``), so CI sees the same examples.
+Files mix good lines with random bytes: invalid UTF-8, NUL (a bad line: UTF-16?), a lone \\r (a bad line:
+CR-only line endings), missing or extra tabs, blank sources and references, over-long lines, \\r\\n
+endings, a byte-order mark, plain or gzipped (a file opening with a UTF-16/32 byte-order mark is refused
+whole). The importer either keeps exactly the valid lines, in order and with their line numbers, and
+reports every bad line by its 1-based number, or (``on_error="abort"``, or nothing valid) raises a
+one-line ``file:line`` error and leaves no Corpus row and no shard file behind. Deterministic
+(``derandomize``), so CI sees the same examples.
 """
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from generation.corpora import (EMPTY_REFERENCE, EMPTY_SOURCE, EXTRA_TAB, INVALID_UTF8, MISSING_TAB,
-                                TAB_IN_MONO, TOO_LONG, CorpusImportError, corpus_discard, corpus_import,
+from generation.corpora import (CR_IN_LINE, EMPTY_REFERENCE, EMPTY_SOURCE, EXTRA_TAB, INVALID_UTF8, MISSING_TAB,
+                                NUL_BYTE, TAB_IN_MONO, TOO_LONG, CorpusImportError, corpus_discard, corpus_import,
                                 corpus_records, reason_kind)
 from generation.models import Corpus
 
@@ -79,6 +81,13 @@ def expected(data: bytes, fmt: str) -> tuple[list[dict], dict[int, set[str]]]:
     for number, (raw, ended) in enumerate(zip(pieces, terminated), 1):
         if ended and raw.endswith(b"\r"):
             raw = raw[:-1]
+        too_long = {TOO_LONG} if len(raw) > MAX_CHARS else set()
+        if b"\x00" in raw:  # valid UTF-8, but a UTF-16 file's mark
+            bad[number] = {NUL_BYTE} | too_long
+            continue
+        if b"\r" in raw:  # CR-only line endings would merge lines
+            bad[number] = {CR_IN_LINE} | too_long
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -130,6 +139,12 @@ def test_import_keeps_exactly_the_valid_lines_or_nothing(tmp_path, storage_dir, 
     def import_it():
         return corpus_import(name=path.name, path=path, format=fmt, on_error=on_error, shard_size=shard_size,
                              max_line_chars=MAX_CHARS, display_name="upload.txt", on_bad_line=seen.append)
+
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        with pytest.raises(CorpusImportError, match=r":1: UTF-(16|32) text \(byte-order mark\)"):
+            import_it()
+        assert Corpus.objects.count() == corpora_before and _files(storage_dir) == files_before
+        return
 
     if (on_error == "abort" and bad) or not good:
         with pytest.raises(CorpusImportError) as caught:

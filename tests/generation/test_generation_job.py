@@ -241,8 +241,19 @@ def test_cli_without_wait_only_queues(corpus, tiny_marian_dir, capsys, django_ca
     (["tiny-gen", "--model", "{model}", "--systems", "28", "--sample-per-length", "0"], "at least 1"),
     (["tiny-gen", "--model", "{model}", "--systems", "28", "--lengths", "5,x", "--sample-per-length", "2"],
      "length must be an integer"),
+    (["tiny-gen", "--model", "{model}", "--systems", "28", "--lengths", "abc"],  # checked even when unused
+     "length must be an integer"),
+    (["tiny-gen", "--model", "{tmp}/notes.txt", "--systems", "28"], r"model folder '.*notes\.txt' is not a folder"),
+    (["tiny-gen", "--model", "{model}", "--systems", "28", "--length-penalty", "nan"],
+     "length_penalty must be a finite number, not nan"),
+    (["tiny-gen", "--model", "{model}", "--systems", "28", "--length-penalty", "inf"],
+     "length_penalty must be a finite number, not inf"),
+    (["tiny-gen", "--model", "{model}", "--systems", "28", "--pause-per-batch", "inf"],
+     "pause_per_batch must be a finite number"),
+    (["tiny-gen", "--model", "{model}", "--systems", "35", "--ppdb", "{tmp}"], "is a directory, not a file"),
 ])
 def test_cli_errors_create_nothing(corpus, tiny_marian_dir, tmp_path, args, message):
+    (tmp_path / "notes.txt").write_text("not a model")
     args = [a.format(model=tiny_marian_dir, tmp=tmp_path) for a in args]
     with pytest.raises(CommandError, match=message) as raised:
         call_command("generate", *args)

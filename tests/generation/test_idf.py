@@ -152,3 +152,48 @@ def test_merging_many_shards_in_rounds_gives_the_same_table(tmp_path, storage_di
     one = (storage_dir / "idf/one.tsv").read_text()
     assert (storage_dir / "idf/rounds.tsv").read_text() == one
     assert one.splitlines()[0] == f"a\t{math.log(27 / 9)!r}" and one.splitlines()[-1] == f"z\t{math.log(27 / 18)!r}"
+
+
+# --- bad IDF files ----------------------------------------------------------------------------------
+
+
+def test_a_byte_order_mark_is_dropped_with_or_without_the_header(tmp_path, storage_dir):
+    for name, text in (("bom", "\ufeffthe\t1.5\ncat\t8.0\n"), ("bomhdr", "\ufefftoken\tidf\nthe\t1.5\ncat\t8.0\n")):
+        path = tmp_path / f"{name}.tsv"
+        path.write_text(text, encoding="utf-8")
+        assert read_idf_tsv(path) == {"the": 1.5, "cat": 8.0}
+        assert idf_table_load(idf_table_import(name, path)) == {"the": 1.5, "cat": 8.0}
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("the\t1.5\ncaf\xe9\t8.0\n".encode("latin-1"), r"bad\.tsv:2: not UTF-8"),
+    (b"the\t1.5\ncat\t2.0\nthe\t9.0\n", r"bad\.tsv:3: token 'the' appears twice"),
+    (b"the\t1.5\ncat\tnan\n", r"bad\.tsv:2: IDF 'nan' is not a finite number >= 0"),
+    (b"the\t1.5\ncat\tinf\n", r"bad\.tsv:2: IDF 'inf' is not a finite number >= 0"),
+    (b"the\t1.5\ncat\t1e999\n", r"bad\.tsv:2: IDF '1e999' is not a finite number >= 0"),
+    (b"the\t-3\n", r"bad\.tsv:1: IDF '-3' is not a finite number >= 0"),
+    (b"the\t1.5\n\t8.0\n", r"bad\.tsv:2: empty token"),
+    (b"the\t1.5\nmy word\t9\n", r"bad\.tsv:2: token 'my word' holds whitespace"),
+    (b"the 1.5\n", r"bad\.tsv:1: expected token<TAB>idf"),
+])
+def test_a_bad_idf_file_names_the_line_and_stores_nothing(tmp_path, storage_dir, raw, message, capsys):
+    path = tmp_path / "bad.tsv"
+    path.write_bytes(raw)
+    with pytest.raises(IdfFileError, match=message):
+        read_idf_tsv(path)
+    with pytest.raises(CommandError, match=message):
+        call_command("import_idf", "t", str(path))
+    assert not IdfTable.objects.exists() and get_storage().list("idf") == []
+    # constraints --idf reads the file through the same checks
+    with pytest.raises(CommandError, match=message):
+        call_command("constraints", "--idf", str(path), "--system", "1", "The cat sat.")
+    assert capsys.readouterr().out == ""
+
+
+def test_import_idf_refuses_an_empty_name(tmp_path, storage_dir):
+    path = tmp_path / "ok.tsv"
+    path.write_text("the\t1.5\n")
+    for name in ("", "  "):
+        with pytest.raises(CommandError, match="an IDF table needs a name"):
+            call_command("import_idf", name, str(path))
+    assert not IdfTable.objects.exists()

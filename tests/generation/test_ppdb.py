@@ -153,3 +153,39 @@ def test_missing_or_broken_file(tmp_path):
     with pytest.raises(PpdbError):
         open_ppdb(broken)
     assert not list((Path(settings.VAR_DIR) / "ppdb-index").glob(".*.tmp*"))  # nor its staged rules
+
+
+@pytest.mark.parametrize("content, lines, first", [
+    (b"often\tfrequently\nmyth\tlegend\n\nquake\ttremor\n", 4, "line 1: expected 6 '|||'-separated fields, found 1"),
+    (b"", 0, None),
+])
+def test_a_file_with_no_valid_rule_is_refused_every_time(tmp_path, monkeypatch, capsys, content, lines, first):
+    """A PPDB 1.0 pairs file (or an empty one) used to give every PPDB system "no paraphrase", and once
+    its index was cached, not even a warning."""
+    path = tmp_path / "ppdb-1.0-lexical-pairs.tsv"
+    path.write_bytes(content)
+    message = rf"not a PPDB 2\.0 lexical file: no valid rule in {lines} lines" + (
+        rf" \({first}\)" if first else "$")
+    with pytest.raises(PpdbError, match=message):
+        open_ppdb(path)
+    with pytest.raises(PpdbError, match=message):  # this process's open index
+        open_ppdb(path)
+    monkeypatch.setattr(ppdb_module, "_OPEN", {})  # a new process: the index file on disk is reused...
+    monkeypatch.setattr(ppdb_module, "build_index", lambda *a, **k: pytest.fail("rebuilt"))
+    with pytest.raises(PpdbError, match=message):  # ...and still refused
+        open_ppdb(path)
+    idf = tmp_path / "idf.tsv"
+    idf.write_text("".join(f"{k}\t{v}\n" for k, v in MYTH_IDF.items()))
+    for _ in range(2):
+        with pytest.raises(CommandError, match=message):
+            call_command("constraints", "--idf", str(idf), "--system", "35", "--ppdb", str(path), MYTH)
+    assert capsys.readouterr().out == ""
+
+
+def test_a_directory_given_as_the_ppdb_file_is_named_as_such(tmp_path):
+    idf = tmp_path / "idf.tsv"
+    idf.write_text("".join(f"{k}\t{v}\n" for k, v in MYTH_IDF.items()))
+    with pytest.raises(PpdbError, match="is a directory, not a file"):
+        open_ppdb(tmp_path)
+    with pytest.raises(CommandError, match=r"PPDB file \S+ is a directory, not a file"):
+        call_command("constraints", "--idf", str(idf), "--system", "37", "--ppdb", str(tmp_path), MYTH)

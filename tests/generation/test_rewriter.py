@@ -186,3 +186,70 @@ def test_shipped_demo_model_loads_and_rewrites():
     out = rewriter.rewrite(model, tok, ["A man is playing a guitar."], num_beams=4, max_new_tokens=32)[0]
     assert out.strip() and any(c.isalpha() for c in out)
     assert {"man", "guitar"} & set(out.lower().replace(".", " ").split())
+
+
+def _trained_folder(tmp_path, pairs_file):
+    out = tmp_path / "run"
+    rewriter.train(pairs_file, out, steps=2, checkpoint_every=1, keep_checkpoints=1, **TINY)
+    return out
+
+
+def _cli(*args):
+    call_command("train_rewriter", *args, stdout=StringIO(), stderr=StringIO())
+
+
+def test_no_resume_with_bad_pairs_or_settings_keeps_the_previous_run(tmp_path, pairs_file):
+    """--no-resume deletes checkpoints/ and tokenizer/ only once the new run's inputs are known good."""
+    out = _trained_folder(tmp_path, pairs_file)
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    assert (out / "checkpoints" / "step-0000002").is_dir() and (out / "tokenizer" / "vocab.json").is_file()
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a b\tc d\nno tab here\n", encoding="utf-8")
+    with pytest.raises(CommandError, match=r"bad\.tsv:2: expected 'sentence<TAB>paraphrase'"):
+        _cli("--pairs", str(bad), "--out", str(out), "--no-resume")
+    # a vocabulary too small for the pairs' characters fails in SentencePiece, after the pairs are read
+    with pytest.raises(CommandError, match=r"--vocab-size 20 is too small for these pairs: .* at least \d+"):
+        _cli("--pairs", str(pairs_file), "--out", str(out), "--no-resume", "--vocab-size", "20")
+    with pytest.raises(CommandError, match="--batch-size must be at least 1"):
+        _cli("--pairs", str(pairs_file), "--out", str(out), "--no-resume", "--batch-size", "0")
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    assert rewriter.latest_checkpoint(out).name == "step-0000002"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch-size", "0"], "--batch-size must be at least 1, not 0"),
+    (["--checkpoint-every", "0"], "--checkpoint-every must be at least 1, not 0"),
+    (["--steps", "0"], "--steps must be at least 1, not 0"),
+    (["--steps", "-5"], "--steps must be at least 1, not -5"),
+    (["--max-len", "0"], "--max-len must be at least 2, not 0"),
+    (["--vocab-size", "0"], "--vocab-size must be at least 1, not 0"),
+    (["--lr", "-1"], "--lr must be a positive number, not -1.0"),
+    (["--lr", "nan"], "--lr must be a positive number, not nan"),
+    (["--device", "bogus"], "--device 'bogus' is not a device"),
+    (["--stop-after", "0"], "--stop-after must be at least 1, not 0"),
+    (["--d-model", "0"], "--d-model must be at least 1, not 0"),
+])
+def test_cli_refuses_settings_that_cannot_train(tmp_path, pairs_file, args, message):
+    out = tmp_path / "o"
+    with pytest.raises(CommandError, match=message):
+        _cli("--pairs", str(pairs_file), "--out", str(out), *args)
+    assert not out.exists()  # nothing created, and in particular no untrained model exported
+
+
+def test_cli_out_that_is_a_file_is_refused_and_kept(tmp_path, pairs_file):
+    out = tmp_path / "notes.txt"
+    out.write_text("keep me")
+    with pytest.raises(CommandError, match=r"--out .*notes\.txt is a file, not a folder"):
+        _cli("--pairs", str(pairs_file), "--out", str(out))
+    assert out.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_non_utf8_pairs_name_the_line(tmp_path, gz):
+    data = "A man runs.\tA man is running.\n".encode() * 3 + "Caf\xe9 noir.\tA black coffee.\n".encode("latin-1")
+    path = tmp_path / ("latin1.tsv.gz" if gz else "latin1.tsv")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    with pytest.raises(rewriter.PairsFileError, match=r"latin1\.tsv(\.gz)?:4: not UTF-8 text \(byte 0xe9 at column 4\)"):
+        rewriter.read_pairs(path)
+    with pytest.raises(CommandError, match=r":4: not UTF-8"):
+        _cli("--pairs", str(path), "--out", str(tmp_path / "o"))

@@ -256,14 +256,16 @@ def test_worker_killed_mid_chunk_then_resumed_scores_every_pair_once(celery_work
     # default storage (VAR_DIR/storage): the worker process sees the same files
     tiny_regressor(tmp_path)
     resource = build_resource(name="fault")
-    out = score("fault", "--regressor", "tiny", "--batch-size", "1", "--throttle", "0.25")  # ~2 s a chunk
+    # each batch (one reference) takes over 0.5 s, the progress recorder's interval: every one is recorded
+    out = score("fault", "--regressor", "tiny", "--batch-size", "1", "--throttle", "0.6")
     job_id = out["job"]
     deadline = time.monotonic() + 60
     while True:  # wait until a chunk is part-way through
         running = JobChunk.objects.filter(job_id=job_id, status=JobStatus.RUNNING, done_units__gt=0).first()
         if running is not None and running.done_units < running.total_units:
             break
-        assert time.monotonic() < deadline, "no chunk got under way"
+        job = Job.objects.get(pk=job_id)
+        assert time.monotonic() < deadline and not job.is_terminal, f"no chunk got under way: {job.status} {job.error}"
         time.sleep(0.05)
     os.kill(celery_worker_process.pid, signal.SIGKILL)
     celery_worker_process.wait(timeout=10)

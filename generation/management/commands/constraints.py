@@ -10,8 +10,9 @@ prints one JSON object and exits 0::
 
 When the system yields "no constraint set" for the sentence (pool too small, sentence too short, no
 PPDB paraphrase) the lists are empty and a ``"no_constraint_set": "<reason>"`` key says why; the exit
-status is still 0. A bad system number, an unreadable IDF file, or a PPDB system (35-37) without
-``--ppdb`` exits non-zero with a one-line error on stderr.
+status is still 0. A bad system number, an unreadable IDF file, ``--min-idf`` above ``--max-idf``, a
+PPDB system (35-37) without ``--ppdb``, or a ``--ppdb`` file with no valid PPDB 2.0 rule exits non-zero
+with a one-line error on stderr.
 """
 from __future__ import annotations
 
@@ -37,13 +38,17 @@ class Command(BaseCommand):
         parser.add_argument("--max-idf", type=float, default=None, help="pool's upper IDF bound (default 17.0)")
 
     def handle(self, *args, **options) -> None:
-        from generation.constraints import select_constraints
+        from generation.constraints import checked_idf_window, select_constraints
         from generation.idf import read_idf_tsv
         from generation.systems import UnknownSystem, get_system
 
         try:
             system = get_system(options["system"])
         except UnknownSystem as exc:
+            raise CommandError(_one_line(exc)) from None
+        try:
+            min_idf, max_idf = checked_idf_window(options["min_idf"], options["max_idf"])
+        except ValueError as exc:
             raise CommandError(_one_line(exc)) from None
         if system.kind == "ppdb" and not options.get("ppdb"):
             raise CommandError(f"system {system.number} ({system.name}) needs --ppdb FILE (a PPDB 2.0 lexical file)")
@@ -60,5 +65,5 @@ class Command(BaseCommand):
             except (PpdbError, OSError) as exc:
                 raise CommandError(_one_line(exc)) from None
         result = select_constraints(system, options["sentence"], idf, seed=options["seed"], ppdb=ppdb,
-                                    min_idf=options["min_idf"], max_idf=options["max_idf"])
+                                    min_idf=min_idf, max_idf=max_idf)
         self.stdout.write(json.dumps(result.to_json(), ensure_ascii=False))

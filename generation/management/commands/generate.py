@@ -16,7 +16,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from generation.corpora import corpus_get
-from generation.generation_job import KIND, GenerationSettingsError, generation_params
+from generation.generation_job import DEFAULT_LENGTHS, KIND, GenerationSettingsError, generation_params
 from generation.idf import IdfFileError, idf_table_get
 from generation.models import Resource
 from jobs.execution import job_launch
@@ -43,7 +43,9 @@ class Command(BaseCommand):
         parser.add_argument("--systems", required=True, help="comma-separated system numbers (1-37, Tab. 3)")
         parser.add_argument("--sample-per-length", type=int, default=None,
                             help="decode only this many references per length bucket (the evaluation sample)")
-        parser.add_argument("--lengths", default="5,10,20,40", help="length buckets of the sample (spaCy tokens)")
+        parser.add_argument("--lengths", default=None,
+                            help="length buckets of the sample (spaCy tokens; default 5,10,20,40); "
+                                 "used with --sample-per-length")
         parser.add_argument("--beam", type=int, default=5)
         parser.add_argument("--nbest", type=int, default=1)
         parser.add_argument("--max-length", type=int, default=128,
@@ -71,7 +73,10 @@ class Command(BaseCommand):
                 table = idf_table_get(o["idf"])
             except IdfFileError as exc:
                 raise CommandError(_one_line(exc)) from None
-        lengths = _int_list(o["lengths"], "--lengths")
+        if o["lengths"] is not None and o["sample_per_length"] is None:
+            self.stderr.write("note: --lengths only sets the evaluation sample's buckets; without "
+                              "--sample-per-length the whole corpus is decoded")
+        lengths = _int_list(o["lengths"], "--lengths") if o["lengths"] is not None else list(DEFAULT_LENGTHS)
         try:
             params = generation_params(
                 corpus=corpus, model=o["model"], systems=_int_list(o["systems"], "--systems"), idf_table=table,

@@ -88,8 +88,11 @@ def system_constraints(system_number: str, idf_path: str, seed: int = 0, ppdb_pa
         raise CommandError(_one_line(f"unreadable IDF file: {exc}")) from None
     ppdb = None
     if ppdb_path:
-        from generation.ppdb import open_ppdb
-        ppdb = open_ppdb(ppdb_path)
+        from generation.ppdb import PpdbError, open_ppdb
+        try:
+            ppdb = open_ppdb(ppdb_path)
+        except PpdbError as exc:
+            raise CommandError(_one_line(exc)) from None
 
     def constraints_for_input(source: str, reference: str | None) -> dict:
         return select_constraints(system, reference or source, idf, seed=seed, ppdb=ppdb).to_json()

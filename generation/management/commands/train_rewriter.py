@@ -92,6 +92,9 @@ class Command(BaseCommand):
                 raise CommandError("--pairs is required (or --export-only, or --make-demo-pairs)")
             if not Path(o["pairs"]).is_file():
                 raise CommandError(f"pairs file not found: {o['pairs']}")
+        for option in ("layers", "d_model", "ffn_dim", "heads"):
+            if o[option] is not None and o[option] < 1:
+                raise CommandError(f"--{option.replace('_', '-')} must be at least 1, not {o[option]}")
 
         config = {"layers": o["layers"], "d_model": o["d_model"], "heads": o["heads"]}
         if o["ffn_dim"]:
@@ -137,10 +140,8 @@ class Command(BaseCommand):
                 progress=progress, command=command, data_note=o["data_note"], stop_after=o["stop_after"],
                 device=o["device"],
             )
-        except rewriter.PairsFileError as exc:
-            raise CommandError(str(exc)) from exc
-        except FileNotFoundError as exc:
-            raise CommandError(str(exc)) from exc
+        except (rewriter.PairsFileError, rewriter.TrainOptionsError, FileNotFoundError) as exc:
+            raise CommandError(str(exc)) from None
         if tty:
             err.write("\n")
         summary = result.as_dict()
