@@ -124,6 +124,9 @@ def test_cli_build_export_import(tmp_path, storage_dir, capsys):
         call_command("build_idf", "nope", "--wait")
     with pytest.raises(CommandError, match="already exists"):
         call_command("build_idf", "tiny", "--wait", "--name", "tiny-idf")
+    with pytest.raises(CommandError, match="--name must not be blank"):
+        call_command("build_idf", "tiny", "--wait", "--name", "  ")
+    assert IdfTable.objects.count() == 2
     with pytest.raises(CommandError, match="no IDF table"):
         call_command("export_idf", "nope", str(out))
 

@@ -23,6 +23,8 @@ class Command(BaseCommand):
             raise CommandError(f"no corpus named or numbered {corpus!r}")
         if found.status != CorpusStatus.READY:
             raise CommandError(f"corpus {found.name!r} is {found.status}, not ready")
+        if name is not None and not name.strip():
+            raise CommandError("--name must not be blank (leave it out for the corpus's name)")
         if name and IdfTable.objects.filter(name=name).exists():
             raise CommandError(f"an IDF table named {name!r} already exists")
         params = {"corpus": found.pk}
