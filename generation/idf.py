@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .named import named_or_numbered
 from .storage import get_storage
+from .text_encoding import undecodable_byte
 
 
 class IdfFileError(ValueError):
@@ -56,10 +57,9 @@ def parse_idf_lines(lines: Iterable[str], name: str) -> IdfValues:
         line = line.rstrip("\n\r")
         if number == 1:
             line = line.removeprefix("\ufeff")
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError:
-            raise IdfFileError(f"{name}:{number}: not UTF-8") from None
+        where = undecodable_byte(line)
+        if where is not None:
+            raise IdfFileError(f"{name}:{number}: not UTF-8 ({where})")
         if not line.strip():
             continue
         parts = line.split("\t")

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from .text_encoding import undecodable_byte
+
 CHECKPOINTS = "checkpoints"
 TOKENIZER_DIR = "tokenizer"
 TRAINING_JSON = "paraforge_training.json"
@@ -63,8 +65,7 @@ class PairsFileError(ValueError):
 # --------------------------------------------------------------------------------------------------
 
 def _open_text(path: Path):
-    # surrogateescape: an undecodable byte reaches the reader as a lone surrogate, so that the error
-    # can name its line (a strict decoder fails on a whole read-ahead block, with a byte offset)
+    # surrogateescape: see generation.text_encoding
     if str(path).endswith(".gz"):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="surrogateescape", newline="")
     return open(path, encoding="utf-8", errors="surrogateescape", newline="")
@@ -72,12 +73,9 @@ def _open_text(path: Path):
 
 def _check_utf8(path: Path, lineno: int, line: str) -> None:
     """A line read with ``surrogateescape`` holding an undecodable byte -> PairsFileError naming it."""
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        byte = ord(line[exc.start]) - 0xDC00 if 0xDC80 <= ord(line[exc.start]) <= 0xDCFF else None
-        what = f"byte 0x{byte:02x}" if byte is not None else "a surrogate"
-        raise PairsFileError(f"{path}:{lineno}: not UTF-8 text ({what} at column {exc.start + 1})") from None
+    where = undecodable_byte(line)
+    if where is not None:
+        raise PairsFileError(f"{path}:{lineno}: not UTF-8 text ({where})")
 
 
 def iter_pairs(path) -> Iterator[tuple[int, str, str]]:

@@ -38,6 +38,7 @@ from django.db import transaction
 from scipy.stats import spearmanr
 
 from annotation.models import ATTENTION_SYSTEM, Campaign, Candidate
+from generation.text_encoding import undecodable_byte
 
 from .aggregation import load_campaign
 from .embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
@@ -359,14 +360,13 @@ class _NotUtf8(str):
 
 
 def _lines(path):
-    """(line number, line without its end) of a UTF-8 file (a leading BOM dropped), decoded line by line
-    so that errors name their line; an undecodable line comes as a ``_NotUtf8`` reason."""
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield lineno, _NotUtf8(f"not UTF-8 ({exc.reason} at byte {exc.start} of the line)")
+    """(line number, line without its end) of a UTF-8 file (a leading BOM dropped), lines split at LF
+    only; an undecodable line comes as a ``_NotUtf8`` reason naming the byte and column."""
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
+        for lineno, text in enumerate(fh, start=1):
+            where = undecodable_byte(text)
+            if where is not None:
+                yield lineno, _NotUtf8(f"not UTF-8 ({where})")
                 continue
             if lineno == 1:
                 text = text.removeprefix("\ufeff")
