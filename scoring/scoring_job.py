@@ -148,8 +148,12 @@ def scoring_job_running(*, resource_id: int, regressor_name: str, exclude_job: i
     return jobs.order_by("-pk").first()
 
 
-def _scored_of(job: Job) -> ScoredResource:
-    return ScoredResource.objects.get(resource_id=job.params["resource"], regressor__name=job.params["regressor"])
+def _scored_of(job: Job, *, for_update: bool = False) -> ScoredResource:
+    """The row a scoring job fills: one per (resource, regressor), found from the job's params."""
+    rows = ScoredResource.objects.select_related("resource", "regressor")
+    if for_update:
+        rows = rows.select_for_update()
+    return rows.get(resource_id=job.params["resource"], regressor__name=job.params["regressor"])
 
 
 def _plan(job: Job) -> list[dict]:
@@ -192,8 +196,7 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     """Make this job's shards the scoring of record; the replaced files (and those of failed or cancelled
     scorings) go once that commits."""
-    scored = (ScoredResource.objects.select_for_update().select_related("resource", "regressor")
-              .get(resource_id=job.params["resource"], regressor__name=job.params["regressor"]))
+    scored = _scored_of(job, for_update=True)
     scored.job = job
     scored.shards = sorted((c.result for c in chunks), key=lambda e: e["index"])
     scored.n_pairs = sum(e["n_pairs"] for e in scored.shards)
