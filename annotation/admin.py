@@ -11,7 +11,7 @@ from django.http import HttpResponse
 from django.template.response import TemplateResponse
 
 from .batches import PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
-from .exports import batch_results_csv
+from .exports import RESULTS_PERMS, batch_results_csv
 from .models import Assignment, Batch, Campaign, Candidate, CandidateSystem, Hit, HitItem, Judgment, Reference, Worker
 from .providers import get_provider
 from .quality import worker_disqualify, worker_quality, worker_reinstate
@@ -169,7 +169,9 @@ class WorkerAdmin(ReadOnlyAdmin):
     @admin.action(description="Disqualify (exclude their judgments, bar them from HITs)", permissions=["manage"])
     def disqualify(self, request, queryset):
         for worker in queryset:
-            worker_disqualify(worker=worker, reason=f"disqualified by {request.user} in the admin")
+            # the worker sees the reason: who did it goes to the admin's log, not to them
+            worker_disqualify(worker=worker, reason="disqualified by the project's staff")
+            self.log_change(request, worker, "disqualified")
         self.message_user(request, f"{queryset.count()} worker(s) disqualified.", messages.SUCCESS)
 
     @admin.action(description="Reinstate", permissions=["manage"])
@@ -225,7 +227,10 @@ class BatchAdmin(ReadOnlyAdmin):
             **self.admin_site.each_context(request), "batches": batches, "rows": rows, "total": total,
             "title": "Publish batches", "cancel_url": request.get_full_path()})
 
-    @admin.action(description="Export results CSV (MTurk style)")
+    def has_export_results_permission(self, request) -> bool:
+        return request.user.has_perms(RESULTS_PERMS)
+
+    @admin.action(description="Export results CSV (MTurk style)", permissions=["export_results"])
     def export_results(self, request, queryset):
         if queryset.count() != 1:
             self.message_user(request, "Choose exactly one batch to export.", messages.ERROR)
@@ -263,8 +268,9 @@ class JudgmentInline(ReadOnlyInline):
 
 @admin.register(Assignment)
 class AssignmentAdmin(ReadOnlyAdmin):
-    list_display = ("external_assignment_id", "campaign", "worker", "provider", "status", "submitted_at")
-    list_filter = ("provider", "status", "campaign")
+    list_display = ("external_assignment_id", "campaign", "worker", "provider", "status", "verification",
+                    "submitted_at")
+    list_filter = ("provider", "status", "verification", "campaign")
     search_fields = ("external_assignment_id", "worker__external_id")
     inlines = [JudgmentInline]
 

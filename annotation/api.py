@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from django.conf import settings
+from django.contrib.auth import get_user
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from rest_framework import status
@@ -13,25 +13,14 @@ from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import SimpleRateThrottle
 
-from .exports import batch_results_csv
+from config.permissions import staff_with_perms
+
+from .exports import RESULTS_PERMS, batch_results_csv
 from .models import Batch, Hit
 from .serializers import AssignmentOutSerializer, HitOutSerializer, SubmissionInSerializer
 from .submissions import JudgmentInput, SubmissionError, assignment_submit
-
-
-class SubmissionThrottle(SimpleRateThrottle):
-    """Per (client IP, worker id), in Django's cache; ``ANNOTATION_SUBMISSION_RATE`` (default 30/min)."""
-
-    scope = "annotation-submission"
-
-    def get_rate(self):
-        return getattr(settings, "ANNOTATION_SUBMISSION_RATE", "30/min")
-
-    def get_cache_key(self, request, view):
-        worker = request.data.get("worker_id") if isinstance(request.data, dict) else None
-        return self.cache_format % {"scope": self.scope, "ident": f"{self.get_ident(request)}:{str(worker)[:200]}"}
+from .throttles import SubmissionIPThrottle, SubmissionThrottle
 
 
 class CSVRenderer(BaseRenderer):
@@ -45,22 +34,31 @@ class CSVRenderer(BaseRenderer):
         return JSONRenderer().render(data) if not isinstance(data, (str, bytes)) else data
 
 
+def _session_user(request: Request):
+    """The logged-in user of the browser session, if any: a local assignment is submitted only by its
+    annotator. (The API authenticates no one itself -- the signed token is the credential -- so this
+    reads Django's session user, which no request body can set.)"""
+    user = get_user(request._request)
+    return user if user.is_authenticated else None
+
+
 @api_view(["POST"])
 @authentication_classes([])  # the signed token in the body is the credential (no session, no CSRF)
 @permission_classes([AllowAny])
-@throttle_classes([SubmissionThrottle])
+@throttle_classes([SubmissionIPThrottle, SubmissionThrottle])
 def assignment_create(request: Request, hit_id: int) -> Response:
     """POST /api/hits/<hit_id>/assignments/: 201 with the saved assignment, 200 when already saved."""
     hit = get_object_or_404(Hit, pk=hit_id)
     incoming = SubmissionInSerializer(data=request.data)
     if not incoming.is_valid():
-        return Response({"detail": "invalid submission", "errors": incoming.errors},
+        return Response({"detail": "invalid submission", "code": "invalid", "errors": incoming.errors},
                         status=status.HTTP_400_BAD_REQUEST)
     data = incoming.validated_data
     try:
         result = assignment_submit(
             hit=hit, assignment_id=data["assignment_id"], worker_id=data["worker_id"], token=data["token"],
-            judgments=[JudgmentInput(**j) for j in data["judgments"]], comment=data.get("comment", ""))
+            judgments=[JudgmentInput(**j) for j in data["judgments"]], comment=data.get("comment", ""),
+            user=_session_user(request))
     except SubmissionError as exc:
         return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
     return Response(AssignmentOutSerializer(result.assignment).data,
@@ -68,6 +66,7 @@ def assignment_create(request: Request, hit_id: int) -> Response:
 
 
 @api_view(["GET"])
+@permission_classes([staff_with_perms("annotation.view_batch", "annotation.view_hit")])
 def batch_hits(request: Request, batch_id: int) -> Response:
     """Staff: the batch's HITs as [{"id", "reference", "candidates": [{"id", "text"}]}]."""
     batch = get_object_or_404(Batch, pk=batch_id)
@@ -76,6 +75,7 @@ def batch_hits(request: Request, batch_id: int) -> Response:
 
 
 @api_view(["GET"])
+@permission_classes([staff_with_perms(*RESULTS_PERMS)])
 @renderer_classes([JSONRenderer, CSVRenderer])
 def batch_results(request: Request, batch_id: int) -> HttpResponse:
     """Staff: the batch's raw judgments as an MTurk-style results CSV."""

@@ -71,9 +71,9 @@ def batch_items(batch: Batch) -> dict[int, list[int]]:
 
 
 def batch_judgments(batch: Batch, items: set[int]) -> list[tuple[int, int, int | None]]:
-    """(worker, candidate, score) of the batch's counted judgments: disqualified workers and rejected
-    (or flagged) assignments left out."""
-    rows = (Judgment.objects.filter(assignment__hit__batch=batch, candidate_id__in=items, worker__disqualified=False)
+    """(worker, candidate, score) of the batch's counted judgments: disqualified workers, rejected and
+    not (yet) verified assignments left out."""
+    rows = (Judgment.objects.counted().filter(assignment__hit__batch=batch, candidate_id__in=items, worker__disqualified=False)
             .exclude(assignment__status=AssignmentStatus.REJECTED)
             .values_list("worker_id", "candidate_id", "score").order_by("id"))
     return list(rows)

@@ -4,16 +4,20 @@ Like the file MTurk's requester site gives for a batch: ``HITId``, ``AssignmentI
 ``AssignmentStatus``, ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``, then ``Input.*`` (the
 reference and, per position, candidate id, text and whether it is the attention check) and
 ``Answer.*`` (per position the slider score, empty when N/A, and the fluency 0/1/2; the comment).
-Only submitted, approved and rejected assignments are written.
+Only submitted, approved and rejected assignments are written. The file is opened in spreadsheets and
+holds text from workers and corpora, so it is written by ``annotation.csv_safety`` (no text cell becomes
+a formula; text cells quoted, numbers as numbers).
 """
 from __future__ import annotations
 
-import csv
 from typing import TextIO
 
+from .csv_safety import spreadsheet_csv_writer
 from .models import Assignment, AssignmentStatus, Batch, Hit
 
 EXPORTED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+# the file names workers and holds their judgments and comments: who may download it, wherever from
+RESULTS_PERMS = ("annotation.view_batch", "annotation.view_assignment", "annotation.view_judgment")
 
 
 def _iso(value) -> str:
@@ -32,7 +36,7 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
     for k in range(1, width + 1):
         header += [f"Answer.cand{k}_score", f"Answer.cand{k}_fluency"]
     header.append("Answer.comment")
-    writer = csv.writer(out, lineterminator="\n")
+    writer = spreadsheet_csv_writer(out, lineterminator="\n")
     writer.writerow(header)
     rows = 0
     assignments = (Assignment.objects.filter(hit__batch=batch, status__in=EXPORTED)

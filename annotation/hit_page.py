@@ -22,7 +22,7 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
-from .models import Assignment, Batch, Hit, HitItem, Judgment, Worker
+from .models import Assignment, Batch, Hit, HitItem, Judgment, Verification, Worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ class HitPageFacts:
     assignment_worker_user_id: int | None
     worker_exists: bool  # a worker with the page's workerId exists on this provider
     worker_disqualified: bool
-    worker_has_judged: bool  # ... and has judged one of this HIT's candidates
+    worker_has_judged: bool  # ... and has judged one of this HIT's candidates (verified judgments only)
 
 
 def _table(model) -> str:
@@ -65,8 +65,10 @@ def _facts_sql(vendor: str) -> str:
         f"{aw}.{_col(Worker, 'user')}, {w}.{_col(Worker, 'id')}, {w}.{_col(Worker, 'disqualified')}, "
         f"CASE WHEN {w}.{_col(Worker, 'id')} IS NULL THEN 0 ELSE ("
         f"SELECT COUNT(*) FROM {judgment} j JOIN {item} i ON i.{_col(HitItem, 'candidate')} = "
-        f"j.{_col(Judgment, 'candidate')} WHERE i.{_col(HitItem, 'hit')} = {h}.{_col(Hit, 'id')} "
-        f"AND j.{_col(Judgment, 'worker')} = {w}.{_col(Worker, 'id')}) END "
+        f"j.{_col(Judgment, 'candidate')} JOIN {assignment} ja ON ja.{_col(Assignment, 'id')} = "
+        f"j.{_col(Judgment, 'assignment')} WHERE i.{_col(HitItem, 'hit')} = {h}.{_col(Hit, 'id')} "
+        f"AND j.{_col(Judgment, 'worker')} = {w}.{_col(Worker, 'id')} "
+        f"AND ja.{_col(Assignment, 'verification')} = '{Verification.VERIFIED.value}') END "
         f"FROM {hit} {h} JOIN {batch} {b} ON {b}.{_col(Batch, 'id')} = {h}.{_col(Hit, 'batch')} "
         f"LEFT JOIN {assignment} {a} ON {a}.{_col(Assignment, 'provider')} = {b}.{_col(Batch, 'provider')} "
         f"AND {a}.{_col(Assignment, 'external_assignment_id')} = %s "

@@ -217,10 +217,36 @@ class HitItem(models.Model):
 class AssignmentStatus(models.TextChoices):
     ACCEPTED = "accepted"  # taken by a local annotator, not yet submitted (holds one of the HIT's slots)
     EXPIRED = "expired"  # taken but not submitted in time: the slot went back to the pool
+    RETURNED = "returned"  # taken, then given back by the local annotator: the slot went back to the pool
     SUBMITTED = "submitted"
     APPROVED = "approved"
     REJECTED = "rejected"
     IMPORTED = "imported"
+
+
+class Verification(models.TextChoices):
+    """Whether the platform confirmed who made an assignment; only ``verified`` ones count.
+
+    A crowd worker's identity is what the platform says, not what a page URL says: a crowd submission is
+    stored at once as ``unverified`` and counts (aggregates, EASL rounds, regressor targets, releases'
+    judgments, "already judged", quality rules, HIT slots) only once the provider's ``sync`` confirmed the
+    same worker on the same HIT. ``flagged``: the platform denied it; never counted. Local annotators
+    (logged in) and imported judgments are ``verified`` when stored."""
+
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+    FLAGGED = "flagged"
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def counted(self) -> "AssignmentQuerySet":
+        return self.filter(verification=Verification.VERIFIED)
+
+
+class JudgmentQuerySet(models.QuerySet):
+    def counted(self) -> "JudgmentQuerySet":
+        """Judgments of verified assignments (the only ones any rule, aggregate or export counts)."""
+        return self.filter(assignment__verification=Verification.VERIFIED)
 
 
 class Assignment(models.Model):
@@ -238,12 +264,23 @@ class Assignment(models.Model):
     feedback = models.TextField(blank=True, help_text="what the worker was told on rejection")
     status = models.CharField(max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.SUBMITTED,
                               db_index=True)
+    verification = models.CharField(max_length=16, choices=Verification.choices, default=Verification.VERIFIED,
+                                    db_index=True, help_text="crowd submissions count only once verified")
+    verification_detail = models.JSONField(default=dict, blank=True,
+                                           help_text="why it was flagged: what the platform reported")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AssignmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["-id"]
-        constraints = [models.UniqueConstraint(fields=["provider", "external_assignment_id"],
-                                               name="unique_assignment_per_provider")]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "external_assignment_id"],
+                                    name="unique_assignment_per_provider"),
+            # one open (taken, unsubmitted) assignment per annotator, however many requests race for one
+            models.UniqueConstraint(fields=["worker"], condition=Q(status="accepted"),
+                                    name="one_open_assignment_per_worker"),
+        ]
 
     def __str__(self) -> str:
         return f"assignment {self.external_assignment_id} by {self.worker}"
@@ -259,6 +296,8 @@ class Judgment(models.Model):
     score = models.PositiveSmallIntegerField(null=True, blank=True)
     fluency = models.PositiveSmallIntegerField(choices=Fluency.choices)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = JudgmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["assignment_id", "id"]

@@ -6,6 +6,9 @@ is the reference); it passes when the slider reached the campaign's ``attention_
 checks in a campaign and failed more than ``max_attention_failure_rate`` of them is disqualified:
 their judgments stay stored, aggregation leaves them out (``Worker.disqualified``), the local provider
 bars their account and MTurk associates the block qualification (``provider.disqualify``).
+
+Only verified judgments feed these rules (``Judgment.objects.counted()``): a forged crowd submission
+under a real worker's id can never disqualify them (``annotation.verification``).
 """
 from __future__ import annotations
 
@@ -76,7 +79,7 @@ def _agreement(worker: Worker, judgments) -> float | None:
     if not mine:
         return None
     others: dict[int, list[int]] = defaultdict(list)
-    for cid, score in (Judgment.objects.filter(candidate_id__in=list(mine), score__isnull=False)
+    for cid, score in (Judgment.objects.counted().filter(candidate_id__in=list(mine), score__isnull=False)
                        .exclude(worker=worker).values_list("candidate_id", "score")):
         others[cid].append(score)
     pairs = [(mine[c], statistics.fmean(v)) for c, v in others.items()]
@@ -84,7 +87,8 @@ def _agreement(worker: Worker, judgments) -> float | None:
 
 
 def _seconds_per_hit(worker: Worker, campaign: Campaign | None) -> float | None:
-    assignments = Assignment.objects.filter(worker=worker, accepted_at__isnull=False, submitted_at__isnull=False)
+    assignments = Assignment.objects.counted().filter(worker=worker, accepted_at__isnull=False,
+                                                      submitted_at__isnull=False)
     if campaign is not None:
         assignments = assignments.filter(campaign=campaign)
     spans = [(s - a).total_seconds() for a, s in assignments.values_list("accepted_at", "submitted_at")]
@@ -96,7 +100,7 @@ def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures:
     """The worker's figures in one campaign (or across all: each check against its campaign's pass mark).
 
     ``figures=False`` leaves out time per HIT and agreement (not needed by the disqualification rule)."""
-    judgments = Judgment.objects.filter(worker=worker)
+    judgments = Judgment.objects.counted().filter(worker=worker)
     if campaign is not None:
         judgments = judgments.filter(candidate__reference__campaign=campaign)
         pass_marks = {campaign.pk: int(campaign.setting("attention_pass_mark"))}

@@ -4,11 +4,20 @@
 provider's sync). It refuses, with a ``SubmissionError`` carrying an HTTP status and a clear message:
 malformed judgments (score not an integer in 0-100 or null; null score with fluency != 0; fluency not
 0/1/2), candidates not in the HIT, missing or repeated; a bad or forged token; an assignment bound to
-another HIT or worker; a disqualified worker; a HIT that expired, whose batch is not open, or that
-already has its ``max_assignments``; a worker who already judged one of its candidates. The same
-assignment submitted again returns the stored one (nothing duplicated). The HIT row is locked
-(``select_for_update``) so that concurrent submissions never exceed the cap, the worker row so that
-one worker's concurrent submissions never judge a candidate twice.
+another HIT or worker (for local batches: to another logged-in annotator than ``user``); a disqualified
+worker; a HIT that expired, whose batch is not open, or that already has its ``max_assignments``; a
+worker who already judged one of its candidates. The same assignment submitted again with the same
+judgments returns the stored one (nothing duplicated); with other judgments it is a 409
+``conflicting_replay``. The HIT row is locked (``select_for_update``) so that concurrent submissions
+never exceed the cap, the worker row so that one worker's concurrent submissions never judge a
+candidate twice.
+
+Identity: a crowd page's worker id comes from its URL, which anyone can forge. So a crowd submission is
+stored at once (nothing lost) as ``unverified`` and counts for nothing -- not for the cap, "already
+judged", the quality rules or any aggregate -- until the provider's ``sync`` confirms the assignment
+(``annotation.verification``). A real worker is therefore never refused because of unverified rows
+(the platform caps its own assignments). A local annotator is logged in, so their submission is
+``verified`` at once and the quality rule runs immediately.
 """
 from __future__ import annotations
 
@@ -20,7 +29,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from .models import Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Worker
+from .models import Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Verification, Worker
 from .providers.local import live_assignments_q
 from .tokens import TokenError, submission_token_verify
 
@@ -83,15 +92,30 @@ def judgments_check(judgments: list[JudgmentInput], hit_candidates: set[int]) ->
         raise SubmissionError(f"missing judgments for candidate(s) {', '.join(map(str, missing))}")
 
 
-def _existing_checked(existing: Assignment, hit: Hit, worker_id: str, now: dt.datetime) -> bool:
-    """True when ``existing`` is already submitted (idempotent replay); raises when it may not be used."""
+def _same_judgments(assignment: Assignment, judgments: list[JudgmentInput]) -> bool:
+    stored = {(j.candidate_id, j.score, j.fluency) for j in assignment.judgments.all()}
+    return stored == {(j.candidate, j.score, j.fluency) for j in judgments}
+
+
+def _existing_checked(existing: Assignment, hit: Hit, worker_id: str, now: dt.datetime,
+                      judgments: list[JudgmentInput], user) -> bool:
+    """True when ``existing`` is already submitted with these judgments (idempotent replay); raises when it
+    may not be used."""
     if existing.hit_id != hit.pk:
         raise SubmissionError(f"assignment {existing.external_assignment_id} belongs to another HIT",
                               status=409, code="assignment_mismatch")
     if existing.worker.external_id != worker_id:
         raise SubmissionError(f"assignment {existing.external_assignment_id} is bound to another worker",
                               status=403, code="assignment_mismatch")
+    if existing.provider == Provider.LOCAL and (user is None or existing.worker.user_id != user.pk):
+        raise SubmissionError("this assignment belongs to another annotator: log in as its annotator",
+                              status=403, code="assignment_mismatch")
+    if existing.worker.disqualified and existing.status not in DONE_STATUSES:
+        raise SubmissionError("this worker is disqualified from these HITs", status=403, code="disqualified")
     if existing.status in DONE_STATUSES:
+        if not _same_judgments(existing, judgments):
+            raise SubmissionError(f"assignment {existing.external_assignment_id} was already submitted with other "
+                                  "judgments", status=409, code="conflicting_replay")
         return True
     if existing.status == AssignmentStatus.EXPIRED or (existing.expires_at and existing.expires_at <= now):
         raise SubmissionError("the time allotted to this assignment ran out; take the next HIT",
@@ -100,9 +124,10 @@ def _existing_checked(existing: Assignment, hit: Hit, worker_id: str, now: dt.da
 
 
 def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: str,
-                      judgments: list[JudgmentInput], comment: str = "",
+                      judgments: list[JudgmentInput], comment: str = "", user=None,
                       now: dt.datetime | None = None) -> SubmissionResult:
-    """Store one assignment's judgments (see the module docstring); then apply the quality rule."""
+    """Store one assignment's judgments (see the module docstring); then, once it is verified (local
+    annotators: at once), apply the quality rule. ``user``: the logged-in user of the request, if any."""
     now = now or timezone.now()
     assignment_id, worker_id = str(assignment_id or "").strip(), str(worker_id or "").strip()
     if not assignment_id or not worker_id:
@@ -120,7 +145,7 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
         batch = hit.batch
         existing = (Assignment.objects.select_related("worker")
                     .filter(provider=batch.provider, external_assignment_id=assignment_id).first())
-        if existing is not None and _existing_checked(existing, hit, worker_id, now):
+        if existing is not None and _existing_checked(existing, hit, worker_id, now, judgments, user):
             return SubmissionResult(assignment=existing, created=False)
         if existing is None and batch.provider == Provider.LOCAL:
             raise SubmissionError("no such local assignment: take HITs at /annotate/next/", status=403,
@@ -135,7 +160,7 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
         worker = Worker.objects.select_for_update().get(pk=worker.pk)
         if worker.disqualified:
             raise SubmissionError("this worker is disqualified from these HITs", status=403, code="disqualified")
-        taken = hit.assignments.filter(live_assignments_q(now))
+        taken = hit.assignments.filter(live_assignments_q(now))  # verified ones only
         if existing is not None:
             taken = taken.exclude(pk=existing.pk)
         if taken.count() >= hit.max_assignments:
@@ -143,7 +168,7 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
                                   code="hit_full")
         hit_candidates = set(hit.items.values_list("candidate_id", flat=True))
         judgments_check(judgments, hit_candidates)
-        judged = sorted(Judgment.objects.filter(worker=worker, candidate_id__in=hit_candidates)
+        judged = sorted(Judgment.objects.counted().filter(worker=worker, candidate_id__in=hit_candidates)
                         .values_list("candidate_id", flat=True).distinct())
         if judged:
             raise SubmissionError(f"this worker already judged candidate(s) {', '.join(map(str, judged))}",
@@ -153,6 +178,7 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
             assignment = Assignment.objects.create(
                 campaign_id=batch.campaign_id, hit=hit, worker=worker, provider=batch.provider,
                 external_assignment_id=assignment_id, status=AssignmentStatus.SUBMITTED,
+                verification=Verification.UNVERIFIED,  # only local assignments exist before submission
                 accepted_at=accepted if accepted and accepted <= now else None, submitted_at=now,
                 comment=comment or "")
         else:
@@ -162,6 +188,9 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
             assignment.save(update_fields=["status", "submitted_at", "comment"])
         Judgment.objects.bulk_create([Judgment(assignment=assignment, candidate_id=j.candidate, worker=worker,
                                                score=j.score, fluency=j.fluency) for j in judgments])
+
+    if assignment.verification != Verification.VERIFIED:
+        return SubmissionResult(assignment=assignment, created=True)  # the rules run once sync verified it
 
     from .quality import worker_quality_apply
 

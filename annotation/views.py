@@ -11,10 +11,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.http import require_http_methods, require_POST
 
 from .hit_page import HitPageFacts, hit_content_html, hit_page_facts
 from .models import AssignmentStatus, BatchStatus, Provider
-from .providers.local import WorkerBarred, local_hit_take
+from .providers.local import (WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment,
+                              local_worker)
 from .tokens import submission_token_make
 
 PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -24,14 +26,28 @@ FRAME_ANCESTORS = "frame-ancestors 'self' https://*.mturk.com https://mturk.com"
 
 
 def external_submit_url(turk_submit_to: str) -> str | None:
-    """``turkSubmitTo/mturk/externalSubmit``, only for MTurk's own hosts (never post work elsewhere)."""
-    if not turk_submit_to:
+    """``https://<host>/mturk/externalSubmit`` when ``turkSubmitTo`` names one of MTurk's submit hosts
+    (settings ``ANNOTATION_TURK_SUBMIT_HOSTS``), else None: work is never posted anywhere else.
+
+    The URL is built from the allowed host string itself, never from the given value, and anything but a
+    bare ``https://host`` (optionally ``/``) is refused: a backslash (``https://evil.example\\@www.mturk.com``
+    is www.mturk.com to urlsplit but evil.example to a browser), userinfo, a port, a path, a query or
+    fragment, whitespace, control or non-ASCII characters."""
+    if not isinstance(turk_submit_to, str) or not turk_submit_to or not turk_submit_to.isascii():
         return None
-    parts = urlsplit(turk_submit_to)
-    allowed = tuple(getattr(settings, "ANNOTATION_TURK_SUBMIT_HOSTS", DEFAULT_TURK_HOSTS))
-    if parts.scheme != "https" or parts.hostname not in allowed:
+    if any(ch in "\\@?#" or ch.isspace() or not ch.isprintable() for ch in turk_submit_to):
         return None
-    return turk_submit_to.rstrip("/") + "/mturk/externalSubmit"
+    try:
+        parts = urlsplit(turk_submit_to)
+    except ValueError:
+        return None
+    if parts.scheme != "https" or parts.path not in ("", "/") or parts.query or parts.fragment:
+        return None
+    allowed = {str(h).lower(): str(h) for h in getattr(settings, "ANNOTATION_TURK_SUBMIT_HOSTS", DEFAULT_TURK_HOSTS)}
+    host = allowed.get(parts.netloc.lower())  # netloc, not hostname: "user@host" or "host:443" match nothing
+    if host is None:
+        return None
+    return f"https://{host}/mturk/externalSubmit"
 
 
 def _blocked_reason(facts: HitPageFacts) -> str | None:
@@ -62,8 +78,13 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         raise Http404("No such HIT.")
     preview = not assignment_id or assignment_id == PREVIEW_ASSIGNMENT
     local = facts.provider == Provider.LOCAL
+    # crowd workers preview a published HIT before accepting it; nobody previews a draft or a local HIT
+    public = not local and facts.batch_status == BatchStatus.PUBLISHED
+    if preview and not public:
+        raise Http404("No such HIT.")
     status = 200
     blocked = None
+    own = False
     if not preview and local and not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path(), reverse("annotate-login"))
     if not preview and local:
@@ -77,9 +98,12 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         blocked, status = blocked or "The page address lacks the worker id.", 400
     if not preview and blocked is None:
         blocked = _blocked_reason(facts)
+        if facts.worker_disqualified:
+            status = 403
     can_submit = not preview and blocked is None
     context = {
-        "content": hit_content_html(facts),
+        # the sentences: for a published crowd HIT (its preview shows them anyway) or to the local owner
+        "content": hit_content_html(facts) if public or own else "",
         "preview": preview,
         "blocked": blocked,
         "can_submit": can_submit,
@@ -90,6 +114,7 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         "api_url": reverse("hit-assignments", args=[facts.hit_id]),
         "external_submit": external_submit_url(request.GET.get("turkSubmitTo", "")) if can_submit else None,
         "next_url": reverse("annotate-next") if local else "",
+        "return_url": reverse("annotate-return") if local and own and can_submit else "",
     }
     response = render(request, "annotation/hit.html", context, status=status)
     response["Content-Security-Policy"] = FRAME_ANCESTORS
@@ -97,15 +122,36 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
     return response
 
 
+def _to_assignment(assignment) -> HttpResponse:
+    query = urlencode({"assignmentId": assignment.external_assignment_id, "hitId": assignment.hit_id,
+                       "workerId": assignment.worker.external_id})
+    return redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{query}")
+
+
 @login_required(login_url="annotate-login")
+@require_http_methods(["GET", "POST"])
 def annotate_next(request: HttpRequest) -> HttpResponse:
-    """Local annotators: resume the open assignment, or take the next HIT they may do."""
+    """Local annotators. GET: back to the open assignment, else a page to take the next HIT. POST: take
+    it (taking changes state, so it is never a GET that a prefetch or a double click repeats)."""
+    worker = local_worker(request.user)
+    if worker.disqualified:
+        return render(request, "annotation/barred.html", {"reason": worker.disqualified_reason}, status=403)
+    if request.method == "GET":
+        open_one = local_open_assignment(worker)
+        return _to_assignment(open_one) if open_one else render(request, "annotation/take.html")
     try:
         assignment = local_hit_take(user=request.user)
     except WorkerBarred as exc:
         return render(request, "annotation/barred.html", {"reason": str(exc)}, status=403)
     if assignment is None:
         return render(request, "annotation/none_left.html")
-    query = urlencode({"assignmentId": assignment.external_assignment_id, "hitId": assignment.hit_id,
-                       "workerId": assignment.worker.external_id})
-    return redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{query}")
+    return _to_assignment(assignment)
+
+
+@login_required(login_url="annotate-login")
+@require_POST
+def annotate_return(request: HttpRequest) -> HttpResponse:
+    """Local annotators give back their open HIT (its slot goes back to the pool; it is not offered to
+    them again), then see the page to take the next one."""
+    local_assignment_return(user=request.user, assignment_id=request.POST.get("assignment", ""))
+    return redirect("annotate-next")

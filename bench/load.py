@@ -13,8 +13,9 @@ time (``--seconds``, at most 60):
 1. page views: ``GET /hits/<id>/?assignmentId=&hitId=&workerId=&turkSubmitTo=`` at ``--rate`` req/s,
    a different worker each time; every page must carry its submission token;
 2. submissions: ``--concurrency`` distinct workers at once ``POST /api/hits/<id>/assignments/``; each
-   HIT gets one attempt more than its assignments (that one must be refused, 409) and a share of the
-   acknowledged submissions is sent again (must answer 200, nothing duplicated).
+   HIT gets one attempt more than its assignments (all are stored, unverified: until MTurk confirms a
+   worker, only MTurk caps its own assignments) and a share of the acknowledged submissions is sent
+   again (must answer 200, nothing duplicated).
 
 The generator is this process (asyncio, HTTP/1.1 keep-alive) and only ever connects to 127.0.0.1.
 Page views and the baseline are open-loop (a request every 1/rate s whatever the server does); their
@@ -320,7 +321,7 @@ def build_data(n_hits: int, seed: int) -> list[dict]:
 
 
 def submission_plan(hits: list[dict], rng: random.Random) -> list[Submission]:
-    """Each HIT: max_assignments + 1 distinct workers (one too many); shuffled across HITs."""
+    """Each HIT: max_assignments + 1 distinct workers (one more than MTurk would let in); shuffled."""
     from annotation.tokens import submission_token_make
 
     plan = []
@@ -424,7 +425,7 @@ def page_check(status: int, body: bytes) -> str | None:
 def database_check(hits: list[dict], outcome: dict[str, dict]) -> tuple[list[str], dict]:
     """Acknowledged (201) submissions are all stored, exactly once, with the judgments sent."""
     from django.db import connections
-    from django.db.models import Count, F
+    from django.db.models import Count, F, Q
 
     from annotation.models import Assignment, Hit, Judgment
 
@@ -450,9 +451,10 @@ def database_check(hits: list[dict], outcome: dict[str, dict]) -> tuple[list[str
             wrong.append(assignment_id)
     if wrong:
         problems.append(f"{len(wrong)} assignments whose stored judgments differ from what was sent (lost or duplicated)")
-    over = Hit.objects.filter(pk__in=hit_ids).annotate(n=Count("assignments")).filter(n__gt=F("max_assignments")).count()
+    verified = Count("assignments", filter=Q(assignments__verification="verified"))
+    over = Hit.objects.filter(pk__in=hit_ids).annotate(n=verified).filter(n__gt=F("max_assignments")).count()
     if over:
-        problems.append(f"{over} HITs hold more assignments than they allow")
+        problems.append(f"{over} HITs hold more verified assignments than they allow")
     bad_replays = [a for a, r in outcome.items() if r["first"] == 201 and any(s != 200 for s in r["replays"])]
     if bad_replays:
         problems.append(f"{len(bad_replays)} replays of acknowledged submissions did not answer 200")

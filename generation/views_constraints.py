@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+
+from config.numbers import ascii_float, ascii_int
 
 from .constraints import PREPOSITIONS, build_pool, select_for_all_systems, tag_sentences
 from .models import Corpus, CorpusShard, IdfTable
@@ -33,18 +36,24 @@ def _phrases(phrases) -> list[str]:
     return [" ".join(p) for p in phrases]
 
 
-def _float(value: str | None, default: float) -> float:
+def _float(value: str | None, default: float, name: str, bad: list[str]) -> float:
+    """``value`` as a finite ASCII number (``default`` when absent); a bad one is reported in ``bad``."""
+    if value in (None, ""):
+        return default
     try:
-        return float(value) if value not in (None, "") else default
-    except ValueError:
+        return ascii_float(value, name=name)
+    except ValueError as exc:
+        bad.append(str(exc))
         return default
 
 
 @staff_member_required
+@permission_required("generation.view_corpus", raise_exception=True)
 def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> HttpResponse:
     corpus = get_object_or_404(Corpus, pk=corpus_id) if corpus_id is not None else None
     q = request.GET
     errors: list[str] = []
+    bad: list[str] = []  # malformed numbers in the query (ASCII digits only): the page answers 400
     tables = list(IdfTable.objects.order_by("-created_at", "-pk")[:200])
     default_table = None
     if corpus is not None:
@@ -52,31 +61,39 @@ def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> Ht
     default_table = default_table or (tables[0] if tables else None)
     table = default_table
     if q.get("idf"):
-        table = IdfTable.objects.filter(pk=q["idf"]).first() if q["idf"].isdigit() else None
-        if table is None:
-            errors.append(f"no IDF table {q['idf']}")
+        try:
+            table = IdfTable.objects.filter(pk=ascii_int(q["idf"], name="the IDF table id", minimum=0)).first()
+        except ValueError as exc:
+            table = None
+            bad.append(str(exc))
+        else:
+            if table is None:
+                errors.append(f"no IDF table {q['idf']}")
     try:
-        seed = int(q.get("seed") or 0)
-    except ValueError:
-        errors.append("the seed must be an integer")
+        seed = ascii_int(q.get("seed") or "0", name="the seed")
+    except ValueError as exc:
+        bad.append(str(exc))
         seed = 0
-    min_idf = _float(q.get("min_idf"), settings.PARAFORGE_MIN_IDF)
-    max_idf = _float(q.get("max_idf"), settings.PARAFORGE_MAX_IDF)
+    min_idf = _float(q.get("min_idf"), settings.PARAFORGE_MIN_IDF, "min_idf", bad)
+    max_idf = _float(q.get("max_idf"), settings.PARAFORGE_MAX_IDF, "max_idf", bad)
     ppdb_path = (q.get("ppdb") or "").strip()
 
     sentence = (q.get("sentence") or "").strip()
     index = q.get("i", "")
     record = None
     if not sentence and corpus is not None and index != "":
-        if not str(index).isdigit():
-            errors.append("the reference index must be a number")
+        try:
+            number = ascii_int(index, name="the reference index", minimum=0)
+        except ValueError as exc:
+            bad.append(str(exc))
         else:
-            record = reference_at(corpus, int(index))
+            record = reference_at(corpus, number)
             if record is None:
                 errors.append(f"corpus {corpus} has no reference {index}")
             else:
                 sentence = record.get("reference", "")
 
+    errors = bad + errors
     rows, pool = [], []
     if sentence and table is not None and not errors:
         from .constraint_job import load_idf_table
@@ -114,4 +131,4 @@ def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> Ht
         "min_idf": min_idf, "max_idf": max_idf, "sentence": sentence, "index": index, "record": record,
         "typed": bool(q.get("sentence")), "errors": errors, "rows": rows, "pool": pool,
         "n_references": corpus.n_references if corpus else None,
-    })
+    }, status=400 if bad else 200)

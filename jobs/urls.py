@@ -1,7 +1,9 @@
 from django.urls import path
 
+import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)
+
 from . import api
 
 urlpatterns = [
-    path("jobs/<int:job_id>/", api.job_detail, name="job-detail"),
+    path("jobs/<id:job_id>/", api.job_detail, name="job-detail"),
 ]

@@ -2,6 +2,8 @@
 
 Rules (the README's "report" section states the same):
 
+* Only judgments of verified assignments exist here (``Judgment.objects.counted()``): a crowd
+  submission the platform has not confirmed (or denied) is left out everywhere.
 * Counted workers: not disqualified, and at least ``min_judgments`` judgments in the campaign (all
   their judgments count toward the minimum: attention copies and N/A sliders included). The minimum is
   the campaign's ``min_judgments_per_worker`` unless overridden.
@@ -68,7 +70,7 @@ def system_sort_key(system: str):
 def counted_workers(campaign: Campaign, min_judgments: int | None = None) -> set[int]:
     """Pks of the workers whose judgments count in the campaign."""
     minimum = campaign.min_judgments_per_worker if min_judgments is None else int(min_judgments)
-    counts = (Judgment.objects.filter(candidate__reference__campaign=campaign, worker__disqualified=False)
+    counts = (Judgment.objects.counted().filter(candidate__reference__campaign=campaign, worker__disqualified=False)
               .values("worker").annotate(n=Count("id")))
     return {row["worker"] for row in counts if row["n"] >= minimum}
 
@@ -86,7 +88,7 @@ def load_campaign(campaign: Campaign, min_judgments: int | None = None) -> Campa
             .order_by("reference__length_bucket", "reference_id", "pk"))
     for pk, ref_pk, ref_text, text, bucket in rows:
         candidates[pk] = CandidateData(pk, ref_pk, ref_text, text, bucket, frozenset(systems.get(pk, ())))
-    judgments = (Judgment.objects.filter(candidate__reference__campaign=campaign)
+    judgments = (Judgment.objects.counted().filter(candidate__reference__campaign=campaign)
                  .values_list("candidate_id", "worker_id", "score", "fluency").order_by("pk"))
     for cid, worker, score, fluency in judgments.iterator(chunk_size=5000):
         if worker not in workers:

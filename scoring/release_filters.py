@@ -36,7 +36,7 @@ from sacrebleu.metrics import BLEU
 from .diversity import normalize, tokens
 
 RERANKS = ("dissimilar", "score")
-_RANGE = re.compile(r"^\s*(\d+(?:\.\d+)?)?\s*-\s*(\d+(?:\.\d+)?)?\s*$")
+_RANGE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)?\s*-\s*([0-9]+(?:\.[0-9]+)?)?\s*$")  # ASCII digits only
 _OVERLAP_KEYS = {"overlap": 1, "overlap1": 1, "overlap2": 2, "overlap3": 3}
 _REPETITION_KEYS = {"repetition": 1, "repetition1": 1, "repetition3": 3}
 _KNOWN = "len, plen, overlap, overlap1-3, bleu, repetition, repetition3, entailment, score, rerank, top"
@@ -108,7 +108,7 @@ def _parse_entailment(text: str) -> float | str:
     if text.strip().lower() == ARGMAX:
         return ARGMAX
     try:
-        value = float(text)
+        value = float(text) if text.isascii() else -1.0  # digits 0-9 only
     except ValueError:
         value = -1.0
     if not 0 < value <= 1:
@@ -157,6 +157,8 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
             values[key] = _parse_entailment(value)
         elif key == "score":
             try:
+                if not value.isascii():  # float("١٢") is 12.0: digits 0-9 only
+                    raise ValueError(value)
                 values[key] = float(value)
             except ValueError:
                 raise FilterError(f"score={value!r}: expected a number") from None
@@ -165,7 +167,7 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
                 raise FilterError(f"rerank={value!r}: one of {', '.join(RERANKS)}")
             values[key] = value
         elif key == "top":
-            if not value.isdigit() or int(value) < 1:
+            if not (value.isascii() and value.isdigit()) or int(value) < 1:  # "²".isdigit(), int("²") raises
                 raise FilterError(f"top={value!r}: expected a positive integer")
             values[key] = int(value)
         else:

@@ -6,7 +6,8 @@ A release folder holds:
 * ``pairs.tsv.gz`` (one line per pair, grouped by reference, header first: ``PAIR_COLUMNS``; tabs and
   newlines inside a text become spaces) or ``pairs.jsonl.gz`` (one JSON object per reference:
   ``ref_index, reference, source, length, paraphrases: [{text, systems, constraints, nll, score}]``);
-* ``judgments.tsv.gz``: every judgment of the campaigns linked to the resource (those whose ``job``
+* ``judgments.tsv.gz``: every verified judgment (a crowd submission the platform never confirmed is
+  left out) of the campaigns linked to the resource (those whose ``job``
   is the resource's generation job, and the regressor's training campaign), in ParaBank's release
   columns plus the campaign and whether the worker counted (``JUDGMENT_COLUMNS``; workers anonymised
   as 1, 2, ... per campaign in order of appearance);
@@ -164,7 +165,7 @@ def _write_judgments(write: Callable[[str], None], campaigns: list[Campaign], co
                 "candidate_id", "system").order_by("candidate_id", "system"):
             systems.setdefault(cid, []).append(system)
         anonymous: dict[int, int] = {}
-        rows = (Judgment.objects.filter(candidate__reference__campaign=campaign)
+        rows = (Judgment.objects.counted().filter(candidate__reference__campaign=campaign)
                 .order_by("candidate__reference__length_bucket", "candidate__reference_id", "candidate_id", "pk")
                 .values_list("worker_id", "candidate_id", "candidate__reference__ref_id",
                              "candidate__reference__length_bucket", "candidate__reference__text", "candidate__text",

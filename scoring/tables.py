@@ -3,9 +3,9 @@ campaign, as a dict (the JSON of ``manage.py report``), Markdown or CSV. Values 
 Markdown (2 decimals, "-" for an empty cell)."""
 from __future__ import annotations
 
-import csv
 import io
 
+from annotation.csv_safety import spreadsheet_csv_writer
 from annotation.models import Campaign
 
 from .aggregation import fluency_rows, load_campaign, similarity_rows
@@ -62,7 +62,7 @@ def render_markdown(result: dict) -> str:
 def render_csv(result: dict) -> str:
     buckets = result["buckets"]
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = spreadsheet_csv_writer(out, lineterminator="\n")  # opened in spreadsheets; names are imported text
     writer.writerow(["system", "name", *buckets, "avg", "std", "n"])
     for row in result["rows"]:
         writer.writerow([row["system"], row["name"], *["" if row["by_length"].get(b) is None else row["by_length"][b]

@@ -1,15 +1,17 @@
 """scoring/'s URLs, mounted at the site root: the release API under api/, the dashboard under research/."""
 from django.urls import path
 
+import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)
+
 from . import api, views
 
 urlpatterns = [
     path("api/releases/", api.release_list, name="release-list"),
-    path("api/releases/<int:release_id>/", api.release_detail, name="release-detail"),
-    path("api/releases/<int:release_id>/files/<str:name>", api.release_file, name="release-file"),
+    path("api/releases/<id:release_id>/", api.release_detail, name="release-detail"),
+    path("api/releases/<id:release_id>/files/<str:name>", api.release_file, name="release-file"),
     path("research/campaigns/", views.campaign_list, name="campaign_list"),
-    path("research/campaigns/<int:campaign_id>/", views.campaign_dashboard, name="campaign_dashboard"),
-    path("research/campaigns/<int:campaign_id>/tables/<str:table>.<str:fmt>", views.campaign_table,
+    path("research/campaigns/<id:campaign_id>/", views.campaign_dashboard, name="campaign_dashboard"),
+    path("research/campaigns/<id:campaign_id>/tables/<str:table>.<str:fmt>", views.campaign_table,
          name="campaign_table"),
-    path("research/campaigns/<int:campaign_id>/plots/<str:plot>.png", views.campaign_plot, name="campaign_plot"),
+    path("research/campaigns/<id:campaign_id>/plots/<str:plot>.png", views.campaign_plot, name="campaign_plot"),
 ]

@@ -10,15 +10,20 @@ from __future__ import annotations
 import json
 
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from annotation.models import Campaign
+from config.numbers import ascii_int
 
 from .diversity import LEVENSHTEIN_BINS
 from .plots import PLOTS, by_length_png, similarity_vs_diversity_png
 from .tables import TABLES, TITLES, build_table, render_csv
+
+# the dashboards show every campaign's judgments aggregated: the admin permissions that show them there
+RESEARCH_PERMS = ("annotation.view_campaign", "annotation.view_judgment")
 
 
 class _BadParameter(ValueError):
@@ -29,9 +34,10 @@ def _min_judgments(request: HttpRequest) -> int | None:
     value = request.GET.get("min_judgments", "").strip()
     if not value:
         return None
-    if not value.isdigit():
-        raise _BadParameter(f"min_judgments must be a whole number >= 0, not {value!r}")
-    return int(value)
+    try:  # ASCII digits only: "²".isdigit() is True but int("²") raises; int("١٢") is 12
+        return ascii_int(value, name="min_judgments", minimum=0)
+    except ValueError as exc:
+        raise _BadParameter(str(exc)) from None
 
 
 def _fmt(value) -> str:
@@ -58,11 +64,13 @@ def _query(min_judgments: int | None) -> str:
 
 
 @staff_member_required
+@permission_required(RESEARCH_PERMS, raise_exception=True)
 def campaign_list(request: HttpRequest) -> HttpResponse:
     return render(request, "scoring/campaign_list.html", {"campaigns": Campaign.objects.order_by("name")})
 
 
 @staff_member_required
+@permission_required(RESEARCH_PERMS, raise_exception=True)
 def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     try:
@@ -82,6 +90,7 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 
 @staff_member_required
+@permission_required(RESEARCH_PERMS, raise_exception=True)
 def campaign_table(request: HttpRequest, campaign_id: int, table: str, fmt: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     if table not in TABLES or fmt not in ("csv", "json"):
@@ -99,6 +108,7 @@ def campaign_table(request: HttpRequest, campaign_id: int, table: str, fmt: str)
 
 
 @staff_member_required
+@permission_required(RESEARCH_PERMS, raise_exception=True)
 def campaign_plot(request: HttpRequest, campaign_id: int, plot: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     if plot not in PLOTS:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.urls import URLPattern, URLResolver, get_resolver
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +88,7 @@ def _routes(resolver: URLResolver, prefix: str = "") -> list[str]:
 
 
 def _example_url(route: str) -> str:
-    url = re.sub(r"<int:\w+>", "1", route)
+    url = re.sub(r"<(?:int|id):\w+>", "1", route)
     url = re.sub(r"<(?:str|slug):\w+>", "x", url)
     url = re.sub(r"<path:\w+>", "x/y", url)
     return "/" + url
@@ -107,9 +108,22 @@ def annotator(db):
     return get_user_model().objects.create_user("annotator", password="pw-annotator-1")
 
 
+STAFF_PERMS = ["view_job", "view_batch", "view_hit", "view_assignment", "view_judgment", "view_campaign",
+               "view_corpus"]
+
+
 @pytest.fixture
 def staff(db):
-    return get_user_model().objects.create_user("researcher", password="pw-researcher-1", is_staff=True)
+    """A researcher with the admin's view permissions on what the staff pages show."""
+    user = get_user_model().objects.create_user("researcher", password="pw-researcher-1", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__in=STAFF_PERMS))
+    return user
+
+
+@pytest.fixture
+def bare_staff(db):
+    """Staff (the admin lets them in) with no model permission at all."""
+    return get_user_model().objects.create_user("intern", password="pw-intern-1", is_staff=True)
 
 
 def _refused(response) -> bool:
@@ -126,6 +140,28 @@ def test_admin_research_and_staff_apis_refuse_everyone_but_staff(client, annotat
     for url in ["/admin/", "/admin/jobs/job/", *research_urls(), *STAFF_APIS]:
         response = client.get(url)
         assert _refused(response), f"{who} GET {url} -> {response.status_code}"
+
+
+@pytest.mark.django_db
+def test_staff_without_model_permissions_see_no_worker_data(client, bare_staff):
+    """Being staff opens the admin's door only: the results CSV (worker ids, comments), a batch's HITs, a
+    job, the research pages all need the view permissions the admin itself asks for."""
+    from annotation.models import Assignment, Worker
+
+    from tests.annotation.builders import published_batch, sample_campaign
+
+    batch = published_batch(sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5), attention_rate=0)
+    worker = Worker.objects.create(provider="mturk", external_id="A1WORKERSECRET")
+    Assignment.objects.create(campaign=batch.campaign, hit=batch.hits.get(), worker=worker, provider="mturk",
+                              external_assignment_id="ASG1")
+    client.force_login(bare_staff)
+    for url in [f"/api/batches/{batch.pk}/results.csv", f"/api/batches/{batch.pk}/hits/", "/api/jobs/1/",
+                *research_urls()]:
+        response = client.get(url)
+        assert response.status_code == 403, f"{url} -> {response.status_code}"
+        assert b"A1WORKERSECRET" not in response.content
+    changelist = client.get("/admin/annotation/batch/")
+    assert b"export_results" not in changelist.content  # the admin's export action is not offered either
 
 
 @pytest.mark.django_db

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Worker
+    from annotation.verification import Confirmation
 
 
 class HitProvider(Protocol):
@@ -23,7 +24,12 @@ class HitProvider(Protocol):
         """Make the batch's HITs available to workers (idempotent: already published HITs are skipped)."""
 
     def sync(self, *, batch: "Batch") -> int:
-        """Bring in submitted assignments not yet stored; returns how many were new."""
+        """Verify the batch's unverified submissions with the platform (``annotation.verification``, through
+        ``confirm``) and copy its statuses; returns how many were verified for the first time."""
+
+    def confirm(self, assignment: "Assignment") -> "Confirmation":
+        """Crowd platforms: the platform's word on one stored, unverified assignment (same worker, same
+        HIT?). Local annotators are logged in, so their assignments are verified when taken."""
 
     def approve(self, *, assignment: "Assignment") -> None: ...
 

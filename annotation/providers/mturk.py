@@ -1,17 +1,18 @@
 """Mechanical Turk through boto3: the block qualification, the HIT type, ExternalQuestion HITs, sync,
 payments (approve, reject, bonus) and cost accounting with MTurk's fee.
 
-Workers submit their judgments to our API first (the slider page then posts to ``turkSubmitTo``), so
-``sync`` does not parse answers: it checks every stored assignment against ``get_assignment`` (the
-worker and HIT must match; a mismatch is flagged and the assignment excluded), reports the
-assignments MTurk has that we never received, and copies MTurk's statuses.
+Workers submit their judgments to our API first (the slider page then posts to ``turkSubmitTo``), where
+they are stored as unverified. ``sync`` does not parse answers: it confirms every unverified assignment
+with ``get_assignment`` (``confirm``, the provider step of ``annotation.verification``: the worker and HIT
+must match; a mismatch is flagged and never counted), reports the assignments MTurk has that we never
+received, and copies MTurk's statuses to the verified ones.
 
 Everything that costs money carries a ``UniqueRequestToken`` (HIT creation, extra assignments,
 bonuses), so a retried call -- by ``mturk_retry`` or by a person re-running a command -- never spends
 twice within MTurk's 24-hour token window.
 
 Provider state lives in ``Batch.settings["mturk"]`` (hit type, block qualification, token nonce,
-verified / flagged / missing assignment ids); batch configuration is the top level of
+missing assignment ids; an assignment's verification is its own field); batch configuration is the top level of
 ``Batch.settings`` (see ``BATCH_SETTING_KEYS``), defaults from the ``MTURK_*`` Django settings.
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ from django.utils import timezone
 
 from annotation.batch_settings import BatchSettingsError, batch_settings_clean
 from annotation.mturk_retry import RetryPolicy, call_with_retry, error_code, error_message
+from annotation.verification import Confirmation, submissions_verify
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Hit, Worker
@@ -450,74 +452,63 @@ class MTurkProvider:
                 return found
             params["NextToken"] = response["NextToken"]
 
-    def _check_assignment(self, assignment: "Assignment", hit: "Hit") -> tuple[str, dict | None]:
-        """('ok'|'mismatch'|'unconfirmed', MTurk's assignment) from ``get_assignment``."""
+    def confirm(self, assignment: "Assignment") -> Confirmation:
+        """MTurk's word on a stored assignment (``get_assignment``): the verification step of ``sync``."""
         try:
             response = self._call("get_assignment", AssignmentId=assignment.external_assignment_id)
         except ClientError as exc:
             if error_code(exc) == "RequestError":
-                return "unconfirmed", None  # not (yet) submitted on MTurk, or unknown there
+                return Confirmation("pending")  # not (yet) submitted on MTurk, or unknown there
             raise
         remote = response.get("Assignment", {})
+        hit = assignment.hit
         if remote.get("WorkerId") != assignment.worker.external_id or remote.get("HITId") != hit.external_hit_id:
-            return "mismatch", remote
-        return "ok", remote
+            return Confirmation("denied", {"hit": hit.pk, "stored_worker": assignment.worker.external_id,
+                                           "mturk_worker": remote.get("WorkerId"), "mturk_hit": remote.get("HITId")})
+        _fill_times(assignment, remote)
+        return Confirmation("confirmed", {"AssignmentStatus": remote.get("AssignmentStatus")})
 
     def sync(self, *, batch: "Batch") -> int:
         """Returns how many stored assignments were confirmed by MTurk for the first time."""
         return self.sync_report(batch=batch)["verified"]
 
     def sync_report(self, *, batch: "Batch") -> dict:
-        from annotation.models import AssignmentStatus
+        """Verify the batch's unverified assignments with MTurk (``annotation.verification``), copy MTurk's
+        statuses to the verified ones, and list the assignments MTurk has that we never received."""
+        from annotation.models import Assignment, AssignmentStatus, Verification
 
         _require_mturk_batch(batch, self.sandbox)
         status_of = {"Submitted": AssignmentStatus.SUBMITTED, "Approved": AssignmentStatus.APPROVED,
                      "Rejected": AssignmentStatus.REJECTED}
-        state = _state(batch)
-        verified = set(state.get("verified", []))
-        flagged = dict(state.get("flagged", {}))
+        # a worker who saved on our page has at most the assignment's time left to submit it on MTurk
+        deadline = timedelta(seconds=batch_mturk_config(batch, sandbox=self.sandbox)["assignment_duration_s"])
         missing: list[str] = []
-        unconfirmed: list[str] = []
         report = SyncReport(batch=batch.pk)
+        remote: dict[str, dict] = {}
+        stored: list[Assignment] = []
         for hit in batch.hits.exclude(external_hit_id="").order_by("id"):
             report.hits_checked += 1
-            remote = {a["AssignmentId"]: a for a in self._remote_assignments(hit.external_hit_id)}
-            report.on_mturk += len(remote)
-            stored = list(hit.assignments.select_related("worker").order_by("id"))
-            report.stored += len(stored)
-            for assignment in stored:
-                ext = assignment.external_assignment_id
-                if ext in flagged:
-                    continue
-                remote_one = remote.get(ext)
-                if ext not in verified:
-                    outcome, checked = self._check_assignment(assignment, hit)
-                    if outcome == "unconfirmed":
-                        unconfirmed.append(ext)
-                        continue
-                    if outcome == "mismatch":
-                        flagged[ext] = {"hit": hit.pk, "stored_worker": assignment.worker.external_id,
-                                        "mturk_worker": checked.get("WorkerId"), "mturk_hit": checked.get("HITId")}
-                        report.flagged += 1
-                        if assignment.status != AssignmentStatus.REJECTED:
-                            assignment.status = AssignmentStatus.REJECTED  # excluded here; nothing sent to MTurk
-                            assignment.save(update_fields=["status"])
-                        continue
-                    verified.add(ext)
-                    report.verified += 1
-                    remote_one = remote_one or checked
-                    _fill_times(assignment, checked)
-                new_status = status_of.get((remote_one or {}).get("AssignmentStatus"))
-                if new_status and new_status != assignment.status:
-                    assignment.status = new_status
-                    assignment.save(update_fields=["status"])
-                    report.statuses_updated += 1
-            stored_ids = {a.external_assignment_id for a in stored}
-            missing.extend(sorted(set(remote) - stored_ids))
-        report.missing, report.unconfirmed = len(missing), len(unconfirmed)
-        _save_state(batch, verified=sorted(verified), flagged=flagged, missing=missing,
-                    last_sync=timezone.now().isoformat())
-        return report.as_dict(flagged_ids=flagged, missing_ids=missing, unconfirmed_ids=unconfirmed)
+            on_mturk = {a["AssignmentId"]: a for a in self._remote_assignments(hit.external_hit_id)}
+            ours = list(hit.assignments.select_related("worker", "hit", "campaign").order_by("id"))
+            report.on_mturk, report.stored = report.on_mturk + len(on_mturk), report.stored + len(ours)
+            missing.extend(sorted(set(on_mturk) - {a.external_assignment_id for a in ours}))
+            remote.update(on_mturk)
+            stored += ours
+        verification = submissions_verify(assignments=stored, confirm=self.confirm, deadline=deadline)
+        for assignment in stored:
+            if assignment.verification != Verification.VERIFIED:
+                continue
+            new_status = status_of.get((remote.get(assignment.external_assignment_id) or {}).get("AssignmentStatus"))
+            if new_status and new_status != assignment.status:
+                assignment.status = new_status
+                assignment.save(update_fields=["status"])
+                report.statuses_updated += 1
+        report.verified, report.flagged = len(verification.verified), len(verification.flagged)
+        report.missing, report.unconfirmed = len(missing), len(verification.pending)
+        _save_state(batch, missing=missing, last_sync=timezone.now().isoformat())
+        flagged_ids = dict(Assignment.objects.filter(hit__batch=batch, verification=Verification.FLAGGED)
+                           .order_by("id").values_list("external_assignment_id", "verification_detail"))
+        return report.as_dict(flagged_ids=flagged_ids, missing_ids=missing, unconfirmed_ids=verification.pending)
 
     # --- payments ------------------------------------------------------------------------------
 
@@ -541,17 +532,18 @@ class MTurkProvider:
         return response.get("Assignment", {}).get("AssignmentStatus")
 
     def approve_batch(self, *, batch: "Batch") -> dict:
-        """Approve every submitted, unflagged assignment of the batch; errors are reported, not fatal."""
-        from annotation.models import Assignment, AssignmentStatus
+        """Approve every submitted, verified assignment of the batch (a flagged one is not the worker's, an
+        unverified one not yet confirmed: run sync); errors are reported, not fatal."""
+        from annotation.models import Assignment, AssignmentStatus, Verification
 
         _require_mturk_batch(batch, self.sandbox)
-        flagged = set(_state(batch).get("flagged", {}))
         todo = (Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
                 .exclude(hit__external_hit_id="").select_related("worker").order_by("id"))
-        report = {"batch": batch.pk, "approved": 0, "skipped_flagged": 0, "errors": {}}
+        report = {"batch": batch.pk, "approved": 0, "skipped_flagged": 0, "skipped_unverified": 0, "errors": {}}
         for assignment in todo:
-            if assignment.external_assignment_id in flagged:
-                report["skipped_flagged"] += 1
+            if assignment.verification != Verification.VERIFIED:
+                report["skipped_flagged" if assignment.verification == Verification.FLAGGED
+                       else "skipped_unverified"] += 1
                 continue
             try:
                 self.approve(assignment=assignment)
@@ -679,6 +671,9 @@ def bonus_grant(*, assignment: "Assignment", amount_usd: Any, reason: str,
         raise MTurkError("a bonus needs a reason (the worker sees it)")
     if assignment.hit_id is None or assignment.hit.batch.provider != "mturk":
         raise MTurkError(f"assignment {assignment.external_assignment_id} is not an MTurk assignment")
+    if assignment.verification != "verified":
+        raise MTurkError(f"assignment {assignment.external_assignment_id} is {assignment.verification}: only an "
+                         "assignment MTurk confirmed (run `mturk sync`) can get a bonus")
     bonus, _ = Bonus.objects.get_or_create(
         unique_request_token=bonus_token(assignment=assignment, amount_usd=amount, reason=reason),
         defaults={"assignment": assignment, "worker": assignment.worker, "amount_usd": amount, "reason": reason})

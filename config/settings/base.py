@@ -6,6 +6,7 @@ file-system Celery broker in ``var/broker/``, shards in ``var/storage/``. Produc
 ``DJANGO_SECRET_KEY`` (see ``production.py``).
 """
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -39,6 +40,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "axes",  # login lockouts (AXES_* below)
+    "limits",  # shared rate-limit counters (limits/counters.py)
     "jobs",
     "generation",
     "annotation",
@@ -48,13 +51,16 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "frontend.middleware.ContentSecurityPolicyMiddleware",  # script CSP on every page (frontend/middleware.py)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "limits.middleware.LoginRateLimitMiddleware",  # PARAFORGE_LOGIN_RATE, before any password is hashed
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a lockout into the 429 page
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -94,6 +100,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out username or address before the password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -111,11 +119,17 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 LOGIN_URL = "/admin/login/"
 
+# Reverse proxies in front of the web app that append to X-Forwarded-For. 0: the client address is
+# REMOTE_ADDR and X-Forwarded-For is ignored; N: the N-th address from its right. Every limit uses it:
+# behind a proxy, set it (1 for one proxy), or all clients share the proxy's address and its limits.
+PARAFORGE_TRUSTED_PROXIES = env_int("PARAFORGE_TRUSTED_PROXIES", 0)
 REST_FRAMEWORK = {
+    "NUM_PROXIES": PARAFORGE_TRUSTED_PROXIES,  # limits.client.client_ip
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "annotation.db_errors.api_exception_handler",  # lost database -> 503 JSON
+    "DEFAULT_PARSER_CLASSES": ["annotation.parsers.StrictJSONParser"],  # UTF-8 JSON, <= 32 deep, else 4xx
+    "EXCEPTION_HANDLER": "annotation.db_errors.api_exception_handler",  # every error {"detail", "code"}
 }
 
 # --- Celery -------------------------------------------------------------------------------------
@@ -146,12 +160,14 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sqs://")):
     # ``job resume`` (and, at the latest, after this timeout); chunks are idempotent either way.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 3600}
 
-# --- Cache (submission rate limits) ---------------------------------------------------------------
-# Several gunicorn workers must share their counts: set CACHE_URL=redis://... in production.
+# --- Cache -----------------------------------------------------------------------------------------
+# Shared by every process: Redis with CACHE_URL=redis://..., else files in var/cache/ (one machine).
+# (Rate limits are not kept here but in the database: limits/counters.py.)
 CACHE_URL = env_str("CACHE_URL")
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
           if CACHE_URL.startswith(("redis://", "rediss://"))
-          else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+          else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "cache")}}
+
 CELERY_BEAT_SCHEDULE: dict = {
     # local annotators' assignments whose allotted time ran out go back to the pool
     "annotation-expire-local-assignments": {"task": "annotation.tasks.expire_local_assignments", "schedule": 60.0},
@@ -159,6 +175,23 @@ CELERY_BEAT_SCHEDULE: dict = {
     "annotation-sync-mturk-batches": {"task": "annotation.tasks.sync_mturk_batches",
                                       "schedule": env_float("MTURK_SYNC_INTERVAL_S", 600.0)},
 }
+
+# --- Rate limits and login lockouts -----------------------------------------------------------------
+# Fixed windows (each from its key's first hit) counted in the database (limits/counters.py), shared by every
+# process; rates are N/PERIOD (30/min, 100/hour, 20/10m).
+ANNOTATION_SUBMISSION_RATE = env_str("ANNOTATION_SUBMISSION_RATE", "30/min")  # per (address, worker id)
+ANNOTATION_SUBMISSION_IP_RATE = env_str("ANNOTATION_SUBMISSION_IP_RATE", "120/min")  # per address
+PARAFORGE_LOGIN_RATE = env_str("PARAFORGE_LOGIN_RATE", "20/min")  # login POSTs per address, refused unhashed
+PARAFORGE_LOGIN_VIEWS = ["admin:login", "annotate-login"]  # the URL names PARAFORGE_LOGIN_RATE counts
+# django-axes: after AXES_FAILURE_LIMIT wrong passwords for one username (from anywhere) or from one
+# address (any usernames), that username / address is refused, right password included, for the cool-off.
+AXES_FAILURE_LIMIT = env_int("PARAFORGE_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("PARAFORGE_LOGIN_COOLOFF_MIN", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = False  # True: one good login with any account would clear its address's failures
+AXES_LOCKOUT_TEMPLATE = "frontend/login_locked.html"  # HTTP 429 (AXES_HTTP_RESPONSE_CODE)
+AXES_CLIENT_IP_CALLABLE = "limits.client.client_ip"  # the address every limit uses (PARAFORGE_TRUSTED_PROXIES)
+AXES_IPWARE_PROXY_COUNT = PARAFORGE_TRUSTED_PROXIES  # unused while AXES_CLIENT_IP_CALLABLE is set (no ipware)
 
 # --- Paraforge ------------------------------------------------------------------------------------
 # Where corpus shards, IDF tables, candidate shards and releases live: file:///path or s3://bucket/prefix

@@ -18,3 +18,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 # CLI tests call ``--wait`` commands with no worker up, on Redis too; the worker tests start one.
 PARAFORGE_INLINE_WITHOUT_WORKER = True
+
+# Client.login() and a bare authenticate() pass no request, which django-axes' backend refuses; the
+# login views (tests/test_logins.py) still go through the lockout checks (limits/backends.py).
+AUTHENTICATION_BACKENDS = ["limits.backends.AxesBackendAllowingRequestlessCalls",
+                           "django.contrib.auth.backends.ModelBackend"]

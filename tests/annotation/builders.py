@@ -42,3 +42,18 @@ def payload(hit: Hit, *, assignment_id: str = "A1", worker_id: str = "W1", score
     }
     body.update(extra)
     return body
+
+
+def platform_confirms(*external_ids: str):
+    """What a provider's ``sync`` does when the platform confirms these assignments (same worker, same HIT):
+    the shared verification step with a platform that says yes. (MTurk's own ``confirm`` is tested against
+    botocore's Stubber in test_mturk.py.)"""
+    from datetime import timedelta
+
+    from annotation.models import Assignment
+    from annotation.verification import Confirmation, submissions_verify
+
+    assignments = Assignment.objects.filter(external_assignment_id__in=external_ids).select_related(
+        "worker", "campaign", "hit").order_by("id")
+    return submissions_verify(assignments=assignments, confirm=lambda a: Confirmation("confirmed"),
+                              deadline=timedelta(hours=1))

@@ -7,7 +7,7 @@ from django.utils import timezone
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchStatus, Hit, Judgment, Worker
 from annotation.tokens import submission_token_make
 
-from .builders import payload, published_batch, sample_campaign
+from .builders import payload, platform_confirms, published_batch, sample_campaign
 
 pytestmark = pytest.mark.django_db
 
@@ -121,6 +121,7 @@ def test_a_full_hit_is_refused(client, hit):
     Hit.objects.filter(pk=hit.pk).update(max_assignments=2)
     assert post(client, hit, payload(hit, assignment_id="A1", worker_id="W1")).status_code == 201
     assert post(client, hit, payload(hit, assignment_id="A2", worker_id="W2")).status_code == 201
+    platform_confirms("A1", "A2")  # until MTurk confirms them, they take no slot
     response = post(client, hit, payload(hit, assignment_id="A3", worker_id="W3"))
     assert response.status_code == 409 and "already has its 2 assignments" in response.json()["detail"]
     assert Assignment.objects.filter(hit=hit).count() == 2 and Judgment.objects.count() == 10
@@ -142,6 +143,7 @@ def test_a_worker_never_judges_a_candidate_twice(client, hit):
     twin = next(h for h in second.hits.all() if set(h.items.values_list("candidate_id", flat=True))
                 & set(hit.items.values_list("candidate_id", flat=True)))
     assert post(client, hit, payload(hit, assignment_id="A1", worker_id="W1")).status_code == 201
+    platform_confirms("A1")  # until MTurk confirms them, unverified judgments bar nobody
     response = post(client, twin, payload(twin, assignment_id="A2", worker_id="W1"))
     assert response.status_code == 409 and "already judged" in response.json()["detail"]
     assert post(client, twin, payload(twin, assignment_id="A3", worker_id="W2")).status_code == 201

@@ -150,8 +150,8 @@ def test_round_zero_then_rounds_until_the_variance_rule_stops(easl_batch):
     assert sorted(shown) == sorted(items)
     with pytest.raises(EaslError, match="still has HITs"):
         easl_round_create(batch=easl_batch)
-    taker = Worker.objects.create(provider="local", external_id="taker")
     for hit_pk in first["hit_ids"]:  # taken but not submitted: the round is still open
+        taker = Worker.objects.create(provider="local", external_id=f"taker-{hit_pk}")
         Assignment.objects.create(campaign=easl_batch.campaign, hit_id=hit_pk, worker=taker, provider="local",
                                   external_assignment_id=f"taken-{hit_pk}", status=AssignmentStatus.ACCEPTED)
     with pytest.raises(EaslError, match="still has HITs"):

@@ -59,4 +59,4 @@ def test_admin_export_action(admin_client, batch):
     response = admin_client.post("/admin/annotation/batch/", {"action": "export_results",
                                                               "_selected_action": [batch.pk]})
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    assert response.content.decode().startswith("HITId,InternalHITId,AssignmentId,WorkerId")
+    assert response.content.decode().startswith('"HITId","InternalHITId","AssignmentId","WorkerId"')

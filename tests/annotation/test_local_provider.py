@@ -87,8 +87,11 @@ def test_the_annotator_path_login_next_page_submit(client, batch):
     logged_in = client.post("/annotate/login/", {"username": "ann", "password": "pw"})
     assert logged_in.status_code == 302 and logged_in["Location"] == "/annotate/next/"
     client.force_login(ann)
-    response = client.get("/annotate/next/")
+    offer = client.get("/annotate/next/")  # no open HIT: a page to take one (taking is a POST)
+    assert offer.status_code == 200 and 'id="take"' in offer.content.decode() and not Assignment.objects.exists()
+    response = client.post("/annotate/next/")
     assert response.status_code == 302
+    assert client.get("/annotate/next/")["Location"] == response["Location"]  # a GET goes back to it
     url = urlsplit(response["Location"])
     query = {k: v[0] for k, v in parse_qs(url.query).items()}
     page = client.get(response["Location"])
@@ -103,7 +106,7 @@ def test_the_annotator_path_login_next_page_submit(client, batch):
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.SUBMITTED and assignment.judgments.count() == 5
     # the next HIT is another one
-    nxt = client.get("/annotate/next/")
+    nxt = client.post("/annotate/next/")
     assert f"hits/{assignment.hit_id}/" not in nxt["Location"]
 
 
@@ -121,7 +124,7 @@ def test_another_user_cannot_open_or_submit_an_assignment(client, batch):
 def test_an_expired_local_assignment_cannot_be_submitted(client, batch):
     ann = user("ann")
     client.force_login(ann)
-    location = client.get("/annotate/next/")["Location"]
+    location = client.post("/annotate/next/")["Location"]
     page = client.get(location)
     query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
     assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"])
@@ -140,7 +143,8 @@ def test_a_barred_annotator_gets_no_hit(client, batch):
     Worker.objects.create(provider="local", external_id=f"user-{ann.pk}", user=ann, disqualified=True,
                           disqualified_reason="failed 3 of 5 attention checks")
     client.force_login(ann)
-    response = client.get("/annotate/next/")
+    response = client.post("/annotate/next/")
     assert response.status_code == 403 and "failed 3 of 5" in response.content.decode()
+    assert client.get("/annotate/next/").status_code == 403
     assert not Assignment.objects.exists()
     assert BatchStatus.PUBLISHED == Batch.objects.get(pk=batch.pk).status

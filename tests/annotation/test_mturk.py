@@ -75,10 +75,11 @@ def make_batch(*, sandbox=True, hits=2, assignments=3, **settings) -> Batch:
     return batch
 
 
-def stored_assignment(hit: Hit, ext: str, worker_id: str) -> Assignment:
+def stored_assignment(hit: Hit, ext: str, worker_id: str, verification: str = "unverified") -> Assignment:
+    """An assignment as the submission API stores it (unverified until a sync confirms it)."""
     worker, _ = Worker.objects.get_or_create(provider="mturk", external_id=worker_id)
     return Assignment.objects.create(campaign=hit.batch.campaign, hit=hit, worker=worker, provider="mturk",
-                                     external_assignment_id=ext)
+                                     external_assignment_id=ext, verification=verification)
 
 
 def stub_block_qualification(stub, *, existing=True):
@@ -306,7 +307,9 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
     good.refresh_from_db(), forged.refresh_from_db(), pending.refresh_from_db()
     assert good.status == AssignmentStatus.APPROVED
     assert (good.accepted_at, good.submitted_at) == (accepted, submitted)  # for quality's time per HIT
-    assert forged.status == AssignmentStatus.REJECTED  # excluded locally; nothing was sent to MTurk
+    assert (good.verification, forged.verification, pending.verification) == ("verified", "flagged", "unverified")
+    assert forged.status == AssignmentStatus.SUBMITTED  # flagged, never counted; nothing was sent to MTurk
+    assert forged.verification_detail["mturk_worker"] == "WREAL"
     assert pending.status == AssignmentStatus.SUBMITTED
 
     # second sync: the verified one is not asked again, the flagged one stays excluded, the late one is retried
@@ -316,8 +319,9 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
                                                         "HITId": hit_id(1), "AssignmentStatus": "Submitted"}},
                       {"AssignmentId": asg_id(3)})
     assert provider.sync(batch=batch) == 1
-    forged.refresh_from_db()
-    assert forged.status == AssignmentStatus.REJECTED
+    forged.refresh_from_db(), pending.refresh_from_db()
+    assert (forged.verification, forged.status) == ("flagged", AssignmentStatus.SUBMITTED)
+    assert pending.verification == "verified"
 
 
 # --- payments ---------------------------------------------------------------------------------
@@ -327,12 +331,12 @@ def _published_assignment(ext=asg_id(1), worker="W1") -> Assignment:
     hit = batch.hits.get()
     Hit.objects.filter(pk=hit.pk).update(external_hit_id=hit_id(1))
     hit.refresh_from_db()
-    return stored_assignment(hit, ext, worker)
+    return stored_assignment(hit, ext, worker, verification="verified")
 
 
 def test_approve_and_reject_with_feedback(stub, provider):
     first = _published_assignment()
-    second = stored_assignment(first.hit, asg_id(2), "W2")
+    second = stored_assignment(first.hit, asg_id(2), "W2", verification="verified")
     stub.add_response("approve_assignment", {}, {"AssignmentId": asg_id(1)})
     stub.add_response("reject_assignment", {}, {"AssignmentId": asg_id(2),
                                                 "RequesterFeedback": "The reference copy was scored 12."})
@@ -348,10 +352,9 @@ def test_approve_and_reject_with_feedback(stub, provider):
 def test_approve_batch_skips_flagged_and_reports_errors(stub, provider):
     ok = _published_assignment()
     batch = ok.hit.batch
-    stored_assignment(ok.hit, asg_id(2), "W2")
-    refused = stored_assignment(ok.hit, asg_id(3), "W3")
-    batch.settings["mturk"]["flagged"] = {asg_id(2): {"hit": ok.hit_id}}
-    batch.save()
+    stored_assignment(ok.hit, asg_id(2), "W2", verification="flagged")
+    stored_assignment(ok.hit, asg_id(4), "W4")  # not yet confirmed by MTurk
+    refused = stored_assignment(ok.hit, asg_id(3), "W3", verification="verified")
     stub.add_response("approve_assignment", {}, {"AssignmentId": asg_id(1)})
     stub.add_client_error("approve_assignment", service_error_code="RequestError",
                           service_message="This operation can be called with a status of: Submitted",
@@ -360,6 +363,7 @@ def test_approve_batch_skips_flagged_and_reports_errors(stub, provider):
                       {"AssignmentId": asg_id(3)})
     report = provider.approve_batch(batch=batch)
     assert report["approved"] == 1 and report["skipped_flagged"] == 1 and list(report["errors"]) == [asg_id(3)]
+    assert report["skipped_unverified"] == 1
     refused.refresh_from_db()
     assert refused.status == AssignmentStatus.SUBMITTED
 

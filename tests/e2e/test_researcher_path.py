@@ -54,12 +54,20 @@ class Annotator:
         self.opener.open(req).read()
 
     def next_hit(self) -> dict | None:
-        """Follow /annotate/next/ to a HIT page and read what its form holds; None when nothing is left."""
+        """Take the next HIT as the page's button does (a POST to /annotate/next/), follow it to the HIT
+        page and read what its form holds; None when nothing is left."""
         try:
             resp = self.opener.open(f"{self.base}/annotate/next/")
+            page = offer = resp.read().decode()
+            if "submission-token" not in offer:  # no open assignment (else the GET went back to it)
+                csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', offer).group(1)
+                req = urllib.request.Request(f"{self.base}/annotate/next/",
+                                             data=urllib.parse.urlencode({"csrfmiddlewaretoken": csrf}).encode(),
+                                             headers={"Referer": f"{self.base}/annotate/next/"})
+                resp = self.opener.open(req)
+                page = resp.read().decode()
         except urllib.error.HTTPError as exc:
             return {"status": exc.code}
-        page = resp.read().decode()
         if "submission-token" not in page:
             return None
         field = lambda name: re.search(rf'{name}="([^"]*)"', page).group(1)  # noqa: E731

@@ -1,6 +1,7 @@
 import gzip
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from generation.constraint_job import KIND, output_key
@@ -91,6 +92,7 @@ def test_default_systems_and_ppdb_requirement(storage_dir):
 @pytest.fixture
 def staff_client(client, django_user_model):
     user = django_user_model.objects.create_user("staff-c", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_corpus"))  # what the admin asks to list corpora
     client.force_login(user)
     return client
 

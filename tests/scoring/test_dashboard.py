@@ -4,6 +4,7 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from PIL import Image
 
@@ -28,7 +29,10 @@ def campaign(tmp_path):
 
 @pytest.fixture
 def staff_client(client):
-    client.force_login(get_user_model().objects.create_user("res", password="pw", is_staff=True))
+    """A researcher who may view campaigns and judgments in the admin (what the dashboards show)."""
+    user = get_user_model().objects.create_user("res", password="pw", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__in=["view_campaign", "view_judgment"]))
+    client.force_login(user)
     return client
 
 

@@ -108,7 +108,7 @@
         externalSubmit(form.dataset.externalSubmit, form.dataset.assignment);
       } else if (form.dataset.next) {
         say("Saved. Thank you! Loading the next HIT…", false);
-        window.location.assign(form.dataset.next);
+        document.getElementById("next-form").submit();  // taking a HIT is a POST
       } else {
         say("Saved. Thank you!", false);
       }
