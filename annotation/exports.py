@@ -3,7 +3,9 @@
 Like the file MTurk's requester site gives for a batch: ``HITId``, ``AssignmentId``, ``WorkerId``,
 ``AssignmentStatus``, ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``, then ``Input.*`` (the
 reference and, per position, candidate id, text and whether it is the attention check) and
-``Answer.*`` (per position the slider score, empty when N/A, and the fluency 0/1/2; the comment).
+``Answer.*`` (per position the slider score, empty when N/A, and the fluency 0/1/2; the comment), and
+last ``Verification``: ``verified``, ``unverified`` (a crowd submission the platform has not confirmed
+yet) or ``flagged`` (the platform denied it): only verified rows count anywhere else.
 Only submitted, approved and rejected assignments are written. The file is opened in spreadsheets and
 holds text from workers and corpora, so it is written by ``annotation.csv_safety`` (no text cell becomes
 a formula; text cells quoted, numbers as numbers).
@@ -35,7 +37,7 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
         header += [f"Input.cand{k}_id", f"Input.cand{k}", f"Input.cand{k}_attention"]
     for k in range(1, width + 1):
         header += [f"Answer.cand{k}_score", f"Answer.cand{k}_fluency"]
-    header.append("Answer.comment")
+    header += ["Answer.comment", "Verification"]
     writer = spreadsheet_csv_writer(out, lineterminator="\n")
     writer.writerow(header)
     rows = 0
@@ -54,7 +56,7 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
         for k in range(width):
             j = given.get(items[k].candidate_id) if k < len(items) else None
             row += ["" if j is None or j.score is None else j.score, "" if j is None else j.fluency]
-        row.append(a.comment)
+        row += [a.comment, a.verification]
         writer.writerow(row)
         rows += 1
     return rows

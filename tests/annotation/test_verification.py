@@ -7,6 +7,8 @@ submissions are stored (nothing lost) but count for nothing until ``sync`` confi
 fails the test, so "MTurk was not called" is asserted too)."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 from datetime import timedelta
 from urllib.parse import urlencode
@@ -17,6 +19,7 @@ from botocore.stub import Stubber
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.exports import batch_results_csv
 from annotation.models import Assignment, Hit, Judgment, Verification, Worker
 from annotation.mturk_retry import RetryPolicy
 from annotation.providers import mturk as mturk_module
@@ -119,6 +122,11 @@ def test_forged_submissions_under_a_real_workers_id_count_for_nothing(client, mt
     victim.refresh_from_db()
     assert not victim.disqualified and counted_workers(batch.campaign) == {victim.pk}
     assert set(Judgment.objects.counted().values_list("assignment__external_assignment_id", flat=True)) == {"REAL0"}
+    # the raw results file keeps every row (nothing lost) and says which ones count
+    out = io.StringIO()
+    batch_results_csv(batch=batch, out=out)
+    marks = {row["AssignmentId"]: row["Verification"] for row in csv.DictReader(io.StringIO(out.getvalue()))}
+    assert len(marks) == 9 and marks["REAL0"] == "verified" and marks["FILLER0"] == "flagged"
 
 
 def test_a_worker_mturk_confirms_is_disqualified_by_their_own_failed_checks(client, mturk, batch):
