@@ -96,7 +96,7 @@ def _post(url: str, body: dict) -> tuple[int | str, dict | str, float]:
 
 @needs_local_postgres
 def test_acknowledged_submissions_survive_a_database_restart(live_server, settings):
-    settings.ANNOTATION_SUBMISSION_RATE = "100000/min"
+    settings.ANNOTATION_SUBMISSION_RATE = settings.ANNOTATION_SUBMISSION_IP_RATE = "100000/min"  # one client address
     cache.clear()
     campaign = sample_campaign("restart", buckets=(5,), refs_per_bucket=6, candidates=5)
     batch = published_batch(campaign, attention_rate=0, assignments=8, lengths=(5,), per_length=6)
@@ -182,7 +182,7 @@ def test_acknowledged_submissions_survive_a_database_restart(live_server, settin
 
 def test_a_lost_connection_is_a_503_json_and_the_retry_is_saved(client, settings):
     """On both backends: the driver's error for a dropped connection, raised in the view's queries."""
-    settings.ANNOTATION_SUBMISSION_RATE = "100000/min"
+    settings.ANNOTATION_SUBMISSION_RATE = settings.ANNOTATION_SUBMISSION_IP_RATE = "100000/min"  # one client address
     cache.clear()
     campaign = sample_campaign("lost", buckets=(5,), refs_per_bucket=1, candidates=5)
     hit = published_batch(campaign, attention_rate=0, assignments=1, lengths=(5,), per_length=1).hits.get()
