@@ -21,6 +21,9 @@ from django.db.models import Q
 from jobs.models import Job
 
 ATTENTION_SYSTEM = "0"
+# pseudo-system of degraded copies of a reference (quality control: a careful rater scores them low)
+DEGRADED_SYSTEM = "degraded"
+QUALITY_CONTROL_SYSTEMS = (ATTENTION_SYSTEM, DEGRADED_SYSTEM)  # never a table row, never counted as output
 LENGTH_BUCKETS = (5, 10, 20, 40)
 
 CAMPAIGN_DEFAULTS = {
@@ -205,6 +208,7 @@ class HitItem(models.Model):
     candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="hit_items")
     position = models.PositiveSmallIntegerField()
     is_attention_check = models.BooleanField(default=False)
+    is_degraded_check = models.BooleanField(default=False, help_text="a degraded copy of the reference")
 
     class Meta:
         ordering = ["hit_id", "position"]
