@@ -6,6 +6,7 @@ batch's results CSV, expire batches; disqualify or reinstate workers (their qual
 import io
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
@@ -46,11 +47,14 @@ class ReadOnlyInline(admin.TabularInline):
 
 
 class BatchForm(forms.Form):
-    provider = forms.ChoiceField(choices=[(p, p) for p in PROVIDER_NAMES], initial="local")
+    provider = forms.ChoiceField(choices=[(p, p) for p in PROVIDER_NAMES],
+                                 initial=lambda: settings.PARAFORGE_HIT_PROVIDER)
     per_length = forms.IntegerField(min_value=1, initial=100, help_text="references per length bucket")
     lengths = forms.CharField(initial="5,10,20,40", help_text="length buckets, comma-separated")
     assignments = forms.IntegerField(min_value=1, max_value=100, initial=3, help_text="different workers per HIT")
     attention_rate = forms.FloatField(min_value=0, max_value=1, initial=0.1)
+    degraded_rate = forms.FloatField(min_value=0, max_value=1, initial=0.1,
+                                     help_text="share of HITs with a degraded copy of the reference (rater test)")
     seed = forms.IntegerField(initial=0)
     reward_usd = forms.DecimalField(min_value=0, decimal_places=2, initial="0.10", required=False,
                                     help_text="MTurk: reward per assignment")
@@ -89,7 +93,7 @@ class CampaignAdmin(ReadOnlyAdmin):
                 batch = hit_batch_create(
                     campaign=campaign, provider=data["provider"], per_length=data["per_length"],
                     lengths=data["lengths"], assignments=data["assignments"], attention_rate=data["attention_rate"],
-                    seed=data["seed"], label=data["label"], settings=settings)
+                    degraded_rate=data["degraded_rate"], seed=data["seed"], label=data["label"], settings=settings)
             except (BatchError, ImportError) as exc:
                 self.message_user(request, f"No batch created: {exc}", messages.ERROR)
                 return None
@@ -131,7 +135,8 @@ def _quality(worker):
 @admin.register(Worker)
 class WorkerAdmin(ReadOnlyAdmin):
     list_display = ("external_id", "provider", "judgments", "checks_passed", "checks_failed", "failure_rate",
-                    "seconds_per_hit", "agreement", "disqualified", "disqualified_reason", "user")
+                    "degraded_checks", "degraded_p", "seconds_per_hit", "agreement", "disqualified",
+                    "disqualified_reason", "user")
     list_filter = ("provider", "disqualified")
     search_fields = ("external_id",)
     list_per_page = 50
@@ -155,6 +160,20 @@ class WorkerAdmin(ReadOnlyAdmin):
     def failure_rate(self, obj):
         rate = _quality(obj).failure_rate
         return "-" if rate is None else f"{rate:.0%}"
+
+    @admin.display(description="degraded checks")
+    def degraded_checks(self, obj):
+        quality = _quality(obj)
+        return f"{quality.degraded_checks} (vs {quality.real_judged} real)"
+
+    @admin.display(description="degraded test p (Mann-Whitney)")
+    def degraded_p(self, obj):
+        quality = _quality(obj)
+        if quality.degraded_p is None:
+            if quality.degraded_checks >= quality.min_degraded_checks:
+                return "not yet tested (no real candidate judged)"
+            return f"not yet tested ({quality.degraded_checks} of {quality.min_degraded_checks} checks)"
+        return f"{quality.degraded_p:.3g}"
 
     @admin.display(description="s / HIT (median)")
     def seconds_per_hit(self, obj):

@@ -7,6 +7,8 @@ class AnnotationConfig(AppConfig):
     def ready(self):
         from django.core.checks import register
 
+        from .campaigns import register_generation_hooks
         from .checks import mturk_configuration_check
 
         register(mturk_configuration_check)
+        register_generation_hooks()  # evaluation samples become campaigns (annotation/campaigns.py)

@@ -29,6 +29,8 @@ EASL_INT_SETTINGS: dict[str, tuple[int, int | None, str]] = {
     "hits_per_round": (1, None, "HITs"),
     "assignments_per_hit": (1, None, "assignments"),
 }
+# shares of a batch's HITs that get a quality-control item (the attention copy, a degraded copy): 0 to 1
+RATE_SETTINGS = ("attention_rate", "degraded_rate")
 # key: (minimum, whether the minimum itself is allowed)
 EASL_FLOAT_SETTINGS: dict[str, tuple[float, bool]] = {
     "g": (0.0, False),
@@ -73,6 +75,14 @@ def _float_setting(key: str, value: Any, lo: float, inclusive: bool) -> float:
     if number < lo or (number == lo and not inclusive):
         bound = f"at least {lo}" if inclusive else f"more than {lo}"
         raise BatchSettingsError(f"batch setting {key!r}: {number} is out of range (must be {bound})")
+    return number
+
+
+def rate_check(key: str, value: Any) -> float:
+    """A share of HITs between 0 and 1 (a JSON number or a numeric string); the message names the key."""
+    number = _float_setting(key, value, -math.inf, True)
+    if not 0.0 <= number <= 1.0:
+        raise BatchSettingsError(f"batch setting {key!r}: {number} is out of range (must be between 0 and 1)")
     return number
 
 
@@ -122,6 +132,9 @@ def batch_settings_clean(settings: Any) -> dict:
     for key, (lo, hi, unit) in INT_SETTINGS.items():
         if cleaned.get(key) is not None:
             cleaned[key] = _int_setting(key, cleaned[key], lo, hi, unit)
+    for key in RATE_SETTINGS:
+        if cleaned.get(key) is not None:
+            cleaned[key] = rate_check(key, cleaned[key])
     if "easl" in cleaned:
         cleaned["easl"] = easl_settings_clean(cleaned["easl"])
     return cleaned

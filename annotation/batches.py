@@ -7,8 +7,17 @@ own copy (the ``Candidate`` whose text is the reference; system ``"0"``) is the 
 takes one of the five places in a share ``attention_rate`` of the HITs (exact up to rounding; at most
 one check per reference and batch, so that no worker meets the same copy twice in one batch).
 
-Everything random comes from one ``random.Random(seed)``: the same campaign, arguments and seed give
-the same HITs.
+A share ``degraded_rate`` of the HITs (same rules) shows a *degraded copy* of the reference instead of one
+real candidate: a span of 2-6 tokens (growing with the sentence; never the first or last token) replaced
+by a phrase of another reference of the batch, never equal to a real candidate or the reference
+(``degraded_text``). It is a ``Candidate`` of the pseudo-system ``"degraded"``: a careful rater scores it
+below real paraphrases, which ``annotation.quality`` tests per worker. References shorter than 4 tokens,
+or with no phrase that makes a new text, get none. Raters spot checks that cluster, so the HITs holding a
+check are spread evenly over the batch's order (the order the local pool serves them in) and the check
+takes a random place in its HIT.
+
+Everything random comes from ``random.Random(seed)`` (a degraded text from its own generator seeded by
+the seed and the reference's id): the same campaign, arguments and seed give the same HITs.
 """
 from __future__ import annotations
 
@@ -16,17 +25,20 @@ import csv
 import random
 from decimal import Decimal
 from pathlib import Path
+from typing import Iterable, Sequence
 
 from django.db import transaction
 
 from .batch_settings import BatchSettingsError, batch_settings_clean
 from .importers import not_utf8_message
-from .models import (ATTENTION_SYSTEM, LENGTH_BUCKETS, Batch, BatchStatus, Campaign, Candidate, CandidateSystem, Hit,
-                     HitItem, Provider, Reference)
+from .models import (ATTENTION_SYSTEM, DEGRADED_SYSTEM, LENGTH_BUCKETS, Batch, BatchStatus, Campaign, Candidate,
+                     CandidateSystem, Hit, HitItem, Provider, Reference)
 
 PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk")
 HIT_SIZE = 5
 DEFAULT_ASSIGNMENT_DURATION_S = 3600
+DEFAULT_DEGRADED_RATE = 0.1
+MIN_DEGRADED_TOKENS = 4  # a span of 2 between a kept first and last token
 
 
 class BatchError(ValueError):
@@ -38,6 +50,73 @@ def attention_copy(reference: Reference) -> Candidate:
     copy, _ = Candidate.objects.get_or_create(reference=reference, text=reference.text)
     CandidateSystem.objects.get_or_create(candidate=copy, system=ATTENTION_SYSTEM)
     return copy
+
+
+def degraded_span_length(n_tokens: int) -> int:
+    """Tokens a degraded copy replaces: 2 up to 12 tokens, one more per 5 tokens, at most 6 (and never the
+    first or last token), so that the damage is visible at every length without swamping short sentences."""
+    return max(2, min(6, (n_tokens + 2) // 5, n_tokens - 2))
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def degraded_text(reference: str, donors: Sequence[str], *, avoid: Iterable[str] = (),
+                  rng: random.Random) -> str | None:
+    """The reference with a span of ``degraded_span_length`` tokens (whitespace tokens, punctuation kept
+    attached) replaced by as many consecutive tokens of one of the ``donors`` (other references), keeping
+    the first and last token; never the reference itself nor any text in ``avoid`` (the real candidates),
+    compared with whitespace normalised. None when no such text exists (fewer than 4 tokens, no donor
+    long enough, every choice taken)."""
+    tokens = reference.split()
+    n = len(tokens)
+    if n < MIN_DEGRADED_TOKENS:
+        return None
+    span = degraded_span_length(n)
+    own = " ".join(tokens)
+    forbidden = {_normal(t) for t in avoid} | {own}
+    phrases = sorted({tuple(d.split()) for d in donors if _normal(d) != own and len(d.split()) >= span})
+    if not phrases:
+        return None
+
+    def build(start: int, donor: tuple[str, ...], at: int) -> str | None:
+        text = " ".join([*tokens[:start], *donor[at:at + span], *tokens[start + span:]])
+        return None if text in forbidden else text
+
+    for _ in range(20):
+        donor = rng.choice(phrases)
+        text = build(rng.randrange(1, n - span), donor, rng.randrange(len(donor) - span + 1))
+        if text is not None:
+            return text
+    for donor in phrases:  # rare: most choices collide; try every one before giving up
+        for start in range(1, n - span):
+            for at in range(len(donor) - span + 1):
+                text = build(start, donor, at)
+                if text is not None:
+                    return text
+    return None
+
+
+def degraded_copy(reference: Reference, text: str) -> Candidate:
+    """The degraded candidate with this text (system "degraded"), created if missing."""
+    copy, _ = Candidate.objects.get_or_create(reference=reference, text=text)
+    CandidateSystem.objects.get_or_create(candidate=copy, system=DEGRADED_SYSTEM)
+    return copy
+
+
+def spread_order(flags: Sequence[bool], rng: random.Random) -> list[int]:
+    """Indices of ``flags`` in a new order where the flagged ones (HITs with a check) are spread: the order
+    is cut into as many equal stretches as there are flagged ones and each stretch holds one, at a random
+    place in it (raters learn to spot checks that cluster, and checks at a fixed period)."""
+    checked = [i for i, flag in enumerate(flags) if flag]
+    plain = [i for i, flag in enumerate(flags) if not flag]
+    rng.shuffle(checked)
+    rng.shuffle(plain)
+    total, count = len(flags), len(checked)
+    bounds = [k * total // count for k in range(count)] + [total] if count else []
+    slots = {rng.randrange(bounds[k], bounds[k + 1]) for k in range(count)}
+    return [checked.pop() if place in slots else plain.pop() for place in range(total)]
 
 
 def baseline_candidates_import(*, campaign: Campaign, path, system: str = "35") -> int:
@@ -131,44 +210,77 @@ def _sample_references(campaign: Campaign, lengths, per_length: int, rng: random
     return chosen
 
 
-def _plan(references: list[Reference], *, hit_size: int, attention_rate: float,
-          rng: random.Random) -> list[tuple[Reference, list[Candidate], bool]]:
-    """(reference, candidates, has_attention_check) per HIT, in a shuffled order."""
+def _is_degraded(candidate: Candidate) -> bool:
+    return any(s.system == DEGRADED_SYSTEM for s in candidate.systems.all())
+
+
+def _plan(references: list[Reference], *, hit_size: int, attention_rate: float, rng: random.Random,
+          degraded_rate: float = 0.0, seed: int = 0) -> list[tuple[Reference, list[Candidate], bool, str | None]]:
+    """(reference, real candidates, has_attention_check, degraded text or None) per HIT, checks spread."""
     pools: list[tuple[Reference, list[Candidate]]] = []
+    texts: dict[int, set[str]] = {}
     for ref in references:
-        cands = [c for c in ref.candidates.all().order_by("id") if c.text != ref.text]
+        every = list(ref.candidates.all().prefetch_related("systems").order_by("id"))
+        cands = [c for c in every if c.text != ref.text and not _is_degraded(c)]
+        texts[ref.pk] = {c.text for c in every if not _is_degraded(c)}
         rng.shuffle(cands)
         pools.append((ref, cands))
     rng.shuffle(pools)
-    plan: list[tuple[Reference, list[Candidate], bool]] = []
-    owed = rng.random()  # carried share of an attention check: spreads exactly rate x HITs over the batch
+    donors = [ref.text for ref in references]
+
+    def degraded_for(ref: Reference) -> str | None:
+        return degraded_text(ref.text, [d for d in donors if d != ref.text], avoid=texts[ref.pk],
+                             rng=random.Random(f"degraded:{seed}:{ref.ref_id}"))
+
+    plan: list[tuple[Reference, list[Candidate], bool, str | None]] = []
+    # carried shares of a check: spread exactly rate x HITs over the batch; the degraded share runs half a
+    # period behind the attention one, so that the two rarely meet in one HIT
+    owed = rng.random()
+    owed_degraded = (owed + 0.5) % 1.0
     for ref, cands in pools:
         checked = False
+        degraded: str | None | bool = False  # False: not tried yet for this reference; None: impossible
         while cands:
             owed += attention_rate
+            owed_degraded += degraded_rate
             attention = owed >= 1.0 and not checked
             if attention:
                 owed -= 1.0
                 checked = True
-            take = hit_size - 1 if attention else hit_size
-            plan.append((ref, cands[:take], attention))
+            text = None
+            if owed_degraded >= 1.0 and degraded is False and hit_size - int(attention) >= 2:
+                degraded = text = degraded_for(ref)
+                if text is not None:
+                    owed_degraded -= 1.0
+            take = hit_size - int(attention) - int(text is not None)
+            plan.append((ref, cands[:take], attention, text))
             cands = cands[take:]
-    rng.shuffle(plan)
-    return plan
+    order = spread_order([attention or text is not None for _, _, attention, text in plan], rng)
+    return [plan[i] for i in order]
 
 
 def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100,
                      lengths=LENGTH_BUCKETS, assignments: int = 3, attention_rate: float = 0.1, seed: int = 0,
                      baseline=None, baseline_system: str = "35", hit_size: int = HIT_SIZE, label: str = "",
-                     settings: dict | None = None) -> Batch:
+                     settings: dict | None = None, degraded_rate: float | None = None) -> Batch:
     """Build a draft batch of HITs from the campaign's sample (see the module docstring).
 
     ``provider``: local | mturk-sandbox | mturk. ``baseline``: an optional TSV of baseline outputs added to
     the candidates first (``baseline_candidates_import``). ``settings`` go to ``Batch.settings`` (reward,
     durations, qualifications for MTurk; ``assignment_duration_s`` for the local provider; ``mode`` and
     ``easl`` for EASL rounds): every number in them is checked first (``batch_settings_check``), so a bad
-    value is refused before anything is written."""
+    value is refused before anything is written. ``degraded_rate`` (None: the settings' ``degraded_rate``,
+    else 0.1) is the share of HITs with a degraded copy of the reference."""
     settings = batch_settings_check(settings)
+    given = settings.get("degraded_rate")
+    if degraded_rate is not None and given is not None and float(degraded_rate) != given:
+        raise BatchError(f"--degraded-rate {degraded_rate} and batch setting 'degraded_rate' {given} disagree: "
+                         "give one")
+    if degraded_rate is None:
+        degraded_rate = DEFAULT_DEGRADED_RATE if given is None else given
+    if (isinstance(degraded_rate, bool) or not isinstance(degraded_rate, (int, float))
+            or not 0.0 <= degraded_rate <= 1.0):
+        raise BatchError("--degraded-rate must be between 0 and 1")
     if per_length < 1:
         raise BatchError("--per-length must be at least 1")
     if assignments < 1:
@@ -185,7 +297,8 @@ def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100
         baseline_candidates_import(campaign=campaign, path=baseline, system=baseline_system)
     rng = random.Random(seed)
     references = _sample_references(campaign, lengths, per_length, rng)
-    plan = _plan(references, hit_size=hit_size, attention_rate=attention_rate, rng=rng)
+    plan = _plan(references, hit_size=hit_size, attention_rate=attention_rate, rng=rng,
+                 degraded_rate=float(degraded_rate), seed=seed)
     if not plan:
         raise BatchError(f"campaign {campaign.name!r} has no candidates in length buckets "
                          f"{', '.join(map(str, lengths))}")
@@ -193,20 +306,24 @@ def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100
         "assignment_duration_s": DEFAULT_ASSIGNMENT_DURATION_S,
         **(settings or {}), **provider_settings,
         "per_length": per_length, "lengths": list(lengths), "assignments": assignments,
-        "attention_rate": attention_rate, "seed": seed, "hit_size": hit_size,
+        "attention_rate": attention_rate, "degraded_rate": float(degraded_rate), "seed": seed, "hit_size": hit_size,
     }
     with transaction.atomic():
         batch = Batch.objects.create(campaign=campaign, provider=provider_name, label=label,
                                      settings=batch_settings, status=BatchStatus.DRAFT)
-        copies = {ref.pk: attention_copy(ref) for ref, _, attention in plan if attention}
+        copies = {ref.pk: attention_copy(ref) for ref, _, attention, _ in plan if attention}
+        degraded = {ref.pk: degraded_copy(ref, text) for ref, _, _, text in plan if text is not None}
         hits = Hit.objects.bulk_create([Hit(batch=batch, reference=ref, max_assignments=assignments)
-                                        for ref, _, _ in plan])
+                                        for ref, _, _, _ in plan])
         items: list[HitItem] = []
-        for hit, (ref, cands, attention) in zip(hits, plan):
+        for hit, (ref, cands, attention, text) in zip(hits, plan):
             shown = list(cands)
             if attention:
                 shown.insert(rng.randrange(len(shown) + 1), copies[ref.pk])
-            items.extend(HitItem(hit=hit, candidate=c, position=i, is_attention_check=attention and c == copies[ref.pk])
+            if text is not None:
+                shown.insert(rng.randrange(len(shown) + 1), degraded[ref.pk])
+            items.extend(HitItem(hit=hit, candidate=c, position=i, is_attention_check=attention and c == copies[ref.pk],
+                                 is_degraded_check=text is not None and c == degraded[ref.pk])
                          for i, c in enumerate(shown))
         HitItem.objects.bulk_create(items, batch_size=1000)
     return batch

@@ -3,9 +3,11 @@
 A batch runs in EASL mode when ``Batch.settings["mode"] == "easl"``. Its options live in
 ``Batch.settings["easl"]`` (defaults in ``EASL_DEFAULTS``; ``items_per_hit`` falls back on the
 batch's ``hit_size``); each HIT's ``round`` says which round made it (HITs a batch builder made are
-round 0). The items are the non-attention candidates of the batch's references
-(or, for an empty batch, of its campaign). New HITs are plain unpublished ``Hit`` rows, so the
-provider publishes them like any others (``mturk publish BATCH``; the local pool picks them up).
+round 0). The items are the real candidates of the batch's references (or, for an empty batch, of its
+campaign): attention copies and degraded copies are quality control, never estimated. Checks join each
+round at the batch's ``attention_rate`` and ``degraded_rate``, spread over the round's HITs. New HITs are
+plain unpublished ``Hit`` rows, so the provider publishes them like any others (``mturk publish BATCH``;
+the local pool picks them up).
 """
 from __future__ import annotations
 
@@ -17,14 +19,11 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotation import easl
-from annotation.batch_settings import BatchSettingsError, easl_settings_clean
-from annotation.batches import attention_copy
-from annotation.models import (ATTENTION_SYSTEM, AssignmentStatus, Batch, Candidate, CandidateSystem, Hit, HitItem,
-                               Judgment, Reference)
+from annotation.batch_settings import BatchSettingsError, easl_settings_clean, rate_check
+from annotation.batches import DEFAULT_DEGRADED_RATE, attention_copy, degraded_copy, degraded_text, spread_order
+from annotation.models import (DEGRADED_SYSTEM, JUDGED_STATUSES, QUALITY_CONTROL_SYSTEMS, AssignmentStatus, Batch,
+                               Candidate, CandidateSystem, Hit, HitItem, Judgment, Reference, is_attention_copy)
 
-# assignments that hold judgments (accepted-but-unsubmitted and expired ones do not)
-DONE_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED,
-                 AssignmentStatus.IMPORTED)
 
 EASL_DEFAULTS = {
     "g": easl.DEFAULT_G,
@@ -51,12 +50,14 @@ def easl_config(batch: Batch) -> dict:
     return {key: default if given.get(key) is None else given[key] for key, default in defaults.items()}
 
 
-def _is_attention(candidate: Candidate, systems: set[str]) -> bool:
-    return candidate.text == candidate.reference.text or ATTENTION_SYSTEM in systems
+def _is_quality_control(candidate: Candidate, systems: set[str]) -> bool:
+    """An attention copy or a degraded copy: shown to test the rater, never an item EASL estimates."""
+    return (is_attention_copy(text=candidate.text, reference_text=candidate.reference.text, systems=systems)
+            or bool(systems & set(QUALITY_CONTROL_SYSTEMS)))
 
 
 def batch_items(batch: Batch) -> dict[int, list[int]]:
-    """{reference pk: [candidate pks]} of the items EASL scores (attention copies left out)."""
+    """{reference pk: [candidate pks]} of the items EASL scores (attention and degraded copies left out)."""
     ref_ids = set(batch.hits.values_list("reference_id", flat=True))
     refs = Reference.objects.filter(pk__in=ref_ids) if ref_ids else Reference.objects.filter(campaign=batch.campaign)
     systems: dict[int, set[str]] = defaultdict(set)
@@ -65,7 +66,7 @@ def batch_items(batch: Batch) -> dict[int, list[int]]:
         systems[cand_id].add(system)
     groups: dict[int, list[int]] = defaultdict(list)
     for cand in Candidate.objects.filter(reference__in=refs).select_related("reference").order_by("id"):
-        if not _is_attention(cand, systems[cand.pk]):
+        if not _is_quality_control(cand, systems[cand.pk]):
             groups[cand.reference_id].append(cand.pk)
     return dict(groups)
 
@@ -112,7 +113,7 @@ def _rounds(batch: Batch) -> list[list[int]]:
 def _round_finished(hit_ids: list[int]) -> bool:
     now = timezone.now()
     hits = Hit.objects.filter(pk__in=hit_ids).annotate(
-        done=Count("assignments", filter=Q(assignments__status__in=DONE_STATUSES)))
+        done=Count("assignments", filter=Q(assignments__status__in=JUDGED_STATUSES)))
     return all(h.done >= h.max_assignments or (h.expires_at is not None and h.expires_at <= now) for h in hits)
 
 
@@ -154,29 +155,80 @@ def easl_round_create(*, batch: Batch, seed: int | None = None, force: bool = Fa
             "max_variance": round(max((p.variance for p in posteriors.values()), default=0.0), 6)}
 
 
+def _degraded_texts(batch: Batch, references: dict[int, Reference], *, seed: int, number: int):
+    """A function giving a reference's degraded text for this round (or None): phrases come from the batch's
+    references; each round draws a new text, so a worker who judged last round's copy can take the HIT."""
+    ref_ids = set(batch.hits.values_list("reference_id", flat=True)) | set(references)
+    donors = list(Reference.objects.filter(pk__in=ref_ids).values_list("text", flat=True))
+    avoid: dict[int, set[str]] = defaultdict(set)
+    degraded = set(CandidateSystem.objects.filter(candidate__reference__in=list(references), system=DEGRADED_SYSTEM)
+                   .values_list("candidate_id", flat=True))
+    for pk, ref_id, text in Candidate.objects.filter(reference__in=list(references)).values_list("pk", "reference_id",
+                                                                                              "text"):
+        if pk not in degraded:
+            avoid[ref_id].add(text)
+
+    def text_for(ref: Reference) -> str | None:
+        return degraded_text(ref.text, [d for d in donors if d != ref.text], avoid=avoid[ref.pk],
+                             rng=random.Random(f"degraded:{batch.pk}:{seed}:{number}:{ref.ref_id}"))
+    return text_for
+
+
 def _create_hits(batch: Batch, plans: list[easl.HitPlan], *, config: dict, seed: int, number: int) -> list[int]:
-    """The round's Hit/HitItem rows in one transaction; attention copies at the batch's rate (in round 0
-    only where a HIT has room, so that every item is still shown; later the last partner makes room)."""
+    """The round's Hit/HitItem rows in one transaction; attention and degraded copies at the batch's rates,
+    spread over the round (in round 0 only where a HIT has room, so that every item is still shown; later
+    the last partner makes room; a share not placed carries over to the next HIT)."""
     rng = random.Random(seed * 7919 + 1)
-    rate = float((batch.settings or {}).get("attention_rate", 0.1))
+    settings = batch.settings or {}
+    rate = float(settings.get("attention_rate", 0.1))
+    try:
+        degraded_rate = (rate_check("degraded_rate", settings["degraded_rate"])
+                         if settings.get("degraded_rate") is not None else DEFAULT_DEGRADED_RATE)
+    except BatchSettingsError as exc:
+        raise EaslError(f"batch {batch.pk}: {exc}") from exc
     references = Reference.objects.in_bulk({p.group for p in plans})
     with transaction.atomic():
         locked = Batch.objects.select_for_update().get(pk=batch.pk)
         if locked.hits.filter(round__gte=number).exists():
             raise EaslError(f"another round of batch {batch.pk} was created meanwhile; run it again")
-        hit_ids = []
+        text_for = _degraded_texts(batch, references, seed=seed, number=number) if degraded_rate > 0 else None
+        owed = {"attention": rng.random()}
+        owed["degraded"] = (owed["attention"] + 0.5) % 1.0  # half a period apart: rarely both in one HIT
+        shown: list[tuple[easl.HitPlan, list[tuple[int, str | None]]]] = []
+        degraded_refs: set[int] = set()  # one degraded copy per reference and round (one text per round)
         for plan in plans:
+            ref = references[plan.group]
+            items: list[tuple[int, str | None]] = [(cand, None) for cand in plan.items]
+            owed["attention"] += rate
+            owed["degraded"] += degraded_rate
+            for kind in ("attention", "degraded"):
+                if owed[kind] < 1.0:
+                    continue
+                full = len(items) >= int(config["items_per_hit"])
+                partners = [i for i, (cand, check) in enumerate(items) if check is None and cand != plan.anchor]
+                if full and not (plan.anchor is not None and partners):
+                    continue
+                if kind == "attention":
+                    copy = attention_copy(ref)
+                else:
+                    text = text_for(ref) if text_for is not None and ref.pk not in degraded_refs else None
+                    if text is None:
+                        continue
+                    copy = degraded_copy(ref, text)
+                    degraded_refs.add(ref.pk)
+                if full:
+                    items.pop(max(partners))
+                items.insert(rng.randrange(len(items) + 1), (copy.pk, kind))
+                owed[kind] -= 1.0
+            shown.append((plan, items))
+        hit_ids = []
+        for index in spread_order([any(check for _, check in items) for _, items in shown], rng):
+            plan, items = shown[index]
             hit = Hit.objects.create(batch=locked, reference=references[plan.group], round=number,
                                      max_assignments=int(config["assignments_per_hit"]))
-            items = [(cand, False) for cand in plan.items]
-            full = len(items) >= int(config["items_per_hit"])
-            droppable = plan.anchor is not None and any(cand != plan.anchor for cand, _ in items)
-            if rate > 0 and rng.random() < rate and (not full or droppable):
-                if full:
-                    items.pop(max(i for i, (cand, _) in enumerate(items) if cand != plan.anchor))
-                copy = attention_copy(references[plan.group])
-                items.insert(rng.randrange(len(items) + 1), (copy.pk, True))
-            HitItem.objects.bulk_create([HitItem(hit=hit, candidate_id=cand, position=pos, is_attention_check=check)
+            HitItem.objects.bulk_create([HitItem(hit=hit, candidate_id=cand, position=pos,
+                                                 is_attention_check=check == "attention",
+                                                 is_degraded_check=check == "degraded")
                                          for pos, (cand, check) in enumerate(items)])
             hit_ids.append(hit.pk)
     return hit_ids

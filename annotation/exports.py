@@ -2,7 +2,8 @@
 
 Like the file MTurk's requester site gives for a batch: ``HITId``, ``AssignmentId``, ``WorkerId``,
 ``AssignmentStatus``, ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``, then ``Input.*`` (the
-reference and, per position, candidate id, text and whether it is the attention check) and
+reference and, per position, candidate id, text, whether it is the attention check and whether it is a
+degraded copy of the reference, ``Input.candK_degraded``: quality control, never a system's output) and
 ``Answer.*`` (per position the slider score, empty when N/A, and the fluency 0/1/2; the comment), and
 last ``Verification``: ``verified``, ``unverified`` (a crowd submission the platform has not confirmed
 yet) or ``flagged`` (the platform denied it): only verified rows count anywhere else.
@@ -15,9 +16,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from .csv_safety import spreadsheet_csv_writer
-from .models import Assignment, AssignmentStatus, Batch, Hit
+from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit
 
-EXPORTED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 # the file names workers and holds their judgments and comments: who may download it, wherever from
 RESULTS_PERMS = ("annotation.view_batch", "annotation.view_assignment", "annotation.view_judgment")
 
@@ -34,14 +34,14 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
     header = ["HITId", "InternalHITId", "AssignmentId", "WorkerId", "AssignmentStatus", "AcceptTime", "SubmitTime",
               "WorkTimeInSeconds", "Input.ref_id", "Input.reference"]
     for k in range(1, width + 1):
-        header += [f"Input.cand{k}_id", f"Input.cand{k}", f"Input.cand{k}_attention"]
+        header += [f"Input.cand{k}_id", f"Input.cand{k}", f"Input.cand{k}_attention", f"Input.cand{k}_degraded"]
     for k in range(1, width + 1):
         header += [f"Answer.cand{k}_score", f"Answer.cand{k}_fluency"]
     header += ["Answer.comment", "Verification"]
     writer = spreadsheet_csv_writer(out, lineterminator="\n")
     writer.writerow(header)
     rows = 0
-    assignments = (Assignment.objects.filter(hit__batch=batch, status__in=EXPORTED)
+    assignments = (Assignment.objects.filter(hit__batch=batch, status__in=SUBMITTED_STATUSES)
                    .select_related("worker").prefetch_related("judgments").order_by("hit_id", "id"))
     for a in assignments:
         hit = hits[a.hit_id]
@@ -52,7 +52,8 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
                _iso(a.accepted_at), _iso(a.submitted_at), seconds, hit.reference.ref_id, hit.reference.text]
         for k in range(width):
             item = items[k] if k < len(items) else None
-            row += [item.candidate_id, item.candidate.text, int(item.is_attention_check)] if item else ["", "", ""]
+            row += ([item.candidate_id, item.candidate.text, int(item.is_attention_check), int(item.is_degraded_check)]
+                    if item else ["", "", "", ""])
         for k in range(width):
             j = given.get(items[k].candidate_id) if k < len(items) else None
             row += ["" if j is None or j.score is None else j.score, "" if j is None else j.fluency]

@@ -30,14 +30,18 @@ Rules:
 from __future__ import annotations
 
 import codecs
+import contextlib
 import dataclasses
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from django.db import transaction
 
+from infra.textfiles import NotUtf8Error, read_lines
+
 from .models import (Assignment, AssignmentStatus, Campaign, Candidate, CandidateSystem,
-                     Judgment, Provider, Reference, Worker)
+                     Judgment, Provider, Reference, Worker, judgment_value_error)
 
 PARABANK_REFERENCE_COLUMNS = ("ref_id", "ref_sent", "ref_len")
 PARABANK_CANDIDATE_COLUMNS = ("worker_id_anon", "ref_id", "sys_id", "candidate", "human_score", "gm")
@@ -78,7 +82,10 @@ def delimiter_check(delimiter: str | None) -> str | None:
 
 def undecodable_line(path) -> tuple[int, str] | None:
     """(line number, what is wrong) of the file's first line that is not UTF-8 (a leading byte-order mark
-    allowed), or None. Lines split at LF; no UTF-8 sequence contains that byte, so the count is exact."""
+    allowed), or None. Lines split at LF; no UTF-8 sequence contains that byte, so the count is exact.
+
+    Only for annotation/batches.py's own strict reader (with :func:`not_utf8_message`); this module reads
+    through infra.textfiles."""
     try:
         with open(path, "rb") as handle:
             for lineno, raw in enumerate(handle, start=1):
@@ -123,36 +130,44 @@ class ImportSummary:
         return dataclasses.asdict(self)
 
 
-def _open_text(path: Path):
-    """A judgments file opened as text (a UTF-8 byte-order mark dropped); unreadable -> ImportFormatError."""
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a judgments file read through infra.textfiles (gzip, BOM, strict UTF-8);
+    unreadable or not UTF-8 -> ImportFormatError naming the line and the byte."""
     try:
-        return open(path, encoding="utf-8-sig", newline="")
+        lines = read_lines(path, newline="")  # newline="": the csv module splits quoted fields itself
     except OSError as exc:
         raise ImportFormatError(path, None, f"cannot open: {exc.strerror or exc}") from exc
+    try:
+        yield from lines
+    except NotUtf8Error as exc:
+        byte = f"byte 0x{exc.byte:02x} at byte {exc.offset} of the line" if exc.byte is not None else exc.reason
+        raise ImportFormatError(path, exc.line, f"not UTF-8 ({byte}); save it as UTF-8") from exc
+    finally:
+        lines.close()
 
 
 def read_tsv(path, required: tuple[str, ...]):
     """Yield (line number, {column: value}) of a headed, unquoted TSV; blank lines are skipped."""
     path = Path(path)
-    with _open_text(path) as handle:
-        try:
-            header_line = handle.readline()
-            header = [h.strip() for h in header_line.rstrip("\r\n").split("\t")]
-            if not header_line.strip():
-                raise ImportFormatError(path, 1, "empty file (no header line)")
-            missing = [c for c in required if c not in header]
-            if missing:
-                raise ImportFormatError(path, 1, f"missing column(s) {', '.join(missing)} (header: {', '.join(header)})")
-            for lineno, raw in enumerate(handle, start=2):
-                line = raw.rstrip("\r\n")
-                if not line.strip():
-                    continue
-                fields = line.split("\t")
-                if len(fields) != len(header):
-                    raise ImportFormatError(path, lineno, f"expected {len(header)} tab-separated fields, found {len(fields)}")
-                yield lineno, dict(zip(header, fields))
-        except UnicodeDecodeError as exc:
-            raise ImportFormatError(path, *not_utf8_message(path, exc)) from exc
+    lines = _lines(path)
+    try:
+        header_line = next(lines, (1, ""))[1]
+        header = [h.strip() for h in header_line.rstrip("\r\n").split("\t")]
+        if not header_line.strip():
+            raise ImportFormatError(path, 1, "empty file (no header line)")
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise ImportFormatError(path, 1, f"missing column(s) {', '.join(missing)} (header: {', '.join(header)})")
+        for lineno, raw in lines:
+            line = raw.rstrip("\r\n")
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != len(header):
+                raise ImportFormatError(path, lineno, f"expected {len(header)} tab-separated fields, found {len(fields)}")
+            yield lineno, dict(zip(header, fields))
+    finally:
+        lines.close()
 
 
 def _int(path, lineno, column, value, *, lo=None, hi=None) -> int:
@@ -220,7 +235,7 @@ def _judgment_row(path, lineno, row: dict, refs: dict[str, dict], col: dict[str,
     score = None
     if (row.get("score") or "").strip():
         score = _int(path, lineno, col["score"], row["score"], lo=0, hi=100)
-    elif fluency != 0:
+    elif judgment_value_error(None, fluency):  # the N/A slider only for a nonsensical candidate
         raise ImportFormatError(path, lineno, f"empty {col['score']} (N/A slider) but {col['fluency']} {fluency} "
                                               f"(only a nonsensical candidate, {col['fluency']} 0, may have no score)")
     nll = None
@@ -405,9 +420,10 @@ def import_generic(*, campaign_name: str, path, mapping: dict[str, str], referen
         delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     col = {f: mapping.get(f, f) for f in GENERIC_FIELDS}
     rows: list[_Row] = []
-    with _open_text(path) as handle:
+    lines = _lines(path)
+    with contextlib.closing(lines):
         try:
-            reader = csv.DictReader(handle, delimiter=delimiter)
+            reader = csv.DictReader((line for _, line in lines), delimiter=delimiter)
             header = reader.fieldnames or []
             absent = [c for c in mapping.values() if c not in header]
             if absent:
@@ -433,8 +449,6 @@ def import_generic(*, campaign_name: str, path, mapping: dict[str, str], referen
                         raise ImportFormatError(path, lineno, f"{col['reference_text']} differs from reference "
                                                               f"{ref_id!r}'s text {have['text']!r}")
                 rows.append(_judgment_row(path, lineno, canonical, refs, col))
-        except UnicodeDecodeError as exc:
-            raise ImportFormatError(path, *not_utf8_message(path, exc)) from exc
         except csv.Error as exc:
             raise ImportFormatError(path, reader.line_num, f"CSV error: {exc}") from exc
     if not rows:

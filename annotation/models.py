@@ -14,9 +14,11 @@ submission API, or ``expired`` (and its slot returns to the pool) through the be
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from jobs.models import Job
 
@@ -24,6 +26,18 @@ ATTENTION_SYSTEM = "0"
 # pseudo-system of degraded copies of a reference (quality control: a careful rater scores them low)
 DEGRADED_SYSTEM = "degraded"
 QUALITY_CONTROL_SYSTEMS = (ATTENTION_SYSTEM, DEGRADED_SYSTEM)  # never a table row, never counted as output
+
+
+def is_attention_copy(*, text: str, reference_text: str, systems: Iterable[str]) -> bool:
+    """The one rule: a candidate is the attention-check copy when its text is the reference's (whichever
+    systems produced it: they share its judgments) or it carries the pseudo-system "0"."""
+    return text == reference_text or ATTENTION_SYSTEM in systems
+
+
+def attention_copy_q(prefix: str = "") -> Q:
+    """``is_attention_copy`` as a filter on candidates (``prefix``: the path to the candidate, e.g.
+    ``"candidate__"`` from judgments)."""
+    return Q(**{f"{prefix}systems__system": ATTENTION_SYSTEM}) | Q(**{f"{prefix}text": F(f"{prefix}reference__text")})
 LENGTH_BUCKETS = (5, 10, 20, 40)
 
 CAMPAIGN_DEFAULTS = {
@@ -37,6 +51,11 @@ CAMPAIGN_DEFAULTS = {
     "max_attention_failure_rate": 0.10,
     # ... but only once they have done at least this many checks
     "min_attention_checks": 5,
+    # degraded copies: a worker is tested once they judged at least this many ...
+    "min_degraded_checks": 5,
+    # ... and disqualified when a one-sided Mann-Whitney U test finds their degraded items not scored
+    # lower than the real candidates they judged at this level (p above it)
+    "degraded_p_max": 0.05,
 }
 
 
@@ -119,10 +138,9 @@ class Candidate(models.Model):
 
     @property
     def is_attention_copy(self) -> bool:
-        """The reference itself (shown as an attention check) — by text, or by the pseudo-system 0."""
-        if self.text == self.reference.text:
-            return True
-        return any(s.system == ATTENTION_SYSTEM for s in self.systems.all())
+        """The reference itself (shown as an attention check): ``is_attention_copy``."""
+        return is_attention_copy(text=self.text, reference_text=self.reference.text,
+                                 systems=[s.system for s in self.systems.all()])
 
 
 class CandidateSystem(models.Model):
@@ -228,6 +246,14 @@ class AssignmentStatus(models.TextChoices):
     IMPORTED = "imported"
 
 
+# the worker's work is in (its judgments are stored): what exports write and what a replay finds done
+SUBMITTED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+# ... and holding judgments, imported ones included (what ends an EASL round)
+JUDGED_STATUSES = (*SUBMITTED_STATUSES, AssignmentStatus.IMPORTED)
+# taking one of a HIT's slots once submitted (a rejected assignment gives its slot back)
+SLOT_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
+
+
 class Verification(models.TextChoices):
     """Whether the platform confirmed who made an assignment; only ``verified`` ones count.
 
@@ -288,6 +314,24 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.external_assignment_id} by {self.worker}"
+
+
+def judgment_value_error(score, fluency) -> str | None:
+    """The one rule of a judgment's values (the table's check constraints below say the same): fluency is
+    0 (nonsensical), 1 (meaningful but ungrammatical) or 2 (meaningful and grammatical); the score is an
+    integer from 0 to 100, or null (the N/A slider) only for a nonsensical candidate. Returns what is
+    wrong, starting with the field's name, or None."""
+    def whole(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    if not whole(fluency) or fluency not in Fluency.values:
+        return ("fluency must be 0 (nonsensical), 1 (meaningful but ungrammatical) or 2 (meaningful and "
+                "grammatical)")
+    if score is None:
+        return None if fluency == Fluency.NONSENSICAL else "score may be null (N/A) only when fluency is 0 (nonsensical)"
+    if not whole(score) or not 0 <= score <= 100:
+        return "score must be an integer from 0 to 100, or null for N/A"
+    return None
 
 
 class Judgment(models.Model):

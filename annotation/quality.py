@@ -7,6 +7,15 @@ checks in a campaign and failed more than ``max_attention_failure_rate`` of them
 their judgments stay stored, aggregation leaves them out (``Worker.disqualified``), the local provider
 bars their account and MTurk associates the block qualification (``provider.disqualify``).
 
+The attention rule misses raters who give every copy 100 and anything to the rest. So HITs also carry
+degraded copies of the reference (``annotation.batches``, pseudo-system ``"degraded"``): once a worker
+has judged at least ``min_degraded_checks`` of them, a one-sided Mann-Whitney U test on their own scores
+asks whether their degraded items score lower than the real candidates they judged (not the copies);
+p above ``degraded_p_max`` disqualifies them like the attention rule. The test compares ranks within one
+worker, so it needs no pass mark and is blind to a worker's offset and scale. N/A counts as the lowest
+score (calling a degraded sentence nonsensical is the right call). Below the minimum the worker is
+"not yet tested" (``degraded_p`` None), never passed.
+
 Only verified judgments feed these rules (``Judgment.objects.counted()``): a forged crowd submission
 under a real worker's id can never disqualify them (``annotation.verification``).
 """
@@ -17,15 +26,24 @@ import logging
 import math
 import statistics
 from collections import defaultdict
+from typing import Sequence
 
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
+from scipy.stats import mannwhitneyu
 
-from .models import ATTENTION_SYSTEM, Assignment, Campaign, Judgment, Provider, Worker
+from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, QUALITY_CONTROL_SYSTEMS, Assignment, Campaign, Judgment,
+                     Provider, Worker, attention_copy_q)
 
 log = logging.getLogger(__name__)
 
-ATTENTION_Q = Q(candidate__systems__system=ATTENTION_SYSTEM) | Q(candidate__text=F("candidate__reference__text"))
+ATTENTION_Q = attention_copy_q("candidate__")
+DEGRADED_Q = Q(candidate__systems__system=DEGRADED_SYSTEM)
+
+
+def real_judgments(judgments):
+    """The judgments of real candidates: neither an attention copy nor a degraded one."""
+    return judgments.exclude(ATTENTION_Q).exclude(candidate__systems__system__in=QUALITY_CONTROL_SYSTEMS)
 
 
 @dataclasses.dataclass
@@ -35,7 +53,11 @@ class WorkerQuality:
     attention_passed: int = 0
     attention_failed: int = 0
     seconds_per_hit: float | None = None
-    agreement: float | None = None  # Pearson r of the worker's scores with other workers' mean, per candidate
+    agreement: float | None = None  # Pearson r of the worker's scores with other workers' mean, per real candidate
+    degraded_checks: int = 0  # degraded copies judged
+    real_judged: int = 0  # real candidates judged (what the degraded items are compared with)
+    degraded_p: float | None = None  # the Mann-Whitney p-value; None: not yet tested (too few degraded checks)
+    min_degraded_checks: int = int(CAMPAIGN_DEFAULTS["min_degraded_checks"])
 
     @property
     def attention_checks(self) -> int:
@@ -48,6 +70,37 @@ class WorkerQuality:
 
 def attention_passed(score: int | None, pass_mark: int) -> bool:
     return score is not None and score >= pass_mark
+
+
+def attention_rule_fails(passed: int, failed: int, *, min_checks: int, max_failure_rate: float) -> bool:
+    """ParaBank's rule: more than ``max_failure_rate`` of at least ``min_checks`` attention checks failed."""
+    checks = passed + failed
+    return checks >= min_checks and checks > 0 and failed / checks > max_failure_rate
+
+
+def degraded_p_value(degraded: Sequence[int | None], real: Sequence[int | None]) -> float | None:
+    """One-sided Mann-Whitney U p-value of "this worker's degraded items score lower than the real candidates
+    they judged" (N/A as 0). 1.0 when every score ties (a constant rater shows nothing); None when either
+    list is empty."""
+    low = [0 if s is None else s for s in degraded]
+    high = [0 if s is None else s for s in real]
+    if not low or not high:
+        return None
+    p = float(mannwhitneyu(low, high, alternative="less").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def degraded_test(degraded: Sequence[int | None], real: Sequence[int | None], *, min_checks: int) -> float | None:
+    """The p-value once at least ``min_checks`` degraded items (and one real candidate) were judged, else None
+    ("not yet tested")."""
+    if len(degraded) < max(1, min_checks):
+        return None
+    return degraded_p_value(degraded, real)
+
+
+def degraded_rule_fails(p: float | None, *, p_max: float) -> bool:
+    """The degraded rule fails a tested worker whose p-value is above ``p_max``; an untested one never."""
+    return p is not None and p > p_max
 
 
 def _attention_counts(judgments, pass_marks: dict[int, int]) -> tuple[int, int]:
@@ -75,7 +128,8 @@ def _pearson(xs: list[float], ys: list[float]) -> float | None:
 
 
 def _agreement(worker: Worker, judgments) -> float | None:
-    mine = dict(judgments.filter(score__isnull=False).values_list("candidate_id", "score"))
+    # real candidates only: everyone's 100 on the copies would make any two workers look in agreement
+    mine = dict(real_judgments(judgments).filter(score__isnull=False).values_list("candidate_id", "score"))
     if not mine:
         return None
     others: dict[int, list[int]] = defaultdict(list)
@@ -103,13 +157,21 @@ def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures:
     judgments = Judgment.objects.counted().filter(worker=worker)
     if campaign is not None:
         judgments = judgments.filter(candidate__reference__campaign=campaign)
-        pass_marks = {campaign.pk: int(campaign.setting("attention_pass_mark"))}
+        campaigns = [campaign]
     else:
-        pass_marks = {c.pk: int(c.setting("attention_pass_mark")) for c in Campaign.objects.filter(
-            pk__in=judgments.values("candidate__reference__campaign_id"))}
+        campaigns = list(Campaign.objects.filter(pk__in=judgments.values("candidate__reference__campaign_id")))
+    pass_marks = {c.pk: int(c.setting("attention_pass_mark")) for c in campaigns}
     passed, failed = _attention_counts(judgments, pass_marks)
     quality = WorkerQuality(worker_id=worker.pk, judgments=judgments.count(), attention_passed=passed,
                             attention_failed=failed)
+    # across campaigns (the admin's list) a worker counts as tested from the smallest minimum among them
+    quality.min_degraded_checks = min((int(c.setting("min_degraded_checks")) for c in campaigns),
+                                      default=quality.min_degraded_checks)
+    degraded = list(judgments.filter(DEGRADED_Q).distinct().values_list("pk", "score"))
+    real = list(real_judgments(judgments).values_list("score", flat=True))
+    quality.degraded_checks, quality.real_judged = len(degraded), len(real)
+    quality.degraded_p = degraded_test([score for _, score in degraded], real,
+                                       min_checks=quality.min_degraded_checks)
     if figures:
         quality.seconds_per_hit = _seconds_per_hit(worker, campaign)
         quality.agreement = _agreement(worker, judgments)
@@ -117,14 +179,23 @@ def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures:
 
 
 def disqualification_reason(*, quality: WorkerQuality, campaign: Campaign) -> str | None:
-    """Why the campaign's rule disqualifies this worker, or None."""
+    """Why the campaign's rules (attention copies, degraded copies) disqualify this worker, or None; each rule
+    that fired is named with its figures and thresholds (the worker is told, and the admin lists it)."""
+    reasons = []
     min_checks = int(campaign.setting("min_attention_checks"))
     max_rate = float(campaign.setting("max_attention_failure_rate"))
-    rate = quality.failure_rate
-    if quality.attention_checks < min_checks or rate is None or rate <= max_rate:
-        return None
-    return (f"failed {quality.attention_failed} of {quality.attention_checks} attention checks in campaign "
-            f"{campaign.name!r} ({rate:.0%} > {max_rate:.0%})")
+    if attention_rule_fails(quality.attention_passed, quality.attention_failed, min_checks=min_checks,
+                            max_failure_rate=max_rate):
+        reasons.append(f"failed {quality.attention_failed} of {quality.attention_checks} attention checks in "
+                       f"campaign {campaign.name!r} ({quality.failure_rate:.0%} > {max_rate:.0%}; tested from "
+                       f"{min_checks} checks)")
+    p_max = float(campaign.setting("degraded_p_max"))
+    if degraded_rule_fails(quality.degraded_p, p_max=p_max):
+        reasons.append(f"degraded copies not scored lower than real candidates in campaign {campaign.name!r} "
+                       f"(one-sided Mann-Whitney U over {quality.degraded_checks} degraded and "
+                       f"{quality.real_judged} real judgments: p = {quality.degraded_p:.3g} > {p_max:g}; tested "
+                       f"from {int(campaign.setting('min_degraded_checks'))} degraded checks)")
+    return "; ".join(reasons) or None
 
 
 def _provider_of(worker: Worker):

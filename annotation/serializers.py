@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from .models import Assignment, Hit
+from .models import Assignment, Hit, judgment_value_error
 from .submissions import MAX_COMMENT
 
 
@@ -22,8 +22,9 @@ class JudgmentInSerializer(serializers.Serializer):
     fluency = StrictIntegerField(min_value=0, max_value=2)
 
     def validate(self, attrs):
-        if attrs["score"] is None and attrs["fluency"] != 0:
-            raise serializers.ValidationError("score may be null (N/A) only when fluency is 0 (nonsensical)")
+        problem = judgment_value_error(attrs["score"], attrs["fluency"])
+        if problem:
+            raise serializers.ValidationError(problem)
         return attrs
 
 

@@ -29,13 +29,13 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from .models import Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Verification, Worker
+from .models import (SUBMITTED_STATUSES, Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Verification,
+                     Worker, judgment_value_error)
 from .providers.local import live_assignments_q
 from .tokens import TokenError, submission_token_verify
 
 log = logging.getLogger(__name__)
 
-DONE_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 MAX_COMMENT = 5000
 
 
@@ -79,17 +79,24 @@ def judgments_check(judgments: list[JudgmentInput], hit_candidates: set[int]) ->
         if j.candidate in seen:
             raise SubmissionError(f"{where}: candidate {j.candidate} is judged twice")
         seen.add(j.candidate)
-        if not _is_int(j.fluency) or j.fluency not in (0, 1, 2):
-            raise SubmissionError(f"{where}.fluency must be 0 (nonsensical), 1 (meaningful but ungrammatical) "
-                                  "or 2 (meaningful and grammatical)")
-        if j.score is None:
-            if j.fluency != 0:
-                raise SubmissionError(f"{where}.score may be null (N/A) only when fluency is 0 (nonsensical)")
-        elif not _is_int(j.score) or not 0 <= j.score <= 100:
-            raise SubmissionError(f"{where}.score must be an integer from 0 to 100, or null for N/A")
+        problem = judgment_value_error(j.score, j.fluency)
+        if problem:
+            raise SubmissionError(f"{where}.{problem}")
     missing = sorted(hit_candidates - seen)
     if missing:
         raise SubmissionError(f"missing judgments for candidate(s) {', '.join(map(str, missing))}")
+
+
+def hit_closed(*, batch_status: str, expires_at: dt.datetime | None, now: dt.datetime) -> SubmissionError | None:
+    """The one rule of when a HIT takes work, for the slider page and the API alike: its batch is published
+    and the HIT has not expired. Returns why not (the API's answer), or None."""
+    if batch_status == BatchStatus.DRAFT:
+        return SubmissionError("This HIT is not open yet: its batch is not published.", status=409, code="not_open")
+    if batch_status in (BatchStatus.CANCELLED, BatchStatus.COMPLETED):
+        return SubmissionError(f"This batch is closed ({batch_status}).", status=410, code="not_open")
+    if expires_at is not None and expires_at <= now:
+        return SubmissionError("This HIT has expired.", status=410, code="hit_expired")
+    return None
 
 
 def _same_judgments(assignment: Assignment, judgments: list[JudgmentInput]) -> bool:
@@ -110,9 +117,9 @@ def _existing_checked(existing: Assignment, hit: Hit, worker_id: str, now: dt.da
     if existing.provider == Provider.LOCAL and (user is None or existing.worker.user_id != user.pk):
         raise SubmissionError("this assignment belongs to another annotator: log in as its annotator",
                               status=403, code="assignment_mismatch")
-    if existing.worker.disqualified and existing.status not in DONE_STATUSES:
+    if existing.worker.disqualified and existing.status not in SUBMITTED_STATUSES:
         raise SubmissionError("this worker is disqualified from these HITs", status=403, code="disqualified")
-    if existing.status in DONE_STATUSES:
+    if existing.status in SUBMITTED_STATUSES:
         if not _same_judgments(existing, judgments):
             raise SubmissionError(f"assignment {existing.external_assignment_id} was already submitted with other "
                                   "judgments", status=409, code="conflicting_replay")
@@ -150,12 +157,9 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
         if existing is None and batch.provider == Provider.LOCAL:
             raise SubmissionError("no such local assignment: take HITs at /annotate/next/", status=403,
                                   code="assignment_mismatch")
-        if batch.status == BatchStatus.DRAFT:
-            raise SubmissionError("this HIT's batch is not published yet", status=409, code="not_open")
-        if batch.status in (BatchStatus.CANCELLED, BatchStatus.COMPLETED):
-            raise SubmissionError(f"this HIT's batch is {batch.status}", status=410, code="not_open")
-        if hit.expires_at is not None and hit.expires_at <= now:
-            raise SubmissionError("this HIT has expired", status=410, code="hit_expired")
+        closed = hit_closed(batch_status=batch.status, expires_at=hit.expires_at, now=now)
+        if closed is not None:
+            raise closed
         worker, _ = Worker.objects.get_or_create(provider=batch.provider, external_id=worker_id)
         worker = Worker.objects.select_for_update().get(pk=worker.pk)
         if worker.disqualified:

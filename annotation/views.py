@@ -14,9 +14,10 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .hit_page import HitPageFacts, hit_content_html, hit_page_facts
-from .models import AssignmentStatus, BatchStatus, Provider
+from .models import SUBMITTED_STATUSES, AssignmentStatus, BatchStatus, Provider
 from .providers.local import (WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment,
                               local_worker)
+from .submissions import hit_closed
 from .tokens import submission_token_make
 
 PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -52,15 +53,15 @@ def external_submit_url(turk_submit_to: str) -> str | None:
 
 def _blocked_reason(facts: HitPageFacts) -> str | None:
     """Why this worker cannot submit this HIT now (shown instead of the submit button), or None."""
-    if facts.batch_status == BatchStatus.DRAFT:
-        return "This HIT is not open yet."
-    if facts.batch_status in (BatchStatus.CANCELLED, BatchStatus.COMPLETED):
-        return "This batch is closed."
-    if facts.expires_at is not None and facts.expires_at <= timezone.now():
-        return "This HIT has expired."
-    if facts.assignment_status is not None and facts.assignment_status != AssignmentStatus.ACCEPTED:
-        return "This assignment is already submitted. Thank you!" if facts.assignment_status != AssignmentStatus.EXPIRED \
-            else "The time allotted to this assignment ran out."
+    closed = hit_closed(batch_status=facts.batch_status, expires_at=facts.expires_at, now=timezone.now())
+    if closed is not None:
+        return closed.message
+    if facts.assignment_status in SUBMITTED_STATUSES:
+        return "This assignment is already submitted. Thank you!"
+    if facts.assignment_status == AssignmentStatus.EXPIRED:
+        return "The time allotted to this assignment ran out."
+    if facts.assignment_status not in (None, AssignmentStatus.ACCEPTED):
+        return "This assignment is no longer open: take your next HIT."
     if facts.worker_disqualified:
         return "You can no longer work on these HITs."
     if facts.worker_has_judged:

@@ -17,23 +17,27 @@ size: before 2026-11-23 the bench used 1,000-sentence blocks, ~5% harder on sele
 bigger block of tagging evicts more of). Timing block by block also gives both the same load on a
 shared machine.
 
-What "selection alone" measures: ``select_for_all_systems`` per tagged sentence, all results built and
-then dropped, as the job frees each after writing it out (what the job does with them, JSON and the
-shard file, is not selection; the constraint sets are counted once, outside the timed passes). It starts
-cold, as a fresh job process: ``generation.constraints.clear_caches()`` empties every per-word cache of
-selection (token texts' pool entries, negative phrases, morphological variants) and the PPDB index's
-phrase cache is emptied; only what a job loads once per process is ready before timing (spaCy model, the
-IDF table, the PPDB index file, and what ``load_selection_tables()`` loads: lemminflect's tables and the
-lex-all and verb inflection indexes built from them, after which it freezes the garbage collector's view
-of them and raises its young threshold, as the job does). Caches then fill as in a job: on each block
+What "selection alone" measures: ``select_for_all_systems`` (the fast path,
+generation/selection/fast.py) per tagged sentence, all results built and then dropped, as the job frees
+each after writing it out (what the job does with them, JSON and the shard file, is not selection; the
+constraint sets are counted once, outside the timed passes). It starts cold, as a fresh worker process:
+``generation.constraints.clear_caches()`` empties every per-word cache of selection (token texts' pool
+entries, negative phrases, morphological variants) and the PPDB index's phrase cache is emptied; only
+what a worker loads once per process is ready before timing (spaCy model, the IDF table, the PPDB index
+file, and what a Celery worker's start-up does, config/process_tuning.py: load lemminflect's tables and
+the lex-all and verb inflection indexes built from them, then freeze the garbage collector's view of
+everything loaded and raise its young threshold). Caches then fill as in a job: on each block
 the 34-system pass runs first (it pays the morphology misses), then the 37-system pass (it pays the PPDB
 lookups). The ratio line is tagging seconds / selection seconds over that cold pass. The pass is made
 ``--repeat`` times (default 3, each cold again: caches emptied, sentences tagged again); each pass's
 ratios are printed, and the table and the verdict use the medians, since one pass swings by about 5% on
 a shared host. A last selection pass over all sentences (warm caches, no tagging in between) is printed
-too, for information.
+too, for information, and so is the reference implementation (generation/selection/reference.py, the
+specification the fast path is held equal to) on the first ``--reference-n`` sentences (default 2,000;
+0 skips it), warm, 37 systems: the reason the fast path exists.
 
     .venv/bin/python bench/constraints.py [--n 10000] [--batch-size 256] [--block N] [--repeat 3]
+                                          [--reference-n 2000]
 """
 from __future__ import annotations
 
@@ -117,6 +121,8 @@ def main() -> None:
                         "the figures are their medians")
     parser.add_argument("--block", type=int, default=None,
                         help="sentences tagged, then selected, per block (default: --batch-size, as the job)")
+    parser.add_argument("--reference-n", type=int, default=2000,
+                        help="sentences the reference implementation is timed on, for information (0: skip)")
     args = parser.parse_args()
     block_size = args.block or args.batch_size
 
@@ -131,12 +137,14 @@ def main() -> None:
     from generation.idf import IdfValues
     from generation.nlp import load_pipeline
     from generation.ppdb import open_ppdb
+    from generation.selection import reference
     from generation.systems import PPDB_SYSTEMS, SYSTEMS
 
     sentences, source = load_sentences(args.n)
     nlp = load_pipeline(tagger=True)
     list(nlp.pipe(sentences[:200], batch_size=args.batch_size))  # warm-up (model load is not timed)
-    from generation.constraints import clear_caches, load_selection_tables
+    from config.process_tuning import load_tables_before_fork, tune_garbage_collector
+    from generation.constraints import clear_caches
 
     # IDF over the corpus first (tokenizer only, as the IDF job counts), so selection can run per block.
     tokenizer = load_pipeline(tagger=False)
@@ -161,8 +169,8 @@ def main() -> None:
 
     # Interleaved blocks: tagging and selection of the same block run back to back, as in the job (and
     # both see the same load on a shared machine). Per-word caches start cold and fill as a job's would.
-    load_selection_tables()  # lemminflect's tables and the indexes built from them, then gc.freeze(),
-    # once per process as a job does before its first reference (not timed)
+    load_tables_before_fork()  # what a Celery worker does at start-up (config/celery.py), not timed:
+    tune_garbage_collector()  # the selection tables, then gc.freeze() and the young GC threshold
     passes: list[tuple[float, float, float]] = []  # (tagging, selection 34, selection 37) seconds
     for _ in range(args.repeat):  # each pass cold: every per-word cache emptied first
         clear_caches()
@@ -180,6 +188,9 @@ def main() -> None:
     t_tag, t_sel34, t_sel37 = (statistics.median(p[i] for p in passes) for i in range(3))
     t_sel34_warm = timed(lambda: select(tagged, no_ppdb, False))[1]
     t_sel37_warm = timed(lambda: select(tagged, all_systems, True))[1]
+    ref_block = tagged[:args.reference_n]
+    t_reference = timed(lambda: [reference.select_for_all_systems(s, idf, seed=0, ppdb=ppdb) for s in ref_block])[1] \
+        if ref_block else None
     sets37 = sum(r.is_constraint_set for s in tagged  # (counted once, untimed)
                  for r in select_for_all_systems(s, idf, seed=0, systems=all_systems, ppdb=ppdb))
 
@@ -199,6 +210,10 @@ def main() -> None:
     ]
     for label, seconds in rows:
         print(f"{label:56s} {n / seconds:9.0f} sentences/s  ({seconds:.2f} s)")
+    if t_reference is not None:
+        rate = len(ref_block) / t_reference
+        print(f"{'reference implementation, 37 systems, warm (%d sent.)' % len(ref_block):56s} {rate:9.0f} "
+              f"sentences/s  ({t_reference:.2f} s; {rate / (n / t_tag):.1f}x tagging, even warm: why the fast path)")
     for i, (tag, sel34, sel37) in enumerate(passes, 1):
         print(f"cold pass {i}: ratio selection/tagging {tag / sel34:.1f}x (34 systems), {tag / sel37:.1f}x (37 systems)")
     ratio34 = statistics.median(tag / sel34 for tag, sel34, _ in passes)

@@ -60,7 +60,7 @@ def child(n_pairs: int, out_dir: str, trace: bool) -> None:
 
     call_command("migrate", verbosity=0)
     from generation.models import Corpus, Resource
-    from generation.shards import write_jsonl_gz
+    from infra.shards import write_jsonl_gz
     from jobs.models import Job, JobStatus
     from scoring.models import Regressor, ScoredResource
 

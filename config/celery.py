@@ -6,6 +6,7 @@ everything else runs on ``cpu``. ``tests/test_celery_routes.py`` fails if a task
 import os
 
 from celery import Celery
+from celery.signals import worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 
@@ -21,3 +22,19 @@ app = Celery("paraforge")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_routes = TASK_ROUTES
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _load_selection_tables_before_fork(**_: object) -> None:
+    """Selection's per-process tables, loaded once in the main process and shared by every child."""
+    from config.process_tuning import load_tables_before_fork
+
+    load_tables_before_fork()
+
+
+@worker_process_init.connect
+def _tune_worker_process(**_: object) -> None:
+    """Garbage-collector tuning for a long-running worker child (see config/process_tuning.py)."""
+    from config.process_tuning import tune_garbage_collector
+
+    tune_garbage_collector()

@@ -12,30 +12,17 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
-from django.urls import NoReverseMatch, path, reverse
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from jobs.execution import job_progress, job_start
+from infra.storage import get_storage
+from jobs.execution import job_start
 from jobs.models import Job
+from jobs.widgets import PROGRESS_JS, progress_bar
 
+from .hooks import sample_link
 from .idf import idf_table_key
 from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus, IdfTable, Resource, ResourceShard
-from .storage import get_storage
-
-PROGRESS_JS = "frontend/job-progress.js"
-
-
-def progress_bar(job: Job | None) -> str:
-    """A ``<progress data-job=…>`` element that job-progress.js keeps up to date."""
-    if job is None:
-        return "-"
-    p = job_progress(job)
-    percent = round(100 * p["fraction"])
-    return format_html(
-        '<progress class="job-progress" data-job="{}" max="100" value="{}"></progress> '
-        '<span data-job-text="{}">{} {}%</span>',
-        job.pk, percent, job.pk, job.status, percent,
-    )
 
 
 class CorpusImportForm(forms.Form):
@@ -270,16 +257,7 @@ class ResourceAdmin(admin.ModelAdmin):
 
     @admin.display(description="evaluation sample")
     def campaign_link(self, resource: Resource) -> str:
-        from annotation.models import Campaign
-
-        campaign = Campaign.objects.filter(job_id=resource.job_id).first() if resource.job_id else None
-        if campaign is None:
-            return "-"
-        try:
-            return format_html('<a href="{}">{}</a>', reverse("admin:annotation_campaign_change", args=[campaign.pk]),
-                               campaign.name)
-        except NoReverseMatch:
-            return campaign.name
+        return sample_link(resource)  # annotation registers the link to its campaign (generation/hooks.py)
 
     @admin.display(description="settings")
     def settings_table(self, resource: Resource) -> str:

@@ -17,13 +17,13 @@ from typing import Any
 
 from django.conf import settings
 
+from infra.shards import batched, read_jsonl_gz, write_jsonl_gz
 from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .constraints import load_selection_tables, resolve_systems, select_for_all_systems, tag_sentences
 from .idf import IdfValues, idf_table_load
 from .models import Corpus, IdfTable
-from .shards import batched, read_jsonl_gz, write_jsonl_gz
 from .systems import PPDB_SYSTEMS, SYSTEMS, get_system
 
 KIND = "select_constraints"

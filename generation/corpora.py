@@ -21,12 +21,13 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from infra.shards import read_jsonl_gz, write_jsonl_gz
+from infra.storage import LocalStorage, get_storage
+from infra.textfiles import GZIP_MAGIC
+
 from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus
 from .named import named_or_numbered
-from .shards import read_jsonl_gz, write_jsonl_gz
-from .storage import LocalStorage, get_storage
 
-GZIP_MAGIC = b"\x1f\x8b"
 MAX_BAD_LINES_KEPT = 100
 PROGRESS_EVERY_LINES = 2000
 

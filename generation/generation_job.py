@@ -23,9 +23,9 @@ rewrites the same file and the same row. Outputs that are empty strings are drop
 its spaCy token count (ties go to the shorter bucket); within a bucket references are taken by distance to
 the bucket length first (exact lengths first, as ParaBank sampled them), then in an order fixed by a hash of
 (seed, corpus index): deterministic by seed, a uniform random sample among equally near references. The
-plan streams the corpus once through spaCy's tokenizer to draw it. ``finish`` writes the sample and its
-merged candidates into an annotation ``Campaign`` linked to the job (``Reference``, ``Candidate`` with its
-nll, ``CandidateSystem``) in one transaction.
+plan streams the corpus once through spaCy's tokenizer to draw it. The sample and its merged candidates
+become an annotation ``Campaign`` linked to the job in the same transaction as ``finish``: annotation does
+that in a finish hook it registers (``annotation/campaigns.py``), which fills in the result's ``campaign``.
 """
 from __future__ import annotations
 
@@ -42,13 +42,14 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from infra.shards import batched, read_jsonl_gz, write_jsonl_gz
 from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .constraint_job import load_idf_table
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
+from .hooks import name_taken
 from .models import Corpus, CorpusFormat, CorpusStatus, IdfTable, Resource, ResourceShard
-from .shards import batched, read_jsonl_gz, write_jsonl_gz
 from .systems import PPDB_SYSTEMS, UnknownSystem, get_system
 
 KIND = "generate"
@@ -204,12 +205,11 @@ def generation_params(*, corpus: Corpus, model: str, systems: Sequence[int | str
 
 
 def _check_name_free(name: str) -> None:
-    from annotation.models import Campaign
-
     if Resource.objects.filter(name=name).exists():
         raise GenerationSettingsError(f"a resource named {name!r} already exists")
-    if Campaign.objects.filter(name=name).exists():
-        raise GenerationSettingsError(f"an annotation campaign named {name!r} already exists")
+    taken = name_taken(name)  # e.g. annotation: the evaluation sample's campaign takes the name
+    if taken:
+        raise GenerationSettingsError(taken)
 
 
 # ------------------------------------------------------------------------------ evaluation sample
@@ -452,36 +452,6 @@ def _resource_settings(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def campaign_from_sample(job: Job, chunks: list[JobChunk], *, name: str):
-    """The annotation campaign of an evaluation sample: its references and merged candidates, written once."""
-    from annotation.models import Campaign, Candidate, CandidateSystem, Reference
-
-    params = job.params
-    buckets = {r["i"]: r["bucket"] for c in chunks for r in c.params["references"]}
-    with transaction.atomic():
-        campaign, _ = Campaign.objects.get_or_create(job=job, defaults={
-            "name": name, "description": (
-                f"evaluation sample of corpus {Corpus.objects.get(pk=params['corpus']).name}: up to "
-                f"{params['sample_per_length']} references per length {params['lengths']}, systems "
-                f"{', '.join(map(str, params['systems']))}, model {params['model']}")})
-        records = [r for c in chunks for r in read_jsonl_gz(c.result["key"])]
-        Reference.objects.bulk_create(
-            [Reference(campaign=campaign, ref_id=str(r["ref_index"]), text=r["reference"],
-                       length_bucket=buckets[r["ref_index"]],
-                       extra={"source": r["source"], "length": r["length"], "ref_index": r["ref_index"]})
-             for r in records], ignore_conflicts=True)
-        refs = {x.ref_id: x for x in campaign.references.all()}
-        Candidate.objects.bulk_create(
-            [Candidate(reference=refs[str(r["ref_index"])], text=c["text"], nll=c["nll"])
-             for r in records for c in r["candidates"]], ignore_conflicts=True)
-        ids = {(ref_id, text): pk for pk, ref_id, text in
-               Candidate.objects.filter(reference__campaign=campaign).values_list("pk", "reference__ref_id", "text")}
-        CandidateSystem.objects.bulk_create(
-            [CandidateSystem(candidate_id=ids[(str(r["ref_index"]), c["text"])], system=s)
-             for r in records for c in r["candidates"] for s in c["systems"]], ignore_conflicts=True)
-    return campaign
-
-
 def _finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
     params = job.params
     per_system: dict[str, dict[str, int]] = {}
@@ -496,10 +466,9 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
         resource.n_pairs = sum(c.result["pairs"] for c in chunks)
         resource.settings = _resource_settings(params)
         resource.save(update_fields=["n_references", "n_pairs", "settings"])
-        campaign = campaign_from_sample(job, chunks, name=resource.name) if "sample_per_length" in params else None
     return {"resource": resource.pk, "name": resource.name, "references": resource.n_references,
             "pairs": resource.n_pairs, "shards": [c.result["key"] for c in chunks],
-            "campaign": campaign.pk if campaign else None,
+            "campaign": None,  # an evaluation sample's campaign: filled in by annotation's finish hook
             "per_system": dict(sorted(per_system.items(), key=lambda kv: int(kv[0])))}
 
 

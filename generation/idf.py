@@ -12,9 +12,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from infra.storage import get_storage
+from infra.textfiles import NotUtf8Error, atomic_write, open_text, read_lines
+
 from .named import named_or_numbered
-from .storage import get_storage
-from .text_encoding import undecodable_byte
 
 
 class IdfFileError(ValueError):
@@ -44,22 +45,17 @@ class IdfValues(dict):
 _WHITESPACE = re.compile(r"\s")
 
 
-def parse_idf_lines(lines: Iterable[str], name: str) -> IdfValues:
-    """``token<TAB>idf`` lines (a header line ``token<TAB>idf`` is allowed) -> {token: idf}; a bad line
-    is an IdfFileError naming ``name`` and its line number.
+def parse_idf_lines(lines: Iterable[tuple[int, str]], name: str) -> IdfValues:
+    """``(line number, line)`` of ``token<TAB>idf`` lines (a header line ``token<TAB>idf`` is allowed), as
+    :func:`infra.textfiles.read_lines` gives them -> {token: idf}; a bad line is an IdfFileError naming
+    ``name`` and its line number.
 
     Refused, because selection would silently misbehave on them: a token that is empty, holds whitespace
     (spaCy tokens never do, so it could never match) or comes twice (which IDF?), and an IDF that is
-    negative, NaN or infinite (ln(N/df) is none of them). A leading byte-order mark is dropped. Lines read
-    with ``errors="surrogateescape"`` that hold undecodable bytes are reported as not UTF-8."""
+    negative, NaN or infinite (ln(N/df) is none of them)."""
     table: dict[str, float] = {}
-    for number, line in enumerate(lines, 1):
+    for number, line in lines:
         line = line.rstrip("\n\r")
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        where = undecodable_byte(line)
-        if where is not None:
-            raise IdfFileError(f"{name}:{number}: not UTF-8 ({where})")
         if not line.strip():
             continue
         parts = line.split("\t")
@@ -85,13 +81,17 @@ def parse_idf_lines(lines: Iterable[str], name: str) -> IdfValues:
 
 
 def read_idf_tsv(path: str | Path) -> IdfValues:
-    """Read a local ``token<TAB>idf`` file (every line checked, see parse_idf_lines)."""
+    """Read a local ``token<TAB>idf`` file, plain or gzipped (every line checked, see parse_idf_lines)."""
     try:
-        fh = open(path, encoding="utf-8", errors="surrogateescape")
+        lines = read_lines(path, newline=None)
     except OSError as exc:
         raise IdfFileError(f"cannot read IDF file {path}: {exc.strerror or exc}") from None
-    with fh:
-        table = parse_idf_lines(fh, str(path))
+    try:
+        table = parse_idf_lines(lines, str(path))
+    except NotUtf8Error as exc:
+        raise IdfFileError(str(exc)) from None
+    finally:
+        lines.close()
     if not table:
         raise IdfFileError(f"IDF file {path} holds no entries")
     return table
@@ -142,19 +142,11 @@ def write_df_file(key: str, n_documents: int, df: Counter, *, storage=None) -> N
             out.detach()
 
 
-def _open_text(key: str, storage, *, gzipped: bool):
-
-    raw = storage.open_read(key)
-    stream = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
-    return raw, io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
-
-
 def read_df_header(key: str, *, storage=None) -> int:
     """The number of documents a df file was counted over."""
 
     storage = storage or get_storage()
-    raw, text = _open_text(key, storage, gzipped=True)
-    with raw, text:
+    with open_text(storage.open_read(key)) as text:
         first = text.readline().rstrip("\n")
     if not first.startswith(DF_HEADER_PREFIX):
         raise IdfFileError(f"{key}: not a document-frequency file")
@@ -162,8 +154,7 @@ def read_df_header(key: str, *, storage=None) -> int:
 
 
 def _iter_df(key: str, storage) -> Iterator[tuple[str, int]]:
-    raw, text = _open_text(key, storage, gzipped=True)
-    with raw, text:
+    with open_text(storage.open_read(key)) as text:
         text.readline()
         for line in text:
             token, _, count = line.rstrip("\n").rpartition("\t")
@@ -238,8 +229,7 @@ def idf_table_key(table_id: int) -> str:
 def iter_idf_table(table) -> Iterator[tuple[str, float]]:
     """Stream ``(token, idf)`` from an IdfTable's TSV in storage."""
 
-    raw, text = _open_text(table.key, get_storage(), gzipped=False)
-    with raw, text:
+    with open_text(get_storage().open_read(table.key)) as text:
         for line in text:
             line = line.rstrip("\n")
             if line and line != "token\tidf":
@@ -269,14 +259,10 @@ def idf_table_export(table, path: str | Path) -> int:
 
 
     table = idf_table_get(table)
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with get_storage().open_read(table.key) as src, open(tmp, "wb") as dst:
+        with get_storage().open_read(table.key) as src, atomic_write(path, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
-        tmp.replace(path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise IdfFileError(f"cannot write {path}: {exc.strerror or exc}") from None
     return table.n_types
 

@@ -11,6 +11,7 @@ import contextlib
 
 from django.db import transaction
 
+from infra.storage import get_storage
 from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
@@ -19,7 +20,6 @@ from .idf import (IdfFileError, count_document_frequencies, idf_table_key, merge
                   write_df_file)
 from .models import Corpus, CorpusShard, CorpusStatus, IdfTable
 from .nlp import load_pipeline, pipeline_signature
-from .storage import get_storage
 
 
 def df_key(job_id: int, chunk_index: int) -> str:

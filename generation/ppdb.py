@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import logging
-import os
 import sqlite3
 import threading
 from pathlib import Path
 
 from django.conf import settings
+
+from infra.textfiles import atomic_path, open_text
 
 from .bloom import BloomFilter
 from .systems import PPDB_RELATIONS
@@ -67,13 +67,6 @@ def coarse_pos_of_spacy(pos: str) -> str:
     return _SPACY_COARSE.get(pos, "other")
 
 
-def _open_text(path: Path):
-    raw = open(path, "rb")
-    magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    stream = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
-
-
 def parse_line(line: str) -> tuple[str, str, str, str] | str:
     """(phrase, paraphrase, coarse POS, relation) of one rule, or the reason it is malformed."""
     parts = [p.strip() for p in line.rstrip("\r\n").split("|||")]
@@ -105,10 +98,17 @@ def build_index(source: str | Path, target: str | Path) -> dict:
     ``meta`` table."""
     source, target = Path(source), Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with atomic_path(target) as tmp:
+        stats = _build_into(source, tmp)
+    if stats["malformed"]:
+        logger.warning("%s: %d malformed line(s) skipped (first at line %d)", source, stats["malformed"],
+                       stats["malformed_lines"][0]["line"])
+    return stats
+
+
+def _build_into(source: Path, tmp: Path) -> dict:
     staging = tmp.with_name(tmp.name + ".rules")
-    for path in (tmp, staging):
-        path.unlink(missing_ok=True)
+    staging.unlink(missing_ok=True)
     stats = {"source": str(source), "lines": 0, "rules": 0, "kept": 0, "phrases": 0, "malformed": 0,
              "malformed_lines": []}
     db = sqlite3.connect(tmp)
@@ -125,7 +125,9 @@ def build_index(source: str | Path, target: str | Path) -> dict:
         )
         batch: list[tuple[str, str, str, str]] = []
         wanted = set(PPDB_RELATIONS)
-        with _open_text(source) as fh:
+        # Any bytes are taken (errors="replace": U+FFFD): a line with a bad byte is a malformed rule,
+        # skipped and counted like any other, not the end of a several-GB file.
+        with open_text(source, errors="replace") as fh:
             for number, line in enumerate(fh, 1):
                 stats["lines"] = number
                 if not line.strip():
@@ -154,17 +156,9 @@ def build_index(source: str | Path, target: str | Path) -> dict:
         db.execute("INSERT INTO meta VALUES ('stats', ?)", (json.dumps(stats),))
         db.commit()
         db.execute("DETACH DATABASE staging")
-    except BaseException:
+    finally:
         db.close()
-        tmp.unlink(missing_ok=True)
         staging.unlink(missing_ok=True)
-        raise
-    db.close()
-    staging.unlink(missing_ok=True)
-    os.replace(tmp, target)
-    if stats["malformed"]:
-        logger.warning("%s: %d malformed line(s) skipped (first at line %d)", source, stats["malformed"],
-                       stats["malformed_lines"][0]["line"])
     return stats
 
 

@@ -1,7 +1,8 @@
 """The 37 constraint systems of ParaBank (Hu et al. 2019, Tab. 3), as data.
 
-Each system is one frozen :class:`System` row; :mod:`generation.constraints` interprets the rows with
-one selection routine per *selection* value, never one code path per system number.
+Each system is one frozen :class:`System` row of :data:`SYSTEMS`; constraint selection
+(:mod:`generation.selection`) interprets the rows with one selector per *selection* value, never one code
+path per system number.
 
 | No.      | kind       | selection                                   | Lex  |
 |----------|------------|---------------------------------------------|------|
@@ -57,51 +58,48 @@ class System:
         return {"negative": "⊖", "positional": "⊖", "positive": "⊕", "ppdb": "⊕⊖", "none": ""}[self.kind]
 
 
-_ORD = {1: "1st", 2: "2nd", 3: "3rd"}
-
-
-def _ranks_label(ranks: tuple[int, ...]) -> str:
-    if len(ranks) == 1:
-        return _ORD[ranks[0]]
-    return "(" + ",".join(_ORD[r] for r in ranks) + ")"
-
-
-_RANK_SETS = ((1,), (2,), (3,), (1, 2), (2, 3), (1, 3), (1, 2, 3))
-
-
-def _build() -> tuple[System, ...]:
-    rows: list[System] = []
-    n = 0
-
-    def add(**kw) -> None:
-        nonlocal n
-        n += 1
-        rows.append(System(number=n, **kw))
-
-    for selection, lex in (("highest", "none"), ("highest", "all"), ("lowest", "none")):
-        for ranks in _RANK_SETS:  # 1-7, 8-14, 15-21
-            suffix = ", lex all" if lex == "all" else ""
-            add(name=f"neg {_ranks_label(ranks)} {selection} IDF{suffix}", kind="negative",
-                selection=selection, ranks=ranks, lex=lex)
-    for lex in ("none", "all"):  # 22-24, 25-27
-        for count in (1, 2, 3):
-            suffix = ", lex all" if lex == "all" else ""
-            add(name=f"neg {count} random token{'s' if count > 1 else ''}{suffix}", kind="negative",
-                selection="random", count=count, lex=lex)
-    add(name="baseline: no constraints", kind="none", selection=None)  # 28
-    for rank in (1, 2, 3):  # 29-31
-        add(name=f"pos {_ORD[rank]} highest IDF, verb variant", kind="positive", selection="highest",
-            ranks=(rank,), lex="verb")
-    for count in (1, 2, 3):  # 32-34
-        add(name=f"neg <BOS> first {count} token{'s' if count > 1 else ''}", kind="positional",
-            selection="position", count=count)
-    for relation, short in zip(PPDB_RELATIONS, ("equ", "fwd", "rev")):  # 35-37
-        add(name=f"PPDB {short} ({relation})", kind="ppdb", selection="ppdb", ppdb_relation=relation)
-    return tuple(rows)
-
-
-SYSTEMS: tuple[System, ...] = _build()
-assert len(SYSTEMS) == 37 and [s.number for s in SYSTEMS] == list(range(1, 38))
+# ParaBank Tab. 3, one row per system. Adding a system is adding a row: the selectors (the reference in
+# generation/selection/reference.py and the fast path) read only these fields, never a system's number.
+SYSTEMS: tuple[System, ...] = (
+    System(1, "neg 1st highest IDF", "negative", "highest", ranks=(1,)),
+    System(2, "neg 2nd highest IDF", "negative", "highest", ranks=(2,)),
+    System(3, "neg 3rd highest IDF", "negative", "highest", ranks=(3,)),
+    System(4, "neg (1st,2nd) highest IDF", "negative", "highest", ranks=(1, 2)),
+    System(5, "neg (2nd,3rd) highest IDF", "negative", "highest", ranks=(2, 3)),
+    System(6, "neg (1st,3rd) highest IDF", "negative", "highest", ranks=(1, 3)),
+    System(7, "neg (1st,2nd,3rd) highest IDF", "negative", "highest", ranks=(1, 2, 3)),
+    System(8, "neg 1st highest IDF, lex all", "negative", "highest", ranks=(1,), lex="all"),
+    System(9, "neg 2nd highest IDF, lex all", "negative", "highest", ranks=(2,), lex="all"),
+    System(10, "neg 3rd highest IDF, lex all", "negative", "highest", ranks=(3,), lex="all"),
+    System(11, "neg (1st,2nd) highest IDF, lex all", "negative", "highest", ranks=(1, 2), lex="all"),
+    System(12, "neg (2nd,3rd) highest IDF, lex all", "negative", "highest", ranks=(2, 3), lex="all"),
+    System(13, "neg (1st,3rd) highest IDF, lex all", "negative", "highest", ranks=(1, 3), lex="all"),
+    System(14, "neg (1st,2nd,3rd) highest IDF, lex all", "negative", "highest", ranks=(1, 2, 3), lex="all"),
+    System(15, "neg 1st lowest IDF", "negative", "lowest", ranks=(1,)),
+    System(16, "neg 2nd lowest IDF", "negative", "lowest", ranks=(2,)),
+    System(17, "neg 3rd lowest IDF", "negative", "lowest", ranks=(3,)),
+    System(18, "neg (1st,2nd) lowest IDF", "negative", "lowest", ranks=(1, 2)),
+    System(19, "neg (2nd,3rd) lowest IDF", "negative", "lowest", ranks=(2, 3)),
+    System(20, "neg (1st,3rd) lowest IDF", "negative", "lowest", ranks=(1, 3)),
+    System(21, "neg (1st,2nd,3rd) lowest IDF", "negative", "lowest", ranks=(1, 2, 3)),
+    System(22, "neg 1 random token", "negative", "random", count=1),
+    System(23, "neg 2 random tokens", "negative", "random", count=2),
+    System(24, "neg 3 random tokens", "negative", "random", count=3),
+    System(25, "neg 1 random token, lex all", "negative", "random", count=1, lex="all"),
+    System(26, "neg 2 random tokens, lex all", "negative", "random", count=2, lex="all"),
+    System(27, "neg 3 random tokens, lex all", "negative", "random", count=3, lex="all"),
+    System(28, "baseline: no constraints", "none", None),
+    System(29, "pos 1st highest IDF, verb variant", "positive", "highest", ranks=(1,), lex="verb"),
+    System(30, "pos 2nd highest IDF, verb variant", "positive", "highest", ranks=(2,), lex="verb"),
+    System(31, "pos 3rd highest IDF, verb variant", "positive", "highest", ranks=(3,), lex="verb"),
+    System(32, "neg <BOS> first 1 token", "positional", "position", count=1),
+    System(33, "neg <BOS> first 2 tokens", "positional", "position", count=2),
+    System(34, "neg <BOS> first 3 tokens", "positional", "position", count=3),
+    System(35, "PPDB equ (Equivalence)", "ppdb", "ppdb", ppdb_relation="Equivalence"),
+    System(36, "PPDB fwd (ForwardEntailment)", "ppdb", "ppdb", ppdb_relation="ForwardEntailment"),
+    System(37, "PPDB rev (ReverseEntailment)", "ppdb", "ppdb", ppdb_relation="ReverseEntailment"),
+)
+assert [s.number for s in SYSTEMS] == list(range(1, len(SYSTEMS) + 1)), "systems are numbered 1, 2, 3, ..."
 _BY_NUMBER = {s.number: s for s in SYSTEMS}
 PPDB_SYSTEMS = tuple(s.number for s in SYSTEMS if s.kind == "ppdb")
 

@@ -14,10 +14,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from config.numbers import ascii_float, ascii_int
+from infra.shards import read_jsonl_gz
 
 from .constraints import PREPOSITIONS, build_pool, select_for_all_systems, tag_sentences
 from .models import Corpus, CorpusShard, IdfTable
-from .shards import read_jsonl_gz
 from .systems import SYSTEMS
 
 

@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from .models import TERMINAL_STATUSES, Job, JobChunk, JobStatus
-from .registry import get_kind
+from .registry import finish_hooks, get_kind
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,11 @@ def job_finish(*, job_id: int) -> Job:
             return job
         kind = get_kind(job.kind)
         try:
-            job.result = kind.finish(job, chunks)
+            with transaction.atomic():  # the kind's finish and its hooks succeed or fail together
+                result = kind.finish(job, chunks)
+                for hook in finish_hooks(job.kind):
+                    result.update(hook(job, chunks, result) or {})
+            job.result = result
             job.status = JobStatus.SUCCEEDED
         except Exception as exc:
             logger.exception("finishing job %s failed", job_id)

@@ -25,7 +25,13 @@ class JobKind:
     queue: str = "cpu"
 
 
+# Downstream apps act on a kind's result without the kind's app importing them (dependencies follow the
+# data flow): a hook runs after the kind's ``finish``, in the same transaction, and returns the keys it
+# fills in the job's result (or None).
+FinishHook = Callable[[Job, list[JobChunk], dict[str, Any]], "dict[str, Any] | None"]
+
 _KINDS: dict[str, JobKind] = {}
+_FINISH_HOOKS: dict[str, list[FinishHook]] = {}
 
 
 def register(kind: JobKind) -> JobKind:
@@ -44,3 +50,14 @@ def get_kind(name: str) -> JobKind:
 
 def known_kinds() -> list[str]:
     return sorted(_KINDS)
+
+
+def add_finish_hook(kind_name: str, hook: FinishHook) -> None:
+    """Run ``hook(job, chunks, result)`` after every ``finish`` of that kind (registering twice is a no-op)."""
+    hooks = _FINISH_HOOKS.setdefault(kind_name, [])
+    if hook not in hooks:
+        hooks.append(hook)
+
+
+def finish_hooks(kind_name: str) -> list[FinishHook]:
+    return list(_FINISH_HOOKS.get(kind_name, ()))

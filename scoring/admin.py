@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from generation.admin import PROGRESS_JS, progress_bar
+from jobs.widgets import PROGRESS_JS, progress_bar
 
 from .models import Regressor, Release, ScoredResource
 from .release_filters import FilterError, parse_filters

@@ -19,16 +19,29 @@ Rules (the README's "report" section states the same):
   0 (nonsensical, N/A slider) or 1 (ungrammatical); per bucket the percentage of good candidates;
   ``avg`` = mean of the bucket percentages; ``std`` = sample SD of the candidates' 0/100 outcomes;
   ``n`` = the number of judged candidates.
+* Quality-control items: the pseudo-systems "0" (attention copy) and "degraded" (a degraded copy of the
+  reference) are never a row. A candidate carrying the "degraded" marker is left out of every row and
+  aggregate (its judgments were collected as a check, not as a judgment of a system's output).
+* Bias-corrected (``zscore``) similarity estimate, so that a harsh or lenient worker's offset and
+  spread do not move the candidates they happened to judge: each counted worker's counted non-N/A
+  scores in the campaign (attention copies included, degraded items not) are standardised by that
+  worker's own mean and population SD; a worker whose SD is 0 (one score, or always the same score) is
+  left out of this estimate and counted in ``workers_sd0``. A candidate's value is the mean of its
+  z-scores mapped back to 0-100 as ``M + S * mean z``, M and S the population mean and SD of the
+  scores the estimate uses (a linear map, not clipped: a value can lie a little outside 0-100). System
+  and bucket cells are then formed exactly as for the raw means.
 """
 from __future__ import annotations
 
 import dataclasses
 import statistics
 from collections import defaultdict
+from typing import Iterable
 
 from django.db.models import Count
 
-from annotation.models import ATTENTION_SYSTEM, LENGTH_BUCKETS, Campaign, Candidate, CandidateSystem, Judgment
+from annotation.models import (DEGRADED_SYSTEM, LENGTH_BUCKETS, QUALITY_CONTROL_SYSTEMS, Campaign, Candidate,
+                               CandidateSystem, Judgment, is_attention_copy)
 
 
 @dataclasses.dataclass
@@ -41,6 +54,16 @@ class CandidateData:
     systems: frozenset
     scores: list = dataclasses.field(default_factory=list)      # counted numeric scores (N/A excluded)
     fluencies: list = dataclasses.field(default_factory=list)   # counted fluency choices (0/1/2)
+    workers: list = dataclasses.field(default_factory=list)     # the worker pk of each entry of ``scores``
+
+    @property
+    def is_attention_copy(self) -> bool:
+        """The reference itself (``annotation.models.is_attention_copy``), whichever systems also produced it."""
+        return is_attention_copy(text=self.text, reference_text=self.reference_text, systems=self.systems)
+
+    @property
+    def is_degraded(self) -> bool:
+        return DEGRADED_SYSTEM in self.systems
 
 
 @dataclasses.dataclass
@@ -57,10 +80,12 @@ class CampaignData:
 
     @property
     def systems(self) -> list[str]:
-        return sorted({s for c in self.candidates for s in c.systems if s != ATTENTION_SYSTEM}, key=system_sort_key)
+        return sorted({s for c in self.candidates for s in c.systems if s not in QUALITY_CONTROL_SYSTEMS},
+                      key=system_sort_key)
 
     def of_system(self, system: str) -> list[CandidateData]:
-        return [c for c in self.candidates if system in c.systems]
+        """The system's candidates; degraded copies never count for a system (see the module docstring)."""
+        return [c for c in self.candidates if system in c.systems and not c.is_degraded]
 
 
 def system_sort_key(system: str):
@@ -96,6 +121,7 @@ def load_campaign(campaign: Campaign, min_judgments: int | None = None) -> Campa
         c = candidates[cid]
         if score is not None:
             c.scores.append(score)
+            c.workers.append(worker)
         c.fluencies.append(fluency)
     return CampaignData(campaign, minimum, workers, list(candidates.values()))
 
@@ -109,12 +135,61 @@ def _sd(values):
     return statistics.stdev(values) if len(values) >= 2 else None
 
 
-def similarity_rows(data: CampaignData) -> list[dict]:
+ESTIMATES = ("raw", "zscore")
+
+
+@dataclasses.dataclass
+class WorkerScale:
+    mean: float
+    sd: float   # population SD
+
+
+def worker_scales(scores: Iterable[tuple[int, float]]) -> dict[int, WorkerScale]:
+    """Each worker's mean and population SD over the given (worker, score) pairs."""
+    by_worker: dict[int, list[float]] = defaultdict(list)
+    for worker, score in scores:
+        by_worker[worker].append(float(score))
+    return {w: WorkerScale(statistics.fmean(v), statistics.pstdev(v)) for w, v in by_worker.items()}
+
+
+@dataclasses.dataclass
+class ZScoreEstimate:
+    means: dict        # candidate id -> bias-corrected similarity (0-100 scale); absent when no usable score
+    workers_sd0: int   # counted workers left out because their SD is 0
+    mean: float | None  # M and S of the map back to 0-100
+    sd: float | None
+
+
+def zscore_estimates(data: CampaignData, *, candidates: Iterable[CandidateData] | None = None) -> ZScoreEstimate:
+    """The bias-corrected similarity of each candidate (rules in the module docstring). ``candidates``
+    (default: every non-degraded candidate) are both where the worker scales come from and what is
+    estimated."""
+    pool = [c for c in (data.candidates if candidates is None else candidates) if not c.is_degraded]
+    scales = worker_scales((w, s) for c in pool for w, s in zip(c.workers, c.scores))
+    usable = {w: sc for w, sc in scales.items() if sc.sd > 0}
+    kept = [float(s) for c in pool for w, s in zip(c.workers, c.scores) if w in usable]
+    if not kept:
+        return ZScoreEstimate({}, len(scales) - len(usable), None, None)
+    mean, sd = statistics.fmean(kept), statistics.pstdev(kept)
+    means = {}
+    for c in pool:
+        z = [(s - usable[w].mean) / usable[w].sd for w, s in zip(c.workers, c.scores) if w in usable]
+        if z:
+            means[c.id] = mean + sd * statistics.fmean(z)
+    return ZScoreEstimate(means, len(scales) - len(usable), mean, sd)
+
+
+def similarity_rows(data: CampaignData, estimates: dict | None = None) -> list[dict]:
+    """Tab. 4 top; ``estimates`` (candidate id -> value, e.g. ``zscore_estimates(data).means``) replaces
+    the raw candidate means, cells formed the same way."""
     rows = []
     for system in data.systems:
         per_bucket: dict[int, list[float]] = defaultdict(list)
         for c in data.of_system(system):
-            if c.scores:
+            if estimates is not None:
+                if c.id in estimates:
+                    per_bucket[c.bucket].append(estimates[c.id])
+            elif c.scores:
                 per_bucket[c.bucket].append(statistics.fmean(c.scores))
         by_length = {str(b): _mean(per_bucket.get(b, [])) for b in data.buckets}
         means = [m for b in data.buckets for m in per_bucket.get(b, [])]

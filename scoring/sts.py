@@ -17,6 +17,7 @@ Command line (the README's figures)::
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import hashlib
@@ -24,6 +25,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from infra.textfiles import tsv_rows
 
 KINDS = ("stsb", "sick")
 BASELINE_FEATURES = ("cosine", "align_f", "bleu", "char3_jaccard", "prec_1")
@@ -42,17 +45,15 @@ def sts_read(path, *, kind: str) -> list[StsPair]:
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
     pairs = []
-    with open(path, encoding="utf-8") as fh:
+    rows = tsv_rows(path, newline=None)  # strict UTF-8: a bad byte is a ValueError naming its line
+    with contextlib.closing(rows):
         if kind == "sick":
-            header = fh.readline().rstrip("\n").split("\t")
+            header = next(rows, (1, [""]))[1]
             try:
                 ia, ib, isc = (header.index(c) for c in ("sentence_A", "sentence_B", "relatedness_score"))
             except ValueError:
                 raise ValueError(f"{path}:1: not a SICK header: {header}") from None
-        for lineno, line in enumerate(fh, start=2 if kind == "sick" else 1):
-            fields = line.rstrip("\n").split("\t")
-            if not line.strip():
-                continue
+        for lineno, fields in rows:
             try:
                 if kind == "stsb":
                     a, b, score = fields[5], fields[6], float(fields[4]) * 20.0

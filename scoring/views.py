@@ -1,13 +1,18 @@
 """The researcher's dashboard (staff only): a campaign's similarity, fluency and diversity tables
-(ParaBank Tab. 4-5, the same numbers as ``manage.py report``) and plots, each downloadable.
+(ParaBank Tab. 4-5, the same numbers as ``manage.py report``), the reliability figures, and plots, each
+downloadable.
 
 ``/research/campaigns/`` lists campaigns; ``/research/campaigns/<id>/`` is the dashboard;
 ``.../tables/<table>.csv|json`` and ``.../plots/<plot>.png`` are the downloads. Every page takes
-``?min_judgments=N`` like the CLI's ``--min-judgments``.
+``?min_judgments=N`` like the CLI's ``--min-judgments``, and ``?estimate=raw|zscore`` like ``--estimate``:
+the dashboard applies it to the similarity table and the similarity plots (its raw / bias-corrected
+switch is two links, the pages allow no inline script); a download refuses it (400) for a table or plot
+without similarity, as the CLI does.
 """
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
@@ -18,9 +23,10 @@ from django.urls import reverse
 from annotation.models import Campaign
 from config.numbers import ascii_int
 
+from .aggregation import ESTIMATES
 from .diversity import LEVENSHTEIN_BINS
 from .plots import PLOTS, by_length_png, similarity_vs_diversity_png
-from .tables import TABLES, TITLES, build_table, render_csv
+from .tables import REPORT_TABLES, TABLES, TITLES, ZSCORE_TITLE, EstimateError, build_table, check_estimate, render_csv
 
 # the dashboards show every campaign's judgments aggregated: the admin permissions that show them there
 RESEARCH_PERMS = ("annotation.view_campaign", "annotation.view_judgment")
@@ -40,8 +46,24 @@ def _min_judgments(request: HttpRequest) -> int | None:
         raise _BadParameter(str(exc)) from None
 
 
+def _estimate(request: HttpRequest, table: str | None = None) -> str | None:
+    """The ``estimate`` parameter, checked against ``table`` when given (the dashboard applies it to its
+    similarity table only)."""
+    value = request.GET.get("estimate")
+    if value is None or value == "":
+        return None
+    try:
+        return check_estimate(table, value) if table else check_estimate("similarity", value)
+    except EstimateError as exc:
+        raise _BadParameter(f"estimate: {exc}") from None
+
+
 def _fmt(value) -> str:
     return "–" if value is None else f"{value:.2f}"
+
+
+def _fmt3(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def _display(table: dict) -> dict:
@@ -55,12 +77,14 @@ def _display(table: dict) -> dict:
             cells += [_fmt(r["std"])]
         rows.append({"system": r["system"], "name": r["name"], "cells": cells, "n": r["n"]})
     extra = [f"Lev. {b}" for b in LEVENSHTEIN_BINS] if table["table"] == "diversity" else ["SD"]
-    return {"name": table["table"], "title": TITLES[table["table"]], "headers": table["buckets"] + ["Avg."] + extra,
-            "rows": rows}
+    title = ZSCORE_TITLE if table.get("estimate") == "zscore" else TITLES[table["table"]]
+    return {"name": table["table"], "title": title, "headers": table["buckets"] + ["Avg."] + extra,
+            "rows": rows, "workers_sd0": table.get("workers_sd0") if table.get("estimate") == "zscore" else None}
 
 
-def _query(min_judgments: int | None) -> str:
-    return "" if min_judgments is None else f"?min_judgments={min_judgments}"
+def _query(min_judgments: int | None, estimate: str | None = None) -> str:
+    params = {k: v for k, v in (("min_judgments", min_judgments), ("estimate", estimate)) if v is not None}
+    return "?" + urlencode(params) if params else ""
 
 
 @staff_member_required
@@ -74,18 +98,33 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     try:
-        minimum = _min_judgments(request)
+        minimum, estimate = _min_judgments(request), _estimate(request)
     except _BadParameter as exc:
         return HttpResponseBadRequest(str(exc))
-    tables = {name: build_table(campaign, name, minimum) for name in TABLES}
-    query = _query(minimum)
-    downloads = [{"label": f"{name} table ({fmt.upper()})",
-                  "url": reverse("campaign_table", args=[campaign.pk, name, fmt]) + query}
-                 for name in TABLES for fmt in ("csv", "json")]
-    plots = [{"name": p, "url": reverse("campaign_plot", args=[campaign.pk, p]) + query} for p in PLOTS]
+    tables = {name: build_table(campaign, name, minimum, estimate if name == "similarity" else None)
+              for name in TABLES}
+    rel = build_table(campaign, "reliability", minimum)
+
+    def query(name: str) -> str:  # the estimate travels with what shows similarity
+        return _query(minimum, estimate if name.startswith("similarity") else None)
+
+    downloads = [{"label": f"{name} table ({fmt.upper()})"
+                  + (" · bias-corrected" if name == "similarity" and estimate == "zscore" else ""),
+                  "url": reverse("campaign_table", args=[campaign.pk, name, fmt]) + query(name)}
+                 for name in REPORT_TABLES for fmt in ("csv", "json")]
+    plots = [{"name": p, "url": reverse("campaign_plot", args=[campaign.pk, p]) + query(p)} for p in PLOTS]
+    here = reverse("campaign_dashboard", args=[campaign.pk])
+    switch = [{"label": label, "url": here + _query(minimum, None if name == "raw" else name),
+               "current": (estimate or "raw") == name}
+              for name, label in zip(ESTIMATES, ("raw", "bias-corrected (worker z-scores)"))]
+    sh = rel["split_half"]
+    reliability = {"raw": _fmt3(sh["raw"]), "zscore": _fmt3(sh["zscore"]), "alpha": _fmt3(rel["krippendorff_alpha"]),
+                   "n_candidates": rel["n_candidates"], "n_splits": rel["n_splits"], "workers_sd0": rel["workers_sd0"],
+                   "min_per_candidate": rel["min_judgments_per_candidate"]}
     context = {"campaign": campaign, "tables": [_display(t) for t in tables.values()], "plots": plots,
                "downloads": downloads, "min_judgments": tables["similarity"]["min_judgments"],
-               "counted_workers": tables["similarity"]["counted_workers"]}
+               "counted_workers": tables["similarity"]["counted_workers"], "estimate": estimate or "raw",
+               "switch": switch, "reliability": reliability}
     return render(request, "scoring/campaign_dashboard.html", context)
 
 
@@ -93,17 +132,19 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
 @permission_required(RESEARCH_PERMS, raise_exception=True)
 def campaign_table(request: HttpRequest, campaign_id: int, table: str, fmt: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
-    if table not in TABLES or fmt not in ("csv", "json"):
+    if table not in REPORT_TABLES or fmt not in ("csv", "json"):
         raise Http404("no such table")
     try:
-        result = build_table(campaign, table, _min_judgments(request))
+        minimum, estimate = _min_judgments(request), _estimate(request, table)
     except _BadParameter as exc:
         return HttpResponseBadRequest(str(exc))
+    result = build_table(campaign, table, minimum, estimate)
+    name = f"{table}-zscore" if estimate == "zscore" else table
     if fmt == "csv":
         response = HttpResponse(render_csv(result), content_type="text/csv; charset=utf-8")
     else:
         response = HttpResponse(json.dumps(result, ensure_ascii=False), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-{table}.{fmt}"'
+    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-{name}.{fmt}"'
     return response
 
 
@@ -114,15 +155,16 @@ def campaign_plot(request: HttpRequest, campaign_id: int, plot: str) -> HttpResp
     if plot not in PLOTS:
         raise Http404("no such plot")
     try:
-        minimum = _min_judgments(request)
+        minimum, estimate = _min_judgments(request), _estimate(request, plot.split("-")[0])
     except _BadParameter as exc:
         return HttpResponseBadRequest(str(exc))
     if plot == "similarity-diversity":
-        png = similarity_vs_diversity_png(build_table(campaign, "similarity", minimum),
+        png = similarity_vs_diversity_png(build_table(campaign, "similarity", minimum, estimate),
                                           build_table(campaign, "diversity", minimum))
     else:
-        png = by_length_png(build_table(campaign, plot.split("-")[0], minimum))
+        png = by_length_png(build_table(campaign, plot.split("-")[0], minimum, estimate))
     response = HttpResponse(png, content_type="image/png")
     if request.GET.get("download"):
-        response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-{plot}.png"'
+        name = f"{plot}-zscore" if estimate == "zscore" else plot
+        response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-{name}.png"'
     return response

@@ -15,10 +15,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from ..models import (Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Hit, Judgment, Provider, Verification,
-                      Worker)
+from ..models import (SLOT_STATUSES, Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Hit, Judgment, Provider,
+                      Verification, Worker)
 
-LIVE_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
 
 
 class WorkerBarred(PermissionError):
@@ -29,7 +28,7 @@ def live_assignments_q(now: dt.datetime, prefix: str = "") -> Q:
     """Assignments that take a HIT slot: verified, and submitted or approved, or accepted and not yet
     expired (an unverified crowd submission takes none: the platform caps its own assignments)."""
     return Q(**{f"{prefix}verification": Verification.VERIFIED}) & (
-        Q(**{f"{prefix}status__in": LIVE_STATUSES})
+        Q(**{f"{prefix}status__in": SLOT_STATUSES})
         | Q(**{f"{prefix}status": AssignmentStatus.ACCEPTED, f"{prefix}expires_at__gt": now}))
 
 
@@ -63,7 +62,7 @@ def local_hit_take(*, user, now: dt.datetime | None = None) -> Assignment | None
         return open_one
     judged = Judgment.objects.counted().filter(worker=worker).values("candidate_id")
     done_or_returned = Assignment.objects.filter(
-        worker=worker, status__in=(*LIVE_STATUSES, AssignmentStatus.RETURNED), hit__isnull=False).values("hit_id")
+        worker=worker, status__in=(*SLOT_STATUSES, AssignmentStatus.RETURNED), hit__isnull=False).values("hit_id")
     candidates = (Hit.objects.filter(batch__provider=Provider.LOCAL, batch__status=BatchStatus.PUBLISHED)
                   .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
                   .exclude(items__candidate_id__in=judged)

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "axes",  # login lockouts (AXES_* below)
     "limits",  # shared rate-limit counters (limits/counters.py)
+    "infra",  # storage, shards, text files: shared by every app (infra/)
     "jobs",
     "generation",
     "annotation",

@@ -5,16 +5,19 @@ Every hypothesis' state lives in tensors over (batch x beam): tokens, score, pos
 negative state (see ``banned.py``). Per step, with no Python loop over hypotheses or candidates:
 
 1. one decoder step with the key/value cache (the encoder ran once), log-softmax, the model's own logits
-   processors (exactly as ``generate`` applies them), then the word-level ban mask; EOS is forbidden
-   while positive constraints are unmet;
-2. candidates: the top 2K over (beam x vocab) of each sentence (Hugging Face's set) plus, with
+   processors (exactly as ``generate`` applies them; ``hf_compat``), then the word-level ban mask
+   (``BeamSearch.apply_bans``); EOS is forbidden while positive constraints are unmet;
+2. ``candidates``: the top 2K over (beam x vocab) of each sentence (Hugging Face's set) plus, with
    constraints, each hypothesis' best token, its best word-boundary token and every unmet constraint's
    next token; duplicates removed;
-3. each candidate's new constraint state; its bank is the number of constraint elements met;
-4. beam slots shared across banks round-robin (the best of every bank, most constraints first, then the
-   second best, ...) - with no constraints this is exactly score order, hence Hugging Face's beam search;
-5. finished hypotheses handled as in ``transformers`` (scores normalised by length ** length_penalty),
-   accepted only when every positive constraint is met.
+3. ``constraint_states``: each candidate's new constraint state; its bank is the number of constraint
+   elements met;
+4. ``allocate_banks``, ``select_running``: beam slots shared across banks round-robin (the best of
+   every bank, most constraints first, then the second best, ...) - with no constraints this is exactly
+   score order, hence Hugging Face's beam search;
+5. ``add_finished``: finished hypotheses handled as in ``transformers`` (scores normalised by
+   length ** length_penalty), accepted only when every positive constraint is met; ``advance`` and
+   ``update_stopping`` then move the running beams on.
 
 On a GPU, steps 1 (after the model and its processors) to 5 are captured once per batch as a CUDA graph
 and replayed: they are many tiny kernels, and launching them cost more than running them.
@@ -29,6 +32,8 @@ import logging
 from dataclasses import dataclass
 
 import torch
+
+from .hf_compat import generation_config_for, logits_processors, pad_token_id
 
 logger = logging.getLogger(__name__)
 
@@ -145,42 +150,13 @@ class PositiveState:
         return rows
 
 
-def _processors(model, gen_cfg, input_ids):
-    try:
-        return model._get_logits_processor(generation_config=gen_cfg, input_ids_seq_length=1,
-                                           encoder_input_ids=input_ids, device=input_ids.device,
-                                           model_kwargs={})
-    except TypeError:
-        return model._get_logits_processor(generation_config=gen_cfg, input_ids_seq_length=1,
-                                           encoder_input_ids=input_ids)
-
-
-def generation_config_for(model, beam, max_length, length_penalty, early_stopping, device):
-    import copy
-    gc = copy.deepcopy(model.generation_config)
-    gc.num_beams = beam
-    gc.max_length = max_length
-    gc.max_new_tokens = None
-    gc.min_length = 0
-    gc.min_new_tokens = None
-    gc.length_penalty = length_penalty
-    gc.early_stopping = early_stopping
-    gc.do_sample = False
-    gc.num_return_sequences = 1
-    for k in ("temperature", "top_k", "top_p"):
-        if hasattr(gc, k):
-            setattr(gc, k, None)
-    model._prepare_special_tokens(gc, device=device)
-    return gc
-
-
 _GRAPH_FAILURES: list[str] = []  # why a capture failed in this process (then steps run eagerly)
 
 
 @torch.no_grad()
-def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_penalty=1.0, early_stopping=False,
-                pos: PositiveTables | None = None, neg=None, stats: dict | None = None,
-                cuda_graph: bool | None = None):
+def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam: int, max_length: int,
+                length_penalty: float = 1.0, early_stopping: bool | str = False, pos: PositiveTables | None = None,
+                neg=None, stats: dict | None = None, cuda_graph: bool | None = None) -> list[list[tuple]]:
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
     score); at most ``beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``, if
     given, grows by the decoder steps run (so a benchmark can tell cost per step from output length).
@@ -191,234 +167,334 @@ def beam_search(loaded, input_ids, attention_mask, *, beam, max_length, length_p
     without: replayed, constraints cost almost nothing per step. The graph is captured at the second step
     of each call (the first runs eagerly and builds the per-layout tables), the last step runs eagerly,
     and a capture that fails falls back to eager steps (recorded in ``_GRAPH_FAILURES``)."""
-    from .banned import NegativeState
-
     model = loaded.model
     dev = loaded.device
-    B = input_ids.shape[0]
-    K = beam
-    V = loaded.vocab.size
-    eos = loaded.vocab.eos_id
-    H = B * K
-    gc = generation_config_for(model, K, max_length, length_penalty, early_stopping, dev)
-    procs = _processors(model, gc, input_ids)
-    start = gc.decoder_start_token_id
-    if start is None:
-        start = model.config.decoder_start_token_id
-    if isinstance(start, (list, tuple)):
-        start = start[0]
-    boundary = loaded.vocab.boundary.to(dev)
-    bidx = torch.arange(B, device=dev).repeat_interleave(K)
-    constrained_pos = pos is not None and bool(pos.valid.any())
-    constrained_neg = neg is not None and not neg.empty
-    constrained = constrained_pos or constrained_neg
-    ps = PositiveState(pos, bidx, boundary) if constrained_pos else None
-    ns = None
-    if constrained_neg:
-        ns = NegativeState(neg, bidx, boundary, eos)
-        ns.set_token_info(loaded.vocab, dev)
+    gen_cfg = generation_config_for(model, beam, max_length, length_penalty, early_stopping, dev)
+    processors = logits_processors(model, gen_cfg, input_ids)
     use_graph = _graphs_supported(dev) if cuda_graph is None else bool(cuda_graph)
     if use_graph and not _graphs_supported(dev):
         raise ValueError("cuda_graph needs the model on a CUDA device")
+    search = BeamSearch(loaded, gen_cfg, input_ids.shape[0], beam=beam, max_length=max_length,
+                        length_penalty=length_penalty, early_stopping=early_stopping, pos=pos, neg=neg)
 
     enc = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
-    enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(K, dim=0)
-    am = attention_mask.repeat_interleave(K, dim=0)
-
-    # the search state: tensors updated in place each step (a captured graph reads and writes these)
-    seqs = torch.full((H, max_length), gc._pad_token_tensor.item() if gc._pad_token_tensor is not None else eos,
-                      dtype=torch.long, device=dev)
-    seqs[:, 0] = start
-    run_scores = torch.zeros(B, K, device=dev)
-    run_scores[:, 1:] = NEG
-    fin_seqs = seqs.view(B, K, max_length).clone()
-    fin_scores = torch.full((B, K), NEG, device=dev)
-    fin_raw = torch.full((B, K), NEG, device=dev)
-    fin_len = torch.zeros(B, K, dtype=torch.long, device=dev)
-    fin_ok = torch.zeros(B, K, dtype=torch.bool, device=dev)
-    is_fin = torch.zeros(B, K, dtype=torch.bool, device=dev)
-    unsat_heur = torch.ones(B, 1, dtype=torch.bool, device=dev)
-    cur_t = torch.ones((), dtype=torch.long, device=dev)   # cur_len on the device, for the graph
-    src_sel = torch.zeros(H, dtype=torch.long, device=dev)  # each new hypothesis' source row (for the cache)
-    # 1 / len ** length_penalty per length, as float32 (what a GPU divides by a Python number with)
-    inv_len = 1.0 / torch.tensor([max(n, 1) ** length_penalty for n in range(max_length + 1)], device=dev)
-    never = early_stopping == "never" and length_penalty > 0.0
-    not_boundary = ~boundary
-    hyp_in_beam = torch.arange(H, device=dev)[:, None] % K
-    sentence_base = torch.arange(B, device=dev)[:, None]
-
-    def over_len(x, cur_len):
-        """x / gen_len ** length_penalty: with the Python number when there is one (eager: exactly as
-        ``transformers``), else with the device's table (the graph), bit for bit what a GPU computes."""
-        # (index_select, not inv_len[cur_t]: indexing with a 0-dim tensor reads it on the host)
-        return x / (cur_len ** length_penalty) if cur_len is not None else x * inv_len.index_select(0, cur_t.view(1))
-
-    def step(logp, cur_len, last_step):
-        """One step's bookkeeping on ``logp`` [H, V] (in place). ``cur_len``: the Python length, or None
-        while capturing (then only ``cur_t`` says it)."""
-        if constrained:  # bans written in place: no [H, V] mask per step
-            if ns is not None:
-                ns.apply_bans(logp, float("-inf"))
-            if ps is not None:  # EOS only once all are met (EOS is a boundary: a pending one counts)
-                logp[:, eos].masked_fill_(~ps.done, float("-inf"))
-        acc = logp + run_scores.view(H, 1)
-        flat = acc.view(B, K * V)
-        top_s, top_i = torch.topk(flat, 2 * K, dim=1)                   # [B, 2K]
-        if constrained:
-            extra_tok = [logp.argmax(1)[:, None],  # (acc's row order is logp's: one score added per row)
-                         logp.masked_fill(not_boundary, float("-inf")).argmax(1)[:, None]]
-            if ps is not None:
-                extra_tok.append(ps.next_tokens())
-            et = torch.cat(extra_tok, 1)                                # [H, E]
-            valid_e = et >= 0
-            et_c = et.clamp(min=0)
-            es = acc.gather(1, et_c).masked_fill(~valid_e, float("-inf"))
-            ei = (hyp_in_beam * V + et_c).view(B, -1)
-            cand_i = torch.cat([top_i, ei], 1)
-            cand_s = torch.cat([top_s, es.view(B, -1)], 1)
-            # dedupe: keep the first copy of each (hyp, token) - copies of one pair have the same score;
-            # invalid extras get keys of their own (K * V + position) so that they never hide a real copy
-            key = torch.cat([top_i, torch.where(valid_e, ei.view_as(et),
-                                                K * V + torch.arange(valid_e.numel(), device=dev).view_as(et))
-                             .view(B, -1)], 1)
-            srt, srt_o = torch.sort(key, dim=1, stable=True)
-            dup = torch.zeros_like(srt, dtype=torch.bool)
-            dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
-            cand_s = cand_s.masked_fill(torch.zeros_like(dup).scatter(1, srt_o, dup), float("-inf"))
-        else:
-            cand_i, cand_s = top_i, top_s
-        N = cand_i.shape[1]
-        c_beam = cand_i // V
-        c_tok = cand_i % V
-        c_src = (sentence_base * K + c_beam).view(-1)
-        c_b = sentence_base.expand(B, N).reshape(-1)
-        flat_tok = c_tok.view(-1)
-        hits = (c_tok == eos) | last_step
-        finite = torch.isfinite(cand_s) & (cand_s > NEG / 2)
-        if constrained:
-            ok_end = torch.ones(B * N, dtype=torch.bool, device=dev)
-            if ps is not None:
-                c_met, c_cur = ps.advance(c_src, flat_tok, c_b)
-                bank = c_met.sum(1)
-                c_done = ps.finish_ok(c_met, c_cur, c_b, bank)
-                ok_end &= c_done
-                bank = bank.view(B, N)
-            if ns is not None:
-                c_node, c_g = ns.advance(c_src, flat_tok, c_b)
-                if last_step:
-                    ok_end &= ~(ns.ends_badly(c_node, c_g, c_b) & (flat_tok != eos))
-            ok_end = ok_end.view(B, N)
-            s_sorted, s_ord = torch.sort(cand_s, dim=1, descending=True, stable=True)
-        if ps is None and constrained:  # one bank: plain score order (non-finite scores sort last anyway)
-            order = s_ord
-        elif constrained:
-            # bank allocation: round-robin over banks by rank, banks with more met first
-            b_sorted = bank.gather(1, s_ord)
-            nb = int(pos.T + 1)
-            oh = b_sorted[:, :, None] == torch.arange(nb, device=dev)   # (one_hot without its checks)
-            rank = (oh.cumsum(1) * oh).sum(2) - 1
-            fin_sorted = torch.isfinite(s_sorted) & (s_sorted > NEG / 2)
-            key = rank * nb + (nb - 1 - b_sorted)
-            key = torch.where(fin_sorted, key, key + 10 ** 9 + rank)
-            _, k_ord = torch.sort(key, dim=1, stable=True)
-            order = s_ord.gather(1, k_ord)                               # candidate order
-        else:
-            order = torch.arange(N, device=dev).expand(B, N)
-            ok_end = torch.ones(B, N, dtype=torch.bool, device=dev)
-        o_s = cand_s.gather(1, order)
-        o_hits = hits.gather(1, order)
-        o_fin = finite.gather(1, order)
-        # running beams: first K non-finishing candidates in order
-        run_key = torch.arange(N, device=dev)[None, :] + (o_hits | ~o_fin).long() * N
-        sel = torch.topk(-run_key, K, dim=1)[1]                         # positions in order
-        sel_c = order.gather(1, sel)
-        new_run_scores = o_s.gather(1, sel) + (o_hits | ~o_fin).gather(1, sel).float() * NEG
-        new_run_scores = torch.where(torch.isfinite(new_run_scores), new_run_scores, torch.full_like(new_run_scores, 2 * NEG))
-        # finished: finishing candidates among the first K positions (only those can finish, so only their
-        # sequences are gathered - with constraints there are many more candidates than K)
-        first = order[:, :K]
-        f_s = o_s[:, :K]
-        just = o_hits[:, :K] & o_fin[:, :K] & ok_end.gather(1, first)
-        norm = over_len(f_s, cur_len)  # generated tokens including the final one: cur_len
-        full = is_fin.all(1, keepdim=True) & (early_stopping is True)
-        add = norm + full.float() * NEG + (~unsat_heur).float() * NEG + (~just).float() * NEG
-        cand_seqs = seqs[c_src.view(B, N).gather(1, first).reshape(-1)].view(B, K, max_length)
-        cand_seqs.scatter_(2, cur_t.view(1, 1, 1).expand(B, K, 1), c_tok.gather(1, first)[:, :, None])
-        m_seqs = torch.cat([fin_seqs, cand_seqs], 1)
-        m_scores = torch.cat([fin_scores, add], 1)
-        m_raw = torch.cat([fin_raw, f_s], 1)
-        m_len = torch.cat([fin_len, cur_t.expand(B, K)], 1)
-        m_ok = torch.cat([fin_ok, just & ~full & unsat_heur], 1)
-        m_isf = torch.cat([is_fin, just], 1)
-        ti = torch.topk(m_scores, K, dim=1)[1]
-        fin_seqs.copy_(m_seqs.gather(1, ti[:, :, None].expand(-1, -1, max_length)))
-        fin_scores.copy_(m_scores.gather(1, ti))
-        fin_raw.copy_(m_raw.gather(1, ti))
-        fin_len.copy_(m_len.gather(1, ti))
-        fin_ok.copy_(m_ok.gather(1, ti))
-        is_fin.copy_(m_isf.gather(1, ti))
-        # advance running state
-        src_flat = c_src.view(B, N).gather(1, sel_c).view(-1)
-        tok_flat = c_tok.gather(1, sel_c).view(-1)
-        seqs.copy_(seqs[src_flat])
-        seqs.scatter_(1, cur_t.view(1, 1).expand(H, 1), tok_flat[:, None])
-        src_sel.copy_(src_flat)
-        if constrained:
-            flat_sel = (sentence_base * N + sel_c).view(-1)
-            if ps is not None:
-                ps.met.copy_(c_met[flat_sel])
-                ps.cur.copy_(c_cur[flat_sel])
-                ps.done.copy_(c_done[flat_sel])
-            if ns is not None:
-                ns.select(None, c_node[flat_sel], c_g[flat_sel])
-        run_scores.copy_(new_run_scores)
-        # early-stopping heuristic, as in transformers (best_len: the length just generated, or the maximum)
-        best_run = run_scores.max(1, keepdim=True)[0]
-        best_run = best_run / ((max_length - 1) ** length_penalty) if never else over_len(best_run, cur_len)
-        worst_fin = torch.where(is_fin, fin_scores.min(1, keepdim=True)[0], torch.full_like(fin_scores, NEG))
-        unsat_heur.logical_and_((best_run > worst_fin).any(1, keepdim=True))
-        cur_t.add_(1)
-
+    enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(beam, dim=0)
+    hyp_attention_mask = attention_mask.repeat_interleave(beam, dim=0)
     cache = None
     cur_len = 1
     graph = logp_buf = None
     while True:
-        out = model(encoder_outputs=enc, attention_mask=am, decoder_input_ids=seqs[:, cur_len - 1:cur_len],
-                    past_key_values=cache, use_cache=True, return_dict=True)
+        out = model(encoder_outputs=enc, attention_mask=hyp_attention_mask,
+                    decoder_input_ids=search.seqs[:, cur_len - 1:cur_len], past_key_values=cache, use_cache=True,
+                    return_dict=True)
         cache = out.past_key_values
         logits = out.logits[:, -1, :].float()
         logp = torch.log_softmax(logits, dim=-1)
-        logp = procs(seqs[:, :cur_len], logp)
+        logp = processors(search.seqs[:, :cur_len], logp)
         last_step = cur_len + 1 >= max_length
         if graph is None and use_graph and cur_len >= 2 and not last_step and not _GRAPH_FAILURES:
             logp_buf = logp.clone()
-            graph = _capture(lambda: step(logp_buf, None, False))
+            graph = _capture(lambda: search.step(logp_buf, None, False))
         if graph is not None and not last_step:
             logp_buf.copy_(logp)
             graph.replay()
         else:
-            step(logp, cur_len, last_step)
-        cache.reorder_cache(src_sel)
+            search.step(logp, cur_len, last_step)
+        cache.reorder_cache(search.src_sel)
         cur_len += 1
         if last_step or cur_len >= max_length:
             break
-        if not bool(unsat_heur.any()):
+        if not bool(search.unsat_heur.any()):
             break
-        if early_stopping is True and bool(is_fin.all()):
+        if early_stopping is True and bool(search.is_fin.all()):
             break
     if stats is not None:
         stats["steps"] = stats.get("steps", 0) + cur_len - 1
-    # to the host once (element by element, each read would wait for the device)
-    ok, scores, raw, lens, fseqs = (t.tolist() for t in (fin_ok, fin_scores, fin_raw, fin_len, fin_seqs))
-    results = []
-    for b in range(B):
-        rows = []
-        for k in range(K):
-            if not ok[b][k] or scores[b][k] <= NEG / 2:
-                continue
-            rows.append((fseqs[b][k][1:1 + lens[b][k]], raw[b][k], scores[b][k]))
-        results.append(rows)
-    return results
+    return search.finished()
+
+
+@dataclass
+class Candidates:
+    """One step's candidates: N per sentence (the top 2K, plus K x E extras with constraints)."""
+    score: torch.Tensor     # [B, N] accumulated log-prob; -inf for a duplicate or an invalid extra
+    beam: torch.Tensor      # [B, N] the hypothesis extended, 0..K-1 within its sentence
+    token: torch.Tensor     # [B, N] the token appended
+    source: torch.Tensor    # [B * N] the row of the hypothesis extended, 0..H-1
+    finishes: torch.Tensor  # [B, N] bool: the token is EOS, or this is the last step
+    finite: torch.Tensor    # [B, N] bool: a real score (neither banned nor a dead beam's)
+
+    @property
+    def n(self) -> int:
+        return self.score.shape[1]
+
+
+@dataclass
+class CandidateConstraints:
+    """Each candidate's constraint state after its token (rows [B * N], sentence-major)."""
+    may_end: torch.Tensor                   # [B, N] bool: finishing here satisfies every constraint
+    bank: torch.Tensor | None = None        # [B, N] positive constraint elements met
+    met: torch.Tensor | None = None         # [B * N, T] positive elements met (PositiveState.met)
+    cur: torch.Tensor | None = None         # [B * N] element last met inside an unfinished phrase
+    done: torch.Tensor | None = None        # [B * N] bool: all positive elements met
+    neg_node: torch.Tensor | None = None    # [B * N, ...] negative state (NegativeState.advance)
+    neg_progress: torch.Tensor | None = None
+
+
+class BeamSearch:
+    """The search state of one call, as tensors over H = B sentences x K beams updated in place by
+    :meth:`step` (a captured CUDA graph reads and writes these very tensors), and the step's stages."""
+
+    def __init__(self, loaded, gen_cfg, batch_size: int, *, beam: int, max_length: int, length_penalty: float,
+                 early_stopping: bool | str, pos: PositiveTables | None, neg) -> None:
+        from .banned import NegativeState
+
+        dev = self.dev = loaded.device
+        B, K = self.B, self.K = batch_size, beam
+        self.V = loaded.vocab.size
+        self.H = H = B * K
+        self.eos = eos = loaded.vocab.eos_id
+        self.max_length = max_length
+        self.length_penalty = length_penalty
+        self.early_stopping = early_stopping
+        self.pos = pos
+        start = gen_cfg.decoder_start_token_id
+        if start is None:
+            start = loaded.model.config.decoder_start_token_id
+        if isinstance(start, (list, tuple)):
+            start = start[0]
+        boundary = loaded.vocab.boundary.to(dev)
+        hyp_sentence = torch.arange(B, device=dev).repeat_interleave(K)  # [H] each hypothesis' sentence
+        constrained_pos = pos is not None and bool(pos.valid.any())
+        constrained_neg = neg is not None and not neg.empty
+        self.constrained = constrained_pos or constrained_neg
+        self.ps = PositiveState(pos, hyp_sentence, boundary) if constrained_pos else None
+        self.ns = None
+        if constrained_neg:
+            self.ns = NegativeState(neg, hyp_sentence, boundary, eos)
+            self.ns.set_token_info(loaded.vocab, dev)
+
+        pad = pad_token_id(gen_cfg)
+        self.seqs = torch.full((H, max_length), pad if pad is not None else eos, dtype=torch.long, device=dev)
+        self.seqs[:, 0] = start                                                   # [H, L] running hypotheses
+        self.run_scores = torch.zeros(B, K, device=dev)                           # [B, K]
+        self.run_scores[:, 1:] = NEG  # one live beam at the start: the others would repeat it
+        self.fin_seqs = self.seqs.view(B, K, max_length).clone()                  # [B, K, L] finished ones
+        self.fin_scores = torch.full((B, K), NEG, device=dev)                     # length-normalised
+        self.fin_raw = torch.full((B, K), NEG, device=dev)                        # sum of log-probs
+        self.fin_len = torch.zeros(B, K, dtype=torch.long, device=dev)
+        self.fin_ok = torch.zeros(B, K, dtype=torch.bool, device=dev)             # returned
+        self.is_fin = torch.zeros(B, K, dtype=torch.bool, device=dev)             # slot filled
+        self.unsat_heur = torch.ones(B, 1, dtype=torch.bool, device=dev)          # sentence still searching
+        self.cur_t = torch.ones((), dtype=torch.long, device=dev)   # cur_len on the device, for the graph
+        self.src_sel = torch.zeros(H, dtype=torch.long, device=dev)  # each new hypothesis' source row (cache)
+        # 1 / len ** length_penalty per length, as float32 (what a GPU divides by a Python number with)
+        self.inv_len = 1.0 / torch.tensor([max(n, 1) ** length_penalty for n in range(max_length + 1)], device=dev)
+        self.never = early_stopping == "never" and length_penalty > 0.0
+        self.not_boundary = ~boundary
+        self.hyp_in_beam = torch.arange(H, device=dev)[:, None] % K              # [H, 1]
+        self.sentence_base = torch.arange(B, device=dev)[:, None]                 # [B, 1]
+
+    def step(self, logp: torch.Tensor, cur_len: int | None, last_step: bool) -> None:
+        """One step's bookkeeping on ``logp`` [H, V] (in place). ``cur_len``: the Python length, or None
+        while capturing (then only ``cur_t`` says it)."""
+        self.apply_bans(logp)
+        cand = self.candidates(logp, last_step)
+        cons = self.constraint_states(cand, last_step)
+        order = self.allocate_banks(cand, cons)
+        ranked_score = cand.score.gather(1, order)
+        ranked_finishes = cand.finishes.gather(1, order)
+        ranked_finite = cand.finite.gather(1, order)
+        chosen, chosen_scores = self.select_running(order, ranked_score, ranked_finishes, ranked_finite)
+        self.add_finished(cand, cons, order, ranked_score, ranked_finishes, ranked_finite, cur_len)
+        self.advance(cand, cons, chosen, chosen_scores)
+        self.update_stopping(cur_len)
+
+    def apply_bans(self, logp: torch.Tensor) -> None:
+        """Banned tokens and, while positive constraints are unmet, EOS to -inf in ``logp`` [H, V], in
+        place (no [H, V] mask per step). EOS is a boundary: a pending one counts as met."""
+        if self.ns is not None:
+            self.ns.apply_bans(logp, float("-inf"))
+        if self.ps is not None:
+            logp[:, self.eos].masked_fill_(~self.ps.done, float("-inf"))
+
+    def candidates(self, logp: torch.Tensor, last_step: bool) -> Candidates:
+        """The top 2K of each sentence's (beam x vocab) scores (Hugging Face's set); with constraints also
+        each hypothesis' best token, its best word-boundary token and every unmet constraint's next token
+        (E extras per hypothesis), each (hypothesis, token) pair once."""
+        B, K, V = self.B, self.K, self.V
+        acc = logp + self.run_scores.view(self.H, 1)                                # [H, V]
+        top_s, top_i = torch.topk(acc.view(B, K * V), 2 * K, dim=1)                 # [B, 2K]
+        if self.constrained:
+            extra_tok = [logp.argmax(1)[:, None],  # (acc's row order is logp's: one score added per row)
+                         logp.masked_fill(self.not_boundary, float("-inf")).argmax(1)[:, None]]
+            if self.ps is not None:
+                extra_tok.append(self.ps.next_tokens())
+            et = torch.cat(extra_tok, 1)                                            # [H, E]
+            valid_e = et >= 0
+            et_c = et.clamp(min=0)
+            es = acc.gather(1, et_c).masked_fill(~valid_e, float("-inf"))
+            ei = (self.hyp_in_beam * V + et_c).view(B, -1)                         # [B, K * E]
+            cand_i = torch.cat([top_i, ei], 1)
+            cand_s = torch.cat([top_s, es.view(B, -1)], 1)
+            cand_s = cand_s.masked_fill(self._duplicates(top_i, ei, valid_e), float("-inf"))
+        else:
+            cand_i, cand_s = top_i, top_s
+        c_beam = cand_i // V
+        c_tok = cand_i % V
+        return Candidates(score=cand_s, beam=c_beam, token=c_tok,
+                          source=(self.sentence_base * K + c_beam).view(-1),
+                          finishes=(c_tok == self.eos) | last_step,
+                          finite=torch.isfinite(cand_s) & (cand_s > NEG / 2))
+
+    def _duplicates(self, top_i: torch.Tensor, extra_i: torch.Tensor, valid_e: torch.Tensor) -> torch.Tensor:
+        """[B, N] bool: every copy of a (hypothesis, token) pair but the first (copies have one score);
+        invalid extras get keys of their own (K * V + position) so that they never hide a real copy."""
+        B, K, V = self.B, self.K, self.V
+        key = torch.cat([top_i, torch.where(valid_e, extra_i.view_as(valid_e),
+                                            K * V + torch.arange(valid_e.numel(), device=self.dev).view_as(valid_e))
+                         .view(B, -1)], 1)
+        srt, srt_o = torch.sort(key, dim=1, stable=True)
+        dup = torch.zeros_like(srt, dtype=torch.bool)
+        dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
+        return torch.zeros_like(dup).scatter(1, srt_o, dup)
+
+    def constraint_states(self, cand: Candidates, last_step: bool) -> CandidateConstraints:
+        """Each candidate's constraint state after its token; its bank is the positive elements it met."""
+        B, N = self.B, cand.n
+        if not self.constrained:
+            return CandidateConstraints(may_end=torch.ones(B, N, dtype=torch.bool, device=self.dev))
+        cand_sentence = self.sentence_base.expand(B, N).reshape(-1)                 # [B * N]
+        flat_tok = cand.token.view(-1)
+        may_end = torch.ones(B * N, dtype=torch.bool, device=self.dev)
+        out = CandidateConstraints(may_end=may_end)
+        if self.ps is not None:
+            out.met, out.cur = self.ps.advance(cand.source, flat_tok, cand_sentence)
+            bank = out.met.sum(1)
+            out.done = self.ps.finish_ok(out.met, out.cur, cand_sentence, bank)
+            may_end &= out.done
+            out.bank = bank.view(B, N)
+        if self.ns is not None:
+            out.neg_node, out.neg_progress = self.ns.advance(cand.source, flat_tok, cand_sentence)
+            if last_step:
+                may_end &= ~(self.ns.ends_badly(out.neg_node, out.neg_progress, cand_sentence) & (flat_tok != self.eos))
+        out.may_end = may_end.view(B, N)
+        return out
+
+    def allocate_banks(self, cand: Candidates, cons: CandidateConstraints) -> torch.Tensor:
+        """[B, N] candidate positions in the order beam slots are filled: round-robin over banks by rank
+        within the bank (the best of every bank, most constraints met first, then the second best, ...).
+        With one bank this is plain score order; without constraints the top-2K order as it is."""
+        B, N = self.B, cand.n
+        if not self.constrained:
+            return torch.arange(N, device=self.dev).expand(B, N)
+        s_sorted, s_ord = torch.sort(cand.score, dim=1, descending=True, stable=True)
+        if self.ps is None:  # non-finite scores sort last anyway
+            return s_ord
+        b_sorted = cons.bank.gather(1, s_ord)
+        n_banks = int(self.pos.T + 1)
+        in_bank = b_sorted[:, :, None] == torch.arange(n_banks, device=self.dev)   # (one_hot without its checks)
+        rank = (in_bank.cumsum(1) * in_bank).sum(2) - 1                           # [B, N] rank within its bank
+        fin_sorted = torch.isfinite(s_sorted) & (s_sorted > NEG / 2)
+        key = rank * n_banks + (n_banks - 1 - b_sorted)
+        key = torch.where(fin_sorted, key, key + 10 ** 9 + rank)
+        _, k_ord = torch.sort(key, dim=1, stable=True)
+        return s_ord.gather(1, k_ord)
+
+    def select_running(self, order: torch.Tensor, ranked_score: torch.Tensor, ranked_finishes: torch.Tensor,
+                       ranked_finite: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The next running beams: the first K candidates in ``order`` that neither finish nor are dead.
+        Returns their candidate positions [B, K] and scores [B, K] (a dead slot's far below NEG)."""
+        N = order.shape[1]
+        skip = ranked_finishes | ~ranked_finite
+        run_key = torch.arange(N, device=self.dev)[None, :] + skip.long() * N
+        sel = torch.topk(-run_key, self.K, dim=1)[1]                                # positions in order
+        chosen = order.gather(1, sel)
+        scores = ranked_score.gather(1, sel) + skip.gather(1, sel).float() * NEG
+        scores = torch.where(torch.isfinite(scores), scores, torch.full_like(scores, 2 * NEG))
+        return chosen, scores
+
+    def add_finished(self, cand: Candidates, cons: CandidateConstraints, order: torch.Tensor,
+                     ranked_score: torch.Tensor, ranked_finishes: torch.Tensor, ranked_finite: torch.Tensor,
+                     cur_len: int | None) -> None:
+        """Merge the finishing candidates among the first K positions of ``order`` (only those can finish,
+        so only their sequences are gathered) into the K finished slots, as ``transformers`` does: scores
+        normalised by length ** length_penalty, none once a sentence is done; with constraints, only
+        hypotheses that satisfy them are returned."""
+        B, K, L = self.B, self.K, self.max_length
+        first = order[:, :K]                                                        # [B, K]
+        first_score = ranked_score[:, :K]
+        just = ranked_finishes[:, :K] & ranked_finite[:, :K] & cons.may_end.gather(1, first)
+        norm = self._over_len(first_score, cur_len)  # generated tokens including the final one: cur_len
+        full = self.is_fin.all(1, keepdim=True) & (self.early_stopping is True)
+        add = norm + full.float() * NEG + (~self.unsat_heur).float() * NEG + (~just).float() * NEG
+        cand_seqs = self.seqs[cand.source.view(B, -1).gather(1, first).reshape(-1)].view(B, K, L)
+        cand_seqs.scatter_(2, self.cur_t.view(1, 1, 1).expand(B, K, 1), cand.token.gather(1, first)[:, :, None])
+        m_seqs = torch.cat([self.fin_seqs, cand_seqs], 1)                           # [B, 2K, L]
+        m_scores = torch.cat([self.fin_scores, add], 1)
+        m_raw = torch.cat([self.fin_raw, first_score], 1)
+        m_len = torch.cat([self.fin_len, self.cur_t.expand(B, K)], 1)
+        m_ok = torch.cat([self.fin_ok, just & ~full & self.unsat_heur], 1)
+        m_isf = torch.cat([self.is_fin, just], 1)
+        keep = torch.topk(m_scores, K, dim=1)[1]                                    # [B, K]
+        self.fin_seqs.copy_(m_seqs.gather(1, keep[:, :, None].expand(-1, -1, L)))
+        self.fin_scores.copy_(m_scores.gather(1, keep))
+        self.fin_raw.copy_(m_raw.gather(1, keep))
+        self.fin_len.copy_(m_len.gather(1, keep))
+        self.fin_ok.copy_(m_ok.gather(1, keep))
+        self.is_fin.copy_(m_isf.gather(1, keep))
+
+    def advance(self, cand: Candidates, cons: CandidateConstraints, chosen: torch.Tensor,
+                chosen_scores: torch.Tensor) -> None:
+        """The chosen candidates [B, K] become the running hypotheses: sequences, constraint state, scores."""
+        B, N, H = self.B, cand.n, self.H
+        src_flat = cand.source.view(B, N).gather(1, chosen).view(-1)                # [H]
+        tok_flat = cand.token.gather(1, chosen).view(-1)
+        self.seqs.copy_(self.seqs[src_flat])
+        self.seqs.scatter_(1, self.cur_t.view(1, 1).expand(H, 1), tok_flat[:, None])
+        self.src_sel.copy_(src_flat)
+        if self.constrained:
+            flat_sel = (self.sentence_base * N + chosen).view(-1)
+            if self.ps is not None:
+                self.ps.met.copy_(cons.met[flat_sel])
+                self.ps.cur.copy_(cons.cur[flat_sel])
+                self.ps.done.copy_(cons.done[flat_sel])
+            if self.ns is not None:
+                self.ns.select(None, cons.neg_node[flat_sel], cons.neg_progress[flat_sel])
+        self.run_scores.copy_(chosen_scores)
+
+    def update_stopping(self, cur_len: int | None) -> None:
+        """``transformers``' early-stopping heuristic: a sentence is done once no running beam can beat its
+        worst finished one (best_len: the length just generated, or the maximum with ``"never"``)."""
+        lp = self.length_penalty
+        best_run = self.run_scores.max(1, keepdim=True)[0]
+        best_run = best_run / ((self.max_length - 1) ** lp) if self.never else self._over_len(best_run, cur_len)
+        worst_fin = torch.where(self.is_fin, self.fin_scores.min(1, keepdim=True)[0],
+                                torch.full_like(self.fin_scores, NEG))
+        self.unsat_heur.logical_and_((best_run > worst_fin).any(1, keepdim=True))
+        self.cur_t.add_(1)
+
+    def _over_len(self, x: torch.Tensor, cur_len: int | None) -> torch.Tensor:
+        """x / gen_len ** length_penalty: with the Python number when there is one (eager: exactly as
+        ``transformers``), else with the device's table (the graph), bit for bit what a GPU computes."""
+        # (index_select, not inv_len[cur_t]: indexing with a 0-dim tensor reads it on the host)
+        if cur_len is not None:
+            return x / (cur_len ** self.length_penalty)
+        return x * self.inv_len.index_select(0, self.cur_t.view(1))
+
+    def finished(self) -> list[list[tuple[list[int], float, float]]]:
+        """Per sentence its returned hypotheses, best first: (token ids after the start token, raw score,
+        normalised score). Read to the host in one transfer (element by element, each read would wait)."""
+        ok, scores, raw, lens, fseqs = (t.tolist() for t in (self.fin_ok, self.fin_scores, self.fin_raw,
+                                                             self.fin_len, self.fin_seqs))
+        results = []
+        for b in range(self.B):
+            rows = []
+            for k in range(self.K):
+                if not ok[b][k] or scores[b][k] <= NEG / 2:
+                    continue
+                rows.append((fseqs[b][k][1:1 + lens[b][k]], raw[b][k], scores[b][k]))
+            results.append(rows)
+        return results
 
 
 def _graphs_supported(dev) -> bool:

@@ -1,17 +1,14 @@
 """Dissimilarity re-ranking of an n-best list by word-level Levenshtein distance (ties: model score)."""
 from __future__ import annotations
 
+from rapidfuzz.distance import Levenshtein
+
 from .vocab import words_of
 
 
 def word_levenshtein(a: list[str], b: list[str]) -> int:
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i]
-        for j, y in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
-        prev = cur
-    return prev[-1]
+    """Word edit distance (insert, delete, substitute one word) between two token lists."""
+    return Levenshtein.distance(a, b)
 
 
 def rerank_dissimilar(outputs: list[dict], reference: str) -> list[dict]:

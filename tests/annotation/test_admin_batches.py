@@ -8,7 +8,7 @@ from .builders import sample_campaign
 pytestmark = pytest.mark.django_db
 
 FORM = {"provider": "local", "per_length": "2", "lengths": "5", "assignments": "3", "attention_rate": "0",
-        "seed": "4", "reward_usd": "0.10", "label": "pilot"}
+        "degraded_rate": "0", "seed": "4", "reward_usd": "0.10", "label": "pilot"}
 
 
 def test_create_batch_action_shows_a_form_then_makes_a_draft(admin_client):

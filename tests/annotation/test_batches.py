@@ -39,7 +39,8 @@ def test_every_candidate_of_the_sampled_references_is_in_exactly_one_hit():
 
 def test_attention_rate_is_met_and_the_check_is_the_reference_copy():
     campaign = sample_campaign(buckets=(5, 10, 20, 40), refs_per_bucket=10, candidates=4)
-    batch = hit_batch_create(campaign=campaign, provider="local", per_length=10, attention_rate=0.25, seed=3)
+    batch = hit_batch_create(campaign=campaign, provider="local", per_length=10, attention_rate=0.25, seed=3,
+                             degraded_rate=0)
     hits = list(batch.hits.prefetch_related("items__candidate").select_related("reference"))
     assert len(hits) == 40
     checked = [h for h in hits if any(i.is_attention_check for i in h.items.all())]
@@ -51,7 +52,8 @@ def test_attention_rate_is_met_and_the_check_is_the_reference_copy():
         assert hit.items.count() <= 5
     # no reference's copy is checked twice in one batch
     assert len({h.reference_id for h in checked}) == len(checked)
-    none = hit_batch_create(campaign=campaign, provider="local", per_length=10, attention_rate=0.0, seed=3)
+    none = hit_batch_create(campaign=campaign, provider="local", per_length=10, attention_rate=0.0, seed=3,
+                            degraded_rate=0)
     assert not HitItem.objects.filter(hit__batch=none, is_attention_check=True).exists()
 
 
@@ -125,7 +127,7 @@ def test_cli_errors_are_clear_and_create_nothing():
 def test_cli_mturk_sandbox_gives_a_cost_estimate_and_stays_a_draft():
     sample_campaign(refs_per_bucket=1, candidates=5)
     result = run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0",
-                     "--batch-settings", '{"reward_usd": "0.10"}')
+                     "--degraded-rate", "0", "--batch-settings", '{"reward_usd": "0.10"}')
     batch = Batch.objects.get(pk=result["batch"])
     assert batch.status == BatchStatus.DRAFT and result["hits"] == 2
     # 2 HITs x 3 assignments x $0.10 + MTurk's 20% fee
@@ -294,3 +296,16 @@ def test_a_publish_failing_after_the_checks_keeps_and_names_the_draft(settings, 
     with pytest.raises(CommandError, match=kept):
         run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0", "--publish")
     assert Batch.objects.get().status == BatchStatus.DRAFT
+
+
+def test_the_configured_hit_provider_is_the_default_of_the_cli_and_the_admin_form(settings):
+    """PARAFORGE_HIT_PROVIDER is the provider in use: a batch made without naming one goes there."""
+    from annotation.admin import BatchForm
+
+    sample_campaign(refs_per_bucket=1, candidates=5)
+    settings.PARAFORGE_HIT_PROVIDER = "mturk-sandbox"
+    batch = Batch.objects.get(pk=run_cli("--campaign", "sample", "--attention-rate", "0", "--degraded-rate", "0")["batch"])
+    assert batch.provider == "mturk" and batch.settings.get("sandbox") is True
+    assert BatchForm()["provider"].initial == "mturk-sandbox"
+    settings.PARAFORGE_HIT_PROVIDER = "local"
+    assert Batch.objects.get(pk=run_cli("--campaign", "sample")["batch"]).provider == "local"

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def batch():
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=2, candidates=5)
-    return published_batch(campaign, provider="local", attention_rate=0, assignments=2)
+    return published_batch(campaign, provider="local", attention_rate=0, degraded_rate=0, assignments=2)
 
 
 def user(name):
@@ -45,7 +45,7 @@ def test_full_hits_and_judged_candidates_are_skipped(batch):
     # 2 HITs x 2 slots: the fifth annotator finds nothing
     assert [a.hit_id for a in taken[:4]].count(taken[0].hit_id) == 2 and taken[4] is None
     # a second batch over the same sample: an annotator who judged a HIT never gets its candidates again
-    second = published_batch(batch.campaign, provider="local", attention_rate=0, assignments=2)
+    second = published_batch(batch.campaign, provider="local", attention_rate=0, degraded_rate=0, assignments=2)
     ann = taken[0].worker.user
     Assignment.objects.filter(pk=taken[0].pk).update(status=AssignmentStatus.SUBMITTED)
     from annotation.models import Judgment

@@ -22,7 +22,7 @@ def hits():
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=6, candidates=4,
                                settings={"min_judgments_per_worker": 1, "min_attention_checks": 5,
                                          "max_attention_failure_rate": 0.1, "attention_pass_mark": 100})
-    batch = published_batch(campaign, attention_rate=1.0, assignments=3)
+    batch = published_batch(campaign, attention_rate=1.0, degraded_rate=0, assignments=3)
     hits = list(batch.hits.order_by("id"))
     assert len(hits) == 6 and all(h.items.filter(is_attention_check=True).count() == 1 for h in hits)
     return hits
@@ -65,8 +65,9 @@ def test_attentive_workers_stay_and_figures_are_computed(hits):
     q2 = worker_quality(worker=Worker.objects.get(external_id="W2"))
     assert (q1.judgments, q1.attention_passed, q1.attention_failed, q1.failure_rate) == (25, 5, 0, 0.0)
     assert q1.seconds_per_hit is None and q2.seconds_per_hit == pytest.approx(42, abs=1)
-    # both gave 100 to checks and 40 elsewhere: perfect agreement
-    assert q1.agreement == pytest.approx(1.0)
+    # both gave 100 to checks and 40 elsewhere: agreement is over real candidates only, where nothing varies
+    # (the copies' shared 100s no longer make any two workers look in agreement)
+    assert q1.agreement is None
     assert not Worker.objects.filter(disqualified=True).exists()
 
 

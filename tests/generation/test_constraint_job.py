@@ -7,8 +7,8 @@ from django.urls import reverse
 from generation.constraint_job import KIND, output_key
 from generation.constraints import select_for_all_systems
 from generation.models import Corpus, CorpusShard, IdfTable
-from generation.shards import read_jsonl_gz, write_jsonl_gz
-from generation.storage import get_storage
+from infra.shards import read_jsonl_gz, write_jsonl_gz
+from infra.storage import get_storage
 from jobs.execution import job_run_inline, job_start
 from jobs.models import JobStatus
 

@@ -1,11 +1,15 @@
 """Selection output is pinned: all 37 systems on a few hundred varied, pre-tagged references must give
 exactly the JSON recorded in ``data/constraints_snapshot.json.gz``.
 
-The snapshot was recorded from the straightforward (pre-optimisation) selection code, so any speed work
-on generation.constraints / morphology / ppdb that changes a single phrase, its order, a seeded draw or a
-"no constraint set" reason fails here. The fixture holds its own tagged tokens (no spaCy needed), the
-IDF values of its words (from 10,000 STS-B sentences), and a small PPDB 2.0 file's lines. To re-record
-(only when a behaviour change is intended): ``.venv/bin/python tests/generation/test_constraints_snapshot.py``.
+The expected sets are derived from the reference implementation (generation/selection/reference.py,
+ParaBank §3.2 and Tab. 3 written out plainly), never from the fast path jobs run: speed work that changes
+a single phrase, its order, a seeded draw or a "no constraint set" reason fails here, and so does a
+reference that drifts from the recorded behaviour. The fixture holds its own tagged tokens (no spaCy
+needed), the IDF values of its words (from 10,000 STS-B sentences), and a small PPDB 2.0 file's lines.
+
+To re-derive the expected sets from the reference (only when a behaviour change is intended, after
+changing the reference): ``.venv/bin/python tests/generation/test_constraints_snapshot.py``; add
+``--retag`` to also re-record the inputs (needs spaCy and bench/constraints.py's corpus).
 """
 from __future__ import annotations
 
@@ -41,13 +45,20 @@ def _tagged(snapshot):
     return [TaggedSentence(text, tuple((t, p) for t, p in tokens)) for text, tokens in snapshot["sentences"]]
 
 
-def _run(case, tagged, idf, ppdb):
-    """What ``case`` of the snapshot records, computed by the current code."""
-    from generation.constraints import select_for_all_systems
+def _run(case, tagged, idf, ppdb, select=None):
+    """What ``case`` of the snapshot records, computed by ``select`` (default: the fast path jobs run)."""
+    if select is None:
+        from generation.constraints import select_for_all_systems as select
 
     kwargs = {k: case[k] for k in ("seed", "systems", "min_idf", "max_idf") if case.get(k) is not None}
-    return [[r.to_json() for r in select_for_all_systems(s, idf, ppdb=ppdb if case["ppdb"] else None, **kwargs)]
+    return [[r.to_json() for r in select(s, idf, ppdb=ppdb if case["ppdb"] else None, **kwargs)]
             for s in tagged[:case["sentences"]]]
+
+
+def _reference():
+    from generation.selection.reference import select_for_all_systems
+
+    return select_for_all_systems
 
 
 def _first_difference(expected, got, tagged):
@@ -68,6 +79,15 @@ def test_selection_matches_snapshot(snapshot, ppdb_index, name):
     got = _run(case, tagged, snapshot["idf"], ppdb_index)
     assert len(got) == case["sentences"] >= 20
     assert got == case["expected"], _first_difference(case["expected"], got, tagged)
+
+
+def test_the_snapshot_is_what_the_reference_selects(snapshot, ppdb_index):
+    """The recorded sets are the specification's: re-deriving them from the reference changes nothing."""
+    tagged = _tagged(snapshot)
+    for name in CASES:
+        case = snapshot["cases"][name]
+        got = _run(case, tagged, snapshot["idf"], ppdb_index, select=_reference())
+        assert got == case["expected"], _first_difference(case["expected"], got, tagged)
 
 
 def test_a_loaded_idf_table_gives_the_recorded_sets_across_windows(snapshot, ppdb_index):
@@ -161,12 +181,9 @@ EDGE_CASES = [
 ]
 
 
-def _record(out: Path) -> None:  # pragma: no cover - run by hand, see the module docstring
-    import math
+def _setup_django() -> None:  # pragma: no cover - run by hand, see the module docstring
     import os
-    import random
     import sys
-    from collections import Counter
 
     root = Path(__file__).resolve().parents[2]
     sys.path[:0] = [str(root), str(root / "bench")]
@@ -174,11 +191,19 @@ def _record(out: Path) -> None:  # pragma: no cover - run by hand, see the modul
     import django
 
     django.setup()
+
+
+def _tagged_inputs() -> dict:  # pragma: no cover - run by hand (--retag), see the module docstring
+    """The snapshot's inputs, recorded afresh: tagged references, their words' IDF, PPDB lines."""
+    import math
+    import random
+    from collections import Counter
+
     from constraints import load_sentences  # bench/constraints.py
 
-    from generation.constraints import TaggedSentence, tag_sentences
+    from generation.constraints import tag_sentences
     from generation.nlp import load_pipeline
-    from generation.ppdb import ALL_RELATIONS, open_ppdb
+    from generation.ppdb import ALL_RELATIONS
 
     corpus, _ = load_sentences(10_000)
     tokenizer = load_pipeline(tagger=False)
@@ -205,25 +230,42 @@ def _record(out: Path) -> None:  # pragma: no cover - run by hand, see the modul
                     other += " " + rng.choice(words)  # a multi-word paraphrase
                 lines.append(f"[{ptb[pos]}] ||| {word} ||| {other} ||| PPDB2.0Score=1.0 ||| 0-0 ||| {rng.choice(relations)}")
     lines += ["not a rule", "[NN] ||| told ||| said ||| x ||| 0-0 ||| Bogus"]
+    return {"sentences": [[s.text, [list(t) for t in s.tokens]] for s in tagged], "idf": idf, "ppdb_lines": lines}
 
-    snapshot = {"sentences": [[s.text, [list(t) for t in s.tokens]] for s in tagged], "idf": idf,
-                "ppdb_lines": lines, "cases": {}}
-    specs = {CASES[0]: {"seed": 0, "ppdb": True, "sentences": len(tagged)},
-             CASES[1]: {"seed": 12345, "ppdb": True, "systems": SEEDED_SYSTEMS, "sentences": len(tagged)},
+
+def derive_snapshot(out: Path, retag: bool = False) -> None:  # pragma: no cover - run by hand
+    """Write the snapshot: its inputs (kept, or re-recorded with ``retag``) and, for each case, the sets
+    the reference implementation selects -- never the fast path's."""
+    import os
+
+    _setup_django()
+    from generation.constraints import TaggedSentence
+    from generation.ppdb import open_ppdb
+
+    if retag or not out.exists():
+        inputs = _tagged_inputs()
+    else:
+        with gzip.open(out, "rt", encoding="utf-8") as fh:
+            inputs = {k: v for k, v in json.load(fh).items() if k != "cases"}
+    snapshot = {**inputs, "cases": {}}
+    specs = {CASES[0]: {"seed": 0, "ppdb": True, "sentences": len(inputs["sentences"])},
+             CASES[1]: {"seed": 12345, "ppdb": True, "systems": SEEDED_SYSTEMS, "sentences": len(inputs["sentences"])},
              CASES[2]: {"seed": 7, "ppdb": False, "min_idf": 4.0, "max_idf": 8.0, "sentences": 120}}
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "paraforge-snapshot-ppdb"
     folder.mkdir(exist_ok=True)
     path = folder / "ppdb.gz"
-    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    path.write_bytes(gzip.compress(("\n".join(inputs["ppdb_lines"]) + "\n").encode()))
     ppdb = open_ppdb(path, cache_dir=folder / "index")
-    fresh = [TaggedSentence(text, tuple(map(tuple, tokens))) for text, tokens in snapshot["sentences"]]
+    fresh = [TaggedSentence(text, tuple(map(tuple, tokens))) for text, tokens in inputs["sentences"]]
     for name, spec in specs.items():
-        snapshot["cases"][name] = {**spec, "expected": _run(spec, fresh, idf, ppdb)}
-    with gzip.open(out, "wt", encoding="utf-8") as fh:
-        json.dump(snapshot, fh, ensure_ascii=False, separators=(",", ":"))
+        snapshot["cases"][name] = {**spec, "expected": _run(spec, fresh, inputs["idf"], ppdb, select=_reference())}
+    with gzip.GzipFile(out, "wb", mtime=0) as raw:  # (mtime 0: the same sets give the same bytes)
+        raw.write(json.dumps(snapshot, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 if __name__ == "__main__":  # pragma: no cover
+    import sys
+
     FIXTURE.parent.mkdir(exist_ok=True)
-    _record(FIXTURE)
+    derive_snapshot(FIXTURE, retag="--retag" in sys.argv[1:])
     print(FIXTURE, FIXTURE.stat().st_size, "bytes")

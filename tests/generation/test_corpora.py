@@ -10,8 +10,8 @@ from moto import mock_aws
 from generation.corpora import (CR_IN_LINE, EMPTY_REFERENCE, INVALID_UTF8, MISSING_TAB, NUL_BYTE, TOO_LONG,
                                 CorpusImportError, corpus_import, corpus_records, detect_format)
 from generation.models import Corpus, CorpusShard, CorpusStatus
-from generation.shards import read_jsonl_gz
-from generation.storage import get_storage
+from infra.shards import read_jsonl_gz
+from infra.storage import get_storage
 
 pytestmark = pytest.mark.django_db
 

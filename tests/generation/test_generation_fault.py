@@ -15,8 +15,8 @@ from django.conf import settings
 from generation.corpora import corpus_import
 from generation.generation_job import KIND, candidate_shard_key
 from generation.models import IdfTable, ResourceShard
-from generation.shards import read_jsonl_gz
-from generation.storage import get_storage
+from infra.shards import read_jsonl_gz
+from infra.storage import get_storage
 from jobs.execution import job_resume, job_start, job_wait, workers_available
 from jobs.models import JobChunk, JobStatus
 from tests.conftest import ROOT, _database_url_of_test_db

@@ -7,16 +7,16 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from annotation.campaigns import campaign_from_sample
 from annotation.models import Campaign, Candidate, CandidateSystem, Reference
 from generation.constraints import select_for_all_systems
 from generation.corpora import corpus_import
 from generation.decoding import normalise_constraints, violations
-from generation.generation_job import (KIND, _run_chunk, campaign_from_sample, candidate_shard_key, length_bucket,
-                                       model_fingerprint)
+from generation.generation_job import KIND, _run_chunk, candidate_shard_key, length_bucket, model_fingerprint
 from generation.models import IdfTable, Resource, ResourceShard
 from generation.nlp import load_pipeline
-from generation.shards import read_jsonl_gz
-from generation.storage import get_storage
+from infra.shards import read_jsonl_gz
+from infra.storage import get_storage
 from jobs.execution import job_finish, job_run_inline, job_start
 from jobs.models import Job, JobStatus
 

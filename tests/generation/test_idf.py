@@ -13,7 +13,7 @@ from generation.corpora import corpus_import
 from generation.idf import IdfFileError, idf_table_export, idf_table_import, idf_table_load, read_idf_tsv
 from generation.idf_job import df_key
 from generation.models import IdfTable
-from generation.storage import get_storage
+from infra.storage import get_storage
 from jobs.execution import chunk_run, job_finish, job_run_inline, job_start
 from jobs.models import JobChunk, JobStatus
 

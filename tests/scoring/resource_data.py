@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from generation.models import Corpus, CorpusStatus, Resource, ResourceShard
-from generation.shards import write_jsonl_gz
+from infra.shards import write_jsonl_gz
 from jobs.models import Job, JobStatus
 from scoring.diversity import tokens
 from scoring.models import Regressor, ScoredResource

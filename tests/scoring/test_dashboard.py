@@ -97,3 +97,48 @@ def test_refused_to_anonymous_and_non_staff(client, campaign, who):
                 f"/research/campaigns/{campaign.pk}/tables/similarity.csv"):
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), url
+
+
+def test_estimate_switch_changes_the_similarity_table_and_its_downloads(staff_client, campaign):
+    base = f"/research/campaigns/{campaign.pk}/"
+    html = staff_client.get(base).content.decode()
+    assert 'aria-current="page">raw</strong>' in html and f'href="{base}?estimate=zscore"' in html
+    assert "Semantic similarity (0-100)</h2>" in html and "bias-corrected (worker z-scores)</h2>" not in html
+    html = staff_client.get(base + "?estimate=zscore&min_judgments=0").content.decode()
+    assert "Semantic similarity (0-100), bias-corrected (worker z-scores)</h2>" in html
+    assert f'href="{base}?min_judgments=0"' in html  # back to raw, keeping the minimum
+    assert 'name="estimate" value="zscore"' in html  # "Recompute" keeps the estimate
+    # the similarity downloads and plots carry the estimate; the other tables do not
+    z_json = f"{base}tables/similarity.json?min_judgments=0&amp;estimate=zscore"
+    assert z_json in html and f"{base}plots/similarity-by-length.png?min_judgments=0&amp;estimate=zscore" in html
+    assert f'{base}tables/fluency.csv?min_judgments=0"' in html
+    out = io.StringIO()
+    call_command("report", campaign.name, "--table", "similarity", "--estimate", "zscore", "--min-judgments", "0",
+                 stdout=out)
+    response = staff_client.get(z_json.replace("&amp;", "&"))
+    assert response.json() == json.loads(out.getvalue()) and response.json()["estimate"] == "zscore"
+    assert f'filename="campaign-{campaign.pk}-similarity-zscore.json"' in response["Content-Disposition"]
+    plot = staff_client.get(f"{base}plots/similarity-by-length.png?estimate=zscore")
+    assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("url", ["?estimate=bias", "?estimate=", "tables/similarity.csv?estimate=ZSCORE",
+                                 "tables/fluency.csv?estimate=zscore", "tables/reliability.json?estimate=raw",
+                                 "plots/fluency-by-length.png?estimate=zscore"])
+def test_bad_estimate_is_a_400(staff_client, campaign, url):
+    response = staff_client.get(f"/research/campaigns/{campaign.pk}/{url}")
+    if url == "?estimate=":  # an empty value is the default, as for min_judgments
+        assert response.status_code == 200
+    else:
+        assert response.status_code == 400 and b"estimate" in response.content
+
+
+def test_dashboard_shows_the_reliability_figures(staff_client, campaign):
+    out = io.StringIO()
+    call_command("report", campaign.name, "--table", "reliability", "--min-judgments", "0", stdout=out)
+    figures = json.loads(out.getvalue())
+    html = staff_client.get(f"/research/campaigns/{campaign.pk}/?min_judgments=0").content.decode()
+    assert "Reliability of the similarity judgments" in html and "Krippendorff's alpha (interval)" in html
+    assert f"{figures['n_candidates']} candidates with &ge; 4 judgments" in html
+    data = staff_client.get(f"/research/campaigns/{campaign.pk}/tables/reliability.json?min_judgments=0").json()
+    assert data == figures

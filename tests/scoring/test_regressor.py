@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Campaign
-from generation.storage import get_storage
+from infra.storage import get_storage
 from scoring.models import Regressor
 from scoring.regressor import (RegressorError, bootstrap_interval, group_split, regressor_load, spearman,
                                training_data)

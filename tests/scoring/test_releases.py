@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from moto import mock_aws
 
 from annotation.models import Campaign
-from generation.shards import write_jsonl_gz
+from infra.shards import write_jsonl_gz
 from jobs.models import Job, JobStatus
 from scoring.models import Release, ScoredResource
 from scoring.release_filters import FilterError, ngram_overlap, parse_filters

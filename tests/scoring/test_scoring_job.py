@@ -14,8 +14,8 @@ from django.conf import settings
 from threadpoolctl import threadpool_limits
 from django.core.management import CommandError, call_command
 
-from generation.shards import read_jsonl_gz
-from generation.storage import get_storage
+from infra.shards import read_jsonl_gz
+from infra.storage import get_storage
 from jobs.execution import job_resume, job_wait, workers_available
 from jobs.models import Job, JobChunk, JobStatus
 from scoring.models import Regressor, ScoredResource

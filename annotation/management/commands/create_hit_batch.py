@@ -1,12 +1,13 @@
 """Build a HIT batch from a generation job's evaluation sample; prints a JSON summary.
 
 ``python manage.py create_hit_batch --job JOB --provider local|mturk-sandbox|mturk [--per-length 100]
-[--lengths 5,10,20,40] [--assignments 3] [--attention-rate 0.1] [--seed S]`` prints
+[--lengths 5,10,20,40] [--assignments 3] [--attention-rate 0.1] [--degraded-rate 0.1] [--seed S]`` prints
 ``{"batch": <id>, "hits": <n>, "cost_estimate_usd": <x or null>}``. Local batches are live at once
 (nothing is spent); MTurk batches stay drafts until ``--publish`` or the admin's Publish action.
 """
 import json
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -34,11 +35,15 @@ class Command(BaseCommand):
         which = parser.add_mutually_exclusive_group(required=True)
         which.add_argument("--job", type=int, help="the generation job whose evaluation sample is the campaign")
         which.add_argument("--campaign", help="the campaign's name (instead of --job)")
-        parser.add_argument("--provider", required=True, choices=PROVIDER_NAMES)
+        parser.add_argument("--provider", choices=PROVIDER_NAMES,
+                            help="default: the PARAFORGE_HIT_PROVIDER setting (local unless set)")
         parser.add_argument("--per-length", type=int, default=100, help="references per length bucket")
         parser.add_argument("--lengths", default="5,10,20,40", help="length buckets, comma-separated")
         parser.add_argument("--assignments", type=int, default=3, help="different workers per HIT (R)")
         parser.add_argument("--attention-rate", type=float, default=0.1, help="share of HITs with an attention check")
+        parser.add_argument("--degraded-rate", type=float, default=None,
+                            help="share of HITs with a degraded copy of the reference (default 0.1, or the "
+                                 "--batch-settings degraded_rate)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--baseline", help="TSV of baseline outputs (ref_id, candidate[, sys_id]) to add first")
         parser.add_argument("--baseline-system", default="35", help="system id of --baseline rows without sys_id")
@@ -48,7 +53,8 @@ class Command(BaseCommand):
         parser.add_argument("--publish", action="store_true", help="publish MTurk batches now (spends money)")
 
     def handle(self, *args, job, campaign, provider, per_length, lengths, assignments, attention_rate, seed,
-               baseline, baseline_system, label, batch_settings, publish, **options):
+               baseline, baseline_system, label, batch_settings, publish, degraded_rate=None, **options):
+        provider = provider or settings.PARAFORGE_HIT_PROVIDER
         try:
             extra = json.loads(batch_settings)
         except json.JSONDecodeError as exc:
@@ -69,7 +75,7 @@ class Command(BaseCommand):
                 batch = hit_batch_create(
                     campaign=target, provider=provider, per_length=per_length, lengths=_lengths(lengths),
                     assignments=assignments, attention_rate=attention_rate, seed=seed, baseline=baseline,
-                    baseline_system=baseline_system, label=label, settings=extra)
+                    baseline_system=baseline_system, label=label, settings=extra, degraded_rate=degraded_rate)
                 cost = batch_cost_estimate_usd(batch=batch)
                 if paid and cost is not None:
                     batch_publish_check(provider=provider, settings=batch.settings, cost_usd=cost)

@@ -88,12 +88,9 @@ class Command(BaseCommand):
         except (GenerationSettingsError, ValueError) as exc:
             raise CommandError(_one_line(exc)) from None
         resource = Resource.objects.filter(job=job).first()
-        from annotation.models import Campaign
-
-        campaign = Campaign.objects.filter(job=job).first()
         out = {"job": job.pk, "status": job.status, "corpus": corpus.pk,
                "resource": resource.pk if resource else None, "name": resource.name if resource else None,
-               "campaign": campaign.pk if campaign else None, "chunks": job.total_chunks,
+               "campaign": job.result.get("campaign"), "chunks": job.total_chunks,
                "references": job.result.get("references"), "pairs": job.result.get("pairs")}
         if "sample" in job.params:
             out["sample"] = job.params["sample"]

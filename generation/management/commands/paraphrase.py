@@ -29,14 +29,21 @@ from typing import Callable
 
 from django.core.management.base import BaseCommand, CommandError
 
+from infra.textfiles import TextFileError, atomic_write, read_lines
+
 
 def _one_line(message: object) -> str:
     return " ".join(str(message).split())
 
 
+def _text_lines(path: str) -> list[str]:
+    """The file's lines (plain or gzipped, strict UTF-8: see infra/textfiles.py), endings stripped."""
+    return [line.rstrip("\n") for _, line in read_lines(path, newline=None)]
+
+
 def read_inputs(path: str) -> tuple[list[str], list[str | None]]:
     sources, refs = [], []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in _text_lines(path):
         src, _, ref = line.partition("\t")
         sources.append(src)
         refs.append(ref or None)
@@ -50,7 +57,7 @@ def read_constraints(path: str, n_inputs: int) -> list[dict]:
     """One constraint object per input line, each checked now so that a bad line fails before decoding."""
     from generation.decoding import ConstraintError, normalise_constraints
 
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = _text_lines(path)
     if len(lines) != n_inputs:
         raise CommandError(f"{path}: {len(lines)} constraint lines for {n_inputs} input lines (one per input line needed)")
     out = []
@@ -137,12 +144,12 @@ class Command(BaseCommand):
             raise CommandError("--system needs --idf IDF.tsv")
         try:
             sources, refs = read_inputs(o["input"])
-        except OSError as exc:
+        except (OSError, TextFileError) as exc:
             raise CommandError(_one_line(f"cannot read --input: {exc}")) from None
         if o["constraints"]:
             try:
                 cons = read_constraints(o["constraints"], len(sources))
-            except OSError as exc:
+            except (OSError, TextFileError) as exc:
                 raise CommandError(_one_line(f"cannot read --constraints: {exc}")) from None
         elif o["system"]:
             pick = system_constraints(o["system"], o["idf"], o["seed"], o["ppdb"])
@@ -158,25 +165,20 @@ class Command(BaseCommand):
         except ModelFolderError as exc:
             raise CommandError(_one_line(exc)) from None
         out = Path(o["output"])
-        tmp = out.with_name(out.name + ".tmp")
         block = BLOCK_BATCHES * o["batch_size"]
         n_unsat, started = 0, time.monotonic()
-        try:
-            with tmp.open("w", encoding="utf-8") as fh:
-                for k in range(0, len(sources), block):
-                    results = decode(model, sources[k:k + block], cons[k:k + block], beam=o["beam"],
-                                     nbest=o["nbest"], max_length=o["max_length"],
-                                     length_penalty=o["length_penalty"], batch_size=o["batch_size"],
-                                     rerank_dissimilar=o["rerank_dissimilar"], references=refs[k:k + block])
-                    for r in results:
-                        fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
-                    n_unsat += sum(r.unsatisfiable for r in results)
-                    done = k + len(results)
-                    if done < len(sources):
-                        rate = done / max(time.monotonic() - started, 1e-9)
-                        self.stderr.write(f"{done}/{len(sources)} inputs decoded ({rate:.1f}/s)")
-            tmp.replace(out)
-        except BaseException:  # interrupted or failed: no half-written file left beside OUT
-            tmp.unlink(missing_ok=True)
-            raise
+        # interrupted or failed: no half-written file left beside OUT
+        with atomic_write(out, "w", encoding="utf-8") as fh:
+            for k in range(0, len(sources), block):
+                results = decode(model, sources[k:k + block], cons[k:k + block], beam=o["beam"],
+                                 nbest=o["nbest"], max_length=o["max_length"],
+                                 length_penalty=o["length_penalty"], batch_size=o["batch_size"],
+                                 rerank_dissimilar=o["rerank_dissimilar"], references=refs[k:k + block])
+                for r in results:
+                    fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+                n_unsat += sum(r.unsatisfiable for r in results)
+                done = k + len(results)
+                if done < len(sources):
+                    rate = done / max(time.monotonic() - started, 1e-9)
+                    self.stderr.write(f"{done}/{len(sources)} inputs decoded ({rate:.1f}/s)")
         self.stderr.write(f"{len(sources)} inputs decoded, {n_unsat} unsatisfiable -> {out}")

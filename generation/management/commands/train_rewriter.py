@@ -1,4 +1,4 @@
-"""``python manage.py train_rewriter``: train the monolingual rewriter (see generation/rewriter.py).
+"""``python manage.py train_rewriter``: train the monolingual rewriter (see generation/rewriter/).
 
     python manage.py train_rewriter --make-demo-pairs var/rewriter-train/demo-pairs.tsv
     python manage.py train_rewriter --pairs var/rewriter-train/demo-pairs.tsv --out var/rewriter-train \\
@@ -129,17 +129,17 @@ class Command(BaseCommand):
 
         command = "python manage.py train_rewriter " + shlex.join(sys.argv[2:]) \
             if len(sys.argv) > 1 and sys.argv[1] == "train_rewriter" else None
+        train_config = rewriter.TrainConfig(
+            o["pairs"], o["out"], architecture=config, steps=o["steps"], batch_size=o["batch_size"],
+            lr=o["lr"], warmup=o["warmup"], schedule=o["schedule"],
+            label_smoothing=o["label_smoothing"], vocab_size=o["vocab_size"], max_len=o["max_len"],
+            checkpoint_every=o["checkpoint_every"], keep_checkpoints=o["keep_checkpoints"],
+            seed=o["seed"], threads=o["threads"], resume=not o["no_resume"],
+            export_dir=o["export_dir"], export_only=o["export_only"], half=o["fp16"],
+            command=command, data_note=o["data_note"], stop_after=o["stop_after"], device=o["device"],
+        )
         try:
-            result = rewriter.train(
-                o["pairs"], o["out"], config=config, steps=o["steps"], batch_size=o["batch_size"],
-                lr=o["lr"], warmup=o["warmup"], schedule=o["schedule"],
-                label_smoothing=o["label_smoothing"], vocab_size=o["vocab_size"], max_len=o["max_len"],
-                checkpoint_every=o["checkpoint_every"], keep_checkpoints=o["keep_checkpoints"],
-                seed=o["seed"], threads=o["threads"], resume=not o["no_resume"],
-                export_dir=o["export_dir"], export_only=o["export_only"], half=o["fp16"],
-                progress=progress, command=command, data_note=o["data_note"], stop_after=o["stop_after"],
-                device=o["device"],
-            )
+            result = rewriter.train_with(train_config, progress=progress)
         except (rewriter.PairsFileError, rewriter.TrainOptionsError, FileNotFoundError) as exc:
             raise CommandError(str(exc)) from None
         if tty:

@@ -1,36 +1,48 @@
-"""``python manage.py report CAMPAIGN --table similarity|fluency|diversity [--format json|md|csv] [--min-judgments N]``"""
+"""``python manage.py report CAMPAIGN --table similarity|fluency|diversity|reliability [--format json|md|csv]
+[--min-judgments N] [--estimate raw|zscore]``"""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign
-from scoring.tables import TABLES, build_table, render_csv, render_markdown
+from scoring.aggregation import ESTIMATES
+from scoring.tables import REPORT_TABLES, EstimateError, build_table, check_estimate, render_csv, render_markdown
 
 
 class Command(BaseCommand):
     help = ("Print a campaign's ParaBank-style table: similarity (Tab. 4 top), fluency = meaningful-and-"
             "grammatical rate (Tab. 5) or diversity = BLEU without brevity penalty (Tab. 4 bottom), by system "
-            "x length bucket.")
+            "x length bucket; or reliability = split-half reliability of the raw and z-score similarity "
+            "estimates and Krippendorff's alpha.")
 
     def add_arguments(self, parser):
         parser.add_argument("campaign", help="campaign name")
-        parser.add_argument("--table", required=True, choices=list(TABLES))
+        parser.add_argument("--table", required=True, choices=list(REPORT_TABLES))
         parser.add_argument("--format", choices=["json", "md", "csv"], default="json")
         parser.add_argument("--min-judgments", type=int, default=None, dest="min_judgments",
                             help="count only workers with at least N judgments in the campaign "
                                  "(default: the campaign's min_judgments_per_worker, 25)")
+        parser.add_argument("--estimate", choices=list(ESTIMATES), default=None,
+                            help="similarity table only: raw = mean score (ParaBank's, the default) or zscore = "
+                                 "worker-standardised scores mapped back to 0-100")
 
-    def handle(self, *args, campaign, table, format, min_judgments, **options):
+    def handle(self, *args, campaign, table, format, min_judgments, estimate, **options):
+        try:
+            check_estimate(table, estimate)
+        except EstimateError as exc:
+            raise CommandError(f"--estimate: {exc}") from None
         try:
             obj = Campaign.objects.get(name=campaign)
         except Campaign.DoesNotExist:
             raise CommandError(f"no campaign named {campaign!r}") from None
         if min_judgments is not None and min_judgments < 0:
             raise CommandError("--min-judgments must be >= 0")
-        result = build_table(obj, table, min_judgments)
+        result = build_table(obj, table, min_judgments, estimate)
         if format == "json":
             self.stdout.write(json.dumps(result, ensure_ascii=False))
         elif format == "md":
             self.stdout.write(render_markdown(result), ending="")
         else:
             self.stdout.write(render_csv(result), ending="")
+            if result.get("estimate") == "zscore":  # the CSV has no room for it; the researcher should know
+                self.stderr.write(f"{result['workers_sd0']} worker(s) with SD 0 left out of the z-score estimate")

@@ -1,9 +1,10 @@
 """``train_regressor CAMPAIGN --name NAME [--test-fraction 0.2] [--seed S] [--replace] [--no-embeddings]
-[--min-judgments N]``"""
+[--min-judgments N] [--target raw|zscore]``"""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from scoring.aggregation import ESTIMATES
 from scoring.regressor import RegressorError, regressor_train
 
 
@@ -22,11 +23,16 @@ class Command(BaseCommand):
                             help="leave out the sentence-embedding cosine (faster, less accurate)")
         parser.add_argument("--min-judgments", type=int, default=None, dest="min_judgments",
                             help="count only workers with at least N judgments (default: the campaign's minimum)")
+        parser.add_argument("--target", choices=list(ESTIMATES), default="raw",
+                            help="what to predict: raw = mean similarity (ParaBank's, the default) or zscore = the "
+                                 "bias-corrected estimate (worker z-scores mapped back to 0-100)")
 
-    def handle(self, *args, campaign, name, test_fraction, seed, replace, with_embeddings, min_judgments, **options):
+    def handle(self, *args, campaign, name, test_fraction, seed, replace, with_embeddings, min_judgments, target,
+               **options):
         try:
             row = regressor_train(campaign=campaign, name=name, test_fraction=test_fraction, seed=seed,
-                                  with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments)
+                                  with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments,
+                                  target=target)
         except RegressorError as exc:
             raise CommandError(str(exc)) from None
         m = row.metrics

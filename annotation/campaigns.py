@@ -1,0 +1,86 @@
+"""A finished generation job's evaluation sample becomes an annotation campaign.
+
+annotation's side of the data flow generation -> annotation: generation knows nothing of campaigns, and
+annotation hooks in when the app is ready (:func:`register_generation_hooks`) -- the campaign is written in
+the ``generate`` job's finishing transaction (so ``generate --wait`` reports it), takes the resource's name
+(so that name is refused up front), and the resource admin links to it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
+
+from generation.models import Corpus, Resource
+from infra.shards import read_jsonl_gz
+from jobs.models import Job, JobChunk
+
+from .models import Campaign, Candidate, CandidateSystem, Reference
+
+
+def campaign_from_sample(job: Job, chunks: list[JobChunk], *, name: str) -> Campaign:
+    """The annotation campaign of an evaluation sample: its references and merged candidates, written once."""
+    params = job.params
+    buckets = {r["i"]: r["bucket"] for c in chunks for r in c.params["references"]}
+    with transaction.atomic():
+        campaign, _ = Campaign.objects.get_or_create(job=job, defaults={
+            "name": name, "description": (
+                f"evaluation sample of corpus {Corpus.objects.get(pk=params['corpus']).name}: up to "
+                f"{params['sample_per_length']} references per length {params['lengths']}, systems "
+                f"{', '.join(map(str, params['systems']))}, model {params['model']}")})
+        records = [r for c in chunks for r in read_jsonl_gz(c.result["key"])]
+        Reference.objects.bulk_create(
+            [Reference(campaign=campaign, ref_id=str(r["ref_index"]), text=r["reference"],
+                       length_bucket=buckets[r["ref_index"]],
+                       extra={"source": r["source"], "length": r["length"], "ref_index": r["ref_index"]})
+             for r in records], ignore_conflicts=True)
+        refs = {x.ref_id: x for x in campaign.references.all()}
+        Candidate.objects.bulk_create(
+            [Candidate(reference=refs[str(r["ref_index"])], text=c["text"], nll=c["nll"])
+             for r in records for c in r["candidates"]], ignore_conflicts=True)
+        ids = {(ref_id, text): pk for pk, ref_id, text in
+               Candidate.objects.filter(reference__campaign=campaign).values_list("pk", "reference__ref_id", "text")}
+        CandidateSystem.objects.bulk_create(
+            [CandidateSystem(candidate_id=ids[(str(r["ref_index"]), c["text"])], system=s)
+             for r in records for c in r["candidates"] for s in c["systems"]], ignore_conflicts=True)
+    return campaign
+
+
+def campaign_from_generation_job(job: Job, chunks: list[JobChunk], result: dict[str, Any]) -> dict[str, Any]:
+    """Finish hook of ``generate``: a job that drew an evaluation sample gets its campaign, named after the
+    resource; the job's result records it (``campaign``: its id, None without a sample)."""
+    if "sample_per_length" not in job.params:
+        return {"campaign": None}
+    return {"campaign": campaign_from_sample(job, chunks, name=result["name"]).pk}
+
+
+def campaign_name_taken(name: str) -> str | None:
+    """Name check of ``generate``: the sample's campaign will take the resource's name."""
+    if Campaign.objects.filter(name=name).exists():
+        return f"an annotation campaign named {name!r} already exists"
+    return None
+
+
+def sample_campaign_link(resource: Resource) -> str | None:
+    """The resource admin's "evaluation sample": a link to the campaign made from its job."""
+    campaign = Campaign.objects.filter(job_id=resource.job_id).first() if resource.job_id else None
+    if campaign is None:
+        return None
+    try:
+        return format_html('<a href="{}">{}</a>', reverse("admin:annotation_campaign_change", args=[campaign.pk]),
+                           campaign.name)
+    except NoReverseMatch:
+        return campaign.name
+
+
+def register_generation_hooks() -> None:
+    """Called from AnnotationConfig.ready(): generation reaches annotation only through these hooks."""
+    from generation.generation_job import KIND
+    from generation.hooks import add_name_check, add_sample_link
+    from jobs.registry import add_finish_hook
+
+    add_finish_hook(KIND, campaign_from_generation_job)
+    add_name_check(campaign_name_taken)
+    add_sample_link(sample_campaign_link)

@@ -1,0 +1,30 @@
+"""The monolingual rewriter (SPEC §1 "Monolingual rewriter", ParaBank §6): train a small Marian-style
+English->English seq2seq model on ``sentence<TAB>paraphrase`` pairs and save a Hugging Face folder
+that the constrained decoder loads like any other checkpoint.
+
+Plain functions, no Django: the ``train_rewriter`` management command is a thin wrapper.
+
+* :mod:`.data` — :func:`read_pairs` (a ``sentence<TAB>paraphrase`` file, ``.gz`` too, with line-numbered
+  errors) and :func:`build_synthetic_pairs` (demo training data: public English sentences from STS-B and
+  SICK paired with a noised copy, PPDB synonym substitution, word drops, local swaps, both directions).
+* :mod:`.tokenizer` — :func:`train_tokenizer`, a SentencePiece unigram model wrapped as a ``MarianTokenizer``.
+* :mod:`.options` — :class:`TrainConfig` and the checks that refuse settings that cannot train.
+* :mod:`.training` — :func:`train_with` / :func:`train`: warm-up, label smoothing, clipping,
+  length-bucketed batches, atomic checkpoints (:mod:`.checkpoints`) and automatic resumption.
+* :mod:`.export` — :func:`export` writes the final folder; :func:`load_rewriter`, :func:`rewrite`.
+"""
+from __future__ import annotations
+
+from .checkpoints import CHECKPOINTS, STATE_FILE, latest_checkpoint
+from .data import (PairsFileError, build_synthetic_pairs, file_sha256, iter_pairs, load_ppdb_synonyms,
+                   noise_sentence, read_pairs, read_public_sentences)
+from .export import TRAINING_JSON, export, load_rewriter, rewrite
+from .options import DEFAULT_CONFIG, TrainConfig, TrainOptionsError, build_config, check_device, check_train_options
+from .tokenizer import TOKENIZER_DIR, load_tokenizer, train_tokenizer
+from .training import TrainResult, train, train_with
+
+__all__ = ["CHECKPOINTS", "DEFAULT_CONFIG", "STATE_FILE", "TOKENIZER_DIR", "TRAINING_JSON", "PairsFileError",
+           "TrainConfig", "TrainOptionsError", "TrainResult", "build_config", "build_synthetic_pairs",
+           "check_device", "check_train_options", "export", "file_sha256", "iter_pairs", "latest_checkpoint",
+           "load_ppdb_synonyms", "load_rewriter", "load_tokenizer", "noise_sentence", "read_pairs",
+           "read_public_sentences", "rewrite", "train", "train_tokenizer", "train_with"]

@@ -1,0 +1,76 @@
+"""Training checkpoints: ``checkpoints/step-XXXXXXX/state.pt`` (model, optimizer, schedule, RNG state and
+history), written atomically, the newest few kept; a re-run resumes from the latest."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+CHECKPOINTS = "checkpoints"
+STATE_FILE = "state.pt"
+
+
+def _latest_checkpoint(out_dir: Path) -> Path | None:
+    root = out_dir / CHECKPOINTS
+    if not root.is_dir():
+        return None
+    cands = sorted(p for p in root.iterdir()
+                   if p.is_dir() and re.fullmatch(r"step-\d+", p.name) and (p / STATE_FILE).is_file())
+    return cands[-1] if cands else None
+
+
+def latest_checkpoint(out_dir) -> Path | None:
+    return _latest_checkpoint(Path(out_dir))
+
+
+def load_state(checkpoint: Path | None) -> dict | None:
+    """A checkpoint's saved state (None without one), on the CPU."""
+    import torch
+
+    return torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=False) if checkpoint else None
+
+
+def _rng_state():
+    import torch
+
+    return {"python": random.getstate(), "torch": torch.get_rng_state()}
+
+
+def _set_rng_state(state):
+    import torch
+
+    if not state:
+        return
+    random.setstate(state["python"])
+    torch.set_rng_state(state["torch"])
+
+
+def _save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path:
+    """Write ``checkpoints/step-XXXXXXX`` atomically (a temporary folder renamed into place) and keep
+    only the newest ``keep`` checkpoints."""
+    import torch
+
+    root = out_dir / CHECKPOINTS
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step-{step:07d}"
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-step-{step:07d}-", dir=root))
+    torch.save(payload, tmp / STATE_FILE)
+    with open(tmp / "meta.json", "w") as fh:
+        json.dump({"step": step, "loss": payload.get("last_loss"), "saved_at": _now()}, fh)
+    if final.exists():
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    if keep > 0:
+        olds = sorted(p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"step-\d+", p.name))
+        for p in olds[:-keep]:
+            shutil.rmtree(p, ignore_errors=True)
+    return final
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

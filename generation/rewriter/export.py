@@ -1,0 +1,70 @@
+"""The rewriter's Hugging Face folder: export a trained model (with its provenance in
+``paraforge_training.json``), load one, rewrite with it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+TRAINING_JSON = "paraforge_training.json"
+
+
+def _tf_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
+def export(model, tokenizer, dest, *, half: bool = False, info: dict | None = None) -> Path:
+    """``save_pretrained`` (safetensors) + tokenizer + ``paraforge_training.json`` into ``dest``,
+    written to a temporary sibling folder first and swapped in."""
+    import torch
+    from transformers import GenerationConfig
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dest.name}-", dir=dest.parent))
+    model = model.eval()
+    if half:
+        model = model.to(torch.float16)
+    cfg = model.config
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=cfg.decoder_start_token_id, pad_token_id=cfg.pad_token_id,
+        eos_token_id=cfg.eos_token_id, forced_eos_token_id=cfg.eos_token_id,
+        bad_words_ids=[[cfg.pad_token_id]], num_beams=4, max_length=128)
+    model.save_pretrained(str(tmp), safe_serialization=True)
+    if half:
+        model.to(torch.float32)
+    tokenizer.save_pretrained(str(tmp))
+    with open(tmp / TRAINING_JSON, "w", encoding="utf-8") as fh:
+        json.dump(info or {}, fh, indent=2)
+    # replace the exported files one by one: other files there (README.md, checkpoints/ when
+    # exporting into the training folder) stay
+    dest.mkdir(parents=True, exist_ok=True)
+    for p in tmp.iterdir():
+        os.chmod(p, 0o644)
+        os.replace(p, dest / p.name)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def load_rewriter(path):
+    """(model, tokenizer) from a saved folder, float32 on CPU, no network."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
+    return model.eval(), tok
+
+
+def rewrite(model, tokenizer, sentences: list[str], *, num_beams: int = 4, max_new_tokens: int = 64,
+            **kwargs) -> list[str]:
+    import torch
+
+    enc = tokenizer(sentences, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        out = model.generate(**enc, num_beams=num_beams, max_new_tokens=max_new_tokens, **kwargs)
+    return tokenizer.batch_decode(out, skip_special_tokens=True)

@@ -1,0 +1,370 @@
+"""Training the rewriter: :func:`train_with` runs a :class:`~.options.TrainConfig` in named stages (the
+pairs, the tokenizer, the model and optimizer restored from the latest checkpoint, the loop, the export);
+:func:`train` is the same with the options as keyword arguments.
+
+Written by hand rather than with ``Seq2SeqTrainer``: its checkpoints, resumption and batches differ from
+these (atomic ``step-N`` checkpoints holding the RNG state, length-bucketed batches fixed by (seed, epoch)
+so that a resumed run sees the batch an uninterrupted one would, a new peak lr honoured on resume)."""
+from __future__ import annotations
+
+import math
+import random
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .checkpoints import CHECKPOINTS, _latest_checkpoint, _now, _rng_state, _save_checkpoint, _set_rng_state, load_state
+from .data import PairsFileError, file_sha256, read_pairs
+from .export import _tf_version, export
+from .options import TrainConfig, build_config
+from .tokenizer import prepare_tokenizer
+
+Progress = Callable[[dict], None]
+
+
+@dataclass
+class TrainResult:
+    out_dir: str
+    step: int
+    start_step: int
+    final_loss: float | None
+    valid_loss: float | None
+    pairs: int
+    parameters: int
+    checkpoint: str | None
+    exported: bool
+    seconds: float
+    history: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def train(pairs_path, out_dir, *, config: dict | None = None, progress: Progress | None = None,
+          **options: Any) -> TrainResult:
+    """Train (or resume training) a Marian-style rewriter on a ``sentence<TAB>paraphrase`` file: ``config``
+    is the architecture, ``options`` the other :class:`TrainConfig` fields. The final folder
+    (``export_dir``, default ``out_dir``) is a Hugging Face folder: config, safetensors weights,
+    tokenizer, ``paraforge_training.json``."""
+    return train_with(TrainConfig(pairs_path, out_dir, architecture=config, **options), progress=progress)
+
+
+def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResult:
+    """Run ``cfg``: train up to ``cfg.steps`` (or ``stop_after`` new ones), then export once all are done.
+    ``progress`` gets a dict after every step."""
+    import torch
+
+    t0 = time.time()
+    # Everything that can refuse the run (settings, the pairs file, the new tokenizer) comes before
+    # --no-resume deletes the previous checkpoints and tokenizer.
+    cfg.check()
+    out_dir = Path(cfg.out_dir)
+    pairs = _training_pairs(cfg)
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ckpt = _latest_checkpoint(out_dir) if (cfg.resume or cfg.export_only) else None
+    if cfg.export_only and ckpt is None:
+        raise FileNotFoundError(f"no checkpoint under {out_dir / CHECKPOINTS} to export")
+    state = load_state(ckpt)
+    tokenizer = prepare_tokenizer(out_dir, pairs, resuming=state is not None, export_only=cfg.export_only,
+                                  resume=cfg.resume, vocab_size=cfg.vocab_size, seed=cfg.seed)
+    run = _start_run(cfg, tokenizer, state, ckpt, pairs)
+    if not cfg.export_only and run.step < cfg.steps:
+        _train_loop(cfg, run, tokenizer, progress, t0)
+    exported = False
+    dest = Path(cfg.export_dir) if cfg.export_dir else out_dir
+    if cfg.export_only or run.step >= cfg.steps:
+        run.model.to("cpu")
+        export(run.model, tokenizer, dest, half=cfg.half, info=_export_info(cfg, run))
+        exported = True
+    return TrainResult(out_dir=str(dest if exported else out_dir), step=run.step, start_step=run.start_step,
+                       final_loss=run.last_loss, valid_loss=run.valid_loss, pairs=len(pairs),
+                       parameters=run.n_params, checkpoint=run.ckpt_path, exported=exported,
+                       seconds=round(time.time() - t0, 1), history=run.history)
+
+
+def _training_pairs(cfg: TrainConfig) -> list[tuple[str, str]]:
+    """The pairs to train on (none for ``export_only``)."""
+    if cfg.export_only:
+        return []
+    if not cfg.pairs_path:
+        raise PairsFileError("no pairs file given")
+    return read_pairs(Path(cfg.pairs_path))
+
+
+@dataclass
+class _Run:
+    """A run's model, optimizer and schedule, and what it has done so far (restored from a checkpoint)."""
+    model: Any
+    model_config: Any
+    optimizer: Any
+    scheduler: Any
+    device: Any
+    n_params: int
+    meta: dict
+    pairs: list
+    step: int = 0
+    start_step: int = 0
+    history: list = field(default_factory=list)
+    last_loss: float | None = None
+    valid_loss: float | None = None
+    ckpt_path: str | None = None
+
+    def payload(self, cfg: TrainConfig) -> dict:
+        """What a checkpoint saves."""
+        meta = self.meta
+        pairs_path = Path(cfg.pairs_path) if cfg.pairs_path else None
+        return {"step": self.step, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": _rng_state(), "config": self.model_config.to_dict(),
+                "history": self.history, "last_loss": self.last_loss,
+                "meta": {**meta, "pairs_path": str(pairs_path) if pairs_path else meta.get("pairs_path"),
+                         "pairs": len(self.pairs) or meta.get("pairs"),
+                         "data_note": cfg.data_note or meta.get("data_note"),
+                         "seed": cfg.seed, "batch_size": cfg.batch_size, "lr": cfg.lr, "warmup": cfg.warmup,
+                         "schedule": cfg.schedule, "label_smoothing": cfg.label_smoothing}}
+
+
+def _start_run(cfg: TrainConfig, tokenizer, state: dict | None, ckpt: Path | None, pairs: list) -> _Run:
+    """A seeded new model with AdamW (no weight decay on biases and norms) and its schedule, restored from
+    ``state`` when resuming: weights always; optimizer, schedule position and RNG unless only exporting
+    (a re-run may change the peak lr: the schedule keeps its position and uses the new peak)."""
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    if state is not None:
+        model_config = MarianConfig.from_dict(state["config"])
+        meta = state.get("meta", {})
+    else:
+        model_config = build_config(tokenizer, cfg.architecture)
+        meta = {}
+    torch.manual_seed(cfg.seed)
+    random.seed(cfg.seed)
+    model = MarianMTModel(model_config)
+    dev = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    n_params = sum(p.numel() for p in model.parameters())
+
+    decay, no_decay = [], []
+    for n, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "layer_norm" in n or "bias" in n else decay).append(p)
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg.schedule, cfg.warmup, cfg.steps))
+    run = _Run(model=model, model_config=model_config, optimizer=optimizer, scheduler=scheduler, device=dev,
+               n_params=n_params, meta=meta, pairs=pairs)
+    if state is not None:
+        model.load_state_dict(state["model"])
+        if not cfg.export_only:
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            for g in optimizer.param_groups:
+                g["initial_lr"] = cfg.lr
+            scheduler.base_lrs = [cfg.lr for _ in optimizer.param_groups]
+            scheduler.lr_lambdas = [_lr_lambda(cfg.schedule, cfg.warmup, cfg.steps) for _ in optimizer.param_groups]
+        run.step = int(state["step"])
+        run.history = list(state.get("history", []))
+        if not cfg.export_only:
+            _set_rng_state(state.get("rng"))
+    run.start_step = run.step
+    run.last_loss = run.history[-1]["loss"] if run.history else None
+    run.valid_loss = run.history[-1].get("valid_loss") if run.history else None
+    run.ckpt_path = str(ckpt) if ckpt else None
+    return run
+
+
+def _split_valid(encoded: list, valid_size: int, seed: int) -> tuple[list, list]:
+    """(validation, training) examples: a seeded shuffle, at most a tenth held out."""
+    rng = random.Random(seed)
+    order = list(range(len(encoded)))
+    rng.shuffle(order)
+    n_valid = min(valid_size, len(encoded) // 10)
+    return [encoded[i] for i in order[:n_valid]], [encoded[i] for i in order[n_valid:]]
+
+
+def _train_loop(cfg: TrainConfig, run: _Run, tokenizer, progress: Progress | None, t0: float) -> None:
+    """Optimizer steps up to ``cfg.steps`` (or ``stop_after`` new ones): loss history every 50 steps, a
+    validation loss and checkpoint every ``checkpoint_every`` and at the end, a checkpoint on Ctrl-C."""
+    import torch
+
+    out_dir = Path(cfg.out_dir)
+    model, optimizer, scheduler, dev, meta = run.model, run.optimizer, run.scheduler, run.device, run.meta
+    valid, train_set = _split_valid(_encode(tokenizer, run.pairs, cfg.max_len), cfg.valid_size, cfg.seed)
+    lengths = [len(s) + len(t) for s, t in train_set]
+    pad_id = tokenizer.pad_token_id
+    n_batches = len(_batches(lengths, cfg.batch_size, cfg.seed, 0))
+    model.train()
+    window: list[float] = []
+    epoch_cache: dict[int, list[list[int]]] = {}
+    t_start = time.time()
+    stop_at = cfg.steps if cfg.stop_after is None else min(cfg.steps, run.step + cfg.stop_after)
+    meta.setdefault("first_started_at", _now())
+    this_command = cfg.command or shlex.join(sys.argv)
+    meta["commands"] = list(meta.get("commands", [])) + [{"command": this_command, "from_step": run.step,
+                                                          "started_at": _now()}]
+    model.to(dev)
+    for st in optimizer.state.values():
+        for k, v in st.items():
+            if torch.is_tensor(v) and k != "step":
+                st[k] = v.to(dev)
+    try:
+        while run.step < stop_at:
+            epoch, pos = divmod(run.step, n_batches)
+            if epoch not in epoch_cache:
+                epoch_cache.clear()
+                epoch_cache[epoch] = _batches(lengths, cfg.batch_size, cfg.seed, epoch)
+            batch = [train_set[i] for i in epoch_cache[epoch][pos]]
+            src, att, lab = (x.to(dev) for x in _collate(batch, pad_id))
+            loss, _ = _loss(model, src, att, lab, cfg.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+            optimizer.step()
+            scheduler.step()
+            run.step += 1
+            step = run.step
+            window.append(loss.item())
+            if len(window) > 50:
+                window.pop(0)
+            run.last_loss = sum(window) / len(window)
+            if step % 50 == 0 or step == stop_at:
+                run.history.append({"step": step, "loss": round(run.last_loss, 4),
+                                    "lr": scheduler.get_last_lr()[0], "t": round(time.time() - t0, 1)})
+            if step % cfg.checkpoint_every == 0 or step == stop_at:
+                vl = _evaluate(model, valid, pad_id, cfg.batch_size, 0.0)
+                run.valid_loss = vl
+                if run.history and run.history[-1]["step"] == step:
+                    run.history[-1]["valid_loss"] = round(vl, 4) if vl is not None else None
+                run.ckpt_path = str(_save_checkpoint(out_dir, step, run.payload(cfg), cfg.keep_checkpoints))
+            if progress:
+                el = time.time() - t_start
+                rate = (step - run.start_step) / el if el > 0 else 0.0
+                progress({"step": step, "total": cfg.steps, "stop_at": stop_at, "loss": window[-1],
+                          "avg_loss": run.last_loss, "lr": scheduler.get_last_lr()[0], "steps_per_s": rate,
+                          "eta_s": (stop_at - step) / rate if rate > 0 else None,
+                          "grad_norm": float(gnorm), "epoch": epoch, "checkpoint": run.ckpt_path,
+                          "valid_loss": run.valid_loss})
+    except KeyboardInterrupt:
+        if run.step > run.start_step:
+            run.ckpt_path = str(_save_checkpoint(out_dir, run.step, run.payload(cfg), cfg.keep_checkpoints))
+        raise
+
+
+def _export_info(cfg: TrainConfig, run: _Run) -> dict:
+    """``paraforge_training.json``: how the model was made (commands, data, architecture, training)."""
+    import torch
+
+    meta, model_config, pairs = run.meta, run.model_config, run.pairs
+    pairs_path = Path(cfg.pairs_path) if cfg.pairs_path else None
+    data_path = pairs_path or (Path(meta["pairs_path"]) if meta.get("pairs_path") else None)
+    command = cfg.command
+    return {
+        "made_by": "python manage.py train_rewriter",
+        "command": (meta.get("commands") or [{}])[0].get("command") or command or shlex.join(sys.argv),
+        "commands": meta.get("commands", []),
+        "export_command": command or shlex.join(sys.argv),
+        "data": {"pairs_path": str(data_path) if data_path else None,
+                 "pairs_sha256": file_sha256(data_path) if data_path and data_path.is_file() else None,
+                 "pairs": len(pairs) or meta.get("pairs"), "note": cfg.data_note or meta.get("data_note")},
+        "model": {"parameters": run.n_params, "vocab_size": model_config.vocab_size,
+                  "d_model": model_config.d_model, "encoder_layers": model_config.encoder_layers,
+                  "decoder_layers": model_config.decoder_layers,
+                  "ffn_dim": model_config.encoder_ffn_dim,
+                  "heads": model_config.encoder_attention_heads,
+                  "weights_dtype": "float16" if cfg.half else "float32"},
+        "training": {"steps": run.step, "batch_size": cfg.batch_size, "lr": cfg.lr, "warmup": cfg.warmup,
+                     "schedule": cfg.schedule, "label_smoothing": cfg.label_smoothing, "clip": cfg.clip,
+                     "weight_decay": cfg.weight_decay, "seed": cfg.seed, "final_loss": run.last_loss,
+                     "valid_loss": run.valid_loss, "checkpoint": run.ckpt_path, "history": run.history},
+        "exported_at": _now(),
+        "versions": {"torch": torch.__version__, "transformers": _tf_version()},
+    }
+
+
+def _lr_lambda(schedule: str, warmup: int, total: int):
+    warmup = max(int(warmup), 0)
+
+    def f(step: int) -> float:
+        s = step + 1
+        w = min(1.0, s / warmup) if warmup else 1.0
+        if schedule == "linear":
+            if s <= warmup:
+                return w
+            return max(0.0, (total - s) / max(1, total - warmup))
+        if schedule == "constant":
+            return w
+        # inverse square root after the warm-up
+        return w if s <= max(warmup, 1) else math.sqrt(max(warmup, 1) / s)
+    return f
+
+
+def _encode(tokenizer, pairs, max_len):
+    srcs = tokenizer([s for s, _ in pairs], truncation=True, max_length=max_len)["input_ids"]
+    tgts = tokenizer(text_target=[t for _, t in pairs], truncation=True, max_length=max_len)["input_ids"]
+    return list(zip(srcs, tgts))
+
+
+def _batches(lengths: list[int], batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+    """Length-bucketed batches for one epoch: shuffle, sort within large windows by length, cut into
+    batches, shuffle the batch order. Deterministic in (seed, epoch) so a resumed run sees the same
+    batch at the same step."""
+    rng = random.Random(seed * 1_000_003 + epoch)
+    idx = list(range(len(lengths)))
+    rng.shuffle(idx)
+    window = batch_size * 50
+    out: list[list[int]] = []
+    for w in range(0, len(idx), window):
+        chunk = sorted(idx[w:w + window], key=lambda i: lengths[i])
+        out.extend(chunk[b:b + batch_size] for b in range(0, len(chunk), batch_size))
+    rng.shuffle(out)
+    return out
+
+
+def _collate(examples, pad_id):
+    import torch
+
+    ms = max(len(s) for s, _ in examples)
+    mt = max(len(t) for _, t in examples)
+    src = torch.full((len(examples), ms), pad_id, dtype=torch.long)
+    att = torch.zeros((len(examples), ms), dtype=torch.long)
+    lab = torch.full((len(examples), mt), -100, dtype=torch.long)
+    for i, (s, t) in enumerate(examples):
+        src[i, :len(s)] = torch.tensor(s)
+        att[i, :len(s)] = 1
+        lab[i, :len(t)] = torch.tensor(t)
+    return src, att, lab
+
+
+def _loss(model, src, att, lab, label_smoothing):
+    import torch.nn.functional as F
+
+    out = model(input_ids=src, attention_mask=att, labels=lab)  # labels -> shifted decoder inputs
+    logits = out.logits.float()
+    flat, y = logits.view(-1, logits.size(-1)), lab.view(-1)
+    loss = F.cross_entropy(flat, y, ignore_index=-100, label_smoothing=label_smoothing)
+    return loss, out
+
+
+def _evaluate(model, encoded, pad_id, batch_size, label_smoothing):
+    import torch
+
+    if not encoded:
+        return None
+    model.eval()
+    tot, n = 0.0, 0
+    with torch.no_grad():
+        for b in range(0, len(encoded), batch_size):
+            ex = encoded[b:b + batch_size]
+            dev = next(model.parameters()).device
+            src, att, lab = (x.to(dev) for x in _collate(ex, pad_id))
+            loss, _ = _loss(model, src, att, lab, 0.0)
+            ntok = int((lab != -100).sum())
+            tot += float(loss) * ntok
+            n += ntok
+    model.train()
+    return tot / max(n, 1)

@@ -1,0 +1,187 @@
+"""The one way to read a user's text file, and to write any file so that it appears whole or not at all.
+
+Reading: gzip is recognised by its magic bytes (not the file name), a UTF-8 byte-order mark is dropped, and
+the text must be UTF-8. The bytes are decoded with ``errors="surrogateescape"`` so that an undecodable byte
+reaches :func:`read_lines` as a lone surrogate inside its own line instead of failing a whole read-ahead
+block: the error (:class:`NotUtf8Error`) then names the line, the byte and where it sits (a strict
+decoder only knows an offset into its buffer). Lines end at LF only unless a caller asks otherwise (the
+``csv`` module needs ``newline=""``), so ``\\r\\n`` endings are kept for the caller to strip and a stray
+``\\r`` does not split a line.
+
+Writing: :func:`atomic_write` / :func:`atomic_path` write beside the target under a ``.NAME.*.tmp`` name
+and rename over it only once the block succeeds; a failure or an interruption leaves nothing behind.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, BinaryIO, TextIO
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class TextFileError(ValueError):
+    """A user's file that cannot be read as text; the message names the file and (1-based) line."""
+
+    def __init__(self, path: str | Path, line: int | None, reason: str):
+        self.path, self.line, self.reason = str(path), line, reason
+        super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
+
+
+class NotUtf8Error(TextFileError):
+    """A line holding a byte that is not UTF-8: ``byte`` (its value), ``column`` (1-based, in characters of
+    the decoded line) and ``offset`` (1-based, in bytes of the line)."""
+
+    def __init__(self, path: str | Path, line: int, text: str):
+        start = _first_undecodable(text)
+        code = ord(text[start])
+        self.byte = code - 0xDC00 if 0xDC80 <= code <= 0xDCFF else None
+        self.column = start + 1
+        self.offset = len(text[:start].encode("utf-8", "surrogateescape")) + 1
+        super().__init__(path, line, f"not UTF-8 ({undecodable_byte(text)})")
+
+
+def _first_undecodable(line: str) -> int:
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    raise ValueError("the line is UTF-8")
+
+
+def undecodable_byte(line: str) -> str | None:
+    """For a line read with ``surrogateescape``: None if it was UTF-8, else e.g. ``"byte 0xe9 at column 4"``."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(line[exc.start])
+        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "a surrogate"
+        return f"{what} at column {exc.start + 1}"
+    return None
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream that cannot peek (an S3 body) with the bytes already read put back in front."""
+
+    def __init__(self, head: bytes, rest: BinaryIO):
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.head:
+            n = min(len(buffer), len(self.head))
+            buffer[:n], self.head = self.head[:n], self.head[n:]
+            return n
+        data = self.rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.rest.close()
+        super().close()
+
+
+class _OwningText(io.TextIOWrapper):
+    """Closing the text also closes the file under a gzip layer (GzipFile leaves its ``fileobj`` open)."""
+
+    def __init__(self, stream, owned, **kwargs):
+        super().__init__(stream, **kwargs)
+        self._owned = owned
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._owned.close()
+
+
+def open_text(source: str | Path | BinaryIO, *, errors: str = "surrogateescape", newline: str | None = "\n"
+              ) -> TextIO:
+    """A path or a binary stream as text: gunzipped if it starts with gzip's magic bytes, a UTF-8 BOM
+    dropped. Iterate it with :func:`read_lines` for strict UTF-8; ``errors="replace"`` is for the one reader
+    that must take any bytes (PPDB: a several-GB download where a bad line is skipped, not fatal)."""
+    raw = open(source, "rb") if isinstance(source, (str, Path)) else source
+    try:
+        if hasattr(raw, "peek"):
+            magic = raw.peek(2)[:2]
+        else:
+            magic = raw.read(2)
+            raw = io.BufferedReader(_Prefixed(magic, raw))
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if magic == GZIP_MAGIC else raw
+        return _OwningText(stream, raw, encoding="utf-8-sig", errors=errors, newline=newline)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def read_lines(source: str | Path | BinaryIO | TextIO, *, name: str | Path | None = None,
+               newline: str | None = "\n", start: int = 1) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a text file, line endings kept; a line that is not UTF-8 raises
+    :class:`NotUtf8Error` naming ``name`` (default: the path). The file is opened now (OSError here, not at
+    the first line) and closed when the iteration ends. An already open text stream (from
+    :func:`open_text`) is read from where it stands, numbering from ``start``."""
+    handle = source if isinstance(source, io.TextIOBase) else open_text(source, newline=newline)
+    label = name if name is not None else (source if isinstance(source, (str, Path)) else getattr(
+        handle, "name", "<stream>"))
+    return _checked_lines(handle, label, start, close=handle is not source)
+
+
+def _checked_lines(handle: TextIO, name, start: int, *, close: bool) -> Iterator[tuple[int, str]]:
+    try:
+        for number, line in enumerate(handle, start):
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:
+                raise NotUtf8Error(name, number, line) from None
+            yield number, line
+    finally:
+        if close:
+            handle.close()
+
+
+def tsv_rows(source: str | Path | BinaryIO | TextIO, *, name: str | Path | None = None,
+             newline: str | None = "\n", start: int = 1) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, fields)`` of a tab-separated file (unquoted fields, line ending stripped); blank
+    lines are skipped; strict UTF-8 as in :func:`read_lines`."""
+    for number, line in read_lines(source, name=name, newline=newline, start=start):
+        line = line.rstrip("\r\n")
+        if line.strip():
+            yield number, line.split("\t")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A fresh temporary path beside ``path`` (``.NAME.<unique>.tmp``, not created) that is renamed to
+    ``path`` when the block succeeds, and removed when it fails. For writers that need a path (SQLite)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "wb", *, encoding: str | None = None, newline: str | None = None,
+                 private: bool = False) -> Iterator[IO]:
+    """Open a file for writing that appears at ``path`` whole (flushed and synced) or not at all.
+
+    ``private``: the file is readable by its owner only (storage's files have always been created so)."""
+    if "w" not in mode:
+        raise ValueError(f"atomic_write opens for writing: mode {mode!r}")
+    with atomic_path(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
+        with open(fd, mode, encoding=encoding, newline=newline) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())

@@ -1,0 +1,22 @@
+"""The admin's live progress bar of a job: every app's admin shows its jobs with it (one markup, one script)."""
+from __future__ import annotations
+
+from django.utils.html import format_html
+
+from .execution import job_progress
+from .models import Job
+
+PROGRESS_JS = "frontend/job-progress.js"
+
+
+def progress_bar(job: Job | None) -> str:
+    """A ``<progress data-job=…>`` element that job-progress.js keeps up to date."""
+    if job is None:
+        return "-"
+    p = job_progress(job)
+    percent = round(100 * p["fraction"])
+    return format_html(
+        '<progress class="job-progress" data-job="{}" max="100" value="{}"></progress> '
+        '<span data-job-text="{}">{} {}%</span>',
+        job.pk, percent, job.pk, job.status, percent,
+    )
