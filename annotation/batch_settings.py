@@ -1,6 +1,10 @@
-"""The one check of a batch's numeric settings (``Batch.settings``), shared by every path that makes or
-uses a batch: ``hit_batch_create`` (the CLI and the admin), the MTurk provider's ``batch_mturk_config``
-and the EASL rounds' ``easl_config``.
+"""The schema of ``Batch.settings`` and its one check, shared by every path that makes or uses a batch:
+``hit_batch_create`` (the CLI and the admin), the MTurk provider's ``batch_mturk_config`` and the EASL
+rounds' ``easl_config``.
+
+``Batch.settings`` holds what the researcher chose, and nothing else (what a provider learns lives in
+``Batch.provider_state``). Every key is in ``SCHEMA`` with its type; an unknown key is refused with the
+list of known ones, so a misspelt setting never silently does nothing.
 
 A value of ``None`` (or a key left out) means the default. Integers may be given as JSON integers or
 integer strings ("1800"); the cleaned settings hold plain ints, so nothing downstream has to convert.
@@ -35,6 +39,26 @@ RATE_SETTINGS = ("attention_rate", "degraded_rate")
 EASL_FLOAT_SETTINGS: dict[str, tuple[float, bool]] = {
     "g": (0.0, False),
     "variance_threshold": (0.0, True),
+}
+
+
+TEXT_SETTINGS = ("title", "description", "keywords", "public_url")
+FLAG_SETTINGS = ("sandbox",)
+MODES = ("fixed", "easl")
+# key -> what it holds (the schema; numbers also have their ranges above)
+SCHEMA: dict[str, str] = {
+    "reward_usd": "the reward per assignment in US dollars (MTurk)",
+    **{key: f"a whole number of {unit}" for key, (_, _, unit) in INT_SETTINGS.items()},
+    "attention_rate": "the share of HITs with an attention copy (0-1)",
+    "degraded_rate": "the share of HITs with a degraded copy (0-1)",
+    "title": "the HIT's title (MTurk)", "description": "the HIT's description (MTurk)",
+    "keywords": "the HIT's keywords (MTurk)", "public_url": "the https address of the slider pages (MTurk)",
+    "locales": "countries workers must be in (MTurk): a list or comma-separated",
+    "sandbox": "true on MTurk's requester sandbox",
+    "mode": "fixed (R workers per HIT) or easl (rounds)", "easl": "EASL options (a JSON object)",
+    # recorded by hit_batch_create: how the batch was made
+    "per_length": "references per length bucket", "lengths": "the length buckets",
+    "assignments": "workers per HIT (R)", "seed": "the sampling seed", "hit_size": "candidates per HIT",
 }
 
 
@@ -126,7 +150,24 @@ def batch_settings_clean(settings: Any) -> dict:
         return {}
     if not isinstance(settings, dict):
         raise BatchSettingsError(f"batch settings must be a JSON object, got {settings!r}")
+    unknown = sorted(set(settings) - set(SCHEMA))
+    if unknown:
+        raise BatchSettingsError(f"unknown batch setting(s) {', '.join(map(repr, unknown))}: the settings are "
+                                 f"{', '.join(SCHEMA)}")
     cleaned = dict(settings)
+    for key in TEXT_SETTINGS:
+        if cleaned.get(key) is not None and not isinstance(cleaned[key], str):
+            raise BatchSettingsError(f"batch setting {key!r}: expected text, got {cleaned[key]!r}")
+    for key in FLAG_SETTINGS:
+        if cleaned.get(key) is not None and not isinstance(cleaned[key], bool):
+            raise BatchSettingsError(f"batch setting {key!r}: expected true or false, got {cleaned[key]!r}")
+    if cleaned.get("mode") is not None and cleaned["mode"] not in MODES:
+        raise BatchSettingsError(f"batch setting 'mode': {cleaned['mode']!r} is not one of {', '.join(MODES)}")
+    locales = cleaned.get("locales")
+    if locales is not None and not (isinstance(locales, str) or (
+            isinstance(locales, list) and all(isinstance(c, str) for c in locales))):
+        raise BatchSettingsError(f"batch setting 'locales': expected country codes (a list or comma-separated "
+                                 f"text), got {locales!r}")
     if cleaned.get("reward_usd") is not None:
         reward_usd_check(cleaned["reward_usd"])
     for key, (lo, hi, unit) in INT_SETTINGS.items():

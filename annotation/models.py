@@ -186,12 +186,19 @@ class BatchStatus(models.TextChoices):
 
 
 class Batch(models.Model):
-    """A set of HITs published together on one provider (settings: reward, expiry, qualifications, …)."""
+    """A set of HITs published together on one provider. ``settings`` is what the researcher chose (reward,
+    expiry, qualifications, quality-control rates, EASL options: ``annotation.batch_settings`` is its
+    schema); ``provider_state`` is what the provider keeps for itself; an assignment's verification is
+    the assignment's own field."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="batches")
     provider = models.CharField(max_length=16, choices=Provider.choices)
     label = models.CharField(max_length=200, blank=True)
-    settings = models.JSONField(default=dict, blank=True)
+    settings = models.JSONField(default=dict, blank=True,
+                                help_text="configuration, checked by annotation.batch_settings (its schema)")
+    provider_state = models.JSONField(default=dict, blank=True,
+                                      help_text="what the provider set up or learned (MTurk: HIT type, block "
+                                                "qualification, token nonce, missing assignments, last sync)")
     status = models.CharField(max_length=16, choices=BatchStatus.choices, default=BatchStatus.DRAFT, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

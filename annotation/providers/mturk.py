@@ -11,8 +11,8 @@ Everything that costs money carries a ``UniqueRequestToken`` (HIT creation, extr
 bonuses), so a retried call -- by ``mturk_retry`` or by a person re-running a command -- never spends
 twice within MTurk's 24-hour token window.
 
-Provider state lives in ``Batch.settings["mturk"]`` (hit type, block qualification, token nonce,
-missing assignment ids; an assignment's verification is its own field); batch configuration is the top level of
+Provider state lives in ``Batch.provider_state`` (hit type, block qualification, token nonce,
+missing assignment ids, last sync; an assignment's verification is its own field); batch configuration is the top level of
 ``Batch.settings`` (see ``BATCH_SETTING_KEYS``), defaults from the ``MTURK_*`` Django settings.
 """
 from __future__ import annotations
@@ -240,22 +240,19 @@ def _is_duplicate_request(error: ClientError) -> bool:
 
 
 def _state(batch: "Batch") -> dict:
-    return dict((batch.settings or {}).get("mturk") or {})
+    return dict(batch.provider_state or {})
 
 
 def _save_state(batch: "Batch", **updates) -> dict:
-    """Merge ``updates`` into ``Batch.settings["mturk"]`` under a row lock (other keys untouched)."""
+    """Merge ``updates`` into ``Batch.provider_state`` under a row lock (other keys untouched)."""
     from annotation.models import Batch
 
     with transaction.atomic():
         locked = Batch.objects.select_for_update().get(pk=batch.pk)
-        merged = dict(locked.settings or {})
-        state = dict(merged.get("mturk") or {})
-        state.update(updates)
-        merged["mturk"] = state
-        locked.settings = merged
-        locked.save(update_fields=["settings"])
-    batch.settings = merged
+        state = {**(locked.provider_state or {}), **updates}
+        locked.provider_state = state
+        locked.save(update_fields=["provider_state"])
+    batch.provider_state = state
     return state
 
 

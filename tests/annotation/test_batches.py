@@ -309,3 +309,34 @@ def test_the_configured_hit_provider_is_the_default_of_the_cli_and_the_admin_for
     assert BatchForm()["provider"].initial == "mturk-sandbox"
     settings.PARAFORGE_HIT_PROVIDER = "local"
     assert Batch.objects.get(pk=run_cli("--campaign", "sample")["batch"]).provider == "local"
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"reward_usd": "0.50", "rewrad_usd": "5"}, "unknown batch setting(s) 'rewrad_usd'"),
+    ({"mturk": {"token_nonce": "x"}}, "unknown batch setting(s) 'mturk'"),  # provider state is not a setting
+    ({"title": 7}, "'title': expected text"),
+    ({"sandbox": "yes"}, "'sandbox': expected true or false"),
+    ({"mode": "adaptive"}, "'mode': 'adaptive' is not one of fixed, easl"),
+    ({"locales": [1, 2]}, "'locales': expected country codes"),
+])
+def test_batch_settings_follow_their_schema_and_a_typo_is_refused(settings, message):
+    sample_campaign(refs_per_bucket=1, candidates=5)
+    with pytest.raises(CommandError) as refused:
+        run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--batch-settings", json.dumps(settings))
+    assert message in str(refused.value) and not Batch.objects.exists()
+
+
+def test_mturk_state_moves_out_of_the_settings_into_its_own_field():
+    """Migration 0006: what MTurk set up (HIT type, nonce, ...) leaves ``settings``, which keep configuration."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("annotation.migrations.0006_batch_provider_state")
+    campaign = sample_campaign(refs_per_bucket=1, candidates=5)
+    old = Batch.objects.create(campaign=campaign, provider="mturk", settings={
+        "reward_usd": "0.50", "sandbox": True, "mturk": {"hit_type_id": "3HT", "token_nonce": "ab"}})
+    migration.state_out_of_settings(apps, None)
+    old.refresh_from_db()
+    assert old.settings == {"reward_usd": "0.50", "sandbox": True}
+    assert old.provider_state == {"hit_type_id": "3HT", "token_nonce": "ab"}

@@ -63,8 +63,9 @@ def provider(client, sleeps):
 
 def make_batch(*, sandbox=True, hits=2, assignments=3, **settings) -> Batch:
     campaign = Campaign.objects.create(name=f"c{Campaign.objects.count()}")
-    base = {"sandbox": sandbox, "public_url": PUBLIC, "reward_usd": "0.50", "mturk": {"token_nonce": "n0"}}
-    batch = Batch.objects.create(campaign=campaign, provider="mturk", settings={**base, **settings})
+    base = {"sandbox": sandbox, "public_url": PUBLIC, "reward_usd": "0.50"}
+    batch = Batch.objects.create(campaign=campaign, provider="mturk", settings={**base, **settings},
+                                 provider_state={"token_nonce": "n0"})
     for r in range(hits):
         ref = Reference.objects.create(campaign=campaign, ref_id=str(r), text=f"Reference {r} is here.",
                                        length_bucket=5)
@@ -162,8 +163,8 @@ def test_publish_creates_qualification_hit_type_and_hits(stub, client, sleeps):
     assert all(h.expires_at is not None for h in batch.hits.all())
     batch.refresh_from_db()
     assert batch.status == BatchStatus.PUBLISHED
-    assert batch.settings["mturk"]["hit_type_id"] == HIT_TYPE
-    assert batch.settings["mturk"]["block_qualification_id"] == BLOCK
+    assert batch.provider_state["hit_type_id"] == HIT_TYPE
+    assert batch.provider_state["block_qualification_id"] == BLOCK
     # publishing again spends nothing and calls nothing (the Stubber fails on any unexpected call)
     again = provider.publish_report(batch=batch)
     assert again["published"] == 0 and again["already_published"] == 2
@@ -194,7 +195,7 @@ def test_insufficient_balance_refuses_to_publish(stub, provider):
         provider.publish(batch=batch)
     assert not batch.hits.exclude(external_hit_id="").exists()
     batch.refresh_from_db()
-    assert batch.status == BatchStatus.DRAFT and "hit_type_id" not in batch.settings["mturk"]
+    assert batch.status == BatchStatus.DRAFT and "hit_type_id" not in batch.provider_state
 
 
 def test_publish_needs_an_https_public_url(provider, settings):
@@ -223,7 +224,7 @@ def test_a_stored_bad_setting_is_refused_naming_the_key_before_mturk_is_called(s
 def test_throttled_hit_creation_is_retried_with_the_same_token(stub, provider, sleeps):
     batch = make_batch(hits=1)
     hit = batch.hits.get()
-    batch.settings["mturk"].update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
+    batch.provider_state.update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
     batch.save()
     stub.add_response("get_account_balance", {"AvailableBalance": "10.00"}, {})
     throttled(stub, "create_hit_with_hit_type")
@@ -236,7 +237,7 @@ def test_throttled_hit_creation_is_retried_with_the_same_token(stub, provider, s
 
 def test_a_hit_created_by_a_lost_earlier_call_is_recovered_not_duplicated(stub, provider):
     batch = make_batch(hits=1)
-    batch.settings["mturk"].update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
+    batch.provider_state.update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
     batch.save()
     stub.add_response("get_account_balance", {"AvailableBalance": "10.00"}, {})
     stub.add_client_error("create_hit_with_hit_type", service_error_code="RequestError",
@@ -523,7 +524,7 @@ def test_cli_balance_publish_sync_and_bonus(stub, client, monkeypatch):
     assert _run("balance", "--sandbox") == {"sandbox": True, "endpoint": ANY, "available_usd": "10000.00",
                                             "on_hold_usd": "0.00"}
     batch = make_batch(hits=1)
-    batch.settings["mturk"].update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
+    batch.provider_state.update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
     batch.save()
     hit = batch.hits.get()
     stub.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
