@@ -46,6 +46,7 @@ from infra.shards import batched, read_jsonl_gz, write_jsonl_gz
 from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
+from .beam_sizes import beam_nbest_error
 from .constraint_job import load_idf_table
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
 from .hooks import name_taken
@@ -179,8 +180,9 @@ def generation_params(*, corpus: Corpus, model: str, systems: Sequence[int | str
         if idf_table is None:
             raise GenerationSettingsError(f"corpus {corpus.name!r} has no IDF table (run build_idf first)")
     beam, nbest = _int(beam, "beam"), _int(nbest, "nbest")
-    if nbest > beam:
-        raise GenerationSettingsError(f"nbest ({nbest}) cannot exceed beam ({beam})")
+    problem = beam_nbest_error(beam, nbest)
+    if problem:
+        raise GenerationSettingsError(problem)
     if device not in (None, "", "cpu", "cuda"):
         raise GenerationSettingsError(f"device must be cpu or cuda, not {device!r}")
     params: dict[str, Any] = {

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..beam_sizes import beam_nbest_error
 from .banned import build_negative_tables
 from .dba import beam_search, build_positive_tables
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
@@ -96,6 +97,7 @@ def _conflict(c: dict) -> str | None:
 
 
 @torch.no_grad()
+
 def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | None] | None = None, *, beam: int = 5,
            nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0, early_stopping=False,
            batch_size: int = 32, rerank_dissimilar: bool = False, references: list[str] | None = None,
@@ -110,8 +112,9 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
         constraints = [None] * len(sources)
     if len(constraints) != len(sources):
         raise ValueError("one constraint value per source is needed")
-    if nbest > beam:
-        raise ValueError(f"nbest ({nbest}) cannot exceed beam ({beam})")
+    problem = beam_nbest_error(beam, nbest)
+    if problem:
+        raise ValueError(problem)
     norm = [normalise_constraints(c) for c in constraints]
     results: list[DecodeResult | None] = [None] * len(sources)
     todo = []

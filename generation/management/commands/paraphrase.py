@@ -29,6 +29,7 @@ from typing import Callable
 
 from django.core.management.base import BaseCommand, CommandError
 
+from generation.beam_sizes import beam_nbest_error
 from infra.textfiles import TextFileError, atomic_write, read_lines
 
 
@@ -132,8 +133,9 @@ class Command(BaseCommand):
     def handle(self, *args, **o) -> None:
         from generation.decoding import ModelFolderError, decode, load_model
 
-        if o["beam"] < 1 or o["nbest"] < 1 or o["nbest"] > o["beam"]:
-            raise CommandError("need 1 <= --nbest <= --beam")
+        problem = beam_nbest_error(o["beam"], o["nbest"])
+        if problem:
+            raise CommandError(f"{problem} (need 1 <= --nbest <= --beam)")
         if o["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1")
         if o["max_length"] < 2:
