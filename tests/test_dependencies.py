@@ -36,6 +36,7 @@ def _offending(app: str, forbidden: tuple[str, ...]) -> list[str]:
     ("scoring", ("frontend",)),
     ("infra", ("jobs",) + DOMAIN_APPS),
     ("jobs", DOMAIN_APPS),
+    ("limits", ("jobs",) + DOMAIN_APPS),
 ])
 def test_no_import_against_the_data_flow(app, forbidden):
     assert _offending(app, forbidden) == []
