@@ -76,7 +76,7 @@ class Resource(models.Model):
     """A generated paraphrase resource: the output of one generation job (corpus x systems x model).
 
     The pairs live in candidate shards (``ResourceShard``), never in rows. Each shard is gzip JSONL
-    (``generation/shards.py``), one record per reference, written once per (job, chunk)::
+    (``infra/shards.py``), one record per reference, written once per (job, chunk)::
 
         {"ref_index": 1234,                 # corpus-wide index of the reference
          "reference": "...", "source": "...",  # source = the bitext's other side ("" for mono corpora)

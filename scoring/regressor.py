@@ -42,7 +42,7 @@ from django.db import transaction
 from scipy.stats import spearmanr
 
 from annotation.models import ATTENTION_SYSTEM, Campaign, Candidate
-from generation.text_encoding import undecodable_byte
+from infra.textfiles import undecodable_byte
 
 from .aggregation import ESTIMATES, load_campaign, zscore_estimates
 from .embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
@@ -277,7 +277,7 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
     }
     key = storage_key(name)
     payload = {"format": FORMAT_VERSION, "estimator": final, "features": names, "with_embeddings": with_embeddings}
-    from generation.storage import get_storage
+    from infra.storage import get_storage
 
     with get_storage().open_write(key) as fh:
         joblib.dump(payload, fh, compress=3)
@@ -324,7 +324,7 @@ def regressor_load(name: str) -> FittedRegressor:
     cache_key = (row.pk, row.name, row.key, (row.signature or {}).get("trained_at"))
     if cache_key in _CACHE:
         return _CACHE[cache_key]
-    from generation.storage import get_storage
+    from infra.storage import get_storage
 
     try:
         with contextlib.closing(get_storage().open_read(row.key)) as fh:
