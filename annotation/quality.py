@@ -30,7 +30,7 @@ from typing import Sequence
 
 from django.db.models import Q
 from django.utils import timezone
-from scipy.stats import mannwhitneyu
+from scipy.stats import mannwhitneyu, pearsonr
 
 from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, QUALITY_CONTROL_SYSTEMS, Assignment, Campaign, Judgment,
                      Provider, Worker, attention_copy_q)
@@ -116,15 +116,10 @@ def _attention_counts(judgments, pass_marks: dict[int, int]) -> tuple[int, int]:
 
 
 def _pearson(xs: list[float], ys: list[float]) -> float | None:
-    if len(xs) < 3:
+    """Pearson's r, or None where it says nothing: fewer than 3 pairs, or one side constant."""
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx == 0 or syy == 0:
-        return None
-    return sxy / math.sqrt(sxx * syy)
+    return float(pearsonr(xs, ys).statistic)
 
 
 def _agreement(worker: Worker, judgments) -> float | None:
