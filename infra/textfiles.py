@@ -33,6 +33,11 @@ class TextFileError(ValueError):
         super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
 
 
+class PairsFileError(ValueError):
+    """A sentence-pairs TSV file (the rewriter's training pairs, the pairs ``score_pairs`` scores) that
+    cannot be used; the message names the file and the bad line(s)."""
+
+
 class NotUtf8Error(TextFileError):
     """A line holding a byte that is not UTF-8: ``byte`` (its value), ``column`` (1-based, in characters of
     the decoded line) and ``offset`` (1-based, in bytes of the line)."""

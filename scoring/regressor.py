@@ -42,7 +42,7 @@ from django.db import transaction
 from scipy.stats import spearmanr
 
 from annotation.models import ATTENTION_SYSTEM, Campaign, Candidate
-from infra.textfiles import undecodable_byte
+from infra.textfiles import PairsFileError, atomic_write, open_text, undecodable_byte
 
 from .aggregation import ESTIMATES, load_campaign, zscore_estimates
 from .embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
@@ -344,10 +344,6 @@ def regressor_load(name: str) -> FittedRegressor:
 
 # --- TSV files ----------------------------------------------------------------------------------------
 
-class PairsFileError(ValueError):
-    """Malformed lines of a pairs file; the message names the file and each bad line (1-based)."""
-
-
 def _parse_pair_line(line: str) -> dict | str | None:
     """The pair of one ``reference<TAB>paraphrase[<TAB>nll]`` line, None for a blank line, or why it is
     malformed."""
@@ -378,14 +374,12 @@ class _NotUtf8(str):
 def _lines(path):
     """(line number, line without its end) of a UTF-8 file (a leading BOM dropped), lines split at LF
     only; an undecodable line comes as a ``_NotUtf8`` reason naming the byte and column."""
-    with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
+    with open_text(path) as fh:  # the one way to open a user's file (gzip by magic bytes, BOM dropped)
         for lineno, text in enumerate(fh, start=1):
-            where = undecodable_byte(text)
+            where = undecodable_byte(text)  # every bad line is reported, so no strict reader here
             if where is not None:
                 yield lineno, _NotUtf8(f"not UTF-8 ({where})")
                 continue
-            if lineno == 1:
-                text = text.removeprefix("\ufeff")
             yield lineno, text.rstrip("\n").rstrip("\r")
 
 
@@ -399,8 +393,6 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
     Scoring streams in batches into a temporary file renamed over ``output_path`` at the end, so memory
     stays flat and a failure never leaves a partial output.
     """
-    import os
-    import tempfile
     from pathlib import Path
 
     input_path, output_path = Path(input_path), Path(output_path)
@@ -423,41 +415,33 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
         more = " (stopped at the first {max_errors})".format(max_errors=max_errors) if len(errors) >= max_errors else ""
         raise PairsFileError(f"{len(errors)} malformed line(s){more}, nothing written:\n" + "\n".join(errors))
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=output_path.parent, prefix=f".{output_path.name}.", suffix=".tmp")
     scored = skipped = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            batch: list[tuple[str, dict]] = []
+    with atomic_write(output_path, "w", encoding="utf-8", newline="") as out:
+        batch: list[tuple[str, dict]] = []
 
-            def flush():
-                nonlocal scored, skipped
-                if not batch:
-                    return
-                scores = regressor.predict([p for _, p in batch])
-                for (line, _), score in zip(batch, scores):
-                    if math.isnan(score):
-                        skipped += 1
-                        out.write(f"{line}\t\n")
-                    else:
-                        scored += 1
-                        out.write(f"{line}\t{score:.2f}\n")
-                batch.clear()
+        def flush():
+            nonlocal scored, skipped
+            if not batch:
+                return
+            scores = regressor.predict([p for _, p in batch])
+            for (line, _), score in zip(batch, scores):
+                if math.isnan(score):
+                    skipped += 1
+                    out.write(f"{line}\t\n")
+                else:
+                    scored += 1
+                    out.write(f"{line}\t{score:.2f}\n")
+            batch.clear()
 
-            for _, line in _lines(input_path):
-                pair = _parse_pair_line(line)
-                if pair is None:  # blank: kept in place, so output line N is still input line N
-                    flush()
-                    out.write("\n")
-                    continue
-                batch.append((line, pair))
-                if len(batch) >= batch_size:
-                    flush()
-            if batch:
+        for _, line in _lines(input_path):
+            pair = _parse_pair_line(line)
+            if pair is None:  # blank: kept in place, so output line N is still input line N
                 flush()
-        os.replace(tmp, output_path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+                out.write("\n")
+                continue
+            batch.append((line, pair))
+            if len(batch) >= batch_size:
+                flush()
+        flush()
     return {"regressor": regressor.name, "lines": n_lines, "scored": scored, "skipped_long_reference": skipped,
             "output": str(output_path)}

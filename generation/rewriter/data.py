@@ -2,39 +2,36 @@
 English sentences paired with a PPDB-noised copy)."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import hashlib
 import io
-import os
 import random
 import re
 from pathlib import Path
 from typing import Iterator
 
-from ..text_encoding import undecodable_byte
-
-
-class PairsFileError(ValueError):
-    """A pairs file that is missing or has a malformed line (the message names the line)."""
+from infra.textfiles import NotUtf8Error, PairsFileError, atomic_write, read_lines
 
 
 # --------------------------------------------------------------------------------------------------
 # Reading pairs
 # --------------------------------------------------------------------------------------------------
 
-def _open_text(path: Path):
-    # surrogateescape: see generation.text_encoding
-    if str(path).endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="surrogateescape", newline="")
-    return open(path, encoding="utf-8", errors="surrogateescape", newline="")
-
-
-def _check_utf8(path: Path, lineno: int, line: str) -> None:
-    """A line read with ``surrogateescape`` holding an undecodable byte -> PairsFileError naming it."""
-    where = undecodable_byte(line)
-    if where is not None:
-        raise PairsFileError(f"{path}:{lineno}: not UTF-8 text ({where})")
+@contextlib.contextmanager
+def _text_writer(raw, *, gzipped: bool):
+    """UTF-8 text onto an open binary file, gzipped if asked; the binary file stays open (its owner syncs
+    and renames it)."""
+    packed = gzip.GzipFile(fileobj=raw, mode="wb") if gzipped else None
+    text = io.TextIOWrapper(packed or raw, encoding="utf-8")
+    try:
+        yield text
+    finally:
+        text.flush()
+        text.detach()
+        if packed is not None:
+            packed.close()
 
 
 def iter_pairs(path) -> Iterator[tuple[int, str, str]]:
@@ -47,22 +44,20 @@ def iter_pairs(path) -> Iterator[tuple[int, str, str]]:
     if not path.is_file():
         raise PairsFileError(f"pairs file not found: {path}")
     try:
-        with _open_text(path) as fh:
-            for lineno, line in enumerate(fh, 1):
-                line = line.rstrip("\r\n")
-                if lineno == 1:
-                    line = line.removeprefix("\ufeff")
-                _check_utf8(path, lineno, line)
-                if not line.strip() or line.startswith("#"):
-                    continue
-                cols = line.split("\t")
-                if len(cols) < 2:
-                    raise PairsFileError(
-                        f"{path}:{lineno}: expected 'sentence<TAB>paraphrase', found no tab: {line[:80]!r}")
-                src, tgt = cols[0].strip(), cols[1].strip()
-                if not src or not tgt:
-                    raise PairsFileError(f"{path}:{lineno}: empty sentence or paraphrase: {line[:80]!r}")
-                yield lineno, src, tgt
+        for lineno, line in read_lines(path):  # gzip by magic bytes, BOM dropped, strict UTF-8
+            line = line.rstrip("\r\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            if len(cols) < 2:
+                raise PairsFileError(
+                    f"{path}:{lineno}: expected 'sentence<TAB>paraphrase', found no tab: {line[:80]!r}")
+            src, tgt = cols[0].strip(), cols[1].strip()
+            if not src or not tgt:
+                raise PairsFileError(f"{path}:{lineno}: empty sentence or paraphrase: {line[:80]!r}")
+            yield lineno, src, tgt
+    except NotUtf8Error as exc:
+        raise PairsFileError(f"{path}:{exc.line}: {exc.reason.replace('not UTF-8', 'not UTF-8 text', 1)}") from None
     except (OSError, EOFError) as exc:
         raise PairsFileError(f"{path}: cannot read ({exc})") from exc
 
@@ -193,10 +188,7 @@ def build_synthetic_pairs(data_dir, out_path, *, seed: int = 13, copies: int = 2
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    tmp = out_path.with_name(out_path.name + ".tmp")
-    opener = (lambda p: io.TextIOWrapper(gzip.open(p, "wb"), encoding="utf-8")) \
-        if str(out_path).endswith(".gz") else (lambda p: open(p, "w", encoding="utf-8"))
-    with opener(tmp) as fh:
+    with atomic_write(out_path) as raw, _text_writer(raw, gzipped=str(out_path).endswith(".gz")) as fh:
         for s in sentences:
             made: set[str] = set()
             for _ in range(copies):
@@ -210,7 +202,6 @@ def build_synthetic_pairs(data_dir, out_path, *, seed: int = 13, copies: int = 2
                 if noised != s:
                     fh.write(f"{noised}\t{s}\n")
                     n += 1
-    os.replace(tmp, out_path)
     return {"sentences": len(sentences), "pairs": n, "out": str(out_path), "seed": seed,
             "copies": copies, "p_sub": p_sub, "p_drop": p_drop, "p_swap": p_swap,
             "ppdb_words": len(synonyms)}

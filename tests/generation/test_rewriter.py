@@ -253,3 +253,10 @@ def test_non_utf8_pairs_name_the_line(tmp_path, gz):
         rewriter.read_pairs(path)
     with pytest.raises(CommandError, match=r":4: not UTF-8"):
         _cli("--pairs", str(path), "--out", str(tmp_path / "o"))
+
+
+def test_a_gzipped_pairs_file_is_read_whatever_its_name(tmp_path):
+    """One way to read a user's file (infra.textfiles): gzip by its magic bytes, not by a .gz suffix."""
+    packed = tmp_path / "pairs.tsv"  # gzipped, but not named so
+    packed.write_bytes(gzip.compress("\ufeffA cat sat.\tThe cat sat.\nDogs run.\tDogs are running.\n".encode()))
+    assert rewriter.read_pairs(packed) == [("A cat sat.", "The cat sat."), ("Dogs run.", "Dogs are running.")]
