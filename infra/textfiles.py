@@ -8,8 +8,9 @@ decoder only knows an offset into its buffer). Lines end at LF only unless a cal
 ``csv`` module needs ``newline=""``), so ``\\r\\n`` endings are kept for the caller to strip and a stray
 ``\\r`` does not split a line.
 
-Writing: :func:`atomic_write` / :func:`atomic_path` write beside the target under a ``.NAME.*.tmp`` name
-and rename over it only once the block succeeds; a failure or an interruption leaves nothing behind.
+Writing: :func:`atomic_write` / :func:`atomic_path` (a file) and :func:`atomic_dir` (a folder) write beside
+the target under a ``.NAME.*.tmp`` name and rename over it only once the block succeeds; a failure or an
+interruption leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import contextlib
 import gzip
 import io
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,6 +176,23 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """A fresh folder beside ``path`` (``.NAME.<unique>.tmp``) that replaces ``path`` (an older folder there
+    is removed) when the block succeeds, and is removed when it fails: a folder of files (a checkpoint, a
+    tokenizer) appears whole or not at all."""
+    path = Path(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -52,3 +52,21 @@ def test_atomic_write_leaves_nothing_when_the_block_fails(tmp_path):
     with atomic_write(target, "w", encoding="utf-8") as fh:
         fh.write("new")
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"] and target.read_text(encoding="utf-8") == "new"
+
+
+def test_a_folder_appears_whole_or_not_at_all(tmp_path):
+    """atomic_dir: a checkpoint or tokenizer folder replaces the old one only once it is complete."""
+    from infra.textfiles import atomic_dir
+
+    target = tmp_path / "tokenizer"
+    target.mkdir()
+    (target / "old.spm").write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_dir(target) as new:
+            (new / "new.spm").write_text("half")
+            raise RuntimeError("interrupted")
+    assert [p.name for p in target.iterdir()] == ["old.spm"]  # the old folder, untouched
+    assert [p.name for p in tmp_path.iterdir()] == ["tokenizer"]  # nothing left behind
+    with atomic_dir(target) as new:
+        (new / "new.spm").write_text("whole")
+    assert [p.name for p in target.iterdir()] == ["new.spm"]

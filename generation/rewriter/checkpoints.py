@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import random
 import re
 import shutil
-import tempfile
 from pathlib import Path
+
+from infra.textfiles import atomic_dir
 
 CHECKPOINTS = "checkpoints"
 STATE_FILE = "state.pt"
@@ -58,13 +58,10 @@ def _save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path
     root = out_dir / CHECKPOINTS
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:07d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-step-{step:07d}-", dir=root))
-    torch.save(payload, tmp / STATE_FILE)
-    with open(tmp / "meta.json", "w") as fh:
-        json.dump({"step": step, "loss": payload.get("last_loss"), "saved_at": _now()}, fh)
-    if final.exists():
-        shutil.rmtree(final)
-    os.rename(tmp, final)
+    with atomic_dir(final) as tmp:
+        torch.save(payload, tmp / STATE_FILE)
+        with open(tmp / "meta.json", "w") as fh:
+            json.dump({"step": step, "loss": payload.get("last_loss"), "saved_at": _now()}, fh)
     if keep > 0:
         olds = sorted(p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"step-\d+", p.name))
         for p in olds[:-keep]:

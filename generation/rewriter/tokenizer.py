@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
+from infra.textfiles import atomic_dir
+
 from .options import TrainOptionsError
 
 TOKENIZER_DIR = "tokenizer"
@@ -83,14 +85,8 @@ def prepare_tokenizer(out_dir: Path, pairs: list[tuple[str, str]], *, resuming: 
     from .checkpoints import CHECKPOINTS
 
     sents = list(dict.fromkeys([s for s, _ in pairs] + [t for _, t in pairs]))
-    new_tok = Path(tempfile.mkdtemp(prefix=".tmp-tokenizer-", dir=out_dir))
-    try:
+    with atomic_dir(tok_dir) as new_tok:
         _train_tokenizer_checked(sents, new_tok, vocab_size=vocab_size, seed=seed)
         if not resume and (out_dir / CHECKPOINTS).exists():
-            shutil.rmtree(out_dir / CHECKPOINTS)
-        if tok_dir.exists():
-            shutil.rmtree(tok_dir)
-        os.rename(new_tok, tok_dir)
-    finally:
-        shutil.rmtree(new_tok, ignore_errors=True)
+            shutil.rmtree(out_dir / CHECKPOINTS)  # a new tokenizer makes old checkpoints meaningless
     return load_tokenizer(tok_dir)
