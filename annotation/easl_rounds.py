@@ -21,8 +21,8 @@ from django.utils import timezone
 from annotation import easl
 from annotation.batch_settings import BatchSettingsError, easl_settings_clean, rate_check
 from annotation.batches import DEFAULT_DEGRADED_RATE, attention_copy, degraded_copy, degraded_text, spread_order
-from annotation.models import (DEGRADED_SYSTEM, JUDGED_STATUSES, QUALITY_CONTROL_SYSTEMS, AssignmentStatus, Batch,
-                               Candidate, CandidateSystem, Hit, HitItem, Judgment, Reference, is_attention_copy)
+from annotation.models import (DEGRADED_SYSTEM, JUDGED_STATUSES, AssignmentStatus, Batch, Candidate, CandidateSystem,
+                               Hit, HitItem, Judgment, Reference, is_attention_copy)
 
 
 EASL_DEFAULTS = {
@@ -52,8 +52,8 @@ def easl_config(batch: Batch) -> dict:
 
 def _is_quality_control(candidate: Candidate, systems: set[str]) -> bool:
     """An attention copy or a degraded copy: shown to test the rater, never an item EASL estimates."""
-    return (is_attention_copy(text=candidate.text, reference_text=candidate.reference.text, systems=systems)
-            or bool(systems & set(QUALITY_CONTROL_SYSTEMS)))
+    return (DEGRADED_SYSTEM in systems
+            or is_attention_copy(text=candidate.text, reference_text=candidate.reference.text, systems=systems))
 
 
 def batch_items(batch: Batch) -> dict[int, list[int]]:

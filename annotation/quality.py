@@ -32,8 +32,8 @@ from django.db.models import Q
 from django.utils import timezone
 from scipy.stats import mannwhitneyu, pearsonr
 
-from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, QUALITY_CONTROL_SYSTEMS, Assignment, Campaign, Judgment,
-                     Provider, Worker, attention_copy_q)
+from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, Assignment, Campaign, Judgment, Provider, Worker,
+                     attention_copy_q)
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ DEGRADED_Q = Q(candidate__systems__system=DEGRADED_SYSTEM)
 
 def real_judgments(judgments):
     """The judgments of real candidates: neither an attention copy nor a degraded one."""
-    return judgments.exclude(ATTENTION_Q).exclude(candidate__systems__system__in=QUALITY_CONTROL_SYSTEMS)
+    return judgments.exclude(ATTENTION_Q).exclude(DEGRADED_Q)
 
 
 @dataclasses.dataclass

@@ -11,7 +11,7 @@ from django.conf import settings
 from rest_framework.throttling import BaseThrottle
 
 from limits.client import client_ip
-from limits.counters import hit, parse_rate
+from limits.counters import over_limit
 
 
 class CountedThrottle(BaseThrottle):
@@ -28,12 +28,9 @@ class CountedThrottle(BaseThrottle):
         raise NotImplementedError
 
     def allow_request(self, request, view) -> bool:
-        limit, window_s = parse_rate(getattr(settings, self.rate_setting, self.default_rate))
-        counted = hit(f"{self.scope}:{self.ident(request)}", window_s)
-        if counted.count <= limit:
-            return True
-        self._wait = counted.retry_after
-        return False
+        self._wait = over_limit(f"{self.scope}:{self.ident(request)}",
+                                getattr(settings, self.rate_setting, self.default_rate))
+        return self._wait is None
 
     def wait(self) -> int | None:
         return self._wait

@@ -13,6 +13,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
+from annotation.db_errors import REQUEST_TOO_LARGE
+
 API_PREFIX = "/api/"
 
 
@@ -28,7 +30,7 @@ def bad_request(request: HttpRequest, exception=None) -> HttpResponse:
     if not is_api(request):
         return defaults.bad_request(request, exception)
     if isinstance(exception, RequestDataTooBig):
-        return _json("the request body is too large", "request_too_large", 413)
+        return JsonResponse(REQUEST_TOO_LARGE, status=413)
     return _json("bad request", "bad_request", 400)
 
 

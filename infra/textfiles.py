@@ -47,30 +47,34 @@ class NotUtf8Error(TextFileError):
 
     def __init__(self, path: str | Path, line: int, text: str):
         start = _first_undecodable(text)
+        if start is None:
+            raise ValueError("the line is UTF-8")
         code = ord(text[start])
         self.byte = code - 0xDC00 if 0xDC80 <= code <= 0xDCFF else None
         self.column = start + 1
         self.offset = len(text[:start].encode("utf-8", "surrogateescape")) + 1
-        super().__init__(path, line, f"not UTF-8 ({undecodable_byte(text)})")
+        super().__init__(path, line, f"not UTF-8 ({_describe(text, start)})")
 
 
-def _first_undecodable(line: str) -> int:
+def _first_undecodable(line: str) -> int | None:
+    """Where the first byte that was not UTF-8 sits in a line read with ``surrogateescape``, or None."""
     try:
         line.encode("utf-8")
     except UnicodeEncodeError as exc:
         return exc.start
-    raise ValueError("the line is UTF-8")
+    return None
+
+
+def _describe(line: str, start: int) -> str:
+    code = ord(line[start])
+    what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "a surrogate"
+    return f"{what} at column {start + 1}"
 
 
 def undecodable_byte(line: str) -> str | None:
     """For a line read with ``surrogateescape``: None if it was UTF-8, else e.g. ``"byte 0xe9 at column 4"``."""
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        code = ord(line[exc.start])
-        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "a surrogate"
-        return f"{what} at column {exc.start + 1}"
-    return None
+    start = _first_undecodable(line)
+    return None if start is None else _describe(line, start)
 
 
 class _Prefixed(io.RawIOBase):

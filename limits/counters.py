@@ -76,6 +76,14 @@ def hit_count(key: str, window_s: int) -> int:
     return hit(key, window_s).count
 
 
+def over_limit(key: str, rate: str) -> int | None:
+    """Count a hit of ``key`` against ``rate`` (``"30/min"``): None while within it, else the seconds until
+    its window ends (a Retry-After value). The one check every limit (API throttles, logins) makes."""
+    limit, window_s = parse_rate(rate)
+    counted = hit(key, window_s)
+    return None if counted.count <= limit else counted.retry_after
+
+
 def purge_expired() -> int:
     """Delete the counters whose window has ended; the number deleted."""
     deleted, _ = Counter.objects.filter(resets_at_ms__lte=int(time.time() * 1000)).delete()

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.shortcuts import render
 
 from .client import client_ip
-from .counters import hit, parse_rate
+from .counters import over_limit
 
 TEMPLATE = "frontend/login_rate_limited.html"
 
@@ -29,10 +29,9 @@ class LoginRateLimitMiddleware:
         match = getattr(request, "resolver_match", None)
         if match is None or match.view_name not in getattr(settings, "PARAFORGE_LOGIN_VIEWS", ()):
             return None
-        limit, window_s = parse_rate(getattr(settings, "PARAFORGE_LOGIN_RATE", "20/min"))
-        counted = hit(f"login:{client_ip(request)}", window_s)
-        if counted.count <= limit:
+        retry_after = over_limit(f"login:{client_ip(request)}", getattr(settings, "PARAFORGE_LOGIN_RATE", "20/min"))
+        if retry_after is None:
             return None
-        response = render(request, TEMPLATE, {"retry_after": counted.retry_after}, status=429)
-        response["Retry-After"] = str(counted.retry_after)
+        response = render(request, TEMPLATE, {"retry_after": retry_after}, status=429)
+        response["Retry-After"] = str(retry_after)
         return response

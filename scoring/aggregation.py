@@ -144,12 +144,16 @@ class WorkerScale:
     sd: float   # population SD
 
 
-def worker_scales(scores: Iterable[tuple[int, float]]) -> dict[int, WorkerScale]:
-    """Each worker's mean and population SD over the given (worker, score) pairs."""
+def worker_scales(candidates: Iterable[CandidateData]) -> tuple[dict[int, WorkerScale], int]:
+    """Each worker's mean and population SD over their scores of these candidates, for the workers who can
+    be standardised (SD > 0), and how many cannot (SD 0: left out of z-scores)."""
     by_worker: dict[int, list[float]] = defaultdict(list)
-    for worker, score in scores:
-        by_worker[worker].append(float(score))
-    return {w: WorkerScale(statistics.fmean(v), statistics.pstdev(v)) for w, v in by_worker.items()}
+    for c in candidates:
+        for worker, score in zip(c.workers, c.scores):
+            by_worker[worker].append(float(score))
+    scales = {w: WorkerScale(statistics.fmean(v), statistics.pstdev(v)) for w, v in by_worker.items()}
+    usable = {w: scale for w, scale in scales.items() if scale.sd > 0}
+    return usable, len(scales) - len(usable)
 
 
 @dataclasses.dataclass
@@ -165,18 +169,17 @@ def zscore_estimates(data: CampaignData, *, candidates: Iterable[CandidateData] 
     (default: every non-degraded candidate) are both where the worker scales come from and what is
     estimated."""
     pool = [c for c in (data.candidates if candidates is None else candidates) if not c.is_degraded]
-    scales = worker_scales((w, s) for c in pool for w, s in zip(c.workers, c.scores))
-    usable = {w: sc for w, sc in scales.items() if sc.sd > 0}
+    usable, workers_sd0 = worker_scales(pool)
     kept = [float(s) for c in pool for w, s in zip(c.workers, c.scores) if w in usable]
     if not kept:
-        return ZScoreEstimate({}, len(scales) - len(usable), None, None)
+        return ZScoreEstimate({}, workers_sd0, None, None)
     mean, sd = statistics.fmean(kept), statistics.pstdev(kept)
     means = {}
     for c in pool:
         z = [(s - usable[w].mean) / usable[w].sd for w, s in zip(c.workers, c.scores) if w in usable]
         if z:
             means[c.id] = mean + sd * statistics.fmean(z)
-    return ZScoreEstimate(means, len(scales) - len(usable), mean, sd)
+    return ZScoreEstimate(means, workers_sd0, mean, sd)
 
 
 def similarity_rows(data: CampaignData, estimates: dict | None = None) -> list[dict]:

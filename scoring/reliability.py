@@ -108,8 +108,7 @@ def reliability(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PE
     """The reliability figures of a loaded campaign (rules in the module docstring)."""
     candidates = sorted((c for c in data.candidates if not c.is_attention_copy and not c.is_degraded and c.scores),
                         key=lambda c: c.id)
-    scales = worker_scales((w, s) for c in candidates for w, s in zip(c.workers, c.scores))
-    usable = {w: sc for w, sc in scales.items() if sc.sd > 0}
+    usable, workers_sd0 = worker_scales(candidates)
     eligible = [c for c in candidates if len(c.scores) >= min_per_candidate]
     scores = [[float(s) for s in c.scores] for c in eligible]
     zscores = [[(s - usable[w].mean) / usable[w].sd if w in usable else None for w, s in zip(c.workers, c.scores)]
@@ -117,5 +116,5 @@ def reliability(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PE
     halves = split_half(scores, zscores, seeds=seeds)
     return {"split_half": {"raw": halves["raw"], "zscore": halves["zscore"]}, "n_candidates": len(eligible),
             "krippendorff_alpha": krippendorff_alpha_interval([c.scores for c in candidates]),
-            "workers_sd0": len(scales) - len(usable), "n_splits": len(seeds),
+            "workers_sd0": workers_sd0, "n_splits": len(seeds),
             "min_judgments_per_candidate": min_per_candidate}
