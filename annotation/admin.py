@@ -58,7 +58,44 @@ class BatchForm(forms.Form):
     seed = forms.IntegerField(initial=0)
     reward_usd = forms.DecimalField(min_value=0, decimal_places=2, initial="0.10", required=False,
                                     help_text="MTurk: reward per assignment")
+    reward_per_session = forms.DecimalField(min_value=0, decimal_places=2, required=False,
+                                            help_text="Prolific: reward per session (the account's currency)")
+    hits_per_session = forms.IntegerField(min_value=1, max_value=1000, required=False,
+                                          help_text="Prolific: HITs a participant does in one session")
+    estimated_minutes = forms.IntegerField(min_value=1, max_value=1440, required=False,
+                                           help_text="Prolific: a session's estimated time")
+    countries = forms.CharField(required=False, help_text="Prolific: countries of residence, comma-separated")
+    first_languages = forms.CharField(required=False, help_text="Prolific: first languages, comma-separated")
     label = forms.CharField(required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from .providers.prolific import median_seconds_per_hit
+        from .providers.prolific.gateway import suggested_minutes
+
+        per_hit = median_seconds_per_hit()
+        hits = settings.PROLIFIC_HITS_PER_SESSION
+        minutes = suggested_minutes(hits_per_session=hits, seconds_per_hit=per_hit)
+        self.fields["hits_per_session"].initial = hits
+        self.fields["estimated_minutes"].initial = minutes
+        measured = (f"the median of {per_hit:.0f} s per HIT measured so far" if per_hit else
+                    f"{settings.PROLIFIC_SECONDS_PER_HIT} s per HIT until one is measured")
+        self.fields["estimated_minutes"].help_text = (f"Prolific: a session's estimated time; suggested {minutes} "
+                                                      f"min for {hits} HITs from {measured}")
+
+    def provider_settings(self) -> dict:
+        """The batch settings the chosen provider reads, from the fields given."""
+        data = self.cleaned_data
+        chosen: dict = {}
+        if data["provider"].startswith("mturk") and data.get("reward_usd") is not None:
+            chosen["reward_usd"] = str(data["reward_usd"])
+        if data["provider"] == "prolific":
+            if data.get("reward_per_session") is not None:
+                chosen["reward_per_session"] = str(data["reward_per_session"])
+            for key in ("hits_per_session", "estimated_minutes", "countries", "first_languages"):
+                if data.get(key) not in (None, ""):
+                    chosen[key] = data[key]
+        return chosen
 
     def clean_lengths(self):
         try:
@@ -88,7 +125,7 @@ class CampaignAdmin(ReadOnlyAdmin):
         form = BatchForm(request.POST if request.POST.get("confirm") else None)
         if form.is_bound and form.is_valid():
             data = form.cleaned_data
-            settings = {"reward_usd": str(data["reward_usd"])} if data.get("reward_usd") is not None else {}
+            settings = form.provider_settings()
             try:
                 batch = hit_batch_create(
                     campaign=campaign, provider=data["provider"], per_length=data["per_length"],
@@ -209,7 +246,7 @@ class WorkerAdmin(ReadOnlyAdmin):
 class BatchAdmin(ReadOnlyAdmin):
     list_display = ("id", "campaign", "provider", "label", "status", "hit_count", "created_at")
     list_filter = ("provider", "status")
-    actions = ["publish_batches", "export_results", "expire_batches"]
+    actions = ["publish_batches", "sync_batches", "approve_batches", "export_results", "expire_batches"]
 
     has_publish_permission = _can_change("batch")
 
@@ -239,9 +276,11 @@ class BatchAdmin(ReadOnlyAdmin):
                 return None
             if cost is not None:
                 total = (total or 0) + cost
+            provider = get_provider(batch)
+            places = provider.places(batch=batch) if hasattr(provider, "places") else None
             rows.append({"batch": batch, "provider": batch.provider + (" (sandbox)" if (batch.settings or {}).get(
                 "sandbox") else ""), "hits": batch.hits.count(), "assignments": (batch.settings or {}).get(
-                "assignments", "-"), "cost": cost})
+                "assignments", "-"), "places": places, "cost": cost, "currency": provider.currency})
         return TemplateResponse(request, "annotation/publish_preview.html", {
             **self.admin_site.each_context(request), "batches": batches, "rows": rows, "total": total,
             "title": "Publish batches", "cancel_url": request.get_full_path()})
@@ -261,11 +300,29 @@ class BatchAdmin(ReadOnlyAdmin):
         response["Content-Disposition"] = f'attachment; filename="batch-{batch.pk}-results.csv"'
         return response
 
-    @admin.action(description="Expire (no new assignments)", permissions=["publish"])
+    def _each(self, request, queryset, operation: str, done: str) -> None:
+        """Run one ``HitProvider`` operation on each batch; its report, or its error, is shown per batch."""
+        for batch in queryset.order_by("id"):
+            provider = get_provider(batch)
+            try:
+                report = getattr(provider, operation)(batch=batch)
+            except Exception as exc:  # noqa: BLE001 - a platform error is shown, the other batches go on
+                self.message_user(request, f"batch {batch.pk}: {exc}", messages.ERROR)
+                continue
+            shown = {k: v for k, v in (report or {}).items() if not isinstance(v, (dict, list))}
+            self.message_user(request, f"batch {batch.pk} {done}: {shown}", messages.SUCCESS)
+
+    @admin.action(description="Sync (verify submissions with the platform)", permissions=["publish"])
+    def sync_batches(self, request, queryset):
+        self._each(request, queryset, "sync", "synced")
+
+    @admin.action(description="Approve verified submissions (pays)", permissions=["publish"])
+    def approve_batches(self, request, queryset):
+        self._each(request, queryset, "approve_batch", "approved")
+
+    @admin.action(description="Expire / stop (no new work)", permissions=["publish"])
     def expire_batches(self, request, queryset):
-        for batch in queryset:
-            get_provider(batch).expire(batch=batch)
-        self.message_user(request, f"{queryset.count()} batch(es) expired.", messages.SUCCESS)
+        self._each(request, queryset, "expire", "expired")
 
 
 class HitItemInline(ReadOnlyInline):

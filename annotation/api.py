@@ -6,6 +6,8 @@ import io
 from django.contrib.auth import get_user
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import (api_view, authentication_classes, permission_classes, renderer_classes,
                                        throttle_classes)
@@ -14,6 +16,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.openapi import api_errors
 from config.permissions import staff_with_perms
 
 from .exports import RESULTS_PERMS, batch_results_csv
@@ -42,6 +45,20 @@ def _session_user(request: Request):
     return user if user.is_authenticated else None
 
 
+@extend_schema(
+    operation_id="assignment_create", tags=["annotation"], request=SubmissionInSerializer,
+    summary="Submit the judgments of one assignment of a HIT (the slider page posts here).",
+    description="No session: the signed token of the HIT page is the credential. A refused submission saves "
+                "nothing; 400 covers bad values (a score outside 0-100, null with fluency other than 0, a "
+                "candidate not in the HIT, missing or repeated).",
+    responses={201: OpenApiResponse(AssignmentOutSerializer, description="Saved."),
+               200: OpenApiResponse(AssignmentOutSerializer, description="The same assignment with the same "
+                                                                         "judgments again: the stored one."),
+               **api_errors(400, 404, 409, 410, 413, 415, 429, said={
+                   403: "A bad, forged, expired or foreign token (`bad_token`), an assignment of another worker "
+                        "or annotator, a disqualified worker (`disqualified`).",
+                   409: "Another HIT's assignment, a draft batch, a full HIT, a candidate already judged, the "
+                        "same assignment again with other judgments (`conflicting_replay`)."})})
 @api_view(["POST"])
 @authentication_classes([])  # the signed token in the body is the credential (no session, no CSRF)
 @permission_classes([AllowAny])
@@ -65,6 +82,8 @@ def assignment_create(request: Request, hit_id: int) -> Response:
                     status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
+@extend_schema(operation_id="batch_hits", tags=["annotation"], summary="A batch's HITs (staff).",
+               responses={200: HitOutSerializer(many=True), **api_errors(404)})
 @api_view(["GET"])
 @permission_classes([staff_with_perms("annotation.view_batch", "annotation.view_hit")])
 def batch_hits(request: Request, batch_id: int) -> Response:
@@ -74,6 +93,10 @@ def batch_hits(request: Request, batch_id: int) -> Response:
     return Response(HitOutSerializer(hits, many=True).data)
 
 
+@extend_schema(operation_id="batch_results", tags=["annotation"],
+               summary="A batch's raw judgments as an MTurk-style results CSV (staff).",
+               responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The CSV file."),
+                          **api_errors(404)})
 @api_view(["GET"])
 @permission_classes([staff_with_perms(*RESULTS_PERMS)])
 @renderer_classes([JSONRenderer, CSVRenderer])

@@ -23,9 +23,14 @@ INT_SETTINGS: dict[str, tuple[int, int | None, str]] = {
     "assignment_duration_s": (30, 31_536_000, "seconds"),
     "auto_approval_delay_s": (0, 2_592_000, "seconds"),
     "lifetime_s": (30, 31_536_000, "seconds"),
-    "min_approval_rate": (0, 100, "percent"),
+    "min_approval_rate": (0, 100, "percent"),  # MTurk and Prolific
     "min_approved_hits": (0, None, "HITs"),
     "frame_height": (0, None, "pixels"),
+    # Prolific: a study's session is hits_per_session HITs in a row; its times are in minutes
+    "hits_per_session": (1, 1000, "HITs"),
+    "estimated_minutes": (1, 1440, "minutes"),
+    "max_minutes": (1, 1440, "minutes"),
+    "min_approved_submissions": (0, None, "submissions"),
 }
 EASL_INT_SETTINGS: dict[str, tuple[int, int | None, str]] = {
     "items_per_hit": (2, None, "candidates"),
@@ -43,17 +48,22 @@ EASL_FLOAT_SETTINGS: dict[str, tuple[float, bool]] = {
 
 
 TEXT_SETTINGS = ("title", "description", "keywords", "public_url")
+LIST_SETTINGS = ("locales", "countries", "first_languages")
 FLAG_SETTINGS = ("sandbox",)
 MODES = ("fixed", "easl")
 # key -> what it holds (the schema; numbers also have their ranges above)
 SCHEMA: dict[str, str] = {
     "reward_usd": "the reward per assignment in US dollars (MTurk)",
+    "reward_per_session": "the reward per session in the Prolific account's currency, e.g. \"1.50\" (Prolific)",
     **{key: f"a whole number of {unit}" for key, (_, _, unit) in INT_SETTINGS.items()},
     "attention_rate": "the share of HITs with an attention copy (0-1)",
     "degraded_rate": "the share of HITs with a degraded copy (0-1)",
-    "title": "the HIT's title (MTurk)", "description": "the HIT's description (MTurk)",
-    "keywords": "the HIT's keywords (MTurk)", "public_url": "the https address of the slider pages (MTurk)",
+    "title": "the HIT's or study's title (MTurk, Prolific)",
+    "description": "the HIT's or study's description (MTurk, Prolific)",
+    "keywords": "the HIT's keywords (MTurk)", "public_url": "the https address of the slider pages (MTurk, Prolific)",
     "locales": "countries workers must be in (MTurk): a list or comma-separated",
+    "countries": "countries of residence participants must be in, as Prolific names them (Prolific)",
+    "first_languages": "participants' first languages, as Prolific names them (Prolific)",
     "sandbox": "true on MTurk's requester sandbox",
     "mode": "fixed (R workers per HIT) or easl (rounds)", "easl": "EASL options (a JSON object)",
     # recorded by hit_batch_create: how the batch was made
@@ -110,6 +120,14 @@ def rate_check(key: str, value: Any) -> float:
     return number
 
 
+def setting_list(value: Any) -> list[str]:
+    """A list setting's values (given as a list or comma-separated text), stripped, empty ones dropped."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
 def reward_usd_check(value: Any, *, key: str = "reward_usd") -> Decimal:
     """A reward in US dollars (a number or a decimal string, at least 0); the message names the key."""
     amount = None
@@ -163,13 +181,17 @@ def batch_settings_clean(settings: Any) -> dict:
             raise BatchSettingsError(f"batch setting {key!r}: expected true or false, got {cleaned[key]!r}")
     if cleaned.get("mode") is not None and cleaned["mode"] not in MODES:
         raise BatchSettingsError(f"batch setting 'mode': {cleaned['mode']!r} is not one of {', '.join(MODES)}")
-    locales = cleaned.get("locales")
-    if locales is not None and not (isinstance(locales, str) or (
-            isinstance(locales, list) and all(isinstance(c, str) for c in locales))):
-        raise BatchSettingsError(f"batch setting 'locales': expected country codes (a list or comma-separated "
-                                 f"text), got {locales!r}")
+    for key in LIST_SETTINGS:
+        values = cleaned.get(key)
+        if values is not None and not (isinstance(values, str) or (
+                isinstance(values, list) and all(isinstance(c, str) for c in values))):
+            what = "country codes" if key == "locales" else "names as Prolific writes them"
+            raise BatchSettingsError(f"batch setting {key!r}: expected {what} (a list or comma-separated text), "
+                                     f"got {values!r}")
     if cleaned.get("reward_usd") is not None:
         reward_usd_check(cleaned["reward_usd"])
+    if cleaned.get("reward_per_session") is not None:
+        reward_usd_check(cleaned["reward_per_session"], key="reward_per_session")
     for key, (lo, hi, unit) in INT_SETTINGS.items():
         if cleaned.get(key) is not None:
             cleaned[key] = _int_setting(key, cleaned[key], lo, hi, unit)

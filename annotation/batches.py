@@ -34,7 +34,7 @@ from .importers import not_utf8_message
 from .models import (ATTENTION_SYSTEM, DEGRADED_SYSTEM, LENGTH_BUCKETS, Batch, BatchStatus, Campaign, Candidate,
                      CandidateSystem, Hit, HitItem, Provider, Reference)
 
-PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk")
+PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk", "prolific")
 HIT_SIZE = 5
 DEFAULT_ASSIGNMENT_DURATION_S = 3600
 DEFAULT_DEGRADED_RATE = 0.1
@@ -168,30 +168,20 @@ def batch_settings_check(settings: dict | None) -> dict:
 
 
 def batch_publish_check(*, provider: str, settings: dict | None = None, cost_usd: Decimal | None = None) -> None:
-    """Refuse (``BatchError``) when the provider could not publish a batch with these settings now: MTurk's
-    credentials and https public URL (the batch's ``public_url`` or ``PARAFORGE_PUBLIC_URL``) and, given
-    ``cost_usd``, the account's balance. Nothing is spent; the local provider always can. The CLI's
-    ``--publish`` calls it before making the batch (and with the cost before committing it)."""
-    from .providers import get_provider
+    """Refuse (``BatchError``) when the provider could not publish a batch with these settings now: the
+    platform's credentials and https public URL (the batch's ``public_url`` or ``PARAFORGE_PUBLIC_URL``)
+    and, given ``cost_usd``, the account's balance. Nothing is spent; the local provider always can. The
+    CLI's ``--publish`` calls it before making the batch (and with the cost before committing it)."""
+    from .providers import ProviderError, get_provider
 
     _provider_fields(provider)
-    checker = getattr(get_provider(provider), "publish_check", None)
-    if checker is None:
-        return
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from .mturk_retry import error_code, error_message
-    from .providers.mturk import MTurkError
-
+    checker = get_provider(provider)
     try:
-        checker(batch_settings=settings or {}, cost_usd=cost_usd)
-    except MTurkError as exc:
+        checker.publish_check(batch_settings=settings or {}, cost_usd=cost_usd)
+    except ProviderError as exc:
         raise BatchError(f"cannot publish on {provider}: {exc}") from exc
-    except ClientError as exc:
-        raise BatchError(f"cannot publish on {provider}: MTurk refused: {error_code(exc)}: "
-                         f"{error_message(exc)}") from exc
-    except BotoCoreError as exc:
-        raise BatchError(f"cannot publish on {provider}: MTurk could not be reached: {exc}") from exc
+    except checker.transport_errors as exc:
+        raise BatchError(f"cannot publish on {provider}: {checker.error_text(exc)}") from exc
 
 
 def _provider_fields(provider: str) -> tuple[str, dict]:
@@ -199,6 +189,8 @@ def _provider_fields(provider: str) -> tuple[str, dict]:
         raise BatchError(f"unknown provider {provider!r}: choose one of {', '.join(PROVIDER_NAMES)}")
     if provider == "local":
         return Provider.LOCAL, {}
+    if provider == "prolific":
+        return Provider.PROLIFIC, {}
     return Provider.MTURK, {"sandbox": provider == "mturk-sandbox"}
 
 
@@ -336,15 +328,15 @@ def batch_cost_estimate_usd(*, batch: Batch) -> Decimal | None:
     return get_provider(batch).cost_estimate_usd(batch=batch)
 
 
-def batch_publish(*, batch: Batch) -> Batch:
-    """Publish through the provider (idempotent) and mark the batch published."""
+def batch_publish(*, batch: Batch) -> dict:
+    """Publish through the provider (idempotent), mark the batch published; returns the provider's report."""
     from .providers import get_provider
 
     if batch.status == BatchStatus.CANCELLED:
         raise BatchError(f"batch {batch.pk} was cancelled")
-    get_provider(batch).publish(batch=batch)
+    report = get_provider(batch).publish(batch=batch)
     if batch.status == BatchStatus.DRAFT:
         Batch.objects.filter(pk=batch.pk).update(status=BatchStatus.PUBLISHED)
         batch.status = BatchStatus.PUBLISHED
-    return batch
+    return report
 

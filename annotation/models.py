@@ -66,7 +66,12 @@ def default_campaign_settings() -> dict:
 class Provider(models.TextChoices):
     LOCAL = "local", "local annotators"
     MTURK = "mturk", "Mechanical Turk"
+    PROLIFIC = "prolific", "Prolific"
     IMPORT = "import", "imported judgments"
+
+
+# platforms whose workers' identity is what the platform confirms (``annotation.verification``)
+CROWD_PROVIDERS = (Provider.MTURK, Provider.PROLIFIC)
 
 
 class Fluency(models.IntegerChoices):
@@ -321,6 +326,33 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.external_assignment_id} by {self.worker}"
+
+
+class SessionOutcome(models.TextChoices):
+    OPEN = "open"  # the participant is working through their HITs
+    COMPLETED = "completed"  # sent back to Prolific with the study's completion code
+    FAILED = "failed"  # failed the quality checks mid-session: sent back with the other code
+
+
+class ProlificSession(models.Model):
+    """One Prolific participant's session (Prolific's ``SESSION_ID``, the id of their submission) on a batch's
+    study: ``hits_per_session`` HITs in a row, each an ``Assignment`` named ``<session id>:<hit id>``. How
+    it ended decides the completion code they were sent back with (``providers.prolific.sessions``)."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="prolific_sessions")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="prolific_sessions")
+    session_id = models.CharField(max_length=64)
+    study_id = models.CharField(max_length=64, blank=True)
+    outcome = models.CharField(max_length=16, choices=SessionOutcome.choices, default=SessionOutcome.OPEN)
+    reason = models.TextField(blank=True, help_text="why the session failed the quality checks")
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["batch", "session_id"], name="unique_prolific_session")]
+
+    def __str__(self) -> str:
+        return f"Prolific session {self.session_id} of {self.worker}"
 
 
 def judgment_value_error(score, fluency) -> str | None:

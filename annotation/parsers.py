@@ -6,13 +6,16 @@ throttle reads the body before the view runs), and decodes the body in whatever 
 
 * refuses a declared charset other than UTF-8 (or its ASCII subset) with 415 ``unsupported_media_type``:
   JSON exchanged between systems is UTF-8 (RFC 8259 §8.1) and the slider page sends nothing else;
-* refuses bytes that are not valid UTF-8, malformed JSON, ``NaN``/``Infinity`` and too-deep nesting with
-  400 ``parse_error``: nothing reaches a view, so nothing is stored.
+* refuses bytes that are not valid UTF-8, malformed JSON, ``NaN``/``Infinity``, too-deep nesting and a
+  string holding a lone surrogate (the escape ``"\\ud800"`` is valid JSON syntax but no Unicode text: UTF-8
+  cannot encode it, so the database driver failed on it, a 500) with 400 ``parse_error``: nothing reaches
+  a view, so nothing is stored.
 """
 from __future__ import annotations
 
 import codecs
 import json
+import re
 
 from django.utils.http import parse_header_parameters
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
@@ -21,6 +24,7 @@ from rest_framework.utils.json import strict_constant
 
 MAX_DEPTH = 32  # a submission is 3 deep ({"judgments": [{...}]}); nothing legitimate comes near this
 _UTF8 = frozenset({"utf-8", "ascii"})  # codec names after codecs.lookup: utf8, UTF-8, us-ascii, ...
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _charset_ok(media_type: str | None) -> bool:
@@ -51,6 +55,24 @@ def _too_deep(data, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def _lone_surrogate(data) -> bool:
+    """Whether a string of ``data`` (a key or a value, at any depth) holds a UTF-16 surrogate: only a
+    ``\\uD8xx``-style escape puts one there (a valid pair decodes to one character), and no UTF-8 text can
+    hold it."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
 class StrictJSONParser(JSONParser):
     """``application/json`` in UTF-8, nested at most ``MAX_DEPTH`` deep; every refusal is a DRF error."""
 
@@ -71,5 +93,8 @@ class StrictJSONParser(JSONParser):
             raise ParseError(f"JSON parse error - {exc}") from None
         if _too_deep(data):
             raise ParseError(f"JSON parse error - nested more than {MAX_DEPTH} levels deep")
+        if _lone_surrogate(data):
+            raise ParseError("JSON parse error - a string holds a lone surrogate escape (\\ud800-\\udfff), "
+                             "which is not Unicode text")
         return data
 

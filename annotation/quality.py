@@ -32,8 +32,8 @@ from django.db.models import Q
 from django.utils import timezone
 from scipy.stats import mannwhitneyu, pearsonr
 
-from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, Assignment, Campaign, Judgment, Provider, Worker,
-                     attention_copy_q)
+from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, Assignment, Campaign, Judgment, Provider, Verification,
+                     Worker, attention_copy_q)
 
 log = logging.getLogger(__name__)
 
@@ -145,11 +145,15 @@ def _seconds_per_hit(worker: Worker, campaign: Campaign | None) -> float | None:
     return statistics.median(spans) if spans else None
 
 
-def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures: bool = True) -> WorkerQuality:
+def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures: bool = True,
+                   pending_assignments: Sequence[int] = ()) -> WorkerQuality:
     """The worker's figures in one campaign (or across all: each check against its campaign's pass mark).
 
-    ``figures=False`` leaves out time per HIT and agreement (not needed by the disqualification rule)."""
-    judgments = Judgment.objects.counted().filter(worker=worker)
+    ``figures=False`` leaves out time per HIT and agreement (not needed by the disqualification rule).
+    ``pending_assignments``: unverified assignments to count as well (a Prolific session's own, to end it
+    early; never to disqualify the worker)."""
+    judgments = Judgment.objects.filter(worker=worker).filter(
+        Q(assignment__verification=Verification.VERIFIED) | Q(assignment_id__in=list(pending_assignments)))
     if campaign is not None:
         judgments = judgments.filter(candidate__reference__campaign=campaign)
         campaigns = [campaign]
@@ -171,6 +175,66 @@ def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures:
         quality.seconds_per_hit = _seconds_per_hit(worker, campaign)
         quality.agreement = _agreement(worker, judgments)
     return quality
+
+
+@dataclasses.dataclass
+class RaterFigures:
+    """One worker's quality-control figures in a campaign (the dashboard's per-rater plot and table)."""
+
+    worker_id: int
+    disqualified: bool
+    judgments: int = 0
+    attention_passed: int = 0
+    attention_failed: int = 0
+    degraded_checks: int = 0
+    real_judged: int = 0
+    degraded_p: float | None = None  # as ``WorkerQuality.degraded_p``: None until tested
+    degraded_mean: float | None = None  # mean slider score of the degraded copies they judged (N/A as 0)
+    real_mean: float | None = None  # ... and of the real candidates (N/A as 0, as the test counts it)
+
+    @property
+    def attention_checks(self) -> int:
+        return self.attention_passed + self.attention_failed
+
+    @property
+    def attention_pass_rate(self) -> float | None:
+        return self.attention_passed / self.attention_checks if self.attention_checks else None
+
+
+def campaign_rater_figures(campaign: Campaign) -> list[RaterFigures]:
+    """Every worker with counted judgments in the campaign (disqualified ones included: the figures say why),
+    by worker id, with the same rules as ``worker_quality``: attention checks against the campaign's pass
+    mark, the degraded-copy Mann-Whitney p-value from the campaign's minimum of checks, plus the mean scores
+    the test compares. One query over the campaign's judgments instead of several per worker."""
+    from .models import Candidate
+
+    candidates = Candidate.objects.filter(reference__campaign=campaign)
+    attention = set(candidates.filter(attention_copy_q()).values_list("pk", flat=True))
+    degraded = set(candidates.filter(systems__system=DEGRADED_SYSTEM).values_list("pk", flat=True))
+    pass_mark, min_checks = int(campaign.setting("attention_pass_mark")), int(campaign.setting("min_degraded_checks"))
+    scores: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: {"degraded": [], "real": []})
+    figures: dict[int, RaterFigures] = {}
+    rows = (Judgment.objects.counted().filter(candidate__reference__campaign=campaign)
+            .order_by("worker_id", "pk").values_list("worker_id", "worker__disqualified", "candidate_id", "score"))
+    for worker_id, disqualified, candidate_id, score in rows.iterator(chunk_size=5000):
+        rater = figures.setdefault(worker_id, RaterFigures(worker_id=worker_id, disqualified=disqualified))
+        rater.judgments += 1
+        if candidate_id in attention:
+            if attention_passed(score, pass_mark):
+                rater.attention_passed += 1
+            else:
+                rater.attention_failed += 1
+        if candidate_id in degraded:
+            scores[worker_id]["degraded"].append(score)
+        if candidate_id not in attention and candidate_id not in degraded:
+            scores[worker_id]["real"].append(score)
+    for worker_id, rater in figures.items():
+        low, high = scores[worker_id]["degraded"], scores[worker_id]["real"]
+        rater.degraded_checks, rater.real_judged = len(low), len(high)
+        rater.degraded_p = degraded_test(low, high, min_checks=min_checks)
+        rater.degraded_mean = statistics.fmean([s or 0 for s in low]) if low else None
+        rater.real_mean = statistics.fmean([s or 0 for s in high]) if high else None
+    return [figures[w] for w in sorted(figures)]
 
 
 def disqualification_reason(*, quality: WorkerQuality, campaign: Campaign) -> str | None:
@@ -227,6 +291,14 @@ def worker_reinstate(*, worker: Worker) -> Worker:
     if provider is not None:
         provider.reinstate(worker=worker)
     return worker
+
+
+def session_disqualification_reason(*, worker: Worker, campaign: Campaign, assignment_ids: Sequence[int]) -> str | None:
+    """Whether the campaign's rules fail the worker on their verified judgments plus these not yet verified
+    ones (a Prolific session's): the session then ends with the failed code. Nothing is stored: the worker
+    is disqualified only by ``worker_quality_apply`` once the platform confirmed the session."""
+    quality = worker_quality(worker=worker, campaign=campaign, figures=False, pending_assignments=assignment_ids)
+    return disqualification_reason(quality=quality, campaign=campaign)
 
 
 def worker_quality_apply(*, worker: Worker, campaign: Campaign) -> str | None:

@@ -1,6 +1,7 @@
 """API shapes: the submission coming in, the saved assignment going out, a batch's HITs for staff."""
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Assignment, Hit, judgment_value_error
@@ -20,6 +21,10 @@ class JudgmentInSerializer(serializers.Serializer):
     candidate = StrictIntegerField()
     score = StrictIntegerField(min_value=0, max_value=100, allow_null=True)
     fluency = StrictIntegerField(min_value=0, max_value=2)
+    # judgment_value_error's rule in the API description (config.openapi.AutoSchema): a null score (N/A)
+    # only with fluency 0 (nonsensical)
+    openapi_request_rule = {"anyOf": [{"properties": {"score": {"type": "integer"}}},
+                                      {"properties": {"fluency": {"type": "integer", "maximum": 0}}}]}
 
     def validate(self, attrs):
         problem = judgment_value_error(attrs["score"], attrs["fluency"])
@@ -36,6 +41,21 @@ class SubmissionInSerializer(serializers.Serializer):
     comment = serializers.CharField(max_length=MAX_COMMENT, allow_blank=True, required=False, default="")
 
 
+class JudgmentOutSerializer(serializers.Serializer):
+    """A stored judgment: the candidate, its 0-100 score (null: N/A) and its fluency (0, 1 or 2)."""
+
+    candidate = serializers.IntegerField()
+    score = serializers.IntegerField(min_value=0, max_value=100, allow_null=True)
+    fluency = serializers.IntegerField(min_value=0, max_value=2)
+
+
+class HitCandidateOutSerializer(serializers.Serializer):
+    """A candidate sentence of a HIT."""
+
+    id = serializers.IntegerField()
+    text = serializers.CharField()
+
+
 class AssignmentOutSerializer(serializers.ModelSerializer):
     assignment_id = serializers.CharField(source="external_assignment_id")
     worker_id = serializers.CharField(source="worker.external_id")
@@ -46,6 +66,7 @@ class AssignmentOutSerializer(serializers.ModelSerializer):
         fields = ["id", "assignment_id", "hit", "worker_id", "status", "accepted_at", "submitted_at", "comment",
                   "judgments"]
 
+    @extend_schema_field(JudgmentOutSerializer(many=True))
     def get_judgments(self, obj: Assignment) -> list[dict]:
         return [{"candidate": j.candidate_id, "score": j.score, "fluency": j.fluency}
                 for j in obj.judgments.order_by("id")]
@@ -59,5 +80,6 @@ class HitOutSerializer(serializers.ModelSerializer):
         model = Hit
         fields = ["id", "reference", "candidates"]
 
+    @extend_schema_field(HitCandidateOutSerializer(many=True))
     def get_candidates(self, obj: Hit) -> list[dict]:
         return [{"id": item.candidate_id, "text": item.candidate.text} for item in obj.items.all()]

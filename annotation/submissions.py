@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from .models import (SUBMITTED_STATUSES, Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Verification,
                      Worker, judgment_value_error)
-from .providers.local import live_assignments_q
+from .taking import live_assignments_q
 from .tokens import TokenError, submission_token_verify
 
 log = logging.getLogger(__name__)
@@ -156,6 +156,9 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
             return SubmissionResult(assignment=existing, created=False)
         if existing is None and batch.provider == Provider.LOCAL:
             raise SubmissionError("no such local assignment: take HITs at /annotate/next/", status=403,
+                                  code="assignment_mismatch")
+        if existing is None and batch.provider == Provider.PROLIFIC:
+            raise SubmissionError("no such Prolific assignment: open the study from Prolific", status=403,
                                   code="assignment_mismatch")
         closed = hit_closed(batch_status=batch.status, expires_at=hit.expires_at, now=now)
         if closed is not None:

@@ -12,7 +12,8 @@ def expire_local_assignments() -> int:
 
 @shared_task(name="annotation.tasks.sync_mturk_batches")
 def sync_mturk_batches() -> dict:
-    """Beat task: check submitted MTurk assignments against MTurk (worker ids, statuses, missing work)."""
-    from .mturk_sync import mturk_batches_sync
+    """Beat task (its name kept for existing schedules): check the stored submissions of every published
+    crowd batch, MTurk and Prolific, against its platform (identities, statuses, missing work)."""
+    from .crowd_sync import crowd_batches_sync
 
-    return {str(k): v for k, v in mturk_batches_sync().items()}
+    return {str(k): v for k, v in crowd_batches_sync().items()}

@@ -11,10 +11,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.clickjacking import xframe_options_exempt
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from limits.client import client_ip
+from limits.counters import over_limit
 
 from .hit_page import HitPageFacts, hit_content_html, hit_page_facts
-from .models import SUBMITTED_STATUSES, AssignmentStatus, BatchStatus, Provider
+from .models import SUBMITTED_STATUSES, AssignmentStatus, BatchStatus, Hit, Provider
 from .providers.local import (WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment,
                               local_worker)
 from .submissions import hit_closed
@@ -115,6 +118,7 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         "api_url": reverse("hit-assignments", args=[facts.hit_id]),
         "external_submit": external_submit_url(request.GET.get("turkSubmitTo", "")) if can_submit else None,
         "next_url": reverse("annotate-next") if local else "",
+        "continue_url": _prolific_continue_url(request, facts, worker_id, assignment_id) if can_submit else "",
         "return_url": reverse("annotate-return") if local and own and can_submit else "",
     }
     response = render(request, "annotation/hit.html", context, status=status)
@@ -156,3 +160,45 @@ def annotate_return(request: HttpRequest) -> HttpResponse:
     them again), then see the page to take the next one."""
     local_assignment_return(user=request.user, assignment_id=request.POST.get("assignment", ""))
     return redirect("annotate-next")
+
+
+def _prolific_continue_url(request: HttpRequest, facts: HitPageFacts, worker_id: str, assignment_id: str) -> str:
+    """Where a Prolific participant's page goes after each save: back to the study's start URL, which answers
+    with their next HIT or Prolific's completion URL."""
+    if facts.provider != Provider.PROLIFIC:
+        return ""
+    batch_id = Hit.objects.filter(pk=facts.hit_id).values_list("batch_id", flat=True).first()
+    query = urlencode({"PROLIFIC_PID": worker_id, "STUDY_ID": request.GET.get("studyId", ""),
+                       "SESSION_ID": assignment_id.split(":", 1)[0]})
+    return f"{reverse('prolific-start', args=[batch_id])}?{query}"
+
+
+@require_GET
+def prolific_start(request: HttpRequest, batch_id: int) -> HttpResponse:
+    """GET /prolific/<batch id>/start/?PROLIFIC_PID=&STUDY_ID=&SESSION_ID= (the study's external URL): a
+    redirect to the participant's open or next HIT, or back to Prolific with a completion code
+    (``providers.prolific.sessions``)."""
+    from .providers.prolific import completion_url
+    from .providers.prolific.sessions import SessionError, session_next
+
+    wait = over_limit(f"prolific-start:{client_ip(request)}", settings.ANNOTATION_PROLIFIC_START_RATE)
+    if wait is not None:
+        response = render(request, "annotation/prolific_problem.html",
+                          {"message": "Too many requests from this address: wait a moment and reload."}, status=429)
+        response["Retry-After"] = str(wait)
+        return response
+    study = request.GET.get("STUDY_ID", "").strip()
+    try:
+        step = session_next(batch_id=batch_id, participant=request.GET.get("PROLIFIC_PID", "").strip(),
+                            study=study, session_id=request.GET.get("SESSION_ID", "").strip())
+    except SessionError as exc:
+        return render(request, "annotation/prolific_problem.html", {"message": exc.message}, status=exc.status)
+    if step.kind == "hit":
+        assignment = step.assignment
+        query = urlencode({"assignmentId": assignment.external_assignment_id, "hitId": assignment.hit_id,
+                           "workerId": assignment.worker.external_id, "studyId": study})
+        response = redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{query}")
+    else:
+        response = redirect(completion_url(step.code))
+    response["Cache-Control"] = "no-store"
+    return response

@@ -1,12 +1,23 @@
-"""Decoding speed: Hugging Face beam search (the ceiling) vs ours, unconstrained and constrained.
+"""Decoding speed: CTranslate2 (the speed bar), Hugging Face beam search and ours, unconstrained and constrained.
 
-    .venv/bin/python bench/decoding.py [--quick] [--model DIR] [--device cpu|cuda]
+    .venv/bin/python bench/decoding.py [--quick] [--model DIR] [--device cpu|cuda] [--threads N]
         [--beams 5,10,20] [--batches 1,32] [--sentences 64] [--steps 24]
-        [--d-model 256] [--layers 6] [--ffn 1024] [--vocab 8000]
-        [--repeat 3] [--stat best|median] [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
+        [--preset opus-mt-cs-en] [--d-model 256] [--layers 6] [--ffn 1024] [--heads 8] [--vocab 8000]
+        [--repeat 3] [--stat best|median] [--no-ct2] [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
 
-Without ``--model`` a Marian config with random weights is built (sizes above; EOS is suppressed so every
-configuration decodes exactly ``--steps`` tokens). Rows, in one run, per (beam, batch): HF ``generate``,
+Without ``--model`` a Marian config with random weights is built (sizes above; ``--preset opus-mt-cs-en``:
+opus-mt-cs-en's shape, 6+6 layers, d 512, 8 heads, FFN 2048, a 58,101-token vocabulary). Its EOS is
+suppressed (and it has no forced EOS) so every engine decodes exactly ``--steps`` tokens per sentence: with
+random weights a real EOS would end outputs at arbitrary lengths. With ``--model`` the sources are the first
+``--sentences`` sentences of STS-B dev (when /work/shared/data/stsb is there) and outputs end at EOS or
+``--steps`` tokens.
+
+CTranslate2 rows (``ctranslate2`` installed; a test/bench requirement, not a runtime one): the same saved
+model converted with CTranslate2's own Transformers converter, the same sentences, beam, batch size
+(``max_batch_size``: CTranslate2 sorts the sentences by length into its batches, as a user would get it),
+threads (``--threads``: torch's and CTranslate2's ``intra_threads``), length limit, length penalty and banned
+tokens (the generation config's ``bad_words_ids`` as ``suppress_sequences``). It prints how many best
+outputs are token for token the same as ours without constraints. Rows, in one run, per (beam, batch): HF ``generate``,
 ours without constraints, ours with C = 1, 2, 4, 8 positive constraint tokens, ours with 5 and 20 negative
 phrases, each the best (``--stat median``: the median) of ``--repeat`` runs with the rows interleaved (a
 shared machine's stalls would otherwise land on one row). The last column is time per decoder step over
@@ -29,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -66,11 +78,13 @@ def build_random_model(folder: Path, a):
     tok = MarianTokenizer(str(folder / "sp.model"), str(folder / "sp.model"), str(folder / "vocab.json"))
     torch.manual_seed(0)
     cfg = MarianConfig(vocab_size=len(vocab), d_model=a.d_model, encoder_layers=a.layers, decoder_layers=a.layers,
-                       encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=a.ffn,
+                       encoder_attention_heads=a.heads, decoder_attention_heads=a.heads, encoder_ffn_dim=a.ffn,
                        decoder_ffn_dim=a.ffn, max_position_embeddings=512, pad_token_id=len(vocab) - 1,
-                       eos_token_id=0, decoder_start_token_id=len(vocab) - 1, forced_eos_token_id=0, init_std=0.05)
+                       eos_token_id=0, decoder_start_token_id=len(vocab) - 1, init_std=0.05,
+                       forced_eos_token_id=None)  # (CTranslate2 has no forced EOS: all engines end at --steps)
     model = MarianMTModel(cfg)
     model.final_logits_bias[0, 0] = -1.0e4  # no early EOS: every row decodes the same number of steps
+    model.generation_config.bad_words_ids = [[len(vocab) - 1]]  # as opus-mt's: <pad> is never generated
     model.save_pretrained(folder / "model")
     tok.save_pretrained(folder / "model")
     return folder / "model"
@@ -89,6 +103,11 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--ffn", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=8000)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--preset", choices=("opus-mt-cs-en",),
+                    help="random model of opus-mt-cs-en's shape: 6+6 layers, d 512, 8 heads, FFN 2048, V 58101")
+    ap.add_argument("--threads", type=int, help="torch threads and CTranslate2 intra_threads (default: torch's)")
+    ap.add_argument("--no-ct2", action="store_true", help="leave out the CTranslate2 rows")
     ap.add_argument("--repeat", type=int, default=3, help="each row: best of N runs, rows interleaved (default 3)")
     ap.add_argument("--save-model", help="build the random model into this folder and keep it")
     ap.add_argument("--hf456-python", help="python of a transformers 4.56 venv: add its constrained beam search rows")
@@ -100,29 +119,44 @@ def main(argv=None):
     if a.quick:
         a.beams, a.batches, a.sentences, a.steps = "5,10", "1,8", 8, 20
         a.d_model, a.ffn, a.layers, a.vocab = 128, 512, 2, 4000
+    if a.preset == "opus-mt-cs-en":
+        a.d_model, a.ffn, a.layers, a.heads, a.vocab = 512, 2048, 6, 8, 58101
     import torch
 
     from generation.decoding import decode, load_model, normalise_constraints, violations
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    torch.set_num_threads(a.threads or max(1, torch.get_num_threads()))
     tmp = tempfile.TemporaryDirectory()
     model_dir = a.model or build_random_model(Path(a.save_model or tmp.name), a)
     m = load_model(model_dir, device=a.device)
     from conftest import WORDS
     rnd = random.Random(1)
     sources = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(6, 14))) for _ in range(a.sentences)]
+    real_text = bool(a.model and STSB_DEV.is_file())
+    if real_text:  # positive constraints: words of the sentence (C of them, or all it has if fewer)
+        sources = stsb_sentences(a.sentences)
     # single-token words usable as positive constraints / negative phrases
     single = [w for w in sorted(set(WORDS))
               if len(m.tokenizer(text_target=" " + w, add_special_tokens=False)["input_ids"]) == 1]
     max_length = a.steps + 1
-    print(f"device={m.device} model={'random Marian d=%d L=%d V=%d' % (a.d_model, a.layers, m.vocab.size) if not a.model else a.model}"
-          f" sentences={len(sources)} max_length={max_length} torch_threads={torch.get_num_threads()}")
+    n_params = sum(p.numel() for p in m.model.parameters())
+    print(f"device={m.device} model={'random Marian d=%d L=%d+%d V=%d' % (a.d_model, a.layers, a.layers, m.vocab.size) if not a.model else a.model}"
+          f" ({n_params / 1e6:.1f}M parameters) sentences={len(sources)} ({'STS-B dev' if a.model and STSB_DEV.is_file() else 'random words'})"
+          f" max_length={max_length} torch_threads={torch.get_num_threads()}")
+    ct2 = None if a.no_ct2 else Ct2Runner.build(model_dir, Path(tmp.name) / "ct2", m, torch.get_num_threads())
+    if ct2 is not None:
+        print(f"CTranslate2 {ct2.version}: converted by its TransformersConverter, compute_type={ct2.compute_type},"
+              f" intra_threads={torch.get_num_threads()}, suppress_sequences={ct2.suppress}")
 
     def cons_for(kind, n):
         out = []
         for i in range(len(sources)):
             r = random.Random(i)
-            if kind == "pos":
+            if kind == "pos" and real_text:  # words of the sentence itself (as a paraphrase would keep)
+                own = list(dict.fromkeys(re.findall(r"\w+", sources[i])))
+                out.append({"positive": [[w] for w in r.sample(own, min(n, len(own)))], "negative": [],
+                            "bos_avoid": []})
+            elif kind == "pos":
                 out.append({"positive": [[w] for w in r.sample(single, n)], "negative": [], "bos_avoid": []})
             elif kind == "neg":
                 ws = list(WORDS)
@@ -132,12 +166,16 @@ def main(argv=None):
                 out.append(None)
         return out
 
+    last_none = {}
+
     def run_ours(beam, bs, kind, n):
         cons = cons_for(kind, n)
         stats = {}
         t = time.perf_counter()
         res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs, stats=stats)
         dt = time.perf_counter() - t
+        if kind == "none":
+            last_none[beam, bs] = res
         sat = viol = 0
         for r, c in zip(res, cons):
             nc = normalise_constraints(c)
@@ -158,23 +196,26 @@ def main(argv=None):
     if m.device.type == "cuda":  # the graph must change nothing but time
         check_graph(m, sources, cons_for, max_length, [int(x) for x in a.beams.split(",")],
                     [int(x) for x in a.batches.split(",")])
-    rows = [("hf", "HF beam search", 0), ("none", "ours, no constraints", 0)]
+    rows = ([("ct2", "CTranslate2 beam search", 0)] if ct2 is not None else []) + [
+        ("hf", "HF beam search", 0), ("none", "ours, no constraints", 0)]
     rows += [("pos", f"ours, C={c} positive", c) for c in (1, 2, 4, 8)]
     rows += [("neg", f"ours, {n} negative phrases", n) for n in (5, 20)]
     hf456 = run_hf456(a, model_dir, sources, max_length, cons_for, torch.get_num_threads()) if a.hf456_python else {}
     all_ok = True
-    summary = []
+    summary, ct2_summary = [], []
     for beam in [int(x) for x in a.beams.split(",")]:
         for bs in [int(x) for x in a.batches.split(",")]:
             run_ours(beam, bs, "none", 0)  # warm-up
             print(f"\nbeam={beam} batch={bs}")
             print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s} {'neg viol':>8s}"
-                  f" {'step/ours-none':>15s}")
+                  f" {'step/ours-none':>15s}{' time/CT2' if ct2 is not None else ''}")
             checks, runs_sp, runs_step = {}, {}, {}
             for _ in range(a.repeat):  # rows interleaved, then each row's best (or median) of its runs
                 for kind, label, n in rows:
                     if kind == "hf":
                         sp, sat, viol = run_hf(beam, bs), None, None
+                    elif kind == "ct2":
+                        sp, sat, viol = ct2.run(sources, beam, bs, max_length), None, None
                     else:
                         sp, sat, viol, per_step = run_ours(beam, bs, kind, n)
                         runs_step.setdefault(label, []).append(per_step)
@@ -189,9 +230,18 @@ def main(argv=None):
                 sp, (sat, viol) = speeds[label], checks.get(label, (None, None))
                 base = speeds["ours, no constraints"]
                 hf = speeds["HF beam search"]
-                step = f"{step_s[label] / step_s['ours, no constraints']:15.2f}" if label in step_s else ""
+                step = f"{step_s[label] / step_s['ours, no constraints']:15.2f}" if label in step_s else f"{'':15s}"
+                vs_ct2 = f"{speeds['CTranslate2 beam search'] / sp:9.2f}" if ct2 is not None else ""
                 print(f"  {label:30s} {sp:9.2f} {base / sp:15.2f} {hf / sp:8.2f} "
-                      f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8} {step}")
+                      f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8} {step}"
+                      f"{vs_ct2}")
+            if ct2 is not None:
+                same, total, mean_len = ct2.compare(last_none[beam, bs], sources, beam, bs, max_length)
+                print(f"  CTranslate2 best output = ours (no constraints), token for token: {same}/{total}"
+                      f" (ours: mean {mean_len:.1f} output tokens)")
+                ct2_summary.append((beam, bs, speeds["CTranslate2 beam search"] / speeds["ours, no constraints"],
+                                    max(speeds["CTranslate2 beam search"] / v for k, v in speeds.items()
+                                        if k.startswith("ours,") and "no c" not in k), same, total))
             for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
                 sat, viol = r["satisfied"], r["neg_violations"]
                 print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} {speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
@@ -207,10 +257,78 @@ def main(argv=None):
     for beam, bs, r_hf, r_c, r_81, r_step in summary:
         print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}"
               f"  (per decoder step: constrained/ours-none={r_step:.2f})")
+    if ct2_summary:
+        print("versus CTranslate2 (time ratios; targets: ours-none/CT2 <= 1.5, worst constrained/CT2 <= 2)")
+        for beam, bs, r_none, r_worst, same, total in ct2_summary:
+            print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/CT2={r_none:.2f} worst constrained/CT2={r_worst:.2f}"
+                  f"  same best output: {same}/{total}")
     print(f"all constrained outputs satisfied, 0 negative violations: {all_ok}")
     if hf456:
         print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}, best of {a.hf456_repeat}; at batch > 1 "
               "each batch shares its first sentence's constraints (generate takes one set per call); checks are whole-word")
+
+
+STSB_DEV = Path("/work/shared/data/stsb/sts-dev.csv")
+
+
+def stsb_sentences(n: int) -> list[str]:
+    """The first ``n`` distinct first sentences of STS-B dev (tab-separated; the sentence is column 6)."""
+    out: list[str] = []
+    for line in STSB_DEV.read_text(encoding="utf-8").splitlines():
+        cols = line.split("\t")
+        if len(cols) >= 7 and cols[5].strip() and cols[5].strip() not in out:
+            out.append(cols[5].strip())
+        if len(out) == n:
+            break
+    return out
+
+
+class Ct2Runner:
+    """CTranslate2's beam search on a conversion of the same saved model, set up as our decoder is."""
+
+    def __init__(self, translator, tokenizer, suppress, version, compute_type):
+        self.tr, self.tok, self.suppress, self.version, self.compute_type = (translator, tokenizer, suppress,
+                                                                              version, compute_type)
+
+    @classmethod
+    def build(cls, model_dir, out: Path, m, threads: int):
+        try:
+            import ctranslate2
+        except ImportError:
+            print("ctranslate2 is not installed (pip install -r requirements-test.txt): no CTranslate2 rows")
+            return None
+        ctranslate2.converters.TransformersConverter(str(model_dir)).convert(str(out), force=True)
+        cuda = m.device.type == "cuda"
+        compute_type = "float16" if cuda else "float32"  # as our decoder runs (half precision on a GPU)
+        tr = ctranslate2.Translator(str(out), device="cuda" if cuda else "cpu", compute_type=compute_type,
+                                    inter_threads=1, intra_threads=threads)
+        # banned tokens as the generation config bans them, those in CTranslate2's vocabulary (its Marian
+        # conversion drops <pad>, which it then never generates)
+        vocab_file = next(out.glob("*vocabulary*"))
+        known = set(json.loads(vocab_file.read_text()) if vocab_file.suffix == ".json"
+                    else vocab_file.read_text(encoding="utf-8").splitlines())
+        bad = getattr(m.model.generation_config, "bad_words_ids", None) or []
+        suppress = [toks for toks in (m.tokenizer.convert_ids_to_tokens(list(seq)) for seq in bad)
+                    if all(t in known for t in toks)]
+        return cls(tr, m.tokenizer, suppress, ctranslate2.__version__, compute_type)
+
+    def translate(self, sources, beam, bs, max_length):
+        toks = [self.tok.convert_ids_to_tokens(ids) for ids in self.tok(sources, truncation=True)["input_ids"]]
+        return self.tr.translate_batch(toks, beam_size=beam, max_batch_size=bs, max_decoding_length=max_length - 1,
+                                       length_penalty=1.0, num_hypotheses=1, return_scores=True,
+                                       suppress_sequences=self.suppress or None)
+
+    def run(self, sources, beam, bs, max_length) -> float:
+        t = time.perf_counter()
+        self.translate(sources, beam, bs, max_length)
+        return len(sources) / (time.perf_counter() - t)
+
+    def compare(self, ours, sources, beam, bs, max_length):
+        """How many best outputs (tokens, EOS left out by both) are the same; ours' mean output length."""
+        res = self.translate(sources, beam, bs, max_length)
+        same = sum(r.hypotheses[0] == o.outputs[0]["tokens"] for r, o in zip(res, ours) if o.outputs)
+        mean_len = statistics.mean(len(o.outputs[0]["tokens"]) for o in ours if o.outputs)  # EOS left out
+        return same, len(sources), mean_len
 
 
 def check_graph(m, sources, cons_for, max_length, beams, batches):

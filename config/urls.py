@@ -1,8 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # the OpenAPI 3 description (JSON or YAML by Accept) and Swagger UI on it; the UI's script is a file
+    # (?script), not inline, so it runs under the pages' Content-Security-Policy (frontend/middleware.py)
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/ui/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="schema-ui"),
     path("api/", include("jobs.urls")),
     path("api/", include("annotation.urls")),
     path("research/", include("generation.urls")),

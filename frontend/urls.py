@@ -11,6 +11,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("hits/<id:hit_id>/", annotation_views.hit_page, name="hit-page"),
+    path("prolific/<id:batch_id>/start/", annotation_views.prolific_start, name="prolific-start"),
     path("annotate/next/", annotation_views.annotate_next, name="annotate-next"),
     path("annotate/return/", annotation_views.annotate_return, name="annotate-return"),
     path("annotate/login/", auth_views.LoginView.as_view(template_name="annotation/login.html",

@@ -139,4 +139,4 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
     }
 
 
-register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish))
+register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, unit="references"))

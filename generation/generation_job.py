@@ -474,4 +474,4 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
             "per_system": dict(sorted(per_system.items(), key=lambda kv: int(kv[0])))}
 
 
-register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="gpu"))
+register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="gpu", unit="references"))

@@ -78,4 +78,4 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
             "types": table.n_types}
 
 
-register(JobKind(name="build_idf", plan=_plan, run_chunk=_run_chunk, finish=_finish))
+register(JobKind(name="build_idf", plan=_plan, run_chunk=_run_chunk, finish=_finish, unit="sentences"))

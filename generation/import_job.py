@@ -50,4 +50,4 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     return dict(chunks[0].result)
 
 
-register(JobKind(name="import_corpus", plan=_plan, run_chunk=_run_chunk, finish=_finish))
+register(JobKind(name="import_corpus", plan=_plan, run_chunk=_run_chunk, finish=_finish, unit="bytes"))

@@ -7,6 +7,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +26,10 @@ TRANSIENT_ERRORS = (OperationalError, InterfaceError)
 
 class JobCancelled(Exception):
     """Raised inside a chunk when its job was cancelled; the chunk stops without writing."""
+
+
+# Called with a job's id whenever its progress rows may have moved (``jobs.progress`` shows them).
+ProgressListener = Callable[[int], None]
 
 
 def job_start(*, kind: str, params: dict[str, Any], label: str = "", enqueue: bool = True) -> Job:
@@ -57,7 +62,7 @@ def job_enqueue(*, job_id: int) -> int:
     return len(pending)
 
 
-def _progress_recorder(chunk: JobChunk):
+def _progress_recorder(chunk: JobChunk, on_progress: ProgressListener | None = None):
     last = [0.0]
 
     def record(done: int, total: int) -> None:
@@ -68,15 +73,18 @@ def _progress_recorder(chunk: JobChunk):
         JobChunk.objects.filter(pk=chunk.pk).update(done_units=done, total_units=total)
         if Job.objects.filter(pk=chunk.job_id, status=JobStatus.CANCELLED).exists():
             raise JobCancelled(f"job {chunk.job_id} was cancelled")
+        if on_progress is not None:
+            on_progress(chunk.job_id)
 
     return record
 
 
-def chunk_run(*, chunk_id: int) -> bool:
+def chunk_run(*, chunk_id: int, on_progress: ProgressListener | None = None) -> bool:
     """Run one chunk unless it already succeeded or its job ended. Returns True if the job is now complete.
 
     Errors mark the chunk and the job failed, then propagate (a task may retry a transient one; a
     retry runs the chunk again from the start, which the kind's write-once outputs make safe).
+    ``on_progress`` (``--wait`` running the job in this process) hears of each progress write.
     """
     with transaction.atomic():
         chunk = JobChunk.objects.select_related("job").get(pk=chunk_id)
@@ -91,7 +99,7 @@ def chunk_run(*, chunk_id: int) -> bool:
         Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(status=JobStatus.RUNNING, started_at=now)
     kind = get_kind(job.kind)
     try:
-        result = kind.run_chunk(job, chunk, _progress_recorder(chunk))
+        result = kind.run_chunk(job, chunk, _progress_recorder(chunk, on_progress))
     except JobCancelled:
         JobChunk.objects.filter(pk=chunk.pk).update(status=JobStatus.CANCELLED, finished_at=timezone.now())
         return False
@@ -142,15 +150,18 @@ def job_finish(*, job_id: int) -> Job:
     return job
 
 
-def job_run_inline(*, job_id: int) -> Job:
-    """Run every unfinished chunk in this process, then finish: ``--wait`` with no worker, and tests."""
+def job_run_inline(*, job_id: int, on_progress: ProgressListener | None = None) -> Job:
+    """Run every unfinished chunk in this process, then finish: ``--wait`` with no worker, and tests.
+    ``on_progress`` hears of every progress write and of each chunk's end."""
     for chunk_id in JobChunk.objects.filter(job_id=job_id).exclude(status=JobStatus.SUCCEEDED).values_list(
         "pk", flat=True
     ):
         try:
-            chunk_run(chunk_id=chunk_id)
+            chunk_run(chunk_id=chunk_id, on_progress=on_progress)
         except Exception:
             return Job.objects.get(pk=job_id)
+        if on_progress is not None:
+            on_progress(job_id)
     return job_finish(job_id=job_id)
 
 
@@ -177,23 +188,30 @@ def job_cancel(*, job_id: int) -> Job:
     return Job.objects.get(pk=job_id)
 
 
-def job_progress(job: Job) -> dict[str, Any]:
-    """Fraction done from chunk counts and the units reported by running chunks."""
-    chunks = list(job.chunks.values("status", "done_units", "total_units"))
-    total = len(chunks) or 1
+def chunks_fraction(status: str, chunks: list[dict[str, Any]]) -> float:
+    """Fraction done of a job in ``status`` whose chunks are ``{"status", "done_units", "total_units"}``:
+    a succeeded chunk counts whole, a running one by the units it reported."""
+    if status == JobStatus.SUCCEEDED:
+        return 1.0
     done = 0.0
     for c in chunks:
         if c["status"] == JobStatus.SUCCEEDED:
             done += 1
         elif c["total_units"]:
             done += min(1.0, c["done_units"] / c["total_units"])
+    return done / (len(chunks) or 1)
+
+
+def job_progress(job: Job) -> dict[str, Any]:
+    """Fraction done from chunk counts and the units reported by running chunks."""
+    chunks = list(job.chunks.values("status", "done_units", "total_units"))
     return {
         "job": job.pk,
         "kind": job.kind,
         "status": job.status,
         "chunks": len(chunks),
         "chunks_done": sum(1 for c in chunks if c["status"] == JobStatus.SUCCEEDED),
-        "fraction": 1.0 if job.status == JobStatus.SUCCEEDED else done / total,
+        "fraction": chunks_fraction(job.status, chunks),
         "error": job.error,
         "result": job.result,
     }
@@ -214,31 +232,37 @@ def workers_available(timeout: float = 1.0) -> bool:
 
 
 def job_launch(*, kind: str, params: dict[str, Any], label: str = "", wait: bool = False,
-               timeout: float | None = None) -> Job:
+               timeout: float | None = None, on_progress: ProgressListener | None = None) -> Job:
     """What every ``--wait``-able command does: start the job, and with ``wait`` block until it ends.
 
     On the embedded default with no worker running (or anywhere with
     ``PARAFORGE_INLINE_WITHOUT_WORKER=1``), ``wait`` runs the chunks in this process instead of
-    queueing them for a worker that is not there.
+    queueing them for a worker that is not there. Either way ``on_progress`` (``jobs.progress``'s
+    display) is called with the job's id as its rows move.
     """
     may_inline = uses_embedded_broker() or settings.PARAFORGE_INLINE_WITHOUT_WORKER
     inline = wait and may_inline and not workers_available()
     job = job_start(kind=kind, params=params, label=label, enqueue=not inline)
     if inline:
-        return job_run_inline(job_id=job.pk)
+        if on_progress is not None:
+            on_progress(job.pk)  # before the first chunk reports (a chunk may load a model first)
+        return job_run_inline(job_id=job.pk, on_progress=on_progress)
     if wait:
-        return job_wait(job_id=job.pk, timeout=timeout)
+        return job_wait(job_id=job.pk, timeout=timeout, on_progress=on_progress)
     return job
 
 
-def job_wait(*, job_id: int, timeout: float | None = None, poll: float = 0.5) -> Job:
-    """Block until the job ends, polling its row."""
+def job_wait(*, job_id: int, timeout: float | None = None, poll: float = 0.5,
+             on_progress: ProgressListener | None = None) -> Job:
+    """Block until the job ends, polling its row (and calling ``on_progress`` at each poll)."""
     if not workers_available():
         print(f"waiting for a Celery worker to take job {job_id} (none is running: start one, or run the job in "
               f"this process with manage.py job run-here {job_id}) ...", file=sys.stderr)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         job = Job.objects.get(pk=job_id)
+        if on_progress is not None:
+            on_progress(job_id)
         if job.is_terminal:
             return job
         if deadline is not None and time.monotonic() > deadline:

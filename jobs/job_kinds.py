@@ -26,5 +26,6 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     return {"sum": sum(c.result["sum"] for c in chunks), "pids": sorted({c.result["pid"] for c in chunks})}
 
 
-register(JobKind(name="selftest", plan=_plan, run_chunk=_run_chunk, finish=_finish))
-register(JobKind(name="selftest-gpu", plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="gpu"))
+register(JobKind(name="selftest", plan=_plan, run_chunk=_run_chunk, finish=_finish, unit="numbers"))
+register(JobKind(name="selftest-gpu", plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="gpu",
+                 unit="numbers"))

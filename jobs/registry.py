@@ -23,6 +23,8 @@ class JobKind:
     # Combines the chunk results into the job's result; runs once, after every chunk succeeded.
     finish: Callable[[Job, list[JobChunk]], dict[str, Any]]
     queue: str = "cpu"
+    # What ``progress(done, total)`` counts, for people reading a progress line ("pairs", "references").
+    unit: str = "units"
 
 
 # Downstream apps act on a kind's result without the kind's app importing them (dependencies follow the

@@ -1,24 +1,110 @@
-"""Admin of scoring/: regressors (read-only: trained by ``train_regressor``), scored resources (with
-their job's progress and an "export release" form that starts an ``export_release`` job) and releases
-(manifest, file links, who besides staff may download)."""
+"""Admin of scoring/: the whole path from judgments to a release, each step a form that starts a job and
+then shows the job's progress bar. Regressors ("Train a regressor": a ``train_regressor`` job on a
+campaign), scored resources ("Score a resource": a ``score_resource`` job with a chosen regressor; each
+row's "export release" form: an ``export_release`` job) and releases (manifest, file links, who besides
+staff may download).
+
+Each form needs its model's add permission and ``jobs.view_job`` (the progress bar polls the job API);
+the progress pages need ``jobs.view_job``."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from annotation.models import Campaign
+from generation.models import Resource
+from jobs.models import Job
 from jobs.widgets import PROGRESS_JS, progress_bar
 
+from .aggregation import ESTIMATES
 from .models import Regressor, Release, ScoredResource
+from .regressor import RegressorError, regressor_train_check
+from .regressor_job import KIND as TRAIN_KIND
+from .regressor_job import train_regressor_launch
 from .release_filters import FilterError, parse_filters
+from .release_job import KIND as EXPORT_KIND
 from .release_job import export_release_start
-from .releases import FORMATS, ReleaseError, next_version, release_files, scoring_for
-from .scoring_job import scoring_job_running
+from .releases import FORMATS, ReleaseError, card_license, next_version, release_files, scoring_for
+from .scoring_job import DEFAULT_BATCH_SIZE, score_resource_launch, scoring_job_running
+from .scoring_job import KIND as SCORE_KIND
+
+TRAIN_PERMS = ("scoring.add_regressor", "jobs.view_job")
+SCORE_PERMS = ("scoring.add_scoredresource", "jobs.view_job")
+EXPORT_PERMS = ("scoring.add_release", "jobs.view_job")
+
+
+def may(request, perms: tuple[str, ...]) -> bool:
+    user = request.user
+    return bool(user.is_active and user.is_staff and user.has_perms(perms))
+
+
+def require(request, perms: tuple[str, ...]) -> None:
+    """403 unless the user is active staff holding every one of ``perms``."""
+    if not may(request, perms):
+        raise PermissionDenied
+
+
+def job_progress_page(model_admin: admin.ModelAdmin, request, job_id: int, *, kind: str, title: str,
+                      done: dict[str, Any] | None = None):
+    """The page a job form leads to: the job's live bar (it reloads itself when the job ends), then what the
+    job made (``done``: ``{"text", "url"}`` and optional ``next_text`` / ``next_url``) or why it stopped."""
+    require(request, ("jobs.view_job",))
+    job = get_object_or_404(Job, pk=job_id, kind=kind)
+    context = {**model_admin.admin_site.each_context(request), "opts": model_admin.model._meta, "job": job,
+               "progress": progress_bar(job), "title": title, "done": done if job.status == "succeeded" else None,
+               "result_json": json.dumps(job.result, indent=2, sort_keys=True, ensure_ascii=False),
+               "media": model_admin.media}
+    return render(request, "scoring/admin_job_progress.html", context)
+
+
+class TrainRegressorForm(forms.Form):
+    campaign = forms.ModelChoiceField(queryset=Campaign.objects.order_by("name"),
+                                      help_text="its counted judgments are the training data")
+    name = forms.CharField(max_length=200, help_text="the regressor's name (score_resource --regressor NAME)")
+    test_fraction = forms.FloatField(initial=0.2, help_text="share of references held out for the test (0-1)")
+    seed = forms.IntegerField(initial=0, min_value=0, max_value=2**32 - 1)
+    min_judgments = forms.IntegerField(required=False, min_value=0,
+                                       help_text="count only workers with at least N judgments "
+                                                 "(empty: the campaign's minimum)")
+    target = forms.ChoiceField(choices=[(e, e) for e in ESTIMATES], initial="raw",
+                               help_text="raw = mean similarity (ParaBank's); zscore = bias-corrected estimate")
+    with_embeddings = forms.BooleanField(required=False, initial=True,
+                                         help_text="sentence-embedding features (slower, more accurate)")
+    replace = forms.BooleanField(required=False, help_text="overwrite the regressor of that name")
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["name"], _ = regressor_train_check(
+                campaign=data["campaign"].name, name=data["name"], test_fraction=data["test_fraction"],
+                replace=data["replace"], min_judgments=data["min_judgments"], target=data["target"])
+        except RegressorError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+    def train_arguments(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        return {"campaign": d["campaign"].name, "name": d["name"], "test_fraction": d["test_fraction"],
+                "seed": d["seed"], "with_embeddings": d["with_embeddings"], "replace": d["replace"],
+                "min_judgments": d["min_judgments"], "target": d["target"]}
+
+
+class ScoreResourceForm(forms.Form):
+    resource = forms.ModelChoiceField(queryset=Resource.objects.filter(shards__isnull=False).distinct()
+                                      .order_by("name"), help_text="a generated resource with candidate shards")
+    regressor = forms.ModelChoiceField(queryset=Regressor.objects.order_by("name"))
+    batch_size = forms.IntegerField(initial=DEFAULT_BATCH_SIZE, min_value=1, max_value=100_000,
+                                    help_text="pairs per prediction batch")
 
 
 @admin.register(Regressor)
@@ -28,8 +114,66 @@ class RegressorAdmin(admin.ModelAdmin):
     readonly_fields = ("name", "campaign", "key", "metrics_json", "signature_json", "created_at")
     exclude = ("metrics", "signature")
 
+    change_list_template = "scoring/admin_regressor_change_list.html"
+
+    class Media:
+        js = [PROGRESS_JS]
+
     def has_add_permission(self, request):
-        return False  # trained with manage.py train_regressor
+        return False  # trained by a job: "Train a regressor" (train_view) or manage.py train_regressor
+
+    def get_urls(self):
+        return [
+            path("train/", self.admin_site.admin_view(self.train_view), name="scoring_regressor_train"),
+            path("train/<int:job_id>/", self.admin_site.admin_view(self.train_progress_view),
+                 name="scoring_regressor_train_progress"),
+        ] + super().get_urls()
+
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {**(extra_context or {}), "may_train": may(request, TRAIN_PERMS)})
+
+    def get_list_display(self, request):
+        shown = list(super().get_list_display(request))
+        return shown + ["score_link"] if may(request, SCORE_PERMS) else shown
+
+    @admin.display(description="score")
+    def score_link(self, obj: Regressor) -> str:
+        return format_html('<a href="{}?regressor={}">score a resource…</a>',
+                           reverse("admin:scoring_scoredresource_score"), obj.pk)
+
+    def train_view(self, request):
+        require(request, TRAIN_PERMS)
+        if request.method == "POST":
+            form = TrainRegressorForm(request.POST)
+            if form.is_valid():
+                if form.cleaned_data["replace"] and not request.user.has_perm("scoring.change_regressor"):
+                    form.add_error("replace", "you may not replace a regressor (scoring.change_regressor)")
+                else:
+                    try:
+                        job = train_regressor_launch(**form.train_arguments())
+                    except ValueError as exc:
+                        form.add_error(None, str(exc))
+                    else:
+                        return HttpResponseRedirect(reverse("admin:scoring_regressor_train_progress", args=[job.pk]))
+        else:
+            form = TrainRegressorForm(initial={"campaign": request.GET.get("campaign")})
+        return render(request, "scoring/admin_job_form.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
+            "title": "Train a regressor", "submit": "Train",
+            "intro": "Train the similarity regressor (ParaBank §5.1) on a campaign's counted judgments: held-out "
+                     "Spearman's rho with a bootstrap interval, then refit on all judgments. The training runs "
+                     "as a background job; the next page follows it."})
+
+    def train_progress_view(self, request, job_id: int):
+        job = Job.objects.filter(pk=job_id, kind=TRAIN_KIND).first()
+        row = Regressor.objects.filter(name=(job.result or {}).get("name")).first() if job else None
+        done = None if row is None else {
+            "text": f"regressor {row.name}", "url": reverse("admin:scoring_regressor_change", args=[row.pk]),
+            "next_text": "score a resource with it…",
+            "next_url": f'{reverse("admin:scoring_scoredresource_score")}?regressor={row.pk}'}
+        name = job.params.get("train", {}).get("name") if job else ""
+        return job_progress_page(self, request, job_id, kind=TRAIN_KIND, title=f"Training regressor {name}",
+                                 done=done)
 
     @admin.display(description="held-out Spearman's rho")
     def spearman_test(self, obj: Regressor):
@@ -62,13 +206,18 @@ class ExportReleaseForm(forms.Form):
         required=False, max_length=500, widget=forms.TextInput(attrs={"size": 60}),
         help_text="for entailment=argmax or entailment=THRESHOLD: a local NLI model folder (Hugging Face "
                   "sequence classifier) that the workers can read")
+    license = forms.CharField(required=False, max_length=100,
+                              help_text="parquet: the dataset card's licence, a Hugging Face id such as cc-by-4.0 "
+                                        "(default unknown)")
 
     def clean(self):
         data = super().clean()
         try:
             parse_filters(data.get("filters") or "", min_score=data.get("min_score"),
                           entailment_model=data.get("entailment_model") or None, load_model=False)
-        except FilterError as exc:
+            if data.get("format"):
+                card_license(data["format"], data.get("license") or None)
+        except (FilterError, ReleaseError) as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
 
@@ -82,16 +231,30 @@ class ScoredResourceAdmin(admin.ModelAdmin):
                        "export_link", "created_at")
     exclude = ("shards",)
     actions = ["export_default_release"]
+    change_list_template = "scoring/admin_scoredresource_change_list.html"
 
     class Media:
         js = [PROGRESS_JS]
 
     def has_add_permission(self, request):
-        return False  # made by manage.py score_resource
+        return False  # made by a score_resource job: "Score a resource" (score_view) or manage.py score_resource
+
+    def has_export_permission(self, request) -> bool:
+        return may(request, EXPORT_PERMS)
 
     def get_urls(self):
-        return [path("<int:scored_id>/export/", self.admin_site.admin_view(self.export_view),
-                     name="scoring_scoredresource_export")] + super().get_urls()
+        return [
+            path("<int:scored_id>/export/", self.admin_site.admin_view(self.export_view),
+                 name="scoring_scoredresource_export"),
+            path("export/<int:job_id>/", self.admin_site.admin_view(self.export_progress_view),
+                 name="scoring_scoredresource_export_progress"),
+            path("score/", self.admin_site.admin_view(self.score_view), name="scoring_scoredresource_score"),
+            path("score/<int:job_id>/", self.admin_site.admin_view(self.score_progress_view),
+                 name="scoring_scoredresource_score_progress"),
+        ] + super().get_urls()
+
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {**(extra_context or {}), "may_score": may(request, SCORE_PERMS)})
 
     @admin.display(description="shards")
     def shard_count(self, obj: ScoredResource) -> int:
@@ -115,24 +278,27 @@ class ScoredResourceAdmin(admin.ModelAdmin):
         return format_html("<pre>{}</pre>", "\n".join(
             f"{e['index']:>5}  {e['n_pairs']:>9} pairs  {e['sha256'][:16]}…  {e['key']}" for e in obj.shards))
 
-    def _start(self, request, scored: ScoredResource, **options) -> None:
+    def _start(self, request, scored: ScoredResource, **options) -> Job | None:
         try:
             scoring_for(scored.resource, scored.regressor.name)
             job = export_release_start(resource=scored.resource, regressor=scored.regressor.name, **options)
         except (ReleaseError, FilterError, ValueError) as exc:
             self.message_user(request, f"{scored}: {exc}", messages.ERROR)
-            return
+            return None
         self.message_user(request, format_html('Exporting release {} of {}: <a href="{}">job {}</a>',
                                                job.params["version"], scored.resource.name,
-                                               reverse("admin:jobs_job_change", args=[job.pk]), job.pk),
+                                               reverse("admin:scoring_scoredresource_export_progress",
+                                                       args=[job.pk]), job.pk),
                           messages.SUCCESS)
+        return job
 
-    @admin.action(description="Export a release (TSV, no filters)")
+    @admin.action(description="Export a release (TSV, no filters)", permissions=["export"])
     def export_default_release(self, request, queryset):
         for scored in queryset.select_related("resource", "regressor"):
             self._start(request, scored)
 
     def export_view(self, request, scored_id: int):
+        require(request, EXPORT_PERMS)
         scored = get_object_or_404(ScoredResource.objects.select_related("resource", "regressor"), pk=scored_id)
         if request.method == "POST":
             form = ExportReleaseForm(request.POST)
@@ -141,14 +307,63 @@ class ScoredResourceAdmin(admin.ModelAdmin):
                 if Release.objects.filter(resource=scored.resource, version=d["version"]).exists():
                     form.add_error("version", f"release {d['version']} of this resource already exists")
                 else:
-                    self._start(request, scored, version=d["version"], fmt=d["format"], filters=d["filters"],
-                                min_score=d["min_score"], entailment_model=d["entailment_model"] or None)
-                    return HttpResponseRedirect(reverse("admin:scoring_release_changelist"))
+                    job = self._start(request, scored, version=d["version"], fmt=d["format"], filters=d["filters"],
+                                      min_score=d["min_score"], entailment_model=d["entailment_model"] or None,
+                                      license=d["license"] or None)
+                    if job is not None:
+                        return HttpResponseRedirect(reverse("admin:scoring_scoredresource_export_progress",
+                                                            args=[job.pk]))
+                    return HttpResponseRedirect(reverse("admin:scoring_scoredresource_changelist"))
         else:
             form = ExportReleaseForm(initial={"version": next_version(scored.resource)})
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
                    "scored": scored, "title": f"Export a release of {scored.resource.name}"}
         return render(request, "scoring/admin_export_release.html", context)
+
+    def export_progress_view(self, request, job_id: int):
+        job = Job.objects.filter(pk=job_id, kind=EXPORT_KIND).first()
+        release = Release.objects.filter(pk=(job.result or {}).get("release")).first() if job else None
+        done = None if release is None else {
+            "text": f"release {release.version} of {release.resource.name}",
+            "url": reverse("admin:scoring_release_change", args=[release.pk])}
+        version = job.params.get("version", "") if job else ""
+        return job_progress_page(self, request, job_id, kind=EXPORT_KIND, title=f"Exporting release {version}",
+                                 done=done)
+
+    def score_view(self, request):
+        require(request, SCORE_PERMS)
+        if request.method == "POST":
+            form = ScoreResourceForm(request.POST)
+            if form.is_valid():
+                d = form.cleaned_data
+                try:
+                    job = score_resource_launch(resource=d["resource"], regressor=d["regressor"],
+                                                batch_size=d["batch_size"])
+                except ValueError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    return HttpResponseRedirect(reverse("admin:scoring_scoredresource_score_progress", args=[job.pk]))
+        else:
+            form = ScoreResourceForm(initial={k: request.GET.get(k) for k in ("resource", "regressor")})
+        return render(request, "scoring/admin_job_form.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
+            "title": "Score a resource", "submit": "Score",
+            "intro": "Predict the human similarity of every pair of a generated resource with a trained regressor "
+                     "(one chunk per candidate shard, resumable). Releases keep using the previous scoring until "
+                     "this one succeeds. The scoring runs as a background job; the next page follows it."})
+
+    def score_progress_view(self, request, job_id: int):
+        job = Job.objects.filter(pk=job_id, kind=SCORE_KIND).first()
+        scored = (ScoredResource.objects.filter(pk=(job.result or {}).get("scored_resource"))
+                  .select_related("resource").first() if job else None)
+        done = None if scored is None else {
+            "text": f"{scored.resource.name} scored ({scored.n_pairs} pairs)",
+            "url": reverse("admin:scoring_scoredresource_change", args=[scored.pk]),
+            "next_text": "export a release…", "next_url": reverse("admin:scoring_scoredresource_export",
+                                                                  args=[scored.pk])}
+        label = job.label if job else ""
+        return job_progress_page(self, request, job_id, kind=SCORE_KIND, title=label.capitalize() or "Scoring",
+                                 done=done)
 
 
 @admin.register(Release)

@@ -1,14 +1,18 @@
 """Release API: list the releases a user may see, show a manifest, stream a file (signed-in users only;
 staff see every release, others those they are allowed; an invisible release is a 404)."""
 from django.http import FileResponse, Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.openapi import api_errors
+
 from .models import Release
 from .releases import release_open, releases_visible_to
-from .serializers import ReleaseSerializer
+from .serializers import ReleaseDetailSerializer, ReleaseSerializer
 
 
 def _visible(request: Request, release_id: int) -> Release:
@@ -18,6 +22,8 @@ def _visible(request: Request, release_id: int) -> Release:
     return release
 
 
+@extend_schema(operation_id="release_list", tags=["releases"], summary="The releases the caller may see.",
+               responses={200: ReleaseSerializer(many=True), **api_errors()})
 @api_view(["GET"])
 @permission_classes([IsAuthenticated])
 def release_list(request: Request) -> Response:
@@ -25,14 +31,25 @@ def release_list(request: Request) -> Response:
     return Response(ReleaseSerializer(releases, many=True, context={"request": request}).data)
 
 
+@extend_schema(operation_id="release_detail", tags=["releases"], summary="A release and its manifest.",
+               responses={200: ReleaseDetailSerializer, **api_errors(404)})
 @api_view(["GET"])
 @permission_classes([IsAuthenticated])
 def release_detail(request: Request, release_id: int) -> Response:
     release = _visible(request, release_id)
-    data = ReleaseSerializer(release, context={"request": request}).data
-    return Response({**data, "manifest": release.manifest})
+    return Response(ReleaseDetailSerializer(release, context={"request": request}).data)
 
 
+@extend_schema(
+    operation_id="release_file", tags=["releases"], summary="One file of a release, streamed.",
+    responses={(200, "application/gzip"): OpenApiResponse(OpenApiTypes.BINARY, description="pairs.*.gz, "
+                                                          "judgments.tsv.gz"),
+               (200, "application/octet-stream"): OpenApiResponse(
+                   OpenApiTypes.BINARY, description="pairs.parquet, judgments.parquet (format parquet)"),
+               (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="README.md, the dataset card "
+                                                                                     "(format parquet)"),
+               (200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT, description="manifest.json"),
+               **api_errors(404)})
 @api_view(["GET"])
 @permission_classes([IsAuthenticated])
 def release_file(request: Request, release_id: int, name: str) -> FileResponse:

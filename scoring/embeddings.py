@@ -124,15 +124,17 @@ def pair_cosines(references: Sequence[str], paraphrases: Sequence[str], *, batch
     return pair_similarities(references, paraphrases, batch_size=batch_size)[:, 0]
 
 
-def pair_similarities(references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+def pair_similarities(references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64,
+                      with_vectors: bool = False):
     """Per pair (n x 4): sentence cosine, then a BERTScore-like greedy token alignment from the same
     forward pass: precision (mean over the paraphrase's tokens of the best cosine with a reference
-    token), recall (the same from the reference's side) and their harmonic mean."""
+    token), recall (the same from the reference's side) and their harmonic mean. ``with_vectors``: also
+    the paraphrases' sentence embeddings (n x 384), from the same pass, as ``(matrix, vectors)``."""
     if len(references) != len(paraphrases):
         raise ValueError(f"{len(references)} references for {len(paraphrases)} paraphrases")
     out = np.zeros((len(references), 4), dtype=np.float64)
     if not len(references):
-        return out
+        return (out, np.zeros((0, 384), dtype=np.float32)) if with_vectors else out
     unique = list(dict.fromkeys([*references, *paraphrases]))
     sentences, tokens = _encode_unique(unique, batch_size=batch_size, with_tokens=True)
     index = {t: i for i, t in enumerate(unique)}
@@ -142,4 +144,6 @@ def pair_similarities(references: Sequence[str], paraphrases: Sequence[str], *, 
         precision, recall = float(sim.max(axis=1).mean()), float(sim.max(axis=0).mean())
         f = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
         out[k] = (float(sentences[i] @ sentences[j]), precision, recall, f)
+    if with_vectors:
+        return out, sentences[[index[p] for p in paraphrases]]
     return out

@@ -21,6 +21,30 @@ tokens), so "what the regressor sees" matches Tab. 4's diversity figures:
 * ``cosine``: cosine of the pair's all-MiniLM-L6-v2 sentence embeddings, and ``align_p``, ``align_r``,
   ``align_f``: BERTScore-like greedy alignment of their token vectors (``with_embeddings=True`` only).
 
+Optional feature families (``families=``, the ``v2`` recipe of ``train_regressor --features``), appended
+after those, in ``FAMILIES`` order:
+
+* ``nll2``: the NLL treated as the per-token score it is (ParaBank's NLL column and our decoder's beam
+  score are length-normalised): ``nll_valid`` (known and >= 0; ParaBank writes -1 for PARANMT, which no
+  decoder scored), ``nll_total`` (times the paraphrase's words) and, against the reference's other
+  candidates with a valid NLL, ``nll_rel_min`` (minus the group's lowest), ``nll_rank`` (percentile
+  rank, 0 = the decoder's best) and ``nll_z`` (z-score in the group);
+* ``systems``: what the constraints' keys say (a resource's candidate is merged across the systems
+  that produced it, ``{system: set}``): ``sys_n`` systems that produced this text (the decoders agree),
+  ``sys_n_rel`` (over the group's largest), ``sys_baseline`` (system 28, no constraint, among them) and
+  how many of them are of each kind of Tab. 3 (``sys_neg_high``, ``sys_neg_low``, ``sys_neg_rand``,
+  ``sys_pos``, ``sys_bos``, ``sys_ppdb``); a key that is not one of the 37 systems counts for nothing;
+* ``group``: each of ``GROUP_BASE`` relative to the reference's other candidates in the batch:
+  minus the group's mean (``grp_X_dmean``), minus its best (``grp_X_dmax``), percentile rank
+  (``grp_X_rank``), and ``grp_size``; the embedding columns only ``with_embeddings``;
+* ``agree`` (``with_embeddings`` only): how much the candidate agrees with the reference's other
+  candidates (the systems' consensus, as minimum-Bayes-risk decoding uses it): mean and largest cosine of
+  its embedding with theirs, and cosine with their centroid; the pair's own cosine when it has none.
+
+A group is the pairs of one ``pair_features`` call that share the reference text: the scoring job's
+batches hold whole resource records, ``score_pairs`` never cuts a run of lines with one reference,
+training batches never split a reference.
+
 Pairs whose reference has more than 100 of the encoder's subword tokens are skipped as in the paper:
 their row is NaN and ``keep`` is False.
 """
@@ -48,9 +72,48 @@ LEXICAL_FEATURES = (
 )
 EMBEDDING_FEATURES = ["cosine", "align_p", "align_r", "align_f"]
 
+FAMILIES = ("nll2", "systems", "group", "agree")
+NLL2_FEATURES = ["nll_valid", "nll_total", "nll_rel_min", "nll_rank", "nll_z"]
+SYSTEM_KINDS = {"sys_neg_high": ("negative", "highest"), "sys_neg_low": ("negative", "lowest"),
+                "sys_neg_rand": ("negative", "random"), "sys_pos": ("positive", None),
+                "sys_bos": ("positional", None), "sys_ppdb": ("ppdb", None)}
+SYSTEM_FEATURES = ["sys_n", "sys_n_rel", "sys_baseline", *SYSTEM_KINDS]
+GROUP_LEXICAL = ["bleu", "char_sim", "lev_norm", "prec_1", "rec_1", "len_ratio"]
+GROUP_EMBEDDING = ["cosine", "align_f"]
+AGREE_FEATURES = ["agree_mean", "agree_max", "agree_centroid"]
 
-def feature_names(*, with_embeddings: bool) -> list[str]:
-    return list(LEXICAL_FEATURES) + (EMBEDDING_FEATURES if with_embeddings else [])
+
+def group_base(*, with_embeddings: bool) -> list[str]:
+    return GROUP_LEXICAL + (GROUP_EMBEDDING if with_embeddings else [])
+
+
+def family_names(family: str, *, with_embeddings: bool) -> list[str]:
+    """The feature names one optional family adds."""
+    if family == "nll2":
+        return list(NLL2_FEATURES)
+    if family == "systems":
+        return list(SYSTEM_FEATURES)
+    if family == "group":
+        return [f"grp_{f}_{s}" for f in group_base(with_embeddings=with_embeddings)
+                for s in ("dmean", "dmax", "rank")] + ["grp_size"]
+    if family == "agree":
+        return list(AGREE_FEATURES) if with_embeddings else []
+    raise ValueError(f"unknown feature family {family!r} (one of {', '.join(FAMILIES)})")
+
+
+def check_families(families: Sequence[str]) -> tuple[str, ...]:
+    """The families in canonical order, each once; an unknown one is a ValueError."""
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown feature family {unknown[0]!r} (one of {', '.join(FAMILIES)})")
+    return tuple(f for f in FAMILIES if f in set(families))
+
+
+def feature_names(*, with_embeddings: bool, families: Sequence[str] = ()) -> list[str]:
+    names = list(LEXICAL_FEATURES) + (EMBEDDING_FEATURES if with_embeddings else [])
+    for family in check_families(families):
+        names += family_names(family, with_embeddings=with_embeddings)
+    return names
 
 
 @dataclasses.dataclass
@@ -167,18 +230,122 @@ def lexical_row(reference: str, paraphrase: str, nll: float | None = None, const
     return row
 
 
-def pair_features(pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, batch_size: int = 64) -> FeatureBatch:
-    """The feature matrix of a batch of pairs (embeddings encoded in batches, each distinct text once)."""
+def pair_features(pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, batch_size: int = 64,
+                  families: Sequence[str] = ()) -> FeatureBatch:
+    """The feature matrix of a batch of pairs (embeddings encoded in batches, each distinct text once);
+    ``families``: the optional families to append (module docstring)."""
+    families = check_families(families)
     checked = [_check(i, p) for i, p in enumerate(pairs)]
-    names = feature_names(with_embeddings=with_embeddings)
+    names = feature_names(with_embeddings=with_embeddings, families=families)
     n = len(checked)
     matrix = np.full((n, len(names)), np.nan, dtype=np.float64)
     keep = subword_lengths([c[0] for c in checked]) <= MAX_REFERENCE_SUBWORDS
     rows = np.flatnonzero(keep)
+    n_base = len(LEXICAL_FEATURES) + (len(EMBEDDING_FEATURES) if with_embeddings else 0)
     for i in rows:
         ref, para, nll, constraints = checked[i]
         matrix[i, :len(LEXICAL_FEATURES)] = lexical_row(ref, para, nll, constraints)
+    vectors = None
     if with_embeddings and len(rows):
-        matrix[rows, len(LEXICAL_FEATURES):] = pair_similarities([checked[i][0] for i in rows],
-                                                                 [checked[i][1] for i in rows], batch_size=batch_size)
+        sims = pair_similarities([checked[i][0] for i in rows], [checked[i][1] for i in rows],
+                                 batch_size=batch_size, with_vectors="agree" in families)
+        if "agree" in families:
+            sims, vectors = sims
+        matrix[rows, len(LEXICAL_FEATURES):n_base] = sims
+    if families and len(rows):
+        base_names = names[:n_base]
+        kept = [checked[i] for i in rows]
+        extra = family_matrix(matrix[rows, :n_base], base_names, references=[c[0] for c in kept],
+                              nlls=[c[2] for c in kept], constraints=[c[3] for c in kept], vectors=vectors,
+                              families=families, with_embeddings=with_embeddings)
+        matrix[np.ix_(rows, np.arange(n_base, len(names)))] = extra
     return FeatureBatch(names, matrix, keep)
+
+
+# --- optional families ----------------------------------------------------------------------------------
+
+def _percentile_rank(x: np.ndarray) -> np.ndarray:
+    """Average-rank percentile in (0, 1]: (rank - 0.5) / n, ties sharing their mean rank."""
+    from scipy.stats import rankdata
+
+    return (rankdata(x) - 0.5) / len(x)
+
+
+def _system_row(constraints: Any, systems_table: Mapping[str, Any]) -> list[float]:
+    keys = [str(k) for k in constraints] if isinstance(constraints, Mapping) else []
+    known = [systems_table[k] for k in keys if k in systems_table]
+    row = [float(len(known)), 0.0, float(any(s.kind == "none" for s in known))]
+    for kind, selection in SYSTEM_KINDS.values():
+        row.append(float(sum(s.kind == kind and (selection is None or s.selection == selection) for s in known)))
+    return row
+
+
+def _systems_table() -> dict[str, Any]:
+    from generation.systems import SYSTEMS
+
+    return {str(s.number): s for s in SYSTEMS}
+
+
+def family_matrix(base: np.ndarray, base_names: list[str], *, references: Sequence[str],
+                  nlls: Sequence[float | None], constraints: Sequence[Any], vectors: np.ndarray | None,
+                  families: Sequence[str], with_embeddings: bool) -> np.ndarray:
+    """The optional families' columns for rows whose base features are ``base`` (module docstring);
+    groups are rows sharing the reference text."""
+    _, group = np.unique(np.asarray(references, dtype=object).astype(str), return_inverse=True)
+    members = [np.flatnonzero(group == g) for g in range(group.max() + 1)] if len(group) else []
+    col = {name: base[:, i] for i, name in enumerate(base_names)}
+    blocks = []
+    n = len(base)
+    if "nll2" in families:
+        nll = np.array([np.nan if v is None or v < 0 else float(v) for v in nlls], dtype=np.float64)
+        valid = ~np.isnan(nll)
+        out = np.zeros((n, len(NLL2_FEATURES)))
+        out[:, 0] = valid
+        out[valid, 1] = nll[valid] * col["para_len"][valid]
+        for idx in members:
+            v = idx[valid[idx]]
+            if not len(v):
+                continue
+            x = nll[v]
+            out[v, 2] = x - x.min()
+            out[v, 3] = _percentile_rank(x)
+            sd = x.std()
+            out[v, 4] = (x - x.mean()) / sd if sd > 0 else 0.0
+        blocks.append(out)
+    if "systems" in families:
+        table = _systems_table()
+        out = np.array([_system_row(c, table) for c in constraints], dtype=np.float64).reshape(n, len(SYSTEM_FEATURES))
+        for idx in members:
+            top = out[idx, 0].max()
+            out[idx, 1] = out[idx, 0] / top if top > 0 else 0.0
+        blocks.append(out)
+    if "group" in families:
+        cols = group_base(with_embeddings=with_embeddings)
+        out = np.zeros((n, 3 * len(cols) + 1))
+        for idx in members:
+            for j, name in enumerate(cols):
+                x = col[name][idx]
+                best = x.min() if name == "lev_norm" else x.max()  # lev_norm: lower is closer
+                out[idx, 3 * j] = x - x.mean()
+                out[idx, 3 * j + 1] = x - best
+                out[idx, 3 * j + 2] = _percentile_rank(x)
+            out[idx, -1] = len(idx)
+        blocks.append(out)
+    if "agree" in families and with_embeddings:
+        out = np.zeros((n, len(AGREE_FEATURES)))
+        for idx in members:
+            if len(idx) == 1:
+                out[idx] = col["cosine"][idx][:, None]
+                continue
+            v = vectors[idx].astype(np.float64)
+            sim = v @ v.T
+            np.fill_diagonal(sim, np.nan)
+            out[idx, 0] = np.nanmean(sim, axis=1)
+            out[idx, 1] = np.nanmax(sim, axis=1)
+            total = v.sum(axis=0)
+            for k, i in enumerate(idx):  # the centroid of the OTHER candidates
+                centroid = total - v[k]
+                norm = np.linalg.norm(centroid)
+                out[i, 2] = float(v[k] @ centroid / norm) if norm > 0 else 0.0
+        blocks.append(out)
+    return np.hstack(blocks) if blocks else np.zeros((n, 0))

@@ -1,6 +1,8 @@
 """The dashboard's plots, drawn server-side with matplotlib (Agg, no pyplot: safe in threaded servers) as
-PNG bytes. Inputs are the dicts of ``scoring.tables.build_table``; PNG metadata carries no date, so the
-same tables give the same bytes."""
+PNG bytes. Inputs are the dicts of ``scoring.tables.build_table``, and for the cost, reliability and rater
+plots the figures of ``annotation.costs``, ``scoring.reliability`` and ``annotation.quality``; each plot is a
+``*_figure`` function (what the tests read the drawn values from) and its PNG. PNG metadata carries no
+date, so the same figures give the same bytes."""
 from __future__ import annotations
 
 import io
@@ -12,7 +14,8 @@ matplotlib.use("Agg")
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-PLOTS = ("similarity-diversity", "similarity-by-length", "fluency-by-length", "diversity-by-length")
+TABLE_PLOTS = ("similarity-diversity", "similarity-by-length", "fluency-by-length", "diversity-by-length")
+PLOTS = (*TABLE_PLOTS, "cost-per-batch", "reliability", "raters")
 _YLABELS = {"similarity": "similarity (0-100)", "fluency": "meaningful and grammatical (%)",
             "diversity": "BLEU without brevity penalty"}
 
@@ -76,3 +79,155 @@ def by_length_png(table: dict) -> bytes:
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _png(fig)
+
+
+def _money(value, currency: str) -> str:
+    return f"{'$' if currency == 'USD' else currency + ' '}{value:,.2f}".replace("$", r"\$")
+
+
+def cost_figure(costs: list) -> Figure:
+    """One row per batch (``annotation.costs.BatchCost``): stacked bars of what was paid so far (rewards and
+    fees of approved assignments, then bonuses sent) and what awaits payment, over an outlined bar of the
+    provider's estimate for the whole batch."""
+    fig = Figure(figsize=(8, max(3.0, 0.55 * len(costs) + 1.8)))
+    ax = fig.add_subplot()
+    if not costs:
+        ax.text(0.5, 0.5, "no HIT batch in this campaign yet", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+    ys = list(range(len(costs)))[::-1]  # the first batch on top
+    segments = (("spent", "paid: rewards and fees", "#23395d", None),
+                ("bonuses_sent", "bonuses sent", "#4f86c6", None),
+                ("awaiting_cost", "awaiting payment", "#c9daf0", "//"))
+    left = [0.0] * len(costs)
+    for attr, label, color, hatch in segments:
+        widths = [float(getattr(c, attr)) for c in costs]
+        if costs:
+            ax.barh(ys, widths, left=left, height=0.5, color=color, hatch=hatch, edgecolor="#23395d",
+                    linewidth=0.5, label=label)
+        left = [a + b for a, b in zip(left, widths)]
+    estimates = [float(c.estimate) if c.estimate is not None else 0.0 for c in costs]
+    if any(c.estimate is not None for c in costs):
+        ax.barh(ys, estimates, height=0.8, fill=False, edgecolor="#b5473a", linewidth=1.5, linestyle="--",
+                label="estimate (whole batch)", zorder=0)
+    for y, c, end in zip(ys, costs, left):
+        text = f"{_money(c.spent_total, c.currency)} spent" + (
+            f" of {_money(c.estimate, c.currency)}" if c.estimate is not None else f" ({_text(c.note)})")
+        ax.annotate(text, (max(end, float(c.estimate or 0)), y), textcoords="offset points", xytext=(4, -3),
+                    fontsize=8)
+    if costs:
+        ax.set_yticks(ys, [_text(f"{c.label} · {c.provider}") for c in costs], fontsize=8)
+        currencies = sorted({c.currency for c in costs})
+        ax.set_xlabel(f"amount ({currencies[0] if len(currencies) == 1 else 'each batch' + chr(39) + 's currency'})")
+        ax.margins(x=0.35)
+        ax.legend(fontsize=8, loc="lower right")
+        ax.grid(axis="x", alpha=0.3)
+    ax.set_title("Cost so far per batch")
+    fig.tight_layout()
+    return fig
+
+
+def cost_png(costs: list) -> bytes:
+    return _png(cost_figure(costs))
+
+
+RELIABILITY_LABELS = ("split-half rho, raw", "split-half rho, z-score", "Krippendorff's alpha (interval)")
+
+
+def reliability_figure(figures: dict, splits: dict) -> Figure:
+    """Bars of the three reliability figures (``scoring.reliability.reliability``), each split's rho drawn as
+    a dot over its split-half bar (``split_rhos``); a figure that is undefined is written "n/a"."""
+    values = [figures["split_half"]["raw"], figures["split_half"]["zscore"], figures["krippendorff_alpha"]]
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    xs = range(len(values))
+    ax.bar(xs, [v if v is not None else 0.0 for v in values], width=0.6, color=["#23395d", "#4f86c6", "#7a9e7e"])
+    for x, key in ((0, "raw"), (1, "zscore")):
+        rhos = [r for r in splits.get(key, []) if r is not None]
+        if rhos:
+            offsets = [(i / max(1, len(rhos) - 1) - 0.5) * 0.4 for i in range(len(rhos))]
+            ax.scatter([x + o for o in offsets], rhos, s=12, color="#f0a030", edgecolor="black", linewidth=0.3,
+                       zorder=3, label="one split's rho" if x == 0 else None)
+    for x, v in zip(xs, values):
+        ax.annotate("n/a" if v is None else f"{v:.3f}", (x, v if v is not None and v > 0 else 0),
+                    textcoords="offset points", xytext=(0, 4), ha="center", fontsize=9)
+    ax.set_xticks(list(xs), RELIABILITY_LABELS, fontsize=9)
+    low = min([0.0] + [v for v in values if v is not None] + [r for k in ("raw", "zscore")
+                                                              for r in splits.get(k, []) if r is not None])
+    ax.set_ylim(min(0.0, low - 0.05), 1.05)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_ylabel("reliability")
+    ax.set_title(f"Reliability of the similarity judgments ({figures['n_candidates']} candidates with "
+                 f">= {figures['min_judgments_per_candidate']} judgments, {figures['n_splits']} splits)", fontsize=10)
+    if any(r is not None for k in ("raw", "zscore") for r in splits.get(k, [])):
+        ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def reliability_png(figures: dict, splits: dict) -> bytes:
+    return _png(reliability_figure(figures, splits))
+
+
+def rater_label(worker_id: int) -> str:
+    """Raters by database id (the admin's worker page), never the platform's worker id: a picture travels."""
+    return f"w{worker_id}"
+
+
+def raters_figure(raters: list, *, min_pass_rate: float, p_max: float) -> Figure:
+    """Per rater (``annotation.quality.RaterFigures``), three panels: the attention-check pass rate (line:
+    the lowest rate the campaign's rule keeps), the degraded-copy Mann-Whitney p-value on a log scale
+    (line: the campaign's ``degraded_p_max``; "untested" below the minimum of checks), and the mean score of
+    the degraded copies against the real candidates. Disqualified raters are drawn in red."""
+    n = len(raters)
+    fig = Figure(figsize=(max(8.5, 0.45 * n + 4.0), 9))
+    attention, degraded, means = fig.subplots(3, 1, sharex=True)
+    xs = list(range(n))
+    colors = ["#b5473a" if r.disqualified else "#23395d" for r in raters]
+    if not raters:
+        attention.text(0.5, 0.5, "no counted judgment in this campaign yet", ha="center", va="center",
+                       transform=attention.transAxes)
+    rates = [r.attention_pass_rate for r in raters]
+    attention.bar([x for x, v in zip(xs, rates) if v is not None], [v for v in rates if v is not None],
+                  color=[c for c, v in zip(colors, rates) if v is not None], width=0.7)
+    attention.axhline(min_pass_rate, color="#f0a030", linestyle="--", linewidth=1.2,
+                      label=f"lowest pass rate kept ({min_pass_rate:.0%})")
+    attention.set_ylim(0, 1.05)
+    attention.set_ylabel("attention checks passed")
+    attention.set_title("Attention checks, degraded-copy test and mean scores per rater (red: disqualified)",
+                        fontsize=10)
+    for x, rate in zip(xs, rates):
+        if rate is None:
+            attention.annotate("no checks", (x, 0), ha="center", va="bottom", rotation=90, fontsize=7, color="grey")
+    ps = [r.degraded_p for r in raters]
+    tested = [(x, p, c) for x, p, c in zip(xs, ps, colors) if p is not None]
+    if tested:
+        degraded.bar([t[0] for t in tested], [max(t[1], 1e-12) for t in tested], color=[t[2] for t in tested],
+                     width=0.7)
+    for x, p in zip(xs, ps):
+        if p is None:
+            degraded.annotate("untested", (x, p_max), ha="center", va="bottom", rotation=90, fontsize=7,
+                              color="grey")
+    degraded.set_yscale("log")
+    degraded.axhline(p_max, color="#f0a030", linestyle="--", linewidth=1.2, label=f"p max ({p_max:g})")
+    degraded.set_ylabel("degraded-copy test p")
+    width = 0.38
+    real = [(x - width / 2, r.real_mean) for x, r in zip(xs, raters) if r.real_mean is not None]
+    bad = [(x + width / 2, r.degraded_mean) for x, r in zip(xs, raters) if r.degraded_mean is not None]
+    means.bar([p[0] for p in real], [p[1] for p in real], width=width, color="#4f86c6", label="real candidates")
+    means.bar([p[0] for p in bad], [p[1] for p in bad], width=width, color="#c9daf0", hatch="//",
+              edgecolor="#23395d", linewidth=0.5, label="degraded copies")
+    means.set_ylim(0, 105)
+    means.set_ylabel("mean score (N/A as 0)")
+    means.set_xticks(xs, [rater_label(r.worker_id) for r in raters], rotation=90, fontsize=8)
+    for label, color in zip(means.get_xticklabels(), colors):
+        label.set_color(color)
+    for ax in (attention, degraded, means):
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def raters_png(raters: list, *, min_pass_rate: float, p_max: float) -> bytes:
+    return _png(raters_figure(raters, min_pass_rate=min_pass_rate, p_max=p_max))

@@ -34,7 +34,7 @@ import io
 import math
 import time
 from importlib.metadata import version
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import joblib
 import numpy as np
@@ -166,32 +166,78 @@ def training_data(campaign: Campaign, *, min_judgments: int | None = None, targe
     data = load_campaign(campaign, min_judgments)
     corrected = zscore_estimates(data).means if target == "zscore" else None
     nll = dict(Candidate.objects.filter(reference__campaign=campaign).values_list("pk", "nll"))
+    renamed = set((campaign.settings or {}).get("system_names") or {})  # e.g. ParaBank's 35 = PARANMT, no decoder
     pairs, y, groups = [], [], []
     for c in data.candidates:
         if not c.scores or c.systems == frozenset({ATTENTION_SYSTEM}) or c.is_degraded:
             continue
         if corrected is not None and c.id not in corrected:
             continue
-        pairs.append({"reference": c.reference_text, "paraphrase": c.text, "nll": nll.get(c.id)})
+        # the systems that produced the text, as a resource's {system: constraint set} (the sets themselves
+        # were not kept with the judgments): what the "systems" features read
+        systems = {s: {} for s in sorted(c.systems) if s != ATTENTION_SYSTEM and s not in renamed}
+        pairs.append({"reference": c.reference_text, "paraphrase": c.text, "nll": nll.get(c.id),
+                      "constraints": systems})
         y.append(float(np.mean(c.scores)) if corrected is None else float(corrected[c.id]))
         groups.append(c.reference_id)
     return TrainingData(pairs, np.asarray(y, dtype=np.float64), np.asarray(groups, dtype=np.int64))
 
 
-def features_in_batches(pairs: Sequence[Mapping], *, with_embeddings: bool, batch: int = FEATURE_BATCH):
-    """(matrix, keep) over all pairs, computed batch by batch."""
+def reference_batches(pairs: Sequence[Mapping], batch: int) -> list[tuple[int, int]]:
+    """(start, stop) slices of about ``batch`` pairs that never cut a run of pairs sharing a reference
+    (the group features compare a candidate with the reference's others in its batch)."""
+    bounds, start = [], 0
+    while start < len(pairs):
+        stop = min(start + batch, len(pairs))
+        while stop < len(pairs) and pairs[stop]["reference"] == pairs[stop - 1]["reference"]:
+            stop += 1
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def features_in_batches(pairs: Sequence[Mapping], *, with_embeddings: bool, batch: int = FEATURE_BATCH,
+                        families: Sequence[str] = (), progress: Callable[[int, int], None] | None = None):
+    """(matrix, keep) over all pairs, computed batch by batch (a reference's run of pairs never cut);
+    ``progress(batches done, batches)`` after each batch."""
     mats, keeps = [], []
-    for start in range(0, len(pairs), batch):
-        fb = pair_features(pairs[start:start + batch], with_embeddings=with_embeddings)
+    bounds = reference_batches(pairs, batch)
+    for start, stop in bounds:
+        fb = pair_features(pairs[start:stop], with_embeddings=with_embeddings, families=families)
         mats.append(fb.matrix)
         keeps.append(fb.keep)
-    width = len(feature_names(with_embeddings=with_embeddings))
+        if progress is not None:
+            progress(len(mats), len(bounds))
+    width = len(feature_names(with_embeddings=with_embeddings, families=families))
     if not mats:
         return np.zeros((0, width)), np.zeros(0, dtype=bool)
     return np.vstack(mats), np.concatenate(keeps)
 
 
 # --- training -----------------------------------------------------------------------------------------
+
+MODEL_STEPS = 3  # progress steps after the feature batches: model selection, held-out test, refit
+
+
+def regressor_train_check(*, campaign: str, name: str, test_fraction: float = 0.2, replace: bool = False,
+                          min_judgments: int | None = None, target: str = "raw") -> tuple[str, Campaign]:
+    """The settings' checks, before any work: (the cleaned name, the campaign) or a RegressorError. The
+    train-regressor job and the admin's form run them before starting a job."""
+    name = name.strip()
+    if not name or "/" in name or name.startswith("."):
+        raise RegressorError(f"invalid regressor name {name!r}")
+    if min_judgments is not None and int(min_judgments) < 0:
+        raise RegressorError("--min-judgments must be >= 0")
+    if target not in ESTIMATES:
+        raise RegressorError(f"--target must be one of {', '.join(ESTIMATES)}, not {target!r}")
+    if not 0.0 < test_fraction < 1.0:
+        raise RegressorError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
+    found = Campaign.objects.filter(name=campaign).first()
+    if found is None:
+        raise RegressorError(f"no campaign named {campaign!r}")
+    if Regressor.objects.filter(name=name).exists() and not replace:
+        raise RegressorError(f"a regressor named {name!r} exists (use --replace to overwrite it)")
+    return name, found
 
 def _versions() -> dict[str, str]:
     return {p: version(p) for p in ("scikit-learn", "numpy", "scipy", "sacrebleu", "joblib",
@@ -213,28 +259,26 @@ def signature_string(sig: Mapping[str, Any]) -> str:
 
 def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, seed: int = 0,
                     with_embeddings: bool = True, replace: bool = False,
-                    min_judgments: int | None = None, target: str = "raw") -> Regressor:
+                    min_judgments: int | None = None, target: str = "raw",
+                    progress: Callable[[int, int], None] | None = None) -> Regressor:
     """Train, evaluate on held-out references, refit on all, save; returns the Regressor row. ``target``:
-    "raw" mean similarity (ParaBank's) or "zscore" (bias-corrected)."""
+    "raw" mean similarity (ParaBank's) or "zscore" (bias-corrected). ``progress(done, total)`` counts steps
+    (each feature batch, then model selection, the held-out test and the refit) and is called last just
+    before anything is written, so a job cancelled meanwhile stops there (``scoring.regressor_job``)."""
     from sklearn.base import clone
 
-    name = name.strip()
-    if not name or "/" in name or name.startswith("."):
-        raise RegressorError(f"invalid regressor name {name!r}")
-    if min_judgments is not None and int(min_judgments) < 0:
-        raise RegressorError("--min-judgments must be >= 0")
-    if target not in ESTIMATES:
-        raise RegressorError(f"--target must be one of {', '.join(ESTIMATES)}, not {target!r}")
-    if not 0.0 < test_fraction < 1.0:
-        raise RegressorError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
-    found = Campaign.objects.filter(name=campaign).first()
-    if found is None:
-        raise RegressorError(f"no campaign named {campaign!r}")
-    if Regressor.objects.filter(name=name).exists() and not replace:
-        raise RegressorError(f"a regressor named {name!r} exists (use --replace to overwrite it)")
+    name, found = regressor_train_check(campaign=campaign, name=name, test_fraction=test_fraction,
+                                        replace=replace, min_judgments=min_judgments, target=target)
+    report = progress or (lambda done, total: None)
+    batches = [0]  # feature batches; MODEL_STEPS follow them
+
+    def features_done(done: int, of: int) -> None:
+        batches[0] = of
+        report(done, of + MODEL_STEPS)
+
     minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
     data = training_data(found, min_judgments=minimum, target=target)
-    X, keep = features_in_batches(data.pairs, with_embeddings=with_embeddings)
+    X, keep = features_in_batches(data.pairs, with_embeddings=with_embeddings, progress=features_done)
     X, y, groups = X[keep], data.y[keep], data.groups[keep]
     n_refs = len(np.unique(groups))
     if len(y) < MIN_CANDIDATES or n_refs < MIN_REFERENCES:
@@ -245,14 +289,17 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
     if len(np.unique(groups[train])) < 2 or len(test) < 3:
         raise RegressorError(f"too few references for a {test_fraction} held-out split ({n_refs} references)")
     chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=seed)
+    report(batches[0] + 1, batches[0] + MODEL_STEPS)
     estimator = _estimators(len(train), seed)[chosen]
     with _one_thread():
         held_out = clone(estimator).fit(X[train], y[train])
         pred = np.clip(held_out.predict(X[test]), 0.0, 100.0)
     rho = spearman(y[test], pred)
     interval = bootstrap_interval(y[test], pred, groups[test], seed=seed) if rho is not None else None
+    report(batches[0] + 2, batches[0] + MODEL_STEPS)
     with _one_thread():
         final = clone(_estimators(len(y), seed)[chosen]).fit(X, y)
+    report(batches[0] + MODEL_STEPS, batches[0] + MODEL_STEPS)  # the last word before anything is written
 
     names = feature_names(with_embeddings=with_embeddings)
     signature = {

@@ -1,7 +1,8 @@
 """Job kind ``export_release``: the admin's "export release" runs the export in a worker, not in the request.
 
-One chunk. Params: ``resource`` (id), ``version``, ``format``, ``filters`` (the ``--filters`` text),
-``min_score``, ``regressor`` (name or null), ``entailment_model`` (an NLI model folder the workers can
+One chunk. Params: ``resource`` (id), ``version``, ``format`` (tsv, jsonl, parquet), ``filters`` (the
+``--filters`` text), ``min_score``, ``regressor`` (name or null), ``license`` (parquet's dataset card; null:
+unknown), ``entailment_model`` (an NLI model folder the workers can
 read, for ``entailment=``; checked when the job starts, loaded only in the worker). The files are written to a temporary folder and copied to
 the configured storage under ``releases/<resource id>/<version>/`` (the Release's location). A chunk
 that runs again finds its Release row and returns it instead of exporting twice.
@@ -18,7 +19,7 @@ from jobs.registry import JobKind, ProgressFn, register
 
 from .models import Release
 from .release_filters import parse_filters
-from .releases import next_version, release_export, scoring_for
+from .releases import card_license, next_version, release_export, scoring_for
 
 KIND = "export_release"
 
@@ -32,6 +33,7 @@ def _plan(job: Job) -> list[dict]:
     parse_filters(job.params.get("filters") or "", min_score=job.params.get("min_score"),  # fail early
                   entailment_model=job.params.get("entailment_model"), load_model=False)
     scoring_for(resource, job.params.get("regressor"))
+    card_license(job.params.get("format") or "tsv", job.params.get("license"))
     return [{}]
 
 
@@ -47,7 +49,8 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
             existing = release_export(resource=resource, out_dir=tmp, version=version,
                                       fmt=job.params.get("format") or "tsv", filters=filters,
                                       regressor=job.params.get("regressor"),
-                                      upload=release_storage_url(resource, version))
+                                      upload=release_storage_url(resource, version),
+                                      license=job.params.get("license"))
     return {"release": existing.pk, "version": existing.version, "location": existing.location,
             "counts": existing.manifest.get("counts", {})}
 
@@ -58,12 +61,12 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
 
 def export_release_start(*, resource: Resource, version: str | None = None, fmt: str = "tsv", filters: str = "",
                          min_score: float | None = None, regressor: str | None = None,
-                         entailment_model: str | None = None) -> Job:
+                         entailment_model: str | None = None, license: str | None = None) -> Job:
     from jobs.execution import job_start
 
     params = {"resource": resource.pk, "version": version or next_version(resource), "format": fmt,
               "filters": filters, "min_score": min_score, "regressor": regressor,
-              "entailment_model": entailment_model or None}
+              "entailment_model": entailment_model or None, "license": license or None}
     return job_start(kind=KIND, params=params, label=f"release {params['version']} of {resource.name}")
 
 

@@ -14,6 +14,10 @@ A release folder holds:
 * ``manifest.json``: version, counts, ``files`` (name -> ``{name, sha256, bytes}``), the regressor (name, held-out
   Spearman's rho, metrics, signature), the generation settings (``Resource.settings``), the filters.
 
+Format ``parquet`` (``scoring.release_parquet``) writes the same rows as typed ``pairs.parquet`` and
+``judgments.parquet`` instead of the two gzip files (texts exact, lists for systems, structs for the
+constraints), plus a ``README.md`` dataset card the Hugging Face hub reads; the manifest adds ``license``.
+
 Streaming: pairs are read from the scored shards one record at a time and written as they go, and
 judgments come from a database cursor, so memory stays flat whatever the resource's size.
 Deterministic: same inputs give byte-identical files (gzip mtime 0 and no file name, fixed column and
@@ -42,10 +46,12 @@ from jobs.models import JobStatus
 from .aggregation import counted_workers, system_sort_key
 from .models import Release, ScoredResource
 from .release_filters import ReleaseFilters, filter_candidates
+from .release_parquet import (CARD_FILE, JUDGMENTS_PARQUET, JUDGMENTS_SCHEMA, PAIRS_PARQUET, PAIRS_SCHEMA, ParquetRows,
+                              dataset_card, license_check, pair_row, schema_columns)
 from .scoring_job import regressor_version
 
 RELEASE_FORMAT = "paraforge-release/1"
-FORMATS = ("tsv", "jsonl")
+FORMATS = ("tsv", "jsonl", "parquet")
 PAIR_COLUMNS = ("ref_index", "reference", "source", "length", "paraphrase", "systems", "nll", "score",
                 "constraints")
 JUDGMENT_COLUMNS = ("campaign", "worker_id_anon", "counted", "ref_id", "ref_len", "ref_sent", "sys_id", "candidate",
@@ -60,7 +66,7 @@ class ReleaseError(ValueError):
 
 
 def pairs_file_name(fmt: str) -> str:
-    return f"pairs.{fmt}.gz"
+    return PAIRS_PARQUET if fmt == "parquet" else f"pairs.{fmt}.gz"
 
 
 @contextlib.contextmanager
@@ -73,6 +79,15 @@ def _gzip_lines(storage: LocalStorage, name: str, info: dict) -> Iterator[Callab
             buffered = io.BufferedWriter(gz, buffer_size=1 << 20)
             yield lambda text: buffered.write(text.encode("utf-8"))
             buffered.flush()
+    info.update(sha256=hashing.sha256.hexdigest(), bytes=hashing.size)
+
+
+@contextlib.contextmanager
+def _hashed(storage: LocalStorage, name: str, info: dict) -> Iterator[HashingWriter]:
+    """Yield a binary sink into ``name``; ``info`` gets ``sha256`` and ``bytes`` once it is closed."""
+    with storage.open_write(name) as raw:
+        hashing = HashingWriter(raw)
+        yield hashing
     info.update(sha256=hashing.sha256.hexdigest(), bytes=hashing.size)
 
 
@@ -127,11 +142,10 @@ def release_campaigns(scored: ScoredResource) -> list[Campaign]:
     return list(Campaign.objects.filter(pk__in=ids).order_by("name"))
 
 
-def _write_pairs(write: Callable[[str], None], scored: ScoredResource, filters: ReleaseFilters, fmt: str,
-                 counts: dict[str, int]) -> None:
+def _kept_records(scored: ScoredResource, filters: ReleaseFilters,
+                  counts: dict[str, int]) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each scored record (shard order, one at a time) with its candidates that pass ``filters``; counts as it goes."""
     storage = get_storage()
-    if fmt == "tsv":
-        write(_tsv(PAIR_COLUMNS))
     for entry in sorted(scored.shards, key=lambda e: e["index"]):
         for record in read_jsonl_gz(entry["key"], storage=storage):
             counts["references_read"] += 1
@@ -142,22 +156,30 @@ def _write_pairs(write: Callable[[str], None], scored: ScoredResource, filters: 
             counts["references"] += 1
             counts["pairs"] += len(kept)
             counts["pairs_unscored"] += sum(c.get("score") is None for c in kept)
-            if fmt == "jsonl":
-                paraphrases = [{"text": c["text"], "systems": c.get("systems") or [],
-                                "constraints": c.get("constraints") or {}, "nll": c.get("nll"),
-                                "score": c.get("score")} for c in kept]
-                write(json.dumps({"ref_index": record.get("ref_index"), "reference": record["reference"],
-                                  "source": record.get("source", ""), "length": record.get("length"),
-                                  "paraphrases": paraphrases}, ensure_ascii=False, sort_keys=True) + "\n")
-            else:
-                for c in kept:
-                    write(_tsv((record.get("ref_index"), record["reference"], record.get("source", ""),
-                                record.get("length"), c["text"], " ".join(c.get("systems") or []), c.get("nll"),
-                                c.get("score"), c.get("constraints") or {})))
+            yield record, kept
 
 
-def _write_judgments(write: Callable[[str], None], campaigns: list[Campaign], counts: dict[str, int]) -> None:
-    write(_tsv(JUDGMENT_COLUMNS))
+def _write_pairs(write: Callable[[str], None], scored: ScoredResource, filters: ReleaseFilters, fmt: str,
+                 counts: dict[str, int]) -> None:
+    if fmt == "tsv":
+        write(_tsv(PAIR_COLUMNS))
+    for record, kept in _kept_records(scored, filters, counts):
+        if fmt == "jsonl":
+            paraphrases = [{"text": c["text"], "systems": c.get("systems") or [],
+                            "constraints": c.get("constraints") or {}, "nll": c.get("nll"),
+                            "score": c.get("score")} for c in kept]
+            write(json.dumps({"ref_index": record.get("ref_index"), "reference": record["reference"],
+                              "source": record.get("source", ""), "length": record.get("length"),
+                              "paraphrases": paraphrases}, ensure_ascii=False, sort_keys=True) + "\n")
+        else:
+            for c in kept:
+                write(_tsv((record.get("ref_index"), record["reference"], record.get("source", ""),
+                            record.get("length"), c["text"], " ".join(c.get("systems") or []), c.get("nll"),
+                            c.get("score"), c.get("constraints") or {})))
+
+
+def _judgment_rows(campaigns: list[Campaign], counts: dict[str, int]) -> Iterator[tuple]:
+    """The release's judgments in ``JUDGMENT_COLUMNS`` order, ``sys_id`` as a list (database cursor)."""
     for campaign in campaigns:
         counted = counted_workers(campaign)
         systems: dict[int, list[str]] = {}
@@ -172,17 +194,57 @@ def _write_judgments(write: Callable[[str], None], campaigns: list[Campaign], co
                              "candidate__nll", "score", "fluency"))
         for worker, cid, ref_id, bucket, ref_text, text, nll, score, fluency in rows.iterator(chunk_size=2000):
             anon = anonymous.setdefault(worker, len(anonymous) + 1)
-            sys_ids = " ".join(sorted(systems.get(cid, []), key=system_sort_key))
-            write(_tsv((campaign.name, anon, int(worker in counted), ref_id, bucket, ref_text, sys_ids, text, nll,
-                        score, fluency)))
+            sys_ids = sorted(systems.get(cid, []), key=system_sort_key)
             counts["judgments"] += 1
+            yield (campaign.name, anon, worker in counted, ref_id, bucket, ref_text, sys_ids, text, nll, score, fluency)
+
+
+def _write_judgments(write: Callable[[str], None], campaigns: list[Campaign], counts: dict[str, int]) -> None:
+    write(_tsv(JUDGMENT_COLUMNS))
+    for row in _judgment_rows(campaigns, counts):
+        campaign, anon, counted, ref_id, bucket, ref_text, sys_ids, text, nll, score, fluency = row
+        write(_tsv((campaign, anon, int(counted), ref_id, bucket, ref_text, " ".join(sys_ids), text, nll, score,
+                    fluency)))
+
+
+def _write_parquet(out: LocalStorage, scored: ScoredResource, filters: ReleaseFilters, campaigns: list[Campaign],
+                   counts: dict[str, int], files: dict[str, dict]) -> None:
+    """``pairs.parquet`` and ``judgments.parquet``: the rows of the TSV files, typed, a row group at a time."""
+    files[PAIRS_PARQUET] = {"name": PAIRS_PARQUET}
+    with _hashed(out, PAIRS_PARQUET, files[PAIRS_PARQUET]) as sink:
+        rows = ParquetRows(sink, PAIRS_SCHEMA)
+        for record, kept in _kept_records(scored, filters, counts):
+            for c in kept:
+                rows.append(pair_row(record, c))
+        rows.close()
+    files[JUDGMENTS_PARQUET] = {"name": JUDGMENTS_PARQUET}
+    with _hashed(out, JUDGMENTS_PARQUET, files[JUDGMENTS_PARQUET]) as sink:
+        rows = ParquetRows(sink, JUDGMENTS_SCHEMA)
+        for row in _judgment_rows(campaigns, counts):
+            rows.append(row)
+        rows.close()
+
+
+def card_license(fmt: str, license: str | None) -> str | None:
+    """The format checked, and the licence of a parquet release's dataset card (default ``unknown``); a
+    licence with another format is refused (only the card states one)."""
+    if fmt not in FORMATS:
+        raise ReleaseError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    if fmt != "parquet":
+        if license is not None:
+            raise ReleaseError("a licence goes into the dataset card of a parquet release: give --format parquet")
+        return None
+    try:
+        return license_check(license)
+    except ValueError as exc:
+        raise ReleaseError(str(exc)) from None
 
 
 def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, fmt: str = "tsv",
-                  filters: ReleaseFilters | None = None) -> dict[str, Any]:
-    """Write a release's files into ``out_dir`` (which must not hold a release yet); returns the manifest."""
-    if fmt not in FORMATS:
-        raise ReleaseError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+                  filters: ReleaseFilters | None = None, license: str | None = None) -> dict[str, Any]:
+    """Write a release's files into ``out_dir`` (which must not hold a release yet); returns the manifest.
+    ``license`` (a Hugging Face licence id, default ``unknown``) goes into the parquet format's dataset card."""
+    license = card_license(fmt, license)
     if not _VERSION.match(version or ""):
         raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_' or '-' (at most 64)")
     filters = filters or ReleaseFilters()
@@ -196,21 +258,27 @@ def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, 
     counts = dict.fromkeys(("references_read", "pairs_read", "references", "pairs", "pairs_unscored", "judgments"), 0)
     files: dict[str, dict] = {}
     pairs_name = pairs_file_name(fmt)
-    files[pairs_name] = {"name": pairs_name}
-    with _gzip_lines(out, pairs_name, files[pairs_name]) as write:
-        _write_pairs(write, scored, filters, fmt, counts)
-    campaigns = release_campaigns(scored)
-    files[JUDGMENTS_FILE] = {"name": JUDGMENTS_FILE}
-    with _gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
-        _write_judgments(write, campaigns, counts)
+    if fmt == "parquet":
+        campaigns = release_campaigns(scored)
+        _write_parquet(out, scored, filters, campaigns, counts, files)
+        columns = {PAIRS_PARQUET: schema_columns(PAIRS_SCHEMA), JUDGMENTS_PARQUET: schema_columns(JUDGMENTS_SCHEMA)}
+    else:
+        files[pairs_name] = {"name": pairs_name}
+        with _gzip_lines(out, pairs_name, files[pairs_name]) as write:
+            _write_pairs(write, scored, filters, fmt, counts)
+        campaigns = release_campaigns(scored)
+        files[JUDGMENTS_FILE] = {"name": JUDGMENTS_FILE}
+        with _gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
+            _write_judgments(write, campaigns, counts)
+        columns = {pairs_name: list(PAIR_COLUMNS) if fmt == "tsv" else "one JSON object per reference",
+                   JUDGMENTS_FILE: list(JUDGMENT_COLUMNS)}
     regressor = scored.regressor
     manifest = {
         "format": RELEASE_FORMAT,
         "resource": scored.resource.name,
         "version": version,
         "pairs_format": fmt,
-        "columns": {pairs_name: list(PAIR_COLUMNS) if fmt == "tsv" else "one JSON object per reference",
-                    JUDGMENTS_FILE: list(JUDGMENT_COLUMNS)},
+        "columns": columns,
         "files": files,
         "counts": {**counts, "campaigns": len(campaigns)},
         "campaigns": [c.name for c in campaigns],
@@ -221,6 +289,11 @@ def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, 
         "generation": scored.resource.settings,
         "filters": filters.as_dict(),
     }
+    if fmt == "parquet":
+        manifest["license"] = license
+        files[CARD_FILE] = {"name": CARD_FILE}
+        with _hashed(out, CARD_FILE, files[CARD_FILE]) as sink:
+            sink.write(dataset_card(manifest).encode("utf-8"))
     with out.open_write(MANIFEST_FILE) as fh:
         fh.write((json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n").encode("utf-8"))
     return manifest
@@ -245,7 +318,7 @@ def _upload(out_dir: Path, names: list[str], target: LocalStorage | S3Storage) -
 
 def release_export(*, resource: Resource, out_dir: str | Path, version: str | None = None, fmt: str = "tsv",
                    filters: ReleaseFilters | None = None, regressor: str | None = None,
-                   upload: str | None = None) -> Release:
+                   upload: str | None = None, license: str | None = None) -> Release:
     """Export a release of ``resource`` into ``out_dir`` (optionally uploaded to ``upload``, e.g.
     ``s3://bucket/prefix``) and record it as a ``Release`` row; its location is the upload URL if any,
     else the folder."""
@@ -257,7 +330,8 @@ def release_export(*, resource: Resource, out_dir: str | Path, version: str | No
     if target is not None and target.exists(MANIFEST_FILE):
         raise ReleaseError(f"{target.url} already holds a release ({MANIFEST_FILE})")
     out_dir = Path(out_dir).resolve()
-    manifest = release_write(scored=scored, out_dir=out_dir, version=version, fmt=fmt, filters=filters)
+    manifest = release_write(scored=scored, out_dir=out_dir, version=version, fmt=fmt, filters=filters,
+                             license=license)
     if target is not None:
         _upload(out_dir, release_files(manifest), target)
     with transaction.atomic():

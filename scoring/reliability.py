@@ -103,9 +103,8 @@ def krippendorff_alpha_interval(units: Sequence[Sequence[float]]) -> float | Non
     return 1.0 - observed / expected
 
 
-def reliability(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE,
-                seeds: Sequence[int] = SPLIT_SEEDS) -> dict:
-    """The reliability figures of a loaded campaign (rules in the module docstring)."""
+def _split_inputs(data: CampaignData, min_per_candidate: int):
+    """(candidates, eligible raw scores, their z-scores, workers_sd0): what the split-half figures run on."""
     candidates = sorted((c for c in data.candidates if not c.is_attention_copy and not c.is_degraded and c.scores),
                         key=lambda c: c.id)
     usable, workers_sd0 = worker_scales(candidates)
@@ -113,8 +112,24 @@ def reliability(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PE
     scores = [[float(s) for s in c.scores] for c in eligible]
     zscores = [[(s - usable[w].mean) / usable[w].sd if w in usable else None for w, s in zip(c.workers, c.scores)]
                for c in eligible]
+    return candidates, scores, zscores, workers_sd0
+
+
+def split_rhos(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE,
+               seeds: Sequence[int] = SPLIT_SEEDS) -> dict[str, list[float | None]]:
+    """Each split's Spearman's rho, raw and z-score (None where undefined): the spread behind the means of
+    ``reliability`` (the dashboard's reliability plot draws them)."""
+    _, scores, zscores, _ = _split_inputs(data, min_per_candidate)
+    per_seed = [split_half(scores, zscores, seeds=[seed]) for seed in seeds]
+    return {"raw": [h["raw"] for h in per_seed], "zscore": [h["zscore"] for h in per_seed]}
+
+
+def reliability(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE,
+                seeds: Sequence[int] = SPLIT_SEEDS) -> dict:
+    """The reliability figures of a loaded campaign (rules in the module docstring)."""
+    candidates, scores, zscores, workers_sd0 = _split_inputs(data, min_per_candidate)
     halves = split_half(scores, zscores, seeds=seeds)
-    return {"split_half": {"raw": halves["raw"], "zscore": halves["zscore"]}, "n_candidates": len(eligible),
+    return {"split_half": {"raw": halves["raw"], "zscore": halves["zscore"]}, "n_candidates": len(scores),
             "krippendorff_alpha": krippendorff_alpha_interval([c.scores for c in candidates]),
             "workers_sd0": workers_sd0, "n_splits": len(seeds),
             "min_judgments_per_candidate": min_per_candidate}

@@ -35,7 +35,7 @@ from django.db import transaction
 from generation.models import Resource, ResourceShard
 from infra.shards import read_jsonl_gz, write_jsonl_gz
 from infra.storage import get_storage
-from jobs.execution import job_launch
+from jobs.execution import ProgressListener, job_launch
 from jobs.models import TERMINAL_STATUSES, Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
@@ -220,12 +220,12 @@ def _delete_other_files(scored_resource_id: int, keep: set[str]) -> None:
 
 def score_resource_launch(*, resource: Resource, regressor: Regressor, wait: bool = False,
                           batch_size: int = DEFAULT_BATCH_SIZE, throttle_s: float = 0.0,
-                          timeout: float | None = None) -> Job:
+                          timeout: float | None = None, on_progress: ProgressListener | None = None) -> Job:
     """Start (and with ``wait`` run or wait for) the scoring of ``resource`` by ``regressor``."""
     params = {"resource": resource.pk, "regressor": regressor.name, "batch_size": int(batch_size),
               "throttle_s": float(throttle_s)}
     return job_launch(kind=KIND, params=params, label=f"score {resource.name} with {regressor.name}", wait=wait,
-                      timeout=timeout)
+                      timeout=timeout, on_progress=on_progress)
 
 
-register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="cpu"))
+register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="cpu", unit="pairs"))

@@ -1,9 +1,26 @@
 """Release listings for the API: what a researcher needs to pick a release and fetch its files."""
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Release
 from .releases import MANIFEST_FILE, release_files
+
+
+class ReleaseRegressorSerializer(serializers.Serializer):
+    """The similarity regressor that scored the release, and its held-out Spearman correlation."""
+
+    name = serializers.CharField(allow_null=True)
+    spearman_test = serializers.FloatField(allow_null=True)
+
+
+class ReleaseFileSerializer(serializers.Serializer):
+    """A file of the release (manifest.json has no hash or size)."""
+
+    name = serializers.CharField()
+    url = serializers.CharField(help_text="Absolute URL of GET /api/releases/{id}/files/{name}.")
+    sha256 = serializers.CharField(allow_null=True)
+    bytes = serializers.IntegerField(allow_null=True, min_value=0)
 
 
 class ReleaseSerializer(serializers.ModelSerializer):
@@ -16,13 +33,17 @@ class ReleaseSerializer(serializers.ModelSerializer):
         model = Release
         fields = ["id", "resource", "version", "created_at", "counts", "regressor", "files"]
 
+    @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"},
+                          "description": "references, pairs, judgments, campaigns, ... in the release"})
     def get_counts(self, release: Release) -> dict:
         return release.manifest.get("counts", {})
 
+    @extend_schema_field(ReleaseRegressorSerializer)
     def get_regressor(self, release: Release) -> dict:
         r = release.manifest.get("regressor") or {}
         return {"name": r.get("name"), "spearman_test": r.get("spearman_test")}
 
+    @extend_schema_field(ReleaseFileSerializer(many=True))
     def get_files(self, release: Release) -> list[dict]:
         request = self.context.get("request")
         described = release.manifest.get("files") or {}
@@ -33,3 +54,12 @@ class ReleaseSerializer(serializers.ModelSerializer):
                         "sha256": None if name == MANIFEST_FILE else described[name].get("sha256"),
                         "bytes": None if name == MANIFEST_FILE else described[name].get("bytes")})
         return out
+
+
+class ReleaseDetailSerializer(ReleaseSerializer):
+    """One release: the listing's fields and its whole manifest."""
+
+    manifest = serializers.JSONField(read_only=True, help_text="manifest.json as stored.")
+
+    class Meta(ReleaseSerializer.Meta):
+        fields = [*ReleaseSerializer.Meta.fields, "manifest"]

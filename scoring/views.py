@@ -1,6 +1,7 @@
 """The researcher's dashboard (staff only): a campaign's similarity, fluency and diversity tables
-(ParaBank Tab. 4-5, the same numbers as ``manage.py report``), the reliability figures, and plots, each
-downloadable.
+(ParaBank Tab. 4-5, the same numbers as ``manage.py report``), the reliability figures, the cost so far
+per batch (``annotation.costs``), the raters' quality-control figures (``annotation.quality``), and plots
+of each, downloadable.
 
 ``/research/campaigns/`` lists campaigns; ``/research/campaigns/<id>/`` is the dashboard;
 ``.../tables/<table>.csv|json`` and ``.../plots/<plot>.png`` are the downloads. Every page takes
@@ -20,12 +21,17 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
+from annotation.costs import campaign_batch_costs
 from annotation.models import Campaign
+from annotation.quality import campaign_rater_figures
 from config.numbers import ascii_int
 
-from .aggregation import ESTIMATES
+from .aggregation import ESTIMATES, load_campaign
 from .diversity import LEVENSHTEIN_BINS
-from .plots import PLOTS, by_length_png, similarity_vs_diversity_png
+from .plots import (PLOTS, by_length_png, cost_png, rater_label, raters_png, reliability_png,
+                    similarity_vs_diversity_png)
+from .reliability import reliability as reliability_figures
+from .reliability import split_rhos
 from .tables import REPORT_TABLES, TABLES, TITLES, ZSCORE_TITLE, EstimateError, build_table, check_estimate, render_csv
 
 # the dashboards show every campaign's judgments aggregated: the admin permissions that show them there
@@ -82,6 +88,43 @@ def _display(table: dict) -> dict:
             "rows": rows, "workers_sd0": table.get("workers_sd0") if table.get("estimate") == "zscore" else None}
 
 
+PLOT_TITLES = {
+    "similarity-diversity": "Similarity against diversity per system",
+    "similarity-by-length": "Similarity by reference length",
+    "fluency-by-length": "Fluency by reference length",
+    "diversity-by-length": "Diversity by reference length",
+    "cost-per-batch": "Cost so far per batch against its estimate",
+    "reliability": "Reliability: split-half rho (raw, z-score) with each split, and Krippendorff's alpha",
+    "raters": "Per rater: attention checks passed, degraded-copy test p-value, mean score of degraded vs. real",
+}
+
+
+def _money(value, currency: str) -> str:
+    return "–" if value is None else f"{value:,.2f} {currency}"
+
+
+def _cost_rows(campaign: Campaign) -> list[dict]:
+    return [{"label": c.label, "provider": c.provider, "status": c.status, "slots": c.slots, "approved": c.approved,
+             "awaiting": c.awaiting, "estimate": _money(c.estimate, c.currency) if c.estimate is not None else c.note,
+             "spent": _money(c.spent, c.currency), "bonuses": _money(c.bonuses_sent, c.currency),
+             "awaiting_cost": _money(c.awaiting_cost, c.currency), "total": _money(c.spent_total, c.currency)}
+            for c in campaign_batch_costs(campaign)]
+
+
+def _rater_rows(campaign: Campaign) -> list[dict]:
+    rows = []
+    for r in campaign_rater_figures(campaign):
+        rate = r.attention_pass_rate
+        rows.append({"label": rater_label(r.worker_id), "worker_id": r.worker_id, "disqualified": r.disqualified,
+                     "judgments": r.judgments,
+                     "attention": f"{r.attention_passed}/{r.attention_checks}" + (f" ({rate:.0%})" if rate is not None
+                                                                                  else ""),
+                     "degraded_checks": r.degraded_checks,
+                     "degraded_p": "untested" if r.degraded_p is None else f"{r.degraded_p:.3g}",
+                     "real_mean": _fmt(r.real_mean), "degraded_mean": _fmt(r.degraded_mean)})
+    return rows
+
+
 def _query(min_judgments: int | None, estimate: str | None = None) -> str:
     params = {k: v for k, v in (("min_judgments", min_judgments), ("estimate", estimate)) if v is not None}
     return "?" + urlencode(params) if params else ""
@@ -112,7 +155,8 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
                   + (" · bias-corrected" if name == "similarity" and estimate == "zscore" else ""),
                   "url": reverse("campaign_table", args=[campaign.pk, name, fmt]) + query(name)}
                  for name in REPORT_TABLES for fmt in ("csv", "json")]
-    plots = [{"name": p, "url": reverse("campaign_plot", args=[campaign.pk, p]) + query(p)} for p in PLOTS]
+    plots = [{"name": p, "title": PLOT_TITLES[p], "url": reverse("campaign_plot", args=[campaign.pk, p]) + query(p)}
+             for p in PLOTS]
     here = reverse("campaign_dashboard", args=[campaign.pk])
     switch = [{"label": label, "url": here + _query(minimum, None if name == "raw" else name),
                "current": (estimate or "raw") == name}
@@ -124,7 +168,8 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
     context = {"campaign": campaign, "tables": [_display(t) for t in tables.values()], "plots": plots,
                "downloads": downloads, "min_judgments": tables["similarity"]["min_judgments"],
                "counted_workers": tables["similarity"]["counted_workers"], "estimate": estimate or "raw",
-               "switch": switch, "reliability": reliability}
+               "switch": switch, "reliability": reliability, "costs": _cost_rows(campaign),
+               "raters": _rater_rows(campaign)}
     return render(request, "scoring/campaign_dashboard.html", context)
 
 
@@ -161,6 +206,15 @@ def campaign_plot(request: HttpRequest, campaign_id: int, plot: str) -> HttpResp
     if plot == "similarity-diversity":
         png = similarity_vs_diversity_png(build_table(campaign, "similarity", minimum, estimate),
                                           build_table(campaign, "diversity", minimum))
+    elif plot == "cost-per-batch":
+        png = cost_png(campaign_batch_costs(campaign))
+    elif plot == "reliability":
+        data = load_campaign(campaign, minimum)
+        png = reliability_png(reliability_figures(data), split_rhos(data))
+    elif plot == "raters":
+        png = raters_png(campaign_rater_figures(campaign),
+                         min_pass_rate=1 - float(campaign.setting("max_attention_failure_rate")),
+                         p_max=float(campaign.setting("degraded_p_max")))
     else:
         png = by_length_png(build_table(campaign, plot.split("-")[0], minimum, estimate))
     response = HttpResponse(png, content_type="image/png")

@@ -104,6 +104,20 @@ def test_json_in_another_charset_is_refused_and_nothing_is_stored(client, hit):
     assert Assignment.objects.get(external_assignment_id="A1").comment == "café"
 
 
+@pytest.mark.parametrize("field", ["worker_id", "assignment_id", "comment", "token"])
+def test_a_lone_surrogate_escape_is_a_400_not_a_500(client, hit, field):
+    """``"\\ud800"`` is valid JSON syntax yet no Unicode text: the worker id went into the rate-limit key
+    and the database driver could not encode it (a 500)."""
+    client.raise_request_exception = False
+    body = payload(hit)
+    body[field] = "W\ud800" if field != "comment" else "\udfff"
+    body = assert_error_shape(submit(client, hit, json.dumps(body)), 400, "parse_error")  # ASCII escapes
+    assert "surrogate" in body["detail"]
+    assert nothing_saved()
+    pair = payload(hit, comment="\U0001F600")  # a real pair, escaped as \ud83d\ude00, is one character: fine
+    assert submit(client, hit, json.dumps(pair)).status_code == 201
+
+
 def test_an_oversized_body_is_json_with_a_code(client, hit, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2_000
     client.raise_request_exception = False

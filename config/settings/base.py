@@ -40,6 +40,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",  # the OpenAPI description at /api/schema/ (SPECTACULAR_SETTINGS below)
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from our static files (no CDN)
     "axes",  # login lockouts (AXES_* below)
     "limits",  # shared rate-limit counters (limits/counters.py)
     "infra",  # storage, shards, text files: shared by every app (infra/)
@@ -131,6 +133,28 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["annotation.parsers.StrictJSONParser"],  # UTF-8 JSON, <= 32 deep, else 4xx
     "EXCEPTION_HANDLER": "annotation.db_errors.api_exception_handler",  # every error {"detail", "code"}
+    "DEFAULT_SCHEMA_CLASS": "config.openapi.AutoSchema",  # drf-spectacular's, request shapes made strict
+}
+# The OpenAPI 3 description of every /api/ endpoint (config/openapi.py): public, like the API's docs in the
+# README, since it tells nothing that the endpoints' own permissions do not guard; staff endpoints are
+# described (security: cookieAuth) but still answer only to staff holding the model permissions.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Paraforge",
+    "DESCRIPTION": "Paraforge's HTTP API: the submission API that the slider page posts to, the staff read "
+                   "APIs of batches and jobs, and the release API. Every error is JSON "
+                   '`{"detail": "a sentence", "code": "a word"}`. Staff endpoints take the admin\'s session '
+                   "(sign in at /admin/login/) and its model permissions.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,  # the description does not describe itself
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_PUBLIC": True,  # every endpoint, whoever asks
+    "SCHEMA_PATH_PREFIX": "/api/",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # <id:...> (config/converters.py): the database's 64-bit ids, else the URL does not match (404)
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}},
+    "COMPONENT_SPLIT_REQUEST": True,  # request and response shapes apart (writable vs read-only fields)
 }
 
 # --- Celery -------------------------------------------------------------------------------------
@@ -182,6 +206,7 @@ CELERY_BEAT_SCHEDULE: dict = {
 # process; rates are N/PERIOD (30/min, 100/hour, 20/10m).
 ANNOTATION_SUBMISSION_RATE = env_str("ANNOTATION_SUBMISSION_RATE", "30/min")  # per (address, worker id)
 ANNOTATION_SUBMISSION_IP_RATE = env_str("ANNOTATION_SUBMISSION_IP_RATE", "120/min")  # per address
+ANNOTATION_PROLIFIC_START_RATE = env_str("ANNOTATION_PROLIFIC_START_RATE", "120/min")  # Prolific start URL, per address
 PARAFORGE_LOGIN_RATE = env_str("PARAFORGE_LOGIN_RATE", "20/min")  # login POSTs per address, refused unhashed
 PARAFORGE_LOGIN_VIEWS = ["admin:login", "annotate-login"]  # the URL names PARAFORGE_LOGIN_RATE counts
 # django-axes: after AXES_FAILURE_LIMIT wrong passwords for one username (from anywhere) or from one
@@ -210,7 +235,7 @@ PARAFORGE_INLINE_WITHOUT_WORKER = env_str("PARAFORGE_INLINE_WITHOUT_WORKER", "")
 # --- Annotation: Mechanical Turk ------------------------------------------------------------------
 # Credentials are never settings: the MTurk client reads MTURK_ACCESS_KEY_ID / MTURK_SECRET_ACCESS_KEY
 # (else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) from the environment when it is made.
-PARAFORGE_HIT_PROVIDER = env_str("PARAFORGE_HIT_PROVIDER", "local")  # local | mturk-sandbox | mturk
+PARAFORGE_HIT_PROVIDER = env_str("PARAFORGE_HIT_PROVIDER", "local")  # local | mturk-sandbox | mturk | prolific
 # The https:// address workers reach the slider pages at (MTurk's ExternalQuestion needs it).
 PARAFORGE_PUBLIC_URL = env_str("PARAFORGE_PUBLIC_URL", "")
 MTURK_ENDPOINT_URL = env_str("MTURK_ENDPOINT_URL") or None  # overrides the sandbox/production endpoint
@@ -223,6 +248,24 @@ MTURK_MIN_APPROVED_HITS = env_int("MTURK_MIN_APPROVED_HITS", 1000)
 MTURK_LOCALES = env_list("MTURK_LOCALES", ["US"])
 MTURK_BLOCK_QUALIFICATION_NAME = env_str("MTURK_BLOCK_QUALIFICATION_NAME", "Paraforge: failed attention checks")
 MTURK_MAX_ATTEMPTS = env_int("MTURK_MAX_ATTEMPTS", 6)  # per call, throttling and network errors
+
+# --- Annotation: Prolific -------------------------------------------------------------------------
+# The token is read from the environment only; PROLIFIC_API_URL is overridable for tests (a local stub).
+PROLIFIC_API_TOKEN = env_str("PROLIFIC_API_TOKEN", "")
+PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com")
+PROLIFIC_WORKSPACE_ID = env_str("PROLIFIC_WORKSPACE_ID", "")  # else the account's only workspace
+PROLIFIC_CURRENCY = env_str("PROLIFIC_CURRENCY", "USD")  # the account's currency (rewards are in its cents)
+PROLIFIC_SERVICE_FEE_RATE = env_str("PROLIFIC_SERVICE_FEE_RATE", "0.3333")  # Prolific's fee on rewards and bonuses
+PROLIFIC_VAT_RATE = env_str("PROLIFIC_VAT_RATE", "0")  # VAT on the fee (0.20 for UK-based accounts)
+PROLIFIC_REWARD_PER_SESSION = env_str("PROLIFIC_REWARD_PER_SESSION", "1.50")
+PROLIFIC_HITS_PER_SESSION = env_int("PROLIFIC_HITS_PER_SESSION", 10)
+PROLIFIC_SECONDS_PER_HIT = env_int("PROLIFIC_SECONDS_PER_HIT", 60)  # until a median has been measured
+PROLIFIC_MIN_APPROVAL_RATE = env_int("PROLIFIC_MIN_APPROVAL_RATE", 95)  # percent
+PROLIFIC_MIN_APPROVED_SUBMISSIONS = env_int("PROLIFIC_MIN_APPROVED_SUBMISSIONS", 100)
+PROLIFIC_FIRST_LANGUAGES = env_list("PROLIFIC_FIRST_LANGUAGES", ["English"])
+PROLIFIC_COUNTRIES = env_list("PROLIFIC_COUNTRIES", [])
+PROLIFIC_BLOCKLIST_GROUP_NAME = env_str("PROLIFIC_BLOCKLIST_GROUP_NAME", "Paraforge: failed quality checks")
+PROLIFIC_MAX_ATTEMPTS = env_int("PROLIFIC_MAX_ATTEMPTS", 6)  # per call, 429/5xx and network errors
 
 LOGGING = {
     "version": 1,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .hf_compat import generation_config_for, logits_processors, pad_token_id
+from .hf_compat import FastProcessors, generation_config_for, logits_processors, pad_token_id, reorder_self_attention
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     model = loaded.model
     dev = loaded.device
     gen_cfg = generation_config_for(model, beam, max_length, length_penalty, early_stopping, dev)
-    processors = logits_processors(model, gen_cfg, input_ids)
+    processors = FastProcessors(logits_processors(model, gen_cfg, input_ids))
     use_graph = _graphs_supported(dev) if cuda_graph is None else bool(cuda_graph)
     if use_graph and not _graphs_supported(dev):
         raise ValueError("cuda_graph needs the model on a CUDA device")
@@ -200,7 +200,7 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
             graph.replay()
         else:
             search.step(logp, cur_len, last_step)
-        cache.reorder_cache(search.src_sel)
+        reorder_self_attention(cache, search.src_sel)
         cur_len += 1
         if last_step or cur_len >= max_length:
             break

@@ -45,6 +45,54 @@ def logits_processors(model, generation_config, input_ids: torch.Tensor):
                                            encoder_input_ids=input_ids)
 
 
+class _BanTokens:
+    """In place, what ``NoBadWordsLogitsProcessor`` computes for single-token bad words: their scores -inf.
+    The processor adds a [H, V] bias of zeros and -inf to a fresh [H, V] copy (three [H, V] passes and two
+    allocations a step; x + 0.0 is x and x + -inf is -inf, so filling those columns is bit for bit the same)."""
+
+    def __init__(self, ids: list[int]):
+        self.ids = torch.tensor(sorted(ids), dtype=torch.long)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.ids.device != scores.device:
+            self.ids = self.ids.to(scores.device)
+        return scores.index_fill_(1, self.ids, float("-inf"))
+
+
+class FastProcessors:
+    """``generate``'s processors applied in order, the costly ones replaced by in-place equivalents (each
+    replacement computes exactly what it replaces); anything else runs as ``generate`` runs it."""
+
+    def __init__(self, processors):
+        from transformers.generation.logits_process import NoBadWordsLogitsProcessor
+
+        self.steps = []
+        for p in processors:
+            bias = getattr(p, "sequence_bias", None)
+            if (type(p) is NoBadWordsLogitsProcessor and isinstance(bias, dict) and bias
+                    and all(len(k) == 1 and v == float("-inf") for k, v in bias.items())):
+                self.steps.append(_BanTokens([k[0] for k in bias]))
+            else:
+                self.steps.append(p)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        for p in self.steps:
+            scores = p(input_ids, scores)
+        return scores
+
+
+def reorder_self_attention(cache, rows: torch.Tensor) -> None:
+    """Reorder the decoder's key/value cache for the hypotheses' new ``rows``, leaving out an encoder-decoder
+    cache's cross-attention half: a hypothesis' cross-attention keys and values are its sentence's encoder
+    states, the same for every beam of the sentence, and the search only moves hypotheses within their
+    sentence, so reordering them copied every layer's [H, heads, source length, d] tensors for no change."""
+    sa = getattr(cache, "self_attention_cache", None)
+    if sa is not None and hasattr(cache, "cross_attention_cache"):
+        sa.reorder_cache(rows)
+    else:
+        cache.reorder_cache(rows)
+
+
 def pad_token_id(generation_config) -> int | None:
     """The pad token ``generate`` fills finished rows with (set by :func:`generation_config_for`)."""
     pad = generation_config._pad_token_tensor

@@ -230,7 +230,7 @@ def mturk_stub(monkeypatch):
     from annotation.providers import mturk as mturk_module
 
     client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
-    monkeypatch.setattr(mturk_module, "mturk_client", lambda sandbox: client)
+    monkeypatch.setattr(mturk_module.client, "mturk_client", lambda sandbox: client)
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
@@ -292,7 +292,7 @@ def test_a_publish_failing_after_the_checks_keeps_and_names_the_draft(settings, 
     mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     mturk_stub.add_client_error("list_qualification_types", service_error_code="RequestError",
                                 service_message="This account is suspended.", http_status_code=400)
-    kept = r"batch (\d+) was created but not published \(.*suspended.*\); it is a draft: .*mturk publish \1"
+    kept = r"batch (\d+) was created but not published \(.*suspended.*\); it is a draft: .*crowd publish \1"
     with pytest.raises(CommandError, match=kept):
         run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0", "--publish")
     assert Batch.objects.get().status == BatchStatus.DRAFT

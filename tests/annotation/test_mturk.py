@@ -16,9 +16,10 @@ from django.core.management.base import CommandError
 
 from annotation.models import (Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Campaign, Candidate, Hit,
                                HitItem, Reference, Worker)
-from annotation.mturk_retry import RetryPolicy, call_with_retry
+from annotation.providers.retry import RetryPolicy, call_with_retry
 from annotation.providers import get_provider
 from annotation.providers import mturk as mturk_module
+from annotation.providers.mturk import is_transient
 from annotation.providers.mturk import (QUAL_APPROVAL_RATE, QUAL_APPROVED_HITS, QUAL_LOCALE, InsufficientBalance,
                                         MTurkConfigurationError, MTurkError, MTurkProvider, assignment_fee_usd,
                                         batch_cost_usd, bonus_fee_usd, bonus_grant, hit_cost_usd, mturk_client)
@@ -157,7 +158,7 @@ def test_publish_creates_qualification_hit_type_and_hits(stub, client, sleeps):
         ]})
     for n, hit in enumerate(hits):
         stub_create_hit(stub, hit, n)
-    report = provider.publish_report(batch=batch)
+    report = provider.publish(batch=batch)
     assert report["published"] == 2 and report["cost_usd"] == "3.60" and report["balance_usd"] == "100.00"
     assert [h.external_hit_id for h in batch.hits.order_by("id")] == [hit_id(0), hit_id(1)]
     assert all(h.expires_at is not None for h in batch.hits.all())
@@ -166,7 +167,7 @@ def test_publish_creates_qualification_hit_type_and_hits(stub, client, sleeps):
     assert batch.provider_state["hit_type_id"] == HIT_TYPE
     assert batch.provider_state["block_qualification_id"] == BLOCK
     # publishing again spends nothing and calls nothing (the Stubber fails on any unexpected call)
-    again = provider.publish_report(batch=batch)
+    again = provider.publish(batch=batch)
     assert again["published"] == 0 and again["already_published"] == 2
 
 
@@ -212,7 +213,7 @@ def test_publish_needs_an_https_public_url(provider, settings):
 ])
 def test_a_stored_bad_setting_is_refused_naming_the_key_before_mturk_is_called(stub, client, monkeypatch, bad,
                                                                                message):
-    monkeypatch.setattr(mturk_module, "mturk_client", lambda sandbox: client)
+    monkeypatch.setattr(mturk_module.client, "mturk_client", lambda sandbox: client)
     batch = make_batch(hits=1, **bad)  # stored by hand: create_hit_batch refuses it (test_batches)
     with pytest.raises(CommandError, match=rf"batch {batch.pk}: batch setting {message}"):
         _run("publish", str(batch.pk))
@@ -255,7 +256,7 @@ def test_retry_gives_up_and_does_not_retry_invalid_requests(sleeps):
         raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendBonus")
 
     with pytest.raises(ClientError):
-        call_with_retry(always_throttled, policy=policy)
+        call_with_retry(always_throttled, policy=policy, transient=is_transient)
     assert len(calls) == 3 and len(sleeps) == 2
 
     def invalid():
@@ -264,7 +265,7 @@ def test_retry_gives_up_and_does_not_retry_invalid_requests(sleeps):
 
     calls.clear()
     with pytest.raises(ClientError):
-        call_with_retry(invalid, policy=policy)
+        call_with_retry(invalid, policy=policy, transient=is_transient)
     assert len(calls) == 1
 
 
@@ -300,7 +301,7 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
     stub.add_response("get_assignment", {"Assignment": remote[1]}, {"AssignmentId": asg_id(2)})
     stub.add_client_error("get_assignment", service_error_code="RequestError",
                           service_message="Assignment does not exist", expected_params={"AssignmentId": asg_id(3)})
-    report = provider.sync_report(batch=batch)
+    report = provider.sync(batch=batch)
     assert report["verified"] == 1 and report["flagged"] == 1 and report["unconfirmed"] == 1
     assert report["missing"] == 1 and report["missing_ids"] == [asg_id(4)]
     assert report["flagged_ids"][asg_id(2)]["mturk_worker"] == "WREAL"
@@ -319,7 +320,7 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
     stub.add_response("get_assignment", {"Assignment": {"AssignmentId": asg_id(3), "WorkerId": "WLATE",
                                                         "HITId": hit_id(1), "AssignmentStatus": "Submitted"}},
                       {"AssignmentId": asg_id(3)})
-    assert provider.sync(batch=batch) == 1
+    assert provider.sync(batch=batch)["verified"] == 1
     forged.refresh_from_db(), pending.refresh_from_db()
     assert (forged.verification, forged.status) == ("flagged", AssignmentStatus.SUBMITTED)
     assert pending.verification == "verified"
@@ -437,7 +438,7 @@ def test_expire_sets_expiration_in_the_past(stub, provider):
     for n in range(2):
         stub.add_response("update_expiration_for_hit", {}, {
             "HITId": hit_id(n), "ExpireAt": datetime.fromtimestamp(0, tz=dt_timezone.utc)})
-    assert provider.expire_report(batch=batch) == {"batch": batch.pk, "expired": 2}
+    assert provider.expire(batch=batch) == {"batch": batch.pk, "expired": 2}
     assert all(h.expires_at is not None for h in batch.hits.all())
 
 
@@ -519,7 +520,7 @@ def _run(*args) -> dict:
 
 
 def test_cli_balance_publish_sync_and_bonus(stub, client, monkeypatch):
-    monkeypatch.setattr(mturk_module, "mturk_client", lambda sandbox: client)
+    monkeypatch.setattr(mturk_module.client, "mturk_client", lambda sandbox: client)
     stub.add_response("get_account_balance", {"AvailableBalance": "10000.00", "OnHoldBalance": "0.00"}, {})
     assert _run("balance", "--sandbox") == {"sandbox": True, "endpoint": ANY, "available_usd": "10000.00",
                                             "on_hold_usd": "0.00"}
@@ -545,6 +546,47 @@ def test_cli_balance_publish_sync_and_bonus(stub, client, monkeypatch):
     assert _run("bonus", asg_id(5), "0.30", "thanks")["paid_now"] is False
 
 
+def _crowd(*args) -> dict:
+    out = StringIO()
+    call_command("crowd", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_the_crowd_cli_runs_an_mturk_batch_as_the_mturk_cli_does(stub, client, monkeypatch):
+    monkeypatch.setattr(mturk_module.client, "mturk_client", lambda sandbox: client)
+    batch = make_batch(hits=1)
+    batch.provider_state.update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
+    batch.save()
+    hit = batch.hits.get()
+    stub.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
+    stub_create_hit(stub, hit, 3)
+    assert _crowd("publish", str(batch.pk))["published"] == 1
+    hit.refresh_from_db()
+    stored_assignment(hit, asg_id(6), "W6")
+    stub.add_response("list_assignments_for_hit", {"Assignments": []}, {
+        "HITId": hit.external_hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+    stub.add_response("get_assignment", {"Assignment": {"AssignmentId": asg_id(6), "WorkerId": "W6",
+                                                        "HITId": hit.external_hit_id, "AssignmentStatus": "Submitted"}},
+                      {"AssignmentId": asg_id(6)})
+    assert _crowd("sync", str(batch.pk))["verified"] == 1
+    stub.add_response("approve_assignment", {}, {"AssignmentId": asg_id(6)})
+    assert _crowd("approve", str(batch.pk))["approved"] == 1
+    stub.add_response("send_bonus", {}, {"WorkerId": "W6", "BonusAmount": "0.25", "AssignmentId": asg_id(6),
+                                         "Reason": "careful work", "UniqueRequestToken": ANY})
+    paid = _crowd("bonus", str(batch.pk), "0.25", "careful work")
+    assert (paid["paid"], paid["fee_each"]) == (1, "0.05")
+    assert _crowd("bonus", str(batch.pk), "0.25", "careful work")["already_paid"] == 1  # nothing sent again
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": hit.external_hit_id, "ExpireAt": ANY})
+    assert _crowd("expire", str(batch.pk))["expired"] == 1
+    stub.add_response("get_account_balance", {"AvailableBalance": "9999.10"}, {})
+    assert _crowd("balance", str(batch.pk))["available_usd"] == "9999.10"
+    stub.add_client_error("get_account_balance", service_error_code="RequestError",
+                          service_message="Your account is suspended.", http_status_code=400)
+    with pytest.raises(CommandError, match="MTurk refused: RequestError: Your account is suspended"):
+        _crowd("balance", "--provider", "mturk-sandbox")
+    stub.assert_no_pending_responses()
+
+
 def test_cli_refuses_clearly(monkeypatch):
     local = Batch.objects.create(campaign=Campaign.objects.create(name="l"), provider="local")
     with pytest.raises(CommandError, match="not mturk"):
@@ -557,7 +599,7 @@ def test_cli_refuses_clearly(monkeypatch):
 
 
 def test_periodic_sync_checks_every_published_batch_and_survives_one_failing(stub, provider):
-    from annotation.mturk_sync import mturk_batches_sync
+    from annotation.crowd_sync import crowd_batches_sync
 
     ok, broken, draft = make_batch(hits=1), make_batch(hits=1), make_batch(hits=1)
     Batch.objects.filter(pk__in=[ok.pk, broken.pk]).update(status=BatchStatus.PUBLISHED)
@@ -567,7 +609,7 @@ def test_periodic_sync_checks_every_published_batch_and_survives_one_failing(stu
     stub.add_response("list_assignments_for_hit", {"Assignments": []}, {"HITId": hit_id(1), **listing})
     stub.add_client_error("list_assignments_for_hit", service_error_code="RequestError",
                           service_message="The HIT does not exist", expected_params={"HITId": hit_id(2), **listing})
-    reports = mturk_batches_sync(provider_for=lambda batch: provider)
+    reports = crowd_batches_sync(provider_for=lambda batch: provider)
     assert set(reports) == {ok.pk, broken.pk}  # the draft batch is not on MTurk yet
     assert reports[ok.pk]["missing"] == 0 and "error" not in reports[ok.pk]
     assert "does not exist" in reports[broken.pk]["error"]

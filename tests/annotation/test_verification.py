@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from annotation.exports import batch_results_csv
 from annotation.models import Assignment, Hit, Judgment, Verification, Worker
-from annotation.mturk_retry import RetryPolicy
+from annotation.providers.retry import RetryPolicy
 from annotation.providers import mturk as mturk_module
 from annotation.providers.local import local_hit_take
 from annotation.providers.mturk import MTurkProvider
@@ -38,7 +38,7 @@ VICTIM = "A2VICTIMWORKER0000001"
 def mturk(monkeypatch):
     """A stubbed MTurk client that every provider made in this test uses."""
     client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
-    monkeypatch.setattr(mturk_module, "mturk_client", lambda sandbox: client)
+    monkeypatch.setattr(mturk_module.client, "mturk_client", lambda sandbox: client)
     with Stubber(client) as stub:
         yield stub
         stub.assert_no_pending_responses()
@@ -113,7 +113,7 @@ def test_forged_submissions_under_a_real_workers_id_count_for_nothing(client, mt
     # the forged ones were stored more than the assignment's time ago: MTurk can no longer receive them
     Assignment.objects.exclude(external_assignment_id="REAL0").update(
         submitted_at=timezone.now() - timedelta(hours=2))
-    report = MTurkProvider(sandbox=True, retry=RetryPolicy(max_attempts=1)).sync_report(batch=batch)
+    report = MTurkProvider(sandbox=True, retry=RetryPolicy(max_attempts=1)).sync(batch=batch)
     assert report["verified"] == 1 and report["flagged"] == 8 and report["unconfirmed"] == 0
     assert report["flagged_ids"]["FILLER0"]["mturk_worker"] == "A3SOMEONEELSE"
     assert "never submitted" in report["flagged_ids"]["FORGED1"]["reason"]
@@ -148,7 +148,7 @@ def test_a_worker_mturk_confirms_is_disqualified_by_their_own_failed_checks(clie
     mturk.add_response("associate_qualification_with_worker", {}, {
         "QualificationTypeId": "3BLOCK0000000000000000000000X", "WorkerId": VICTIM, "IntegerValue": 1,
         "SendNotification": False})
-    assert MTurkProvider(sandbox=True, retry=RetryPolicy(max_attempts=1)).sync_report(batch=batch)["verified"] == 5
+    assert MTurkProvider(sandbox=True, retry=RetryPolicy(max_attempts=1)).sync(batch=batch)["verified"] == 5
     victim = Worker.objects.get(external_id=VICTIM)
     assert victim.disqualified and "failed 5 of 5 attention checks" in victim.disqualified_reason
 

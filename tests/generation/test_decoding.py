@@ -195,3 +195,44 @@ def test_graph_replayed_steps_equal_eager_steps(tiny_marian, monkeypatch):
 def test_graph_needs_a_gpu(tiny_marian):
     with pytest.raises(ValueError, match="CUDA"):
         decode(tiny_marian, SOURCES[:1], None, beam=2, max_length=8, cuda_graph=True)
+
+
+def test_bad_words_in_place_equal_hf_and_cache_reorder_keeps_cross_attention(tiny_marian, monkeypatch):
+    """The generation config's single-token bad words are applied in place (``hf_compat.FastProcessors``) and
+    give Hugging Face's outputs and scores; with a multi-token bad word the processor itself runs. Only the
+    self-attention half of the key/value cache is reordered."""
+    import copy
+
+    from generation.decoding import hf_compat
+
+    m = tiny_marian
+    saved = m.model.generation_config
+    plain = _hf(m, SOURCES, num_beams=4, max_length=12).sequences
+    frequent = int(torch.mode(plain[:, 1:].flatten()).values)  # a token the outputs use: the ban must bite
+    used = []
+    real_fast = hf_compat.FastProcessors
+    import generation.decoding.dba as dba
+    monkeypatch.setattr(dba, "FastProcessors", lambda procs: used.append(real_fast(procs)) or used[-1])
+    try:
+        for bad in ([[m.tokenizer.pad_token_id], [frequent]], [[m.tokenizer.pad_token_id], [frequent, 5]]):
+            m.model.generation_config = copy.deepcopy(saved)
+            m.model.generation_config.bad_words_ids = bad
+            used.clear()
+            _assert_equal_to_hf(m, SOURCES, 4, 2, 12, 1.0, False)
+            in_place = [s for p in used for s in p.steps if isinstance(s, hf_compat._BanTokens)]
+            assert bool(in_place) == all(len(w) == 1 for w in bad)
+            if in_place:
+                out = decode(m, SOURCES, None, beam=4, max_length=12)
+                assert all(frequent not in m.tokenizer.convert_tokens_to_ids(o["tokens"]) for r in out for o in r.outputs)
+                assert frequent in plain[:, 1:]
+    finally:
+        m.model.generation_config = saved
+    from transformers import DynamicCache, EncoderDecoderCache
+
+    calls = []
+    for cls in (EncoderDecoderCache, DynamicCache):
+        real = cls.reorder_cache
+        monkeypatch.setattr(cls, "reorder_cache", lambda self, rows, real=real, name=cls.__name__:
+                            calls.append(name) or real(self, rows))
+    decode(m, SOURCES, None, beam=4, nbest=2, max_length=12)
+    assert calls and set(calls) == {"DynamicCache"}  # the self-attention half alone, once a step

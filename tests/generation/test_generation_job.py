@@ -207,8 +207,12 @@ def test_cli_with_the_demo_model_prints_the_job_and_waits(corpus, capsys):
     call_command("generate", "tiny-gen", "--model", "generation/demo/model", "--systems", "28,31,34",
                  "--sample-per-length", "1", "--lengths", "5,10", "--beam", "4", "--nbest", "2", "--device", "cpu",
                  "--max-length", "24", "--name", "demo-sample", "--wait")
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     job = Job.objects.get(pk=out["job"])
+    # progress on stderr (not a terminal here: plain lines), counting the sampled references
+    assert captured.err.splitlines()[-1].startswith(
+        f"job {job.pk} generate succeeded: 1/1 chunks, 2/2 references (100%)")
     assert out == {"job": job.pk, "status": "succeeded", "corpus": corpus.pk,
                    "resource": Resource.objects.get(name="demo-sample").pk, "name": "demo-sample",
                    "campaign": Campaign.objects.get(job=job).pk, "chunks": 1, "references": 2,

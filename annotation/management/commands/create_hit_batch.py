@@ -14,7 +14,7 @@ from django.db import transaction
 from annotation.batches import (PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, batch_publish_check,
                                 batch_settings_check, hit_batch_create)
 from annotation.models import Campaign
-from annotation.providers import get_provider
+from annotation.providers import ProviderError, get_provider
 
 
 def _lengths(value: str) -> tuple[int, ...]:
@@ -89,18 +89,13 @@ class Command(BaseCommand):
     @staticmethod
     def _publish(batch) -> None:
         """Publish the new batch; should the provider fail now (after the checks), the draft is kept and named."""
-        errors: tuple[type[Exception], ...] = (BatchError,)
-        if batch.provider != "local":
-            from botocore.exceptions import BotoCoreError, ClientError
-
-            from annotation.providers.mturk import MTurkError
-
-            errors += (MTurkError, ClientError, BotoCoreError)
+        provider = get_provider(batch)
         try:
             batch_publish(batch=batch)
-        except errors as exc:
-            raise CommandError(f"batch {batch.pk} was created but not published ({exc}); it is a draft: publish it "
-                               f"with `python manage.py mturk publish {batch.pk}`") from exc
+        except (BatchError, ProviderError, *provider.transport_errors) as exc:
+            text = provider.error_text(exc) if isinstance(exc, provider.transport_errors) else str(exc)
+            raise CommandError(f"batch {batch.pk} was created but not published ({text}); it is a draft: publish it "
+                               f"with `python manage.py crowd publish {batch.pk}`") from exc
 
     @staticmethod
     def _campaign(job, name) -> Campaign:

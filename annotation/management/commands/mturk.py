@@ -14,9 +14,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Assignment, Batch
-from annotation.mturk_retry import error_code, error_message
 from annotation.providers import get_provider
-from annotation.providers.mturk import MTurkError, MTurkProvider, bonus_fee_usd, bonus_grant, mturk_endpoint
+from annotation.providers.mturk import MTurkError, MTurkProvider, bonus_fee_usd, bonus_grant, error_code, error_message
 
 
 class Command(BaseCommand):
@@ -69,16 +68,16 @@ class Command(BaseCommand):
         return batch, provider
 
     def _balance(self, *, sandbox, **_):
-        balance = MTurkProvider(sandbox=sandbox).account_balance()
-        return {"sandbox": sandbox, "endpoint": mturk_endpoint(sandbox=sandbox), **balance}
+        balance = MTurkProvider(sandbox=sandbox).balance()
+        return {key: balance[key] for key in ("sandbox", "endpoint", "available_usd", "on_hold_usd")}
 
     def _publish(self, *, sandbox, batch, **_):
         batch, provider = self._provider_for(batch, sandbox)
-        return provider.publish_report(batch=batch)
+        return provider.publish(batch=batch)
 
     def _sync(self, *, sandbox, batch, **_):
         batch, provider = self._provider_for(batch, sandbox)
-        return provider.sync_report(batch=batch)
+        return provider.sync(batch=batch)
 
     def _approve(self, *, sandbox, batch, **_):
         batch, provider = self._provider_for(batch, sandbox)
@@ -86,7 +85,7 @@ class Command(BaseCommand):
 
     def _expire(self, *, sandbox, batch, **_):
         batch, provider = self._provider_for(batch, sandbox)
-        return provider.expire_report(batch=batch)
+        return provider.expire(batch=batch)
 
     def _extend(self, *, sandbox, batch, n, **_):
         batch, provider = self._provider_for(batch, sandbox)

@@ -97,7 +97,7 @@ class Command(BaseCommand):
         if not Batch.objects.filter(campaign=campaign).exists():
             batch = hit_batch_create(campaign=campaign, provider="local", per_length=3, lengths=DEMO_LENGTHS,
                                      assignments=3, attention_rate=0.2, seed=0, label="demo")
-            batch = batch_publish(batch=batch)
+            batch_publish(batch=batch)
             self.stdout.write(f"demo HIT batch {batch.pk}: {batch.hits.count()} HITs for local annotators")
 
     def demo_annotators(self) -> None:

@@ -106,6 +106,9 @@
       if (form.dataset.externalSubmit) {
         say("Saved. Sending to Mechanical Turk…", false);
         externalSubmit(form.dataset.externalSubmit, form.dataset.assignment);
+      } else if (form.dataset.continue) {
+        say("Saved. Thank you! Loading the next page…", false);
+        window.location.assign(form.dataset.continue);  // Prolific: the study's start URL gives the next step
       } else if (form.dataset.next) {
         say("Saved. Thank you! Loading the next HIT…", false);
         document.getElementById("next-form").submit();  // taking a HIT is a POST

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from generation.corpora import corpus_get
 from generation.models import CorpusStatus, IdfTable
 from jobs.execution import job_launch
+from jobs.progress import job_progress_display
 
 
 class Command(BaseCommand):
@@ -30,7 +31,9 @@ class Command(BaseCommand):
         params = {"corpus": found.pk}
         if name:
             params["name"] = name
-        job = job_launch(kind="build_idf", params=params, label=f"IDF of {found.name}", wait=wait)
+        with job_progress_display(self.stderr, enabled=wait) as show:
+            job = job_launch(kind="build_idf", params=params, label=f"IDF of {found.name}", wait=wait,
+                             on_progress=show)
         out = {"job": job.pk, "status": job.status, "corpus": found.pk,
                "idf_table": job.result.get("idf_table"), "name": job.result.get("name"),
                "documents": job.result.get("documents"), "types": job.result.get("types")}

@@ -20,6 +20,7 @@ from generation.generation_job import DEFAULT_LENGTHS, KIND, GenerationSettingsE
 from generation.idf import IdfFileError, idf_table_get
 from generation.models import Resource
 from jobs.execution import job_launch
+from jobs.progress import job_progress_display
 
 
 def _one_line(message: object) -> str:
@@ -84,7 +85,9 @@ class Command(BaseCommand):
                 batch_size=o["batch_size"], device=o["device"], seed=o["seed"], ppdb=o["ppdb"],
                 sample_per_length=o["sample_per_length"], lengths=lengths, name=o["name"],
                 sample_chunk_size=o["sample_chunk_size"], pause_per_batch=o["pause_per_batch"])
-            job = job_launch(kind=KIND, params=params, label=f"generate {corpus.name}", wait=o["wait"])
+            with job_progress_display(self.stderr, enabled=o["wait"]) as show:
+                job = job_launch(kind=KIND, params=params, label=f"generate {corpus.name}", wait=o["wait"],
+                                 on_progress=show)
         except (GenerationSettingsError, ValueError) as exc:
             raise CommandError(_one_line(exc)) from None
         resource = Resource.objects.filter(job=job).first()

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from jobs.execution import job_cancel, job_progress, job_resume, job_run_inline, job_wait
 from jobs.models import Job
+from jobs.progress import job_progress_display
 
 
 class Command(BaseCommand):
@@ -16,16 +17,18 @@ class Command(BaseCommand):
     def handle(self, *args, action: str, job_id: int, **options):
         if not Job.objects.filter(pk=job_id).exists():
             raise CommandError(f"no job {job_id}")
-        if action == "resume":
-            job = job_resume(job_id=job_id)
-        elif action == "cancel":
-            job = job_cancel(job_id=job_id)
-        elif action == "wait":
-            job = job_wait(job_id=job_id)
-        elif action == "run-here":
-            job = job_run_inline(job_id=job_id)
-        else:
-            job = Job.objects.get(pk=job_id)
+        with job_progress_display(self.stderr, enabled=action in {"wait", "run-here"}) as show:
+            if action == "resume":
+                job = job_resume(job_id=job_id)
+            elif action == "cancel":
+                job = job_cancel(job_id=job_id)
+            elif action == "wait":
+                job = job_wait(job_id=job_id, on_progress=show)
+            elif action == "run-here":
+                show(job_id)
+                job = job_run_inline(job_id=job_id, on_progress=show)
+            else:
+                job = Job.objects.get(pk=job_id)
         self.stdout.write(json.dumps(job_progress(job)))
         if action in {"wait", "run-here"} and job.status != "succeeded":
             raise CommandError(f"job {job_id} ended {job.status}: {job.error}")

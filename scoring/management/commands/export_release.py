@@ -1,5 +1,5 @@
-"""``export_release RESOURCE --out DIR [--min-score X] [--format tsv|jsonl] [--filters ...] [--entailment-model DIR]
-[--regressor NAME] [--version V] [--upload s3://bucket/prefix]``"""
+"""``export_release RESOURCE --out DIR [--min-score X] [--format tsv|jsonl|parquet] [--filters ...]
+[--entailment-model DIR] [--regressor NAME] [--version V] [--upload s3://bucket/prefix] [--license ID]``"""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -25,7 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=True, help="folder to write the release into (must not hold one)")
         parser.add_argument("--min-score", type=float, default=None, dest="min_score",
                             help="keep only pairs with a predicted similarity >= X (0-100)")
-        parser.add_argument("--format", choices=FORMATS, default="tsv", help="pairs file format (default tsv)")
+        parser.add_argument("--format", choices=FORMATS, default="tsv",
+                            help="pairs file format (default tsv); parquet writes typed pairs.parquet and "
+                                 "judgments.parquet and a README.md dataset card for the Hugging Face hub")
         parser.add_argument("--filters", nargs="+", default=None,
                             help="key=value items, comma- or space-separated: len=LO-HI (reference tokens), "
                                  "plen=LO-HI (paraphrase words), overlap[1-3]=LO-HI (n-gram overlap fraction), "
@@ -39,16 +41,19 @@ class Command(BaseCommand):
                             help="which scoring to release (default: the latest completed one)")
         parser.add_argument("--version", default=None, help="release version (default: v1, v2, ...)")
         parser.add_argument("--upload", default=None, help="also copy the files to s3://bucket/prefix")
+        parser.add_argument("--license", default=None,
+                            help="--format parquet: the dataset card's Hugging Face licence id, e.g. cc-by-4.0 "
+                                 "(default unknown)")
 
     def handle(self, *args, resource, out, min_score, format, filters, regressor, version, upload,
-               entailment_model=None, **options):
+               entailment_model=None, license=None, **options):
         found = find_resource(resource)
         if upload and not upload.startswith("s3://"):
             raise CommandError(f"--upload {upload!r}: expected s3://bucket/prefix")
         try:
             parsed = parse_filters(filters, min_score=min_score, entailment_model=entailment_model)
             release = release_export(resource=found, out_dir=out, version=version, fmt=format, filters=parsed,
-                                     regressor=regressor, upload=upload)
+                                     regressor=regressor, upload=upload, license=license)
         except (FilterError, ReleaseError) as exc:
             raise CommandError(str(exc)) from None
         m = release.manifest

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from generation.models import Resource
 from generation.named import named_or_numbered
+from jobs.progress import job_progress_display
 from scoring.models import Regressor, ScoredResource
 from scoring.scoring_job import DEFAULT_BATCH_SIZE, score_resource_launch
 
@@ -39,8 +40,9 @@ class Command(BaseCommand):
         if batch_size < 1 or not 0 <= throttle < math.inf:  # NaN fails too
             raise CommandError("--batch-size must be >= 1 and --throttle a finite number >= 0")
         try:
-            job = score_resource_launch(resource=found, regressor=model, wait=wait, batch_size=batch_size,
-                                        throttle_s=throttle)
+            with job_progress_display(self.stderr, enabled=wait) as show:
+                job = score_resource_launch(resource=found, regressor=model, wait=wait, batch_size=batch_size,
+                                            throttle_s=throttle, on_progress=show)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         scored = ScoredResource.objects.filter(resource=found, regressor=model).first()

@@ -1,11 +1,18 @@
 """``train_regressor CAMPAIGN --name NAME [--test-fraction 0.2] [--seed S] [--replace] [--no-embeddings]
-[--min-judgments N] [--target raw|zscore]``"""
+[--min-judgments N] [--target raw|zscore] [--wait | --async]``
+
+Without ``--wait`` / ``--async`` it trains here and prints the result (as it always has). ``--async``
+starts a ``train_regressor`` job and prints ``{"job", "status", "name", "campaign"}`` at once; ``--wait``
+starts it and blocks until it ends (progress on stderr), then prints the result with ``job`` and
+``status``, exiting non-zero if it failed."""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from jobs.progress import job_progress_display
 from scoring.aggregation import ESTIMATES
 from scoring.regressor import RegressorError, regressor_train
+from scoring.regressor_job import SUMMARY_KEYS, regressor_summary, train_regressor_launch, training_job_running
 
 
 class Command(BaseCommand):
@@ -26,17 +33,40 @@ class Command(BaseCommand):
         parser.add_argument("--target", choices=list(ESTIMATES), default="raw",
                             help="what to predict: raw = mean similarity (ParaBank's, the default) or zscore = the "
                                  "bias-corrected estimate (worker z-scores mapped back to 0-100)")
+        as_job = parser.add_mutually_exclusive_group()
+        as_job.add_argument("--wait", action="store_true",
+                            help="train as a background job (resumable, cancellable, in the admin) and block until "
+                                 "it ends, with progress on stderr (on the embedded default with no worker, here)")
+        as_job.add_argument("--async", action="store_true", dest="run_async",
+                            help="start the training as a background job and print its id at once")
 
     def handle(self, *args, campaign, name, test_fraction, seed, replace, with_embeddings, min_judgments, target,
-               **options):
+               wait=False, run_async=False, **options):
+        train = dict(campaign=campaign, name=name, test_fraction=test_fraction, seed=seed,
+                     with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments, target=target)
+        if wait or run_async:
+            return self._as_job(train, wait=wait)
+        running = training_job_running(name.strip())
+        if running is not None:  # the job owns that name's files until it ends (scoring.regressor_job)
+            raise CommandError(f"regressor {name.strip()!r} is being trained in job {running.pk}; wait for it")
         try:
-            row = regressor_train(campaign=campaign, name=name, test_fraction=test_fraction, seed=seed,
-                                  with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments,
-                                  target=target)
+            row = regressor_train(**train)
         except RegressorError as exc:
             raise CommandError(str(exc)) from None
-        m = row.metrics
-        self.stdout.write(json.dumps({
-            "name": row.name, "spearman_test": m["spearman_test"], "n_train": m["n_train"], "n_test": m["n_test"],
-            "spearman_test_ci95": m["spearman_test_ci95"], "estimator": row.signature["estimator"],
-            "signature": row.signature["string"]}))
+        self.stdout.write(json.dumps(regressor_summary(row)))
+
+    def _as_job(self, train: dict, *, wait: bool) -> None:
+        try:
+            with job_progress_display(self.stderr, enabled=wait) as show:
+                job = train_regressor_launch(wait=wait, on_progress=show, **train)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if not wait:
+            self.stdout.write(json.dumps({"job": job.pk, "status": job.status, "name": job.params["train"]["name"],
+                                          "campaign": train["campaign"]}))
+            return
+        result = {**dict.fromkeys(SUMMARY_KEYS), "name": job.params["train"]["name"],
+                  **(job.result if job.status == "succeeded" else {})}
+        self.stdout.write(json.dumps({"job": job.pk, "status": job.status, **result}))
+        if job.status != "succeeded":
+            raise CommandError(f"training job {job.pk} ended {job.status}: {job.error}")

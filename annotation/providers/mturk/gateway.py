@@ -1,4 +1,4 @@
-"""Mechanical Turk through boto3: the block qualification, the HIT type, ExternalQuestion HITs, sync,
+"""The MTurk gateway: ``MTurkProvider`` (the ``HitProvider`` on MTurk) and bonus grants.
 payments (approve, reject, bonus) and cost accounting with MTurk's fee.
 
 Workers submit their judgments to our API first (the slider page then posts to ``turkSubmitTo``), where
@@ -18,42 +18,36 @@ missing assignment ids, last sync; an assignment's verification is its own field
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone as dt_timezone
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Iterable
 from xml.sax.saxutils import escape
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from annotation.batch_settings import BatchSettingsError, batch_settings_clean
-from annotation.mturk_retry import RetryPolicy, call_with_retry, error_code, error_message
 from annotation.verification import Confirmation, submissions_verify
+
+from ..common import provider_state as _state, provider_state_save as _save_state, public_url_check
+from ..retry import RetryPolicy, call_with_retry
+from . import client as mturk_client_module
+from .client import error_code, error_message, is_transient, mturk_endpoint
+from .fees import (LARGE_HIT_ASSIGNMENTS, InsufficientBalance, MTurkConfigurationError, MTurkError, _usd,
+                   batch_cost_usd, bonus_fee_usd, hit_cost_usd)
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Hit, Worker
-
-REGION = "us-east-1"
-SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
-PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
 
 # MTurk's system qualification types
 QUAL_APPROVAL_RATE = "000000000000000000L0"  # PercentAssignmentsApproved
 QUAL_APPROVED_HITS = "00000000000000000040"  # NumberHITsApproved
 QUAL_LOCALE = "00000000000000000071"  # Worker_Locale
 
-# MTurk's commission: 20% of rewards and bonuses, 40% for HITs with 10 or more assignments; at least $0.01
-FEE_RATE = Decimal("0.20")
-FEE_RATE_LARGE_HIT = Decimal("0.40")
-LARGE_HIT_ASSIGNMENTS = 10
-MIN_FEE_USD = Decimal("0.01")
-CENT = Decimal("0.01")
 
 EXTERNAL_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
 ASSIGNMENT_STATUSES = ["Submitted", "Approved", "Rejected"]
@@ -67,93 +61,6 @@ BATCH_SETTING_KEYS = (
     "keywords", "min_approval_rate", "min_approved_hits", "locales", "frame_height", "public_url",
 )
 
-
-class MTurkError(Exception):
-    """An MTurk operation that cannot go ahead; the message says why and what to do."""
-
-
-class MTurkConfigurationError(MTurkError):
-    pass
-
-
-class InsufficientBalance(MTurkError):
-    pass
-
-
-# --- costs ----------------------------------------------------------------------------------------
-
-def _usd(value: Any) -> Decimal:
-    try:
-        amount = Decimal(str(value))
-    except (InvalidOperation, ValueError) as exc:
-        raise MTurkError(f"not an amount in US dollars: {value!r}") from exc
-    if not amount.is_finite() or amount < 0:
-        raise MTurkError(f"not an amount in US dollars: {value!r}")
-    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
-
-
-def fee_rate(assignments: int) -> Decimal:
-    """MTurk's commission rate for a HIT with this many assignments."""
-    return FEE_RATE_LARGE_HIT if assignments >= LARGE_HIT_ASSIGNMENTS else FEE_RATE
-
-
-def _fee(amount: Decimal, rate: Decimal) -> Decimal:
-    if amount <= 0:
-        return Decimal("0.00")
-    return max(MIN_FEE_USD, (amount * rate).quantize(CENT, rounding=ROUND_HALF_UP))
-
-
-def assignment_fee_usd(reward_usd: Any, assignments: int) -> Decimal:
-    """The fee MTurk adds to one assignment's reward."""
-    return _fee(_usd(reward_usd), fee_rate(assignments))
-
-
-def bonus_fee_usd(amount_usd: Any) -> Decimal:
-    return _fee(_usd(amount_usd), FEE_RATE)
-
-
-def hit_cost_usd(reward_usd: Any, assignments: int) -> Decimal:
-    """Rewards plus fees of one HIT: assignments x (reward + fee)."""
-    reward = _usd(reward_usd)
-    return (reward + assignment_fee_usd(reward, assignments)) * int(assignments)
-
-
-def batch_cost_usd(reward_usd: Any, assignments_per_hit: Iterable[int]) -> Decimal:
-    return sum((hit_cost_usd(reward_usd, n) for n in assignments_per_hit), Decimal("0.00"))
-
-
-# --- configuration --------------------------------------------------------------------------------
-
-def mturk_credentials_from_env() -> dict[str, str] | None:
-    """Keys for boto3 from the environment only (never ~/.aws, never instance metadata)."""
-    for prefix in ("MTURK", "AWS"):
-        key, secret = os.environ.get(f"{prefix}_ACCESS_KEY_ID"), os.environ.get(f"{prefix}_SECRET_ACCESS_KEY")
-        if key and secret:
-            creds = {"aws_access_key_id": key, "aws_secret_access_key": secret}
-            token = os.environ.get(f"{prefix}_SESSION_TOKEN")
-            if token:
-                creds["aws_session_token"] = token
-            return creds
-    return None
-
-
-def mturk_endpoint(*, sandbox: bool) -> str:
-    return settings.MTURK_ENDPOINT_URL or (SANDBOX_ENDPOINT if sandbox else PRODUCTION_ENDPOINT)
-
-
-def mturk_client(*, sandbox: bool):
-    """A boto3 ``mturk`` client; its own retries are off because ``mturk_retry`` does them."""
-    import boto3
-    from botocore.config import Config
-
-    creds = mturk_credentials_from_env()
-    if creds is None:
-        raise MTurkConfigurationError(
-            "no MTurk credentials: set MTURK_ACCESS_KEY_ID and MTURK_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY) in the environment")
-    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60)
-    session = boto3.session.Session(region_name=REGION, **creds)
-    return session.client("mturk", region_name=REGION, endpoint_url=mturk_endpoint(sandbox=sandbox), config=config)
 
 
 def batch_mturk_config(batch: "Batch", *, sandbox: bool) -> dict:
@@ -186,16 +93,6 @@ def batch_mturk_config(batch: "Batch", *, sandbox: bool) -> dict:
     if isinstance(config["locales"], str):
         config["locales"] = [c.strip() for c in config["locales"].split(",") if c.strip()]
     return config
-
-
-def public_url_check(url: Any) -> str:
-    """The https:// address MTurk frames the slider pages from; anything else -> MTurkConfigurationError."""
-    public_url = str(url or "")
-    if not public_url.startswith("https://"):
-        raise MTurkConfigurationError(
-            "MTurk shows the slider page inside its own https page: set PARAFORGE_PUBLIC_URL (or the batch's "
-            f"'public_url') to the https:// address workers can reach (now {public_url!r})")
-    return public_url
 
 
 def external_question_xml(url: str, *, frame_height: int) -> str:
@@ -239,23 +136,6 @@ def _is_duplicate_request(error: ClientError) -> bool:
     return "uniquerequesttoken" in lowered or "unique request token" in lowered or "already exists" in lowered
 
 
-def _state(batch: "Batch") -> dict:
-    return dict(batch.provider_state or {})
-
-
-def _save_state(batch: "Batch", **updates) -> dict:
-    """Merge ``updates`` into ``Batch.provider_state`` under a row lock (other keys untouched)."""
-    from annotation.models import Batch
-
-    with transaction.atomic():
-        locked = Batch.objects.select_for_update().get(pk=batch.pk)
-        state = {**(locked.provider_state or {}), **updates}
-        locked.provider_state = state
-        locked.save(update_fields=["provider_state"])
-    batch.provider_state = state
-    return state
-
-
 def _fill_times(assignment: "Assignment", remote: dict) -> None:
     """MTurk's accept and submit times where ours are missing (quality's time per HIT uses them)."""
     changed = []
@@ -297,9 +177,19 @@ class MTurkProvider:
     """``HitProvider`` on MTurk (``sandbox`` picks the requester sandbox). ``client`` may be given
     (tests pass a stubbed one); otherwise one is made on first use from the environment's keys."""
 
+    transport_errors = (ClientError, BotoCoreError)
+
+    @staticmethod
+    def error_text(exc: BaseException) -> str:
+        """What a researcher needs to read of a boto error."""
+        if isinstance(exc, ClientError):
+            return f"MTurk refused: {error_code(exc)}: {error_message(exc)}"
+        return f"MTurk could not be reached: {exc}"
+
     def __init__(self, sandbox: bool, client=None, *, retry: RetryPolicy | None = None):
         self.sandbox = bool(sandbox)
         self.name = "mturk-sandbox" if self.sandbox else "mturk"
+        self.currency = "USD"
         self._client = client
         self.retry = retry or RetryPolicy(max_attempts=settings.MTURK_MAX_ATTEMPTS)
         self._block_qualification_id: str | None = None
@@ -307,21 +197,24 @@ class MTurkProvider:
     @property
     def client(self):
         if self._client is None:
-            self._client = mturk_client(sandbox=self.sandbox)
+            self._client = mturk_client_module.mturk_client(sandbox=self.sandbox)
         return self._client
 
     def _call(self, operation: str, **params):
-        return call_with_retry(lambda: getattr(self.client, operation)(**params), policy=self.retry)
+        return call_with_retry(lambda: getattr(self.client, operation)(**params), policy=self.retry,
+                               transient=is_transient)
 
     # --- account and set-up --------------------------------------------------------------------
 
-    def account_balance(self) -> dict:
-        """{"available_usd": "10000.00", "on_hold_usd": "0.00" or None} as MTurk reports it."""
+    def balance(self) -> dict:
+        """{"provider", "sandbox", "endpoint", "currency", "available_usd", "on_hold_usd"} as MTurk reports it."""
         response = self._call("get_account_balance")
-        return {"available_usd": response.get("AvailableBalance"), "on_hold_usd": response.get("OnHoldBalance")}
+        return {"provider": self.name, "sandbox": self.sandbox, "endpoint": mturk_endpoint(sandbox=self.sandbox),
+                "currency": self.currency, "available_usd": response.get("AvailableBalance"),
+                "on_hold_usd": response.get("OnHoldBalance")}
 
     def balance_usd(self) -> Decimal:
-        return Decimal(str(self.account_balance()["available_usd"] or "0"))
+        return Decimal(str(self.balance()["available_usd"] or "0"))
 
     def check_balance(self, *, cost_usd: Decimal) -> Decimal:
         """Refuse (``InsufficientBalance``) before anything is spent when the account cannot pay."""
@@ -374,7 +267,8 @@ class MTurkProvider:
         """Could a batch with these batch settings be published now? The https public URL and the
         credentials (a client is made; nothing is sent), and given ``cost_usd`` the balance (one read-only
         call). Raises ``MTurkConfigurationError`` / ``InsufficientBalance``; nothing is spent."""
-        public_url_check((batch_settings or {}).get("public_url") or settings.PARAFORGE_PUBLIC_URL)
+        public_url_check((batch_settings or {}).get("public_url") or settings.PARAFORGE_PUBLIC_URL, platform="MTurk",
+                         error=MTurkConfigurationError)
         self.client  # noqa: B018 - makes the client: no credentials -> MTurkConfigurationError
         if cost_usd is not None:
             self.check_balance(cost_usd=cost_usd)
@@ -387,10 +281,7 @@ class MTurkProvider:
 
     # --- publishing ----------------------------------------------------------------------------
 
-    def publish(self, *, batch: "Batch") -> None:
-        self.publish_report(batch=batch)
-
-    def publish_report(self, *, batch: "Batch") -> dict:
+    def publish(self, *, batch: "Batch") -> dict:
         """Create the batch's unpublished HITs on MTurk; HITs with an ``external_hit_id`` are skipped."""
         from annotation.models import BatchStatus
 
@@ -402,7 +293,7 @@ class MTurkProvider:
                   "hit_type_id": _state(batch).get("hit_type_id")}
         if not pending:
             return report
-        public_url = public_url_check(config["public_url"])
+        public_url = public_url_check(config["public_url"], platform="MTurk", error=MTurkConfigurationError)
         cost = batch_cost_usd(config["reward_usd"], [hit.max_assignments for hit in pending])
         report["cost_usd"] = str(cost)
         report["balance_usd"] = str(self.check_balance(cost_usd=cost))
@@ -465,11 +356,7 @@ class MTurkProvider:
         _fill_times(assignment, remote)
         return Confirmation("confirmed", {"AssignmentStatus": remote.get("AssignmentStatus")})
 
-    def sync(self, *, batch: "Batch") -> int:
-        """Returns how many stored assignments were confirmed by MTurk for the first time."""
-        return self.sync_report(batch=batch)["verified"]
-
-    def sync_report(self, *, batch: "Batch") -> dict:
+    def sync(self, *, batch: "Batch") -> dict:
         """Verify the batch's unverified assignments with MTurk (``annotation.verification``), copy MTurk's
         statuses to the verified ones, and list the assignments MTurk has that we never received."""
         from annotation.models import Assignment, AssignmentStatus, Verification
@@ -576,6 +463,30 @@ class MTurkProvider:
                 raise
         Bonus.objects.filter(pk=bonus.pk, sent_at__isnull=True).update(sent_at=timezone.now())
 
+    def bonus_batch(self, *, batch: "Batch", amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
+        """Pay ``amount`` once to each worker (all with a verified assignment in the batch, or those named),
+        on their latest verified assignment; the same command again pays nobody twice (``bonus_grant``)."""
+        from annotation.models import Assignment, Verification
+
+        _require_mturk_batch(batch, self.sandbox)
+        chosen = (Assignment.objects.filter(hit__batch=batch, verification=Verification.VERIFIED)
+                  .select_related("hit__batch", "worker").order_by("worker_id", "-id"))
+        if workers is not None:
+            chosen = chosen.filter(worker__external_id__in=list(workers))
+        latest: dict[int, "Assignment"] = {}
+        for assignment in chosen:
+            latest.setdefault(assignment.worker_id, assignment)
+        report = {"batch": batch.pk, "provider": self.name, "currency": self.currency, "amount": str(_usd(amount)),
+                  "fee_each": str(bonus_fee_usd(amount)), "paid": 0, "already_paid": 0, "errors": {}}
+        for assignment in latest.values():
+            try:
+                _, paid_now = bonus_grant(assignment=assignment, amount_usd=amount, reason=reason, provider=self)
+            except ClientError as exc:
+                report["errors"][assignment.worker.external_id] = self.error_text(exc)
+                continue
+            report["paid" if paid_now else "already_paid"] += 1
+        return report
+
     def notify_workers(self, *, workers: Iterable["Worker"], subject: str, message: str) -> list[dict]:
         """Message workers (100 a call); returns MTurk's per-worker failures."""
         ids = [w.external_id for w in workers]
@@ -588,10 +499,7 @@ class MTurkProvider:
 
     # --- HIT lifetime --------------------------------------------------------------------------
 
-    def expire(self, *, batch: "Batch") -> None:
-        self.expire_report(batch=batch)
-
-    def expire_report(self, *, batch: "Batch") -> dict:
+    def expire(self, *, batch: "Batch") -> dict:
         """Take the batch's HITs off MTurk now (ExpireAt in the past); submitted work is kept."""
         _require_mturk_batch(batch, self.sandbox)
         now = timezone.now()

@@ -1,0 +1,103 @@
+"""Job kind ``train_regressor``: the similarity regressor trained in a worker (or inline with ``--wait``), so
+the admin can start it and follow it like every other long step.
+
+One chunk; the training itself is ``scoring.regressor.regressor_train``, unchanged (the synchronous
+``manage.py train_regressor`` calls it directly). Job params: ``train`` (that function's keyword
+arguments: ``campaign`` (name), ``name``, ``test_fraction``, ``seed``, ``with_embeddings``, ``replace``,
+``min_judgments``, ``target``) and ``previous_trained_at`` (the ``trained_at`` of the regressor of that
+name when the job started, or null). Progress counts training steps (each feature batch, then model
+selection, the held-out test, the refit); a cancel stops the chunk at its next step and at the latest
+just before anything is written.
+
+Write-once: the outputs are the model file ``regressors/<name>.joblib`` and its ``Regressor`` row, keyed
+by the regressor's name, and only one unfinished training job per name may exist (a second is refused
+when it starts). A chunk that runs again (a redelivered message, a resumed job) finds a row of that name
+whose ``trained_at`` differs from ``previous_trained_at``: this job's earlier run wrote it, so the chunk
+returns it instead of training twice. A run that died before saving left nothing (the file is written
+atomically, the row after it), so the chunk trains again from the start.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from jobs.execution import ProgressListener, job_launch
+from jobs.models import TERMINAL_STATUSES, Job, JobChunk
+from jobs.registry import JobKind, ProgressFn, register
+
+from .models import Regressor
+from .regressor import RegressorError, regressor_train, regressor_train_check
+
+KIND = "train_regressor"
+
+
+def _arguments(fn) -> set[str]:
+    return set(inspect.signature(fn).parameters) - {"progress"}
+
+
+SUMMARY_KEYS = ("name", "spearman_test", "n_train", "n_test", "spearman_test_ci95", "estimator", "signature")
+
+
+def regressor_summary(row: Regressor) -> dict[str, Any]:
+    """What ``train_regressor`` prints and the job's result (``SUMMARY_KEYS``): the held-out rho and the
+    signature."""
+    m = row.metrics
+    return {"name": row.name, "spearman_test": m["spearman_test"], "n_train": m["n_train"], "n_test": m["n_test"],
+            "spearman_test_ci95": m["spearman_test_ci95"], "estimator": row.signature["estimator"],
+            "signature": row.signature["string"]}
+
+
+def training_job_running(name: str, *, exclude_job: int | None = None) -> Job | None:
+    """The unfinished training job of the regressor ``name``, if any."""
+    jobs = Job.objects.filter(kind=KIND, params__train__name=name).exclude(status__in=TERMINAL_STATUSES)
+    if exclude_job is not None:
+        jobs = jobs.exclude(pk=exclude_job)
+    return jobs.order_by("-pk").first()
+
+
+def _trained_at(name: str) -> float | None:
+    row = Regressor.objects.filter(name=name).only("signature").first()
+    return None if row is None else (row.signature or {}).get("trained_at")
+
+
+def _plan(job: Job) -> list[dict]:
+    train = job.params["train"]
+    try:
+        checked = _arguments(regressor_train_check)
+        name, _ = regressor_train_check(**{k: v for k, v in train.items() if k in checked})
+    except RegressorError as exc:
+        raise ValueError(str(exc)) from None
+    other = training_job_running(name, exclude_job=job.pk)
+    if other is not None:
+        raise ValueError(f"regressor {name!r} is already being trained in job {other.pk}; wait for it, or resume "
+                         f"it (manage.py job resume {other.pk}) if it stopped")
+    job.params = {**job.params, "train": {**train, "name": name}, "previous_trained_at": _trained_at(name)}
+    job.save(update_fields=["params"])
+    return [{}]
+
+
+def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
+    train = job.params["train"]
+    progress(0, 1)
+    row = Regressor.objects.filter(name=train["name"]).first()
+    if row is not None and (row.signature or {}).get("trained_at") != job.params.get("previous_trained_at"):
+        return regressor_summary(row)  # this job's earlier run saved it: not trained twice
+    return regressor_summary(regressor_train(**train, progress=progress))
+
+
+def _finish(job: Job, chunks: list[JobChunk]) -> dict:
+    return dict(chunks[0].result)
+
+
+def train_regressor_launch(*, wait: bool = False, on_progress: ProgressListener | None = None,
+                           **train: Any) -> Job:
+    """Start (and with ``wait`` run or wait for) the training; ``train`` is ``regressor_train``'s keyword
+    arguments. Bad settings are a ValueError before any job exists."""
+    unknown = set(train) - _arguments(regressor_train)
+    if unknown:
+        raise TypeError(f"unknown training arguments: {', '.join(sorted(unknown))}")
+    label = f"train {train.get('name')} on {train.get('campaign')}"
+    return job_launch(kind=KIND, params={"train": train}, label=label, wait=wait, on_progress=on_progress)
+
+
+register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="cpu", unit="steps"))
