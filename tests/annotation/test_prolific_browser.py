@@ -7,6 +7,8 @@ from playwright.sync_api import sync_playwright
 
 from annotation.models import Assignment, Batch, HitItem, Judgment
 
+from tests.screens import shoot
+
 from .builders import published_batch, sample_campaign
 from .test_browser import CHROMIUM_ARGS
 
@@ -19,6 +21,7 @@ def _answer_hit(page, *, copy_score: str) -> int:
     """Rate every sentence of the open slider page (the copy of the reference gets ``copy_score``: the End or
     Home key) and submit; returns the HIT's id."""
     hit_id = int(urlsplit(page.url).path.strip("/").split("/")[-1])
+    shoot(page, "prolific-slider-page")
     copies = set(HitItem.objects.filter(hit_id=hit_id, is_attention_check=True).values_list("candidate_id", flat=True))
     for slider in page.locator("input[type=range]").all():
         cid = int(slider.get_attribute("id").removeprefix("score-"))

@@ -10,6 +10,7 @@ from playwright.sync_api import expect, sync_playwright
 from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
 from scoring.models import Release
+from tests.screens import shoot
 
 from .resource_data import build_resource
 from .test_regressor import build_campaign
@@ -46,6 +47,7 @@ def test_train_score_and_export_from_the_admin(live_server, monkeypatch, tmp_pat
             page.select_option("#id_campaign", str(campaign.pk))
             page.fill("#id_name", "browser-reg")
             page.uncheck("#id_with_embeddings")
+            shoot(page, "admin-1-train-regressor")
             page.click("input[value=Train]")
             expect(page.locator("progress.job-progress")).to_have_count(1)
             expect(page.locator("#job-page")).to_contain_text("Waiting for a worker")
@@ -53,17 +55,21 @@ def test_train_score_and_export_from_the_admin(live_server, monkeypatch, tmp_pat
             # the bar polls the job and the page reloads itself once the job has ended
             expect(page.locator("p.job-done")).to_contain_text("regressor browser-reg", timeout=20_000)
             expect(page.locator("[data-job-text]")).to_have_text("succeeded 100%")
+            shoot(page, "admin-2-training-done")
 
             page.click("text=score a resource with it…")
             page.select_option("#id_resource", str(resource.pk))
+            shoot(page, "admin-3-score-resource")
             page.click("input[value=Score]")
             run_latest("score_resource")
             expect(page.locator("p.job-done")).to_contain_text("res scored (18 pairs)", timeout=20_000)
 
             page.click("text=export a release…")
+            shoot(page, "admin-4-export-release")
             page.click("input[value=Export]")
             run_latest("export_release")
             expect(page.locator("p.job-done")).to_contain_text("release v1 of res", timeout=20_000)
+            shoot(page, "admin-5-release-exported")
             page.click("p.job-done a")
             assert re.search(r"/admin/scoring/release/\d+/change/$", page.url)
         finally:

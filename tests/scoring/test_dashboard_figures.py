@@ -237,6 +237,7 @@ def test_the_new_plots_load_in_a_browser_under_the_pages_csp(live_server, campai
     from playwright.sync_api import sync_playwright
 
     from tests.annotation.test_browser import CHROMIUM_ARGS
+    from tests.screens import shoot
 
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
     user = get_user_model().objects.create_user("res2", password="pw", is_staff=True)
@@ -258,6 +259,9 @@ def test_the_new_plots_load_in_a_browser_under_the_pages_csp(live_server, campai
                 page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle())
                 assert img.evaluate("img => img.naturalWidth") >= 600
             page.locator("#plot-raters").screenshot(path=str(tmp_path / "raters.png"))
+            for plot in ("cost-per-batch", "reliability", "raters"):
+                page.locator(f"#plot-{plot}").scroll_into_view_if_needed()
+                shoot(page, f"dashboard-{plot}")
         finally:
             browser.close()
     assert blocked == []
