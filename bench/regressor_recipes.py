@@ -120,7 +120,7 @@ def columns(names: list[str], *, embeddings: bool, families: tuple[str, ...]) ->
 def make_estimator(kind: str, n: int, seed: int = 0):
     from scoring.regressor import _estimators
 
-    return _estimators(n, seed)[kind]
+    return _estimators(n, seed, recipe="v2")[kind]  # v2's set: the base set plus ridge_cv
 
 
 def grouped_cv(X, y, groups, kind: str, *, seed: int = 0):
@@ -131,11 +131,16 @@ def grouped_cv(X, y, groups, kind: str, *, seed: int = 0):
 
     from scoring.regressor import _one_thread, spearman
 
+    from scoring.regressor import select_estimator
+
     pred = np.zeros(len(y))
     rhos = []
     for tr, te in GroupKFold(n_splits=FOLDS, shuffle=True, random_state=seed).split(X, y, groups):
+        chosen = kind
+        if kind.startswith("select-"):  # what train_regressor does: 3-fold grouped CV on the train part
+            chosen, _ = select_estimator(X[tr], y[tr], groups[tr], seed=seed, recipe=kind[len("select-"):])
         with _one_thread():
-            model = clone(make_estimator(kind, len(tr), seed)).fit(X[tr], y[tr])
+            model = clone(make_estimator(chosen, len(tr), seed)).fit(X[tr], y[tr])
             pred[te] = model.predict(X[te])
         rhos.append(spearman(y[te], pred[te]))
     return pred, rhos
@@ -159,6 +164,14 @@ RECIPES = {
     "v2-hgb-zscore": (True, ("nll2", "systems", "group", "agree"), "hist_gradient_boosting", "zscore"),
     "v2-lexical-ridge": (False, ("nll2", "systems", "group"), "ridge", "raw"),
     "v2-lexical-gb": (False, ("nll2", "systems", "group"), "gradient_boosting", "raw"),
+    "base-ridge_cv": (True, (), "ridge_cv", "raw"),
+    "v2-ridge_cv": (True, ("nll2", "systems", "group", "agree"), "ridge_cv", "raw"),
+    "v2-ridge_cv-zscore": (True, ("nll2", "systems", "group", "agree"), "ridge_cv", "zscore"),
+    "v2-vote": (True, ("nll2", "systems", "group", "agree"), "ridge_cv+gradient_boosting", "raw"),
+    "v2-vote-zscore": (True, ("nll2", "systems", "group", "agree"), "ridge_cv+gradient_boosting", "zscore"),
+    "base (product default)": (True, (), "select-base", "raw"),
+    "v2 (product --recipe v2)": (True, ("nll2", "systems", "group", "agree"), "select-v2", "raw"),
+    "v2 --target zscore": (True, ("nll2", "systems", "group", "agree"), "select-v2", "zscore"),
 }
 
 
@@ -188,7 +201,7 @@ def main() -> int:
           "yardstick, ParaBank's); folds: mean and SD of the 5 per-fold rhos; lenN: rho raw per reference length")
     raw_pairs, raw_y = data["raw"][0], data["raw"][1]
     raw_index = {(p["reference"], p["paraphrase"]): i for i, p in enumerate(raw_pairs)}
-    header = (f"{'recipe':<22}{'target':>7}{'n':>6}{'rho':>7}{'rho raw':>8}{'folds':>13}{'len5':>7}{'len10':>7}"
+    header = (f"{'recipe':<26}{'target':>7}{'n':>6}{'rho':>7}{'rho raw':>8}{'folds':>13}{'len5':>7}{'len10':>7}"
               f"{'len20':>7}{'len40':>7}{'STS-B dev':>11}")
     print(header)
     for name in args.recipes:
@@ -205,10 +218,16 @@ def main() -> int:
         sts = ""
         if not args.no_stsb:
             (Xt, kt, _), (Xd, kd, _) = sts_feats
+            chosen = kind
+            if kind.startswith("select-"):
+                from scoring.regressor import select_estimator
+
+                chosen, _ = select_estimator(Xt[kt][:, cols], sts_train[1][kt], sts_train[2][kt], seed=args.seed,
+                                             recipe=kind[len("select-"):])
             with _one_thread():
-                model = make_estimator(kind, int(kt.sum()), args.seed).fit(Xt[kt][:, cols], sts_train[1][kt])
+                model = make_estimator(chosen, int(kt.sum()), args.seed).fit(Xt[kt][:, cols], sts_train[1][kt])
                 sts = f"{spearman(sts_dev[1][kd], model.predict(Xd[kd][:, cols])):.3f}"
-        print(f"{name:<22}{target:>7}{len(yk):>6}{spearman(yk, pred):>7.3f}{spearman(y_raw, pred):>8.3f}{folds:>13}"
+        print(f"{name:<26}{target:>7}{len(yk):>6}{spearman(yk, pred):>7.3f}{spearman(y_raw, pred):>8.3f}{folds:>13}"
               + "".join(f"{r:>7.3f}" for r in per) + f"{sts:>11}", flush=True)
     return 0
 

@@ -1,9 +1,10 @@
 """Claim: scoring a pair costs little beside the embedding; how long a 300-million-pair resource takes.
 
-Scores the same pairs twice in one run, on ONE core (torch and tokenizers limited to one thread):
-lexical features only (the baseline) and lexical features + the all-MiniLM-L6-v2 cosine, each followed
-by a fitted 300-iteration HistGradientBoostingRegressor's predict. Prints pairs/second/core of both,
-their ratio, and the wall time of a 300M-pair resource on N single-core workers (N = 1, 8, 64).
+Scores the same pairs three times in one run, on ONE core (torch and tokenizers limited to one thread):
+lexical features only (the baseline), lexical features + the all-MiniLM-L6-v2 cosine (the default
+recipe), and those + the ``train_regressor --recipe v2`` families, each followed by a fitted
+300-iteration HistGradientBoostingRegressor's predict. Prints pairs/second/core of each, their ratios,
+and the wall time of a 300M-pair resource on N single-core workers (N = 1, 8, 64).
 
 Pairs: STS-B dev sentence pairs when the file exists (a realistic length mix), else seeded random
 sentences. ``--paraphrases-per-reference K`` reuses each reference for K paraphrases, as a resource
@@ -85,29 +86,33 @@ def main() -> int:
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     from scoring.embeddings import encoder
-    from scoring.features import LEXICAL_FEATURES, pair_features
+    from scoring.features import FAMILIES, LEXICAL_FEATURES, pair_features
+
 
     pairs = load_pairs(args.pairs, args.per_reference)
     load_s, _ = timed(encoder)
     pair_features(pairs[:32], with_embeddings=True)  # warm-up: first-call allocations
 
-    def run(with_embeddings: bool):
+    def run(with_embeddings: bool, families=()):
         mats = []
         for start in range(0, len(pairs), args.batch):
-            mats.append(pair_features(pairs[start:start + args.batch], with_embeddings=with_embeddings).matrix)
+            mats.append(pair_features(pairs[start:start + args.batch], with_embeddings=with_embeddings,
+                                      families=families).matrix)
         return np.vstack(mats)
 
     lex_s, lex = timed(run, False)
     emb_s, emb = timed(run, True)
+    v2_s, v2 = timed(run, True, FAMILIES)  # recipe v2 = every optional family
     y = np.nan_to_num(lex[:, LEXICAL_FEATURES.index("bleu")])  # any target: only predict time matters
     models = {}
-    for name, X in (("lexical", lex), ("embedding", emb)):
+    for name, X in (("lexical", lex), ("embedding", emb), ("v2", v2)):
         keep = ~np.isnan(X).any(axis=1)
         models[name] = HistGradientBoostingRegressor(max_iter=300, random_state=0).fit(X[keep], y[keep])
     lex_p, _ = timed(models["lexical"].predict, np.nan_to_num(lex))
     emb_p, _ = timed(models["embedding"].predict, np.nan_to_num(emb))
+    v2_p, _ = timed(models["v2"].predict, np.nan_to_num(v2))
     n = len(pairs)
-    rate_lex, rate_emb = n / (lex_s + lex_p), n / (emb_s + emb_p)
+    rate_lex, rate_emb, rate_v2 = n / (lex_s + lex_p), n / (emb_s + emb_p), n / (v2_s + v2_p)
 
     print(f"pairs: {n} ({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, "
           f"{args.per_reference} paraphrase(s) per reference), batch {args.batch}, 1 thread; "
@@ -117,8 +122,11 @@ def main() -> int:
     print(f"{'features':<22}{'pairs/s/core':>14}{'features s':>12}{'predict s':>11}")
     print(f"{'lexical (baseline)':<22}{rate_lex:>14,.0f}{lex_s:>12.2f}{lex_p:>11.3f}")
     print(f"{'lexical + embedding':<22}{rate_emb:>14,.0f}{emb_s:>12.2f}{emb_p:>11.3f}")
+    print(f"{'+ recipe v2 families':<22}{rate_v2:>14,.0f}{v2_s:>12.2f}{v2_p:>11.3f}")
     print(f"ratio embedding/baseline time per pair: {rate_lex / rate_emb:.1f}x slower "
           f"(throughput ratio {rate_emb / rate_lex:.3f})")
+    print(f"ratio recipe v2/embedding (the default) throughput: {rate_v2 / rate_emb:.3f} "
+          f"({rate_emb / rate_v2:.2f}x the time per pair)")
     print(f"\n{RESOURCE_PAIRS:,} pairs on N single-core workers (wall time, no I/O):")
     print(f"{'N':>4}{'lexical':>14}{'+ embedding':>16}")
     for workers in WORKERS:

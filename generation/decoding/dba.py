@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .hf_compat import FastProcessors, generation_config_for, logits_processors, pad_token_id, reorder_self_attention
+from .hf_compat import (FastProcessors, generation_config_for, logits_processors, pad_token_id, reorder_self_attention,
+                        repeat_rows, select_rows)
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,12 @@ class PositiveState:
                            rows["first_tokens"] & ~self.met[:, cols])
         return rows["C_tokens"].masked_fill(~want, PAD)
 
+    def keep_rows(self, rows: torch.Tensor, bidx: torch.Tensor) -> None:
+        """Keep hypotheses ``rows`` only, now of sentences ``bidx`` (``BeamSearch.keep``)."""
+        self.bidx = bidx
+        self.met, self.cur, self.done = self.met[rows], self.cur[rows], self.done[rows]
+        self._by_len = {}  # new layouts: their lengths may equal old ones'
+
     def _rows(self, bidx):
         """The tables' rows for a row layout ``bidx``, gathered once (a decoder's layouts are
         sentence-major and fixed in length, so the length identifies the layout)."""
@@ -156,7 +163,8 @@ _GRAPH_FAILURES: list[str] = []  # why a capture failed in this process (then st
 @torch.no_grad()
 def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam: int, max_length: int,
                 length_penalty: float = 1.0, early_stopping: bool | str = False, pos: PositiveTables | None = None,
-                neg=None, stats: dict | None = None, cuda_graph: bool | None = None) -> list[list[tuple]]:
+                neg=None, stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None,
+                shrink_at: float = 0.0) -> list[list[tuple]]:
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
     score); at most ``beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``, if
     given, grows by the decoder steps run (so a benchmark can tell cost per step from output length).
@@ -174,22 +182,33 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     use_graph = _graphs_supported(dev) if cuda_graph is None else bool(cuda_graph)
     if use_graph and not _graphs_supported(dev):
         raise ValueError("cuda_graph needs the model on a CUDA device")
+    shrink = not use_graph if shrink is None else bool(shrink)
+    if shrink and use_graph:
+        raise ValueError("shrink and cuda_graph exclude each other (a graph replays fixed shapes)")
     search = BeamSearch(loaded, gen_cfg, input_ids.shape[0], beam=beam, max_length=max_length,
                         length_penalty=length_penalty, early_stopping=early_stopping, pos=pos, neg=neg)
 
     enc = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+    # the first step once per sentence: every beam of a sentence starts from the same token, so its
+    # logits and cache (the cross-attention keys and values of every layer included) are copied K times
+    out = model(encoder_outputs=enc, attention_mask=attention_mask, decoder_input_ids=search.seqs[::beam, :1],
+                use_cache=True, return_dict=True)
+    cache = out.past_key_values
+    repeat_rows(cache, beam)
+    first_logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1).repeat_interleave(beam, dim=0)
     enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(beam, dim=0)
     hyp_attention_mask = attention_mask.repeat_interleave(beam, dim=0)
-    cache = None
     cur_len = 1
     graph = logp_buf = None
     while True:
-        out = model(encoder_outputs=enc, attention_mask=hyp_attention_mask,
-                    decoder_input_ids=search.seqs[:, cur_len - 1:cur_len], past_key_values=cache, use_cache=True,
-                    return_dict=True)
-        cache = out.past_key_values
-        logits = out.logits[:, -1, :].float()
-        logp = torch.log_softmax(logits, dim=-1)
+        if first_logp is not None:
+            logp, first_logp = first_logp, None
+        else:
+            out = model(encoder_outputs=enc, attention_mask=hyp_attention_mask,
+                        decoder_input_ids=search.seqs[:, cur_len - 1:cur_len], past_key_values=cache, use_cache=True,
+                        return_dict=True)
+            cache = out.past_key_values
+            logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
         logp = processors(search.seqs[:, :cur_len], logp)
         last_step = cur_len + 1 >= max_length
         if graph is None and use_graph and cur_len >= 2 and not last_step and not _GRAPH_FAILURES:
@@ -200,7 +219,6 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
             graph.replay()
         else:
             search.step(logp, cur_len, last_step)
-        reorder_self_attention(cache, search.src_sel)
         cur_len += 1
         if last_step or cur_len >= max_length:
             break
@@ -208,6 +226,18 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
             break
         if early_stopping is True and bool(search.is_fin.all()):
             break
+        rows = None
+        if shrink:
+            done = search.done_sentences()
+            n_done = int(done.sum())
+            if n_done and n_done >= search.B * shrink_at:
+                rows = search.keep(torch.nonzero(~done)[:, 0])
+        if rows is None:
+            reorder_self_attention(cache, search.src_sel)
+        else:  # the kept sentences' rows only: the cache's self-attention half as the beams moved
+            select_rows(cache, search.src_sel, rows)
+            enc.last_hidden_state = enc.last_hidden_state.index_select(0, rows)
+            hyp_attention_mask = hyp_attention_mask.index_select(0, rows)
     if stats is not None:
         stats["steps"] = stats.get("steps", 0) + cur_len - 1
     return search.finished()
@@ -263,7 +293,8 @@ class BeamSearch:
         if isinstance(start, (list, tuple)):
             start = start[0]
         boundary = loaded.vocab.boundary.to(dev)
-        hyp_sentence = torch.arange(B, device=dev).repeat_interleave(K)  # [H] each hypothesis' sentence
+        self.sentence_id = torch.arange(B, device=dev)                            # [B] index in the call's batch
+        hyp_sentence = self.sentence_id.repeat_interleave(K)  # [H] each hypothesis' sentence (tables' row)
         constrained_pos = pos is not None and bool(pos.valid.any())
         constrained_neg = neg is not None and not neg.empty
         self.constrained = constrained_pos or constrained_neg
@@ -292,7 +323,8 @@ class BeamSearch:
         self.never = early_stopping == "never" and length_penalty > 0.0
         self.not_boundary = ~boundary
         self.hyp_in_beam = torch.arange(H, device=dev)[:, None] % K              # [H, 1]
-        self.sentence_base = torch.arange(B, device=dev)[:, None]                 # [B, 1]
+        self.sentence_base = torch.arange(B, device=dev)[:, None]                 # [B, 1] row position
+        self._store: dict[str, torch.Tensor] | None = None  # finished slots of every sentence, once any is dropped
 
     def step(self, logp: torch.Tensor, cur_len: int | None, last_step: bool) -> None:
         """One step's bookkeeping on ``logp`` [H, V] (in place). ``cur_len``: the Python length, or None
@@ -363,7 +395,7 @@ class BeamSearch:
         B, N = self.B, cand.n
         if not self.constrained:
             return CandidateConstraints(may_end=torch.ones(B, N, dtype=torch.bool, device=self.dev))
-        cand_sentence = self.sentence_base.expand(B, N).reshape(-1)                 # [B * N]
+        cand_sentence = self.sentence_id[:, None].expand(B, N).reshape(-1)          # [B * N] tables' rows
         flat_tok = cand.token.view(-1)
         may_end = torch.ones(B * N, dtype=torch.bool, device=self.dev)
         out = CandidateConstraints(may_end=may_end)
@@ -473,6 +505,49 @@ class BeamSearch:
         self.unsat_heur.logical_and_((best_run > worst_fin).any(1, keepdim=True))
         self.cur_t.add_(1)
 
+    _FINISHED = ("fin_seqs", "fin_scores", "fin_raw", "fin_len", "fin_ok", "is_fin")
+
+    def done_sentences(self) -> torch.Tensor:
+        """[B] bool: sentences whose finished slots can no longer change (the stopping heuristic says done,
+        or, with ``early_stopping=True``, every slot is filled): their rows only cost time from now on."""
+        done = ~self.unsat_heur[:, 0]
+        if self.early_stopping is True:
+            done |= self.is_fin.all(1)
+        return done
+
+    def keep(self, keep: torch.Tensor) -> torch.Tensor:
+        """Drop every sentence but ``keep`` ([B'] row positions, ascending) from the search, as CTranslate2
+        drops finished ones: the running state is compacted to B' x K rows and the dropped sentences'
+        finished slots stay in a store that :meth:`finished` reads. Only for sentences in
+        :meth:`done_sentences` (their slots are final: ``add_finished`` adds nothing to a done sentence).
+        The tables stay as they are (rows are looked up by ``sentence_id``). Returns the kept hypotheses'
+        rows [B' x K] in the old layout: the caller moves the model's cache and inputs along."""
+        self._flush()
+        K = self.K
+        rows = (keep[:, None] * K + torch.arange(K, device=self.dev)).view(-1)
+        self.B, self.H = len(keep), len(keep) * K
+        self.sentence_id = self.sentence_id[keep]
+        self.seqs = self.seqs[rows]
+        self.src_sel = self.src_sel[rows]
+        for name in ("run_scores", "unsat_heur") + self._FINISHED:
+            setattr(self, name, getattr(self, name)[keep])
+        self.hyp_in_beam = torch.arange(self.H, device=self.dev)[:, None] % K
+        self.sentence_base = torch.arange(self.B, device=self.dev)[:, None]
+        hyp_sentence = self.sentence_id.repeat_interleave(K)
+        if self.ps is not None:
+            self.ps.keep_rows(rows, hyp_sentence)
+        if self.ns is not None:
+            self.ns.keep_rows(rows, hyp_sentence)
+        return rows
+
+    def _flush(self) -> None:
+        """Copy the current sentences' finished slots into the store (made at the first drop: full size)."""
+        if self._store is None:
+            self._store = {k: getattr(self, k).clone() for k in self._FINISHED}
+            return
+        for k in self._FINISHED:
+            self._store[k][self.sentence_id] = getattr(self, k)
+
     def _over_len(self, x: torch.Tensor, cur_len: int | None) -> torch.Tensor:
         """x / gen_len ** length_penalty: with the Python number when there is one (eager: exactly as
         ``transformers``), else with the device's table (the graph), bit for bit what a GPU computes."""
@@ -484,10 +559,15 @@ class BeamSearch:
     def finished(self) -> list[list[tuple[list[int], float, float]]]:
         """Per sentence its returned hypotheses, best first: (token ids after the start token, raw score,
         normalised score). Read to the host in one transfer (element by element, each read would wait)."""
-        ok, scores, raw, lens, fseqs = (t.tolist() for t in (self.fin_ok, self.fin_scores, self.fin_raw,
-                                                             self.fin_len, self.fin_seqs))
+        if self._store is not None:
+            self._flush()
+            fin = self._store
+        else:
+            fin = {k: getattr(self, k) for k in self._FINISHED}
+        ok, scores, raw, lens, fseqs = (fin[k].tolist() for k in ("fin_ok", "fin_scores", "fin_raw", "fin_len",
+                                                                   "fin_seqs"))
         results = []
-        for b in range(self.B):
+        for b in range(len(ok)):
             rows = []
             for k in range(self.K):
                 if not ok[b][k] or scores[b][k] <= NEG / 2:

@@ -93,6 +93,26 @@ def reorder_self_attention(cache, rows: torch.Tensor) -> None:
         cache.reorder_cache(rows)
 
 
+def repeat_rows(cache, times: int) -> None:
+    """Each row of the cache ``times`` times in a row (the first step ran once per sentence; each of its K
+    beams gets a copy), both halves of an encoder-decoder cache (``DynamicCache`` halves, what ``generate``
+    makes for these models)."""
+    cache.batch_repeat_interleave(times)
+
+
+def select_rows(cache, self_rows: torch.Tensor, cross_rows: torch.Tensor) -> None:
+    """Keep only some hypotheses in the cache (a batch that shrinks as its sentences finish): the
+    self-attention half takes ``self_rows`` (the beams' moves folded in), an encoder-decoder cache's
+    cross-attention half ``cross_rows`` (each kept hypothesis' own row: the same values either way, but
+    the very same tensors as without shrinking)."""
+    sa = getattr(cache, "self_attention_cache", None)
+    if sa is not None and hasattr(cache, "cross_attention_cache"):
+        sa.reorder_cache(self_rows)
+        cache.cross_attention_cache.reorder_cache(cross_rows)
+    else:
+        cache.reorder_cache(self_rows)
+
+
 def pad_token_id(generation_config) -> int | None:
     """The pad token ``generate`` fills finished rows with (set by :func:`generation_config_for`)."""
     pad = generation_config._pad_token_tensor

@@ -1,4 +1,5 @@
-"""``score_pairs --regressor NAME --input PAIRS.tsv --output SCORED.tsv [--batch-size N]``"""
+"""``score_pairs --regressor NAME --input PAIRS.tsv --output SCORED.tsv [--batch-size N]``; PAIRS.tsv lines are
+reference<TAB>paraphrase[<TAB>nll[<TAB>constraints]] (constraints: a JSON object, optional)."""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -7,7 +8,8 @@ from scoring.regressor import PairsFileError, RegressorError, pairs_file_score, 
 
 
 class Command(BaseCommand):
-    help = ("Predict the similarity (0-100) of each reference<TAB>paraphrase[<TAB>nll] line of PAIRS.tsv; "
+    help = ("Predict the similarity (0-100) of each reference<TAB>paraphrase[<TAB>nll[<TAB>constraints JSON]] line of "
+            "PAIRS.tsv; "
             "SCORED.tsv gets each input line plus a TAB and the score, in order (empty score: reference over "
             "100 subword tokens, skipped). Any malformed line aborts before anything is written.")
 

@@ -1,5 +1,5 @@
 """``train_regressor CAMPAIGN --name NAME [--test-fraction 0.2] [--seed S] [--replace] [--no-embeddings]
-[--min-judgments N] [--target raw|zscore] [--wait | --async]``
+[--min-judgments N] [--target raw|zscore] [--recipe base|v2] [--wait | --async]``
 
 Without ``--wait`` / ``--async`` it trains here and prints the result (as it always has). ``--async``
 starts a ``train_regressor`` job and prints ``{"job", "status", "name", "campaign"}`` at once; ``--wait``
@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from jobs.progress import job_progress_display
 from scoring.aggregation import ESTIMATES
-from scoring.regressor import RegressorError, regressor_train
+from scoring.regressor import RECIPES, RegressorError, regressor_train
 from scoring.regressor_job import SUMMARY_KEYS, regressor_summary, train_regressor_launch, training_job_running
 
 
@@ -33,6 +33,11 @@ class Command(BaseCommand):
         parser.add_argument("--target", choices=list(ESTIMATES), default="raw",
                             help="what to predict: raw = mean similarity (ParaBank's, the default) or zscore = the "
                                  "bias-corrected estimate (worker z-scores mapped back to 0-100)")
+        parser.add_argument("--recipe", choices=list(RECIPES), default="base",
+                            help="features and estimators: base (lexical + embedding features, the default) or v2 "
+                                 "(plus the NLL relative to the reference's other candidates, the systems that "
+                                 "produced the text, group-relative and agreement features, a tuned ridge; "
+                                 "README 'Similarity regressor')")
         as_job = parser.add_mutually_exclusive_group()
         as_job.add_argument("--wait", action="store_true",
                             help="train as a background job (resumable, cancellable, in the admin) and block until "
@@ -41,9 +46,10 @@ class Command(BaseCommand):
                             help="start the training as a background job and print its id at once")
 
     def handle(self, *args, campaign, name, test_fraction, seed, replace, with_embeddings, min_judgments, target,
-               wait=False, run_async=False, **options):
+               wait=False, run_async=False, recipe="base", **options):
         train = dict(campaign=campaign, name=name, test_fraction=test_fraction, seed=seed,
-                     with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments, target=target)
+                     with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments, target=target,
+                     recipe=recipe)
         if wait or run_async:
             return self._as_job(train, wait=wait)
         running = training_job_running(name.strip())
