@@ -345,6 +345,8 @@ class ProlificSession(models.Model):
     study_id = models.CharField(max_length=64, blank=True)
     outcome = models.CharField(max_length=16, choices=SessionOutcome.choices, default=SessionOutcome.OPEN)
     reason = models.TextField(blank=True, help_text="why the session failed the quality checks")
+    failed_attention = models.BooleanField(default=False, help_text="ParaBank's instructed attention check failed "
+                                                                    "(Prolific lets such a session be rejected)")
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 

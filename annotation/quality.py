@@ -293,12 +293,16 @@ def worker_reinstate(*, worker: Worker) -> Worker:
     return worker
 
 
-def session_disqualification_reason(*, worker: Worker, campaign: Campaign, assignment_ids: Sequence[int]) -> str | None:
+def session_check(*, worker: Worker, campaign: Campaign, assignment_ids: Sequence[int]) -> tuple[str | None, bool]:
     """Whether the campaign's rules fail the worker on their verified judgments plus these not yet verified
-    ones (a Prolific session's): the session then ends with the failed code. Nothing is stored: the worker
-    is disqualified only by ``worker_quality_apply`` once the platform confirmed the session."""
+    ones (a Prolific session's): (the reason, or None; whether ParaBank's attention rule is among the rules
+    that fired). The session then ends with the failed code. Nothing is stored: the worker is disqualified
+    only by ``worker_quality_apply`` once the platform confirmed the session."""
     quality = worker_quality(worker=worker, campaign=campaign, figures=False, pending_assignments=assignment_ids)
-    return disqualification_reason(quality=quality, campaign=campaign)
+    attention = attention_rule_fails(quality.attention_passed, quality.attention_failed,
+                                     min_checks=int(campaign.setting("min_attention_checks")),
+                                     max_failure_rate=float(campaign.setting("max_attention_failure_rate")))
+    return disqualification_reason(quality=quality, campaign=campaign), attention
 
 
 def worker_quality_apply(*, worker: Worker, campaign: Campaign) -> str | None:

@@ -20,10 +20,11 @@ tokens (the generation config's ``bad_words_ids`` as ``suppress_sequences``). It
 outputs are token for token the same as ours without constraints. Rows, in one run, per (beam, batch): HF ``generate``,
 ours without constraints, ours with C = 1, 2, 4, 8 positive constraint tokens, ours with 5 and 20 negative
 phrases, each the best (``--stat median``: the median) of ``--repeat`` runs with the rows interleaved (a
-shared machine's stalls would otherwise land on one row). The last column is time per decoder step over
-ours-none's: with a real EOS (``--model``) constrained outputs run longer than unconstrained ones, and
-this separates DBA's cost per step from output length (with the random model every row runs the same
-steps, and it equals time/ours-none). Prints sentences/second, ratios to "ours, none" and to HF, and
+shared machine's stalls would otherwise land on one row). The column step/ours-none is time per decoder
+step of one sentence (``decode(..., stats=)``'s ``sentence_steps``: steps times the sentences still in
+the batch, which shrinks as they finish) over ours-none's: with a real EOS (``--model``) constrained
+outputs run longer than unconstrained ones, and this separates DBA's cost per step from output length
+(with the random model every row runs the same steps, and it equals time/ours-none). Prints sentences/second, ratios to "ours, none" and to HF, and
 checks every output (100% satisfied, 0 negative violations). Targets: constrained <= 1.5x ours-none
 time; C=8 <= 1.25x C=1; ours-none <= 1.2x HF. On a GPU it first decodes 16 sentences of each (beam,
 batch) without constraints, with C=1 and C=8, and with 20 negative phrases, once with the step
@@ -183,7 +184,7 @@ def main(argv=None):
                 sat += 1
             viol += sum(1 for o in r.outputs for p in nc["negative"] if p[0] in __import__("re").findall(r"\w+", o["text"]))
             viol += r.safety_net_dropped
-        return len(sources) / dt, sat, viol, dt / stats["steps"]
+        return len(sources) / dt, sat, viol, dt / stats["sentence_steps"]
 
     def run_hf(beam, bs):
         t = time.perf_counter()
@@ -256,7 +257,7 @@ def main(argv=None):
     print("\nsummary (time ratios; targets: ours-none/HF <= 1.2, worst constrained/ours-none <= 1.5, C8/C1 <= 1.25)")
     for beam, bs, r_hf, r_c, r_81, r_step in summary:
         print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}"
-              f"  (per decoder step: constrained/ours-none={r_step:.2f})")
+              f"  (per sentence-step: constrained/ours-none={r_step:.2f})")
     if ct2_summary:
         print("versus CTranslate2 (time ratios; targets: ours-none/CT2 <= 1.5, worst constrained/CT2 <= 2)")
         for beam, bs, r_none, r_worst, same, total in ct2_summary:

@@ -163,11 +163,18 @@ _GRAPH_FAILURES: list[str] = []  # why a capture failed in this process (then st
 @torch.no_grad()
 def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam: int, max_length: int,
                 length_penalty: float = 1.0, early_stopping: bool | str = False, pos: PositiveTables | None = None,
-                neg=None, stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None,
-                shrink_at: float = 0.0) -> list[list[tuple]]:
+                neg=None, stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None) -> list[list[tuple]]:
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
     score); at most ``beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``, if
-    given, grows by the decoder steps run (so a benchmark can tell cost per step from output length).
+    given, grows by the decoder steps run (so a benchmark can tell cost per step from output length), and
+    ``stats["sentence_steps"]`` by the sentences each of those steps decoded.
+
+    ``shrink`` (default: on where no CUDA graph is replayed) drops a sentence from the model's inputs, its
+    cache and the search state once its finished hypotheses can no longer change (as CTranslate2 drops
+    finished sentences): the rest of the batch then costs what its unfinished sentences cost, not what the
+    whole batch did. Outputs are those of the full batch; the model's arithmetic on fewer rows may differ
+    in the last bits (a matrix product's blocking depends on its row count), as it does in ``generate``
+    for a sentence decoded in another batch.
 
     ``cuda_graph`` (default: on when the model is on a GPU) replays each step's bookkeeping - everything
     after the model's step and its logits processors - as one captured CUDA graph. On a GPU those are a
@@ -199,6 +206,7 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(beam, dim=0)
     hyp_attention_mask = attention_mask.repeat_interleave(beam, dim=0)
     cur_len = 1
+    sentence_steps = 0  # sentences decoded, summed over steps (less than B x steps when the batch shrinks)
     graph = logp_buf = None
     while True:
         if first_logp is not None:
@@ -219,6 +227,7 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
             graph.replay()
         else:
             search.step(logp, cur_len, last_step)
+        sentence_steps += search.B
         cur_len += 1
         if last_step or cur_len >= max_length:
             break
@@ -229,8 +238,7 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
         rows = None
         if shrink:
             done = search.done_sentences()
-            n_done = int(done.sum())
-            if n_done and n_done >= search.B * shrink_at:
+            if bool(done.any()):  # (dropping at every chance measured no slower than waiting for several)
                 rows = search.keep(torch.nonzero(~done)[:, 0])
         if rows is None:
             reorder_self_attention(cache, search.src_sel)
@@ -240,6 +248,7 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
             hyp_attention_mask = hyp_attention_mask.index_select(0, rows)
     if stats is not None:
         stats["steps"] = stats.get("steps", 0) + cur_len - 1
+        stats["sentence_steps"] = stats.get("sentence_steps", 0) + sentence_steps
     return search.finished()
 
 

@@ -54,10 +54,12 @@ def provider(stub, sleeps):
 
 
 def prolific_batch(*, hits_per_session: int = 2, assignments: int = 2, campaign_settings: dict | None = None,
-                   publish: bool = False, **settings) -> Batch:
+                   publish: bool = False, attention_rate: float = 1.0, degraded_rate: float = 0.0,
+                   **settings) -> Batch:
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=3, candidates=4, settings=campaign_settings)
     make = published_batch if publish else (lambda c, **kw: hit_batch_create(campaign=c, **kw))
-    return make(campaign, provider="prolific", assignments=assignments, attention_rate=1.0, degraded_rate=0.0,
+    return make(campaign, provider="prolific", assignments=assignments, attention_rate=attention_rate,
+                degraded_rate=degraded_rate,
                 settings={"hits_per_session": hits_per_session, "reward_per_session": "1.20",
                           "first_languages": ["English"], **settings})
 
@@ -452,3 +454,22 @@ def test_system_check_warns_about_prolific_without_a_token(settings):
     assert [m.id for m in mturk_configuration_check()] == ["annotation.W003"]
     settings.PROLIFIC_API_TOKEN = "t"
     assert mturk_configuration_check() == []
+
+
+def test_a_session_failing_only_the_degraded_test_is_paid_but_the_participant_is_blocklisted(stub, provider, client):
+    batch = prolific_batch(hits_per_session=3, attention_rate=0.0, degraded_rate=1.0, campaign_settings={
+        "min_degraded_checks": 2, "degraded_p_max": 0.05, "min_attention_checks": 5})
+    provider.publish(batch=batch)
+    study = batch.provider_state["studies"]["0"]
+    # degraded copies scored like the real candidates (60): the rank test fails them, no attention check did
+    do_hit(client, start(client, batch, BOB, "SESSD", study))
+    do_hit(client, start(client, batch, BOB, "SESSD", study))
+    assert code_of(start(client, batch, BOB, "SESSD", study)) == batch.provider_state["failed_code"]
+    session = ProlificSession.objects.get(session_id="SESSD")
+    assert "degraded copies" in session.reason and not session.failed_attention
+    stub.add_submission(study=study, session="SESSD", participant=BOB)
+    provider.sync(batch=batch)
+    assert Worker.objects.get(external_id=BOB).disqualified
+    report = provider.approve_batch(batch=batch)
+    assert (report["approved"], report["rejected"]) == (1, 0)  # a statistical test is no instructed check
+    assert stub.submissions["SESSD"]["status"] == "APPROVED"

@@ -175,7 +175,7 @@ def test_graph_replayed_steps_equal_eager_steps(tiny_marian, monkeypatch):
     for lp, early in ((1.0, False), (0.5, True), (2.0, "never")):
         kw = dict(beam=4, nbest=4, max_length=14, length_penalty=lp, early_stopping=early, batch_size=2)
         searches.clear()
-        eager = decode(m, SOURCES, cons, cuda_graph=False, **kw)
+        eager = decode(m, SOURCES, cons, cuda_graph=False, shrink=False, **kw)  # the graph keeps its batch whole
         eager_rows, searches[:] = list(searches), []
         assert any(1 < len(ids) < 13 for batch in eager_rows for hyps in batch for ids, *_ in hyps)
         graphs.clear()
@@ -236,3 +236,56 @@ def test_bad_words_in_place_equal_hf_and_cache_reorder_keeps_cross_attention(tin
                             calls.append(name) or real(self, rows))
     decode(m, SOURCES, None, beam=4, nbest=2, max_length=12)
     assert calls and set(calls) == {"DynamicCache"}  # the self-attention half alone, once a step
+
+
+def _tokens_scores(results):
+    return [(r.unsatisfiable, [(o["tokens"], o["score"]) for o in r.outputs]) for r in results]
+
+
+@pytest.mark.parametrize("lp,early,shrinks", [(1.0, False, True), (0.5, True, True), (2.0, "never", False)])
+def test_shrinking_batch_decodes_as_the_full_batch(tiny_marian, lp, early, shrinks):
+    """Sentences dropped from the batch as they finish (issue 20) come back as the full batch decodes them:
+    the same tokens, the same scores but for the last bits of a product over fewer rows; with and without
+    constraints. The batch does shrink: fewer sentence-steps than steps x sentences (with "never" these
+    sentences are never done before the last step)."""
+    m = _eos_loving(tiny_marian, 0.2, 3.0)
+    sources = SOURCES + ["a b a b a b", "often today", "the the cat", "x"]
+    cons = [None, {"positive": [["often"]]}, {"negative": [["a"]], "bos_avoid": [["big"]]}, None,
+            {"positive": [["cat"], ["today"]], "negative": [["b"]]}, None, {"positive": [["a"]]}, None]
+    for c in (None, cons):
+        runs, stats = {}, {}
+        for shrink in (False, True):
+            stats[shrink] = {}
+            runs[shrink] = decode(m, sources, c, beam=4, nbest=3, max_length=20, length_penalty=lp,
+                                  early_stopping=early, batch_size=len(sources), stats=stats[shrink], shrink=shrink)
+        full, shrunk = _tokens_scores(runs[False]), _tokens_scores(runs[True])
+        assert [(u, [t for t, _ in o]) for u, o in full] == [(u, [t for t, _ in o]) for u, o in shrunk]
+        for (_, a), (_, b) in zip(full, shrunk):
+            assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
+        assert stats[False]["sentence_steps"] == stats[False]["steps"] * len(sources)
+        assert stats[True]["steps"] == stats[False]["steps"]
+        if shrinks:
+            assert stats[True]["sentence_steps"] < stats[False]["sentence_steps"]
+
+
+def test_batches_by_length_keep_input_order(tiny_marian, monkeypatch):
+    """With several batches, sources go into batches by length (longest first, as CTranslate2 batches
+    them); results still come back in input order, each as its sentence alone decodes it."""
+    import generation.decoding as decoding
+
+    sources = ["a", "the cat sat on the mat and the dog sat on the log .", "big red house", "a b",
+               "How often do earthquakes occur?", "x y z w v"]
+    seen = []
+    real = decoding.beam_search
+
+    def spy(loaded, input_ids, attention_mask, **kw):
+        seen.append(attention_mask.sum(1).tolist())
+        return real(loaded, input_ids, attention_mask, **kw)
+
+    monkeypatch.setattr(decoding, "beam_search", spy)
+    together = decode(tiny_marian, sources, None, beam=3, nbest=2, max_length=16, batch_size=2)
+    lengths = [n for batch in seen for n in batch]
+    assert lengths == sorted(lengths, reverse=True) and len(seen) == 3
+    alone = [decode(tiny_marian, [s], None, beam=3, nbest=2, max_length=16)[0] for s in sources]
+    assert [r.source for r in together] == sources
+    assert [[o["tokens"] for o in r.outputs] for r in together] == [[o["tokens"] for o in r.outputs] for r in alone]

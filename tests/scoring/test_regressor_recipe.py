@@ -197,3 +197,14 @@ def test_score_pairs_constraints_errors(campaign, tmp_path):
     call_command("score_pairs", "--regressor", "syn", "--input", str(src), "--output", str(dst), stdout=out)
     assert json.loads(out.getvalue())["scored"] == 2
     assert all(0 <= float(line.rpartition("\t")[2]) <= 100 for line in dst.read_text().splitlines())
+
+
+def test_recipe_goes_through_the_training_job(campaign):
+    from jobs.models import Job
+
+    out = io.StringIO()
+    call_command("train_regressor", "synthetic", "--name", "j", "--no-embeddings", "--recipe", "v2", "--wait",
+                 stdout=out, stderr=io.StringIO())
+    assert json.loads(out.getvalue())["status"] == "succeeded"
+    assert Job.objects.get().params["train"]["recipe"] == "v2"
+    assert Regressor.objects.get(name="j").signature["recipe"] == "v2"

@@ -501,8 +501,7 @@ class ProlificProvider:
         _studies(batch)
         todo = (Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
                 .select_related("worker", "hit").order_by("id"))
-        failed = {s.session_id: s.reason for s in ProlificSession.objects.filter(batch=batch,
-                                                                                 outcome=SessionOutcome.FAILED)}
+        failed = {s.session_id: s for s in ProlificSession.objects.filter(batch=batch, outcome=SessionOutcome.FAILED)}
         report = {"batch": batch.pk, "provider": self.name, "approved": 0, "rejected": 0,
                   "skipped_flagged": 0, "skipped_unverified": 0, "errors": {}}
         approve: dict[str, list[int]] = {}
@@ -513,7 +512,7 @@ class ProlificProvider:
                        else "skipped_unverified"] += 1
                 continue
             session = session_of(assignment)
-            if "attention checks" in failed.get(session, ""):
+            if session in failed and failed[session].failed_attention:
                 reject.setdefault(session, assignment)
             else:
                 approve.setdefault(session, []).append(assignment.pk)
@@ -529,7 +528,7 @@ class ProlificProvider:
             try:
                 self.reject(assignment=assignment, feedback=(
                     "Your submission was rejected because it failed the study's attention checks: "
-                    f"{failed[session]}."))
+                    f"{failed[session].reason}."))
                 report["rejected"] += 1
             except ProlificError as exc:
                 report["errors"][session] = str(exc)

@@ -64,9 +64,9 @@ def _ids(participant: str, study: str, session: str) -> None:
             raise SessionError(f"Prolific's {name} in the address is not valid: open the study from Prolific.")
 
 
-def _end(session: ProlificSession, outcome: str, reason: str = "") -> ProlificSession:
+def _end(session: ProlificSession, outcome: str, reason: str = "", failed_attention: bool = False) -> ProlificSession:
     ProlificSession.objects.filter(pk=session.pk, outcome=SessionOutcome.OPEN).update(
-        outcome=outcome, reason=reason, ended_at=timezone.now())
+        outcome=outcome, reason=reason, failed_attention=failed_attention, ended_at=timezone.now())
     session.refresh_from_db()
     return session
 
@@ -81,7 +81,7 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
                  now: dt.datetime | None = None) -> SessionStep:
     """The participant's next step in their session (see the module docstring); ``SessionError`` when the
     address cannot lead anywhere (bad ids, no such open study, another participant's session)."""
-    from annotation.quality import session_disqualification_reason
+    from annotation.quality import session_check
 
     now = now or timezone.now()
     _ids(participant, study, session_id)
@@ -109,11 +109,11 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
                                      external_assignment_id__startswith=f"{session_id}:")
     if worker.disqualified:
         return _step_for(_end(session, SessionOutcome.FAILED, worker.disqualified_reason), codes)
-    reason = session_disqualification_reason(worker=worker, campaign=batch.campaign,
-                                             assignment_ids=list(mine.values_list("pk", flat=True)))
+    reason, attention = session_check(worker=worker, campaign=batch.campaign,
+                                      assignment_ids=list(mine.values_list("pk", flat=True)))
     if reason:
         mine.filter(status=AssignmentStatus.ACCEPTED).update(status=AssignmentStatus.RETURNED)
-        return _step_for(_end(session, SessionOutcome.FAILED, reason), codes)
+        return _step_for(_end(session, SessionOutcome.FAILED, reason, failed_attention=attention), codes)
     hits_per_session = int((batch.settings or {}).get("hits_per_session") or settings.PROLIFIC_HITS_PER_SESSION)
     if mine.filter(status__in=SUBMITTED_STATUSES).count() >= hits_per_session:
         return _step_for(_end(session, SessionOutcome.COMPLETED), codes)

@@ -48,8 +48,9 @@ class Command(BaseCommand):
     def handle(self, *args, campaign, name, test_fraction, seed, replace, with_embeddings, min_judgments, target,
                wait=False, run_async=False, recipe="base", **options):
         train = dict(campaign=campaign, name=name, test_fraction=test_fraction, seed=seed,
-                     with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments, target=target,
-                     recipe=recipe)
+                     with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments, target=target)
+        if recipe != "base":  # (the default stays out of a job's params, as before the option existed)
+            train["recipe"] = recipe
         if wait or run_async:
             return self._as_job(train, wait=wait)
         running = training_job_running(name.strip())
