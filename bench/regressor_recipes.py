@@ -12,7 +12,7 @@ the same run, so every line is comparable with it.
 The campaign is imported into a scratch SQLite database and the features are computed once and cached
 under ``--cache`` (default ``/tmp/regressor-recipes``): repeated runs are cheap. One thread.
 
-    .venv/bin/python bench/regressor_recipes.py                 # all recipes (first run ~10 min on 1 core)
+    .venv/bin/python bench/regressor_recipes.py                 # all recipes (~20 min on the busy 2 cores)
     .venv/bin/python bench/regressor_recipes.py --recipes base v2
 """
 from __future__ import annotations
@@ -93,9 +93,8 @@ def features(cache: Path, key: str, pairs):
     """All families' features of ``pairs`` (cached): matrix, keep, names."""
     import numpy as np
 
-    from scoring.features import FAMILIES
+    from scoring.features import FAMILIES, feature_names
     from scoring.regressor import features_in_batches
-    from scoring.features import feature_names
 
     path = cache / f"features-{key}.npz"
     names = feature_names(with_embeddings=True, families=FAMILIES)

@@ -118,7 +118,7 @@ def main() -> int:
           f"{args.per_reference} paraphrase(s) per reference), batch {args.batch}, 1 thread; "
           f"encoder load {load_s:.1f} s (once per worker process)")
     print("times are CPU seconds of this one-thread process (= core seconds, robust to a busy machine); "
-          f"wall seconds of the two runs: {sum(list(WALL.values())[-4:]):.1f}")
+          f"wall seconds of the three runs: {sum(list(WALL.values())[1:]):.1f}")
     print(f"{'features':<22}{'pairs/s/core':>14}{'features s':>12}{'predict s':>11}")
     print(f"{'lexical (baseline)':<22}{rate_lex:>14,.0f}{lex_s:>12.2f}{lex_p:>11.3f}")
     print(f"{'lexical + embedding':<22}{rate_emb:>14,.0f}{emb_s:>12.2f}{emb_p:>11.3f}")

@@ -175,7 +175,7 @@ def test_graph_replayed_steps_equal_eager_steps(tiny_marian, monkeypatch):
     for lp, early in ((1.0, False), (0.5, True), (2.0, "never")):
         kw = dict(beam=4, nbest=4, max_length=14, length_penalty=lp, early_stopping=early, batch_size=2)
         searches.clear()
-        eager = decode(m, SOURCES, cons, cuda_graph=False, shrink=False, **kw)  # the graph keeps its batch whole
+        eager = decode(m, SOURCES, cons, cuda_graph=False, shrink=False, **kw)  # (a graph keeps whole batches)
         eager_rows, searches[:] = list(searches), []
         assert any(1 < len(ids) < 13 for batch in eager_rows for hyps in batch for ids, *_ in hyps)
         graphs.clear()
