@@ -135,14 +135,21 @@ def _agreement(worker: Worker, judgments) -> float | None:
     return _pearson([p[0] for p in pairs], [p[1] for p in pairs])
 
 
-def _seconds_per_hit(worker: Worker, campaign: Campaign | None) -> float | None:
-    assignments = Assignment.objects.counted().filter(worker=worker, accepted_at__isnull=False,
-                                                      submitted_at__isnull=False)
-    if campaign is not None:
-        assignments = assignments.filter(campaign=campaign)
-    spans = [(s - a).total_seconds() for a, s in assignments.values_list("accepted_at", "submitted_at")]
+def median_seconds(assignments, *, limit: int | None = None) -> float | None:
+    """The median seconds from taking to submitting over the counted ones of ``assignments`` that have both
+    times (the first ``limit`` of them in the queryset's order); None when there are none."""
+    timed = assignments.filter(verification=Verification.VERIFIED, accepted_at__isnull=False,
+                               submitted_at__isnull=False).values_list("accepted_at", "submitted_at")
+    spans = [(s - a).total_seconds() for a, s in (timed if limit is None else timed[:limit])]
     spans = [s for s in spans if s >= 0]
     return statistics.median(spans) if spans else None
+
+
+def _seconds_per_hit(worker: Worker, campaign: Campaign | None) -> float | None:
+    assignments = Assignment.objects.filter(worker=worker)
+    if campaign is not None:
+        assignments = assignments.filter(campaign=campaign)
+    return median_seconds(assignments)
 
 
 def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures: bool = True,
@@ -237,14 +244,20 @@ def campaign_rater_figures(campaign: Campaign) -> list[RaterFigures]:
     return [figures[w] for w in sorted(figures)]
 
 
+def _attention_fails(quality: WorkerQuality, campaign: Campaign) -> bool:
+    """ParaBank's attention rule with the campaign's thresholds."""
+    return attention_rule_fails(quality.attention_passed, quality.attention_failed,
+                                min_checks=int(campaign.setting("min_attention_checks")),
+                                max_failure_rate=float(campaign.setting("max_attention_failure_rate")))
+
+
 def disqualification_reason(*, quality: WorkerQuality, campaign: Campaign) -> str | None:
     """Why the campaign's rules (attention copies, degraded copies) disqualify this worker, or None; each rule
     that fired is named with its figures and thresholds (the worker is told, and the admin lists it)."""
     reasons = []
     min_checks = int(campaign.setting("min_attention_checks"))
     max_rate = float(campaign.setting("max_attention_failure_rate"))
-    if attention_rule_fails(quality.attention_passed, quality.attention_failed, min_checks=min_checks,
-                            max_failure_rate=max_rate):
+    if _attention_fails(quality, campaign):
         reasons.append(f"failed {quality.attention_failed} of {quality.attention_checks} attention checks in "
                        f"campaign {campaign.name!r} ({quality.failure_rate:.0%} > {max_rate:.0%}; tested from "
                        f"{min_checks} checks)")
@@ -299,10 +312,7 @@ def session_check(*, worker: Worker, campaign: Campaign, assignment_ids: Sequenc
     that fired). The session then ends with the failed code. Nothing is stored: the worker is disqualified
     only by ``worker_quality_apply`` once the platform confirmed the session."""
     quality = worker_quality(worker=worker, campaign=campaign, figures=False, pending_assignments=assignment_ids)
-    attention = attention_rule_fails(quality.attention_passed, quality.attention_failed,
-                                     min_checks=int(campaign.setting("min_attention_checks")),
-                                     max_failure_rate=float(campaign.setting("max_attention_failure_rate")))
-    return disqualification_reason(quality=quality, campaign=campaign), attention
+    return disqualification_reason(quality=quality, campaign=campaign), _attention_fails(quality, campaign)
 
 
 def worker_quality_apply(*, worker: Worker, campaign: Campaign) -> str | None:

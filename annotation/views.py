@@ -167,9 +167,11 @@ def _prolific_continue_url(request: HttpRequest, facts: HitPageFacts, worker_id:
     with their next HIT or Prolific's completion URL."""
     if facts.provider != Provider.PROLIFIC:
         return ""
+    from .providers.prolific import session_id
+
     batch_id = Hit.objects.filter(pk=facts.hit_id).values_list("batch_id", flat=True).first()
     query = urlencode({"PROLIFIC_PID": worker_id, "STUDY_ID": request.GET.get("studyId", ""),
-                       "SESSION_ID": assignment_id.split(":", 1)[0]})
+                       "SESSION_ID": session_id(assignment_id)})
     return f"{reverse('prolific-start', args=[batch_id])}?{query}"
 
 

@@ -15,9 +15,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..models import Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Hit, Provider, Verification, Worker
-from ..taking import hit_take, live_assignments_q, open_assignment
+from ..taking import hit_take, open_assignment
 
-__all__ = ["WorkerBarred", "live_assignments_q", "local_worker", "local_open_assignment", "local_hit_take",
+__all__ = ["WorkerBarred", "local_worker", "local_open_assignment", "local_hit_take",
            "local_assignment_return", "assignments_expire", "LocalProvider"]
 
 

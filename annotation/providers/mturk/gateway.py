@@ -33,7 +33,8 @@ from django.utils import timezone
 from annotation.batch_settings import BatchSettingsError, batch_settings_clean
 from annotation.verification import Confirmation, submissions_verify
 
-from ..common import provider_state as _state, provider_state_save as _save_state, public_url_check
+from ..common import (bonus_recipients, provider_state as _state, provider_state_save as _save_state,
+                      public_url_check)
 from ..retry import RetryPolicy, call_with_retry
 from . import client as mturk_client_module
 from .client import error_code, error_message, is_transient, mturk_endpoint
@@ -466,19 +467,10 @@ class MTurkProvider:
     def bonus_batch(self, *, batch: "Batch", amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
         """Pay ``amount`` once to each worker (all with a verified assignment in the batch, or those named),
         on their latest verified assignment; the same command again pays nobody twice (``bonus_grant``)."""
-        from annotation.models import Assignment, Verification
-
         _require_mturk_batch(batch, self.sandbox)
-        chosen = (Assignment.objects.filter(hit__batch=batch, verification=Verification.VERIFIED)
-                  .select_related("hit__batch", "worker").order_by("worker_id", "-id"))
-        if workers is not None:
-            chosen = chosen.filter(worker__external_id__in=list(workers))
-        latest: dict[int, "Assignment"] = {}
-        for assignment in chosen:
-            latest.setdefault(assignment.worker_id, assignment)
         report = {"batch": batch.pk, "provider": self.name, "currency": self.currency, "amount": str(_usd(amount)),
                   "fee_each": str(bonus_fee_usd(amount)), "paid": 0, "already_paid": 0, "errors": {}}
-        for assignment in latest.values():
+        for assignment in bonus_recipients(batch, workers):
             try:
                 _, paid_now = bonus_grant(assignment=assignment, amount_usd=amount, reason=reason, provider=self)
             except ClientError as exc:

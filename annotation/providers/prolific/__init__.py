@@ -1,7 +1,8 @@
 """Prolific (API v1): ``client`` (HTTP with retries), ``fees`` (places and costs, pure), ``gateway``
 (``ProlificProvider``, the ``HitProvider``) and ``sessions`` (a participant's way through their HITs)."""
 from .client import ProlificClient, ProlificError, ProlificUnavailable
-from .gateway import ProlificProvider, batch_prolific_config, completion_url, median_seconds_per_hit, start_url
+from .gateway import (ProlificProvider, batch_prolific_config, completion_url, median_seconds_per_hit, session_id,
+                      start_url)
 
 __all__ = ["ProlificClient", "ProlificError", "ProlificUnavailable", "ProlificProvider", "batch_prolific_config",
-           "completion_url", "median_seconds_per_hit", "start_url"]
+           "completion_url", "median_seconds_per_hit", "session_id", "start_url"]

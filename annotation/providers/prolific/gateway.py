@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import statistics
 from datetime import timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Iterable
@@ -37,7 +36,7 @@ from django.utils import timezone
 from annotation.batch_settings import BatchSettingsError, batch_settings_clean, reward_usd_check, setting_list
 from annotation.verification import Confirmation, submissions_verify
 
-from ..common import provider_state, provider_state_save, public_url_check
+from ..common import bonus_recipients, provider_state, provider_state_save, public_url_check
 from ..errors import InsufficientBalance, ProviderConfigurationError, ProviderError
 from .client import ProlificClient, ProlificError
 from .fees import prolific_cost, study_places, to_cents
@@ -61,9 +60,21 @@ def completion_url(code: str) -> str:
     return f"https://app.prolific.com/submissions/complete?cc={code}"
 
 
+def session_id(external_assignment_id: str) -> str:
+    """A Prolific assignment is named ``<session id>:<hit id>:<nonce>`` (``sessions.session_next``)."""
+    return external_assignment_id.split(":", 1)[0]
+
+
 def session_of(assignment: "Assignment") -> str:
-    """A Prolific assignment is named ``<session id>:<hit id>``."""
-    return assignment.external_assignment_id.split(":", 1)[0]
+    return session_id(assignment.external_assignment_id)
+
+
+def session_assignments(assignment: "Assignment"):
+    """Every assignment of the session ``assignment`` belongs to (Prolific pays and rejects per session)."""
+    from annotation.models import Assignment
+
+    return Assignment.objects.filter(hit__batch_id=assignment.hit.batch_id, worker=assignment.worker,
+                                     external_assignment_id__startswith=f"{session_of(assignment)}:")
 
 
 def suggested_minutes(*, hits_per_session: int, seconds_per_hit: float | None = None) -> int:
@@ -74,14 +85,12 @@ def suggested_minutes(*, hits_per_session: int, seconds_per_hit: float | None = 
 
 
 def median_seconds_per_hit() -> float | None:
-    """The median time from taking to submitting a HIT over the verified assignments that have both times."""
+    """The median time from taking to submitting a HIT over the latest 5,000 verified HIT assignments
+    (quality's rule, ``annotation.quality.median_seconds``)."""
     from annotation.models import Assignment
+    from annotation.quality import median_seconds
 
-    spans = [(s - a).total_seconds() for a, s in Assignment.objects.counted().filter(
-        hit__isnull=False, accepted_at__isnull=False, submitted_at__isnull=False)
-        .values_list("accepted_at", "submitted_at").order_by("-id")[:5000]]
-    spans = [s for s in spans if s > 0]
-    return statistics.median(spans) if spans else None
+    return median_seconds(Assignment.objects.filter(hit__isnull=False).order_by("-id"), limit=5000)
 
 
 def batch_prolific_config(batch_settings: dict) -> dict:
@@ -447,16 +456,20 @@ class ProlificProvider:
                 if assignment.verification == Verification.VERIFIED and new and new != assignment.status:
                     Assignment.objects.filter(pk=assignment.pk).update(status=new)
                     updated += 1
-            ours = {session_of(a) for a in Assignment.objects.filter(hit__batch=batch)}
-            missing = sorted(sid for sid, s in self._submissions.items() if sid not in ours and s.get("status") in FINISHED)
+            ours = {session_id(ext) for ext in Assignment.objects.filter(hit__batch=batch)
+                    .values_list("external_assignment_id", flat=True)}
+            missing = sorted(sid for sid, s in submissions.items() if sid not in ours and s.get("status") in FINISHED)
         finally:
             self._submissions = None
         provider_state_save(batch, missing=missing, last_sync=timezone.now().isoformat())
         flagged = dict(Assignment.objects.filter(hit__batch=batch, verification=Verification.FLAGGED)
                        .order_by("id").values_list("external_assignment_id", "verification_detail"))
-        for submission in submissions.values():  # the study Prolific has each session in, not the URL's
-            ProlificSession.objects.filter(batch=batch, session_id=submission["id"]).exclude(
-                study_id=submission["study"]).update(study_id=submission["study"])
+        by_study: dict[str, list[str]] = {}
+        for submission in submissions.values():
+            by_study.setdefault(submission["study"], []).append(submission["id"])
+        for study, sessions in by_study.items():  # the study Prolific has each session in, not the URL's
+            ProlificSession.objects.filter(batch=batch, session_id__in=sessions).exclude(study_id=study).update(
+                study_id=study)
         return {"batch": batch.pk, "provider": self.name, "studies": sorted(_studies(batch).values()),
                 "submissions_on_prolific": on_prolific, "stored": len(stored),
                 "verified": len(result.verified), "flagged": len(result.flagged), "unconfirmed": len(result.pending),
@@ -467,17 +480,15 @@ class ProlificProvider:
 
     def approve(self, *, assignment: "Assignment") -> None:
         """Approve the assignment's session (Prolific pays per session, so every HIT of it is approved)."""
-        from annotation.models import Assignment, AssignmentStatus
+        from annotation.models import AssignmentStatus
 
-        session = session_of(assignment)
-        self.client.request("POST", f"/api/v1/submissions/{session}/transition/", json={"action": "APPROVE"})
-        Assignment.objects.filter(hit__batch_id=assignment.hit.batch_id, worker=assignment.worker,
-                                  external_assignment_id__startswith=f"{session}:").update(
-            status=AssignmentStatus.APPROVED)
+        self.client.request("POST", f"/api/v1/submissions/{session_of(assignment)}/transition/",
+                            json={"action": "APPROVE"})
+        session_assignments(assignment).update(status=AssignmentStatus.APPROVED)
 
     def reject(self, *, assignment: "Assignment", feedback: str) -> None:
         """Reject the assignment's session for failed checks, with the reason (Prolific's ``FAILED_CHECK``)."""
-        from annotation.models import Assignment, AssignmentStatus
+        from annotation.models import AssignmentStatus
 
         feedback = " ".join((feedback or "").split())
         if not feedback:
@@ -485,12 +496,9 @@ class ProlificProvider:
         if len(feedback) < REJECT_MESSAGE_MIN:
             feedback += (" The study's instructions asked for a score of 100 on a sentence identical to the "
                          "reference; these checks were failed.")
-        session = session_of(assignment)
-        self.client.request("POST", f"/api/v1/submissions/{session}/transition/", json={
+        self.client.request("POST", f"/api/v1/submissions/{session_of(assignment)}/transition/", json={
             "action": "REJECT", "message": feedback[:2000], "rejection_category": "FAILED_CHECK"})
-        Assignment.objects.filter(hit__batch_id=assignment.hit.batch_id, worker=assignment.worker,
-                                  external_assignment_id__startswith=f"{session}:").update(
-            status=AssignmentStatus.REJECTED, feedback=feedback[:1024])
+        session_assignments(assignment).update(status=AssignmentStatus.REJECTED, feedback=feedback[:1024])
 
     def approve_batch(self, *, batch: "Batch") -> dict:
         """Approve the verified sessions in bulk; reject those that failed ParaBank's attention check
@@ -574,7 +582,7 @@ class ProlificProvider:
     def bonus_batch(self, *, batch: "Batch", amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
         """Pay ``amount`` once to each participant with verified work in the batch (or those named), as one
         Prolific bulk bonus per study; running it again with the same arguments pays nobody twice."""
-        from annotation.models import Assignment, Bonus, Verification
+        from annotation.models import Bonus
 
         _require_prolific_batch(batch)
         _studies(batch)
@@ -587,18 +595,11 @@ class ProlificProvider:
             raise ProviderError("a bonus must be more than 0.00")
         if not reason:
             raise ProviderError("a bonus needs a reason (kept with the payment)")
-        chosen = (Assignment.objects.filter(hit__batch=batch, verification=Verification.VERIFIED)
-                  .select_related("worker").order_by("worker_id", "-id"))
-        if workers is not None:
-            chosen = chosen.filter(worker__external_id__in=list(workers))
-        latest: dict[int, Assignment] = {}
-        for assignment in chosen:
-            latest.setdefault(assignment.worker_id, assignment)
         digest = hashlib.sha256(f"{amount}|{reason}".encode()).hexdigest()[:16]
         bonuses = [Bonus.objects.get_or_create(
             unique_request_token=f"pf-prolific-{batch.pk}-{a.worker_id}-{digest}",
             defaults={"assignment": a, "worker": a.worker, "amount_usd": amount, "reason": reason})[0]
-            for a in latest.values()]
+            for a in bonus_recipients(batch, workers)]
         unsent = [b for b in Bonus.objects.filter(pk__in=[b.pk for b in bonuses], sent_at__isnull=True)
                   .select_related("assignment", "worker").order_by("id")]
         fee = prolific_cost(reward=amount, places=len(unsent), fee_rate=Decimal(settings.PROLIFIC_SERVICE_FEE_RATE),

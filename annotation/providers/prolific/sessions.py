@@ -105,8 +105,8 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
         return _step_for(session, codes)
     if batch.status != BatchStatus.PUBLISHED:
         raise SessionError("This study is not open at the moment: please return it on Prolific.", status=410)
-    mine = Assignment.objects.filter(worker=worker, hit__batch=batch,
-                                     external_assignment_id__startswith=f"{session_id}:")
+    prefix = f"{session_id}:"  # the session's assignments are named <session id>:<hit id>:<nonce>
+    mine = Assignment.objects.filter(worker=worker, hit__batch=batch, external_assignment_id__startswith=prefix)
     if worker.disqualified:
         return _step_for(_end(session, SessionOutcome.FAILED, worker.disqualified_reason), codes)
     reason, attention = session_check(worker=worker, campaign=batch.campaign,
@@ -119,13 +119,13 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
         return _step_for(_end(session, SessionOutcome.COMPLETED), codes)
     # an open assignment of another session or study makes way: one participant, one page at a time
     elsewhere = open_assignment(worker, now)
-    if elsewhere is not None and not elsewhere.external_assignment_id.startswith(f"{session_id}:"):
+    if elsewhere is not None and not elsewhere.external_assignment_id.startswith(prefix):
         Assignment.objects.filter(pk=elsewhere.pk, status=AssignmentStatus.ACCEPTED).update(
             status=AssignmentStatus.RETURNED)
     duration = int((batch.settings or {}).get("assignment_duration_s") or 3600)
     hits = batch.hits.filter(round=studies[study]) if studies else batch.hits.all()  # an EASL round: its study
     assignment = hit_take(worker=worker, hits=hits, now=now, verification=Verification.UNVERIFIED,
-                          theirs=Q(external_assignment_id__startswith=f"{session_id}:"),
+                          theirs=Q(external_assignment_id__startswith=prefix),
                           duration_s=lambda hit: duration,
                           external_id=lambda hit: f"{session_id}:{hit.pk}:{uuid.uuid4().hex[:8]}")
     if assignment is None:
