@@ -19,7 +19,9 @@ threads (``--threads``: torch's and CTranslate2's ``intra_threads``), length lim
 tokens (the generation config's ``bad_words_ids`` as ``suppress_sequences``). It prints how many best
 outputs are token for token the same as ours without constraints. Rows, in one run, per (beam, batch): HF ``generate``,
 ours without constraints, ours with C = 1, 2, 4, 8 positive constraint tokens, ours with 5 and 20 negative
-phrases, each the best (``--stat median``: the median) of ``--repeat`` runs with the rows interleaved (a
+phrases (``--hf-step``: also ours with Hugging Face's decoder step instead of the lean one of
+generation/decoding/fast_step.py, "... (HF step)": by default the unconstrained row only, ``all``: every
+row of ours), each the best (``--stat median``: the median) of ``--repeat`` runs with the rows interleaved (a
 shared machine's stalls would otherwise land on one row). The column step/ours-none is time per decoder
 step of one sentence (``decode(..., stats=)``'s ``sentence_steps``: steps times the sentences still in
 the batch, which shrinks as they finish) over ours-none's: with a real EOS (``--model``) constrained
@@ -116,6 +118,10 @@ def main(argv=None):
                     help="each row's figure over its runs: the best (drops stalls) or the median (also drops lucky "
                          "fast runs, on a host whose speed swings both ways)")
     ap.add_argument("--hf456-repeat", type=int, default=3, help="HF4.56 rows: best of N runs (default 3)")
+    ap.add_argument("--hf-step", choices=("off", "none", "all"), default="none",
+                    help="rows of ours with Hugging Face's decoder step instead of the lean one (fast_step=False): "
+                         "'none' (default) the row 'ours, no constraints (HF step)', 'all' one per row of ours, "
+                         "'off' none")
     a = ap.parse_args(argv)
     if a.quick:
         a.beams, a.batches, a.sentences, a.steps = "5,10", "1,8", 8, 20
@@ -169,13 +175,14 @@ def main(argv=None):
 
     last_none = {}
 
-    def run_ours(beam, bs, kind, n):
+    def run_ours(beam, bs, kind, n, fast_step=None):
         cons = cons_for(kind, n)
         stats = {}
         t = time.perf_counter()
-        res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs, stats=stats)
+        res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs, stats=stats,
+                     fast_step=fast_step)
         dt = time.perf_counter() - t
-        if kind == "none":
+        if kind == "none" and fast_step is None:
             last_none[beam, bs] = res
         sat = viol = 0
         for r, c in zip(res, cons):
@@ -201,9 +208,12 @@ def main(argv=None):
         ("hf", "HF beam search", 0), ("none", "ours, no constraints", 0)]
     rows += [("pos", f"ours, C={c} positive", c) for c in (1, 2, 4, 8)]
     rows += [("neg", f"ours, {n} negative phrases", n) for n in (5, 20)]
+    if a.hf_step != "off":  # the same decoder with Hugging Face's step (fast_step=False): the lean step's effect
+        rows += [(kind, f"{label} (HF step)", n) for kind, label, n in rows
+                 if label.startswith("ours,") and (a.hf_step == "all" or kind == "none")]
     hf456 = run_hf456(a, model_dir, sources, max_length, cons_for, torch.get_num_threads()) if a.hf456_python else {}
     all_ok = True
-    summary, ct2_summary = [], []
+    summary, ct2_summary, hf_step_summary = [], [], []
     for beam in [int(x) for x in a.beams.split(",")]:
         for bs in [int(x) for x in a.batches.split(",")]:
             run_ours(beam, bs, "none", 0)  # warm-up
@@ -218,7 +228,8 @@ def main(argv=None):
                     elif kind == "ct2":
                         sp, sat, viol = ct2.run(sources, beam, bs, max_length), None, None
                     else:
-                        sp, sat, viol, per_step = run_ours(beam, bs, kind, n)
+                        sp, sat, viol, per_step = run_ours(beam, bs, kind, n,
+                                                           False if label.endswith("(HF step)") else None)
                         runs_step.setdefault(label, []).append(per_step)
                     runs_sp.setdefault(label, []).append(sp)
                     if sat is not None and kind != "none":
@@ -240,9 +251,13 @@ def main(argv=None):
                 same, total, mean_len = ct2.compare(last_none[beam, bs], sources, beam, bs, max_length)
                 print(f"  CTranslate2 best output = ours (no constraints), token for token: {same}/{total}"
                       f" (ours: mean {mean_len:.1f} output tokens)")
+                for label, sp in speeds.items():
+                    if label.endswith("(HF step)"):
+                        hf_step_summary.append((beam, bs, label, speeds["CTranslate2 beam search"] / sp,
+                                                speeds[label[:-len(" (HF step)")]] / sp))
                 ct2_summary.append((beam, bs, speeds["CTranslate2 beam search"] / speeds["ours, no constraints"],
                                     max(speeds["CTranslate2 beam search"] / v for k, v in speeds.items()
-                                        if k.startswith("ours,") and "no c" not in k), same, total))
+                                        if k.startswith("ours,") and "no c" not in k and "HF step" not in k), same, total))
             for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
                 sat, viol = r["satisfied"], r["neg_violations"]
                 print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} {speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
@@ -251,9 +266,9 @@ def main(argv=None):
                       f"  (x{r['time_over_unconstrained']:.2f} its unconstrained)")
             s = speeds
             summary.append((beam, bs, s["HF beam search"] / s["ours, no constraints"],
-                            max(s["ours, no constraints"] / v for k, v in s.items() if k.startswith("ours,") and "no c" not in k),
+                            max(s["ours, no constraints"] / v for k, v in s.items() if k.startswith("ours,") and "no c" not in k and "HF step" not in k),
                             s["ours, C=1 positive"] / s["ours, C=8 positive"],
-                            max(v / step_s["ours, no constraints"] for k, v in step_s.items() if "no c" not in k)))
+                            max(v / step_s["ours, no constraints"] for k, v in step_s.items() if "no c" not in k and "HF step" not in k)))
     print("\nsummary (time ratios; targets: ours-none/HF <= 1.2, worst constrained/ours-none <= 1.5, C8/C1 <= 1.25)")
     for beam, bs, r_hf, r_c, r_81, r_step in summary:
         print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}"
@@ -263,6 +278,10 @@ def main(argv=None):
         for beam, bs, r_none, r_worst, same, total in ct2_summary:
             print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/CT2={r_none:.2f} worst constrained/CT2={r_worst:.2f}"
                   f"  same best output: {same}/{total}")
+    if hf_step_summary:
+        print("Hugging Face's decoder step instead of the lean one (time ratios)")
+        for beam, bs, label, r_ct2, r_lean in hf_step_summary:
+            print(f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r_ct2:.2f} /lean step={r_lean:.2f}")
     print(f"all constrained outputs satisfied, 0 negative violations: {all_ok}")
     if hf456:
         print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}, best of {a.hf456_repeat}; at batch > 1 "

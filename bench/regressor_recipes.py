@@ -119,7 +119,7 @@ def columns(names: list[str], *, embeddings: bool, families: tuple[str, ...]) ->
 def make_estimator(kind: str, n: int, seed: int = 0):
     from scoring.regressor import _estimators
 
-    return _estimators(n, seed, recipe="v2")[kind]  # v2's set: the base set plus ridge_cv
+    return _estimators(n, seed, recipe="v3")[kind]  # v3's set: the base set plus ridge_cv, svr and the means
 
 
 def grouped_cv(X, y, groups, kind: str, *, seed: int = 0):
@@ -168,9 +168,13 @@ RECIPES = {
     "v2-ridge_cv-zscore": (True, ("nll2", "systems", "group", "agree"), "ridge_cv", "zscore"),
     "v2-vote": (True, ("nll2", "systems", "group", "agree"), "ridge_cv+gradient_boosting", "raw"),
     "v2-vote-zscore": (True, ("nll2", "systems", "group", "agree"), "ridge_cv+gradient_boosting", "zscore"),
+    "v3-svr": (True, ("nll2", "systems", "group", "agree"), "svr", "raw"),
+    "v3-vote3": (True, ("nll2", "systems", "group", "agree"), "ridge_cv+gradient_boosting+svr", "raw"),
+    "v3-vote3-zscore": (True, ("nll2", "systems", "group", "agree"), "ridge_cv+gradient_boosting+svr", "zscore"),
     "base (product default)": (True, (), "select-base", "raw"),
     "v2 (product --recipe v2)": (True, ("nll2", "systems", "group", "agree"), "select-v2", "raw"),
     "v2 --target zscore": (True, ("nll2", "systems", "group", "agree"), "select-v2", "zscore"),
+    "v3 (product --recipe v3)": (True, ("nll2", "systems", "group", "agree"), "select-v3", "raw"),
 }
 
 
@@ -225,8 +229,8 @@ def main() -> int:
                                              recipe=kind[len("select-"):])
             with _one_thread():
                 model = make_estimator(chosen, int(kt.sum()), args.seed).fit(Xt[kt][:, cols], sts_train[1][kt])
-                sts = f"{spearman(sts_dev[1][kd], model.predict(Xd[kd][:, cols])):.3f}"
-        print(f"{name:<26}{target:>7}{len(yk):>6}{spearman(yk, pred):>7.3f}{spearman(y_raw, pred):>8.3f}{folds:>13}"
+                sts = f"{spearman(sts_dev[1][kd], model.predict(Xd[kd][:, cols])):.4f}"
+        print(f"{name:<26}{target:>7}{len(yk):>6}{spearman(yk, pred):>7.3f}{spearman(y_raw, pred):>8.4f}{folds:>13}"
               + "".join(f"{r:>7.3f}" for r in per) + f"{sts:>11}", flush=True)
     return 0
 

@@ -26,7 +26,7 @@ from jobs.widgets import PROGRESS_JS, progress_bar
 
 from .aggregation import ESTIMATES
 from .models import Regressor, Release, ScoredResource
-from .regressor import RegressorError, regressor_train_check
+from .regressor import RECIPES, RegressorError, regressor_train_check
 from .regressor_job import KIND as TRAIN_KIND
 from .regressor_job import train_regressor_launch
 from .release_filters import FilterError, parse_filters
@@ -78,6 +78,9 @@ class TrainRegressorForm(forms.Form):
                                help_text="raw = mean similarity (ParaBank's); zscore = bias-corrected estimate")
     with_embeddings = forms.BooleanField(required=False, initial=True,
                                          help_text="sentence-embedding features (slower, more accurate)")
+    recipe = forms.ChoiceField(choices=[(r, r) for r in RECIPES], initial="base",
+                               help_text="base = lexical + embedding features; v2 and v3 add the group, NLL and "
+                                         "systems features (README 'Similarity regressor')")
     replace = forms.BooleanField(required=False, help_text="overwrite the regressor of that name")
 
     def clean(self):
@@ -87,7 +90,8 @@ class TrainRegressorForm(forms.Form):
         try:
             data["name"], _ = regressor_train_check(
                 campaign=data["campaign"].name, name=data["name"], test_fraction=data["test_fraction"],
-                replace=data["replace"], min_judgments=data["min_judgments"], target=data["target"])
+                replace=data["replace"], min_judgments=data["min_judgments"], target=data["target"],
+                recipe=data["recipe"])
         except RegressorError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
@@ -96,7 +100,8 @@ class TrainRegressorForm(forms.Form):
         d = self.cleaned_data
         return {"campaign": d["campaign"].name, "name": d["name"], "test_fraction": d["test_fraction"],
                 "seed": d["seed"], "with_embeddings": d["with_embeddings"], "replace": d["replace"],
-                "min_judgments": d["min_judgments"], "target": d["target"]}
+                "min_judgments": d["min_judgments"], "target": d["target"],
+                **({"recipe": d["recipe"]} if d["recipe"] != "base" else {})}  # as the command: base stays implicit
 
 
 class ScoreResourceForm(forms.Form):

@@ -108,13 +108,15 @@ def _by_length(tok, sources: list[str], todo: list[int]) -> list[int]:
 def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | None] | None = None, *, beam: int = 5,
            nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0, early_stopping=False,
            batch_size: int = 32, rerank_dissimilar: bool = False, references: list[str] | None = None,
-           stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None) -> list[DecodeResult]:
+           stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None,
+           fast_step: bool | None = None) -> list[DecodeResult]:
     """Decode ``sources`` (one constraint value per source, None = unconstrained). ``max_length`` counts the
     decoder start token, as in ``transformers``. Never returns an output violating its constraints.
     ``stats["steps"]``, if given, grows by the decoder steps run over all batches. ``cuda_graph``: replay each
     step's bookkeeping as a CUDA graph (default: on a GPU; see ``dba.beam_search``). ``shrink``: drop a
     batch's sentences from the model's inputs and the search as they finish (default: where no graph is
-    replayed)."""
+    replayed). ``fast_step``: run the decoder with the lean step of ``fast_step.py`` where the model is
+    supported (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1``: off / on anywhere; see ``dba.beam_search``)."""
     from . import rerank as _rr
 
     if constraints is None:
@@ -153,7 +155,7 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
                                     loaded.device)
         rows = beam_search(loaded, input_ids, am, beam=beam, max_length=max_length, length_penalty=length_penalty,
                            early_stopping=early_stopping, pos=pos, neg=neg, stats=stats, cuda_graph=cuda_graph,
-                           shrink=shrink)
+                           shrink=shrink, fast_step=fast_step)
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import fast_step as lean_step
 from .hf_compat import (FastProcessors, generation_config_for, logits_processors, pad_token_id, reorder_self_attention,
                         repeat_rows, select_rows)
 
@@ -164,7 +165,7 @@ _GRAPH_FAILURES: list[str] = []  # why a capture failed in this process (then st
 def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam: int, max_length: int,
                 length_penalty: float = 1.0, early_stopping: bool | str = False, pos: PositiveTables | None = None,
                 neg=None, stats: dict | None = None, cuda_graph: bool | None = None,
-                shrink: bool | None = None) -> list[list[tuple]]:
+                shrink: bool | None = None, fast_step: bool | None = None) -> list[list[tuple]]:
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
     score); at most ``beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``, if
     given, grows by the decoder steps run (so a benchmark can tell cost per step from output length), and
@@ -182,7 +183,13 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     hundred-odd tiny kernels whose launches cost far more than their work, and more with constraints than
     without: replayed, constraints cost almost nothing per step. The graph is captured at the second step
     of each call (the first runs eagerly and builds the per-layout tables), the last step runs eagerly,
-    and a capture that fails falls back to eager steps (recorded in ``_GRAPH_FAILURES``)."""
+    and a capture that fails falls back to eager steps (recorded in ``_GRAPH_FAILURES``).
+
+    ``fast_step`` (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1`` in the environment: off / on on any
+    device) runs the decoder's steps with ``fast_step.LeanDecoder`` where the model is one it reproduces
+    (Marian, BART): the same arithmetic as Hugging Face's decoder as plain functional calls on a static
+    key/value cache, without its per-module and cache-class overhead. Other models (T5, ...) run Hugging
+    Face's decoder."""
     model = loaded.model
     dev = loaded.device
     gen_cfg = generation_config_for(model, beam, max_length, length_penalty, early_stopping, dev)
@@ -196,22 +203,37 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     search = BeamSearch(loaded, gen_cfg, input_ids.shape[0], beam=beam, max_length=max_length,
                         length_penalty=length_penalty, early_stopping=early_stopping, pos=pos, neg=neg)
 
+    lean = None
+    if fast_step is None:
+        fast_step = lean_step.default_on(dev)
+    if fast_step:
+        lean = lean_step.for_model(model)
+
     enc = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
     # the first step once per sentence: every beam of a sentence starts from the same token, so its
     # logits and cache (the cross-attention keys and values of every layer included) are copied K times
-    out = model(encoder_outputs=enc, attention_mask=attention_mask, decoder_input_ids=search.seqs[::beam, :1],
-                use_cache=True, return_dict=True)
-    cache = out.past_key_values
-    repeat_rows(cache, beam)
-    first_logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1).repeat_interleave(beam, dim=0)
-    enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(beam, dim=0)
-    hyp_attention_mask = attention_mask.repeat_interleave(beam, dim=0)
+    if lean is not None:  # (the lean state keeps cross-attention per sentence: only self-attention is copied)
+        state = lean.start(enc.last_hidden_state, attention_mask, max_length)
+        first_logits = state.step(search.seqs[::beam, 0], 0)
+        state.repeat(beam)
+        cache = enc = hyp_attention_mask = None
+    else:
+        out = model(encoder_outputs=enc, attention_mask=attention_mask, decoder_input_ids=search.seqs[::beam, :1],
+                    use_cache=True, return_dict=True)
+        cache = out.past_key_values
+        repeat_rows(cache, beam)
+        first_logits = out.logits[:, -1, :]
+        enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(beam, dim=0)
+        hyp_attention_mask = attention_mask.repeat_interleave(beam, dim=0)
+    first_logp = torch.log_softmax(first_logits.float(), dim=-1).repeat_interleave(beam, dim=0)
     cur_len = 1
     sentence_steps = 0  # sentences decoded, summed over steps (less than B x steps when the batch shrinks)
     graph = logp_buf = None
     while True:
         if first_logp is not None:
             logp, first_logp = first_logp, None
+        elif lean is not None:
+            logp = torch.log_softmax(state.step(search.seqs[:, cur_len - 1], cur_len - 1).float(), dim=-1)
         else:
             out = model(encoder_outputs=enc, attention_mask=hyp_attention_mask,
                         decoder_input_ids=search.seqs[:, cur_len - 1:cur_len], past_key_values=cache, use_cache=True,
@@ -241,7 +263,12 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
             done = search.done_sentences()
             if bool(done.any()):  # (dropping at every chance measured no slower than waiting for several)
                 rows = search.keep(torch.nonzero(~done)[:, 0])
-        if rows is None:
+        if lean is not None:
+            if rows is None:
+                state.reorder(search.src_sel)
+            else:  # (rows are sentence-major, K per kept sentence: every K-th names its sentence)
+                state.select(search.src_sel, rows[::beam] // beam)
+        elif rows is None:
             reorder_self_attention(cache, search.src_sel)
         else:  # the kept sentences' rows only: the cache's self-attention half as the beams moved
             select_rows(cache, search.src_sel, rows)

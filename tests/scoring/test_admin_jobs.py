@@ -47,7 +47,7 @@ def bar_of(html: str) -> str:
 
 def train_form(of, **changes):
     return {"campaign": of.pk, "name": "admin-reg", "test_fraction": "0.2", "seed": "0", "min_judgments": "",
-            "target": "raw", **changes}  # with_embeddings unticked (an unticked box is absent from a POST)
+            "target": "raw", "recipe": "base", **changes}  # with_embeddings unticked (an unticked box is absent from a POST)
 
 
 def test_the_whole_path_from_the_admin(boss, campaign):
@@ -115,6 +115,7 @@ def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign):
         (train_form(campaign, seed="99999999999999999999"), "less than or equal to"),
         (train_form(campaign, min_judgments="-2"), "greater than or equal to 0"),
         (train_form(campaign, target="median"), "Select a valid choice"),
+        (train_form(campaign, recipe="v9"), "Select a valid choice"),
     ]
     for data, message in cases:
         response = boss.post(TRAIN, data)
@@ -128,6 +129,8 @@ def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign):
     response = boss.post(TRAIN, train_form(campaign))
     first = Job.objects.get()
     assert response.status_code == 200 and f"already being trained in job {first.pk}" in response.content.decode()
+    assert boss.post(TRAIN, train_form(campaign, name="with-v3", recipe="v3")).status_code == 302
+    assert Job.objects.latest("pk").params["train"]["recipe"] == "v3" and "recipe" not in first.params["train"]
 
     resource = build_resource()
     empty = build_resource(name="empty", shards=[])

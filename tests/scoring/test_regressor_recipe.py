@@ -1,4 +1,4 @@
-"""``train_regressor --recipe v2`` (issue 17): the optional feature families, the systems a judged
+"""``train_regressor --recipe v2`` and ``v3`` (issue 17): the optional feature families, the systems a judged
 candidate came from, the signature naming the recipe, and score_pairs' optional constraints column."""
 import io
 import json
@@ -144,6 +144,21 @@ def test_train_regressor_recipe_v2_is_recorded_and_predicts(campaign):
     assert "|feats:lex28|" in default["signature"] and "ridge_cv" not in Regressor.objects.get(name="base").signature["cv_spearman"]
     with pytest.raises(CommandError, match="invalid choice: 'v9'"):
         train("synthetic", "--name", "x", "--recipe", "v9")
+
+
+def test_train_regressor_recipe_v3_adds_the_svr_and_the_mean_of_three(campaign):
+    result = train("synthetic", "--name", "v3", "--recipe", "v3", "--seed", "1", "--no-embeddings")
+    assert result["spearman_test"] > 0.5
+    sig = Regressor.objects.get(name="v3").signature
+    assert sig["recipe"] == "v3" and sig["families"] == ["nll2", "systems", "group", "agree"]
+    assert set(sig["cv_spearman"]) == {"hist_gradient_boosting", "gradient_boosting", "ridge", "ridge_cv",
+                                     "ridge_cv+gradient_boosting", "svr", "ridge_cv+gradient_boosting+svr"}
+    assert "|feats:lex28+nll2+systems+group+agree|" in result["signature"]  # (agree: no columns without embeddings)
+    fitted = regressor_load("v3")
+    ref = "River mountain teacher window garden yellow quickly market."
+    scores = fitted.predict([{"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz."},
+                             {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz market."}])
+    assert 0 <= scores[1] < scores[0] <= 100
 
 
 class Recorder:
