@@ -3,7 +3,9 @@
 Scores the same pairs three times in one run, on ONE core (torch and tokenizers limited to one thread):
 lexical features only (the baseline), lexical features + the all-MiniLM-L6-v2 cosine (the default
 recipe), and those + the ``train_regressor --recipe v2`` families, each followed by a fitted
-300-iteration HistGradientBoostingRegressor's predict. Prints pairs/second/core of each, their ratios,
+300-iteration HistGradientBoostingRegressor's predict; then the v2 features again with recipe v3's
+estimator (the mean of the tuned ridge, the gradient boosting and the RBF-kernel SVR, fitted on 4,000 rows,
+about ParaBank's judged candidates, so that the SVR keeps a campaign's number of support vectors). Prints pairs/second/core of each, their ratios,
 and the wall time of a 300M-pair resource on N single-core workers (N = 1, 8, 64).
 
 Pairs: STS-B dev sentence pairs when the file exists (a realistic length mix), else seeded random
@@ -111,8 +113,22 @@ def main() -> int:
     lex_p, _ = timed(models["lexical"].predict, np.nan_to_num(lex))
     emb_p, _ = timed(models["embedding"].predict, np.nan_to_num(emb))
     v2_p, _ = timed(models["v2"].predict, np.nan_to_num(v2))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")  # scoring.regressor's models
+    import django
+
+    django.setup()
+    from scoring.regressor import _estimators  # v3's estimator exactly as train_regressor builds it
+
+    keep = ~np.isnan(v2).any(axis=1)
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, int(keep.sum()), 4000)  # a campaign-sized training set (jittered copies)
+    X_fit = v2[keep][rows] * (1 + 0.05 * rng.standard_normal((4000, v2.shape[1])))
+    y_fit = y[keep][rows] + rng.normal(0, 5, 4000)
+    v3_model = _estimators(4000, 0, recipe="v3")["ridge_cv+gradient_boosting+svr"].fit(X_fit, y_fit)
+    v3_p, _ = timed(v3_model.predict, np.nan_to_num(v2))
     n = len(pairs)
     rate_lex, rate_emb, rate_v2 = n / (lex_s + lex_p), n / (emb_s + emb_p), n / (v2_s + v2_p)
+    rate_v3 = n / (v2_s + v3_p)
 
     print(f"pairs: {n} ({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, "
           f"{args.per_reference} paraphrase(s) per reference), batch {args.batch}, 1 thread; "
@@ -123,10 +139,14 @@ def main() -> int:
     print(f"{'lexical (baseline)':<22}{rate_lex:>14,.0f}{lex_s:>12.2f}{lex_p:>11.3f}")
     print(f"{'lexical + embedding':<22}{rate_emb:>14,.0f}{emb_s:>12.2f}{emb_p:>11.3f}")
     print(f"{'+ recipe v2 families':<22}{rate_v2:>14,.0f}{v2_s:>12.2f}{v2_p:>11.3f}")
+    print(f"{'  with v3 estimator':<22}{rate_v3:>14,.0f}{v2_s:>12.2f}{v3_p:>11.3f}")
     print(f"ratio embedding/baseline time per pair: {rate_lex / rate_emb:.1f}x slower "
           f"(throughput ratio {rate_emb / rate_lex:.3f})")
     print(f"ratio recipe v2/embedding (the default) throughput: {rate_v2 / rate_emb:.3f} "
           f"({rate_emb / rate_v2:.2f}x the time per pair)")
+    print(f"ratio recipe v3/embedding (the default) throughput: {rate_v3 / rate_emb:.3f} "
+          f"({rate_emb / rate_v3:.2f}x the time per pair; SVR support vectors: "
+          f"{len(v3_model.named_estimators_['svr'][-1].support_)})")
     print(f"\n{RESOURCE_PAIRS:,} pairs on N single-core workers (wall time, no I/O):")
     print(f"{'N':>4}{'lexical':>14}{'+ embedding':>16}")
     for workers in WORKERS:
