@@ -93,29 +93,38 @@ class PositiveState:
         # the token that starts each phrase (PAD elsewhere): one comparison finds the phrases a token starts
         self.first_tok = torch.where(tables.first, tables.C, torch.full_like(tables.C, PAD))
         self.n_valid = tables.valid.sum(1)
-        self.token_cols = torch.nonzero((tables.C >= 0).any(0))[:, 0]
+        self.C_flat, self.pstart_flat, self.last_flat = tables.C.view(-1), tables.pstart.view(-1), tables.last.view(-1)
+        # each phrase's first element and its token, phrases in order ([B, P], P the most phrases of a
+        # sentence; a padding phrase's token is PAD): the extra candidates are per phrase, not per element
+        n_phr = max(1, int(tables.first.sum(1).max()))
+        fpos = torch.sort((~tables.first).to(torch.int8), dim=1, stable=True)[1][:, :n_phr]
+        self.phrase_first = fpos
+        self.phrase_tok = tables.C.gather(1, fpos).masked_fill(~tables.first.gather(1, fpos), PAD)
         self._by_len: dict[int, dict[str, torch.Tensor]] = {}
         self.done = self.finish_ok(self.met, self.cur, bidx)
 
     def advance(self, src, tok, bidx):
         t = self.t
+        rows = self._rows(bidx)
+        base = rows["base"]  # (the tables' rows read through flat indices: one index, not two)
         met = self.met[src]  # (advanced indexing: a copy)
         cur = self.cur[src]
         idx = self.idx
         in_prog = cur >= 0
         nxt = (cur + 1).clamp(max=t.T - 1)
-        nxt_tok = t.C[bidx, nxt]
+        nxt_tok = self.C_flat[base + nxt]
         match = in_prog & ((nxt_tok == tok) | ((nxt_tok == BOUNDARY) & self.boundary[tok]))
-        undo = in_prog & ~match
-        ps = t.pstart[bidx, cur.clamp(min=0)]
-        met &= ~(undo[:, None] & (idx >= ps[:, None]) & (idx <= cur[:, None]))
-        met |= match[:, None] & (idx == nxt[:, None])
-        is_last = t.last[bidx, nxt]
+        undo = in_prog > match  # (bools: a > b is a & ~b, in one pass)
+        ps = self.pstart_flat[base + cur.clamp(min=0)]
+        met.masked_fill_(undo[:, None] & (idx >= ps[:, None]) & (idx <= cur[:, None]), False)
+        # (one element per row set: read, or, written back, instead of a [rows, T] mask)
+        met.scatter_(1, nxt[:, None], met.gather(1, nxt[:, None]) | match[:, None])
+        is_last = self.last_flat[base + nxt]
         new_cur = nxt.masked_fill(~match | is_last, -1)
-        starts = (self._rows(bidx)["first_tok"] == tok[:, None]) & ~met
-        any_s = starts.any(1) & (~match | is_last)
-        j = starts.to(torch.int8).argmax(1)
-        met |= any_s[:, None] & (idx == j[:, None])
+        # the first phrase this token starts (max's index: the first maximum, 0 where none)
+        any_s, j = ((rows["first_tok"] == tok[:, None]) > met).to(torch.int8).max(1)
+        any_s = (any_s > 0) & (~match | is_last)
+        met.scatter_(1, j[:, None], met.gather(1, j[:, None]) | any_s[:, None])
         new_cur = torch.where(any_s, j, new_cur)
         return met, new_cur
 
@@ -124,20 +133,24 @@ class PositiveState:
         rows' counts of met elements, if known. (For the current hypotheses this is ``self.done``, kept
         from the step that chose them: EOS, a boundary, may end a hypothesis exactly when this holds.)"""
         t = self.t
-        n = self._rows(bidx)["n_valid"] - (met.sum(1) if n_met is None else n_met)
+        rows = self._rows(bidx)
+        n = rows["n_valid"] - (met.sum(1) if n_met is None else n_met)
         nxt = (cur + 1).clamp(max=t.T - 1)
-        pending = (cur >= 0) & (t.C[bidx, nxt] == BOUNDARY) & ~met.gather(1, nxt[:, None])[:, 0]
+        pending = ((cur >= 0) & (self.C_flat[rows["base"] + nxt] == BOUNDARY)) > met.gather(1, nxt[:, None])[:, 0]
         return (n == 0) | ((n == 1) & pending)
 
     def next_tokens(self):
-        """[H, T'] token ids of every unmet constraint's next token (PAD where none), over the T' elements
-        that are a token in some sentence of the batch (boundary elements are never a next token: with
-        one-word phrases that halves the extra candidates)."""
-        cols = self.token_cols
+        """[H, P] token ids of every unmet constraint's next token (PAD where none): per phrase the token
+        that starts it while it is unmet and no phrase is in progress, and in the first column the next
+        token of the phrase in progress (none when a boundary element is next). Over phrases rather than
+        elements: a hypothesis has at most P such tokens, and the valid ones keep their order (phrase
+        order is element order)."""
         rows = self._rows(self.bidx)
-        want = torch.where((self.cur >= 0)[:, None], cols[None, :] == (self.cur + 1)[:, None],
-                           rows["first_tokens"] & ~self.met[:, cols])
-        return rows["C_tokens"].masked_fill(~want, PAD)
+        in_prog = (self.cur >= 0)[:, None]
+        nt = rows["phrase_tok"].masked_fill(self.met.gather(1, rows["phrase_first"]) | in_prog, PAD)
+        nxt = self.t.C[self.bidx, (self.cur + 1).clamp(max=self.t.T - 1)][:, None]     # [H, 1]
+        first = torch.where(in_prog, nxt.masked_fill(nxt < 0, PAD), nt[:, :1])
+        return torch.cat([first, nt[:, 1:]], 1)
 
     def keep_rows(self, rows: torch.Tensor, bidx: torch.Tensor) -> None:
         """Keep hypotheses ``rows`` only, now of sentences ``bidx`` (``BeamSearch.keep``)."""
@@ -150,11 +163,9 @@ class PositiveState:
         sentence-major and fixed in length, so the length identifies the layout)."""
         rows = self._by_len.get(len(bidx))
         if rows is None:
-            C_tokens = self.t.C[:, self.token_cols][bidx]
             rows = self._by_len[len(bidx)] = {
-                "first_tok": self.first_tok[bidx], "n_valid": self.n_valid[bidx],
-                "first_tokens": self.t.first[:, self.token_cols][bidx],
-                "C_tokens": C_tokens.masked_fill(C_tokens < 0, PAD)}  # boundary elements are no next token
+                "first_tok": self.first_tok[bidx], "n_valid": self.n_valid[bidx], "base": bidx * self.t.T,
+                "phrase_first": self.phrase_first[bidx], "phrase_tok": self.phrase_tok[bidx]}
         return rows
 
 
@@ -358,7 +369,10 @@ class BeamSearch:
         # 1 / len ** length_penalty per length, as float32 (what a GPU divides by a Python number with)
         self.inv_len = 1.0 / torch.tensor([max(n, 1) ** length_penalty for n in range(max_length + 1)], device=dev)
         self.never = early_stopping == "never" and length_penalty > 0.0
+        self.boundary = boundary                                                  # [V] bool
         self.boundary_bias = torch.zeros(self.V, device=dev).masked_fill(~boundary, float("-inf"))  # [V] 0 / -inf
+        # the CPU's exact argmax / top-k through block maxima (a GPU's own kernels are fast: not there)
+        self._blocks = _RowBlocks(self.V, dev) if dev.type == "cpu" else None
         self.hyp_in_beam = torch.arange(H, device=dev)[:, None] % K              # [H, 1]
         self.sentence_base = torch.arange(B, device=dev)[:, None]                 # [B, 1] row position
         self._store: dict[str, torch.Tensor] | None = None  # finished slots of every sentence, once any is dropped
@@ -391,18 +405,38 @@ class BeamSearch:
         each hypothesis' best token, its best word-boundary token and every unmet constraint's next token
         (E extras per hypothesis), each (hypothesis, token) pair once."""
         B, K, V = self.B, self.K, self.V
-        acc = logp + self.run_scores.view(self.H, 1)                                # [H, V]
-        top_s, top_i = torch.topk(acc.view(B, K * V), 2 * K, dim=1)                 # [B, 2K]
+        blk = self._blocks
+        run = self.run_scores.view(self.H, 1)
+        top = None
+        if blk is not None:  # (CPU: exactly what the [H, V] passes below give, from the blocks' maxima)
+            bmax = blk.maxima(logp) if self.constrained or logp.numel() >= blk.TOPK_MIN else None
+            if logp.numel() >= blk.TOPK_MIN:
+                top = blk.group_topk(logp, bmax, self.run_scores, 2 * K)
+        if top is None:
+            acc = logp + run                                                        # [H, V]
+            top = torch.topk(acc.view(B, K * V), 2 * K, dim=1)                      # [B, 2K]
+        top_s, top_i = top
         if self.constrained:
-            # (acc's row order is logp's: one score added per row; adding 0 / -inf is the masked_fill it
-            # replaces bit for bit, in one [H, V] pass instead of a copy and a fill)
-            extra_tok = [logp.argmax(1)[:, None], (logp + self.boundary_bias).argmax(1)[:, None]]
+            if blk is not None:
+                best = blk.argmax(logp, bmax)
+                best_b = best.clone()
+                # a row's best token is its best boundary token when it is one (the first maximum of the row
+                # is then the first maximum among boundary tokens); the other rows are searched again
+                again = torch.nonzero(~self.boundary[best])[:, 0]
+                if again.numel():
+                    best_b[again] = blk.argmax(logp.index_select(0, again) + self.boundary_bias)
+                extra_tok = [best[:, None], best_b[:, None]]
+            else:
+                # (adding 0 / -inf is the masked_fill it replaces bit for bit, in one [H, V] pass instead
+                # of a copy and a fill)
+                extra_tok = [logp.argmax(1)[:, None], (logp + self.boundary_bias).argmax(1)[:, None]]
             if self.ps is not None:
                 extra_tok.append(self.ps.next_tokens())
             et = torch.cat(extra_tok, 1)                                            # [H, E]
             valid_e = et >= 0
             et_c = et.clamp(min=0)
-            es = acc.gather(1, et_c).masked_fill(~valid_e, float("-inf"))
+            # (logp + run gathered: acc's very sums, one per extra instead of one per (hypothesis, token))
+            es = (logp.gather(1, et_c) + run).masked_fill(~valid_e, float("-inf"))
             ei = (self.hyp_in_beam * V + et_c).view(B, -1)                         # [B, K * E]
             cand_i = torch.cat([top_i, ei], 1)
             cand_s = torch.cat([top_s, es.view(B, -1)], 1)
@@ -462,8 +496,11 @@ class BeamSearch:
             return s_ord
         b_sorted = cons.bank.gather(1, s_ord)
         n_banks = int(self.pos.T + 1)
-        in_bank = b_sorted[:, :, None] == torch.arange(n_banks, device=self.dev)   # (one_hot without its checks)
-        rank = (in_bank.cumsum(1) * in_bank).sum(2) - 1                           # [B, N] rank within its bank
+        # rank within its bank: sorted by (bank, position) each bank is a run; rank = position in the run
+        pos = torch.arange(N, device=self.dev)
+        g_sorted, g_ord = torch.sort(b_sorted * N + pos, dim=1)                     # (distinct keys)
+        start = torch.searchsorted(g_sorted, g_sorted - g_sorted % N)              # each run's first position
+        rank = torch.empty_like(g_ord).scatter_(1, g_ord, pos - start)             # [B, N]
         fin_sorted = torch.isfinite(s_sorted) & (s_sorted > NEG / 2)
         key = rank * n_banks + (n_banks - 1 - b_sorted)
         key = torch.where(fin_sorted, key, key + 10 ** 9 + rank)
@@ -613,6 +650,81 @@ class BeamSearch:
                 rows.append((fseqs[b][k][1:1 + lens[b][k]], raw[b][k], scores[b][k]))
             results.append(rows)
         return results
+
+
+class _RowBlocks:
+    """Row-wise argmax and a group's top k over [rows, V] scores, exactly as ``argmax`` / ``topk`` return
+    them, from the maxima of blocks of ``BS`` columns. On the CPU ``argmax`` and ``topk`` of a [H, V]
+    tensor compare element by element (about 1 ms each for 160 x 8000 at one thread) while ``amax`` over
+    blocks is vectorised (a tenth of that); only the few blocks that hold the winners are read again.
+
+    * argmax: the first block whose maximum is the row's holds the row's first maximum (earlier blocks
+      hold only smaller values), which is that block's first maximum (NaN, the maximum of both, alike);
+    * top k of a group of rows (each row plus its own constant): the k + 1 blocks of the highest maxima
+      hold the group's k + 1 highest values (every block whose maximum beats the (k + 1)-th value is
+      among them, and each other one chosen holds that value), so the top k + 1 of those blocks'
+      elements are the group's top k + 1 values. Where these are strictly decreasing, the top k is the
+      only possible answer, hence ``topk``'s; where two are equal (ties: ``topk``'s order among equal
+      values is its own), the caller falls back to ``topk`` over the whole group."""
+
+    BS = 64  # (a multiple of the vector width: amax over 64-column blocks ran 4x faster than over 80 or 125)
+    # group_topk's dozen small ops cost more than one topk below this many scores (measured: 40k-80k
+    # break-even at 1 thread, 80k-160k at 2; at 1.28M, 160 x 8000, it takes a fifth of topk's time)
+    TOPK_MIN = 1 << 17
+
+    def __init__(self, V: int, dev):
+        self.V = V
+        self.bs = min(self.BS, V)
+        self.nb = V // self.bs               # whole blocks per row
+        self.tail = V - self.nb * self.bs    # columns in a last, shorter block
+        self.nbt = self.nb + (1 if self.tail else 0)
+        self.ar = torch.arange(self.bs, device=dev)
+
+    def maxima(self, x: torch.Tensor) -> torch.Tensor:
+        """[R, nbt]: each block's maximum of ``x`` [R, V]."""
+        n = self.nb * self.bs
+        m = x[:, :n].unflatten(1, (self.nb, self.bs)).amax(2)
+        if self.tail:
+            m = torch.cat([m, x[:, n:].amax(1, keepdim=True)], 1)
+        return m
+
+    def _cols(self, j: torch.Tensor) -> torch.Tensor:
+        """Block ids [...] -> their columns [..., bs] (a short last block's missing ones clamped to V - 1)."""
+        c = j[..., None] * self.bs + self.ar
+        return c.clamp_(max=self.V - 1) if self.tail else c
+
+    def argmax(self, x: torch.Tensor, bmax: torch.Tensor | None = None) -> torch.Tensor:
+        """``x.argmax(1)`` ([R, V] -> [R]): the first maximum's column. (A clamped column repeats V - 1
+        after its own position: argmax returns that first position.)"""
+        if bmax is None:
+            bmax = self.maxima(x)
+        c = self._cols(bmax.argmax(1))                                           # [R, bs]
+        return c.gather(1, x.gather(1, c).argmax(1, keepdim=True))[:, 0]
+
+    def group_topk(self, x: torch.Tensor, bmax: torch.Tensor, add: torch.Tensor, k: int):
+        """``torch.topk((x + add.view(-1, 1)).view(G, -1), k, dim=1)`` for ``x`` [G * R, V], ``add`` [G, R]
+        (values and flat indices), or None where the answer needs ``topk``'s own order among ties (the
+        check reads one bool: CPU only)."""
+        G, R = add.shape
+        V, bs, nbt = self.V, self.bs, self.nbt
+        m = k + 1
+        if R * nbt < m:
+            return None
+        # (block maxima of x + c are those of x plus c: rounding is monotonic)
+        q = torch.topk((bmax + add.view(-1, 1)).view(G, R * nbt), m, dim=1)[1]   # [G, m] best blocks
+        row = torch.div(q, nbt, rounding_mode="floor")
+        c = (q - row * nbt)[:, :, None] * bs + self.ar                            # [G, m, bs] columns
+        pad = c >= V if self.tail else None
+        if pad is not None:
+            c = c.clamp(max=V - 1)
+        flat = (row[:, :, None] * V + c).view(G, -1)
+        vals = x.view(G, R * V).gather(1, flat).view(G, m, bs) + add.gather(1, row)[:, :, None]
+        if pad is not None:  # a clamped column is a copy: -inf (then below every real value, or a tie)
+            vals.masked_fill_(pad, float("-inf"))
+        s, pos = torch.topk(vals.view(G, -1), m, dim=1)
+        if not bool((s[:, :-1] > s[:, 1:]).all()):
+            return None
+        return s[:, :k], flat.gather(1, pos[:, :k])
 
 
 def _graphs_supported(dev) -> bool:

@@ -255,6 +255,7 @@ class LeanState:
                 self.cross_bias = None
         self.capacity = min(max_length, 16)
         self.kv = torch.zeros(2 * lean.n_layers, B, h, self.capacity, hd, dtype=enc.dtype, device=enc.device)
+        self._spare: torch.Tensor | None = None  # the previous step's cache, reused by _take_rows
         self.sentences = B
 
     @property
@@ -265,14 +266,26 @@ class LeanState:
         """Each row ``times`` times in a row (the first step ran once per sentence)."""
         self.kv = self.kv.repeat_interleave(times, dim=1)
 
+    def _take_rows(self, rows: torch.Tensor) -> None:
+        """``kv = kv[:, rows]`` into the spare buffer of the previous step (then the old one is the spare): a
+        fresh result of this size (tens of MB) costs page faults on every step, and a 3-D view copies in
+        longer runs than the 5-D tensor (measured 3-7x faster at 160 rows)."""
+        src = self.kv
+        shape = (src.shape[0], len(rows), *src.shape[2:])
+        spare = self._spare
+        if spare is None or spare.shape != shape:
+            spare = src.new_empty(shape)
+        torch.index_select(src.view(shape[0], src.shape[1], -1), 1, rows, out=spare.view(shape[0], shape[1], -1))
+        self._spare, self.kv = src, spare
+
     def reorder(self, rows: torch.Tensor) -> None:
         """The self-attention cache for the hypotheses' new source ``rows`` (the beams' moves)."""
-        self.kv = self.kv.index_select(1, rows)
+        self._take_rows(rows)
 
     def select(self, self_rows: torch.Tensor, kept_sentences: torch.Tensor) -> None:
         """Keep some sentences only: the self-attention cache takes ``self_rows`` (beams' moves folded in),
         the cross-attention keys, values and bias the ``kept_sentences`` (positions in the current layout)."""
-        self.kv = self.kv.index_select(1, self_rows)
+        self._take_rows(self_rows)
         self.cross_kT = self.cross_kT.index_select(1, kept_sentences)
         self.cross_v = self.cross_v.index_select(1, kept_sentences)
         if self.cross_bias is not None:

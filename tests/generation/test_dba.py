@@ -102,3 +102,53 @@ def test_unsatisfiable_reported(tiny_marian):
     ], beam=3, nbest=1, max_length=6)
     assert [r.unsatisfiable for r in res] == [True, True, True]
     assert all(r.reason and r.outputs == [] for r in res)
+
+
+@pytest.mark.parametrize("V", [8000, 300, 70, 64, 5])
+def test_row_blocks_are_argmax_and_topk(V):
+    """The CPU's block-maxima argmax / group top-k return exactly what torch's return: ties (first maximum),
+    -inf rows, a short last block; a top-k whose answer depends on topk's order among ties is refused."""
+    from generation.decoding.dba import _RowBlocks
+
+    g = torch.Generator().manual_seed(V)
+    blk = _RowBlocks(V, torch.device("cpu"))
+    x = torch.randn(24, V, generator=g).round(decimals=1)                 # many ties
+    x[3] = float("-inf")
+    x[4, : V // 2] = float("-inf")
+    x[5, -1] = 9.0                                                         # the maximum in the last block
+    x[6, 0] = x[6, -1] = 9.0                                               # first of two maxima
+    assert torch.equal(blk.argmax(x), x.argmax(1))
+    assert torch.equal(blk.argmax(x[7:9]), x[7:9].argmax(1))
+    K = 3
+    y = torch.randn(8 * K, V, generator=g)                                 # no ties
+    add = torch.randn(8, K, generator=g) * 10
+    ref = torch.topk((y + add.view(-1, 1)).view(8, -1), 2 * K, dim=1)
+    got = blk.group_topk(y, blk.maxima(y), add, 2 * K)
+    if got is None:  # only too few blocks may refuse untied values
+        assert K * blk.nbt < 2 * K + 1
+    else:
+        assert torch.equal(got[0], ref.values) and torch.equal(got[1], ref.indices)
+    y[:K] = 0.0                                                            # a whole group of ties
+    assert blk.group_topk(y, blk.maxima(y), add, 2 * K) is None
+
+
+@pytest.mark.parametrize("beam", [1, 3, 5])
+def test_cpu_block_path_equals_generic_path(tiny_marian, monkeypatch, beam):
+    """The CPU's block-maxima candidates (``_RowBlocks``) choose and score exactly what the generic [H, V]
+    passes (a GPU's path) do: same n-best tokens and scores, bit for bit."""
+    from generation.decoding import dba
+
+    rnd = random.Random(beam)
+    sources = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(3, 9))) for _ in range(6)]
+    cons = [None, {"positive": [["the"], ["cat"]]}, {"negative": [["a"], ["of"]]},
+            {"positive": [["today"]], "negative": [["often"]], "bos_avoid": [["a"]]}, {"positive": [["a", "b"]]},
+            {"bos_avoid": [["the"]]}]
+
+    def run():
+        res = decode(tiny_marian, sources, cons, beam=beam, nbest=beam, max_length=16, batch_size=4)
+        return [(r.unsatisfiable, [(o["tokens"], o["score"]) for o in r.outputs]) for r in res]
+
+    monkeypatch.setattr(dba._RowBlocks, "TOPK_MIN", 0)  # (the tiny model's scores are below it)
+    fast = run()
+    monkeypatch.setattr(dba, "_RowBlocks", lambda V, dev: None)
+    assert run() == fast
