@@ -119,7 +119,7 @@ def columns(names: list[str], *, embeddings: bool, families: tuple[str, ...]) ->
 def make_estimator(kind: str, n: int, seed: int = 0):
     from scoring.regressor import _estimators
 
-    return _estimators(n, seed, recipe="v3")[kind]  # v3's set: the base set plus ridge_cv, svr and the means
+    return _estimators(n, seed, recipe="v3")[kind]  # v3's (= v4's) set: the base set plus ridge_cv, svr and the means
 
 
 def grouped_cv(X, y, groups, kind: str, *, seed: int = 0):
@@ -175,6 +175,10 @@ RECIPES = {
     "v2 (product --recipe v2)": (True, ("nll2", "systems", "group", "agree"), "select-v2", "raw"),
     "v2 --target zscore": (True, ("nll2", "systems", "group", "agree"), "select-v2", "zscore"),
     "v3 (product --recipe v3)": (True, ("nll2", "systems", "group", "agree"), "select-v3", "raw"),
+    "+sts-ridge": (True, ("sts",), "ridge", "raw"),
+    "v4-ridge_cv": (True, ("nll2", "systems", "group", "agree", "sts"), "ridge_cv", "raw"),
+    "v4-vote3": (True, ("nll2", "systems", "group", "agree", "sts"), "ridge_cv+gradient_boosting+svr", "raw"),
+    "v4 (product --recipe v4)": (True, ("nll2", "systems", "group", "agree", "sts"), "select-v4", "raw"),
 }
 
 

@@ -5,7 +5,9 @@ lexical features only (the baseline), lexical features + the all-MiniLM-L6-v2 co
 recipe), and those + the ``train_regressor --recipe v2`` families, each followed by a fitted
 300-iteration HistGradientBoostingRegressor's predict; then the v2 features again with recipe v3's
 estimator (the mean of the tuned ridge, the gradient boosting and the RBF-kernel SVR, fitted on 4,000 rows,
-about ParaBank's judged candidates, so that the SVR keeps a campaign's number of support vectors). Prints pairs/second/core of each, their ratios,
+about ParaBank's judged candidates, so that the SVR keeps a campaign's number of support vectors); and
+recipe v4's features (v3's plus those of the encoder's STS-tuned top two layers, run on the same pass
+through the bottom four) with that estimator. Prints pairs/second/core of each, their ratios,
 and the wall time of a 300M-pair resource on N single-core workers (N = 1, 8, 64).
 
 Pairs: STS-B dev sentence pairs when the file exists (a realistic length mix), else seeded random
@@ -85,11 +87,15 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")  # scoring.regressor's models
+    import django
+
+    django.setup()
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     from scoring.embeddings import encoder
-    from scoring.features import FAMILIES, LEXICAL_FEATURES, pair_features
-
+    from scoring.features import LEXICAL_FEATURES, pair_features
+    from scoring.regressor import RECIPES, _estimators  # the recipes' estimators exactly as train_regressor builds them
 
     pairs = load_pairs(args.pairs, args.per_reference)
     load_s, _ = timed(encoder)
@@ -104,7 +110,8 @@ def main() -> int:
 
     lex_s, lex = timed(run, False)
     emb_s, emb = timed(run, True)
-    v2_s, v2 = timed(run, True, FAMILIES)  # recipe v2 = every optional family
+    v2_s, v2 = timed(run, True, RECIPES["v2"])
+    v4_s, v4 = timed(run, True, RECIPES["v4"])
     y = np.nan_to_num(lex[:, LEXICAL_FEATURES.index("bleu")])  # any target: only predict time matters
     models = {}
     for name, X in (("lexical", lex), ("embedding", emb), ("v2", v2)):
@@ -113,33 +120,33 @@ def main() -> int:
     lex_p, _ = timed(models["lexical"].predict, np.nan_to_num(lex))
     emb_p, _ = timed(models["embedding"].predict, np.nan_to_num(emb))
     v2_p, _ = timed(models["v2"].predict, np.nan_to_num(v2))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")  # scoring.regressor's models
-    import django
 
-    django.setup()
-    from scoring.regressor import _estimators  # v3's estimator exactly as train_regressor builds it
+    def mean_of_three(X, recipe: str):
+        keep = ~np.isnan(X).any(axis=1)
+        rng = np.random.default_rng(0)
+        rows = rng.integers(0, int(keep.sum()), 4000)  # a campaign-sized training set (jittered copies)
+        X_fit = X[keep][rows] * (1 + 0.05 * rng.standard_normal((4000, X.shape[1])))
+        y_fit = y[keep][rows] + rng.normal(0, 5, 4000)
+        return _estimators(4000, 0, recipe=recipe)["ridge_cv+gradient_boosting+svr"].fit(X_fit, y_fit)
 
-    keep = ~np.isnan(v2).any(axis=1)
-    rng = np.random.default_rng(0)
-    rows = rng.integers(0, int(keep.sum()), 4000)  # a campaign-sized training set (jittered copies)
-    X_fit = v2[keep][rows] * (1 + 0.05 * rng.standard_normal((4000, v2.shape[1])))
-    y_fit = y[keep][rows] + rng.normal(0, 5, 4000)
-    v3_model = _estimators(4000, 0, recipe="v3")["ridge_cv+gradient_boosting+svr"].fit(X_fit, y_fit)
+    v3_model, v4_model = mean_of_three(v2, "v3"), mean_of_three(v4, "v4")
     v3_p, _ = timed(v3_model.predict, np.nan_to_num(v2))
+    v4_p, _ = timed(v4_model.predict, np.nan_to_num(v4))
     n = len(pairs)
     rate_lex, rate_emb, rate_v2 = n / (lex_s + lex_p), n / (emb_s + emb_p), n / (v2_s + v2_p)
-    rate_v3 = n / (v2_s + v3_p)
+    rate_v3, rate_v4 = n / (v2_s + v3_p), n / (v4_s + v4_p)
 
     print(f"pairs: {n} ({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, "
           f"{args.per_reference} paraphrase(s) per reference), batch {args.batch}, 1 thread; "
           f"encoder load {load_s:.1f} s (once per worker process)")
     print("times are CPU seconds of this one-thread process (= core seconds, robust to a busy machine); "
-          f"wall seconds of the three runs: {sum(list(WALL.values())[1:]):.1f}")
+          f"wall seconds of the four runs: {sum(list(WALL.values())[1:5]):.1f}")
     print(f"{'features':<22}{'pairs/s/core':>14}{'features s':>12}{'predict s':>11}")
     print(f"{'lexical (baseline)':<22}{rate_lex:>14,.0f}{lex_s:>12.2f}{lex_p:>11.3f}")
     print(f"{'lexical + embedding':<22}{rate_emb:>14,.0f}{emb_s:>12.2f}{emb_p:>11.3f}")
     print(f"{'+ recipe v2 families':<22}{rate_v2:>14,.0f}{v2_s:>12.2f}{v2_p:>11.3f}")
     print(f"{'  with v3 estimator':<22}{rate_v3:>14,.0f}{v2_s:>12.2f}{v3_p:>11.3f}")
+    print(f"{'recipe v4 (+ sts head)':<22}{rate_v4:>14,.0f}{v4_s:>12.2f}{v4_p:>11.3f}")
     print(f"ratio embedding/baseline time per pair: {rate_lex / rate_emb:.1f}x slower "
           f"(throughput ratio {rate_emb / rate_lex:.3f})")
     print(f"ratio recipe v2/embedding (the default) throughput: {rate_v2 / rate_emb:.3f} "
@@ -147,6 +154,9 @@ def main() -> int:
     print(f"ratio recipe v3/embedding (the default) throughput: {rate_v3 / rate_emb:.3f} "
           f"({rate_emb / rate_v3:.2f}x the time per pair; SVR support vectors: "
           f"{len(v3_model.named_estimators_['svr'][-1].support_)})")
+    print(f"ratio recipe v4/embedding (the default) throughput: {rate_v4 / rate_emb:.3f} "
+          f"({rate_emb / rate_v4:.2f}x the time per pair; SVR support vectors: "
+          f"{len(v4_model.named_estimators_['svr'][-1].support_)})")
     print(f"\n{RESOURCE_PAIRS:,} pairs on N single-core workers (wall time, no I/O):")
     print(f"{'N':>4}{'lexical':>14}{'+ embedding':>16}")
     for workers in WORKERS:

@@ -80,7 +80,8 @@ class TrainRegressorForm(forms.Form):
                                          help_text="sentence-embedding features (slower, more accurate)")
     recipe = forms.ChoiceField(choices=[(r, r) for r in RECIPES], initial="base",
                                help_text="base = lexical + embedding features; v2 and v3 add the group, NLL and "
-                                         "systems features (README 'Similarity regressor')")
+                                         "systems features, v4 those of the STS-tuned encoder head "
+                                         "(README 'Similarity regressor')")
     replace = forms.BooleanField(required=False, help_text="overwrite the regressor of that name")
 
     def clean(self):

@@ -10,7 +10,8 @@ libraries so a missing file fails at once instead of trying to download.
 * ``embed``: L2-normalised 384-d sentence embeddings (mean pooling, as the SentenceTransformer) on
   CPU, in batches, each distinct text encoded once (a reference is shared by all its paraphrases).
 * ``pair_similarities``: per pair the sentence cosine and, from the same forward pass, a BERTScore-like
-  greedy alignment of the two texts' token vectors (precision, recall, F).
+  greedy alignment of the two texts' token vectors (precision, recall, F); ``with_head=True`` adds the
+  same four from the STS-tuned top layers (``scoring.encoder_head``) fed by that pass's bottom layers.
 """
 from __future__ import annotations
 
@@ -79,34 +80,44 @@ def encoder():
     return SentenceTransformer(str(encoder_dir()), device="cpu")
 
 
-def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool):
+def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, with_head: bool = False):
     """Sentence vectors (mean pooling over tokens, L2-normalised: what the SentenceTransformer computes)
     and, if asked, each text's L2-normalised token vectors without [CLS]/[SEP]. Batches of similar
-    length, so padding costs little."""
+    length, so padding costs little. ``with_head``: also the same two from the STS-tuned top layers
+    (``scoring.encoder_head``), fed by the same pass through the shared bottom layers; returned as a
+    second (sentences, tokens) pair."""
     import torch
 
     model = encoder()
     transformer, tokenizer = model[0].auto_model, model.tokenizer
     max_len = model[0].max_seq_length
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    sentences = np.zeros((len(texts), 384), dtype=np.float32)
-    tokens: list = [None] * len(texts)
+    outputs = [(np.zeros((len(texts), 384), dtype=np.float32), [None] * len(texts))
+               for _ in range(2 if with_head else 1)]
+    if with_head:
+        from .encoder_head import load_head, run_layers
+
+        first, head = load_head()
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
             batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_len,
                               return_tensors="pt")
-            hidden = transformer(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            sentences[idx] = torch.nn.functional.normalize(pooled, dim=1).numpy()
-            if with_tokens:
-                unit = torch.nn.functional.normalize(hidden, dim=2).numpy()
-                lengths = batch["attention_mask"].sum(1).tolist()
-                for row, i in enumerate(idx):
-                    inner = unit[row, 1:lengths[row] - 1]
-                    tokens[i] = inner if len(inner) else unit[row, :lengths[row]]
-    return sentences, tokens
+            out = transformer(**batch, output_hidden_states=with_head)
+            hiddens = [out.last_hidden_state]
+            if with_head:
+                hiddens.append(run_layers(head, out.hidden_states[first], batch["attention_mask"]))
+            mask = batch["attention_mask"].unsqueeze(-1).to(hiddens[0].dtype)
+            lengths = batch["attention_mask"].sum(1).tolist()
+            for hidden, (sentences, tokens) in zip(hiddens, outputs):
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                sentences[idx] = torch.nn.functional.normalize(pooled, dim=1).numpy()
+                if with_tokens:
+                    unit = torch.nn.functional.normalize(hidden, dim=2).numpy()
+                    for row, i in enumerate(idx):
+                        inner = unit[row, 1:lengths[row] - 1]
+                        tokens[i] = inner if len(inner) else unit[row, :lengths[row]]
+    return outputs if with_head else outputs[0]
 
 
 def embed(texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
@@ -124,26 +135,34 @@ def pair_cosines(references: Sequence[str], paraphrases: Sequence[str], *, batch
     return pair_similarities(references, paraphrases, batch_size=batch_size)[:, 0]
 
 
-def pair_similarities(references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64,
-                      with_vectors: bool = False):
-    """Per pair (n x 4): sentence cosine, then a BERTScore-like greedy token alignment from the same
-    forward pass: precision (mean over the paraphrase's tokens of the best cosine with a reference
-    token), recall (the same from the reference's side) and their harmonic mean. ``with_vectors``: also
-    the paraphrases' sentence embeddings (n x 384), from the same pass, as ``(matrix, vectors)``."""
-    if len(references) != len(paraphrases):
-        raise ValueError(f"{len(references)} references for {len(paraphrases)} paraphrases")
+def _pair_rows(sentences, tokens, index, references, paraphrases) -> np.ndarray:
     out = np.zeros((len(references), 4), dtype=np.float64)
-    if not len(references):
-        return (out, np.zeros((0, 384), dtype=np.float32)) if with_vectors else out
-    unique = list(dict.fromkeys([*references, *paraphrases]))
-    sentences, tokens = _encode_unique(unique, batch_size=batch_size, with_tokens=True)
-    index = {t: i for i, t in enumerate(unique)}
     for k, (ref, para) in enumerate(zip(references, paraphrases)):
         i, j = index[ref], index[para]
         sim = tokens[j] @ tokens[i].T
         precision, recall = float(sim.max(axis=1).mean()), float(sim.max(axis=0).mean())
         f = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
         out[k] = (float(sentences[i] @ sentences[j]), precision, recall, f)
+    return out
+
+
+def pair_similarities(references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64,
+                      with_vectors: bool = False, with_head: bool = False):
+    """Per pair (n x 4): sentence cosine, then a BERTScore-like greedy token alignment from the same
+    forward pass: precision (mean over the paraphrase's tokens of the best cosine with a reference
+    token), recall (the same from the reference's side) and their harmonic mean. ``with_head``: n x 8,
+    the same four again from the STS-tuned top layers (``scoring.encoder_head``). ``with_vectors``: also
+    the paraphrases' sentence embeddings (n x 384) of the packaged encoder, as ``(matrix, vectors)``."""
+    if len(references) != len(paraphrases):
+        raise ValueError(f"{len(references)} references for {len(paraphrases)} paraphrases")
+    out = np.zeros((len(references), 8 if with_head else 4), dtype=np.float64)
+    if not len(references):
+        return (out, np.zeros((0, 384), dtype=np.float32)) if with_vectors else out
+    unique = list(dict.fromkeys([*references, *paraphrases]))
+    encoded = _encode_unique(unique, batch_size=batch_size, with_tokens=True, with_head=with_head)
+    index = {t: i for i, t in enumerate(unique)}
+    parts = encoded if with_head else [encoded]
+    out = np.hstack([_pair_rows(sentences, tokens, index, references, paraphrases) for sentences, tokens in parts])
     if with_vectors:
-        return out, sentences[[index[p] for p in paraphrases]]
+        return out, parts[0][0][[index[p] for p in paraphrases]]
     return out

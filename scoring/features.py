@@ -21,7 +21,7 @@ tokens), so "what the regressor sees" matches Tab. 4's diversity figures:
 * ``cosine``: cosine of the pair's all-MiniLM-L6-v2 sentence embeddings, and ``align_p``, ``align_r``,
   ``align_f``: BERTScore-like greedy alignment of their token vectors (``with_embeddings=True`` only).
 
-Optional feature families (``families=``, the ``v2`` recipe of ``train_regressor --features``), appended
+Optional feature families (``families=``, the recipes of ``train_regressor --recipe v2|v3|v4``), appended
 after those, in ``FAMILIES`` order:
 
 * ``nll2``: the NLL treated as the per-token score it is (ParaBank's NLL column and our decoder's beam
@@ -39,7 +39,10 @@ after those, in ``FAMILIES`` order:
   (``grp_X_rank``), and ``grp_size``; the embedding columns only ``with_embeddings``;
 * ``agree`` (``with_embeddings`` only): how much the candidate agrees with the reference's other
   candidates (the systems' consensus, as minimum-Bayes-risk decoding uses it): mean and largest cosine of
-  its embedding with theirs, and cosine with their centroid; the pair's own cosine when it has none.
+  its embedding with theirs, and cosine with their centroid; the pair's own cosine when it has none;
+* ``sts`` (``with_embeddings`` only; recipe ``v4``): ``cosine`` and the alignment's three again, from
+  the encoder's STS-tuned top layers (``scoring.encoder_head``: ``sts_cosine``, ``sts_align_p``,
+  ``sts_align_r``, ``sts_align_f``), computed in the same forward pass.
 
 A group is the pairs of one ``pair_features`` call that share the reference text: the scoring job's
 batches hold whole resource records, ``score_pairs`` never cuts a run of lines with one reference,
@@ -72,7 +75,7 @@ LEXICAL_FEATURES = (
 )
 EMBEDDING_FEATURES = ["cosine", "align_p", "align_r", "align_f"]
 
-FAMILIES = ("nll2", "systems", "group", "agree")
+FAMILIES = ("nll2", "systems", "group", "agree", "sts")
 NLL2_FEATURES = ["nll_valid", "nll_total", "nll_rel_min", "nll_rank", "nll_z"]
 SYSTEM_KINDS = {"sys_neg_high": ("negative", "highest"), "sys_neg_low": ("negative", "lowest"),
                 "sys_neg_rand": ("negative", "random"), "sys_pos": ("positive", None),
@@ -81,6 +84,7 @@ SYSTEM_FEATURES = ["sys_n", "sys_n_rel", "sys_baseline", *SYSTEM_KINDS]
 GROUP_LEXICAL = ["bleu", "char_sim", "lev_norm", "prec_1", "rec_1", "len_ratio"]
 GROUP_EMBEDDING = ["cosine", "align_f"]
 AGREE_FEATURES = ["agree_mean", "agree_max", "agree_centroid"]
+STS_FEATURES = [f"sts_{f}" for f in EMBEDDING_FEATURES]
 
 
 def group_base(*, with_embeddings: bool) -> list[str]:
@@ -98,6 +102,8 @@ def family_names(family: str, *, with_embeddings: bool) -> list[str]:
                 for s in ("dmean", "dmax", "rank")] + ["grp_size"]
     if family == "agree":
         return list(AGREE_FEATURES) if with_embeddings else []
+    if family == "sts":
+        return list(STS_FEATURES) if with_embeddings else []
     raise ValueError(f"unknown feature family {family!r} (one of {', '.join(FAMILIES)})")
 
 
@@ -245,19 +251,21 @@ def pair_features(pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, 
     for i in rows:
         ref, para, nll, constraints = checked[i]
         matrix[i, :len(LEXICAL_FEATURES)] = lexical_row(ref, para, nll, constraints)
-    vectors = None
+    vectors = head_sims = None
     if with_embeddings and len(rows):
         sims = pair_similarities([checked[i][0] for i in rows], [checked[i][1] for i in rows],
-                                 batch_size=batch_size, with_vectors="agree" in families)
+                                 batch_size=batch_size, with_vectors="agree" in families,
+                                 with_head="sts" in families)
         if "agree" in families:
             sims, vectors = sims
+        sims, head_sims = sims[:, :len(EMBEDDING_FEATURES)], sims[:, len(EMBEDDING_FEATURES):]
         matrix[rows, len(LEXICAL_FEATURES):n_base] = sims
     if families and len(rows):
         base_names = names[:n_base]
         kept = [checked[i] for i in rows]
         extra = family_matrix(matrix[rows, :n_base], base_names, references=[c[0] for c in kept],
                               nlls=[c[2] for c in kept], constraints=[c[3] for c in kept], vectors=vectors,
-                              families=families, with_embeddings=with_embeddings)
+                              head_sims=head_sims, families=families, with_embeddings=with_embeddings)
         matrix[np.ix_(rows, np.arange(n_base, len(names)))] = extra
     return FeatureBatch(names, matrix, keep)
 
@@ -288,7 +296,7 @@ def _systems_table() -> dict[str, Any]:
 
 def family_matrix(base: np.ndarray, base_names: list[str], *, references: Sequence[str],
                   nlls: Sequence[float | None], constraints: Sequence[Any], vectors: np.ndarray | None,
-                  families: Sequence[str], with_embeddings: bool) -> np.ndarray:
+                  families: Sequence[str], with_embeddings: bool, head_sims: np.ndarray | None = None) -> np.ndarray:
     """The optional families' columns for rows whose base features are ``base`` (module docstring);
     groups are rows sharing the reference text."""
     _, group = np.unique(np.asarray(references, dtype=object).astype(str), return_inverse=True)
@@ -348,4 +356,6 @@ def family_matrix(base: np.ndarray, base_names: list[str], *, references: Sequen
                 norm = np.linalg.norm(centroid)
                 out[i, 2] = float(v[k] @ centroid / norm) if norm > 0 else 0.0
         blocks.append(out)
+    if "sts" in families and with_embeddings:
+        blocks.append(head_sims)
     return np.hstack(blocks) if blocks else np.zeros((n, 0))

