@@ -220,3 +220,29 @@ def test_lean_decoders_do_not_keep_their_models_alive(tiny_marian):
     del model
     gc.collect()
     assert len(fast_step._CACHE) == before - 1
+
+
+def test_lean_decoder_cached_while_decoding_serves_outside_inference_mode(tiny_marian):
+    """``beam_search`` runs in inference mode, so the lean decoder it caches holds inference tensors: a later
+    caller without inference mode (no_grad only, as here) steps with it exactly as with a fresh one."""
+    model = tiny_marian.model
+    fast_step._CACHE.pop(model, None)  # (built by the decode below, whatever ran before)
+    decode(tiny_marian, ["the cat sat"], beam=2, max_length=6)
+    cached = fast_step.for_model(model)
+    assert cached is not None and torch.is_inference(cached.layers[0].w_qkv)
+    fresh = fast_step.LeanDecoder(model, cached.key)
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, tiny_marian.vocab.size, (2, 5), generator=g)
+    with torch.no_grad():
+        enc = model.get_encoder()(input_ids=ids, attention_mask=torch.ones_like(ids), return_dict=True)
+        outs = []
+        for lean in (cached, fresh):
+            st = lean.start(enc.last_hidden_state, None, 8)
+            logits = [st.step(torch.full((2,), model.config.decoder_start_token_id, dtype=torch.long), 0)]
+            st.repeat(2)
+            tok = torch.randint(0, tiny_marian.vocab.size, (4,), generator=torch.Generator().manual_seed(1))
+            logits.append(st.step(tok, 1))
+            st.reorder(torch.tensor([1, 1, 2, 3]))
+            logits.append(st.step(tok, 2))
+            outs.append(logits)
+    assert all(torch.equal(a, b) for a, b in zip(*outs))
