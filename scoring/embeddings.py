@@ -80,6 +80,15 @@ def encoder():
     return SentenceTransformer(str(encoder_dir()), device="cpu")
 
 
+def mean_pooled(hidden, attention_mask):
+    """L2-normalised mean of each text's token vectors over its real tokens: the SentenceTransformer's
+    sentence vector (also what the STS-tuned head is trained on, ``scoring.encoder_head``)."""
+    import torch
+
+    m = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return torch.nn.functional.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=1)
+
+
 def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, with_head: bool = False):
     """Sentence vectors (mean pooling over tokens, L2-normalised: what the SentenceTransformer computes)
     and, if asked, each text's L2-normalised token vectors without [CLS]/[SEP]. Batches of similar
@@ -107,11 +116,9 @@ def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, with
             hiddens = [out.last_hidden_state]
             if with_head:
                 hiddens.append(run_layers(head, out.hidden_states[first], batch["attention_mask"]))
-            mask = batch["attention_mask"].unsqueeze(-1).to(hiddens[0].dtype)
             lengths = batch["attention_mask"].sum(1).tolist()
             for hidden, (sentences, tokens) in zip(hiddens, outputs):
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                sentences[idx] = torch.nn.functional.normalize(pooled, dim=1).numpy()
+                sentences[idx] = mean_pooled(hidden, batch["attention_mask"]).numpy()
                 if with_tokens:
                     unit = torch.nn.functional.normalize(hidden, dim=2).numpy()
                     for row, i in enumerate(idx):

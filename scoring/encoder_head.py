@@ -79,13 +79,6 @@ def run_layers(layers, hidden, attention_mask):
     return hidden
 
 
-def _pooled(hidden, attention_mask):
-    import torch
-
-    m = attention_mask.unsqueeze(-1).to(hidden.dtype)
-    return torch.nn.functional.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=1)
-
-
 def _bottom_states(texts: Sequence[str], first: int, *, batch_size: int = 64) -> dict[str, Any]:
     """Each distinct text's hidden states entering layer ``first`` (the frozen bottom), computed once."""
     import torch
@@ -111,6 +104,8 @@ def _cosines(layers, states: dict, pairs: Sequence[tuple[str, str]]):
     """Cosine of each pair's sentence vectors after ``layers`` (differentiable when grad is on)."""
     import torch
 
+    from .embeddings import mean_pooled
+
     def encode(texts):
         n = max(states[t].shape[0] for t in texts)
         hidden = torch.zeros(len(texts), n, states[texts[0]].shape[1])
@@ -118,7 +113,7 @@ def _cosines(layers, states: dict, pairs: Sequence[tuple[str, str]]):
         for i, t in enumerate(texts):
             hidden[i, :states[t].shape[0]] = states[t]
             mask[i, :states[t].shape[0]] = 1
-        return _pooled(run_layers(layers, hidden, mask), mask)
+        return mean_pooled(run_layers(layers, hidden, mask), mask)
 
     return (encode([a for a, _ in pairs]) * encode([b for _, b in pairs])).sum(1)
 

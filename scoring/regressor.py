@@ -430,9 +430,12 @@ def _check_head(name: str, signature: Mapping[str, Any]) -> None:
     """A v4 regressor was fitted on one exact STS-tuned head: another one would shift its features
     silently, so loading it with a different head file is an error, not a drift."""
     trained = (signature.get("encoder_head") or {}).get("sha256")
-    if trained and trained != _head_info()["sha256"]:
+    if not trained:
+        return
+    shipped = _head_info()["sha256"]
+    if trained != shipped:
         raise RegressorError(f"regressor {name!r} was trained with the STS-tuned encoder head sha256 {trained[:12]}, "
-                             f"but this installation ships {_head_info()['sha256'][:12]}: retrain it")
+                             f"but this installation ships {shipped[:12]}: retrain it")
 
 
 def regressor_load(name: str) -> FittedRegressor:
