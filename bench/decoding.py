@@ -4,6 +4,7 @@
         [--beams 5,10,20] [--batches 1,32] [--sentences 64] [--steps 24]
         [--preset opus-mt-cs-en] [--d-model 256] [--layers 6] [--ffn 1024] [--heads 8] [--vocab 8000]
         [--repeat 3] [--stat best|median] [--no-ct2] [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
+        [--hf-step off|none|all] [--stop-beam off|c8|all]
 
 Without ``--model`` a Marian config with random weights is built (sizes above; ``--preset opus-mt-cs-en``:
 opus-mt-cs-en's shape, 6+6 layers, d 512, 8 heads, FFN 2048, a 58,101-token vocabulary). Its EOS is
@@ -21,12 +22,15 @@ outputs are token for token the same as ours without constraints. Rows, in one r
 ours without constraints, ours with C = 1, 2, 4, 8 positive constraint tokens, ours with 5 and 20 negative
 phrases (``--hf-step``: also ours with Hugging Face's decoder step instead of the lean one of
 generation/decoding/fast_step.py, "... (HF step)": by default the unconstrained row only, ``all``: every
-row of ours), each the best (``--stat median``: the median) of ``--repeat`` runs with the rows interleaved (a
+row of ours; ``--stop-beam``: also ours with positive constraints under ``stop="beam"``, Hugging Face's rule
+over all K finished slots, instead of the default ``"auto"``, "... (stop=beam)": by default C = 8 only),
+each the best (``--stat median``: the median) of ``--repeat`` runs with the rows interleaved (a
 shared machine's stalls would otherwise land on one row). The column step/ours-none is time per decoder
 step of one sentence (``decode(..., stats=)``'s ``sentence_steps``: steps times the sentences still in
-the batch, which shrinks as they finish) over ours-none's: with a real EOS (``--model``) constrained
-outputs run longer than unconstrained ones, and this separates DBA's cost per step from output length
-(with the random model every row runs the same steps, and it equals time/ours-none). Prints sentences/second, ratios to "ours, none" and to HF, and
+the batch, which shrinks as they finish) over ours-none's: with a real EOS (``--model``) a constrained
+search can run more steps than the unconstrained one (under ``stop="beam"`` until K hypotheses meet every
+constraint), and this separates DBA's cost per step from the number of steps (with the random model every
+row runs the same steps, and it equals time/ours-none). Prints sentences/second, ratios to "ours, none" and to HF, and
 checks every output (100% satisfied, 0 negative violations). Targets: constrained <= 1.5x ours-none
 time; C=8 <= 1.25x C=1; ours-none <= 1.2x HF. On a GPU it first decodes 16 sentences of each (beam,
 batch) without constraints, with C=1 and C=8, and with 20 negative phrases, once with the step
@@ -118,6 +122,10 @@ def main(argv=None):
                     help="each row's figure over its runs: the best (drops stalls) or the median (also drops lucky "
                          "fast runs, on a host whose speed swings both ways)")
     ap.add_argument("--hf456-repeat", type=int, default=3, help="HF4.56 rows: best of N runs (default 3)")
+    ap.add_argument("--stop-beam", choices=("off", "c8", "all"), default="c8",
+                    help="rows of ours with positive constraints under stop='beam' (Hugging Face's rule over all K "
+                         "finished slots) beside the default 'auto' (the n-best's): 'c8' (default) C=8 only, "
+                         "'all' every C, 'off' none")
     ap.add_argument("--hf-step", choices=("off", "none", "all"), default="none",
                     help="rows of ours with Hugging Face's decoder step instead of the lean one (fast_step=False): "
                          "'none' (default) the row 'ours, no constraints (HF step)', 'all' one per row of ours, "
@@ -175,12 +183,12 @@ def main(argv=None):
 
     last_none = {}
 
-    def run_ours(beam, bs, kind, n, fast_step=None):
+    def run_ours(beam, bs, kind, n, fast_step=None, stop="auto"):
         cons = cons_for(kind, n)
         stats = {}
         t = time.perf_counter()
         res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs, stats=stats,
-                     fast_step=fast_step)
+                     fast_step=fast_step, stop=stop)
         dt = time.perf_counter() - t
         if kind == "none" and fast_step is None:
             last_none[beam, bs] = res
@@ -208,12 +216,15 @@ def main(argv=None):
         ("hf", "HF beam search", 0), ("none", "ours, no constraints", 0)]
     rows += [("pos", f"ours, C={c} positive", c) for c in (1, 2, 4, 8)]
     rows += [("neg", f"ours, {n} negative phrases", n) for n in (5, 20)]
+    if a.stop_beam != "off":  # the same search ended by Hugging Face's rule over all K slots: the rule's effect
+        rows += [("pos", f"{label} {STOP_BEAM}", n) for kind, label, n in rows
+                 if kind == "pos" and (a.stop_beam == "all" or n == 8)]
     if a.hf_step != "off":  # the same decoder with Hugging Face's step (fast_step=False): the lean step's effect
         rows += [(kind, f"{label} (HF step)", n) for kind, label, n in rows
-                 if label.startswith("ours,") and (a.hf_step == "all" or kind == "none")]
+                 if label.startswith("ours,") and not variant(label) and (a.hf_step == "all" or kind == "none")]
     hf456 = run_hf456(a, model_dir, sources, max_length, cons_for, torch.get_num_threads()) if a.hf456_python else {}
     all_ok = True
-    summary, ct2_summary, hf_step_summary = [], [], []
+    summary, ct2_summary, hf_step_summary, stop_summary = [], [], [], []
     for beam in [int(x) for x in a.beams.split(",")]:
         for bs in [int(x) for x in a.batches.split(",")]:
             run_ours(beam, bs, "none", 0)  # warm-up
@@ -229,7 +240,8 @@ def main(argv=None):
                         sp, sat, viol = ct2.run(sources, beam, bs, max_length), None, None
                     else:
                         sp, sat, viol, per_step = run_ours(beam, bs, kind, n,
-                                                           False if label.endswith("(HF step)") else None)
+                                                           False if label.endswith("(HF step)") else None,
+                                                           "beam" if label.endswith(STOP_BEAM) else "auto")
                         runs_step.setdefault(label, []).append(per_step)
                     runs_sp.setdefault(label, []).append(sp)
                     if sat is not None and kind != "none":
@@ -247,6 +259,10 @@ def main(argv=None):
                 print(f"  {label:30s} {sp:9.2f} {base / sp:15.2f} {hf / sp:8.2f} "
                       f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8} {step}"
                       f"{vs_ct2}")
+            for label, sp in speeds.items():
+                if label.endswith(STOP_BEAM):
+                    stop_summary.append((beam, bs, label, (speeds["CTranslate2 beam search"] / sp if ct2 is not None
+                                                           else None, speeds[label[:-len(STOP_BEAM) - 1]] / sp)))
             if ct2 is not None:
                 same, total, mean_len = ct2.compare(last_none[beam, bs], sources, beam, bs, max_length)
                 print(f"  CTranslate2 best output = ours (no constraints), token for token: {same}/{total}"
@@ -257,7 +273,7 @@ def main(argv=None):
                                                 speeds[label[:-len(" (HF step)")]] / sp))
                 ct2_summary.append((beam, bs, speeds["CTranslate2 beam search"] / speeds["ours, no constraints"],
                                     max(speeds["CTranslate2 beam search"] / v for k, v in speeds.items()
-                                        if k.startswith("ours,") and "no c" not in k and "HF step" not in k), same, total))
+                                        if k.startswith("ours,") and "no c" not in k and not variant(k)), same, total))
             for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
                 sat, viol = r["satisfied"], r["neg_violations"]
                 print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} {speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
@@ -266,9 +282,9 @@ def main(argv=None):
                       f"  (x{r['time_over_unconstrained']:.2f} its unconstrained)")
             s = speeds
             summary.append((beam, bs, s["HF beam search"] / s["ours, no constraints"],
-                            max(s["ours, no constraints"] / v for k, v in s.items() if k.startswith("ours,") and "no c" not in k and "HF step" not in k),
+                            max(s["ours, no constraints"] / v for k, v in s.items() if k.startswith("ours,") and "no c" not in k and not variant(k)),
                             s["ours, C=1 positive"] / s["ours, C=8 positive"],
-                            max(v / step_s["ours, no constraints"] for k, v in step_s.items() if "no c" not in k and "HF step" not in k)))
+                            max(v / step_s["ours, no constraints"] for k, v in step_s.items() if "no c" not in k and not variant(k))))
     print("\nsummary (time ratios; targets: ours-none/HF <= 1.2, worst constrained/ours-none <= 1.5, C8/C1 <= 1.25)")
     for beam, bs, r_hf, r_c, r_81, r_step in summary:
         print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}"
@@ -278,6 +294,12 @@ def main(argv=None):
         for beam, bs, r_none, r_worst, same, total in ct2_summary:
             print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/CT2={r_none:.2f} worst constrained/CT2={r_worst:.2f}"
                   f"  same best output: {same}/{total}")
+    stop_rows = [(beam, bs, label, r) for beam, bs, label, r in stop_summary]
+    if stop_rows:
+        print("Positive constraints under stop='beam' (Hugging Face's rule over all K slots) instead of 'auto' (time ratios)")
+        for beam, bs, label, r in stop_rows:
+            print(f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r[0]:.2f} /auto={r[1]:.2f}" if r[0] is not None
+                  else f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /auto={r[1]:.2f}")
     if hf_step_summary:
         print("Hugging Face's decoder step instead of the lean one (time ratios)")
         for beam, bs, label, r_ct2, r_lean in hf_step_summary:
@@ -289,6 +311,12 @@ def main(argv=None):
 
 
 STSB_DEV = Path("/work/shared/data/stsb/sts-dev.csv")
+STOP_BEAM = "(stop=beam)"
+
+
+def variant(label: str) -> bool:
+    """A row of ours decoded another way than the product's default (kept out of the summaries' worst rows)."""
+    return label.endswith("(HF step)") or label.endswith(STOP_BEAM)
 
 
 def stsb_sentences(n: int) -> list[str]:

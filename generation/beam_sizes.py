@@ -11,3 +11,17 @@ def beam_nbest_error(beam: int, nbest: int) -> str | None:
     if nbest > beam:
         return f"nbest ({nbest}) cannot exceed beam ({beam})"
     return None
+
+
+# When a sentence's search ends (``decode(..., stop=)``), by which of its K finished slots Hugging Face's
+# stopping heuristic is read: "beam" all K (Hugging Face's rule, exactly), "nbest" the n-best the caller
+# gets, "auto" (the default) "nbest" for sentences with positive constraints and "beam" for the others.
+STOP_RULES = ("auto", "beam", "nbest")
+STOP_DEFAULT = "auto"
+
+
+def stop_rule_error(stop: object) -> str | None:
+    """What is wrong with a stopping rule's name, or None."""
+    if stop not in STOP_RULES:
+        return f"stop must be one of {', '.join(STOP_RULES)}, not {stop!r}"
+    return None

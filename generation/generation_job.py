@@ -3,7 +3,9 @@
 Params (validated by :func:`generation_params`, which the CLI and any other caller use before starting):
 ``corpus`` (id), ``model`` (a local Hugging Face seq2seq folder the workers can read), ``systems``
 (numbers, Tab. 3), ``idf_table`` (id; default the corpus's latest), ``beam`` (5), ``nbest`` (1),
-``max_length`` (128), ``length_penalty`` (1.0), ``batch_size`` (32), ``device`` (None: CUDA when the
+``max_length`` (128), ``length_penalty`` (1.0), ``stop`` ("auto": when a sentence's search ends, see
+``generation.decoding.decode``; a job planned before it existed has none and keeps "beam", the rule its
+first chunks ran under), ``batch_size`` (32), ``device`` (None: CUDA when the
 worker has it), ``seed`` (0), ``ppdb`` (PPDB 2.0 file, needed by 35-37), ``name`` (the Resource's; default
 ``<corpus>-job<id>``), ``sample_per_length`` + ``lengths`` (the evaluation sample; absent = the whole
 corpus), ``sample_chunk_size`` (references per chunk of a sample, 50) and ``pause_per_batch`` (seconds to
@@ -46,7 +48,7 @@ from infra.shards import batched, read_jsonl_gz, write_jsonl_gz
 from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
-from .beam_sizes import beam_nbest_error
+from .beam_sizes import STOP_DEFAULT, beam_nbest_error, stop_rule_error
 from .constraint_job import load_idf_table
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
 from .hooks import name_taken
@@ -162,7 +164,7 @@ def generation_params(*, corpus: Corpus, model: str, systems: Sequence[int | str
                       batch_size: int = 32, device: str | None = None, seed: int = 0, ppdb: str | None = None,
                       sample_per_length: int | None = None, lengths: Sequence[int] = DEFAULT_LENGTHS,
                       name: str | None = None, sample_chunk_size: int = 50, pause_per_batch: float = 0.0,
-                      ) -> dict[str, Any]:
+                      stop: str = STOP_DEFAULT) -> dict[str, Any]:
     """Check every setting (nothing is created) and return the job's params. Raises GenerationSettingsError."""
     if corpus.status != CorpusStatus.READY:
         raise GenerationSettingsError(f"corpus {corpus.name!r} is {corpus.status}, not ready")
@@ -180,14 +182,14 @@ def generation_params(*, corpus: Corpus, model: str, systems: Sequence[int | str
         if idf_table is None:
             raise GenerationSettingsError(f"corpus {corpus.name!r} has no IDF table (run build_idf first)")
     beam, nbest = _int(beam, "beam"), _int(nbest, "nbest")
-    problem = beam_nbest_error(beam, nbest)
+    problem = beam_nbest_error(beam, nbest) or stop_rule_error(stop)
     if problem:
         raise GenerationSettingsError(problem)
     if device not in (None, "", "cpu", "cuda"):
         raise GenerationSettingsError(f"device must be cpu or cuda, not {device!r}")
     params: dict[str, Any] = {
         "corpus": corpus.pk, "model": str(model), "systems": numbers, "idf_table": idf_table.pk,
-        "beam": beam, "nbest": nbest, "max_length": _int(max_length, "max_length", 2),
+        "beam": beam, "nbest": nbest, "stop": stop, "max_length": _int(max_length, "max_length", 2),
         "length_penalty": _finite(length_penalty, "length_penalty"), "batch_size": _int(batch_size, "batch_size"),
         "device": device or None, "seed": _int(seed, "seed", 0), "ppdb": str(ppdb) if ppdb else None,
         "sample_chunk_size": _int(sample_chunk_size, "sample_chunk_size"),
@@ -259,6 +261,12 @@ def sample_references(corpus: Corpus, *, per_length: int, lengths: Sequence[int]
     return out
 
 
+def job_stop_rule(params: dict[str, Any]) -> str:
+    """The stopping rule a job decodes under: its own, or "beam" for a job planned before jobs had one (its
+    chunks that already ran used Hugging Face's rule, and a resumed job must not mix two)."""
+    return params.get("stop") or "beam"
+
+
 # ------------------------------------------------------------------------------------------ plan
 
 
@@ -270,7 +278,7 @@ def _plan(job: Job) -> list[dict[str, Any]]:
                                 idf_table=table, **{k: params[k] for k in (
                                     "beam", "nbest", "max_length", "length_penalty", "batch_size", "device", "seed",
                                     "ppdb", "sample_per_length", "lengths", "name", "sample_chunk_size",
-                                    "pause_per_batch") if params.get(k) is not None})
+                                    "pause_per_batch", "stop") if params.get(k) is not None})
     name = checked.get("name") or f"{corpus.name}-job{job.pk}"
     if "name" not in checked:
         _check_name_free(name)
@@ -367,7 +375,7 @@ def decode_references(records: list[dict[str, Any]], *, params: dict[str, Any], 
     for k in range(0, len(unique), batch):
         part = unique[k:k + batch]
         decoded = decode(model, [s for s, _ in part], [json.loads(c) for _, c in part], beam=params["beam"],
-                         nbest=params["nbest"], max_length=params["max_length"],
+                         nbest=params["nbest"], max_length=params["max_length"], stop=job_stop_rule(params),
                          length_penalty=params["length_penalty"], batch_size=batch)
         for key, result in zip(part, decoded):
             results[inputs[key]] = result
@@ -444,7 +452,8 @@ def _resource_settings(params: dict[str, Any]) -> dict[str, Any]:
     from .nlp import pipeline_signature
 
     out = {"model": params["model"], "model_sha256": params["model_sha256"], "systems": params["systems"],
-           "beam": params["beam"], "nbest": params["nbest"], "max_length": params["max_length"],
+           "beam": params["beam"], "nbest": params["nbest"], "stop": job_stop_rule(params),
+           "max_length": params["max_length"],
            "length_penalty": params["length_penalty"], "idf_table": params["idf_table"],
            "idf_table_name": table.name if table else None, "seed": params["seed"], "ppdb": params.get("ppdb"),
            "device": params.get("device"), "tokenizer": pipeline_signature()}

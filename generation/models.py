@@ -87,8 +87,8 @@ class Resource(models.Model):
              "constraints": {"17": {"positive": [...], "negative": [...], "bos_avoid": [...]}, ...}}],
          "no_constraints": ["18"]}          # systems whose pool was too small for this reference
 
-    ``settings`` records how it was made (model folder and its hash, systems, beam, nbest, max length,
-    length penalty, IDF table, seed), so that a release's manifest can state it.
+    ``settings`` records how it was made (model folder and its hash, systems, beam, nbest, stopping rule,
+    max length, length penalty, IDF table, seed), so that a release's manifest can state it.
     """
 
     name = models.CharField(max_length=200, unique=True)

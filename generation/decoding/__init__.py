@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..beam_sizes import beam_nbest_error
+from ..beam_sizes import STOP_DEFAULT, beam_nbest_error, stop_rule_error
 from .banned import build_negative_tables
 from .dba import beam_search, build_positive_tables
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
@@ -109,21 +109,24 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
            nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0, early_stopping=False,
            batch_size: int = 32, rerank_dissimilar: bool = False, references: list[str] | None = None,
            stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None,
-           fast_step: bool | None = None) -> list[DecodeResult]:
+           fast_step: bool | None = None, stop: str = STOP_DEFAULT) -> list[DecodeResult]:
     """Decode ``sources`` (one constraint value per source, None = unconstrained). ``max_length`` counts the
     decoder start token, as in ``transformers``. Never returns an output violating its constraints.
     ``stats["steps"]``, if given, grows by the decoder steps run over all batches. ``cuda_graph``: replay each
     step's bookkeeping as a CUDA graph (default: on a GPU; see ``dba.beam_search``). ``shrink``: drop a
     batch's sentences from the model's inputs and the search as they finish (default: where no graph is
     replayed). ``fast_step``: run the decoder with the lean step of ``fast_step.py`` where the model is
-    supported (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1``: off / on anywhere; see ``dba.beam_search``)."""
+    supported (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1``: off / on anywhere; see ``dba.beam_search``).
+    ``stop``: when a sentence's search ends - ``"beam"`` Hugging Face's rule over all ``beam`` finished
+    hypotheses, ``"nbest"`` the same heuristic over the ``nbest`` returned, ``"auto"`` (default) ``"nbest"``
+    for sentences with positive constraints, ``"beam"`` for the others (the reasons: ``dba``'s docstring)."""
     from . import rerank as _rr
 
     if constraints is None:
         constraints = [None] * len(sources)
     if len(constraints) != len(sources):
         raise ValueError("one constraint value per source is needed")
-    problem = beam_nbest_error(beam, nbest)
+    problem = beam_nbest_error(beam, nbest) or stop_rule_error(stop)
     if problem:
         raise ValueError(problem)
     norm = [normalise_constraints(c) for c in constraints]
@@ -155,7 +158,7 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
                                     loaded.device)
         rows = beam_search(loaded, input_ids, am, beam=beam, max_length=max_length, length_penalty=length_penalty,
                            early_stopping=early_stopping, pos=pos, neg=neg, stats=stats, cuda_graph=cuda_graph,
-                           shrink=shrink, fast_step=fast_step)
+                           shrink=shrink, fast_step=fast_step, nbest=nbest, stop=stop)
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:

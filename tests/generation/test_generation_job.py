@@ -12,7 +12,8 @@ from annotation.models import Campaign, Candidate, CandidateSystem, Reference
 from generation.constraints import select_for_all_systems
 from generation.corpora import corpus_import
 from generation.decoding import normalise_constraints, violations
-from generation.generation_job import KIND, _run_chunk, candidate_shard_key, length_bucket, model_fingerprint
+from generation.generation_job import (KIND, GenerationSettingsError, _run_chunk, candidate_shard_key, generation_params,
+                                       length_bucket, model_fingerprint)
 from generation.models import IdfTable, Resource, ResourceShard
 from generation.nlp import load_pipeline
 from infra.shards import read_jsonl_gz
@@ -138,10 +139,25 @@ def test_job_writes_documented_shards_obeying_constraints_and_merging_systems(co
     assert resource.n_pairs == sum(len(r["candidates"]) for r in records) == sum(s.n_pairs for s in shards)
     s = resource.settings
     assert s["model"] == str(tiny_marian_dir) and s["model_sha256"] == model_fingerprint(str(tiny_marian_dir))
-    assert (s["systems"], s["beam"], s["nbest"], s["max_length"], s["length_penalty"], s["seed"]) == \
-        (SYSTEMS, 3, 1, 16, 1.0, 1)
+    assert (s["systems"], s["beam"], s["nbest"], s["stop"], s["max_length"], s["length_penalty"], s["seed"]) == \
+        (SYSTEMS, 3, 1, "auto", 16, 1.0, 1)
     assert s["idf_table"] == corpus.idf_tables.get().pk and s["idf_table_name"] == "tiny-gen"
     assert not Campaign.objects.filter(job=job).exists()  # the whole corpus stays in shards
+
+
+def test_stop_rule_is_checked_and_a_job_planned_without_one_keeps_hugging_faces(corpus, tiny_marian_dir):
+    """``stop`` is a checked setting; a job planned before it existed (no "stop" in its params) decodes its
+    remaining chunks under Hugging Face's rule, the one its first chunks ran under, and says so."""
+    with pytest.raises(GenerationSettingsError, match="stop must be one of auto, beam, nbest, not 'first'"):
+        generation_params(corpus=corpus, model=str(tiny_marian_dir), systems=[28], stop="first")
+    assert generation_params(corpus=corpus, model=str(tiny_marian_dir), systems=[28], stop="nbest")["stop"] == "nbest"
+    job = job_start(kind=KIND, params=_params(corpus, tiny_marian_dir, systems=[17, 28]), enqueue=False)
+    assert job.params["stop"] == "auto"
+    del job.params["stop"]
+    job.save(update_fields=["params"])
+    job = job_run_inline(job_id=job.pk)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert Resource.objects.get(job=job).settings["stop"] == "beam"
 
 
 def test_rerunning_a_chunk_rewrites_the_same_shard_and_row(corpus, tiny_marian_dir):
@@ -227,8 +243,9 @@ def test_cli_with_the_demo_model_prints_the_job_and_waits(corpus, capsys):
 
 def test_cli_without_wait_only_queues(corpus, tiny_marian_dir, capsys, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        call_command("generate", str(corpus.pk), "--model", str(tiny_marian_dir), "--systems", "28")
+        call_command("generate", str(corpus.pk), "--model", str(tiny_marian_dir), "--systems", "28", "--stop", "nbest")
     out = json.loads(capsys.readouterr().out)
+    assert Job.objects.get(pk=out["job"]).params["stop"] == "nbest"
     assert out["status"] == "pending" and out["chunks"] == 3 and out["campaign"] is None
     assert out["name"] == f"tiny-gen-job{out['job']}" and len(callbacks) == 1  # the enqueue after commit
 
@@ -242,6 +259,7 @@ def test_cli_without_wait_only_queues(corpus, tiny_marian_dir, capsys, django_ca
     (["tiny-gen", "--model", "{model}", "--systems", "35"], "need a PPDB file"),
     (["tiny-gen", "--model", "{model}", "--systems", "28", "--beam", "2", "--nbest", "3"], "cannot exceed beam"),
     (["tiny-gen", "--model", "{model}", "--systems", "28", "--idf", "nope"], "no IDF table named"),
+    (["tiny-gen", "--model", "{model}", "--systems", "28", "--stop", "first"], "--stop: invalid choice: 'first'"),
     (["tiny-gen", "--model", "{model}", "--systems", "28", "--sample-per-length", "0"], "at least 1"),
     (["tiny-gen", "--model", "{model}", "--systems", "28", "--lengths", "5,x", "--sample-per-length", "2"],
      "length must be an integer"),

@@ -59,6 +59,17 @@ def test_cli_errors(tmp_path, tiny_marian_dir):
         _run(tmp_path, tiny_marian_dir, ["x"], None, "--max-length", "1")
 
 
+def test_cli_stop_rule(tmp_path, tiny_marian_dir):
+    """``--stop`` reaches the decoder: every rule's outputs obey the constraints; an unknown one is refused."""
+    cons = [json.dumps({"positive": [["today"], ["cat"]], "negative": [["often"]]})] * 2
+    for rule in ("auto", "beam", "nbest"):
+        for r in _run(tmp_path, tiny_marian_dir, ["how often", "the cat sat"], cons, "--stop", rule):
+            assert r["unsatisfiable"] is False and r["outputs"]
+            assert all({"today", "cat"} <= set(re.findall(r"\w+", o["text"])) for o in r["outputs"])
+    with pytest.raises(CommandError, match="--stop: invalid choice: 'first'"):
+        _run(tmp_path, tiny_marian_dir, ["x"], None, "--stop", "first")
+
+
 def test_bad_constraint_value_names_its_line_before_the_model_loads(tmp_path):
     with pytest.raises(CommandError, match=r"c.jsonl: line 2: 'positive' must be a list of phrases"):
         _run(tmp_path, tmp_path / "no-model-needed-yet", ["x", "y"], ["{}", '{"positive": "often"}'])

@@ -1,7 +1,8 @@
 """``manage.py generate``: start a generation job (``gpu`` queue) and print ``{"job": <id>, ...}``.
 
     python manage.py generate CORPUS --model DIR --systems 17,21,28,31,34 [--sample-per-length N]
-        [--lengths 5,10,20,40] [--beam K] [--wait] [--nbest N] [--name NAME] [--device cpu|cuda] [--seed S]
+        [--lengths 5,10,20,40] [--beam K] [--wait] [--nbest N] [--stop auto|beam|nbest]
+        [--name NAME] [--device cpu|cuda] [--seed S]
         [--ppdb FILE] [--batch-size B] [--max-length L] [--length-penalty LP] [--idf TABLE]
         [--sample-chunk-size R] [--pause-per-batch SECONDS]
 
@@ -15,6 +16,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from generation.beam_sizes import STOP_DEFAULT, STOP_RULES
 from generation.corpora import corpus_get
 from generation.generation_job import DEFAULT_LENGTHS, KIND, GenerationSettingsError, generation_params
 from generation.idf import IdfFileError, idf_table_get
@@ -49,6 +51,10 @@ class Command(BaseCommand):
                                  "used with --sample-per-length")
         parser.add_argument("--beam", type=int, default=5)
         parser.add_argument("--nbest", type=int, default=1)
+        parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT,
+                            help="when a sentence's search ends: beam = Hugging Face's rule over all --beam finished "
+                                 "hypotheses; nbest = the same over the --nbest returned; auto (default) = nbest for "
+                                 "inputs with required words, beam for the others")
         parser.add_argument("--max-length", type=int, default=128,
                             help="maximum output length in subword tokens, decoder start token included")
         parser.add_argument("--length-penalty", type=float, default=1.0)
@@ -81,7 +87,8 @@ class Command(BaseCommand):
         try:
             params = generation_params(
                 corpus=corpus, model=o["model"], systems=_int_list(o["systems"], "--systems"), idf_table=table,
-                beam=o["beam"], nbest=o["nbest"], max_length=o["max_length"], length_penalty=o["length_penalty"],
+                beam=o["beam"], nbest=o["nbest"], stop=o["stop"], max_length=o["max_length"],
+                length_penalty=o["length_penalty"],
                 batch_size=o["batch_size"], device=o["device"], seed=o["seed"], ppdb=o["ppdb"],
                 sample_per_length=o["sample_per_length"], lengths=lengths, name=o["name"],
                 sample_chunk_size=o["sample_chunk_size"], pause_per_batch=o["pause_per_batch"])

@@ -1,7 +1,8 @@
 """``manage.py paraphrase``: constrained decoding of an input file into JSON lines.
 
     python manage.py paraphrase --model DIR --input FILE --output OUT.jsonl [--constraints FILE.jsonl]
-        [--beam K] [--nbest N] [--batch-size B] [--max-length L] [--length-penalty LP] [--device cpu|cuda]
+        [--beam K] [--nbest N] [--stop auto|beam|nbest] [--batch-size B] [--max-length L] [--length-penalty LP]
+        [--device cpu|cuda]
         [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
 
 ``FILE``: one input per line, ``source`` or ``source<TAB>reference``. ``--constraints``: one JSON object per
@@ -29,7 +30,7 @@ from typing import Callable
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.beam_sizes import beam_nbest_error
+from generation.beam_sizes import STOP_DEFAULT, STOP_RULES, beam_nbest_error
 from infra.textfiles import TextFileError, atomic_write, read_lines
 
 
@@ -122,6 +123,10 @@ class Command(BaseCommand):
         parser.add_argument("--ppdb", help="PPDB 2.0 lexical file for systems 35-37")
         parser.add_argument("--beam", type=int, default=5)
         parser.add_argument("--nbest", type=int, default=1)
+        parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT,
+                            help="when a sentence's search ends: beam = Hugging Face's rule over all --beam finished "
+                                 "hypotheses; nbest = the same over the --nbest returned; auto (default) = nbest for "
+                                 "inputs with required words, beam for the others")
         parser.add_argument("--batch-size", type=int, default=32)
         parser.add_argument("--max-length", type=int, default=128,
                             help="maximum output length in subword tokens, decoder start token included")
@@ -173,7 +178,7 @@ class Command(BaseCommand):
         with atomic_write(out, "w", encoding="utf-8") as fh:
             for k in range(0, len(sources), block):
                 results = decode(model, sources[k:k + block], cons[k:k + block], beam=o["beam"],
-                                 nbest=o["nbest"], max_length=o["max_length"],
+                                 nbest=o["nbest"], stop=o["stop"], max_length=o["max_length"],
                                  length_penalty=o["length_penalty"], batch_size=o["batch_size"],
                                  rerank_dissimilar=o["rerank_dissimilar"], references=refs[k:k + block])
                 for r in results:
