@@ -116,7 +116,7 @@ def test_lean_logits_equal_hf_bart(tiny_bart, projections):
 @pytest.mark.parametrize("seed", [0, 3])
 def test_lean_logits_equal_hf_demo_model_past_the_first_capacity(demo, projections, seed):
     """The demo model (scaled embeddings, swish, tied lm_head, final_logits_bias; logits of magnitude ~10),
-    past 16 positions (the static cache grows). With F.linear within 1e-5; with oneDNN's products (another
+    past 16 positions (the static cache doubles from 4 to 32). With F.linear within 1e-5; with oneDNN's products (another
     summation order) within 1e-5 + 1e-6 x |logit| (a few float32 ulps: 1.1e-5 was seen)."""
     worst = _compare_steps(demo, K=5, steps=24, shrink_at=(3, 17), seed=seed, rtol=1e-6 if projections == "onednn" else 0.0)
     assert worst <= 1e-5
