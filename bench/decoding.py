@@ -4,7 +4,7 @@
         [--beams 5,10,20] [--batches 1,32] [--sentences 64] [--steps 24]
         [--preset opus-mt-cs-en] [--d-model 256] [--layers 6] [--ffn 1024] [--heads 8] [--vocab 8000]
         [--repeat 3] [--stat best|median] [--no-ct2] [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
-        [--hf-step off|none|all] [--stop-beam off|c8|all]
+        [--hf-step off|none|all] [--stop-beam off|c8|all] [--int8]
 
 Without ``--model`` a Marian config with random weights is built (sizes above; ``--preset opus-mt-cs-en``:
 opus-mt-cs-en's shape, 6+6 layers, d 512, 8 heads, FFN 2048, a 58,101-token vocabulary). Its EOS is
@@ -36,6 +36,11 @@ time; C=8 <= 1.25x C=1; ours-none <= 1.2x HF. On a GPU it first decodes 16 sente
 batch) without constraints, with C=1 and C=8, and with 20 negative phrases, once with the step
 bookkeeping replayed as a CUDA graph and once eagerly, and prints whether every n-best output and score
 is equal.
+
+``--int8`` adds ours with dynamic int8 weights (``decode(..., int8=True)``) without constraints, with C = 8
+and with 20 negative phrases, "... (int8)", and CTranslate2 with ``compute_type="int8"``, "CTranslate2 beam
+search (int8)"; it prints how many best outputs each engine's int8 decode shares with its own float32 one,
+and ours' int8 rows against CTranslate2's int8 time.
 
 ``--save-model DIR`` builds the random model into DIR and keeps it. ``--hf456-python PY`` also runs
 bench/decoding_hf_constrained.py under PY (a venv with transformers 4.56, the last with ``force_words_ids``
@@ -126,6 +131,8 @@ def main(argv=None):
                     help="rows of ours with positive constraints under stop='beam' (Hugging Face's rule over all K "
                          "finished slots) beside the default 'auto' (the n-best's): 'c8' (default) C=8 only, "
                          "'all' every C, 'off' none")
+    ap.add_argument("--int8", action="store_true",
+                    help="also ours with dynamic int8 weights (none, C=8, 20 negative) and CTranslate2 in int8")
     ap.add_argument("--hf-step", choices=("off", "none", "all"), default="none",
                     help="rows of ours with Hugging Face's decoder step instead of the lean one (fast_step=False): "
                          "'none' (default) the row 'ours, no constraints (HF step)', 'all' one per row of ours, "
@@ -162,6 +169,9 @@ def main(argv=None):
     if ct2 is not None:
         print(f"CTranslate2 {ct2.version}: converted by its TransformersConverter, compute_type={ct2.compute_type},"
               f" intra_threads={torch.get_num_threads()}, suppress_sequences={ct2.suppress}")
+    ct2_int8 = None
+    if a.int8 and ct2 is not None:
+        ct2_int8 = Ct2Runner.build(model_dir, Path(tmp.name) / "ct2", m, torch.get_num_threads(), "int8", convert=False)
 
     def cons_for(kind, n):
         out = []
@@ -183,15 +193,15 @@ def main(argv=None):
 
     last_none = {}
 
-    def run_ours(beam, bs, kind, n, fast_step=None, stop="auto"):
+    def run_ours(beam, bs, kind, n, fast_step=None, stop="auto", int8=False):
         cons = cons_for(kind, n)
         stats = {}
         t = time.perf_counter()
         res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs, stats=stats,
-                     fast_step=fast_step, stop=stop)
+                     fast_step=fast_step, stop=stop, int8=int8)
         dt = time.perf_counter() - t
         if kind == "none" and fast_step is None:
-            last_none[beam, bs] = res
+            last_none[beam, bs, int8] = res
         sat = viol = 0
         for r, c in zip(res, cons):
             nc = normalise_constraints(c)
@@ -219,15 +229,21 @@ def main(argv=None):
     if a.stop_beam != "off":  # the same search ended by Hugging Face's rule over all K slots: the rule's effect
         rows += [("pos", f"{label} {STOP_BEAM}", n) for kind, label, n in rows
                  if kind == "pos" and (a.stop_beam == "all" or n == 8)]
+    if a.int8:  # dynamic int8 weights, ours and CTranslate2's
+        rows += ([("ct2", f"CTranslate2 beam search {INT8}", 0)] if ct2_int8 is not None else []) + [
+            ("none", f"ours, no constraints {INT8}", 0), ("pos", f"ours, C=8 positive {INT8}", 8),
+            ("neg", f"ours, 20 negative phrases {INT8}", 20)]
     if a.hf_step != "off":  # the same decoder with Hugging Face's step (fast_step=False): the lean step's effect
         rows += [(kind, f"{label} (HF step)", n) for kind, label, n in rows
                  if label.startswith("ours,") and not variant(label) and (a.hf_step == "all" or kind == "none")]
     hf456 = run_hf456(a, model_dir, sources, max_length, cons_for, torch.get_num_threads()) if a.hf456_python else {}
     all_ok = True
-    summary, ct2_summary, hf_step_summary, stop_summary = [], [], [], []
+    summary, ct2_summary, hf_step_summary, stop_summary, int8_summary = [], [], [], [], []
     for beam in [int(x) for x in a.beams.split(",")]:
         for bs in [int(x) for x in a.batches.split(",")]:
             run_ours(beam, bs, "none", 0)  # warm-up
+            if a.int8:  # (and the int8 twin's one-time weight quantisation, out of the timed rows)
+                run_ours(beam, bs, "none", 0, int8=True)
             print(f"\nbeam={beam} batch={bs}")
             print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s} {'neg viol':>8s}"
                   f" {'step/ours-none':>15s}{' time/CT2' if ct2 is not None else ''}")
@@ -237,11 +253,13 @@ def main(argv=None):
                     if kind == "hf":
                         sp, sat, viol = run_hf(beam, bs), None, None
                     elif kind == "ct2":
-                        sp, sat, viol = ct2.run(sources, beam, bs, max_length), None, None
+                        runner = ct2_int8 if label.endswith(INT8) else ct2
+                        sp, sat, viol = runner.run(sources, beam, bs, max_length), None, None
                     else:
                         sp, sat, viol, per_step = run_ours(beam, bs, kind, n,
                                                            False if label.endswith("(HF step)") else None,
-                                                           "beam" if label.endswith(STOP_BEAM) else "auto")
+                                                           "beam" if label.endswith(STOP_BEAM) else "auto",
+                                                           label.endswith(INT8))
                         runs_step.setdefault(label, []).append(per_step)
                     runs_sp.setdefault(label, []).append(sp)
                     if sat is not None and kind != "none":
@@ -264,7 +282,7 @@ def main(argv=None):
                     stop_summary.append((beam, bs, label, (speeds["CTranslate2 beam search"] / sp if ct2 is not None
                                                            else None, speeds[label[:-len(STOP_BEAM) - 1]] / sp)))
             if ct2 is not None:
-                same, total, mean_len = ct2.compare(last_none[beam, bs], sources, beam, bs, max_length)
+                same, total, mean_len = ct2.compare(last_none[beam, bs, False], sources, beam, bs, max_length)
                 print(f"  CTranslate2 best output = ours (no constraints), token for token: {same}/{total}"
                       f" (ours: mean {mean_len:.1f} output tokens)")
                 for label, sp in speeds.items():
@@ -274,6 +292,18 @@ def main(argv=None):
                 ct2_summary.append((beam, bs, speeds["CTranslate2 beam search"] / speeds["ours, no constraints"],
                                     max(speeds["CTranslate2 beam search"] / v for k, v in speeds.items()
                                         if k.startswith("ours,") and "no c" not in k and not variant(k)), same, total))
+            if a.int8:
+                ours_same = sum(x.outputs[:1] and y.outputs[:1] and x.outputs[0]["tokens"] == y.outputs[0]["tokens"]
+                                for x, y in zip(last_none[beam, bs, False], last_none[beam, bs, True]))
+                line = f"  int8 best output = float32's, no constraints: ours {ours_same}/{len(sources)}"
+                if ct2_int8 is not None:
+                    line += f", CTranslate2 {ct2_int8.same_as(ct2, sources, beam, bs, max_length)}/{len(sources)}"
+                print(line)
+                none8 = speeds[f"ours, no constraints {INT8}"]
+                worst8 = min(v for k, v in speeds.items() if k.endswith(INT8) and k.startswith("ours,") and "no c" not in k)
+                int8_summary.append((beam, bs, ct2_speed(speeds, INT8) / none8 if ct2_int8 else None,
+                                     ct2_speed(speeds, INT8) / worst8 if ct2_int8 else None,
+                                     ct2_speed(speeds) / none8 if ct2 else None, speeds["ours, no constraints"] / none8))
             for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
                 sat, viol = r["satisfied"], r["neg_violations"]
                 print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} {speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
@@ -300,6 +330,12 @@ def main(argv=None):
         for beam, bs, label, r in stop_rows:
             print(f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r[0]:.2f} /auto={r[1]:.2f}" if r[0] is not None
                   else f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /auto={r[1]:.2f}")
+    if int8_summary:
+        print("Dynamic int8 weights (time ratios; CT2 int8: CTranslate2 with compute_type=int8)")
+        f = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+        for beam, bs, r_none, r_worst, r_f32, r_self in int8_summary:
+            print(f"  beam={beam:<3d} batch={bs:<3d} ours-none int8/CT2 int8={f(r_none)} worst constrained int8/CT2 int8="
+                  f"{f(r_worst)} ours-none int8/CT2 float32={f(r_f32)} ours-none int8/ours-none float32={r_self:.2f}")
     if hf_step_summary:
         print("Hugging Face's decoder step instead of the lean one (time ratios)")
         for beam, bs, label, r_ct2, r_lean in hf_step_summary:
@@ -312,11 +348,16 @@ def main(argv=None):
 
 STSB_DEV = Path("/work/shared/data/stsb/sts-dev.csv")
 STOP_BEAM = "(stop=beam)"
+INT8 = "(int8)"
 
 
 def variant(label: str) -> bool:
-    """A row of ours decoded another way than the product's default (kept out of the summaries' worst rows)."""
-    return label.endswith("(HF step)") or label.endswith(STOP_BEAM)
+    """A row decoded another way than the product's default (kept out of the summaries' worst rows)."""
+    return label.endswith("(HF step)") or label.endswith(STOP_BEAM) or label.endswith(INT8)
+
+
+def ct2_speed(speeds: dict, suffix: str = "") -> float:
+    return speeds[f"CTranslate2 beam search {suffix}".strip()]
 
 
 def stsb_sentences(n: int) -> list[str]:
@@ -339,15 +380,18 @@ class Ct2Runner:
                                                                               version, compute_type)
 
     @classmethod
-    def build(cls, model_dir, out: Path, m, threads: int):
+    def build(cls, model_dir, out: Path, m, threads: int, compute_type: str | None = None, convert: bool = True):
+        """``compute_type``: default as our decoder runs (float16 on a GPU, else float32); ``convert=False``
+        loads the conversion already in ``out``."""
         try:
             import ctranslate2
         except ImportError:
             print("ctranslate2 is not installed (pip install -r requirements-test.txt): no CTranslate2 rows")
             return None
-        ctranslate2.converters.TransformersConverter(str(model_dir)).convert(str(out), force=True)
+        if convert:
+            ctranslate2.converters.TransformersConverter(str(model_dir)).convert(str(out), force=True)
         cuda = m.device.type == "cuda"
-        compute_type = "float16" if cuda else "float32"  # as our decoder runs (half precision on a GPU)
+        compute_type = compute_type or ("float16" if cuda else "float32")
         tr = ctranslate2.Translator(str(out), device="cuda" if cuda else "cpu", compute_type=compute_type,
                                     inter_threads=1, intra_threads=threads)
         # banned tokens as the generation config bans them, those in CTranslate2's vocabulary (its Marian
@@ -370,6 +414,11 @@ class Ct2Runner:
         t = time.perf_counter()
         self.translate(sources, beam, bs, max_length)
         return len(sources) / (time.perf_counter() - t)
+
+    def same_as(self, other: "Ct2Runner", sources, beam, bs, max_length) -> int:
+        """How many best outputs this runner shares with ``other``'s (token for token)."""
+        mine, theirs = (r.translate(sources, beam, bs, max_length) for r in (self, other))
+        return sum(x.hypotheses[0] == y.hypotheses[0] for x, y in zip(mine, theirs))
 
     def compare(self, ours, sources, beam, bs, max_length):
         """How many best outputs (tokens, EOS left out by both) are the same; ours' mean output length."""

@@ -109,7 +109,7 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
            nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0, early_stopping=False,
            batch_size: int = 32, rerank_dissimilar: bool = False, references: list[str] | None = None,
            stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None,
-           fast_step: bool | None = None, stop: str = STOP_DEFAULT) -> list[DecodeResult]:
+           fast_step: bool | None = None, stop: str = STOP_DEFAULT, int8: bool = False) -> list[DecodeResult]:
     """Decode ``sources`` (one constraint value per source, None = unconstrained). ``max_length`` counts the
     decoder start token, as in ``transformers``. Never returns an output violating its constraints.
     ``stats["steps"]``, if given, grows by the decoder steps run over all batches. ``cuda_graph``: replay each
@@ -119,7 +119,9 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
     supported (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1``: off / on anywhere; see ``dba.beam_search``).
     ``stop``: when a sentence's search ends - ``"beam"`` Hugging Face's rule over all ``beam`` finished
     hypotheses, ``"nbest"`` the same heuristic over the ``nbest`` returned, ``"auto"`` (default) ``"nbest"``
-    for sentences with positive constraints, ``"beam"`` for the others (the reasons: ``dba``'s docstring)."""
+    for sentences with positive constraints, ``"beam"`` for the others (the reasons: ``dba``'s docstring).
+    ``int8``: the lean step's products on dynamic int8 weights (CPU; Marian and BART; see ``fast_step.py``):
+    faster, and outputs that can differ from float32's."""
     from . import rerank as _rr
 
     if constraints is None:
@@ -158,7 +160,7 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
                                     loaded.device)
         rows = beam_search(loaded, input_ids, am, beam=beam, max_length=max_length, length_penalty=length_penalty,
                            early_stopping=early_stopping, pos=pos, neg=neg, stats=stats, cuda_graph=cuda_graph,
-                           shrink=shrink, fast_step=fast_step, nbest=nbest, stop=stop)
+                           shrink=shrink, fast_step=fast_step, nbest=nbest, stop=stop, int8=int8)
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:

@@ -192,7 +192,7 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
                 length_penalty: float = 1.0, early_stopping: bool | str = False, pos: PositiveTables | None = None,
                 neg=None, stats: dict | None = None, cuda_graph: bool | None = None,
                 shrink: bool | None = None, fast_step: bool | None = None, nbest: int | None = None,
-                stop: str = STOP_DEFAULT) -> list[list[tuple]]:
+                stop: str = STOP_DEFAULT, int8: bool = False) -> list[list[tuple]]:
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
     score); at most ``beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``, if
     given, grows by the decoder steps run (so a benchmark can tell cost per step from output length), and
@@ -219,7 +219,8 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     device) runs the decoder's steps with ``fast_step.LeanDecoder`` where the model is one it reproduces
     (Marian, BART): the same arithmetic as Hugging Face's decoder as plain functional calls on a static
     key/value cache, without its per-module and cache-class overhead. Other models (T5, ...) run Hugging
-    Face's decoder."""
+    Face's decoder. ``int8``: the lean step's products on dynamic int8 weights (CPU, Marian and BART only;
+    a ValueError elsewhere): about half their time, outputs no longer Hugging Face's."""
     model = loaded.model
     dev = loaded.device
     gen_cfg = generation_config_for(model, beam, max_length, length_penalty, early_stopping, dev)
@@ -239,9 +240,11 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
 
     lean = None
     if fast_step is None:
-        fast_step = lean_step.default_on(dev)
+        fast_step = lean_step.default_on(dev) or int8
     if fast_step:
-        lean = lean_step.for_model(model)
+        lean = lean_step.for_model(model, int8=int8)
+    if int8 and lean is None:
+        raise ValueError("int8 runs on the lean decoder step only: a Marian or BART model, fast_step not off")
 
     enc = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
     # the first step once per sentence: every beam of a sentence starts from the same token, so its

@@ -27,6 +27,13 @@ On CPU in float32 the projections run on oneDNN with weights packed once (``torc
 AMD hosts MKL's small-batch sgemm took 2-5x as long at 5-40 rows. The packed copies (the output layer
 included) cost the decoder's weights' size in memory once more.
 
+``int8=True`` (``decode(..., int8=True)``, ``paraphrase --int8``; CPU only, off by default) runs every
+projection of the step, the output layer's included, on dynamic int8 weights instead: each weight row
+quantised once to int8 with its own scale (max |w| / 127), activations quantised per call (torch's
+``quantized.linear_dynamic``, what ``torch.ao``'s dynamic quantisation runs). The products take about
+half the time; outputs are no longer Hugging Face's (README, *Decoding speed*, says how often they
+change). The encoder stays in float32.
+
 Results equal Hugging Face's up to float rounding (the attention is plain matmul + softmax, not
 ``scaled_dot_product_attention``; q, k and v come from one product; oneDNN sums in another order): tests
 compare logits within 1e-5 (oneDNN: 1e-5 + 1e-6 x |logit|) and decoded tokens exactly.
@@ -70,6 +77,45 @@ def _onednn_linear_works() -> bool:
         except Exception:  # noqa: BLE001 - any failure: plain F.linear
             _ONEDNN_OK = False
     return _ONEDNN_OK
+
+
+_INT8_OK: bool | None = None
+
+
+def int8_linear_works() -> bool:
+    """Whether this torch runs dynamic int8 linears (``torch.ops.quantized``, an x86/fbgemm engine) and they
+    compute F.linear to within int8's error; checked once per process."""
+    global _INT8_OK
+    if _INT8_OK is None:
+        try:
+            g = torch.Generator().manual_seed(0)
+            w, b = torch.randn(48, 32, generator=g), torch.randn(48, generator=g)
+            x = torch.randn(7, 32, generator=g)
+            y = _int8_linear(x, _int8_pack(w), b)
+            _INT8_OK = bool(torch.allclose(y, F.linear(x, w, b), rtol=0.05, atol=0.25))
+        except Exception:  # noqa: BLE001 - any failure: not available
+            _INT8_OK = False
+    return _INT8_OK
+
+
+def _int8_pack(w: torch.Tensor):
+    """``w`` [out, in] as int8 with one scale per output row (symmetric), packed for the dynamic linear."""
+    import warnings
+
+    w = w.detach().float().contiguous()
+    scale = (w.abs().amax(1) / 127.0).clamp(min=1e-12).double()
+    with warnings.catch_warnings():  # (torch 2.13 marks quantized tensor creation deprecated; pinned here)
+        warnings.simplefilter("ignore", UserWarning)
+        q = torch.quantize_per_channel(w, scale, torch.zeros(len(scale), dtype=torch.long), 0, torch.qint8)
+    return torch.ops.quantized.linear_prepack(q, None)
+
+
+def _int8_linear(x: torch.Tensor, packed, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x @ w.T (+ bias) with ``packed`` from :func:`_int8_pack`; x quantised per call (7-bit range on
+    x86, as ``torch.ao``'s dynamic quantisation does there). The bias is added apart, in float32: the
+    output layer's ``final_logits_bias`` is read as it is at each call."""
+    y = torch.ops.quantized.linear_dynamic(x, packed, True)
+    return y.add_(bias) if bias is not None else y
 
 
 def enabled_by_env() -> bool | None:
@@ -117,17 +163,17 @@ def supported(model) -> bool:
     return model.get_output_embeddings() is not None
 
 
-def for_model(model) -> "LeanDecoder | None":
-    """The lean decoder of ``model`` (built once and reused while its weights are unchanged), or None for a
-    model it does not support."""
+def for_model(model, int8: bool = False) -> "LeanDecoder | None":
+    """The lean decoder of ``model`` (built once and reused while its weights are unchanged; with ``int8``
+    its int8 twin, kept beside it), or None for a model it does not support."""
     if not supported(model):
         return None
     key = _weights_key(model)
-    hit = _CACHE.get(model)
+    built = _CACHE.setdefault(model, {})
+    hit = built.get(int8)
     if hit is not None and hit.key == key:
         return hit
-    lean = LeanDecoder(model, key)
-    _CACHE[model] = lean
+    lean = built[int8] = LeanDecoder(model, key, int8=int8)
     return lean
 
 
@@ -166,12 +212,15 @@ def _act(fn):
 class LeanDecoder:
     """The decoder weights of one Marian/BART model, read once; :meth:`start` makes a per-call state."""
 
-    def __init__(self, model, key=None):
+    def __init__(self, model, key=None, int8: bool = False):
         self.key = key
         ref = model.get_output_embeddings().weight
+        if int8 and not (ref.device.type == "cpu" and ref.dtype == torch.float32 and int8_linear_works()):
+            raise ValueError("int8 needs a float32 model on the CPU and torch's quantized x86 engine")
+        self.int8 = int8
         # oneDNN with weights packed once: on CPUs where MKL's small-batch sgemm is slow (AMD EPYC here:
         # 2-5x at 5-40 rows), its products cost what CTranslate2's do; results differ in the last bits
-        self.onednn = (ref.device.type == "cpu" and ref.dtype == torch.float32 and onednn_by_env()
+        self.onednn = (not int8 and ref.device.type == "cpu" and ref.dtype == torch.float32 and onednn_by_env()
                        and _onednn_linear_works())
         self.kind = _kind(model)
         dec = model.model.decoder
@@ -215,14 +264,15 @@ class LeanDecoder:
             # which keys the cache weakly)
             self.final_bias = getattr(model, "final_logits_bias", None)
         self.vocab = self.lm_head.shape[0]
-        if self.onednn:
+        if self.onednn or int8:
             with torch.no_grad():
-                pack = lambda w: torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS_HINT)  # noqa: E731
+                pack = _int8_pack if int8 else (
+                    lambda w: torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS_HINT))  # noqa: E731
                 for L in self.layers:
                     for name in ("w_qkv", "w_o", "w_cq", "w_ck", "w_cv", "w_co", "w_fc1", "w_fc2"):
                         setattr(L, name, pack(getattr(L, name)))
                 self.lm_head = pack(self.lm_head)
-            self.linear = _onednn_linear
+            self.linear = _int8_linear if int8 else _onednn_linear
         else:
             self.linear = F.linear
 

@@ -246,3 +246,46 @@ def test_lean_decoder_cached_while_decoding_serves_outside_inference_mode(tiny_m
             logits.append(st.step(tok, 2))
             outs.append(logits)
     assert all(torch.equal(a, b) for a, b in zip(*outs))
+
+
+# --- dynamic int8 weights (decode(..., int8=True); off by default) ---------------------------------------
+
+needs_int8 = pytest.mark.skipif(not fast_step.int8_linear_works(), reason="this torch has no quantized x86 engine")
+
+
+@needs_int8
+def test_int8_step_is_close_to_float32_and_decodes_mostly_the_same(demo):
+    """The int8 twin of the lean decoder (kept beside the float32 one) gives logits within int8's error of
+    the float32 step's, and decoding with it mostly returns the same best outputs, every constraint still
+    met: an option that trades exactness for speed, and says how much."""
+    lean32, lean8 = fast_step.for_model(demo.model), fast_step.for_model(demo.model, int8=True)
+    assert lean8 is not lean32 and lean8.int8 and fast_step.for_model(demo.model, int8=True) is lean8
+    enc_in = demo.tokenizer(SOURCES, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        enc = demo.model.get_encoder()(**enc_in, return_dict=True).last_hidden_state
+        start = torch.full((len(SOURCES),), demo.model.config.decoder_start_token_id, dtype=torch.long)
+        a = lean32.start(enc, enc_in["attention_mask"], 8).step(start, 0)
+        b = lean8.start(enc, enc_in["attention_mask"], 8).step(start, 0)
+    assert not torch.equal(a, b)  # (int8 arithmetic, not a silent float32 fallback)
+    assert (a - b).abs().max().item() < 0.05 * a.abs().max().item()
+    sources = SOURCES + [line for line in (DEMO.parent / "corpus.txt").read_text().splitlines()
+                         if 5 <= len(line.split()) <= 12][:28]
+    cons = [{"positive": [[s.split()[0]]], "negative": [["the"]]} if i % 3 == 0 else None
+            for i, s in enumerate(sources)]
+    r32 = decode(demo, sources, cons, beam=5, nbest=1, max_length=40)
+    r8 = decode(demo, sources, cons, beam=5, nbest=1, max_length=40, int8=True)
+    from generation.decoding import normalise_constraints, violations
+    for r, c in zip(r8, cons):
+        assert r.safety_net_dropped == 0
+        for o in r.outputs:
+            assert violations(o["text"], normalise_constraints(c)) == []
+    same = sum([o["tokens"] for o in x.outputs] == [o["tokens"] for o in y.outputs] for x, y in zip(r32, r8))
+    assert same >= 0.8 * len(sources), same
+
+
+@needs_int8
+def test_int8_needs_the_lean_step(tiny_marian, tiny_t5_dir):
+    with pytest.raises(ValueError, match="int8 runs on the lean decoder step only"):
+        decode(tiny_marian, ["a b"], None, beam=2, max_length=6, fast_step=False, int8=True)
+    with pytest.raises(ValueError, match="int8 runs on the lean decoder step only"):
+        decode(load_model(tiny_t5_dir, device="cpu"), ["a b"], None, beam=2, max_length=6, int8=True)

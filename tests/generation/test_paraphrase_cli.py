@@ -70,6 +70,21 @@ def test_cli_stop_rule(tmp_path, tiny_marian_dir):
         _run(tmp_path, tiny_marian_dir, ["x"], None, "--stop", "first")
 
 
+def test_cli_int8(tmp_path, tiny_marian_dir):
+    """``--int8`` decodes on the CPU with int8 weights (constraints still hold); it refuses a GPU."""
+    from generation.decoding import fast_step
+
+    if not fast_step.int8_linear_works():
+        pytest.skip("this torch has no quantized x86 engine")
+    cons = [json.dumps({"positive": [["today"]], "negative": [["often"]]})] * 2
+    for r in _run(tmp_path, tiny_marian_dir, ["how often", "the cat sat"], cons, "--int8"):
+        assert r["unsatisfiable"] is False and r["outputs"]
+        assert all("today" in re.findall(r"\w+", o["text"]) and "often" not in re.findall(r"\w+", o["text"])
+                   for o in r["outputs"])
+    with pytest.raises(CommandError, match="--int8 runs on the CPU only"):
+        _run(tmp_path, tiny_marian_dir, ["x"], None, "--int8", "--device", "cuda")
+
+
 def test_bad_constraint_value_names_its_line_before_the_model_loads(tmp_path):
     with pytest.raises(CommandError, match=r"c.jsonl: line 2: 'positive' must be a list of phrases"):
         _run(tmp_path, tmp_path / "no-model-needed-yet", ["x", "y"], ["{}", '{"positive": "often"}'])

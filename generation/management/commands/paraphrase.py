@@ -2,7 +2,7 @@
 
     python manage.py paraphrase --model DIR --input FILE --output OUT.jsonl [--constraints FILE.jsonl]
         [--beam K] [--nbest N] [--stop auto|beam|nbest] [--batch-size B] [--max-length L] [--length-penalty LP]
-        [--device cpu|cuda]
+        [--device cpu|cuda] [--int8]
         [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
 
 ``FILE``: one input per line, ``source`` or ``source<TAB>reference``. ``--constraints``: one JSON object per
@@ -132,6 +132,9 @@ class Command(BaseCommand):
                             help="maximum output length in subword tokens, decoder start token included")
         parser.add_argument("--length-penalty", type=float, default=1.0)
         parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
+        parser.add_argument("--int8", action="store_true",
+                            help="CPU, Marian/BART: the decoder's products on dynamic int8 weights (faster; outputs "
+                                 "can differ from float32's)")
         parser.add_argument("--rerank-dissimilar", action="store_true",
                             help="order each n-best list by word Levenshtein distance to the reference (ties: score)")
 
@@ -163,14 +166,23 @@ class Command(BaseCommand):
             cons = [pick(s, r) for s, r in zip(sources, refs)]
         else:
             cons = [None] * len(sources)
+        if o["int8"] and o["device"] == "cuda":
+            raise CommandError("--int8 runs on the CPU only (give --device cpu or leave --device out)")
         if o["device"] == "cuda":
             import torch
             if not torch.cuda.is_available():
                 raise CommandError("--device cuda: no CUDA device is available")
         try:
-            model = load_model(o["model"], device=o["device"])
+            model = load_model(o["model"], device="cpu" if o["int8"] else o["device"])
         except ModelFolderError as exc:
             raise CommandError(_one_line(exc)) from None
+        if o["int8"]:
+            from generation.decoding import fast_step
+
+            if not fast_step.supported(model.model):
+                raise CommandError("--int8 needs a Marian or BART model (the lean decoder step)")
+            if not fast_step.int8_linear_works():
+                raise CommandError("--int8: this torch has no working quantized x86 engine")
         out = Path(o["output"])
         block = BLOCK_BATCHES * o["batch_size"]
         n_unsat, started = 0, time.monotonic()
@@ -180,7 +192,8 @@ class Command(BaseCommand):
                 results = decode(model, sources[k:k + block], cons[k:k + block], beam=o["beam"],
                                  nbest=o["nbest"], stop=o["stop"], max_length=o["max_length"],
                                  length_penalty=o["length_penalty"], batch_size=o["batch_size"],
-                                 rerank_dissimilar=o["rerank_dissimilar"], references=refs[k:k + block])
+                                 rerank_dissimilar=o["rerank_dissimilar"], references=refs[k:k + block],
+                                 int8=o["int8"])
                 for r in results:
                     fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
                 n_unsat += sum(r.unsatisfiable for r in results)
