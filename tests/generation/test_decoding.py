@@ -172,8 +172,10 @@ def test_graph_replayed_steps_equal_eager_steps(tiny_marian, monkeypatch):
     cons = [None, {"positive": [["cat"]], "negative": [["mat"]]}, {"negative": [["a", "b"]], "bos_avoid": [["a"]]},
             {"positive": [["red"], ["big"]]}]
     m = _eos_loving(tiny_marian, 0.2, 3.0)  # hypotheses finish at many steps, not only at the last (eager) one
-    for lp, early in ((1.0, False), (0.5, True), (2.0, "never")):
-        kw = dict(beam=4, nbest=4, max_length=14, length_penalty=lp, early_stopping=early, batch_size=2)
+    # (nbest 2 of beam 4: under the default stopping rule the sentences with positive constraints end by
+    # their 2-best, the others by all 4 slots, a per-sentence slot the graph reads from the device)
+    for lp, early, nbest in ((1.0, False, 4), (0.5, True, 4), (2.0, "never", 4), (1.0, False, 2), (0.5, True, 2)):
+        kw = dict(beam=4, nbest=nbest, max_length=14, length_penalty=lp, early_stopping=early, batch_size=2)
         searches.clear()
         eager = decode(m, SOURCES, cons, cuda_graph=False, shrink=False, **kw)  # (a graph keeps whole batches)
         eager_rows, searches[:] = list(searches), []
