@@ -293,7 +293,7 @@ def main(argv=None):
                                     max(speeds["CTranslate2 beam search"] / v for k, v in speeds.items()
                                         if k.startswith("ours,") and "no c" not in k and not variant(k)), same, total))
             if a.int8:
-                ours_same = sum(x.outputs[:1] and y.outputs[:1] and x.outputs[0]["tokens"] == y.outputs[0]["tokens"]
+                ours_same = sum([o["tokens"] for o in x.outputs[:1]] == [o["tokens"] for o in y.outputs[:1]]
                                 for x, y in zip(last_none[beam, bs, False], last_none[beam, bs, True]))
                 line = f"  int8 best output = float32's, no constraints: ours {ours_same}/{len(sources)}"
                 if ct2_int8 is not None:
@@ -324,10 +324,9 @@ def main(argv=None):
         for beam, bs, r_none, r_worst, same, total in ct2_summary:
             print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/CT2={r_none:.2f} worst constrained/CT2={r_worst:.2f}"
                   f"  same best output: {same}/{total}")
-    stop_rows = [(beam, bs, label, r) for beam, bs, label, r in stop_summary]
-    if stop_rows:
+    if stop_summary:
         print("Positive constraints under stop='beam' (Hugging Face's rule over all K slots) instead of 'auto' (time ratios)")
-        for beam, bs, label, r in stop_rows:
+        for beam, bs, label, r in stop_summary:
             print(f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r[0]:.2f} /auto={r[1]:.2f}" if r[0] is not None
                   else f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /auto={r[1]:.2f}")
     if int8_summary:

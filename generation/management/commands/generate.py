@@ -16,7 +16,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.beam_sizes import STOP_DEFAULT, STOP_RULES
+from generation.beam_sizes import STOP_DEFAULT, STOP_HELP, STOP_RULES
 from generation.corpora import corpus_get
 from generation.generation_job import DEFAULT_LENGTHS, KIND, GenerationSettingsError, generation_params
 from generation.idf import IdfFileError, idf_table_get
@@ -51,10 +51,7 @@ class Command(BaseCommand):
                                  "used with --sample-per-length")
         parser.add_argument("--beam", type=int, default=5)
         parser.add_argument("--nbest", type=int, default=1)
-        parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT,
-                            help="when a sentence's search ends: beam = Hugging Face's rule over all --beam finished "
-                                 "hypotheses; nbest = the same over the --nbest returned; auto (default) = nbest for "
-                                 "inputs with required words, beam for the others")
+        parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT, help=STOP_HELP)
         parser.add_argument("--max-length", type=int, default=128,
                             help="maximum output length in subword tokens, decoder start token included")
         parser.add_argument("--length-penalty", type=float, default=1.0)

@@ -30,7 +30,7 @@ from typing import Callable
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.beam_sizes import STOP_DEFAULT, STOP_RULES, beam_nbest_error
+from generation.beam_sizes import STOP_DEFAULT, STOP_HELP, STOP_RULES, beam_nbest_error
 from infra.textfiles import TextFileError, atomic_write, read_lines
 
 
@@ -123,10 +123,7 @@ class Command(BaseCommand):
         parser.add_argument("--ppdb", help="PPDB 2.0 lexical file for systems 35-37")
         parser.add_argument("--beam", type=int, default=5)
         parser.add_argument("--nbest", type=int, default=1)
-        parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT,
-                            help="when a sentence's search ends: beam = Hugging Face's rule over all --beam finished "
-                                 "hypotheses; nbest = the same over the --nbest returned; auto (default) = nbest for "
-                                 "inputs with required words, beam for the others")
+        parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT, help=STOP_HELP)
         parser.add_argument("--batch-size", type=int, default=32)
         parser.add_argument("--max-length", type=int, default=128,
                             help="maximum output length in subword tokens, decoder start token included")
@@ -179,10 +176,12 @@ class Command(BaseCommand):
         if o["int8"]:
             from generation.decoding import fast_step
 
-            if not fast_step.supported(model.model):
+            try:  # (the int8 weights are made now, once: the decoder's own checks, before any output)
+                lean = fast_step.for_model(model.model, int8=True)
+            except ValueError as exc:
+                raise CommandError(_one_line(f"--int8: {exc}")) from None
+            if lean is None:
                 raise CommandError("--int8 needs a Marian or BART model (the lean decoder step)")
-            if not fast_step.int8_linear_works():
-                raise CommandError("--int8: this torch has no working quantized x86 engine")
         out = Path(o["output"])
         block = BLOCK_BATCHES * o["batch_size"]
         n_unsat, started = 0, time.monotonic()
