@@ -13,7 +13,8 @@ from django.template.response import TemplateResponse
 
 from .batches import PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
 from .exports import RESULTS_PERMS, batch_results_csv
-from .models import Assignment, Batch, Campaign, Candidate, CandidateSystem, Hit, HitItem, Judgment, Reference, Worker
+from .models import (Assignment, Batch, Campaign, Candidate, CandidateSystem, Hit, HitItem, Judgment, Reference, Worker,
+                     visible_id)
 from .providers import get_provider
 from .quality import worker_disqualify, worker_quality, worker_reinstate
 
@@ -71,7 +72,7 @@ class BatchForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         from .providers.prolific import median_seconds_per_hit
-        from .providers.prolific.gateway import suggested_minutes
+        from .providers.prolific.study import suggested_minutes
 
         per_hit = median_seconds_per_hit()
         hits = settings.PROLIFIC_HITS_PER_SESSION
@@ -171,7 +172,7 @@ def _quality(worker):
 
 @admin.register(Worker)
 class WorkerAdmin(ReadOnlyAdmin):
-    list_display = ("external_id", "provider", "judgments", "checks_passed", "checks_failed", "failure_rate",
+    list_display = ("worker_id", "provider", "judgments", "checks_passed", "checks_failed", "failure_rate",
                     "degraded_checks", "degraded_p", "seconds_per_hit", "agreement", "disqualified",
                     "disqualified_reason", "user")
     list_filter = ("provider", "disqualified")
@@ -180,6 +181,10 @@ class WorkerAdmin(ReadOnlyAdmin):
     actions = ["disqualify", "reinstate"]
 
     has_manage_permission = _can_change("worker")
+
+    @admin.display(description="worker id", ordering="external_id")
+    def worker_id(self, obj):
+        return visible_id(obj.external_id)  # an id stored before ids were checked: escapes, never raw
 
     @admin.display(description="judgments")
     def judgments(self, obj):

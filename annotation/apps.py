@@ -9,6 +9,7 @@ class AnnotationConfig(AppConfig):
 
         from .campaigns import register_generation_hooks
         from .checks import mturk_configuration_check
+        from .providers import platform_notices  # noqa: F401  (the platforms follow disqualifications)
 
         register(mturk_configuration_check)
         register_generation_hooks()  # evaluation samples become campaigns (annotation/campaigns.py)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from .csv_safety import spreadsheet_csv_writer
-from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit
+from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit, visible_id
 
 # the file names workers and holds their judgments and comments: who may download it, wherever from
 RESULTS_PERMS = ("annotation.view_batch", "annotation.view_assignment", "annotation.view_judgment")
@@ -48,7 +48,8 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
         items = list(hit.items.all())
         given = {j.candidate_id: j for j in a.judgments.all()}
         seconds = int((a.submitted_at - a.accepted_at).total_seconds()) if a.submitted_at and a.accepted_at else ""
-        row = [hit.external_hit_id or hit.pk, hit.pk, a.external_assignment_id, a.worker.external_id, a.status,
+        row = [hit.external_hit_id or hit.pk, hit.pk, visible_id(a.external_assignment_id),
+               visible_id(a.worker.external_id), a.status,
                _iso(a.accepted_at), _iso(a.submitted_at), seconds, hit.reference.ref_id, hit.reference.text]
         for k in range(width):
             item = items[k] if k < len(items) else None

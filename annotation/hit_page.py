@@ -23,6 +23,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
 from .models import Assignment, Batch, Hit, HitItem, Judgment, Verification, Worker
+from .tokens import item_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,8 @@ def hit_content_html(facts: HitPageFacts) -> SafeString:
 @lru_cache(maxsize=4096)
 def _content(hit_id: int, created_at: datetime) -> SafeString:
     hit = Hit.objects.select_related("reference").get(pk=hit_id)
-    items = list(hit.items.select_related("candidate").order_by("position"))
+    items = [{"key": item_key(hit_id=hit.pk, candidate_id=item.candidate_id), "text": item.candidate.text}
+             for item in hit.items.select_related("candidate").order_by("position")]
     return SafeString(render_to_string("annotation/hit_content.html", {"hit": hit, "items": items}))
 
 

@@ -14,6 +14,7 @@ submission API, or ``expired`` (and its slot returns to the pool) through the be
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -180,7 +181,7 @@ class Worker(models.Model):
         constraints = [models.UniqueConstraint(fields=["provider", "external_id"], name="unique_worker_per_provider")]
 
     def __str__(self) -> str:
-        return f"{self.provider}:{self.external_id}"
+        return f"{self.provider}:{visible_id(self.external_id)}"
 
 
 class BatchStatus(models.TextChoices):
@@ -325,12 +326,12 @@ class Assignment(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"assignment {self.external_assignment_id} by {self.worker}"
+        return f"assignment {visible_id(self.external_assignment_id)} by {self.worker}"
 
 
 class SessionOutcome(models.TextChoices):
     OPEN = "open"  # the participant is working through their HITs
-    COMPLETED = "completed"  # sent back to Prolific with the study's completion code
+    COMPLETED = "completed"  # did its HITs (or some, until none was left): sent back with the completion code
     FAILED = "failed"  # failed the quality checks mid-session: sent back with the other code
 
 
@@ -347,6 +348,8 @@ class ProlificSession(models.Model):
     reason = models.TextField(blank=True, help_text="why the session failed the quality checks")
     failed_attention = models.BooleanField(default=False, help_text="ParaBank's instructed attention check failed "
                                                                     "(Prolific lets such a session be rejected)")
+    confirmed_at = models.DateTimeField(null=True, blank=True, help_text="when Prolific confirmed it as a running "
+                                                                         "submission of this participant")
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 
@@ -355,6 +358,21 @@ class ProlificSession(models.Model):
 
     def __str__(self) -> str:
         return f"Prolific session {self.session_id} of {self.worker}"
+
+
+# What a platform's worker id may look like (MTurk: "A1B2C3..."; Prolific: 24 hex digits; test accounts):
+# letters, digits, "-" and "_". Anything else -- control characters, zero-width or look-alike letters -- is
+# no id a platform gives, and would be shown raw in the admin and the results files.
+WORKER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# An assignment's id: the same, plus ":" (a Prolific assignment is "<session>:<hit>:<nonce>")
+ASSIGNMENT_ID = re.compile(r"^[A-Za-z0-9_:-]{1,200}$")
+
+
+def visible_id(value: str) -> str:
+    """A platform id as a person can read it for what it is: anything but printable ASCII (control and
+    zero-width characters, look-alike letters) written as a ``\\uXXXX`` escape. Ids are checked when they
+    arrive (``WORKER_ID``); rows stored before that are shown this way."""
+    return "".join(ch if ch.isascii() and ch.isprintable() else ascii(ch)[1:-1] for ch in str(value))
 
 
 def judgment_value_error(score, fluency) -> str | None:

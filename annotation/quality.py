@@ -29,13 +29,24 @@ from collections import defaultdict
 from typing import Sequence
 
 from django.db.models import Q
+from django.dispatch import Signal
 from django.utils import timezone
 from scipy.stats import mannwhitneyu, pearsonr
 
-from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, Assignment, Campaign, Judgment, Provider, Verification,
+from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, Assignment, Campaign, Judgment, Verification,
                      Worker, attention_copy_q)
 
 log = logging.getLogger(__name__)
+
+# Sent after the flag changed, so that the worker's platform can follow (the block qualification on MTurk,
+# the blocklist group on Prolific); the platforms listen, so that quality never depends on them.
+worker_disqualified = Signal()  # worker, reason
+worker_reinstated = Signal()  # worker
+
+# What a worker is told when the rules bar them: never which rule, nor that there is more than the
+# instructed attention check (a rater who learns of the degraded copies learns to look for them).
+WORKER_BARRED_MESSAGE = ("Your answers did not meet this campaign's quality standards, so you can no longer take "
+                         "its HITs. If you think this is a mistake, contact the researcher.")
 
 ATTENTION_Q = attention_copy_q("candidate__")
 DEGRADED_Q = Q(candidate__systems__system=DEGRADED_SYSTEM)
@@ -270,39 +281,26 @@ def disqualification_reason(*, quality: WorkerQuality, campaign: Campaign) -> st
     return "; ".join(reasons) or None
 
 
-def _provider_of(worker: Worker):
-    from .providers import get_provider
-
-    if worker.provider == Provider.IMPORT:
-        return None
-    last = (Assignment.objects.filter(worker=worker, hit__isnull=False).select_related("hit__batch")
-            .order_by("-id").first())
-    return get_provider(last.hit.batch if last is not None else worker.provider)
-
-
 def worker_disqualify(*, worker: Worker, reason: str) -> Worker:
-    """Mark the worker disqualified (kept judgments are excluded from aggregates), then tell the provider.
+    """Mark the worker disqualified (kept judgments are excluded from aggregates), then tell their platform
+    (``worker_disqualified``; ``annotation.providers.platform_notices`` listens).
 
-    The database flag is what counts: a provider failure (e.g. MTurk unreachable) is logged, not raised,
+    The database flag is what counts: a platform failure (e.g. MTurk unreachable) is logged, not raised,
     so that the submission that triggered it is not lost; the admin action can repeat it."""
     Worker.objects.filter(pk=worker.pk).update(disqualified=True, disqualified_reason=reason,
                                                disqualified_at=timezone.now())
     worker.refresh_from_db()
-    try:
-        provider = _provider_of(worker)
-        if provider is not None:
-            provider.disqualify(worker=worker, reason=reason)
-    except Exception:  # noqa: BLE001 - the flag is stored; the provider call can be repeated from the admin
-        log.exception("the provider could not disqualify worker %s", worker)
+    for _, outcome in worker_disqualified.send_robust(sender=Worker, worker=worker, reason=reason):
+        if isinstance(outcome, Exception):
+            log.error("the platform could not disqualify worker %s: %s", worker, outcome, exc_info=outcome)
     return worker
 
 
 def worker_reinstate(*, worker: Worker) -> Worker:
+    """Lift the disqualification here and on the worker's platform (a platform error is raised)."""
     Worker.objects.filter(pk=worker.pk).update(disqualified=False, disqualified_reason="", disqualified_at=None)
     worker.refresh_from_db()
-    provider = _provider_of(worker)
-    if provider is not None:
-        provider.reinstate(worker=worker)
+    worker_reinstated.send(sender=Worker, worker=worker)
     return worker
 
 

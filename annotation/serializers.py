@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from .models import Assignment, Hit, judgment_value_error
 from .submissions import MAX_COMMENT
+from .tokens import item_key
 
 
 class StrictIntegerField(serializers.IntegerField):
@@ -18,7 +19,10 @@ class StrictIntegerField(serializers.IntegerField):
 
 
 class JudgmentInSerializer(serializers.Serializer):
-    candidate = StrictIntegerField()
+    """One sentence's judgment. The sentence is named by the key its page shows (its fieldset's
+    ``data-item``), never by candidate id: ids tell quality-check copies from real candidates."""
+
+    item = serializers.CharField(max_length=64, help_text="The sentence's key on the HIT page (data-item).")
     score = StrictIntegerField(min_value=0, max_value=100, allow_null=True)
     fluency = StrictIntegerField(min_value=0, max_value=2)
     # judgment_value_error's rule in the API description (config.openapi.AutoSchema): a null score (N/A)
@@ -42,9 +46,10 @@ class SubmissionInSerializer(serializers.Serializer):
 
 
 class JudgmentOutSerializer(serializers.Serializer):
-    """A stored judgment: the candidate, its 0-100 score (null: N/A) and its fluency (0, 1 or 2)."""
+    """A stored judgment: the sentence's key on the HIT page, its 0-100 score (null: N/A) and its fluency
+    (0, 1 or 2). Candidate ids are not given back: a worker must not learn them (``tokens.item_key``)."""
 
-    candidate = serializers.IntegerField()
+    item = serializers.CharField()
     score = serializers.IntegerField(min_value=0, max_value=100, allow_null=True)
     fluency = serializers.IntegerField(min_value=0, max_value=2)
 
@@ -68,8 +73,8 @@ class AssignmentOutSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(JudgmentOutSerializer(many=True))
     def get_judgments(self, obj: Assignment) -> list[dict]:
-        return [{"candidate": j.candidate_id, "score": j.score, "fluency": j.fluency}
-                for j in obj.judgments.order_by("id")]
+        return [{"item": item_key(hit_id=obj.hit_id, candidate_id=j.candidate_id), "score": j.score,
+                 "fluency": j.fluency} for j in obj.judgments.order_by("id")]
 
 
 class HitOutSerializer(serializers.ModelSerializer):

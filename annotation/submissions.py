@@ -3,7 +3,8 @@
 ``assignment_submit`` is the one way judgments of a HIT reach the database (the API calls it; so can a
 provider's sync). It refuses, with a ``SubmissionError`` carrying an HTTP status and a clear message:
 malformed judgments (score not an integer in 0-100 or null; null score with fluency != 0; fluency not
-0/1/2), candidates not in the HIT, missing or repeated; a bad or forged token; an assignment bound to
+0/1/2), sentences not in the HIT, missing or repeated (named by their place on the page, never by
+candidate id); a bad or forged token; an assignment bound to
 another HIT or worker (for local batches: to another logged-in annotator than ``user``); a disqualified
 worker; a HIT that expired, whose batch is not open, or that already has its ``max_assignments``; a
 worker who already judged one of its candidates. The same assignment submitted again with the same
@@ -29,10 +30,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from .models import (SUBMITTED_STATUSES, Assignment, AssignmentStatus, BatchStatus, Hit, Judgment, Provider, Verification,
-                     Worker, judgment_value_error)
+from .models import (ASSIGNMENT_ID, SUBMITTED_STATUSES, WORKER_ID, Assignment, AssignmentStatus, BatchStatus, Hit,
+                     Judgment, Provider, Verification, Worker, judgment_value_error)
+from .quality import worker_quality_apply
 from .taking import live_assignments_q
-from .tokens import TokenError, submission_token_verify
+from .tokens import TokenError, item_key, submission_token_verify
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +51,13 @@ class SubmissionError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class JudgmentInput:
-    candidate: Any
-    score: Any
-    fluency: Any
+    """One judgment as submitted: the sentence by its key on the HIT page (``item``, what the API takes) or,
+    from code, by candidate id (``candidate``)."""
+
+    candidate: Any = None
+    score: Any = None
+    fluency: Any = None
+    item: Any = None
 
 
 @dataclasses.dataclass
@@ -65,26 +71,38 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def judgments_check(judgments: list[JudgmentInput], hit_candidates: set[int]) -> None:
-    """Every judgment well formed, and exactly one per candidate of the HIT."""
+def judgments_check(judgments: list[JudgmentInput], hit_candidates: list[int], *, hit_id: int) -> list[JudgmentInput]:
+    """Every judgment well formed, and exactly one per sentence of the HIT (``hit_candidates``: its candidate
+    ids in page order); returns them with the candidate ids filled in. Messages name a sentence by its place
+    on the page ("sentence 3"), never by its candidate id: a refused submission saves nothing, so a worker
+    could probe with it, and ids tell quality-check copies from real candidates (``tokens.item_key``)."""
     if not judgments:
         raise SubmissionError("no judgments submitted")
+    place = {cid: n for n, cid in enumerate(hit_candidates, 1)}
+    by_key = {item_key(hit_id=hit_id, candidate_id=cid): cid for cid in hit_candidates}
     seen: set[int] = set()
+    resolved = []
     for i, j in enumerate(judgments):
         where = f"judgments[{i}]"
-        if not _is_int(j.candidate):
-            raise SubmissionError(f"{where}.candidate must be a candidate id (an integer)")
-        if j.candidate not in hit_candidates:
-            raise SubmissionError(f"{where}: candidate {j.candidate} is not in this HIT")
-        if j.candidate in seen:
-            raise SubmissionError(f"{where}: candidate {j.candidate} is judged twice")
-        seen.add(j.candidate)
+        if j.item is not None:
+            if not isinstance(j.item, str) or j.item not in by_key:
+                raise SubmissionError(f"{where}.item is not a sentence of this HIT")
+            candidate = by_key[j.item]
+        elif not _is_int(j.candidate) or j.candidate not in place:
+            raise SubmissionError(f"{where}.candidate is not a sentence of this HIT")
+        else:
+            candidate = j.candidate
+        if candidate in seen:
+            raise SubmissionError(f"{where}: sentence {place[candidate]} is judged twice")
+        seen.add(candidate)
         problem = judgment_value_error(j.score, j.fluency)
         if problem:
             raise SubmissionError(f"{where}.{problem}")
-    missing = sorted(hit_candidates - seen)
+        resolved.append(dataclasses.replace(j, candidate=candidate, item=None))
+    missing = [place[cid] for cid in hit_candidates if cid not in seen]
     if missing:
-        raise SubmissionError(f"missing judgments for candidate(s) {', '.join(map(str, missing))}")
+        raise SubmissionError(f"missing judgments for sentence(s) {', '.join(map(str, missing))}")
+    return resolved
 
 
 def hit_closed(*, batch_status: str, expires_at: dt.datetime | None, now: dt.datetime) -> SubmissionError | None:
@@ -101,7 +119,9 @@ def hit_closed(*, batch_status: str, expires_at: dt.datetime | None, now: dt.dat
 
 def _same_judgments(assignment: Assignment, judgments: list[JudgmentInput]) -> bool:
     stored = {(j.candidate_id, j.score, j.fluency) for j in assignment.judgments.all()}
-    return stored == {(j.candidate, j.score, j.fluency) for j in judgments}
+    by_key = {item_key(hit_id=assignment.hit_id, candidate_id=cid): cid for cid, _, _ in stored}
+    given = {(by_key.get(j.item) if j.item is not None else j.candidate, j.score, j.fluency) for j in judgments}
+    return stored == given
 
 
 def _existing_checked(existing: Assignment, hit: Hit, worker_id: str, now: dt.datetime,
@@ -124,6 +144,9 @@ def _existing_checked(existing: Assignment, hit: Hit, worker_id: str, now: dt.da
             raise SubmissionError(f"assignment {existing.external_assignment_id} was already submitted with other "
                                   "judgments", status=409, code="conflicting_replay")
         return True
+    if existing.status == AssignmentStatus.RETURNED:
+        raise SubmissionError("this assignment was given back; take your next HIT", status=410,
+                              code="assignment_returned")
     if existing.status == AssignmentStatus.EXPIRED or (existing.expires_at and existing.expires_at <= now):
         raise SubmissionError("the time allotted to this assignment ran out; take the next HIT",
                               status=410, code="assignment_expired")
@@ -139,6 +162,9 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
     assignment_id, worker_id = str(assignment_id or "").strip(), str(worker_id or "").strip()
     if not assignment_id or not worker_id:
         raise SubmissionError("assignment_id and worker_id are required")
+    if not WORKER_ID.match(worker_id) or not ASSIGNMENT_ID.match(assignment_id):
+        raise SubmissionError("worker_id and assignment_id must be a platform's ids (letters, digits, '-', '_'; "
+                              "':' in an assignment id)")
     if len(comment or "") > MAX_COMMENT:
         raise SubmissionError(f"the comment is longer than {MAX_COMMENT} characters")
     try:
@@ -150,6 +176,7 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
     with transaction.atomic():
         hit = Hit.objects.select_for_update().select_related("batch__campaign").get(pk=hit.pk)
         batch = hit.batch
+        hit_candidates = list(hit.items.order_by("position").values_list("candidate_id", flat=True))
         existing = (Assignment.objects.select_related("worker")
                     .filter(provider=batch.provider, external_assignment_id=assignment_id).first())
         if existing is not None and _existing_checked(existing, hit, worker_id, now, judgments, user):
@@ -173,13 +200,13 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
         if taken.count() >= hit.max_assignments:
             raise SubmissionError(f"this HIT already has its {hit.max_assignments} assignments", status=409,
                                   code="hit_full")
-        hit_candidates = set(hit.items.values_list("candidate_id", flat=True))
-        judgments_check(judgments, hit_candidates)
-        judged = sorted(Judgment.objects.counted().filter(worker=worker, candidate_id__in=hit_candidates)
-                        .values_list("candidate_id", flat=True).distinct())
+        judgments = judgments_check(judgments, hit_candidates, hit_id=hit.pk)
+        judged = set(Judgment.objects.counted().filter(worker=worker, candidate_id__in=hit_candidates)
+                     .values_list("candidate_id", flat=True))
         if judged:
-            raise SubmissionError(f"this worker already judged candidate(s) {', '.join(map(str, judged))}",
-                                  status=409, code="already_judged")
+            places = [n for n, cid in enumerate(hit_candidates, 1) if cid in judged]
+            raise SubmissionError(f"this worker already judged sentence(s) {', '.join(map(str, places))} of this "
+                                  "HIT in another HIT", status=409, code="already_judged")
         if existing is None:
             accepted = dt.datetime.fromtimestamp(issued_at, tz=dt.timezone.utc) if issued_at else None
             assignment = Assignment.objects.create(
@@ -198,8 +225,6 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
 
     if assignment.verification != Verification.VERIFIED:
         return SubmissionResult(assignment=assignment, created=True)  # the rules run once sync verified it
-
-    from .quality import worker_quality_apply
 
     try:
         reason = worker_quality_apply(worker=worker, campaign=batch.campaign)

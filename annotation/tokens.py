@@ -10,6 +10,7 @@ import time
 
 from django.conf import settings
 from django.core import signing
+from django.utils.crypto import salted_hmac
 
 SALT = "paraforge.annotation.submission"
 DEFAULT_MAX_AGE_S = 24 * 3600
@@ -42,3 +43,16 @@ def submission_token_verify(*, token: str, hit_id: int, assignment_id: str, work
             int(hit_id), str(assignment_id), str(worker_id)):
         raise TokenError("the submission token is for another HIT, assignment or worker")
     return int(payload.get("t") or 0)
+
+
+ITEM_SALT = "paraforge.annotation.hit-item"
+
+
+def item_key(*, hit_id: int, candidate_id: int) -> str:
+    """The name a worker's page and the submission API give one sentence of one HIT.
+
+    Candidate ids are never shown to workers: quality-check copies are made with their batch, after
+    every real candidate, so "the highest id in the HIT" would find them. The key is a keyed hash of
+    (HIT, candidate): stable for the HIT, different in every HIT, and it says nothing about the order
+    in which sentences were made."""
+    return salted_hmac(ITEM_SALT, f"{int(hit_id)}:{int(candidate_id)}", algorithm="sha256").hexdigest()[:16]

@@ -25,6 +25,7 @@ from typing import Literal
 from django.utils import timezone
 
 from .models import Assignment, Verification
+from .quality import worker_quality_apply
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,6 @@ def submissions_verify(*, assignments: Iterable[Assignment], confirm: Callable[[
                        deadline: dt.timedelta, now: dt.datetime | None = None) -> VerificationReport:
     """Ask the platform (``confirm``) about each unverified assignment and record the outcome; then run
     the quality rules of the workers whose assignments were verified."""
-    from .quality import worker_quality_apply
-
     now = now or timezone.now()
     report = VerificationReport()
     newly_verified: dict[tuple[int, int], Assignment] = {}

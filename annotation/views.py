@@ -17,9 +17,12 @@ from limits.client import client_ip
 from limits.counters import over_limit
 
 from .hit_page import HitPageFacts, hit_content_html, hit_page_facts
-from .models import SUBMITTED_STATUSES, AssignmentStatus, BatchStatus, Hit, Provider
+from .models import SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
 from .providers.local import (WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment,
                               local_worker)
+from .providers.prolific import completion_url, session_id
+from .providers.prolific.sessions import SessionError, session_next
+from .quality import WORKER_BARRED_MESSAGE
 from .submissions import hit_closed
 from .tokens import submission_token_make
 
@@ -100,6 +103,8 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         blocked, status = "This page was opened for another HIT.", 400
     if not preview and not worker_id:
         blocked, status = blocked or "The page address lacks the worker id.", 400
+    elif not preview and not WORKER_ID.match(worker_id):
+        blocked, status = blocked or "The worker id in the page address is not a valid id.", 400
     if not preview and blocked is None:
         blocked = _blocked_reason(facts)
         if facts.worker_disqualified:
@@ -140,7 +145,7 @@ def annotate_next(request: HttpRequest) -> HttpResponse:
     it (taking changes state, so it is never a GET that a prefetch or a double click repeats)."""
     worker = local_worker(request.user)
     if worker.disqualified:
-        return render(request, "annotation/barred.html", {"reason": worker.disqualified_reason}, status=403)
+        return render(request, "annotation/barred.html", {"reason": WORKER_BARRED_MESSAGE}, status=403)
     if request.method == "GET":
         open_one = local_open_assignment(worker)
         return _to_assignment(open_one) if open_one else render(request, "annotation/take.html")
@@ -167,8 +172,6 @@ def _prolific_continue_url(request: HttpRequest, facts: HitPageFacts, worker_id:
     with their next HIT or Prolific's completion URL."""
     if facts.provider != Provider.PROLIFIC:
         return ""
-    from .providers.prolific import session_id
-
     batch_id = Hit.objects.filter(pk=facts.hit_id).values_list("batch_id", flat=True).first()
     query = urlencode({"PROLIFIC_PID": worker_id, "STUDY_ID": request.GET.get("studyId", ""),
                        "SESSION_ID": session_id(assignment_id)})
@@ -180,9 +183,6 @@ def prolific_start(request: HttpRequest, batch_id: int) -> HttpResponse:
     """GET /prolific/<batch id>/start/?PROLIFIC_PID=&STUDY_ID=&SESSION_ID= (the study's external URL): a
     redirect to the participant's open or next HIT, or back to Prolific with a completion code
     (``providers.prolific.sessions``)."""
-    from .providers.prolific import completion_url
-    from .providers.prolific.sessions import SessionError, session_next
-
     wait = over_limit(f"prolific-start:{client_ip(request)}", settings.ANNOTATION_PROLIFIC_START_RATE)
     if wait is not None:
         response = render(request, "annotation/prolific_problem.html",
@@ -194,8 +194,13 @@ def prolific_start(request: HttpRequest, batch_id: int) -> HttpResponse:
         step = session_next(batch_id=batch_id, participant=request.GET.get("PROLIFIC_PID", "").strip(),
                             study=study, session_id=request.GET.get("SESSION_ID", "").strip())
     except SessionError as exc:
-        return render(request, "annotation/prolific_problem.html", {"message": exc.message}, status=exc.status)
-    if step.kind == "hit":
+        response = render(request, "annotation/prolific_problem.html", {"message": exc.message}, status=exc.status)
+        if exc.status == 503:
+            response["Retry-After"] = "60"
+        return response
+    if step.kind == "full":
+        response = render(request, "annotation/prolific_full.html", {"reload_url": request.get_full_path()})
+    elif step.kind == "hit":
         assignment = step.assignment
         query = urlencode({"assignmentId": assignment.external_assignment_id, "hitId": assignment.hit_id,
                            "workerId": assignment.worker.external_id, "studyId": study})

@@ -25,7 +25,7 @@ from django.core.cache import cache
 from django.db import OperationalError, connection, connections
 
 from annotation.models import Assignment, Judgment
-from tests.annotation.builders import payload, published_batch, sample_campaign
+from tests.annotation.builders import items_by_key, payload, published_batch, sample_campaign
 
 CLUSTERS = Path("/etc/postgresql")
 _DB = django_settings.DATABASES["default"]
@@ -172,7 +172,8 @@ def test_acknowledged_submissions_survive_a_database_restart(live_server, settin
         assignment = saved.select_related("worker").get(external_assignment_id=body["assignment_id"])
         assert assignment.hit_id == hit.pk and assignment.worker.external_id == body["worker_id"]
         got = sorted(assignment.judgments.values_list("candidate_id", "score", "fluency"))
-        assert got == sorted((j["candidate"], j["score"], j["fluency"]) for j in body["judgments"])
+        items = items_by_key(hit)
+        assert got == sorted((items[j["item"]].candidate_id, j["score"], j["fluency"]) for j in body["judgments"])
         assert len(got) == expected_judgments[body["assignment_id"]]
     assert Judgment.objects.filter(assignment__hit__batch=batch).count() == sum(expected_judgments.values())
     print(f"{len(jobs)} submissions, {len(attempts)} requests: "

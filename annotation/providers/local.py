@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..models import Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Hit, Provider, Verification, Worker
+from ..quality import WORKER_BARRED_MESSAGE
 from ..taking import hit_take, open_assignment
 
 __all__ = ["WorkerBarred", "local_worker", "local_open_assignment", "local_hit_take",
@@ -43,7 +44,7 @@ def local_hit_take(*, user, now: dt.datetime | None = None) -> Assignment | None
     now = now or timezone.now()
     worker = local_worker(user)
     if worker.disqualified:
-        raise WorkerBarred(worker.disqualified_reason or "this account is barred from annotation")
+        raise WorkerBarred(WORKER_BARRED_MESSAGE)  # never which rule (staff see it in the admin)
     hits = Hit.objects.filter(batch__provider=Provider.LOCAL, batch__status=BatchStatus.PUBLISHED)
     return hit_take(worker=worker, hits=hits, now=now, verification=Verification.VERIFIED,
                     duration_s=lambda hit: int((hit.batch.settings or {}).get("assignment_duration_s") or 3600),

@@ -266,6 +266,8 @@ PROLIFIC_FIRST_LANGUAGES = env_list("PROLIFIC_FIRST_LANGUAGES", ["English"])
 PROLIFIC_COUNTRIES = env_list("PROLIFIC_COUNTRIES", [])
 PROLIFIC_BLOCKLIST_GROUP_NAME = env_str("PROLIFIC_BLOCKLIST_GROUP_NAME", "Paraforge: failed quality checks")
 PROLIFIC_MAX_ATTEMPTS = env_int("PROLIFIC_MAX_ATTEMPTS", 6)  # per call, 429/5xx and network errors
+# seconds the start URL waits for Prolific to confirm a new session (a participant is waiting; two tries)
+PROLIFIC_START_TIMEOUT_S = env_float("PROLIFIC_START_TIMEOUT_S", 3.0)
 
 LOGGING = {
     "version": 1,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from annotation.batches import hit_batch_create
 from annotation.models import Batch, BatchStatus, Campaign, Candidate, CandidateSystem, Hit, Reference
-from annotation.tokens import submission_token_make
+from annotation.tokens import item_key, submission_token_make
 
 
 def sample_campaign(name: str = "sample", *, buckets=(5, 10), refs_per_bucket: int = 3, candidates: int = 7,
@@ -36,12 +36,17 @@ def payload(hit: Hit, *, assignment_id: str = "A1", worker_id: str = "W1", score
         "worker_id": worker_id,
         "token": token if token is not None else submission_token_make(hit_id=hit.pk, assignment_id=assignment_id,
                                                                         worker_id=worker_id),
-        "judgments": [{"candidate": item.candidate_id, "score": score, "fluency": fluency}
-                      for item in hit.items.order_by("position")],
+        "judgments": [{"item": item_key(hit_id=hit.pk, candidate_id=item.candidate_id), "score": score,
+                       "fluency": fluency} for item in hit.items.order_by("position")],
         "comment": "",
     }
     body.update(extra)
     return body
+
+
+def items_by_key(hit: Hit) -> dict:
+    """The HIT's items by the key its page and the submission API name them with (``tokens.item_key``)."""
+    return {item_key(hit_id=hit.pk, candidate_id=item.candidate_id): item for item in hit.items.all()}
 
 
 def platform_confirms(*external_ids: str):

@@ -5,7 +5,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchStatus, Hit, Judgment, Worker
-from annotation.tokens import submission_token_make
+from annotation.tokens import item_key, submission_token_make
 
 from .builders import payload, platform_confirms, published_batch, sample_campaign
 
@@ -35,7 +35,7 @@ def test_a_valid_submission_is_saved_and_answered_with_201(client, hit):
     data = response.json()
     assert data["assignment_id"] == "A1" and data["worker_id"] == "W1" and data["hit"] == hit.pk
     assert data["status"] == "submitted" and data["comment"] == "fine"
-    assert data["judgments"] == [{"candidate": j["candidate"], "score": j["score"], "fluency": j["fluency"]}
+    assert data["judgments"] == [{"item": j["item"], "score": j["score"], "fluency": j["fluency"]}
                                  for j in body["judgments"]]
     assignment = Assignment.objects.get(external_assignment_id="A1")
     assert assignment.accepted_at is not None and assignment.submitted_at >= assignment.accepted_at
@@ -53,7 +53,7 @@ def test_the_same_assignment_again_is_200_and_duplicates_nothing(client, hit):
 @pytest.mark.parametrize("change,needle", [
     ({"score": 101}, "score"), ({"score": -1}, "score"), ({"score": 50.5}, "score"), ({"score": "50"}, "score"),
     ({"score": True}, "score"), ({"score": None, "fluency": 2}, "null"), ({"score": None, "fluency": 1}, "null"),
-    ({"fluency": 3}, "fluency"), ({"fluency": None}, "fluency"), ({"candidate": "x"}, "candidate"),
+    ({"fluency": 3}, "fluency"), ({"fluency": None}, "fluency"), ({"item": 7}, "item"), ({"item": None}, "item"),
 ])
 def test_malformed_judgments_are_400_and_save_nothing(client, hit, change, needle):
     body = payload(hit)
@@ -66,11 +66,11 @@ def test_malformed_judgments_are_400_and_save_nothing(client, hit, change, needl
 
 def test_candidates_must_be_exactly_those_of_the_hit(client, hit):
     other = Hit.objects.exclude(pk=hit.pk).first()
-    foreign = other.items.first().candidate_id
+    foreign = item_key(hit_id=other.pk, candidate_id=other.items.first().candidate_id)
     body = payload(hit)
-    body["judgments"][0]["candidate"] = foreign
+    body["judgments"][0]["item"] = foreign
     response = post(client, hit, body)
-    assert response.status_code == 400 and "not in this HIT" in response.json()["detail"]
+    assert response.status_code == 400 and "not a sentence of this HIT" in response.json()["detail"]
     body = payload(hit)
     body["judgments"].pop()
     response = post(client, hit, body)
@@ -80,7 +80,11 @@ def test_candidates_must_be_exactly_those_of_the_hit(client, hit):
     response = post(client, hit, body)
     assert response.status_code == 400 and "twice" in response.json()["detail"]
     body = payload(hit)
-    body["judgments"].append({"candidate": foreign, "score": 1, "fluency": 2})
+    body["judgments"].append({"item": foreign, "score": 1, "fluency": 2})
+    assert post(client, hit, body).status_code == 400
+    body = payload(hit)  # a candidate id is no way to name a sentence (ids tell checks from real candidates)
+    body["judgments"][0] = {"candidate": hit.items.order_by("position").first().candidate_id, "score": 1,
+                            "fluency": 2}
     assert post(client, hit, body).status_code == 400
     response = post(client, hit, payload(hit, judgments=[]))
     assert response.status_code == 400
@@ -172,3 +176,23 @@ def test_batch_hits_is_staff_only_and_has_the_documented_shape(client, admin_cli
     assert first["candidates"] == [{"id": i.candidate_id, "text": i.candidate.text}
                                    for i in hit.items.order_by("position")]
     assert admin_client.get("/api/batches/99999/hits/").status_code == 404
+
+
+@pytest.mark.parametrize("worker_id", ["W\x00", "W\u200b1", "W\u04301", "W 1", "W1\n", "W1\x07", "A" * 65])
+def test_ids_no_platform_gives_are_refused_and_stored_rows_show_escaped(client, admin_client, hit, worker_id):
+    response = post(client, hit, payload(hit, worker_id=worker_id, token=submission_token_make(
+        hit_id=hit.pk, assignment_id="A1", worker_id=worker_id)))
+    assert response.status_code in (400, 403)  # refused (by the serializer, the id rule or the token)
+    assert nothing_saved() and not Worker.objects.filter(external_id=worker_id).exists()
+    if worker_id == worker_id.strip():  # (the page and the API strip surrounding whitespace first)
+        page = client.get(f"/hits/{hit.pk}/", {"assignmentId": "A1", "workerId": worker_id})
+        assert page.status_code == 400 and b'content=""' in page.content  # no token for such an id
+    # a row stored before ids were checked reads as escapes in the admin and in results.csv, never raw
+    raw = Worker.objects.create(provider="mturk", external_id="W\u200b\u04301")
+    Assignment.objects.create(campaign=hit.batch.campaign, hit=hit, worker=raw, provider="mturk",
+                              external_assignment_id="A\u200b9", status=AssignmentStatus.SUBMITTED)
+    admin_client.user = None
+    listing = admin_client.get("/admin/annotation/worker/").content.decode()
+    results = admin_client.get(f"/api/batches/{hit.batch_id}/results.csv", HTTP_ACCEPT="text/csv").content.decode()
+    for text in (listing, results):
+        assert "\u200b" not in text and "\u0430" not in text and "W\\u200b\\u04301" in text

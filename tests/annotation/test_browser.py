@@ -39,21 +39,20 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
 
             wanted = {}
             for k, item in enumerate(items):
-                cid = item.candidate_id
-                slider = page.locator(f"#score-{cid}")
+                cid, n = item.candidate_id, k + 1  # the page names sentences by their place
+                slider = page.locator(f"#score-{n}")
                 slider.focus()
                 for _ in range(k * 5):
                     page.keyboard.press("ArrowRight")
                 if k == 4:
                     page.keyboard.press("End")
                 wanted[cid] = 100 if k == 4 else 50 + k * 5
-                assert page.locator(f"#score-{cid}-value").inner_text() == str(wanted[cid])
-                page.locator(f"input[name='fluency-{cid}'][value='{1 if k == 1 else 2}']").check()
+                assert page.locator(f"#score-{n}-value").inner_text() == str(wanted[cid])
+                page.locator(f"input[name='fluency-{n}'][value='{1 if k == 1 else 2}']").check()
             # the first sentence is nonsensical: its slider is disabled and reads N/A
-            first = items[0].candidate_id
-            page.locator(f"input[name='fluency-{first}'][value='0']").check()
-            assert page.locator(f"#score-{first}").is_disabled()
-            assert page.locator(f"#score-{first}-value").inner_text() == "N/A"
+            page.locator("input[name='fluency-1'][value='0']").check()
+            assert page.locator("#score-1").is_disabled()
+            assert page.locator("#score-1-value").inner_text() == "N/A"
             page.fill("#comment", "clear task")
 
             with page.expect_request("https://workersandbox.mturk.com/mturk/externalSubmit"):

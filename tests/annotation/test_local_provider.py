@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotation.batches import hit_batch_create
+from annotation.tokens import item_key
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchStatus, Worker
 from annotation.providers.local import assignments_expire, local_hit_take
 from annotation.tasks import expire_local_assignments
@@ -98,7 +99,7 @@ def test_the_annotator_path_login_next_page_submit(client, batch):
     assert page.status_code == 200 and 'id="submit"' in page.content.decode()
     assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"])
     body = {"assignment_id": query["assignmentId"], "worker_id": query["workerId"], "token": token_of(page),
-            "judgments": [{"candidate": i.candidate_id, "score": 80, "fluency": 2}
+            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
                           for i in assignment.hit.items.all()], "comment": ""}
     saved = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
                         content_type="application/json")
@@ -130,7 +131,7 @@ def test_an_expired_local_assignment_cannot_be_submitted(client, batch):
     assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"])
     Assignment.objects.filter(pk=assignment.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     body = {"assignment_id": query["assignmentId"], "worker_id": query["workerId"], "token": token_of(page),
-            "judgments": [{"candidate": i.candidate_id, "score": 80, "fluency": 2}
+            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
                           for i in assignment.hit.items.all()]}
     response = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
                            content_type="application/json")
@@ -144,7 +145,26 @@ def test_a_barred_annotator_gets_no_hit(client, batch):
                           disqualified_reason="failed 3 of 5 attention checks")
     client.force_login(ann)
     response = client.post("/annotate/next/")
-    assert response.status_code == 403 and "failed 3 of 5" in response.content.decode()
+    text = response.content.decode()
+    assert response.status_code == 403 and "quality standards" in text and "failed 3 of 5" not in text
     assert client.get("/annotate/next/").status_code == 403
     assert not Assignment.objects.exists()
     assert BatchStatus.PUBLISHED == Batch.objects.get(pk=batch.pk).status
+
+
+def test_a_returned_assignment_cannot_be_submitted_with_the_token_of_its_page(client, batch):
+    ann = user("ann")
+    client.force_login(ann)
+    location = client.post("/annotate/next/")["Location"]
+    page = client.get(location)
+    query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+    assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"])
+    assert client.post("/annotate/return/", {"assignment": query["assignmentId"]}).status_code == 302
+    body = {"assignment_id": query["assignmentId"], "worker_id": query["workerId"], "token": token_of(page),
+            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
+                          for i in assignment.hit.items.all()]}
+    response = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
+                           content_type="application/json")
+    assert response.status_code == 410 and response.json()["code"] == "assignment_returned"
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.RETURNED and not assignment.judgments.exists()

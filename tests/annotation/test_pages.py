@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Candidate, Hit
-from annotation.tokens import submission_token_verify
+from annotation.tokens import item_key, submission_token_verify
 from annotation.views import external_submit_url
 
 from .builders import published_batch, sample_campaign
@@ -36,11 +36,12 @@ def test_an_accepted_hit_shows_everything_and_carries_a_bound_token(client, hit)
     assert response.status_code == 200
     assert "X-Frame-Options" not in response and "frame-ancestors" in response["Content-Security-Policy"]
     assert f"<strong id=\"reference\">{hit.reference.text}</strong>" in html
-    for item in hit.items.all():
+    for n, item in enumerate(hit.items.order_by("position"), 1):
         assert item.candidate.text in html
-        assert f'id="score-{item.candidate_id}"' in html and 'value="50"' in html
+        assert f'data-item="{item_key(hit_id=hit.pk, candidate_id=item.candidate_id)}" id="item-{n}"' in html
+        assert f'id="score-{n}"' in html and 'value="50"' in html
         for value in ("0", "1", "2"):
-            assert f'name="fluency-{item.candidate_id}" value="{value}"' in html
+            assert f'name="fluency-{n}" value="{value}"' in html
     assert html.count('type="range"') == 5 and "<textarea" in html and "worked examples" in html.lower()
     assert submission_token_verify(token=meta_token(html), hit_id=hit.pk, assignment_id="A1", worker_id="W1")
     assert 'data-external-submit="https://workersandbox.mturk.com/mturk/externalSubmit"' in html

@@ -2,9 +2,11 @@
 description (``prolific_stub.py``), a participant's session through the start URL, and the ``crowd`` CLI."""
 from __future__ import annotations
 
+import html
 import io
 import json
 import math
+import re
 from decimal import Decimal
 from urllib.parse import parse_qs, urlsplit
 
@@ -16,11 +18,11 @@ from django.core.management.base import CommandError
 from annotation.batches import hit_batch_create
 from annotation.models import (Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Judgment, ProlificSession,
                                Verification, Worker)
-from annotation.providers import InsufficientBalance, ProviderConfigurationError, get_provider
+from annotation.providers import InsufficientBalance, ProviderConfigurationError, ProviderError, get_provider
 from annotation.providers.prolific import ProlificClient, ProlificProvider
 from annotation.providers.retry import RetryPolicy
 
-from .builders import payload, published_batch, sample_campaign
+from .builders import items_by_key, payload, published_batch, sample_campaign
 from .prolific_stub import TOKEN, ProlificStub, check_model, serve
 
 pytestmark = pytest.mark.django_db
@@ -29,9 +31,13 @@ PUBLIC = "https://paraforge.example.org"
 ALICE, BOB = "5f0a1b2c3d4e5f6a7b8c9d01", "5f0a1b2c3d4e5f6a7b8c9d02"
 
 
+KNOWN: dict = {}  # the running test's stub, for ``start`` (set by the ``stub`` fixture)
+
+
 @pytest.fixture
 def stub(settings):
     stub = ProlificStub()
+    KNOWN["stub"] = stub
     server = serve(stub)
     settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = stub.url, TOKEN
     settings.PARAFORGE_PUBLIC_URL = PUBLIC
@@ -64,13 +70,19 @@ def prolific_batch(*, hits_per_session: int = 2, assignments: int = 2, campaign_
                           "first_languages": ["English"], **settings})
 
 
-def start(client, batch, participant, session, study="S1"):
+def start(client, batch, participant, session, study="S1", *, known=True):
+    """Open the start URL as Prolific sends a participant there. ``known``: Prolific has the session as a
+    running submission of this participant in this study (the stub is told, unless it already has the
+    session); else the session is made up."""
+    if known and session not in KNOWN["stub"].submissions:
+        KNOWN["stub"].add_submission(study=study, session=session, participant=participant, status="ACTIVE")
     return client.get(f"/prolific/{batch.pk}/start/", {"PROLIFIC_PID": participant, "STUDY_ID": study,
                                                         "SESSION_ID": session})
 
 
 def do_hit(client, response, *, copy_score=100):
-    """Follow a start-URL redirect to the slider page and submit the HIT as the page would."""
+    """Follow a start-URL redirect to the slider page, submit the HIT as the page would, then go where the
+    page goes after a save (its data-continue: the start URL, which ends a session whose HITs are done)."""
     assert response.status_code == 302, response.content[:300]
     query = parse_qs(urlsplit(response["Location"]).query)
     page = client.get(response["Location"])
@@ -78,12 +90,14 @@ def do_hit(client, response, *, copy_score=100):
     assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"][0])
     body = payload(assignment.hit, assignment_id=assignment.external_assignment_id,
                    worker_id=query["workerId"][0], score=60)
+    items = items_by_key(assignment.hit)
     for judgment in body["judgments"]:
-        if assignment.hit.items.get(candidate_id=judgment["candidate"]).is_attention_check:
+        if items[judgment["item"]].is_attention_check:
             judgment["score"] = copy_score
     saved = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
                         content_type="application/json")
     assert saved.status_code == 201, saved.content
+    client.get(html.unescape(re.search(r'data-continue="([^"]+)"', page.content.decode()).group(1)))
     return assignment
 
 
@@ -227,7 +241,8 @@ def test_a_hit_slot_held_by_one_participant_is_not_given_to_another(stub, client
         start(client, batch, f"P{n:023d}", f"SESS{n}")["Location"]).query)["assignmentId"][0]).hit_id
         for n in range(batch.hits.count())}
     assert len(taken) == batch.hits.count()  # every participant got a different HIT
-    code_of(start(client, batch, "P" + "9" * 23, "SESS-LATE"))  # none left: back to Prolific
+    late = start(client, batch, "P" + "9" * 23, "SESS-LATE")  # none left, and they did nothing: no code
+    assert late.status_code == 200 and b"return the study on Prolific" in late.content
 
 
 def test_failing_the_attention_checks_ends_the_session_with_the_other_code_and_sync_disqualifies(
@@ -258,6 +273,7 @@ def test_failing_the_attention_checks_ends_the_session_with_the_other_code_and_s
     assert report["rejected"] == 1 and report["approved"] == 0
     (reject,) = [c for c in stub.calls_to("POST", "/transition/") if c[3].get("action") == "REJECT"]
     assert reject[3]["rejection_category"] == "FAILED_CHECK" and len(reject[3]["message"]) >= 100
+    assert "attention checks" in reject[3]["message"] and "degraded" not in reject[3]["message"]
     assert stub.submissions["SESSB"]["status"] == "REJECTED"
 
 
@@ -345,9 +361,10 @@ def test_crowd_cli_runs_the_whole_prolific_path(stub, client):
     assert published["places"] == places and stub.studies[study]["status"] == "ACTIVE"
     assert crowd("balance", str(batch.pk))["available"] == "1000.00"
     assert crowd("balance", "--provider", "prolific")["currency"] == "USD"
-    do_hit(client, start(client, batch, ALICE, "S-A", study))
+    for _ in range(2):  # the session's two HITs
+        do_hit(client, start(client, batch, ALICE, "S-A", study))
     stub.add_submission(study=study, session="S-A", participant=ALICE)
-    assert crowd("sync", str(batch.pk))["verified"] == 1
+    assert crowd("sync", str(batch.pk))["verified"] == 2
     assert crowd("approve", str(batch.pk))["approved"] == 1
     assert crowd("bonus", str(batch.pk), "0.25", "a bonus")["paid"] == 1
     assert crowd("pause", str(batch.pk))["study_status"] == "PAUSED"
@@ -409,10 +426,12 @@ def test_the_admin_suggests_a_session_time_makes_publishes_syncs_and_approves_a_
     (study,) = stub.studies.values()
     assert study["status"] == "ACTIVE" and study["estimated_completion_time"] == 4
     assert {"filter_id": "current-country-of-residence", "selected_values": ["0"]} in study["filters"]
-    do_hit(client, start(client, batch, ALICE, "S-ADMIN", study["id"]))
+    for _ in range(2):  # the session's two HITs
+        do_hit(client, start(client, batch, ALICE, "S-ADMIN", study["id"]))
     stub.add_submission(study=study["id"], session="S-ADMIN", participant=ALICE)
     admin_client.post("/admin/annotation/batch/", {"action": "sync_batches", "_selected_action": [batch.pk]})
-    assert Assignment.objects.get(worker__external_id=ALICE).verification == Verification.VERIFIED
+    assert set(Assignment.objects.filter(worker__external_id=ALICE).values_list("verification", flat=True)) == {
+        Verification.VERIFIED}
     admin_client.post("/admin/annotation/batch/", {"action": "approve_batches", "_selected_action": [batch.pk]})
     assert stub.submissions["S-ADMIN"]["status"] == "APPROVED"
     admin_client.post("/admin/annotation/batch/", {"action": "expire_batches", "_selected_action": [batch.pk]})
@@ -437,13 +456,91 @@ def test_each_easl_round_is_its_own_study_serving_only_its_hits(stub, provider, 
     assert do_hit(client, start(client, batch, BOB, "ROUND0", first)).hit.round == 0
 
 
-def test_sessions_forged_under_a_participants_id_take_no_work_away_from_them(stub, client):
-    batch = prolific_batch(publish=True, hits_per_session=5, assignments=2)
-    for n in range(batch.hits.count()):  # a forger "judges" every HIT under Alice's id, session after session
-        do_hit(client, start(client, batch, ALICE, f"FORGED{n}"))
-    # Alice's own session still gets every HIT: the forged rows are not known to be hers
-    first = do_hit(client, start(client, batch, ALICE, "REAL"))
-    assert first.external_assignment_id.startswith("REAL:")
+def test_sessions_prolific_does_not_know_hold_nothing_and_a_real_participant_gets_work(stub, client):
+    batch = prolific_batch(publish=True, hits_per_session=1, assignments=1)
+    slots = batch.hits.count()
+    # more made-up sessions than the study has places, some under a real participant's id
+    for n in range(slots + 6):
+        made_up = start(client, batch, ALICE if n % 2 else f"{n:024d}", f"MADEUP{n}", known=False)
+        assert made_up.status_code == 403 and b"does not know this session" in made_up.content
+    assert not (Worker.objects.exists() or ProlificSession.objects.exists() or Assignment.objects.exists())
+    first = start(client, batch, ALICE, "REAL")  # Alice's real session still gets a HIT
+    assert first.status_code == 302 and "/hits/" in first["Location"]
+    # someone who knows her id cannot give back her open HIT with a session of their own
+    assert start(client, batch, ALICE, "NEWMADEUP", known=False).status_code == 403
+    assert Assignment.objects.get(worker__external_id=ALICE).status == AssignmentStatus.ACCEPTED
+
+
+def test_a_session_prolific_reports_as_another_participants_or_studys_or_ended_takes_nothing(stub, client):
+    batch = prolific_batch(publish=True)
+    stub.add_submission(study="S1", session="BOBS", participant=BOB, status="ACTIVE")
+    stub.add_submission(study="OTHER", session="ELSEWHERE", participant=ALICE, status="ACTIVE")
+    stub.add_submission(study="S1", session="GONE", participant=ALICE, status="RETURNED")
+    assert start(client, batch, ALICE, "BOBS").status_code == 403
+    assert start(client, batch, ALICE, "ELSEWHERE").status_code == 403
+    gone = start(client, batch, ALICE, "GONE")
+    assert gone.status_code == 410 and b"has ended" in gone.content
+    assert not ProlificSession.objects.exists() and not Assignment.objects.exists()
+
+
+def test_when_prolific_cannot_be_reached_the_participant_is_asked_to_reload_and_nothing_is_held(stub, client):
+    batch = prolific_batch(publish=True)
+    stub.fail_next = [503, 503]  # both tries of the start URL's short confirmation
+    down = start(client, batch, ALICE, "S-DOWN")
+    assert down.status_code == 503 and down["Retry-After"] and b"reload" in down.content
+    assert not ProlificSession.objects.exists() and not Assignment.objects.exists()
+    assert start(client, batch, ALICE, "S-DOWN").status_code == 302  # a moment later it works
+    # a confirmed session is not asked about again on every page
+    asked = len(stub.calls_to("GET", "/submissions/S-DOWN/"))
+    start(client, batch, ALICE, "S-DOWN")
+    assert len(stub.calls_to("GET", "/submissions/S-DOWN/")) == asked
+
+
+def test_a_draft_studys_start_url_writes_nothing(stub, client):
+    batch = prolific_batch(publish=False)
+    assert start(client, batch, ALICE, "EARLY").status_code == 410
+    assert not (Worker.objects.exists() or ProlificSession.objects.exists())
+
+
+def test_a_participant_arriving_at_a_full_study_is_asked_to_return_it_and_is_never_paid(stub, provider, client):
+    batch = prolific_batch(hits_per_session=1, assignments=1)
+    provider.publish(batch=batch)
+    study = batch.provider_state["studies"]["0"]
+    for n in range(batch.hits.count()):  # every slot held by a participant working on it
+        assert start(client, batch, f"P{n:023d}", f"HOLD{n}", study).status_code == 302
+    late = start(client, batch, BOB, "LATE", study)
+    assert late.status_code == 200 and b"return the study on Prolific" in late.content
+    assert "completion_code" not in late.content.decode() and batch.provider_state["completion_code"].encode() \
+        not in late.content
+    assert ProlificSession.objects.get(session_id="LATE").outcome == "open"
+    # had Bob typed a code he found elsewhere, his session would still not be paid
+    stub.submissions["LATE"]["status"] = "AWAITING REVIEW"
+    provider.sync(batch=batch)
+    assert provider.approve_batch(batch=batch)["approved"] == 0 and stub.submissions["LATE"]["status"] != "APPROVED"
+
+
+def test_approval_pays_a_session_only_once_it_has_done_its_hits(stub, provider, client):
+    batch = prolific_batch(hits_per_session=2)
+    provider.publish(batch=batch)
+    study = batch.provider_state["studies"]["0"]
+    first = do_hit(client, start(client, batch, ALICE, "HALF", study))
+    # Alice submits on Prolific with the study's completion code after 1 of 2 HITs; sync verifies her HIT
+    stub.submissions["HALF"]["status"] = "AWAITING REVIEW"
+    assert provider.sync(batch=batch)["verified"] == 1
+    report = provider.approve_batch(batch=batch)
+    assert (report["approved"], report["skipped_incomplete"]) == (0, 1)
+    assert report["incomplete_sessions"] == {"HALF": "1 of 2 HITs done; the session is still open"}
+    assert stub.submissions["HALF"]["status"] == "AWAITING REVIEW"
+    first.refresh_from_db()
+    with pytest.raises(ProviderError, match="still open"):
+        provider.approve(assignment=first)
+    assert not stub.calls_to("POST", "/submissions/HALF/transition/") and not stub.calls_to("POST", "/bulk-approve/")
+    # she does the second HIT and is sent back with the code: now the session is paid
+    do_hit(client, start(client, batch, ALICE, "HALF", study))
+    assert code_of(start(client, batch, ALICE, "HALF", study)) == batch.provider_state["completion_code"]
+    provider.sync(batch=batch)
+    assert provider.approve_batch(batch=batch)["approved"] == 1
+    assert stub.submissions["HALF"]["status"] == "APPROVED"
 
 
 def test_system_check_warns_about_prolific_without_a_token(settings):

@@ -10,6 +10,7 @@ from annotation.models import Assignment, Batch, HitItem, Judgment
 from tests.screens import shoot
 
 from .builders import published_batch, sample_campaign
+from .prolific_stub import TOKEN, ProlificStub, serve
 from .test_browser import CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -22,12 +23,13 @@ def _answer_hit(page, *, copy_score: str) -> int:
     Home key) and submit; returns the HIT's id."""
     hit_id = int(urlsplit(page.url).path.strip("/").split("/")[-1])
     shoot(page, "prolific-slider-page")
-    copies = set(HitItem.objects.filter(hit_id=hit_id, is_attention_check=True).values_list("candidate_id", flat=True))
+    copies = {p + 1 for p in HitItem.objects.filter(hit_id=hit_id, is_attention_check=True)
+              .values_list("position", flat=True)}  # the page names sentences by their place (1, 2, ...)
     for slider in page.locator("input[type=range]").all():
-        cid = int(slider.get_attribute("id").removeprefix("score-"))
+        place = int(slider.get_attribute("id").removeprefix("score-"))
         slider.focus()
-        page.keyboard.press(copy_score if cid in copies else "PageUp")
-        page.locator(f"input[name='fluency-{cid}'][value='2']").check()
+        page.keyboard.press(copy_score if place in copies else "PageUp")
+        page.locator(f"input[name='fluency-{place}'][value='2']").check()
     page.click("#submit")
     return hit_id
 
@@ -63,8 +65,13 @@ def _walk(page, start: str, *, copy_score: str, max_pages: int = 10) -> str:
     raise AssertionError(f"still on {page.url} after {max_pages} pages")
 
 
-def test_participants_walk_from_the_start_url_to_their_completion_codes(live_server, monkeypatch):
+def test_participants_walk_from_the_start_url_to_their_completion_codes(live_server, monkeypatch, settings):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
+    stub = ProlificStub()  # Prolific's API, which confirms each session the start URL is opened with
+    server = serve(stub)
+    settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = stub.url, TOKEN
+    for who in (CAREFUL, CARELESS):
+        stub.add_submission(study="STUDY1", session=f"SESSION-{who[-1]}", participant=who, status="ACTIVE")
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=4, candidates=4, settings={
         "min_attention_checks": 2, "max_attention_failure_rate": 0.4})
     batch = published_batch(campaign, provider="prolific", assignments=2, attention_rate=1.0, degraded_rate=0.0,
@@ -82,6 +89,9 @@ def test_participants_walk_from_the_start_url_to_their_completion_codes(live_ser
                 page.close()
         finally:
             browser.close()
+            server.shutdown()
+            server.server_close()
+    assert stub.errors == []
 
     state = Batch.objects.get(pk=batch.pk).provider_state
     assert parse_qs(urlsplit(ends[CAREFUL]).query)["cc"] == [state["completion_code"]]

@@ -75,7 +75,7 @@ def test_a_disqualified_local_account_is_barred_and_can_be_reinstated(hits):
     user = get_user_model().objects.create_user("ann", password="pw")
     worker = Worker.objects.create(provider="local", external_id=f"user-{user.pk}", user=user)
     worker_disqualify(worker=worker, reason="by hand")
-    with pytest.raises(WorkerBarred, match="by hand"):
+    with pytest.raises(WorkerBarred, match="quality standards"):
         local_hit_take(user=user)
     worker_reinstate(worker=worker)
     assert not Worker.objects.get(pk=worker.pk).disqualified

@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotation.exports import batch_results_csv
+from annotation.tokens import item_key
 from annotation.models import Assignment, Hit, Judgment, Verification, Worker
 from annotation.providers.retry import RetryPolicy
 from annotation.providers import mturk as mturk_module
@@ -70,7 +71,7 @@ def forged_body(client, hit: Hit, assignment_id: str, worker_id: str, check_scor
     start = page.index('name="submission-token" content="') + len('name="submission-token" content="')
     token = page[start:page.index('"', start)]
     body = {"assignment_id": assignment_id, "worker_id": worker_id, "token": token, "comment": "",
-            "judgments": [{"candidate": i.candidate_id, "score": check_score if i.is_attention_check else 50,
+            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": check_score if i.is_attention_check else 50,
                            "fluency": 2} for i in hit.items.all()]}
     return body
 
@@ -167,7 +168,7 @@ def _local_body(client, assignment) -> dict:
     start = page.index('name="submission-token" content="') + len('name="submission-token" content="')
     return {"assignment_id": assignment.external_assignment_id, "worker_id": assignment.worker.external_id,
             "token": page[start:page.index('"', start)], "comment": "",
-            "judgments": [{"candidate": i.candidate_id, "score": 70, "fluency": 2}
+            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 70, "fluency": 2}
                           for i in assignment.hit.items.all()]}
 
 

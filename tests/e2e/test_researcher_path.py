@@ -25,6 +25,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from annotation.models import Campaign, Candidate, Hit, HitItem, Judgment, Worker
+from annotation.tokens import item_key
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.worker]
 
@@ -78,7 +79,7 @@ class Annotator:
             "assignment_id": field("data-assignment"),
             "worker_id": field("data-worker"),
             "api": field("data-api"),
-            "candidates": [int(c) for c in re.findall(r'data-candidate="(\d+)"', page)],
+            "items": re.findall(r'data-item="([0-9a-f]+)"', page),  # the page names sentences by opaque keys
         }
 
     def submit(self, hit: dict, judgments: list[dict]) -> int:
@@ -164,9 +165,14 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
             if hit["status"] == 403:
                 barred.add(name)
                 continue
-            ref = Hit.objects.get(pk=hit["hit"]).reference.text
-            status = person.submit(hit, _judge(hit["candidates"], attention, careless=name == "carol",
-                                               texts=texts, ref=ref))
+            shown = Hit.objects.get(pk=hit["hit"])
+            ref = shown.reference.text
+            candidate_of = {item_key(hit_id=shown.pk, candidate_id=i.candidate_id): i.candidate_id
+                            for i in shown.items.all()}  # what the test knows, not the annotator
+            judgments = _judge([candidate_of[key] for key in hit["items"]], attention, careless=name == "carol",
+                               texts=texts, ref=ref)
+            key_of = {cid: key for key, cid in candidate_of.items()}
+            status = person.submit(hit, [{"item": key_of[j.pop("candidate")], **j} for j in judgments])
             assert status in (200, 201, 403), status
             if status == 201:
                 submitted[name] += 1

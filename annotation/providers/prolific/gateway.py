@@ -25,7 +25,6 @@ first; a bonus batch is created once and its id stored before it is paid, so a r
 from __future__ import annotations
 
 import hashlib
-import secrets
 from datetime import timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Iterable
@@ -33,123 +32,25 @@ from typing import TYPE_CHECKING, Any, Iterable
 from django.conf import settings
 from django.utils import timezone
 
-from annotation.batch_settings import BatchSettingsError, batch_settings_clean, reward_usd_check, setting_list
+from annotation.batch_settings import BatchSettingsError, reward_usd_check
 from annotation.verification import Confirmation, submissions_verify
 
 from ..common import bonus_recipients, provider_state, provider_state_save, public_url_check
 from ..errors import InsufficientBalance, ProviderConfigurationError, ProviderError
 from .client import ProlificClient, ProlificError
 from .fees import prolific_cost, study_places, to_cents
+from .study import (FINISHED, RUNNING, batch_prolific_config, batch_studies, prolific_batch_required,
+                    session_assignments, session_id, session_of, start_url, study_codes, studies_required)
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Worker
 
-# Prolific's submission statuses: finished (identity and work confirmed), still running, withdrawn
-FINISHED = {"AWAITING REVIEW", "APPROVED", "REJECTED"}
-RUNNING = {"ACTIVE", "RESERVED", "PROCESSING"}
 REJECT_MESSAGE_MIN = 100  # Prolific asks a rejection message to explain itself in at least 100 characters
-
-
-def start_url(public_url: str, batch_id: int) -> str:
-    """The study's external URL with Prolific's placeholders."""
-    return (f"{public_url}/prolific/{batch_id}/start/"
-            "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
-
-
-def completion_url(code: str) -> str:
-    return f"https://app.prolific.com/submissions/complete?cc={code}"
-
-
-def session_id(external_assignment_id: str) -> str:
-    """A Prolific assignment is named ``<session id>:<hit id>:<nonce>`` (``sessions.session_next``)."""
-    return external_assignment_id.split(":", 1)[0]
-
-
-def session_of(assignment: "Assignment") -> str:
-    return session_id(assignment.external_assignment_id)
-
-
-def session_assignments(assignment: "Assignment"):
-    """Every assignment of the session ``assignment`` belongs to (Prolific pays and rejects per session)."""
-    from annotation.models import Assignment
-
-    return Assignment.objects.filter(hit__batch_id=assignment.hit.batch_id, worker=assignment.worker,
-                                     external_assignment_id__startswith=f"{session_of(assignment)}:")
-
-
-def suggested_minutes(*, hits_per_session: int, seconds_per_hit: float | None = None) -> int:
-    """A session's estimated time: the median seconds per HIT measured so far (``median_seconds_per_hit``),
-    else ``PROLIFIC_SECONDS_PER_HIT``, times the session's HITs, in whole minutes."""
-    per_hit = seconds_per_hit or settings.PROLIFIC_SECONDS_PER_HIT
-    return max(1, round(per_hit * hits_per_session / 60))
-
-
-def median_seconds_per_hit() -> float | None:
-    """The median time from taking to submitting a HIT over the latest 5,000 verified HIT assignments
-    (quality's rule, ``annotation.quality.median_seconds``)."""
-    from annotation.models import Assignment
-    from annotation.quality import median_seconds
-
-    return median_seconds(Assignment.objects.filter(hit__isnull=False).order_by("-id"), limit=5000)
-
-
-def batch_prolific_config(batch_settings: dict) -> dict:
-    """The study's settings with the defaults filled in (``PROLIFIC_*`` Django settings)."""
-    try:
-        given = batch_settings_clean(batch_settings or {})
-    except BatchSettingsError as exc:
-        raise ProviderConfigurationError(str(exc)) from exc
-
-    def pick(key, default):
-        return default if given.get(key) is None else given[key]
-
-    hits_per_session = int(pick("hits_per_session", settings.PROLIFIC_HITS_PER_SESSION))
-    estimated = given.get("estimated_minutes") or suggested_minutes(hits_per_session=hits_per_session)
-    return {
-        "title": pick("title", "Rate how well sentences paraphrase a reference sentence"),
-        "description": pick("description", (
-            "Read a sentence and five rewrites of it; move a slider to say how close in meaning each rewrite is, "
-            f"and whether it is fluent English. You will do {hits_per_session} such pages in a row.")),
-        "reward_per_session": reward_usd_check(pick("reward_per_session", settings.PROLIFIC_REWARD_PER_SESSION),
-                                               key="reward_per_session"),
-        "hits_per_session": hits_per_session,
-        "estimated_minutes": int(estimated),
-        "max_minutes": int(given.get("max_minutes") or max(4 * int(estimated), 60)),
-        "min_approval_rate": int(pick("min_approval_rate", settings.PROLIFIC_MIN_APPROVAL_RATE)),
-        "min_approved_submissions": int(pick("min_approved_submissions", settings.PROLIFIC_MIN_APPROVED_SUBMISSIONS)),
-        "first_languages": setting_list(pick("first_languages", settings.PROLIFIC_FIRST_LANGUAGES)),
-        "countries": setting_list(pick("countries", settings.PROLIFIC_COUNTRIES)),
-        "public_url": pick("public_url", settings.PARAFORGE_PUBLIC_URL),
-    }
-
-
-def study_codes(batch: "Batch") -> dict:
-    """The batch's provider state with the study's two completion codes, made once (before the study is
-    created, so that a retried creation uses the same ones; or when a participant first arrives)."""
-    state = provider_state(batch)
-    if state.get("completion_code") and state.get("failed_code"):
-        return state
-    return provider_state_save(batch, completion_code=f"C{secrets.token_hex(4).upper()}",
-                               failed_code=f"F{secrets.token_hex(4).upper()}")
-
-
-def _require_prolific_batch(batch: "Batch") -> None:
-    if batch.provider != "prolific":
-        raise ProviderError(f"batch {batch.pk} is on provider {batch.provider!r}, not prolific")
-
-
-def batch_studies(batch: "Batch") -> dict[int, str]:
-    """The batch's studies by EASL round (a fixed batch has round 0 only): {round: Prolific study id}."""
-    return {int(r): sid for r, sid in (provider_state(batch).get("studies") or {}).items()}
-
-
-def _studies(batch: "Batch") -> dict[int, str]:
-    studies = batch_studies(batch)
-    if not studies:
-        raise ProviderError(f"batch {batch.pk} has no Prolific study yet: publish it first "
-                            f"(`python manage.py crowd publish {batch.pk}`)")
-    return studies
-
+# What a participant rejected for the instructed attention check reads: that check only (the instructions
+# announce it), never the session's full reason, which may name the hidden degraded-copy test.
+ATTENTION_REJECTION = ("Your submission was rejected because it failed the study's attention checks: the "
+                       "instructions ask for a score of 100 on a sentence identical to the reference, and too many "
+                       "of those sentences got less.")
 
 class ProlificProvider:
     """``HitProvider`` on Prolific; ``client`` may be given (tests pass one aimed at the stub)."""
@@ -325,7 +226,7 @@ class ProlificProvider:
         them again when paused). A fixed batch is one study; each EASL round's new HITs make one more."""
         from annotation.models import BatchStatus
 
-        _require_prolific_batch(batch)
+        prolific_batch_required(batch)
         config = batch_prolific_config(batch.settings)
         state = study_codes(batch)
         public_url = public_url_check(config["public_url"], platform="Prolific")
@@ -372,9 +273,9 @@ class ProlificProvider:
 
     def _transition(self, batch: "Batch", action: str) -> dict:
         """The same transition of every study of the batch (a study already there is left alone)."""
-        _require_prolific_batch(batch)
+        prolific_batch_required(batch)
         report = {"batch": batch.pk, "provider": self.name, "action": action, "studies": {}}
-        for round_number, study in sorted(_studies(batch).items()):
+        for round_number, study in sorted(studies_required(batch).items()):
             current = (self.client.request("GET", f"/api/v1/studies/{study}/") or {}).get("status")
             done = {"PAUSE": {"PAUSED", "AWAITING REVIEW", "COMPLETED"}, "STOP": {"AWAITING REVIEW", "COMPLETED"}}
             if current not in done.get(action, set()):
@@ -397,7 +298,7 @@ class ProlificProvider:
         """The submissions of the batch's studies by id (Prolific's SESSION_ID; each with its ``study``),
         following the listings' next links."""
         found: dict[str, dict] = {}
-        for study in _studies(batch).values():
+        for study in studies_required(batch).values():
             url: str | None = f"/api/v1/studies/{study}/submissions/"
             while url:
                 page = self.client.request("GET", url) or {}
@@ -433,12 +334,28 @@ class ProlificProvider:
         return Confirmation("denied", {"session": session, "prolific_status": status,
                                        "reason": "the participant withdrew from the study on Prolific"})
 
+    def session_live(self, *, participant: str, study: str, session_id: str) -> str:
+        """What Prolific says of a session a participant arrives with: ``live`` (a running submission of this
+        participant in this study), ``ended`` (theirs, but returned, timed out or already submitted) or
+        ``unknown`` (no such submission, or another participant's or study's). One GET; a ``ProlificError``
+        (``ProlificUnavailable`` when Prolific cannot be reached) is raised for the caller to refuse on."""
+        try:
+            remote = self.client.request("GET", f"/api/v1/submissions/{session_id}/") or {}
+        except ProlificError as exc:
+            if exc.status in (400, 404):
+                return "unknown"
+            raise
+        if (remote.get("participant_id") or remote.get("participant")) != participant or \
+                remote.get("study_id") != study:
+            return "unknown"
+        return "live" if remote.get("status") in RUNNING else "ended"
+
     def sync(self, *, batch: "Batch") -> dict:
         """Verify the batch's unverified assignments against the study's submissions, copy Prolific's approvals
         and rejections to the verified ones, and list the sessions Prolific has that sent us nothing."""
         from annotation.models import Assignment, AssignmentStatus, ProlificSession, Verification
 
-        _require_prolific_batch(batch)
+        prolific_batch_required(batch)
         config = batch_prolific_config(batch.settings)
         self._submissions = submissions = self.study_submissions(batch)
         on_prolific = len(submissions)
@@ -470,7 +387,7 @@ class ProlificProvider:
         for study, sessions in by_study.items():  # the study Prolific has each session in, not the URL's
             ProlificSession.objects.filter(batch=batch, session_id__in=sessions).exclude(study_id=study).update(
                 study_id=study)
-        return {"batch": batch.pk, "provider": self.name, "studies": sorted(_studies(batch).values()),
+        return {"batch": batch.pk, "provider": self.name, "studies": sorted(studies_required(batch).values()),
                 "submissions_on_prolific": on_prolific, "stored": len(stored),
                 "verified": len(result.verified), "flagged": len(result.flagged), "unconfirmed": len(result.pending),
                 "missing": len(missing), "statuses_updated": updated, "flagged_ids": flagged,
@@ -479,9 +396,14 @@ class ProlificProvider:
     # --- payments --------------------------------------------------------------------------------
 
     def approve(self, *, assignment: "Assignment") -> None:
-        """Approve the assignment's session (Prolific pays per session, so every HIT of it is approved)."""
-        from annotation.models import AssignmentStatus
+        """Approve the assignment's session (Prolific pays per session, so every HIT of it is approved); refused
+        while Paraforge still has the session open (``approve_batch``'s rule)."""
+        from annotation.models import AssignmentStatus, ProlificSession, SessionOutcome
 
+        if not ProlificSession.objects.filter(batch_id=assignment.hit.batch_id, session_id=session_of(assignment)) \
+                .exclude(outcome=SessionOutcome.OPEN).exists():
+            raise ProviderError(f"Prolific session {session_of(assignment)} is still open here: it is paid once it "
+                                "has done its HITs (see `crowd approve`'s incomplete_sessions)")
         self.client.request("POST", f"/api/v1/submissions/{session_of(assignment)}/transition/",
                             json={"action": "APPROVE"})
         session_assignments(assignment).update(status=AssignmentStatus.APPROVED)
@@ -501,29 +423,42 @@ class ProlificProvider:
         session_assignments(assignment).update(status=AssignmentStatus.REJECTED, feedback=feedback[:1024])
 
     def approve_batch(self, *, batch: "Batch") -> dict:
-        """Approve the verified sessions in bulk; reject those that failed ParaBank's attention check
-        mid-session (the reason is sent); unverified and flagged ones wait for ``sync`` / are never paid."""
+        """Pay each session for what its HITs say was done: approve, in bulk, the verified sessions that
+        Paraforge ended as completed (every HIT done, or work ran out after at least one) or as failed by the
+        degraded-copy test alone; reject those that failed ParaBank's instructed attention check. A session
+        still open here is not paid, whatever code its participant gave Prolific (the study's codes are the
+        same for every session, so a code proves nothing): it is listed under ``incomplete_sessions`` with
+        the HITs it did. Unverified and flagged ones wait for ``sync`` / are never paid."""
         from annotation.models import Assignment, AssignmentStatus, ProlificSession, SessionOutcome, Verification
 
-        _require_prolific_batch(batch)
-        _studies(batch)
+        prolific_batch_required(batch)
+        studies_required(batch)
         todo = (Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
                 .select_related("worker", "hit").order_by("id"))
-        failed = {s.session_id: s for s in ProlificSession.objects.filter(batch=batch, outcome=SessionOutcome.FAILED)}
+        ended = {s.session_id: s for s in ProlificSession.objects.filter(batch=batch)
+                 .exclude(outcome=SessionOutcome.OPEN)}
         report = {"batch": batch.pk, "provider": self.name, "approved": 0, "rejected": 0,
-                  "skipped_flagged": 0, "skipped_unverified": 0, "errors": {}}
+                  "skipped_flagged": 0, "skipped_unverified": 0, "skipped_incomplete": 0,
+                  "incomplete_sessions": {}, "errors": {}}
         approve: dict[str, list[int]] = {}
         reject: dict[str, Assignment] = {}
+        open_sessions: dict[str, int] = {}
         for assignment in todo:
             if assignment.verification != Verification.VERIFIED:
                 report["skipped_flagged" if assignment.verification == Verification.FLAGGED
                        else "skipped_unverified"] += 1
                 continue
             session = session_of(assignment)
-            if session in failed and failed[session].failed_attention:
+            if session not in ended:
+                open_sessions[session] = open_sessions.get(session, 0) + 1
+            elif ended[session].outcome == SessionOutcome.FAILED and ended[session].failed_attention:
                 reject.setdefault(session, assignment)
             else:
                 approve.setdefault(session, []).append(assignment.pk)
+        hits = int(batch_prolific_config(batch.settings)["hits_per_session"])
+        report["skipped_incomplete"] = len(open_sessions)
+        report["incomplete_sessions"] = {s: f"{n} of {hits} HITs done; the session is still open"
+                                         for s, n in sorted(open_sessions.items())}
         if approve:
             sessions = sorted(approve)
             for start in range(0, len(sessions), 500):
@@ -534,9 +469,7 @@ class ProlificProvider:
                 report["approved"] += len(chunk)
         for session, assignment in reject.items():
             try:
-                self.reject(assignment=assignment, feedback=(
-                    "Your submission was rejected because it failed the study's attention checks: "
-                    f"{failed[session].reason}."))
+                self.reject(assignment=assignment, feedback=ATTENTION_REJECTION)
                 report["rejected"] += 1
             except ProlificError as exc:
                 report["errors"][session] = str(exc)
@@ -565,7 +498,7 @@ class ProlificProvider:
         sessions = {session_of(b.assignment) for b in bonuses}
         study_of = dict(ProlificSession.objects.filter(batch=batch, session_id__in=sessions)
                         .values_list("session_id", "study_id"))
-        fallback = max(_studies(batch).items())[1]
+        fallback = max(studies_required(batch).items())[1]
         by_study: dict[str, list] = {}
         for bonus in bonuses:
             by_study.setdefault(study_of.get(session_of(bonus.assignment)) or fallback, []).append(bonus)
@@ -584,8 +517,8 @@ class ProlificProvider:
         Prolific bulk bonus per study; running it again with the same arguments pays nobody twice."""
         from annotation.models import Bonus
 
-        _require_prolific_batch(batch)
-        _studies(batch)
+        prolific_batch_required(batch)
+        studies_required(batch)
         try:
             amount = reward_usd_check(amount, key="amount").quantize(Decimal("0.01"))
         except BatchSettingsError as exc:

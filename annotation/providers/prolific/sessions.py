@@ -6,21 +6,27 @@ is one call of ``session_next``, which answers with one step:
 
 * ``hit``: their open assignment, else a new one on the next HIT they may do (``annotation.taking``'s
   rules; it holds the HIT's slot for ``assignment_duration_s``);
-* ``complete``: they submitted ``hits_per_session`` HITs, or none is left for them: Prolific's completion
-  URL with the study's completion code;
-* ``failed``: the quality checks failed: the other code (Prolific adds them to the blocklist group).
+* ``complete``: they submitted ``hits_per_session`` HITs, or at least one and none is left for them:
+  Prolific's completion URL with the study's completion code;
+* ``failed``: the quality checks failed: the other code (Prolific adds them to the blocklist group);
+* ``full``: no HIT is free for them and they have done none: an honest page that asks them to return the
+  study on Prolific (or to reload later), never a completion code for work not done.
+
+The URL is as forgeable as any, so a session takes nothing until Prolific has said, once, that
+``SESSION_ID`` is a running submission of ``PROLIFIC_PID`` in ``STUDY_ID`` (``ProlificProvider.session_live``,
+with a short timeout: a participant waits a moment at most). A made-up session, or a real participant's
+id with a session that is not theirs, writes no row and holds no slot. Its judgments still count for
+nothing until ``sync`` has verified the finished submission (``annotation.verification``).
 
 The checks that end a session run on the participant's verified judgments plus this session's own, which
-Prolific has not confirmed yet: a session forged under a real participant's id can end only itself.
-Their ``Worker`` is disqualified only once ``sync`` has verified the session (``annotation.verification``).
-The URL is as forgeable as any: what it starts counts for nothing until Prolific confirms the participant
-and session.
+Prolific has not confirmed as finished yet. Their ``Worker`` is disqualified only once ``sync`` has
+verified the session.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
+import logging
 import uuid
 from typing import Literal
 
@@ -30,13 +36,18 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import (SUBMITTED_STATUSES, Assignment, AssignmentStatus, Batch, BatchStatus, ProlificSession,
-                               Provider, SessionOutcome, Verification, Worker)
+                               Provider, SessionOutcome, Verification, WORKER_ID, Worker)
+from annotation.quality import session_check
 from annotation.taking import hit_take, open_assignment
 
-from .gateway import batch_studies, study_codes
+from ..errors import ProviderError
+from ..retry import RetryPolicy
+from .client import ProlificClient
+from .gateway import ProlificProvider
+from .study import batch_studies, study_codes
 
-# Prolific's ids are 24 hex digits; anything of letters, digits, '-' and '_' is accepted (test studies)
-PROLIFIC_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+log = logging.getLogger(__name__)
+
 URL_PARAMETERS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 
 
@@ -50,7 +61,7 @@ class SessionError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class SessionStep:
-    kind: Literal["hit", "complete", "failed"]
+    kind: Literal["hit", "complete", "failed", "full"]
     assignment: Assignment | None = None
     code: str = ""
     session: ProlificSession | None = None
@@ -60,7 +71,7 @@ def _ids(participant: str, study: str, session: str) -> None:
     for name, value in zip(URL_PARAMETERS, (participant, study, session)):
         if not value:
             raise SessionError(f"The address lacks Prolific's {name}: open the study from Prolific.")
-        if not PROLIFIC_ID.match(value):
+        if not WORKER_ID.match(value):  # Prolific's ids are 24 hex digits; test studies' may be other words
             raise SessionError(f"Prolific's {name} in the address is not valid: open the study from Prolific.")
 
 
@@ -77,12 +88,36 @@ def _step_for(session: ProlificSession, codes: dict) -> SessionStep:
     return SessionStep("complete", code=codes["completion_code"], session=session)
 
 
-def session_next(*, batch_id: int, participant: str, study: str, session_id: str,
-                 now: dt.datetime | None = None) -> SessionStep:
-    """The participant's next step in their session (see the module docstring); ``SessionError`` when the
-    address cannot lead anywhere (bad ids, no such open study, another participant's session)."""
-    from annotation.quality import session_check
+def confirming_provider() -> ProlificProvider:
+    """The provider the start URL asks: a short timeout and one retry, since a participant is waiting."""
+    return ProlificProvider(client=ProlificClient(
+        timeout_s=float(settings.PROLIFIC_START_TIMEOUT_S),
+        retry=RetryPolicy(max_attempts=2, base_delay_s=0.2, max_delay_s=0.5)))
 
+
+def _session_confirm(platform: ProlificProvider | None, *, participant: str, study: str, session_id: str) -> None:
+    """Raise ``SessionError`` unless Prolific says the session is a running submission of this participant in
+    this study. Every refusal reads the same whatever the reason (nobody learns whose sessions exist)."""
+    try:
+        answer = (platform or confirming_provider()).session_live(participant=participant, study=study,
+                                                                   session_id=session_id)
+    except ProviderError as exc:
+        log.warning("could not confirm Prolific session %s: %s", session_id, exc)
+        raise SessionError("We could not reach Prolific to confirm your session. Please reload this page in a "
+                           "minute.", status=503) from exc
+    if answer == "ended":
+        raise SessionError("Prolific says this session has ended (returned, timed out or already submitted), so "
+                           "it cannot take work any more.", status=410)
+    if answer != "live":
+        raise SessionError("Prolific does not know this session: open the study from your Prolific account.",
+                           status=403)
+
+
+def session_next(*, batch_id: int, participant: str, study: str, session_id: str,
+                 now: dt.datetime | None = None, platform: ProlificProvider | None = None) -> SessionStep:
+    """The participant's next step in their session (see the module docstring); ``SessionError`` when the
+    address cannot lead anywhere (bad ids, no such open study, a session Prolific does not know as theirs).
+    ``platform``: the provider that confirms a new session (default: ``confirming_provider()``)."""
     now = now or timezone.now()
     _ids(participant, study, session_id)
     batch = Batch.objects.filter(pk=batch_id, provider=Provider.PROLIFIC).select_related("campaign").first()
@@ -91,20 +126,18 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
     studies = {sid: round_number for round_number, sid in batch_studies(batch).items()}
     if studies and study not in studies:
         raise SessionError("This address was opened for another Prolific study.")
-    codes = study_codes(batch)
-    worker, _ = Worker.objects.get_or_create(provider=Provider.PROLIFIC, external_id=participant)
-    try:
-        with transaction.atomic():
-            session, _ = ProlificSession.objects.get_or_create(
-                batch=batch, session_id=session_id, defaults={"worker": worker, "study_id": study})
-    except IntegrityError:
-        session = ProlificSession.objects.get(batch=batch, session_id=session_id)
-    if session.worker_id != worker.pk:
+    session = ProlificSession.objects.filter(batch=batch, session_id=session_id).select_related("worker").first()
+    if session is not None and session.worker.external_id != participant:
         raise SessionError("This Prolific session belongs to another participant.", status=403)
-    if session.outcome != SessionOutcome.OPEN:
-        return _step_for(session, codes)
-    if batch.status != BatchStatus.PUBLISHED:
+    if session is not None and session.outcome != SessionOutcome.OPEN:
+        return _step_for(session, study_codes(batch))
+    if batch.status != BatchStatus.PUBLISHED:  # nothing is written for a study that is not open
         raise SessionError("This study is not open at the moment: please return it on Prolific.", status=410)
+    if session is None or session.confirmed_at is None:
+        _session_confirm(platform, participant=participant, study=study, session_id=session_id)
+        session = _session_record(batch, participant=participant, study=study, session_id=session_id, now=now)
+    worker = session.worker
+    codes = study_codes(batch)
     prefix = f"{session_id}:"  # the session's assignments are named <session id>:<hit id>:<nonce>
     mine = Assignment.objects.filter(worker=worker, hit__batch=batch, external_assignment_id__startswith=prefix)
     if worker.disqualified:
@@ -114,8 +147,8 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
     if reason:
         mine.filter(status=AssignmentStatus.ACCEPTED).update(status=AssignmentStatus.RETURNED)
         return _step_for(_end(session, SessionOutcome.FAILED, reason, failed_attention=attention), codes)
-    hits_per_session = int((batch.settings or {}).get("hits_per_session") or settings.PROLIFIC_HITS_PER_SESSION)
-    if mine.filter(status__in=SUBMITTED_STATUSES).count() >= hits_per_session:
+    done = mine.filter(status__in=SUBMITTED_STATUSES).count()
+    if done >= session_hits(batch):
         return _step_for(_end(session, SessionOutcome.COMPLETED), codes)
     # an open assignment of another session or study makes way: one participant, one page at a time
     elsewhere = open_assignment(worker, now)
@@ -128,9 +161,36 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
                           theirs=Q(external_assignment_id__startswith=prefix),
                           duration_s=lambda hit: duration,
                           external_id=lambda hit: f"{session_id}:{hit.pk}:{uuid.uuid4().hex[:8]}")
-    if assignment is None:
+    if assignment is not None:
+        return SessionStep("hit", assignment=assignment, session=session)
+    if done:  # they worked until nothing was left: the work is done, through no fault of theirs
         return _step_for(_end(session, SessionOutcome.COMPLETED), codes)
-    return SessionStep("hit", assignment=assignment, session=session)
+    return SessionStep("full", session=session)
 
 
-__all__ = ["SessionError", "SessionStep", "session_next", "URL_PARAMETERS"]
+def session_hits(batch: Batch) -> int:
+    """HITs a session of the batch does before it is complete."""
+    return int((batch.settings or {}).get("hits_per_session") or settings.PROLIFIC_HITS_PER_SESSION)
+
+
+def _session_record(batch: Batch, *, participant: str, study: str, session_id: str,
+                    now: dt.datetime) -> ProlificSession:
+    """The confirmed session's row (and its participant's), made once even when two requests race."""
+    worker, _ = Worker.objects.get_or_create(provider=Provider.PROLIFIC, external_id=participant)
+    try:
+        with transaction.atomic():
+            session, _ = ProlificSession.objects.get_or_create(
+                batch=batch, session_id=session_id,
+                defaults={"worker": worker, "study_id": study, "confirmed_at": now})
+    except IntegrityError:
+        session = ProlificSession.objects.get(batch=batch, session_id=session_id)
+    if session.worker_id != worker.pk:
+        raise SessionError("This Prolific session belongs to another participant.", status=403)
+    if session.confirmed_at is None:  # a session stored before sessions were confirmed
+        ProlificSession.objects.filter(pk=session.pk).update(confirmed_at=now)
+        session.confirmed_at = now
+    session.worker = worker
+    return session
+
+
+__all__ = ["SessionError", "SessionStep", "session_next", "session_hits", "URL_PARAMETERS"]

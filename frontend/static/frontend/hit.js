@@ -72,7 +72,7 @@
       var fluency = fluencyOf(fs);
       var slider = fs.querySelector("input.score");
       return {
-        candidate: parseInt(fs.dataset.candidate, 10),
+        item: fs.dataset.item,
         score: fluency === 0 ? null : parseInt(slider.value, 10),
         fluency: fluency
       };
