@@ -11,10 +11,23 @@ from django.contrib import admin, messages
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
 
+from config.forms import AsciiDecimalField, AsciiFloatField, AsciiIntegerField
+
 from .batches import PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
 from .exports import RESULTS_PERMS, batch_results_csv
-from .models import (Assignment, Batch, Campaign, Candidate, CandidateSystem, Hit, HitItem, Judgment, Reference, Worker,
-                     visible_id)
+from .models import (
+    Assignment,
+    Batch,
+    Campaign,
+    Candidate,
+    CandidateSystem,
+    Hit,
+    HitItem,
+    Judgment,
+    Reference,
+    Worker,
+    visible_id,
+)
 from .providers import get_provider
 from .quality import worker_disqualify, worker_quality, worker_reinstate
 
@@ -50,20 +63,20 @@ class ReadOnlyInline(admin.TabularInline):
 class BatchForm(forms.Form):
     provider = forms.ChoiceField(choices=[(p, p) for p in PROVIDER_NAMES],
                                  initial=lambda: settings.PARAFORGE_HIT_PROVIDER)
-    per_length = forms.IntegerField(min_value=1, initial=100, help_text="references per length bucket")
+    per_length = AsciiIntegerField(min_value=1, initial=100, help_text="references per length bucket")
     lengths = forms.CharField(initial="5,10,20,40", help_text="length buckets, comma-separated")
-    assignments = forms.IntegerField(min_value=1, max_value=100, initial=3, help_text="different workers per HIT")
-    attention_rate = forms.FloatField(min_value=0, max_value=1, initial=0.1)
-    degraded_rate = forms.FloatField(min_value=0, max_value=1, initial=0.1,
+    assignments = AsciiIntegerField(min_value=1, max_value=100, initial=3, help_text="different workers per HIT")
+    attention_rate = AsciiFloatField(min_value=0, max_value=1, initial=0.1)
+    degraded_rate = AsciiFloatField(min_value=0, max_value=1, initial=0.1,
                                      help_text="share of HITs with a degraded copy of the reference (rater test)")
-    seed = forms.IntegerField(initial=0)
-    reward_usd = forms.DecimalField(min_value=0, decimal_places=2, initial="0.10", required=False,
+    seed = AsciiIntegerField(initial=0)
+    reward_usd = AsciiDecimalField(min_value=0, decimal_places=2, initial="0.10", required=False,
                                     help_text="MTurk: reward per assignment")
-    reward_per_session = forms.DecimalField(min_value=0, decimal_places=2, required=False,
+    reward_per_session = AsciiDecimalField(min_value=0, decimal_places=2, required=False,
                                             help_text="Prolific: reward per session (the account's currency)")
-    hits_per_session = forms.IntegerField(min_value=1, max_value=1000, required=False,
+    hits_per_session = AsciiIntegerField(min_value=1, max_value=1000, required=False,
                                           help_text="Prolific: HITs a participant does in one session")
-    estimated_minutes = forms.IntegerField(min_value=1, max_value=1440, required=False,
+    estimated_minutes = AsciiIntegerField(min_value=1, max_value=1440, required=False,
                                            help_text="Prolific: a session's estimated time")
     countries = forms.CharField(required=False, help_text="Prolific: countries of residence, comma-separated")
     first_languages = forms.CharField(required=False, help_text="Prolific: first languages, comma-separated")

@@ -23,16 +23,28 @@ from __future__ import annotations
 
 import csv
 import random
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from django.db import transaction
 
 from .batch_settings import BatchSettingsError, batch_settings_clean
 from .importers import not_utf8_message
-from .models import (ATTENTION_SYSTEM, DEGRADED_SYSTEM, LENGTH_BUCKETS, Batch, BatchStatus, Campaign, Candidate,
-                     CandidateSystem, Hit, HitItem, Provider, Reference)
+from .models import (
+    ATTENTION_SYSTEM,
+    DEGRADED_SYSTEM,
+    LENGTH_BUCKETS,
+    Batch,
+    BatchStatus,
+    Campaign,
+    Candidate,
+    CandidateSystem,
+    Hit,
+    HitItem,
+    Provider,
+    Reference,
+)
 
 PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk", "prolific")
 HIT_SIZE = 5

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean, pstdev
-from typing import Hashable, Iterable, Mapping, Sequence
 
 DEFAULT_G = 0.1
 DEFAULT_ITEMS_PER_HIT = 5
@@ -31,7 +31,7 @@ class BetaPosterior:
     a: float = 1.0
     b: float = 1.0
 
-    def update(self, score: float | None) -> "BetaPosterior":
+    def update(self, score: float | None) -> BetaPosterior:
         """One slider judgment (0-100); None (the N/A slider of a nonsensical candidate) is skipped."""
         if score is None:
             return self

@@ -21,9 +21,19 @@ from django.utils import timezone
 from annotation import easl
 from annotation.batch_settings import BatchSettingsError, easl_settings_clean, rate_check
 from annotation.batches import DEFAULT_DEGRADED_RATE, attention_copy, degraded_copy, degraded_text, spread_order
-from annotation.models import (DEGRADED_SYSTEM, JUDGED_STATUSES, AssignmentStatus, Batch, Candidate, CandidateSystem,
-                               Hit, HitItem, Judgment, Reference, is_attention_copy)
-
+from annotation.models import (
+    DEGRADED_SYSTEM,
+    JUDGED_STATUSES,
+    AssignmentStatus,
+    Batch,
+    Candidate,
+    CandidateSystem,
+    Hit,
+    HitItem,
+    Judgment,
+    Reference,
+    is_attention_copy,
+)
 
 EASL_DEFAULTS = {
     "g": easl.DEFAULT_G,

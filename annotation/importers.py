@@ -40,8 +40,18 @@ from django.db import transaction
 
 from infra.textfiles import NotUtf8Error, read_lines
 
-from .models import (Assignment, AssignmentStatus, Campaign, Candidate, CandidateSystem,
-                     Judgment, Provider, Reference, Worker, judgment_value_error)
+from .models import (
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    Candidate,
+    CandidateSystem,
+    Judgment,
+    Provider,
+    Reference,
+    Worker,
+    judgment_value_error,
+)
 
 PARABANK_REFERENCE_COLUMNS = ("ref_id", "ref_sent", "ref_len")
 PARABANK_CANDIDATE_COLUMNS = ("worker_id_anon", "ref_id", "sys_id", "candidate", "human_score", "gm")

@@ -282,12 +282,12 @@ class Verification(models.TextChoices):
 
 
 class AssignmentQuerySet(models.QuerySet):
-    def counted(self) -> "AssignmentQuerySet":
+    def counted(self) -> AssignmentQuerySet:
         return self.filter(verification=Verification.VERIFIED)
 
 
 class JudgmentQuerySet(models.QuerySet):
-    def counted(self) -> "JudgmentQuerySet":
+    def counted(self) -> JudgmentQuerySet:
         """Judgments of verified assignments (the only ones any rule, aggregate or export counts)."""
         return self.filter(assignment__verification=Verification.VERIFIED)
 

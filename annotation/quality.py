@@ -26,15 +26,23 @@ import logging
 import math
 import statistics
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 from django.db.models import Q
 from django.dispatch import Signal
 from django.utils import timezone
 from scipy.stats import mannwhitneyu, pearsonr
 
-from .models import (CAMPAIGN_DEFAULTS, DEGRADED_SYSTEM, Assignment, Campaign, Judgment, Verification,
-                     Worker, attention_copy_q)
+from .models import (
+    CAMPAIGN_DEFAULTS,
+    DEGRADED_SYSTEM,
+    Assignment,
+    Campaign,
+    Judgment,
+    Verification,
+    Worker,
+    attention_copy_q,
+)
 
 log = logging.getLogger(__name__)
 

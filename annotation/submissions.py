@@ -30,8 +30,20 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from .models import (ASSIGNMENT_ID, SUBMITTED_STATUSES, WORKER_ID, Assignment, AssignmentStatus, BatchStatus, Hit,
-                     Judgment, Provider, Verification, Worker, judgment_value_error)
+from .models import (
+    ASSIGNMENT_ID,
+    SUBMITTED_STATUSES,
+    WORKER_ID,
+    Assignment,
+    AssignmentStatus,
+    BatchStatus,
+    Hit,
+    Judgment,
+    Provider,
+    Verification,
+    Worker,
+    judgment_value_error,
+)
 from .quality import worker_quality_apply
 from .taking import live_assignments_q
 from .tokens import TokenError, item_key, submission_token_verify
@@ -208,7 +220,7 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
             raise SubmissionError(f"this worker already judged sentence(s) {', '.join(map(str, places))} of this "
                                   "HIT in another HIT", status=409, code="already_judged")
         if existing is None:
-            accepted = dt.datetime.fromtimestamp(issued_at, tz=dt.timezone.utc) if issued_at else None
+            accepted = dt.datetime.fromtimestamp(issued_at, tz=dt.UTC) if issued_at else None
             assignment = Assignment.objects.create(
                 campaign_id=batch.campaign_id, hit=hit, worker=worker, provider=batch.provider,
                 external_assignment_id=assignment_id, status=AssignmentStatus.SUBMITTED,
@@ -228,7 +240,7 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
 
     try:
         reason = worker_quality_apply(worker=worker, campaign=batch.campaign)
-    except Exception:  # noqa: BLE001 - the judgments are stored; the rule runs again on the next submission
+    except Exception:
         log.exception("quality evaluation failed for worker %s", worker)
         reason = None
     return SubmissionResult(assignment=assignment, created=True, disqualified=reason)

@@ -76,6 +76,6 @@ def submissions_verify(*, assignments: Iterable[Assignment], confirm: Callable[[
     for assignment in newly_verified.values():
         try:
             worker_quality_apply(worker=assignment.worker, campaign=assignment.campaign)
-        except Exception:  # noqa: BLE001 - the verification is stored; the rule runs again with their next one
+        except Exception:
             log.exception("quality evaluation failed for worker %s", assignment.worker)
     return report

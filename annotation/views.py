@@ -18,8 +18,7 @@ from limits.counters import over_limit
 
 from .hit_page import HitPageFacts, hit_content_html, hit_page_facts
 from .models import SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
-from .providers.local import (WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment,
-                              local_worker)
+from .providers.local import WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment, local_worker
 from .providers.prolific import completion_url, session_id
 from .providers.prolific.sessions import SessionError, session_next
 from .quality import WORKER_BARRED_MESSAGE

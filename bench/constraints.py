@@ -178,12 +178,12 @@ def main() -> None:
         t_tag = t_sel34 = t_sel37 = 0.0
         tagged: list = []
         for start in range(0, n, block_size):
-            block, dt = timed(lambda: tag_sentences(sentences[start:start + block_size], nlp=nlp,
-                                                    batch_size=args.batch_size))
+            block, dt = timed(lambda s=start: tag_sentences(sentences[s:s + block_size], nlp=nlp,
+                                                            batch_size=args.batch_size))
             t_tag += dt
             tagged.extend(block)
-            t_sel34 += timed(lambda: select(block, no_ppdb, False))[1]
-            t_sel37 += timed(lambda: select(block, all_systems, True))[1]
+            t_sel34 += timed(lambda b=block: select(b, no_ppdb, False))[1]
+            t_sel37 += timed(lambda b=block: select(b, all_systems, True))[1]
         passes.append((t_tag, t_sel34, t_sel37))
     t_tag, t_sel34, t_sel37 = (statistics.median(p[i] for p in passes) for i in range(3))
     t_sel34_warm = timed(lambda: select(tagged, no_ppdb, False))[1]
@@ -201,7 +201,7 @@ def main() -> None:
     print(f"blocks of {block_size} sentences: tagged, then selected, as the job does with its batches; "
           f"{len(passes)} cold pass(es), medians below")
     rows = [
-        ("tagging alone (nlp.pipe, batch %d)" % args.batch_size, t_tag),
+        (f"tagging alone (nlp.pipe, batch {args.batch_size})", t_tag),
         ("selection alone, 34 systems (no PPDB)", t_sel34),
         ("selection alone, 37 systems (synthetic PPDB)", t_sel37),
         ("selection alone, 34 systems, second pass (warm caches)", t_sel34_warm),
@@ -212,10 +212,12 @@ def main() -> None:
         print(f"{label:56s} {n / seconds:9.0f} sentences/s  ({seconds:.2f} s)")
     if t_reference is not None:
         rate = len(ref_block) / t_reference
-        print(f"{'reference implementation, 37 systems, warm (%d sent.)' % len(ref_block):56s} {rate:9.0f} "
+        label = f"reference implementation, 37 systems, warm ({len(ref_block)} sent.)"
+        print(f"{label:56s} {rate:9.0f} "
               f"sentences/s  ({t_reference:.2f} s; {rate / (n / t_tag):.1f}x tagging, even warm: why the fast path)")
     for i, (tag, sel34, sel37) in enumerate(passes, 1):
-        print(f"cold pass {i}: ratio selection/tagging {tag / sel34:.1f}x (34 systems), {tag / sel37:.1f}x (37 systems)")
+        print(f"cold pass {i}: ratio selection/tagging {tag / sel34:.1f}x (34 systems), "
+              f"{tag / sel37:.1f}x (37 systems)")
     ratio34 = statistics.median(tag / sel34 for tag, sel34, _ in passes)
     ratio37 = statistics.median(tag / sel37 for tag, _, sel37 in passes)
     print(f"ratio selection/tagging (median of {len(passes)} cold passes): {ratio34:.1f}x (34 systems), "

@@ -1,6 +1,6 @@
 """Decoding speed: CTranslate2 (the speed bar), Hugging Face beam search and ours, unconstrained and constrained.
 
-    .venv/bin/python bench/decoding.py [--quick] [--model DIR] [--device cpu|cuda] [--threads N]
+    .venv/bin/python bench/decoding.py [--quick] [--model DIR|ORG/NAME] [--device cpu|cuda] [--threads N]
         [--beams 5,10,20] [--batches 1,32] [--sentences 64] [--steps 24]
         [--preset opus-mt-cs-en] [--d-model 256] [--layers 6] [--ffn 1024] [--heads 8] [--vocab 8000]
         [--repeat 3] [--stat best|median] [--no-ct2] [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
@@ -67,9 +67,8 @@ sys.path.insert(0, str(ROOT / "tests" / "generation"))
 def build_random_model(folder: Path, a):
     import sentencepiece as spm
     import torch
-    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
-
     from conftest import corpus  # the tiny corpus of the decoder tests
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "c.txt").write_text("\n".join(corpus(2000)) + "\n")
@@ -105,7 +104,7 @@ def build_random_model(folder: Path, a):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="beams 5,10; batches 1,8; 8 sentences; 20 steps; small model")
-    ap.add_argument("--model")
+    ap.add_argument("--model", help="a seq2seq checkpoint folder or hub id (default: a random Marian model)")
     ap.add_argument("--device", default=None)
     ap.add_argument("--beams", default="5,10,20")
     ap.add_argument("--batches", default="1,32")
@@ -146,10 +145,15 @@ def main(argv=None):
     import torch
 
     from generation.decoding import decode, load_model, normalise_constraints, violations
+    from generation.model_source import ModelFolderError, model_folder
 
     torch.set_num_threads(a.threads or max(1, torch.get_num_threads()))
     tmp = tempfile.TemporaryDirectory()
-    model_dir = a.model or build_random_model(Path(a.save_model or tmp.name), a)
+    # a hub id (org/name) becomes its snapshot folder in the Hugging Face cache: CTranslate2 converts a folder
+    try:
+        model_dir = model_folder(a.model) if a.model else build_random_model(Path(a.save_model or tmp.name), a)
+    except ModelFolderError as exc:
+        ap.error(str(exc))
     m = load_model(model_dir, device=a.device)
     from conftest import WORDS
     rnd = random.Random(1)
@@ -162,8 +166,10 @@ def main(argv=None):
               if len(m.tokenizer(text_target=" " + w, add_special_tokens=False)["input_ids"]) == 1]
     max_length = a.steps + 1
     n_params = sum(p.numel() for p in m.model.parameters())
-    print(f"device={m.device} model={'random Marian d=%d L=%d+%d V=%d' % (a.d_model, a.layers, a.layers, m.vocab.size) if not a.model else a.model}"
-          f" ({n_params / 1e6:.1f}M parameters) sentences={len(sources)} ({'STS-B dev' if a.model and STSB_DEV.is_file() else 'random words'})"
+    shown = a.model or f"random Marian d={a.d_model} L={a.layers}+{a.layers} V={m.vocab.size}"
+    print(f"device={m.device} model={shown}"
+          f" ({n_params / 1e6:.1f}M parameters) sentences={len(sources)}"
+          f" ({'STS-B dev' if a.model and STSB_DEV.is_file() else 'random words'})"
           f" max_length={max_length} torch_threads={torch.get_num_threads()}")
     ct2 = None if a.no_ct2 else Ct2Runner.build(model_dir, Path(tmp.name) / "ct2", m, torch.get_num_threads())
     if ct2 is not None:
@@ -207,7 +213,8 @@ def main(argv=None):
             nc = normalise_constraints(c)
             if not r.unsatisfiable and all(not violations(o["text"], nc) for o in r.outputs):
                 sat += 1
-            viol += sum(1 for o in r.outputs for p in nc["negative"] if p[0] in __import__("re").findall(r"\w+", o["text"]))
+            viol += sum(1 for o in r.outputs for p in nc["negative"]
+                        if p[0] in __import__("re").findall(r"\w+", o["text"]))
             viol += r.safety_net_dropped
         return len(sources) / dt, sat, viol, dt / stats["sentence_steps"]
 
@@ -245,8 +252,8 @@ def main(argv=None):
             if a.int8:  # (and the int8 twin's one-time weight quantisation, out of the timed rows)
                 run_ours(beam, bs, "none", 0, int8=True)
             print(f"\nbeam={beam} batch={bs}")
-            print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s} {'neg viol':>8s}"
-                  f" {'step/ours-none':>15s}{' time/CT2' if ct2 is not None else ''}")
+            print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s}"
+                  f" {'neg viol':>8s} {'step/ours-none':>15s}{' time/CT2' if ct2 is not None else ''}")
             checks, runs_sp, runs_step = {}, {}, {}
             for _ in range(a.repeat):  # rows interleaved, then each row's best (or median) of its runs
                 for kind, label, n in rows:
@@ -268,7 +275,7 @@ def main(argv=None):
             pick_sp, pick_step = (max, min) if a.stat == "best" else (statistics.median, statistics.median)
             speeds = {k: pick_sp(v) for k, v in runs_sp.items()}
             step_s = {k: pick_step(v) for k, v in runs_step.items()}
-            for kind, label, n in rows:
+            for _kind, label, _n in rows:
                 sp, (sat, viol) = speeds[label], checks.get(label, (None, None))
                 base = speeds["ours, no constraints"]
                 hf = speeds["HF beam search"]
@@ -300,24 +307,30 @@ def main(argv=None):
                     line += f", CTranslate2 {ct2_int8.same_as(ct2, sources, beam, bs, max_length)}/{len(sources)}"
                 print(line)
                 none8 = speeds[f"ours, no constraints {INT8}"]
-                worst8 = min(v for k, v in speeds.items() if k.endswith(INT8) and k.startswith("ours,") and "no c" not in k)
+                worst8 = min(v for k, v in speeds.items()
+                             if k.endswith(INT8) and k.startswith("ours,") and "no c" not in k)
                 int8_summary.append((beam, bs, ct2_speed(speeds, INT8) / none8 if ct2_int8 else None,
                                      ct2_speed(speeds, INT8) / worst8 if ct2_int8 else None,
-                                     ct2_speed(speeds) / none8 if ct2 else None, speeds["ours, no constraints"] / none8))
+                                     ct2_speed(speeds) / none8 if ct2 else None,
+                                     speeds["ours, no constraints"] / none8))
             for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
                 sat, viol = r["satisfied"], r["neg_violations"]
-                print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} {speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
+                print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} "
+                      f"{speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
                       f"{speeds['HF beam search'] / r['sent_per_s']:8.2f} "
                       f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8}"
                       f"  (x{r['time_over_unconstrained']:.2f} its unconstrained)")
             s = speeds
             summary.append((beam, bs, s["HF beam search"] / s["ours, no constraints"],
-                            max(s["ours, no constraints"] / v for k, v in s.items() if k.startswith("ours,") and "no c" not in k and not variant(k)),
+                            max(s["ours, no constraints"] / v for k, v in s.items()
+                                if k.startswith("ours,") and "no c" not in k and not variant(k)),
                             s["ours, C=1 positive"] / s["ours, C=8 positive"],
-                            max(v / step_s["ours, no constraints"] for k, v in step_s.items() if "no c" not in k and not variant(k))))
+                            max(v / step_s["ours, no constraints"] for k, v in step_s.items()
+                                if "no c" not in k and not variant(k))))
     print("\nsummary (time ratios; targets: ours-none/HF <= 1.2, worst constrained/ours-none <= 1.5, C8/C1 <= 1.25)")
     for beam, bs, r_hf, r_c, r_81, r_step in summary:
-        print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f} C8/C1={r_81:.2f}"
+        print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f}"
+              f" C8/C1={r_81:.2f}"
               f"  (per sentence-step: constrained/ours-none={r_step:.2f})")
     if ct2_summary:
         print("versus CTranslate2 (time ratios; targets: ours-none/CT2 <= 1.5, worst constrained/CT2 <= 2)")
@@ -325,7 +338,8 @@ def main(argv=None):
             print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/CT2={r_none:.2f} worst constrained/CT2={r_worst:.2f}"
                   f"  same best output: {same}/{total}")
     if stop_summary:
-        print("Positive constraints under stop='beam' (Hugging Face's rule over all K slots) instead of 'auto' (time ratios)")
+        print("Positive constraints under stop='beam' (Hugging Face's rule over all K slots) instead of 'auto' "
+              "(time ratios)")
         for beam, bs, label, r in stop_summary:
             print(f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r[0]:.2f} /auto={r[1]:.2f}" if r[0] is not None
                   else f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /auto={r[1]:.2f}")
@@ -333,7 +347,8 @@ def main(argv=None):
         print("Dynamic int8 weights (time ratios; CT2 int8: CTranslate2 with compute_type=int8)")
         f = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
         for beam, bs, r_none, r_worst, r_f32, r_self in int8_summary:
-            print(f"  beam={beam:<3d} batch={bs:<3d} ours-none int8/CT2 int8={f(r_none)} worst constrained int8/CT2 int8="
+            print(f"  beam={beam:<3d} batch={bs:<3d} ours-none int8/CT2 int8={f(r_none)} "
+                  f"worst constrained int8/CT2 int8="
                   f"{f(r_worst)} ours-none int8/CT2 float32={f(r_f32)} ours-none int8/ours-none float32={r_self:.2f}")
     if hf_step_summary:
         print("Hugging Face's decoder step instead of the lean one (time ratios)")
@@ -341,8 +356,9 @@ def main(argv=None):
             print(f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r_ct2:.2f} /lean step={r_lean:.2f}")
     print(f"all constrained outputs satisfied, 0 negative violations: {all_ok}")
     if hf456:
-        print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}, best of {a.hf456_repeat}; at batch > 1 "
-              "each batch shares its first sentence's constraints (generate takes one set per call); checks are whole-word")
+        print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}, best of {a.hf456_repeat}; "
+              "at batch > 1 each batch shares its first sentence's constraints (generate takes one set per call); "
+              "checks are whole-word")
 
 
 STSB_DEV = Path("/work/shared/data/stsb/sts-dev.csv")
@@ -414,7 +430,7 @@ class Ct2Runner:
         self.translate(sources, beam, bs, max_length)
         return len(sources) / (time.perf_counter() - t)
 
-    def same_as(self, other: "Ct2Runner", sources, beam, bs, max_length) -> int:
+    def same_as(self, other: Ct2Runner, sources, beam, bs, max_length) -> int:
         """How many best outputs this runner shares with ``other``'s (token for token)."""
         mine, theirs = (r.translate(sources, beam, bs, max_length) for r in (self, other))
         return sum(x.hypotheses[0] == y.hypotheses[0] for x, y in zip(mine, theirs))

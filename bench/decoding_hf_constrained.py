@@ -11,10 +11,11 @@ torch + transformers (no Django, no ``generation.decoding``, which needs transfo
 SPEC.json is written by ``bench/decoding.py --hf456-python ...`` (model folder, sources, beams, batches,
 max_length and per-sentence constraints as word lists for each row). Per (beam, batch) it times, on the same
 model and sentences: unconstrained beam search (this venv's own baseline), ``force_words_ids`` with C = 1, 2,
-4, 8 words and ``bad_words_ids`` with 5 and 20 phrases; best of ``repeat`` runs per row (rows round-robin). ``generate`` takes ONE constraint set per call, so at
-batch > 1 every sentence of a batch gets the constraints of the batch's first sentence; outputs are checked
-against the constraints actually applied. Checks are at the word level (``\\w+`` runs): a forced token can be
-glued to a following piece and a banned word can be spelled with other pieces, so both are counted, not assumed.
+4, 8 words and ``bad_words_ids`` with 5 and 20 phrases; best of ``repeat`` runs per row (rows round-robin).
+``generate`` takes ONE constraint set per call, so at batch > 1 every sentence of a batch gets the constraints
+of the batch's first sentence; outputs are checked against the constraints actually applied. Checks are at the
+word level (``\\w+`` runs): a forced token can be glued to a following piece and a banned word can be spelled
+with other pieces, so both are counted, not assumed.
 """
 from __future__ import annotations
 

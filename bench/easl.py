@@ -34,9 +34,9 @@ from statistics import fmean, pstdev
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scipy.stats import spearmanr  # noqa: E402
+from scipy.stats import spearmanr
 
-from annotation.easl import first_round, next_round, posteriors_from_scores, zscore_estimates  # noqa: E402
+from annotation.easl import first_round, next_round, posteriors_from_scores, zscore_estimates
 
 PER_HIT = 5
 

@@ -59,7 +59,7 @@ class Connection:
         self.reader, self.writer = reader, writer
 
     @classmethod
-    async def open(cls, port: int) -> "Connection":
+    async def open(cls, port: int) -> Connection:
         reader, writer = await asyncio.open_connection(HOST, port)
         return cls(reader, writer)
 
@@ -325,7 +325,7 @@ def build_data(n_hits: int, seed: int) -> list[dict]:
 
 def submission_plan(hits: list[dict], rng: random.Random) -> list[Submission]:
     """Each HIT: max_assignments + 1 distinct workers (one more than MTurk would let in); shuffled."""
-    from annotation.tokens import submission_token_make
+    from annotation.tokens import item_key, submission_token_make
 
     plan = []
     for hit in hits:
@@ -337,8 +337,10 @@ def submission_plan(hits: list[dict], rng: random.Random) -> list[Submission]:
                 score = 100 if attention else (None if fluency == 0 else rng.randint(0, 100))
                 judgments.append({"candidate": candidate, "score": score, "fluency": fluency})
             token = submission_token_make(hit_id=hit["id"], assignment_id=assignment_id, worker_id=worker_id)
+            sent = [{"item": item_key(hit_id=hit["id"], candidate_id=j["candidate"]), "score": j["score"],
+                     "fluency": j["fluency"]} for j in judgments]  # the page names sentences by their keys
             body = json.dumps({"assignment_id": assignment_id, "worker_id": worker_id, "token": token,
-                               "judgments": judgments, "comment": ""}).encode()
+                               "judgments": sent, "comment": ""}).encode()
             plan.append(Submission(hit["id"], assignment_id, worker_id, body, judgments))
     rng.shuffle(plan)
     return plan
@@ -446,14 +448,16 @@ def database_check(hits: list[dict], outcome: dict[str, dict]) -> tuple[list[str
         problems.append(f"{len(lost)} acknowledged assignments missing from the database, e.g. {sorted(lost)[:3]}")
     unexpected = set(stored) - acknowledged - unknown
     if unexpected:
-        problems.append(f"{len(unexpected)} stored assignments that were never acknowledged, e.g. {sorted(unexpected)[:3]}")
+        problems.append(f"{len(unexpected)} stored assignments that were never acknowledged, "
+                        f"e.g. {sorted(unexpected)[:3]}")
     wrong = []
     for assignment_id in acknowledged & set(stored):
         sent = sorted((j["candidate"], j["score"], j["fluency"]) for j in outcome[assignment_id]["sub"].judgments)
         if sorted(stored_judgments.get(stored[assignment_id].pk, [])) != sent:
             wrong.append(assignment_id)
     if wrong:
-        problems.append(f"{len(wrong)} assignments whose stored judgments differ from what was sent (lost or duplicated)")
+        problems.append(f"{len(wrong)} assignments whose stored judgments differ from what was sent "
+                        "(lost or duplicated)")
     verified = Count("assignments", filter=Q(assignments__verification="verified"))
     over = Hit.objects.filter(pk__in=hit_ids).annotate(n=verified).filter(n__gt=F("max_assignments")).count()
     if over:
@@ -586,7 +590,8 @@ def main(argv=None) -> int:
         print(r.row())
     base, page, post = results
     print()
-    print(f"page view / static baseline: p50 x{page.pct(50) / base.pct(50):.1f}, p95 x{page.pct(95) / base.pct(95):.1f}, "
+    print(f"page view / static baseline: p50 x{page.pct(50) / base.pct(50):.1f}, "
+          f"p95 x{page.pct(95) / base.pct(95):.1f}, "
           f"p99 x{page.pct(99) / base.pct(99):.1f}; achieved {page.rps:.0f} of {a.rate:.0f} req/s asked")
     print(f"submissions: {post.rps:.0f} req/s with {a.concurrency} workers at once; "
           f"p95 x{post.pct(95) / base.pct(95):.1f} the baseline's")

@@ -39,14 +39,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
 from annotation.batches import HIT_SIZE, spread_order  # noqa: E402
 from annotation.models import CAMPAIGN_DEFAULTS  # noqa: E402
-from annotation.quality import (attention_passed, attention_rule_fails, degraded_rule_fails,  # noqa: E402
-                                degraded_test)
+from annotation.quality import attention_passed, attention_rule_fails, degraded_rule_fails, degraded_test  # noqa: E402
 
 KINDS = ("careful", "all-100", "random", "copy-only-careful")
 RULE_SETS = ("attention only (ParaBank)", "degraded only", "both")

@@ -128,9 +128,7 @@ def grouped_cv(X, y, groups, kind: str, *, seed: int = 0):
     from sklearn.base import clone
     from sklearn.model_selection import GroupKFold
 
-    from scoring.regressor import _one_thread, spearman
-
-    from scoring.regressor import select_estimator
+    from scoring.regressor import _one_thread, select_estimator, spearman
 
     pred = np.zeros(len(y))
     rhos = []

@@ -22,10 +22,32 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .selection.fast import (PoolToken, SystemList, build_pool, clear_caches, lex_all_index, load_selection_tables,
-                             negative_phrases, resolve_systems, select_for_all_systems)
-from .selection.values import (PREPOSITIONS, ConstraintSet, NoConstraintSet, Phrase, Phrases, SeededDraws, Selected,
-                               TaggedSentence, as_tagged, checked_idf_window, draw_table, seed_key, tag_sentences)
+from .selection.fast import (
+    PoolToken,
+    SystemList,
+    build_pool,
+    clear_caches,
+    lex_all_index,
+    load_selection_tables,
+    negative_phrases,
+    resolve_systems,
+    select_for_all_systems,
+)
+from .selection.values import (
+    PREPOSITIONS,
+    ConstraintSet,
+    NoConstraintSet,
+    Phrase,
+    Phrases,
+    SeededDraws,
+    Selected,
+    TaggedSentence,
+    as_tagged,
+    checked_idf_window,
+    draw_table,
+    seed_key,
+    tag_sentences,
+)
 from .systems import System
 
 __all__ = ["PREPOSITIONS", "ConstraintSet", "NoConstraintSet", "Phrase", "Phrases", "PoolToken", "SeededDraws",

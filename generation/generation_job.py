@@ -1,7 +1,8 @@
 """Job kind ``generate`` (``gpu`` queue): decode a corpus (or its evaluation sample) under ParaBank systems.
 
 Params (validated by :func:`generation_params`, which the CLI and any other caller use before starting):
-``corpus`` (id), ``model`` (a local Hugging Face seq2seq folder the workers can read), ``systems``
+``corpus`` (id), ``model`` (a local Hugging Face seq2seq folder the workers can read, or a hub id such as
+``Helsinki-NLP/opus-mt-cs-en`` that they find in, or fetch into, their Hugging Face cache), ``systems``
 (numbers, Tab. 3), ``idf_table`` (id; default the corpus's latest), ``beam`` (5), ``nbest`` (1),
 ``max_length`` (128), ``length_penalty`` (1.0), ``stop`` ("auto": when a sentence's search ends, see
 ``generation.decoding.decode``; a job planned before it existed has none and keeps "beam", the rule its
@@ -52,6 +53,7 @@ from .beam_sizes import STOP_DEFAULT, beam_nbest_error, stop_rule_error
 from .constraint_job import load_idf_table
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
 from .hooks import name_taken
+from .model_source import ModelFolderError, model_folder
 from .models import Corpus, CorpusFormat, CorpusStatus, IdfTable, Resource, ResourceShard
 from .systems import PPDB_SYSTEMS, UnknownSystem, get_system
 
@@ -73,11 +75,12 @@ def candidate_shard_key(job_id: int, chunk_index: int) -> str:
 
 
 def resolve_model_folder(path: str) -> Path:
-    """The folder as given, or relative to the project root (where workers run)."""
-    p = Path(path)
-    if p.is_dir() or p.is_absolute():
-        return p
-    return Path(settings.BASE_DIR) / p
+    """The model's local folder: as given, or relative to the project root (where workers run), or a hub id's
+    snapshot in the Hugging Face cache (``generation.model_source.model_folder``, the one rule)."""
+    try:
+        return model_folder(path, base_dir=settings.BASE_DIR)
+    except ModelFolderError as exc:
+        raise GenerationSettingsError(str(exc)) from None
 
 
 _FINGERPRINTS: dict[tuple, str] = {}
@@ -110,9 +113,7 @@ def model_fingerprint(path: str) -> str:
 def _check_model_folder(path: str) -> None:
     folder = resolve_model_folder(path)
     if not folder.is_dir():
-        if folder.exists() or Path(path).exists():
-            raise GenerationSettingsError(f"model folder {path!r} is not a folder")
-        raise GenerationSettingsError(f"model folder {path!r} does not exist")
+        raise GenerationSettingsError(f"model folder {path!r} is not a folder")
     if not (folder / "config.json").is_file():
         raise GenerationSettingsError(f"model folder {path!r} has no config.json (not a Hugging Face checkpoint)")
     try:
@@ -421,7 +422,9 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
     def records() -> Iterator[dict[str, Any]]:
         progress(0, total)
         for window in batched(_chunk_records(chunk), WINDOW):
-            def window_progress(decoded: int, of: int, n=len(window)) -> None:
+            window_size = len(window)
+
+            def window_progress(decoded: int, of: int, n=window_size) -> None:
                 progress(done["references"] + (n * decoded // of if of else 0), max(total, done["references"] + n))
 
             out, window_counts = decode_references(window, params=params, is_bitext=is_bitext,

@@ -16,8 +16,7 @@ from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .corpora import corpus_records, delete_folder
-from .idf import (IdfFileError, count_document_frequencies, idf_table_key, merge_df_files, read_df_header,
-                  write_df_file)
+from .idf import IdfFileError, count_document_frequencies, idf_table_key, merge_df_files, read_df_header, write_df_file
 from .models import Corpus, CorpusShard, CorpusStatus, IdfTable
 from .nlp import load_pipeline, pipeline_signature
 

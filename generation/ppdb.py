@@ -222,8 +222,9 @@ class PpdbIndex:
         for start in range(0, len(missing), 500):
             part = missing[start:start + 500]
             with self._lock:
-                rows = self._db.execute("SELECT phrase, packed FROM entries WHERE phrase IN (%s)"
-                                        % ",".join("?" * len(part)), part).fetchall()
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(f"SELECT phrase, packed FROM entries WHERE phrase IN ({marks})",
+                                        part).fetchall()
             found = dict.fromkeys(part, "")
             found.update(rows)
             if len(self._cache) >= 500_000:

@@ -9,7 +9,8 @@ class JobChunkInline(admin.TabularInline):
     model = JobChunk
     extra = 0
     can_delete = False
-    fields = ("index", "status", "done_units", "total_units", "attempts", "ran_on", "error", "started_at", "finished_at")
+    fields = ("index", "status", "done_units", "total_units", "attempts", "ran_on", "error", "started_at",
+              "finished_at")
     readonly_fields = fields
 
 

@@ -158,7 +158,7 @@ def job_run_inline(*, job_id: int, on_progress: ProgressListener | None = None) 
     ):
         try:
             chunk_run(chunk_id=chunk_id, on_progress=on_progress)
-        except Exception:
+        except Exception:  # noqa: BLE001 - chunk_run marked the chunk and the job failed
             return Job.objects.get(pk=job_id)
         if on_progress is not None:
             on_progress(job_id)
@@ -227,7 +227,7 @@ def workers_available(timeout: float = 1.0) -> bool:
 
     try:
         return bool(app.control.ping(timeout=timeout))
-    except Exception:  # broker unreachable: nobody can take the job
+    except Exception:  # noqa: BLE001 - broker unreachable: nobody can take the job
         return False
 
 

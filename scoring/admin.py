@@ -5,7 +5,8 @@ row's "export release" form: an ``export_release`` job) and releases (manifest, 
 staff may download).
 
 Each form needs its model's add permission and ``jobs.view_job`` (the progress bar polls the job API);
-the progress pages need ``jobs.view_job``."""
+the progress pages need ``jobs.view_job``. The release pages need ``releases.RELEASE_VIEW_PERMS``, as the
+release API does."""
 from __future__ import annotations
 
 import json
@@ -20,21 +21,29 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from annotation.models import Campaign
+from config.forms import AsciiFloatField, AsciiIntegerField
+from config.permissions import staff_has_perms
 from generation.models import Resource
 from jobs.models import Job
 from jobs.widgets import PROGRESS_JS, progress_bar
 
 from .aggregation import ESTIMATES
 from .models import Regressor, Release, ScoredResource
-from .regressor import RECIPES, RegressorError, regressor_train_check
-from .regressor_job import KIND as TRAIN_KIND
-from .regressor_job import train_regressor_launch
+from .regressor import NAME_MAX_LENGTH, RECIPES, RegressorError, regressor_train_check
+from .regressor_job import KIND as TRAIN_KIND, train_regressor_launch
 from .release_filters import FilterError, parse_filters
-from .release_job import KIND as EXPORT_KIND
-from .release_job import export_release_start
-from .releases import FORMATS, ReleaseError, card_license, next_version, release_files, scoring_for
-from .scoring_job import DEFAULT_BATCH_SIZE, score_resource_launch, scoring_job_running
-from .scoring_job import KIND as SCORE_KIND
+from .release_job import KIND as EXPORT_KIND, export_release_start
+from .releases import (
+    FORMATS,
+    ReleaseError,
+    card_license,
+    next_version,
+    release_files,
+    release_version_check,
+    scoring_for,
+    sees_every_release,
+)
+from .scoring_job import DEFAULT_BATCH_SIZE, KIND as SCORE_KIND, score_resource_launch, scoring_job_running
 
 TRAIN_PERMS = ("scoring.add_regressor", "jobs.view_job")
 SCORE_PERMS = ("scoring.add_scoredresource", "jobs.view_job")
@@ -42,8 +51,7 @@ EXPORT_PERMS = ("scoring.add_release", "jobs.view_job")
 
 
 def may(request, perms: tuple[str, ...]) -> bool:
-    user = request.user
-    return bool(user.is_active and user.is_staff and user.has_perms(perms))
+    return staff_has_perms(request.user, perms)
 
 
 def require(request, perms: tuple[str, ...]) -> None:
@@ -68,12 +76,14 @@ def job_progress_page(model_admin: admin.ModelAdmin, request, job_id: int, *, ki
 class TrainRegressorForm(forms.Form):
     campaign = forms.ModelChoiceField(queryset=Campaign.objects.order_by("name"),
                                       help_text="its counted judgments are the training data")
-    name = forms.CharField(max_length=200, help_text="the regressor's name (score_resource --regressor NAME)")
-    test_fraction = forms.FloatField(initial=0.2, help_text="share of references held out for the test (0-1)")
-    seed = forms.IntegerField(initial=0, min_value=0, max_value=2**32 - 1)
-    min_judgments = forms.IntegerField(required=False, min_value=0,
-                                       help_text="count only workers with at least N judgments "
-                                                 "(empty: the campaign's minimum)")
+    name = forms.CharField(max_length=NAME_MAX_LENGTH,
+                           help_text="the regressor's name (score_resource --regressor NAME): letters, digits, "
+                                     "'.', '_' or '-', starting with a letter or digit")
+    test_fraction = AsciiFloatField(initial=0.2, help_text="share of references held out for the test (0-1)")
+    seed = AsciiIntegerField(initial=0, min_value=0, max_value=2**32 - 1)
+    min_judgments = AsciiIntegerField(required=False, min_value=0,
+                                      help_text="count only workers with at least N judgments "
+                                                "(empty: the campaign's minimum)")
     target = forms.ChoiceField(choices=[(e, e) for e in ESTIMATES], initial="raw",
                                help_text="raw = mean similarity (ParaBank's); zscore = bias-corrected estimate")
     with_embeddings = forms.BooleanField(required=False, initial=True,
@@ -109,8 +119,8 @@ class ScoreResourceForm(forms.Form):
     resource = forms.ModelChoiceField(queryset=Resource.objects.filter(shards__isnull=False).distinct()
                                       .order_by("name"), help_text="a generated resource with candidate shards")
     regressor = forms.ModelChoiceField(queryset=Regressor.objects.order_by("name"))
-    batch_size = forms.IntegerField(initial=DEFAULT_BATCH_SIZE, min_value=1, max_value=100_000,
-                                    help_text="pairs per prediction batch")
+    batch_size = AsciiIntegerField(initial=DEFAULT_BATCH_SIZE, min_value=1, max_value=100_000,
+                                   help_text="pairs per prediction batch")
 
 
 @admin.register(Regressor)
@@ -203,24 +213,32 @@ class RegressorAdmin(admin.ModelAdmin):
 
 
 class ExportReleaseForm(forms.Form):
-    version = forms.CharField(max_length=64)
+    version = forms.CharField(max_length=64, help_text="letters, digits, '.', '_' or '-', starting with a letter "
+                                                       "or digit")
     format = forms.ChoiceField(choices=[(f, f) for f in FORMATS], initial="tsv")
-    min_score = forms.FloatField(required=False, min_value=0, max_value=100, help_text="predicted similarity 0-100")
+    min_score = AsciiFloatField(required=False, min_value=0, max_value=100, help_text="predicted similarity 0-100")
     filters = forms.CharField(required=False, help_text="e.g. len=5-40,overlap=0.2-0.8,rerank=dissimilar,top=5",
                               widget=forms.TextInput(attrs={"size": 60}))
     entailment_model = forms.CharField(
         required=False, max_length=500, widget=forms.TextInput(attrs={"size": 60}),
         help_text="for entailment=argmax or entailment=THRESHOLD: a local NLI model folder (Hugging Face "
-                  "sequence classifier) that the workers can read")
+                  "sequence classifier) that the workers can read, under the model folders "
+                  "(PARAFORGE_MODEL_ROOTS; a path relative to one, or absolute)")
     license = forms.CharField(required=False, max_length=100,
                               help_text="parquet: the dataset card's licence, a Hugging Face id such as cc-by-4.0 "
                                         "(default unknown)")
+
+    def clean_version(self):
+        try:
+            return release_version_check(self.cleaned_data["version"])
+        except ReleaseError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def clean(self):
         data = super().clean()
         try:
             parse_filters(data.get("filters") or "", min_score=data.get("min_score"),
-                          entailment_model=data.get("entailment_model") or None, load_model=False)
+                          entailment_model=data.get("entailment_model") or None, load_model=False, confined=True)
             if data.get("format"):
                 card_license(data["format"], data.get("license") or None)
         except (FilterError, ReleaseError) as exc:
@@ -284,24 +302,28 @@ class ScoredResourceAdmin(admin.ModelAdmin):
         return format_html("<pre>{}</pre>", "\n".join(
             f"{e['index']:>5}  {e['n_pairs']:>9} pairs  {e['sha256'][:16]}…  {e['key']}" for e in obj.shards))
 
-    def _start(self, request, scored: ScoredResource, **options) -> Job | None:
-        try:
-            scoring_for(scored.resource, scored.regressor.name)
-            job = export_release_start(resource=scored.resource, regressor=scored.regressor.name, **options)
-        except (ReleaseError, FilterError, ValueError) as exc:
-            self.message_user(request, f"{scored}: {exc}", messages.ERROR)
-            return None
+    @staticmethod
+    def _launch(scored: ScoredResource, **options) -> Job:
+        """Start the export job; ReleaseError, FilterError or ValueError if it cannot start (nothing queued)."""
+        scoring_for(scored.resource, scored.regressor.name)
+        return export_release_start(resource=scored.resource, regressor=scored.regressor.name, **options)
+
+    def _announce(self, request, scored: ScoredResource, job: Job) -> None:
         self.message_user(request, format_html('Exporting release {} of {}: <a href="{}">job {}</a>',
                                                job.params["version"], scored.resource.name,
                                                reverse("admin:scoring_scoredresource_export_progress",
                                                        args=[job.pk]), job.pk),
                           messages.SUCCESS)
-        return job
 
     @admin.action(description="Export a release (TSV, no filters)", permissions=["export"])
     def export_default_release(self, request, queryset):
         for scored in queryset.select_related("resource", "regressor"):
-            self._start(request, scored)
+            try:
+                job = self._launch(scored)
+            except (ReleaseError, FilterError, ValueError) as exc:
+                self.message_user(request, f"{scored}: {exc}", messages.ERROR)
+            else:
+                self._announce(request, scored, job)
 
     def export_view(self, request, scored_id: int):
         require(request, EXPORT_PERMS)
@@ -310,16 +332,16 @@ class ScoredResourceAdmin(admin.ModelAdmin):
             form = ExportReleaseForm(request.POST)
             if form.is_valid():
                 d = form.cleaned_data
-                if Release.objects.filter(resource=scored.resource, version=d["version"]).exists():
-                    form.add_error("version", f"release {d['version']} of this resource already exists")
+                try:  # the job's start checks the version is free (and not being exported) under a lock
+                    job = self._launch(scored, version=d["version"], fmt=d["format"], filters=d["filters"],
+                                       min_score=d["min_score"], entailment_model=d["entailment_model"] or None,
+                                       license=d["license"] or None)
+                except (ReleaseError, FilterError, ValueError) as exc:
+                    form.add_error(None, str(exc))
                 else:
-                    job = self._start(request, scored, version=d["version"], fmt=d["format"], filters=d["filters"],
-                                      min_score=d["min_score"], entailment_model=d["entailment_model"] or None,
-                                      license=d["license"] or None)
-                    if job is not None:
-                        return HttpResponseRedirect(reverse("admin:scoring_scoredresource_export_progress",
-                                                            args=[job.pk]))
-                    return HttpResponseRedirect(reverse("admin:scoring_scoredresource_changelist"))
+                    self._announce(request, scored, job)
+                    return HttpResponseRedirect(reverse("admin:scoring_scoredresource_export_progress",
+                                                        args=[job.pk]))
         else:
             form = ExportReleaseForm(initial={"version": next_version(scored.resource)})
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
@@ -377,12 +399,22 @@ class ReleaseAdmin(admin.ModelAdmin):
     list_display = ("resource", "version", "pairs", "regressor", "location", "created_at")
     list_select_related = ("resource",)
     search_fields = ("resource__name", "version")
-    readonly_fields = ("resource", "version", "location", "file_links", "manifest_json", "created_at")
+    readonly_fields = ("resource", "version", "location", "job", "file_links", "manifest_json", "created_at")
     exclude = ("manifest",)
     filter_horizontal = ("allowed_users",)
 
     def has_add_permission(self, request):
         return False  # made by manage.py export_release or the scored resource's "export release…"
+
+    # the release API's rule (releases.sees_every_release): without it, no release page at all
+    def has_view_permission(self, request, obj=None):
+        return sees_every_release(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return sees_every_release(request.user) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return sees_every_release(request.user) and super().has_delete_permission(request, obj)
 
     @admin.display(description="pairs")
     def pairs(self, obj: Release):

@@ -36,12 +36,20 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from django.db.models import Count
 
-from annotation.models import (DEGRADED_SYSTEM, LENGTH_BUCKETS, QUALITY_CONTROL_SYSTEMS, Campaign, Candidate,
-                               CandidateSystem, Judgment, is_attention_copy)
+from annotation.models import (
+    DEGRADED_SYSTEM,
+    LENGTH_BUCKETS,
+    QUALITY_CONTROL_SYSTEMS,
+    Campaign,
+    Candidate,
+    CandidateSystem,
+    Judgment,
+    is_attention_copy,
+)
 
 
 @dataclasses.dataclass
@@ -104,7 +112,8 @@ def load_campaign(campaign: Campaign, min_judgments: int | None = None) -> Campa
     minimum = campaign.min_judgments_per_worker if min_judgments is None else int(min_judgments)
     workers = counted_workers(campaign, minimum)
     systems = defaultdict(set)
-    pairs = CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list("candidate_id", "system")
+    pairs = CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list("candidate_id",
+                                                                                               "system")
     for cid, system in pairs:
         systems[cid].add(system)
     candidates = {}

@@ -1,5 +1,6 @@
 """Release API: list the releases a user may see, show a manifest, stream a file (signed-in users only;
-staff see every release, others those they are allowed; an invisible release is a 404)."""
+staff holding the admin's release permission (``releases.RELEASE_VIEW_PERMS``, the rule of the admin's release
+pages) see every release, everyone else those they are allowed; an invisible release is a 404)."""
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema

@@ -19,7 +19,7 @@ import dataclasses
 import statistics
 import unicodedata
 from collections import defaultdict
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 from rapidfuzz.distance import Levenshtein
 from sacrebleu.metrics import BLEU

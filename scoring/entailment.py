@@ -9,12 +9,21 @@ The model is a Hugging Face sequence-classification checkpoint folder, loaded of
 the index of the entailment class is read from ``config.id2label``. It is loaded (and checked) before anything
 of a release is written, and its folder and the SHA-256 of its weight files go into the manifest so that a
 release says exactly which model filtered it.
+
+The command line (``export_release --entailment-model DIR``) takes any folder: whoever runs it has the
+server's shell. A folder typed into the admin's export form (and the job it starts) is taken only under the
+allowed model roots (``PARAFORGE_MODEL_ROOTS``: absolute, or relative to a root), and anything else gets one
+message whether or not it exists, so the form says nothing about the server's other folders.
 """
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+
+from django.conf import settings
 
 ARGMAX = "argmax"
 BATCH_SIZE = 32
@@ -67,6 +76,36 @@ def entailment_model_folder(folder: str | Path) -> Path:
     return path.resolve()
 
 
+def model_roots() -> list[Path]:
+    """The folders a form may name models under: ``settings.PARAFORGE_MODEL_ROOTS`` (a list of folders),
+    by default ``models/`` of the project and of ``PARAFORGE_VAR_DIR``; resolved."""
+    return [Path(os.path.realpath(root)) for root in settings.PARAFORGE_MODEL_ROOTS]
+
+
+def _within(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def allowed_entailment_model(folder: str | Path) -> Path:
+    """``folder`` (absolute, or relative to a model root) resolved, symbolic links and ``..`` included, if
+    that lies under one of ``model_roots()``; then checked like ``entailment_model_folder``. Anything
+    outside the roots, existing or not, gets the same EntailmentModelError."""
+    roots = model_roots()
+    refused = EntailmentModelError(
+        f"entailment model {str(folder)!r}: not an allowed model folder; give a folder under "
+        f"{' or '.join(str(root) for root in roots) or '(none configured: PARAFORGE_MODEL_ROOTS)'}")
+    try:
+        given = Path(str(folder))
+        candidates = [given] if given.is_absolute() else [root / given for root in roots]
+        inside = [path for path in (Path(os.path.realpath(c)) for c in candidates) if _within(path, roots)]
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a name too long, a symbolic link loop
+        raise refused from None
+    if not str(folder).strip() or not inside:
+        raise refused
+    found = next((path for path in inside if path.is_dir()), inside[0])
+    return entailment_model_folder(found)
+
+
 class EntailmentJudge:
     """A loaded NLI model that says, in batches, whether pairs entail each other both ways."""
 
@@ -78,13 +117,13 @@ class EntailmentJudge:
 
         try:
             config = AutoConfig.from_pretrained(self.folder, local_files_only=True)
-        except Exception as exc:  # transformers raises several kinds for a bad folder
+        except Exception as exc:  # noqa: BLE001 - transformers raises several kinds for a bad folder
             raise EntailmentModelError(f"--entailment-model {folder}: cannot read its config ({exc})") from None
         self.entailment_index = entailment_label_index(config.id2label)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.folder, local_files_only=True)
             self.model = AutoModelForSequenceClassification.from_pretrained(self.folder, local_files_only=True)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one clear message for any unloadable folder
             raise EntailmentModelError(f"--entailment-model {folder}: cannot load it as a sequence "
                                        f"classifier ({exc})") from None
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -62,6 +62,8 @@ class Release(models.Model):
     manifest = models.JSONField(default=dict, blank=True)
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="releases",
                                            help_text="besides staff, who may download it")
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                            help_text="the export job that made it (empty: manage.py export_release)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -11,8 +11,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 TABLE_PLOTS = ("similarity-diversity", "similarity-by-length", "fluency-by-length", "diversity-by-length")
 PLOTS = (*TABLE_PLOTS, "cost-per-batch", "reliability", "raters")

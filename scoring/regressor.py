@@ -32,9 +32,11 @@ import contextlib
 import dataclasses
 import io
 import math
+import re
 import time
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import version
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import joblib
 import numpy as np
@@ -58,6 +60,22 @@ FEATURE_BATCH = 256
 
 class RegressorError(ValueError):
     """Training or loading cannot proceed (unknown campaign, too little data, name taken, ...)."""
+
+
+# a name names a file (regressors/<name>.joblib): printable ASCII only, no separator, not hidden
+NAME_MAX_LENGTH = 100
+_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_MAX_LENGTH - 1}}}")
+NAME_RULE = (f"letters, digits, '.', '_' or '-', starting with a letter or digit, at most {NAME_MAX_LENGTH} "
+             f"characters")
+
+
+def regressor_name_check(name: Any) -> str:
+    """``name`` without surrounding spaces if it may name a regressor (``NAME_RULE``), else a RegressorError:
+    the one rule of the train form, ``manage.py train_regressor --name`` and the training job."""
+    name = name.strip() if isinstance(name, str) else name
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise RegressorError(f"invalid regressor name {name!r}: use {NAME_RULE}")
+    return name
 
 
 def storage_key(name: str) -> str:
@@ -258,9 +276,7 @@ def regressor_train_check(*, campaign: str, name: str, test_fraction: float = 0.
                           recipe: str = "base") -> tuple[str, Campaign]:
     """The settings' checks, before any work: (the cleaned name, the campaign) or a RegressorError. The
     train-regressor job and the admin's form run them before starting a job."""
-    name = name.strip()
-    if not name or "/" in name or name.startswith("."):
-        raise RegressorError(f"invalid regressor name {name!r}")
+    name = regressor_name_check(name)
     if min_judgments is not None and int(min_judgments) < 0:
         raise RegressorError("--min-judgments must be >= 0")
     if target not in ESTIMATES:
@@ -539,8 +555,9 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
     (constraints: a JSON object, see ``_parse_constraints``; empty = none).
 
     Each output line is the input line, a TAB and the predicted score (2 decimals; empty for a pair
-    skipped for its over-long reference), in input order; a blank input line stays a blank output line. The file is validated in a first streaming
-    pass: any malformed line aborts with every bad line named (up to ``max_errors``) and nothing written.
+    skipped for its over-long reference), in input order; a blank input line stays a blank output line. The file
+    is validated in a first streaming pass: any malformed line aborts with every bad line named (up to
+    ``max_errors``) and nothing written.
     Scoring streams in batches into a temporary file renamed over ``output_path`` at the end, so memory
     stays flat and a failure never leaves a partial output.
     """
@@ -563,7 +580,7 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
     except OSError as exc:
         raise PairsFileError(f"{input_path}: cannot read: {exc.strerror or exc}") from None
     if errors:
-        more = " (stopped at the first {max_errors})".format(max_errors=max_errors) if len(errors) >= max_errors else ""
+        more = f" (stopped at the first {max_errors})" if len(errors) >= max_errors else ""
         raise PairsFileError(f"{len(errors)} malformed line(s){more}, nothing written:\n" + "\n".join(errors))
     output_path.parent.mkdir(parents=True, exist_ok=True)
     scored = skipped = 0

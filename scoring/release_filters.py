@@ -118,11 +118,13 @@ def _parse_entailment(text: str) -> float | str:
 
 
 def parse_filters(spec: str | list[str] | None, *, min_score: float | None = None,
-                  entailment_model: str | None = None, load_model: bool = True) -> ReleaseFilters:
+                  entailment_model: str | None = None, load_model: bool = True,
+                  confined: bool = False) -> ReleaseFilters:
     """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``,
     ``entailment_model`` is ``--entailment-model`` (loaded here, so a bad folder fails before any writing;
     with ``load_model=False`` only its folder is checked and the filters carry no judge: for validating
-    a request whose export runs elsewhere)."""
+    a request whose export runs elsewhere). ``confined``: a folder typed into a web form, taken only under
+    the allowed model roots (``scoring.entailment.allowed_entailment_model``); the command line takes any."""
     if isinstance(spec, (list, tuple)):
         spec = ",".join(spec)
     items = [i for i in re.split(r"[,\s]+", spec or "") if i]
@@ -183,9 +185,11 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
     if entailment_model and "entailment" not in values:
         raise FilterError("--entailment-model given without an entailment=argmax|THRESHOLD filter")
     if entailment_model:
-        from .entailment import EntailmentJudge, EntailmentModelError, entailment_model_folder
+        from .entailment import EntailmentJudge, EntailmentModelError, allowed_entailment_model, entailment_model_folder
 
         try:
+            if confined:
+                entailment_model = allowed_entailment_model(entailment_model)
             if load_model:
                 judge = EntailmentJudge(entailment_model)
             else:

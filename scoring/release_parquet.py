@@ -215,7 +215,8 @@ def dataset_card(manifest: dict[str, Any]) -> str:
     lines += ["", "```python", "from datasets import load_dataset",
               "pairs = load_dataset(\"path/to/this/folder\", \"pairs\", split=\"train\")",
               "judgments = load_dataset(\"path/to/this/folder\", \"judgments\", split=\"train\")",
-              f"# or: load_dataset(\"parquet\", data_files=\"{PAIRS_PARQUET}\"); pandas.read_parquet(\"{PAIRS_PARQUET}\")",
+              f"# or: load_dataset(\"parquet\", data_files=\"{PAIRS_PARQUET}\"); "
+              f"pandas.read_parquet(\"{PAIRS_PARQUET}\")",
               "```", ""]
     for title, schema, meanings in (("pairs", PAIRS_SCHEMA, PAIR_MEANINGS),
                                     ("judgments", JUDGMENTS_SCHEMA, JUDGMENT_MEANINGS)):

@@ -35,9 +35,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from annotation.models import Campaign, CandidateSystem, Judgment
+from config.permissions import staff_has_perms
 from generation.models import Resource
 from infra.shards import HashingWriter, read_jsonl_gz
 from infra.storage import LocalStorage, S3Storage, get_storage, storage_from_url
@@ -46,8 +47,18 @@ from jobs.models import JobStatus
 from .aggregation import counted_workers, system_sort_key
 from .models import Release, ScoredResource
 from .release_filters import ReleaseFilters, filter_candidates
-from .release_parquet import (CARD_FILE, JUDGMENTS_PARQUET, JUDGMENTS_SCHEMA, PAIRS_PARQUET, PAIRS_SCHEMA, ParquetRows,
-                              dataset_card, license_check, pair_row, schema_columns)
+from .release_parquet import (
+    CARD_FILE,
+    JUDGMENTS_PARQUET,
+    JUDGMENTS_SCHEMA,
+    PAIRS_PARQUET,
+    PAIRS_SCHEMA,
+    ParquetRows,
+    dataset_card,
+    license_check,
+    pair_row,
+    schema_columns,
+)
 from .scoring_job import regressor_version
 
 RELEASE_FORMAT = "paraforge-release/1"
@@ -58,11 +69,29 @@ JUDGMENT_COLUMNS = ("campaign", "worker_id_anon", "counted", "ref_id", "ref_len"
                     "NLL", "human_score", "gm")
 JUDGMENTS_FILE = "judgments.tsv.gz"
 MANIFEST_FILE = "manifest.json"
-_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# a version names a folder (releases/<resource id>/<version>/): no separators, no "." or "..", no newline
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+VERSION_RULE = "letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64 characters"
+# who sees every release, in the admin's release pages and in the release API and its downloads alike
+RELEASE_VIEW_PERMS = ("scoring.view_release",)
 
 
 class ReleaseError(ValueError):
     """A release that cannot be made as asked (nothing is written)."""
+
+
+def release_version_check(version: Any) -> str:
+    """``version`` if it may name a release (``VERSION_RULE``), else a ReleaseError: the one rule of the
+    admin's export form, ``manage.py export_release --version`` and the ``export_release`` job."""
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        raise ReleaseError(f"version {version!r}: use {VERSION_RULE}")
+    return version
+
+
+def release_version_free(resource: Resource, version: str) -> None:
+    """ReleaseError if ``resource`` already has a release ``version``."""
+    if Release.objects.filter(resource=resource, version=version).exists():
+        raise ReleaseError(f"release {version!r} of {resource.name!r} already exists: choose another version")
 
 
 def pairs_file_name(fmt: str) -> str:
@@ -245,8 +274,7 @@ def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, 
     """Write a release's files into ``out_dir`` (which must not hold a release yet); returns the manifest.
     ``license`` (a Hugging Face licence id, default ``unknown``) goes into the parquet format's dataset card."""
     license = card_license(fmt, license)
-    if not _VERSION.match(version or ""):
-        raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+    release_version_check(version)
     filters = filters or ReleaseFilters()
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise ReleaseError(f"{out_dir} is a file, not a folder")
@@ -318,14 +346,14 @@ def _upload(out_dir: Path, names: list[str], target: LocalStorage | S3Storage) -
 
 def release_export(*, resource: Resource, out_dir: str | Path, version: str | None = None, fmt: str = "tsv",
                    filters: ReleaseFilters | None = None, regressor: str | None = None,
-                   upload: str | None = None, license: str | None = None) -> Release:
+                   upload: str | None = None, license: str | None = None, job: Any = None) -> Release:
     """Export a release of ``resource`` into ``out_dir`` (optionally uploaded to ``upload``, e.g.
-    ``s3://bucket/prefix``) and record it as a ``Release`` row; its location is the upload URL if any,
-    else the folder."""
+    ``s3://bucket/prefix``) and record it as a ``Release`` row (``job``: the export job making it, if
+    any); its location is the upload URL if any, else the folder. Of two exports of one version at once,
+    the second to finish fails with a ReleaseError (the row's unique constraint)."""
+    version = release_version_check(version) if version is not None else next_version(resource)
     scored = scoring_for(resource, regressor)
-    version = version or next_version(resource)
-    if Release.objects.filter(resource=resource, version=version).exists():
-        raise ReleaseError(f"release {version!r} of {resource.name!r} already exists")
+    release_version_free(resource, version)
     target = storage_from_url(upload) if upload else None
     if target is not None and target.exists(MANIFEST_FILE):
         raise ReleaseError(f"{target.url} already holds a release ({MANIFEST_FILE})")
@@ -334,9 +362,13 @@ def release_export(*, resource: Resource, out_dir: str | Path, version: str | No
                              license=license)
     if target is not None:
         _upload(out_dir, release_files(manifest), target)
-    with transaction.atomic():
-        return Release.objects.create(resource=resource, version=version, manifest=manifest,
-                                      location=target.url if target is not None else str(out_dir))
+    try:
+        with transaction.atomic():
+            return Release.objects.create(resource=resource, version=version, manifest=manifest, job=job,
+                                          location=target.url if target is not None else str(out_dir))
+    except IntegrityError:  # another export of this version finished first
+        raise ReleaseError(f"release {version!r} of {resource.name!r} was made by another export meanwhile: "
+                           f"choose another version") from None
 
 
 def release_storage(release: Release) -> LocalStorage | S3Storage:
@@ -350,9 +382,15 @@ def release_open(release: Release, name: str) -> BinaryIO:
     return release_storage(release).open_read(name)
 
 
+def sees_every_release(user) -> bool:
+    """Active staff holding ``RELEASE_VIEW_PERMS``: the admin's release pages and the release API ask this."""
+    return staff_has_perms(user, RELEASE_VIEW_PERMS)
+
+
 def releases_visible_to(user) -> Any:
-    """Staff see every release; other signed-in users those they were given; anonymous none."""
+    """Every release for ``sees_every_release``; other signed-in users (staff without the permission
+    too) those they were given; anonymous none."""
     if not getattr(user, "is_authenticated", False):
         return Release.objects.none()
     qs = Release.objects.select_related("resource")
-    return qs if user.is_staff else qs.filter(allowed_users=user)
+    return qs if sees_every_release(user) else qs.filter(allowed_users=user)

@@ -49,7 +49,7 @@ def system_name(campaign: Campaign, system: str) -> str:
         from generation.systems import get_system
 
         return str(get_system(int(system)).name)
-    except Exception:  # no such module yet, not a number, or an unknown system
+    except Exception:  # noqa: BLE001 - no such module yet, not a number, or an unknown system
         return str(system)
 
 

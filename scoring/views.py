@@ -28,10 +28,8 @@ from config.numbers import ascii_int
 
 from .aggregation import ESTIMATES, load_campaign
 from .diversity import LEVENSHTEIN_BINS
-from .plots import (PLOTS, by_length_png, cost_png, rater_label, raters_png, reliability_png,
-                    similarity_vs_diversity_png)
-from .reliability import reliability as reliability_figures
-from .reliability import split_rhos
+from .plots import PLOTS, by_length_png, cost_png, rater_label, raters_png, reliability_png, similarity_vs_diversity_png
+from .reliability import reliability as reliability_figures, split_rhos
 from .tables import REPORT_TABLES, TABLES, TITLES, ZSCORE_TITLE, EstimateError, build_table, check_estimate, render_csv
 
 # the dashboards show every campaign's judgments aggregated: the admin permissions that show them there

@@ -12,6 +12,9 @@ import pytest
 from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[1]
+# The suite runs without network: nothing may reach the Hugging Face hub (hub ids are tested against a cache
+# folder the test builds, tests/generation/test_model_hub.py). Child processes (the Celery worker) inherit it.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture

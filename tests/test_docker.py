@@ -25,7 +25,8 @@ COMPOSE_GPU_HOST = DOCKER / "compose.gpu-worker.yaml"
 ENV_EXAMPLE = DOCKER / "env.example"
 DOCKERFILES = {"docker/Dockerfile": DOCKER / "Dockerfile", "docker/Dockerfile.gpu": DOCKER / "Dockerfile.gpu"}
 APP_SERVICES = {"migrate", "web", "cpu-worker", "beat", "gpu-worker"}
-LONG_RUNNING = {"postgres", "redis", "web", "cpu-worker", "beat", "gpu-worker"}
+LONG_RUNNING = {"postgres", "redis", "web", "proxy", "cpu-worker", "beat", "gpu-worker"}
+NGINX_TEMPLATE = DOCKER / "nginx" / "paraforge.conf.template"
 
 
 def compose_binary() -> Path:
@@ -74,7 +75,66 @@ def env_example() -> dict[str, str]:
 # --- the compose file --------------------------------------------------------------------------------
 
 def test_compose_config_validates_and_has_every_service(config):
-    assert set(config["services"]) == {"postgres", "redis", "migrate", "web", "cpu-worker", "beat", "gpu-worker"}
+    assert set(config["services"]) == {"postgres", "redis", "migrate", "web", "proxy", "cpu-worker", "beat",
+                                       "gpu-worker"}
+
+
+def test_only_the_proxy_takes_http_and_hands_web_complete_requests(config):
+    """gunicorn is never published (slow clients stall its threads, issue 27): nginx is, and passes
+    requests to it on the compose network with the client's address where the app reads it."""
+    services = config["services"]
+    web, proxy = services["web"], services["proxy"]
+    bind = command_of(web)[command_of(web).index("--bind") + 1]
+    web_port = bind.rsplit(":", 1)[1]
+    assert not web.get("ports"), "web (gunicorn) must not be published: clients go through proxy"
+    assert web_port in [str(p) for p in web["expose"]]
+    assert {name for name, service in services.items() if service.get("ports")} == {"proxy", "postgres", "redis"}
+
+    assert proxy["image"].startswith("nginx:")
+    environment = proxy["environment"]
+    listen = environment["PARAFORGE_PROXY_LISTEN"]
+    [published] = proxy["ports"]
+    assert (published["host_ip"], published["published"], str(published["target"])) == ("127.0.0.1", "8000", listen)
+    assert environment["PARAFORGE_UPSTREAM"] == f"web:{web_port}"
+    assert proxy["depends_on"]["web"]["condition"] == "service_healthy"
+    assert f"http://127.0.0.1:{listen}/proxy-health" in proxy["healthcheck"]["test"]
+    assert "location = /proxy-health" in NGINX_TEMPLATE.read_text()
+
+    # The template is mounted where the official image renders templates, and every ${PARAFORGE_*} it
+    # uses is set for it and passes the envsubst filter (nothing else is substituted).
+    [mount] = [v for v in proxy["volumes"] if v["target"].startswith("/etc/nginx/templates/")]
+    assert Path(mount["source"]) == NGINX_TEMPLATE and NGINX_TEMPLATE.is_file() and mount["read_only"]
+    assert mount["target"].endswith(".conf.template")
+    used = set(re.findall(r"\$\{(\w+)\}", NGINX_TEMPLATE.read_text()))
+    assert used and used <= set(environment), used - set(environment)
+    assert all(re.search(environment["NGINX_ENVSUBST_FILTER"], name) for name in used)
+
+    # Buffered both ways, short deadlines for slow clients.
+    template = NGINX_TEMPLATE.read_text()
+    for directive in ("proxy_request_buffering on;", "proxy_buffering on;", "client_header_timeout 10s;",
+                      "client_body_timeout 10s;", "send_timeout 10s;"):
+        assert directive in template, directive
+
+    # The client's address: nginx appends what it saw, and web trusts exactly that one entry.
+    assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in template
+    assert web["environment"]["PARAFORGE_TRUSTED_PROXIES"] == "1"
+    assert "proxy_set_header X-Forwarded-Proto $scheme;" in template  # production.py's SECURE_PROXY_SSL_HEADER
+
+
+def test_proxy_body_limit_matches_what_django_accepts():
+    template = NGINX_TEMPLATE.read_text()
+    server_limit = re.search(r"^    client_max_body_size (\d+)m;", template, re.M)
+    assert server_limit, "a server-wide client_max_body_size in MiB"
+    limit = int(server_limit.group(1)) * 1024 * 1024
+    # Django judges every body it allows (its own 413 beyond), nginx only what is far beyond that.
+    django_limit = django_settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    assert django_limit <= limit <= django_limit + 2 * 1024 * 1024
+    # The only file upload (the admin's corpus import) has its own, configurable limit.
+    upload = re.search(r"location = /admin/generation/corpus/import/ \{.*?\n    \}\n", template, re.S)
+    assert upload and "client_max_body_size ${PARAFORGE_MAX_UPLOAD};" in upload.group(0)
+    from django.urls import reverse
+
+    assert reverse("admin:generation_corpus_import") == "/admin/generation/corpus/import/"
 
 
 @pytest.mark.parametrize("missing", sorted(SECRETS))
@@ -106,7 +166,8 @@ def test_workers_consume_every_queue_of_the_routing_table(config):
         command = command_of(config["services"][name])
         consumed |= set(command[command.index("-Q") + 1].split(","))
     assert {route["queue"] for route in TASK_ROUTES.values()} <= consumed
-    assert command_of(config["services"]["cpu-worker"])[command_of(config["services"]["cpu-worker"]).index("-Q") + 1] == "cpu"
+    cpu_worker = command_of(config["services"]["cpu-worker"])
+    assert cpu_worker[cpu_worker.index("-Q") + 1] == "cpu"
 
 
 def test_every_long_running_service_has_a_health_check(config):
@@ -374,6 +435,7 @@ def test_web_health_check_passes_on_a_live_app_and_fails_when_nothing_answers(li
         healthcheck.web_healthy(_free_port())
 
 
+@pytest.mark.slow
 def test_web_health_check_request_passes_production_host_check_and_https_redirect(tmp_path):
     code = """
 import sys; sys.path.insert(0, "docker")
@@ -401,7 +463,8 @@ print(ok.status_code, plain.status_code, stranger.status_code)
 @pytest.mark.slow
 def test_beat_health_check_answers_only_for_a_running_beat(tmp_path):
     """beat started as compose starts it (--enable-remote-control) answers the health check's ping."""
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", PARAFORGE_VAR_DIR=str(django_settings.VAR_DIR))
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test",
+               PARAFORGE_VAR_DIR=str(django_settings.VAR_DIR))
     node = f"celerybeat-test{os.getpid()}"
     beat = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "beat", "--enable-remote-control", "-n",

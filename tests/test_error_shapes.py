@@ -12,8 +12,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.permissions import AllowAny
 
 from annotation.models import Assignment, AssignmentStatus, Judgment
-from config.urls import handler400, handler403, handler404, handler500  # noqa: F401  (this module is a URLconf)
-from config.urls import urlpatterns as site_urlpatterns
+from config.urls import handler400, handler403, handler404, handler500, urlpatterns as site_urlpatterns  # noqa: F401  (this module is a URLconf)
 from tests.annotation.builders import payload, published_batch, sample_campaign
 
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore:No directory at:UserWarning")]

@@ -17,8 +17,7 @@ import schemathesis
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import get_resolver
-from hypothesis import HealthCheck
-from hypothesis import settings as hypothesis_settings
+from hypothesis import HealthCheck, settings as hypothesis_settings
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from annotation.models import Hit
@@ -132,8 +131,7 @@ def test_the_description_validates_with_no_warning():
 @pytest.mark.browser
 def test_swagger_ui_runs_under_the_csp_from_our_own_files_and_shows_every_operation(live_server, monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout, sync_playwright
 
     from .annotation.test_browser import CHROMIUM_ARGS
 

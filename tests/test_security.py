@@ -31,6 +31,7 @@ def good_env(**extra: str) -> dict[str, str]:
     return {"DJANGO_SECRET_KEY": secrets.token_urlsafe(64), "DJANGO_ALLOWED_HOSTS": "paraforge.example.org", **extra}
 
 
+@pytest.mark.slow
 def test_check_deploy_is_clean_under_production_settings(tmp_path):
     result = production(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **good_env())
     assert result.returncode == 0, result.stdout + result.stderr
@@ -53,10 +54,12 @@ def test_production_refuses_to_start_without_its_secrets_from_the_environment(tm
     assert message in result.stderr
 
 
+@pytest.mark.slow
 def test_production_settings_never_debug_and_keep_cookies_and_transport_secure(tmp_path):
     code = ("from django.conf import settings as s; "
             "print(s.DEBUG, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_SSL_REDIRECT, "
-            "s.SECURE_HSTS_SECONDS > 0, s.ALLOWED_HOSTS, s.SECRET_KEY == __import__('os').environ['DJANGO_SECRET_KEY'])")
+            "s.SECURE_HSTS_SECONDS > 0, s.ALLOWED_HOSTS, "
+            "s.SECRET_KEY == __import__('os').environ['DJANGO_SECRET_KEY'])")
     result = production(tmp_path, "shell", "-c", code, **good_env(DJANGO_DEBUG="1"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "False True True True True ['paraforge.example.org'] True"
@@ -147,7 +150,6 @@ def test_staff_without_model_permissions_see_no_worker_data(client, bare_staff):
     """Being staff opens the admin's door only: the results CSV (worker ids, comments), a batch's HITs, a
     job, the research pages all need the view permissions the admin itself asks for."""
     from annotation.models import Assignment, Worker
-
     from tests.annotation.builders import published_batch, sample_campaign
 
     batch = published_batch(sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5), attention_rate=0)

@@ -10,8 +10,9 @@ its ``transport_errors`` (with ``error_text``) for what the platform answered or
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import InsufficientBalance, ProviderConfigurationError, ProviderError
 
@@ -30,49 +31,49 @@ class HitProvider(Protocol):
     def error_text(self, exc: BaseException) -> str:
         """One line a researcher can act on, for one of ``transport_errors``."""
 
-    def cost_estimate_usd(self, *, batch: "Batch") -> Decimal | None:
+    def cost_estimate_usd(self, *, batch: Batch) -> Decimal | None:
         """What publishing the batch would cost (rewards + the platform's fees and taxes); None when free."""
 
     def publish_check(self, *, batch_settings: dict, cost_usd: Decimal | None = None) -> None:
         """Could a batch with these settings be published now (credentials, public URL, and given the cost,
         the balance)? Raises ``ProviderError``; nothing is spent."""
 
-    def publish(self, *, batch: "Batch") -> dict:
+    def publish(self, *, batch: Batch) -> dict:
         """Make the batch's HITs available to workers (idempotent: what is already published is skipped)."""
 
-    def sync(self, *, batch: "Batch") -> dict:
+    def sync(self, *, batch: Batch) -> dict:
         """Verify the batch's unverified submissions with the platform (``annotation.verification``, through
         ``confirm``) and copy its statuses; the report counts ``verified`` (for the first time), ``flagged``..."""
 
-    def confirm(self, assignment: "Assignment") -> "Confirmation":
+    def confirm(self, assignment: Assignment) -> Confirmation:
         """Crowd platforms: the platform's word on one stored, unverified assignment (same worker, same
         HIT or session?). Local annotators are logged in, so their assignments are verified when taken."""
 
-    def approve(self, *, assignment: "Assignment") -> None: ...
+    def approve(self, *, assignment: Assignment) -> None: ...
 
-    def reject(self, *, assignment: "Assignment", feedback: str) -> None: ...
+    def reject(self, *, assignment: Assignment, feedback: str) -> None: ...
 
-    def approve_batch(self, *, batch: "Batch") -> dict:
+    def approve_batch(self, *, batch: Batch) -> dict:
         """Pay the batch's verified submissions (and, where the platform allows it, reject the ones that failed
         the quality checks, with the reason); unverified and flagged ones are skipped and counted."""
 
-    def pay_bonus(self, *, bonus: "Bonus") -> None:
+    def pay_bonus(self, *, bonus: Bonus) -> None:
         """Idempotent: the bonus's ``unique_request_token`` guards against paying twice."""
 
-    def bonus_batch(self, *, batch: "Batch", amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
+    def bonus_batch(self, *, batch: Batch, amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
         """Pay ``amount`` once to each worker of the batch with verified work (or those named); idempotent."""
 
-    def expire(self, *, batch: "Batch") -> dict:
+    def expire(self, *, batch: Batch) -> dict:
         """No new work on the batch from now on (MTurk: expire the HITs; Prolific: stop the study)."""
 
     def balance(self) -> dict | None:
         """The account's balance as the platform reports it; None where there is none (local)."""
 
-    def disqualify(self, *, worker: "Worker", reason: str) -> None:
+    def disqualify(self, *, worker: Worker, reason: str) -> None:
         """Bar the worker from further HITs (MTurk: the block qualification; Prolific: the blocklist group;
         local: the account)."""
 
-    def reinstate(self, *, worker: "Worker") -> None: ...
+    def reinstate(self, *, worker: Worker) -> None: ...
 
 
 def get_provider(batch_or_name) -> HitProvider:

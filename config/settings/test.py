@@ -8,8 +8,8 @@ import tempfile
 
 os.environ.setdefault("PARAFORGE_VAR_DIR", tempfile.mkdtemp(prefix="paraforge-test-"))
 
-from .base import *  # noqa: E402,F403
-from .base import DATABASES, VAR_DIR  # noqa: E402
+from .base import *  # noqa: F403
+from .base import DATABASES, VAR_DIR
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -13,7 +13,6 @@ dissimilarity with ``rerank_dissimilar``.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import torch

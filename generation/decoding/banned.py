@@ -256,7 +256,8 @@ class NegativeState:
             # with a neutral element, so that two trips on one token cannot undo each other
             # (no torch.where with Python numbers: on a GPU each one is a host-to-device copy that waits)
             neutral = False if scores.dtype == torch.bool else float("inf")
-            vals = torch.full(active.shape, neutral, dtype=scores.dtype, device=scores.device).masked_fill_(active, value)
+            vals = torch.full(active.shape, neutral, dtype=scores.dtype, device=scores.device)
+            vals.masked_fill_(active, value)
             scores.scatter_reduce_(1, rows["trip_tok"], vals, reduce="amax" if scores.dtype == torch.bool else "amin")
             return
         closing = torch.nonzero(closing)[:, 0]  # hypotheses

@@ -45,8 +45,15 @@ import torch
 
 from ..beam_sizes import STOP_DEFAULT, stop_rule_error
 from . import fast_step as lean_step
-from .hf_compat import (FastProcessors, generation_config_for, logits_processors, pad_token_id, reorder_self_attention,
-                        repeat_rows, select_rows)
+from .hf_compat import (
+    FastProcessors,
+    generation_config_for,
+    logits_processors,
+    pad_token_id,
+    reorder_self_attention,
+    repeat_rows,
+    select_rows,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -281,7 +288,7 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
         last_step = cur_len + 1 >= max_length
         if graph is None and use_graph and cur_len >= 2 and not last_step and not _GRAPH_FAILURES:
             logp_buf = logp.clone()
-            graph = _capture(lambda: search.step(logp_buf, None, False))
+            graph = _capture(lambda: search.step(logp_buf, None, False))  # noqa: B023 - captured at once
         if graph is not None and not last_step:
             logp_buf.copy_(logp)
             graph.replay()

@@ -46,7 +46,7 @@ import weakref
 import torch
 import torch.nn.functional as F
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def onednn_by_env() -> bool:
@@ -163,7 +163,7 @@ def supported(model) -> bool:
     return model.get_output_embeddings() is not None
 
 
-def for_model(model, int8: bool = False) -> "LeanDecoder | None":
+def for_model(model, int8: bool = False) -> LeanDecoder | None:
     """The lean decoder of ``model`` (built once and reused while its weights are unchanged; with ``int8``
     its int8 twin, kept beside it), or None for a model it does not support."""
     if not supported(model):
@@ -267,7 +267,7 @@ class LeanDecoder:
         if self.onednn or int8:
             with torch.no_grad():
                 pack = _int8_pack if int8 else (
-                    lambda w: torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS_HINT))  # noqa: E731
+                    lambda w: torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS_HINT))
                 for L in self.layers:
                     for name in ("w_qkv", "w_o", "w_cq", "w_ck", "w_cv", "w_co", "w_fc1", "w_fc2"):
                         setattr(L, name, pack(getattr(L, name)))
@@ -276,7 +276,7 @@ class LeanDecoder:
         else:
             self.linear = F.linear
 
-    def start(self, encoder_hidden: torch.Tensor, encoder_mask: torch.Tensor | None, max_length: int) -> "LeanState":
+    def start(self, encoder_hidden: torch.Tensor, encoder_mask: torch.Tensor | None, max_length: int) -> LeanState:
         """The state of one call: cross-attention keys and values of every layer for the B sentences'
         encoder output [B, S, d] (padding ``encoder_mask`` [B, S] 0 as an additive bias), an empty
         self-attention cache for B rows (one per sentence; :meth:`LeanState.repeat` makes K beams)."""

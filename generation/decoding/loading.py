@@ -1,17 +1,13 @@
-"""Load a Hugging Face seq2seq checkpoint from a local folder (never from a hub)."""
+"""Load a Hugging Face seq2seq checkpoint from a local folder, or from a hub id through the Hugging Face cache
+(``generation.model_source.model_folder``: the one rule for ``--model`` values)."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
+from ..model_source import ModelFolderError, model_folder
 from .vocab import VocabInfo, build_vocab_info
-
-
-class ModelFolderError(RuntimeError):
-    """The model folder is missing or holds no loadable seq2seq checkpoint."""
 
 
 @dataclass
@@ -72,15 +68,16 @@ def from_objects(model, tokenizer, device=None, path: str = "<memory>") -> Loade
     model.eval()
     size = model.get_output_embeddings().weight.shape[0] if model.get_output_embeddings() is not None \
         else model.config.vocab_size
-    return LoadedModel(model=model, tokenizer=tokenizer, device=device, vocab=build_vocab_info(tokenizer, size, _eos_id(model)),
-                       path=path)
+    return LoadedModel(model=model, tokenizer=tokenizer, device=device,
+                       vocab=build_vocab_info(tokenizer, size, _eos_id(model)), path=path)
 
 
 def load_model(path, device=None) -> LoadedModel:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    p = Path(path)
+    """``path``: a local checkpoint folder or a hub id (``org/name[@revision]``, see generation/model_source.py).
+    The files are then read from that folder only (``local_files_only``: nothing else is fetched)."""
+    p = model_folder(path)
     if not p.is_dir():
-        raise ModelFolderError(f"model folder {str(path)!r} does not exist")
+        raise ModelFolderError(f"model folder {str(path)!r} is not a folder")
     if not (p / "config.json").is_file():
         raise ModelFolderError(f"model folder {str(path)!r} has no config.json (not a Hugging Face checkpoint)")
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer

@@ -103,14 +103,20 @@ def build_vocab_info(tokenizer, size: int, eos_id: int) -> VocabInfo:
     for i, s in enumerate(surfaces):
         parts = _SPLIT_RE.split(s)  # alternating non-word / word, starting with non-word (maybe "")
         if len(parts) == 1:
-            lead.append(""); inner.append(()); tail.append(""); brk.append(bool(s))
+            lead.append("")
+            inner.append(())
+            tail.append("")
+            brk.append(bool(s))
         else:
             if parts[0] == "":
                 ld, rest = parts[1], parts[2:]
             else:
                 ld, rest = "", parts
             if rest == [""] or not rest:
-                lead.append(ld); inner.append(()); tail.append(""); brk.append(False)
+                lead.append(ld)
+                inner.append(())
+                tail.append("")
+                brk.append(False)
             else:
                 # rest = nonword, word, nonword, word, ..., last (word or "" after nonword)
                 words = [w for k, w in enumerate(rest) if k % 2 == 1]
@@ -119,7 +125,10 @@ def build_vocab_info(tokenizer, size: int, eos_id: int) -> VocabInfo:
                     tl, inn = (words[-1], words[:-1]) if words else ("", [])
                 else:
                     tl, inn = "", words
-                lead.append(ld); inner.append(tuple(inn)); tail.append(tl); brk.append(True)
+                lead.append(ld)
+                inner.append(tuple(inn))
+                tail.append(tl)
+                brk.append(True)
         if i == eos_id:
             brk[-1] = True
         if brk[-1]:

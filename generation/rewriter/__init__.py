@@ -16,8 +16,16 @@ Plain functions, no Django: the ``train_rewriter`` management command is a thin 
 from __future__ import annotations
 
 from .checkpoints import CHECKPOINTS, STATE_FILE, latest_checkpoint
-from .data import (PairsFileError, build_synthetic_pairs, file_sha256, iter_pairs, load_ppdb_synonyms,
-                   noise_sentence, read_pairs, read_public_sentences)
+from .data import (
+                   PairsFileError,
+                   build_synthetic_pairs,
+                   file_sha256,
+                   iter_pairs,
+                   load_ppdb_synonyms,
+                   noise_sentence,
+                   read_pairs,
+                   read_public_sentences,
+)
 from .export import TRAINING_JSON, export, load_rewriter, rewrite
 from .options import DEFAULT_CONFIG, TrainConfig, TrainOptionsError, build_config, check_device, check_train_options
 from .tokenizer import TOKENIZER_DIR, load_tokenizer, train_tokenizer

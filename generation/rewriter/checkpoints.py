@@ -70,4 +70,4 @@ def _save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -9,11 +9,10 @@ import hashlib
 import io
 import random
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from infra.textfiles import NotUtf8Error, PairsFileError, atomic_write, read_lines
-
 
 # --------------------------------------------------------------------------------------------------
 # Reading pairs

@@ -6,8 +6,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from infra.textfiles import atomic_dir
 

@@ -12,9 +12,10 @@ import random
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .checkpoints import CHECKPOINTS, _latest_checkpoint, _now, _rng_state, _save_checkpoint, _set_rng_state, load_state
 from .data import PairsFileError, file_sha256, read_pairs

@@ -22,14 +22,41 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 from ..idf import IdfValues
-from ..morphology import (all_variants, in_known_form, known_words, random_verb_inflection, variants_list,
-                          verb_inflections, verb_inflections_index)
+from ..morphology import (
+    all_variants,
+    in_known_form,
+    known_words,
+    random_verb_inflection,
+    variants_list,
+    verb_inflections,
+    verb_inflections_index,
+)
 from ..ppdb import _SPACY_COARSE, ALL_RELATIONS, coarse_pos_of_spacy
 from ..systems import SYSTEMS, System, get_system
-from .values import (_DRAWS_0, _DRAWS_1, _SLOTS, _UNPACK_HALF, NO_PPDB_FILE, PREPOSITIONS, ConstraintSet,
-                     NoConstraintSet, Phrases, PoolToken, SeededDraws, Selected, TaggedSentence, as_tagged,
-                     draw_table, no_ppdb_match_reason, odd_case_forms, pool_too_small_reason,
-                     reference_too_short_reason, resolve_ppdb, settings_idf_window, with_surface_forms)
+from .values import (
+    _DRAWS_0,
+    _DRAWS_1,
+    _SLOTS,
+    _UNPACK_HALF,
+    NO_PPDB_FILE,
+    PREPOSITIONS,
+    ConstraintSet,
+    NoConstraintSet,
+    Phrases,
+    PoolToken,
+    SeededDraws,
+    Selected,
+    TaggedSentence,
+    as_tagged,
+    draw_table,
+    no_ppdb_match_reason,
+    odd_case_forms,
+    pool_too_small_reason,
+    reference_too_short_reason,
+    resolve_ppdb,
+    settings_idf_window,
+    with_surface_forms,
+)
 
 # ------------------------------------------------------------------------------------------ pool
 
@@ -464,7 +491,7 @@ def _run_random_blocks(s: _Sentence, blocks, out: list) -> None:
     size = len(pool)
     no, yes = NoConstraintSet, ConstraintSet
     if size < 2:
-        for code, (n1, n2, n3), (m1, m2, m3), start, _, _ in blocks:
+        for code, (n1, n2, n3), (m1, m2, m3), _start, _, _ in blocks:
             if size:  # a draw from one token always gives it
                 first = yes(n1, m1, (), (s.ranked[code] or s.rank(code))[0])
             else:

@@ -27,10 +27,25 @@ from typing import Any
 from ..morphology import all_variants, random_verb_inflection
 from ..ppdb import coarse_pos_of_spacy
 from ..systems import SYSTEMS, System, get_system
-from .values import (NO_PPDB_FILE, PREPOSITIONS, ConstraintSet, NoConstraintSet, Phrases, PoolToken, SeededDraws,
-                     Selected, TaggedSentence, capitalised, no_ppdb_match_reason, odd_case_forms,
-                     pool_too_small_reason, reference_too_short_reason, resolve_ppdb, settings_idf_window,
-                     with_surface_forms)
+from .values import (
+    NO_PPDB_FILE,
+    PREPOSITIONS,
+    ConstraintSet,
+    NoConstraintSet,
+    Phrases,
+    PoolToken,
+    SeededDraws,
+    Selected,
+    TaggedSentence,
+    capitalised,
+    no_ppdb_match_reason,
+    odd_case_forms,
+    pool_too_small_reason,
+    reference_too_short_reason,
+    resolve_ppdb,
+    settings_idf_window,
+    with_surface_forms,
+)
 
 
 def joins_pool(text: str, idf: Mapping[str, float], min_idf: float, max_idf: float) -> float | None:
@@ -145,7 +160,8 @@ def selector_for(system: System) -> Callable[[System, Reference], Selected]:
     """The selector a row's kind and selection call for."""
     if system.selection in ("highest", "lowest"):
         return ranked_positive if system.kind == "positive" else ranked_negative
-    return {"random": random_negative, "position": positional, "ppdb": ppdb_pair, None: no_constraints}[system.selection]
+    selections = {"random": random_negative, "position": positional, "ppdb": ppdb_pair, None: no_constraints}
+    return selections[system.selection]
 
 
 def select(system: System, ref: Reference) -> Selected:

@@ -9,7 +9,7 @@ import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Union
+from typing import Any, ClassVar, NamedTuple
 
 from django.conf import settings
 
@@ -95,7 +95,7 @@ class NoConstraintSet:
     from_json = staticmethod(ConstraintSet.from_json)
 
 
-Selected = Union[ConstraintSet, NoConstraintSet]
+Selected = ConstraintSet | NoConstraintSet
 
 
 class PoolToken(NamedTuple):

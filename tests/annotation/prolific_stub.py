@@ -85,12 +85,12 @@ def check_value(value, annotation, where: str) -> list[str]:
             return []
         results = [check_value(value, a, where) for a in options if a is not type(None)]
         return [] if any(not r for r in results) else (min(results, key=len) if results else [f"{where}: null"])
-    if origin in (list, typing.List):
+    if origin in (list, list):
         if not isinstance(value, list):
             return [f"{where}: expected a list, got {value!r}"]
         (item,) = typing.get_args(annotation) or (typing.Any,)
         return [e for i, v in enumerate(value) for e in check_value(v, item, f"{where}[{i}]")]
-    if origin in (dict, typing.Dict):
+    if origin in (dict, dict):
         return [] if isinstance(value, dict) else [f"{where}: expected an object, got {value!r}"]
     if annotation is typing.Any:
         return []

@@ -27,6 +27,16 @@ def test_create_batch_action_shows_a_form_then_makes_a_draft(admin_client):
     assert batch.status == BatchStatus.DRAFT and batch.label == "pilot" and batch.hits.count() == 2
 
 
+@pytest.mark.parametrize("field,value", [("per_length", "\u0661\u0662"), ("assignments", "\u00b3"),
+                                         ("seed", "1_0"), ("attention_rate", "\u0660.\u0661"),
+                                         ("reward_usd", "\u0661.50"), ("degraded_rate", "nan")])
+def test_the_batch_form_takes_numbers_in_digits_0_9_only(admin_client, field, value):
+    campaign = sample_campaign(buckets=(5,), refs_per_bucket=2, candidates=5)
+    page = admin_client.post("/admin/annotation/campaign/", {
+        "action": "create_hit_batch", "_selected_action": [campaign.pk], "confirm": "yes", **FORM, field: value})
+    assert page.status_code == 200 and "digits 0-9" in page.content.decode() and not Batch.objects.exists()
+
+
 def test_publish_shows_the_cost_preview_before_anything_is_spent(admin_client):
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     paid = hit_batch_create(campaign=campaign, provider="mturk-sandbox", attention_rate=0,

@@ -64,6 +64,6 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
     assert assignment.worker.external_id == "WORKER1" and assignment.comment == "clear task"
     stored = {j.candidate_id: (j.score, j.fluency) for j in Judgment.objects.filter(assignment=assignment)}
     expected = {cid: (score, 1 if k == 1 else 2) for k, (cid, score) in enumerate(wanted.items())}
-    expected[first] = (None, 0)
+    expected[items[0].candidate_id] = (None, 0)  # the first sentence, marked nonsensical
     assert stored == expected
     assert external and "assignmentId=ASG1" in external[0]

@@ -16,8 +16,17 @@ from django.core.management.base import CommandError
 from annotation.batches import BatchError, degraded_span_length, degraded_text, hit_batch_create
 from annotation.easl_rounds import batch_items, easl_round_create
 from annotation.exports import batch_results_csv
-from annotation.models import (DEGRADED_SYSTEM, Batch, Campaign, Candidate, CandidateSystem, Hit, HitItem, Reference,
-                               Worker)
+from annotation.models import (
+    DEGRADED_SYSTEM,
+    Batch,
+    Campaign,
+    Candidate,
+    CandidateSystem,
+    Hit,
+    HitItem,
+    Reference,
+    Worker,
+)
 from annotation.quality import degraded_p_value, degraded_rule_fails, degraded_test, worker_quality
 from annotation.submissions import JudgmentInput, assignment_submit
 from annotation.tokens import submission_token_make

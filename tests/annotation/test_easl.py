@@ -11,11 +11,28 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.easl import (BetaPosterior, first_round, match_quality, next_round, posteriors_from_scores,
-                             stopping_reason, zscore_estimates)
+from annotation.easl import (
+    BetaPosterior,
+    first_round,
+    match_quality,
+    next_round,
+    posteriors_from_scores,
+    stopping_reason,
+    zscore_estimates,
+)
 from annotation.easl_rounds import EaslError, easl_round_create, easl_status
-from annotation.models import (Assignment, AssignmentStatus, Batch, Campaign, Candidate, CandidateSystem, Hit, Judgment,
-                               Reference, Worker)
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Batch,
+    Campaign,
+    Candidate,
+    CandidateSystem,
+    Hit,
+    Judgment,
+    Reference,
+    Worker,
+)
 
 # --- the model ----------------------------------------------------------------------------------
 

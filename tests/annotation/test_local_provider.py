@@ -7,10 +7,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotation.batches import hit_batch_create
-from annotation.tokens import item_key
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchStatus, Worker
 from annotation.providers.local import assignments_expire, local_hit_take
 from annotation.tasks import expire_local_assignments
+from annotation.tokens import item_key
 
 from .builders import published_batch, sample_campaign
 
@@ -122,19 +122,28 @@ def test_another_user_cannot_open_or_submit_an_assignment(client, batch):
     assert page.status_code == 403 and 'content=""' in page.content.decode()
 
 
-def test_an_expired_local_assignment_cannot_be_submitted(client, batch):
-    ann = user("ann")
-    client.force_login(ann)
+def take_from_the_page(client, name: str) -> tuple[Assignment, dict]:
+    """A logged-in annotator takes their next HIT; returns it and the submission its page would post."""
+    client.force_login(user(name))
     location = client.post("/annotate/next/")["Location"]
     page = client.get(location)
     query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
     assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"])
-    Assignment.objects.filter(pk=assignment.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     body = {"assignment_id": query["assignmentId"], "worker_id": query["workerId"], "token": token_of(page),
             "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
                           for i in assignment.hit.items.all()]}
-    response = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
-                           content_type="application/json")
+    return assignment, body
+
+
+def submit_body(client, assignment, body):
+    return client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
+                       content_type="application/json")
+
+
+def test_an_expired_local_assignment_cannot_be_submitted(client, batch):
+    assignment, body = take_from_the_page(client, "ann")
+    Assignment.objects.filter(pk=assignment.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    response = submit_body(client, assignment, body)
     assert response.status_code == 410 and "ran out" in response.json()["detail"]
     assert not assignment.judgments.exists()
 
@@ -153,18 +162,9 @@ def test_a_barred_annotator_gets_no_hit(client, batch):
 
 
 def test_a_returned_assignment_cannot_be_submitted_with_the_token_of_its_page(client, batch):
-    ann = user("ann")
-    client.force_login(ann)
-    location = client.post("/annotate/next/")["Location"]
-    page = client.get(location)
-    query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
-    assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"])
-    assert client.post("/annotate/return/", {"assignment": query["assignmentId"]}).status_code == 302
-    body = {"assignment_id": query["assignmentId"], "worker_id": query["workerId"], "token": token_of(page),
-            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
-                          for i in assignment.hit.items.all()]}
-    response = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
-                           content_type="application/json")
+    assignment, body = take_from_the_page(client, "ann")
+    assert client.post("/annotate/return/", {"assignment": body["assignment_id"]}).status_code == 302
+    response = submit_body(client, assignment, body)
     assert response.status_code == 410 and response.json()["code"] == "assignment_returned"
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.RETURNED and not assignment.judgments.exists()

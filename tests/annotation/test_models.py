@@ -1,8 +1,16 @@
 import pytest
 from django.db import IntegrityError, transaction
 
-from annotation.models import (CAMPAIGN_DEFAULTS, Assignment, Campaign, Candidate, CandidateSystem, Judgment, Reference,
-                               Worker)
+from annotation.models import (
+    CAMPAIGN_DEFAULTS,
+    Assignment,
+    Campaign,
+    Candidate,
+    CandidateSystem,
+    Judgment,
+    Reference,
+    Worker,
+)
 
 pytestmark = pytest.mark.django_db
 

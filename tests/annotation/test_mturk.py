@@ -3,7 +3,7 @@ and compared with the parameters we expect; nothing leaves the machine."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from io import StringIO
 
@@ -14,15 +14,37 @@ from botocore.stub import ANY, Stubber
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.models import (Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Campaign, Candidate, Hit,
-                               HitItem, Reference, Worker)
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Batch,
+    BatchStatus,
+    Bonus,
+    Campaign,
+    Candidate,
+    Hit,
+    HitItem,
+    Reference,
+    Worker,
+)
+from annotation.providers import get_provider, mturk as mturk_module
+from annotation.providers.mturk import (
+    QUAL_APPROVAL_RATE,
+    QUAL_APPROVED_HITS,
+    QUAL_LOCALE,
+    InsufficientBalance,
+    MTurkConfigurationError,
+    MTurkError,
+    MTurkProvider,
+    assignment_fee_usd,
+    batch_cost_usd,
+    bonus_fee_usd,
+    bonus_grant,
+    hit_cost_usd,
+    is_transient,
+    mturk_client,
+)
 from annotation.providers.retry import RetryPolicy, call_with_retry
-from annotation.providers import get_provider
-from annotation.providers import mturk as mturk_module
-from annotation.providers.mturk import is_transient
-from annotation.providers.mturk import (QUAL_APPROVAL_RATE, QUAL_APPROVED_HITS, QUAL_LOCALE, InsufficientBalance,
-                                        MTurkConfigurationError, MTurkError, MTurkProvider, assignment_fee_usd,
-                                        batch_cost_usd, bonus_fee_usd, bonus_grant, hit_cost_usd, mturk_client)
 
 pytestmark = pytest.mark.django_db
 
@@ -286,8 +308,8 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
     good = stored_assignment(hit, asg_id(1), "WGOOD")
     forged = stored_assignment(hit, asg_id(2), "WFORGED")
     pending = stored_assignment(hit, asg_id(3), "WLATE")
-    accepted = datetime(2026, 1, 2, 3, 0, tzinfo=dt_timezone.utc)
-    submitted = datetime(2026, 1, 2, 3, 4, tzinfo=dt_timezone.utc)
+    accepted = datetime(2026, 1, 2, 3, 0, tzinfo=UTC)
+    submitted = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
     remote = [
         {"AssignmentId": asg_id(1), "WorkerId": "WGOOD", "HITId": hit_id(1), "AssignmentStatus": "Approved",
          "AcceptTime": accepted, "SubmitTime": submitted},
@@ -437,7 +459,7 @@ def test_expire_sets_expiration_in_the_past(stub, provider):
     batch = _published_batch()
     for n in range(2):
         stub.add_response("update_expiration_for_hit", {}, {
-            "HITId": hit_id(n), "ExpireAt": datetime.fromtimestamp(0, tz=dt_timezone.utc)})
+            "HITId": hit_id(n), "ExpireAt": datetime.fromtimestamp(0, tz=UTC)})
     assert provider.expire(batch=batch) == {"batch": batch.pk, "expired": 2}
     assert all(h.expires_at is not None for h in batch.hits.all())
 

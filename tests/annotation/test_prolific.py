@@ -11,13 +11,22 @@ from decimal import Decimal
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from pyrolific.models import CreateStudy
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from pyrolific.models import CreateStudy
 
 from annotation.batches import hit_batch_create
-from annotation.models import (Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Judgment, ProlificSession,
-                               Verification, Worker)
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Batch,
+    BatchStatus,
+    Bonus,
+    Judgment,
+    ProlificSession,
+    Verification,
+    Worker,
+)
 from annotation.providers import InsufficientBalance, ProviderConfigurationError, ProviderError, get_provider
 from annotation.providers.prolific import ProlificClient, ProlificProvider
 from annotation.providers.retry import RetryPolicy

@@ -6,7 +6,6 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from annotation.models import Assignment, Batch, HitItem, Judgment
-
 from tests.screens import shoot
 
 from .builders import published_batch, sample_campaign

@@ -1,8 +1,8 @@
 from datetime import timedelta
 
 import pytest
-from django.db.models import F
 from django.contrib.auth import get_user_model
+from django.db.models import F
 
 from annotation.models import Assignment, Judgment, Worker
 from annotation.providers.local import WorkerBarred, local_hit_take

@@ -20,12 +20,12 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotation.exports import batch_results_csv
-from annotation.tokens import item_key
 from annotation.models import Assignment, Hit, Judgment, Verification, Worker
-from annotation.providers.retry import RetryPolicy
 from annotation.providers import mturk as mturk_module
 from annotation.providers.local import local_hit_take
 from annotation.providers.mturk import MTurkProvider
+from annotation.providers.retry import RetryPolicy
+from annotation.tokens import item_key
 from scoring.aggregation import counted_workers
 
 from .builders import published_batch, sample_campaign

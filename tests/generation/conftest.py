@@ -61,7 +61,7 @@ def build_marian(folder, vocab_size=300, seed=0):
 def build_bart(folder, seed=0):
     import torch
     from tokenizers import ByteLevelBPETokenizer
-    from transformers import BartConfig, BartForConditionalGeneration, BartTokenizerFast, PreTrainedTokenizerFast
+    from transformers import BartConfig, BartForConditionalGeneration, BartTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
     bpe = ByteLevelBPETokenizer()

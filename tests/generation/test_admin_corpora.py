@@ -92,6 +92,7 @@ def test_build_idf_action_and_tsv_download(staff_client, storage_dir, tmp_path, 
     assert client.get(url).status_code == 302
 
 
+@pytest.mark.slow
 def test_demo_setup_prepares_the_researchers_path_once(storage_dir, capsys):
     from django.core.management import call_command
 

@@ -7,8 +7,8 @@ import pytest
 from generation.bloom import BloomFilter
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ("import sys; sys.path.insert(0, %r); from generation.bloom import BloomFilter; "
-         "sys.stdout.write(bytes(BloomFilter.build((f'w{i}' for i in range(500)), 500).bits).hex())" % str(ROOT))
+BUILD = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from generation.bloom import BloomFilter; "
+         "sys.stdout.write(bytes(BloomFilter.build((f'w{i}' for i in range(500)), 500).bits).hex())")
 
 
 def test_no_false_negatives_and_few_false_positives():

@@ -9,8 +9,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from lemminflect import getAllLemmas
 
-from generation.constraints import (ConstraintSet, NoConstraintSet, TaggedSentence, build_pool, select_constraints,
-                                    select_for_all_systems)
+from generation.constraints import (
+    ConstraintSet,
+    NoConstraintSet,
+    TaggedSentence,
+    build_pool,
+    select_constraints,
+    select_for_all_systems,
+)
 from generation.morphology import all_variants, verb_inflections
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -274,6 +280,7 @@ def test_cli_errors(tmp_path, args, match):
         call_command("constraints", "--idf", str(tmp_path / "missing.tsv"), "--system", "1", "x")
 
 
+@pytest.mark.slow
 def test_cli_exit_status_and_one_line_errors(tmp_path):
     idf = tmp_path / "idf.tsv"
     idf.write_text("".join(f"{k}\t{v}\n" for k, v in TAB2.items()))

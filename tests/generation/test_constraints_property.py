@@ -11,8 +11,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from generation.constraints import TaggedSentence, build_pool, select_for_all_systems
 from generation.idf import IdfValues
@@ -99,6 +98,7 @@ def ppdb_index(folder, rules) -> PpdbIndex:
     return PpdbIndex(target, source)
 
 
+@pytest.mark.slow
 @settings(derandomize=True, max_examples=400, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(sentence=sentences, idf=idf_tables, loaded=st.booleans(), window=windows, seed=st.integers(0, 2**40),

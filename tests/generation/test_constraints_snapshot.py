@@ -172,7 +172,8 @@ def test_idf_window_follows_the_settings():
 
 EDGE_CASES = [
     "", "...", "Hi", "Hi there", "Go!", "THE DOG RAN AWAY FROM THE BIG HOUSE.", "Running runs ran run running.",
-    "I told her I was proud to work for them.", "How often do earthquakes occur?", "This myth involves three misconceptions.",
+    "I told her I was proud to work for them.", "How often do earthquakes occur?",
+    "This myth involves three misconceptions.",
     "The café served naïve tourists crème brûlée on the Straße.", "The the the of of of to to to.",
     "3 dogs and 4 cats, well-known ones, sat on 5 mats in 2019.", "Is it okay if I don't say anything?",
     "Meanwhile, the committee's spokeswoman reiterated that negotiations had stalled indefinitely.",
@@ -228,7 +229,8 @@ def _tagged_inputs() -> dict:  # pragma: no cover - run by hand (--retag), see t
             for other in rng.sample(words, min(3, len(words))):
                 if rng.random() < 0.15:
                     other += " " + rng.choice(words)  # a multi-word paraphrase
-                lines.append(f"[{ptb[pos]}] ||| {word} ||| {other} ||| PPDB2.0Score=1.0 ||| 0-0 ||| {rng.choice(relations)}")
+                lines.append(f"[{ptb[pos]}] ||| {word} ||| {other} ||| PPDB2.0Score=1.0 ||| 0-0 ||| "
+                             f"{rng.choice(relations)}")
     lines += ["not a rule", "[NN] ||| told ||| said ||| x ||| 0-0 ||| Bogus"]
     return {"sentences": [[s.text, [list(t) for t in s.tokens]] for s in tagged], "idf": idf, "ppdb_lines": lines}
 

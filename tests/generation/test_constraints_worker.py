@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 WORKER_START = """
@@ -26,6 +28,7 @@ print(json.dumps([before, after]))
 """
 
 
+@pytest.mark.slow
 def test_worker_start_up_loads_the_selection_tables_and_tunes_the_collector():
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test")
     run = subprocess.run([sys.executable, "-c", WORKER_START], cwd=ROOT, env=env, capture_output=True, text=True)

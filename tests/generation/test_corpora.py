@@ -7,8 +7,18 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from moto import mock_aws
 
-from generation.corpora import (CR_IN_LINE, EMPTY_REFERENCE, INVALID_UTF8, MISSING_TAB, NUL_BYTE, TOO_LONG,
-                                CorpusImportError, corpus_import, corpus_records, detect_format)
+from generation.corpora import (
+    CR_IN_LINE,
+    EMPTY_REFERENCE,
+    INVALID_UTF8,
+    MISSING_TAB,
+    NUL_BYTE,
+    TOO_LONG,
+    CorpusImportError,
+    corpus_import,
+    corpus_records,
+    detect_format,
+)
 from generation.models import Corpus, CorpusShard, CorpusStatus
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
@@ -59,11 +69,11 @@ def test_detect_format(tmp_path):
 
 
 def test_every_error_kind_is_reported_with_file_and_line(tmp_path, storage_dir):
-    raw = ("Gut.\tGood.\n"            # 1 ok
-           "Nur eine Seite\n"        # 2 missing tab
-           "Leer.\t   \n"            # 3 empty reference
-           "Ja.\tYes.\n"             # 4 ok
-           ).encode() + b"Caf\xe9\tCaf\xc3\xa9\n" + (  # 5 invalid UTF-8 (latin-1 byte) in the middle
+    raw = (b"Gut.\tGood.\n"            # 1 ok
+           b"Nur eine Seite\n"        # 2 missing tab
+           b"Leer.\t   \n"            # 3 empty reference
+           b"Ja.\tYes.\n"             # 4 ok
+           ) + b"Caf\xe9\tCaf\xc3\xa9\n" + (  # 5 invalid UTF-8 (latin-1 byte) in the middle
            "x\t" + "y" * 50 + "\n"   # 6 too long
            "Nein.\tNo.\n").encode()  # 7 ok
     path = _write(tmp_path / "bad.tsv", None, raw=raw)

@@ -14,12 +14,24 @@ import gzip
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, event, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, event, example, given, settings, strategies as st
 
-from generation.corpora import (CR_IN_LINE, EMPTY_REFERENCE, EMPTY_SOURCE, EXTRA_TAB, INVALID_UTF8, MISSING_TAB,
-                                NUL_BYTE, TAB_IN_MONO, TOO_LONG, CorpusImportError, corpus_discard, corpus_import,
-                                corpus_records, reason_kind)
+from generation.corpora import (
+    CR_IN_LINE,
+    EMPTY_REFERENCE,
+    EMPTY_SOURCE,
+    EXTRA_TAB,
+    INVALID_UTF8,
+    MISSING_TAB,
+    NUL_BYTE,
+    TAB_IN_MONO,
+    TOO_LONG,
+    CorpusImportError,
+    corpus_discard,
+    corpus_import,
+    corpus_records,
+    reason_kind,
+)
 from generation.models import Corpus
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from generation.decoding import decode, from_objects, violations, normalise_constraints
+from generation.decoding import decode, from_objects, normalise_constraints, violations
 
 from .conftest import WORDS, tiny_config_kwargs
 
@@ -30,7 +30,10 @@ def biased_model(loaded, seed, strength=3.0):
 
 def random_constraints(rnd):
     pool = ["often", "a", "b", "today", "of", "ten", "the", "cat"]
-    pick = lambda: [rnd.choice(pool) for _ in range(rnd.choice([1, 1, 2]))]
+
+    def pick():
+        return [rnd.choice(pool) for _ in range(rnd.choice([1, 1, 2]))]
+
     c = {"positive": [pick() for _ in range(rnd.randint(0, 2))],
          "negative": [pick() for _ in range(rnd.randint(0, 3))],
          "bos_avoid": [pick()] if rnd.random() < 0.3 else [], "name": "ignored"}

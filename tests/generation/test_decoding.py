@@ -46,8 +46,10 @@ def test_equals_hf_beam_search_marian(tiny_marian, K, N, max_length, lp, early):
 
 def _eos_loving(tiny_marian, init_std=0.5, eos_bias=2.5):
     """A model that likes EOS: hypotheses of different lengths finish at different steps."""
-    from generation.decoding import from_objects
     from transformers import MarianConfig, MarianMTModel
+
+    from generation.decoding import from_objects
+
     from .conftest import tiny_config_kwargs
 
     tok = tiny_marian.tokenizer
@@ -168,7 +170,8 @@ def test_graph_replayed_steps_equal_eager_steps(tiny_marian, monkeypatch):
     graphs, searches = [], []
     monkeypatch.setattr(dba, "_graphs_supported", lambda dev: True)
     monkeypatch.setattr(dba, "_capture", lambda fn: graphs.append(_Replay(fn)) or graphs[-1])
-    monkeypatch.setattr(decoding, "beam_search", lambda *a, **kw: searches.append(dba.beam_search(*a, **kw)) or searches[-1])
+    monkeypatch.setattr(decoding, "beam_search",
+                        lambda *a, **kw: searches.append(dba.beam_search(*a, **kw)) or searches[-1])
     cons = [None, {"positive": [["cat"]], "negative": [["mat"]]}, {"negative": [["a", "b"]], "bos_avoid": [["a"]]},
             {"positive": [["red"], ["big"]]}]
     m = _eos_loving(tiny_marian, 0.2, 3.0)  # hypotheses finish at many steps, not only at the last (eager) one
@@ -225,7 +228,8 @@ def test_bad_words_in_place_equal_hf_and_cache_reorder_keeps_cross_attention(tin
             assert bool(in_place) == all(len(w) == 1 for w in bad)
             if in_place:
                 out = decode(m, SOURCES, None, beam=4, max_length=12)
-                assert all(frequent not in m.tokenizer.convert_tokens_to_ids(o["tokens"]) for r in out for o in r.outputs)
+                assert all(frequent not in m.tokenizer.convert_tokens_to_ids(o["tokens"])
+                           for r in out for o in r.outputs)
                 assert frequent in plain[:, 1:]
     finally:
         m.model.generation_config = saved
@@ -270,6 +274,7 @@ def test_shrinking_batch_decodes_as_the_full_batch(tiny_marian, lp, early, shrin
             assert stats[True]["sentence_steps"] < stats[False]["sentence_steps"]
 
 
+@pytest.mark.slow
 def test_batches_by_length_keep_input_order(tiny_marian, monkeypatch):
     """With several batches, sources go into batches by length (longest first, as CTranslate2 batches
     them); results still come back in input order, each as its sentence alone decodes it."""

@@ -12,8 +12,15 @@ from annotation.models import Campaign, Candidate, CandidateSystem, Reference
 from generation.constraints import select_for_all_systems
 from generation.corpora import corpus_import
 from generation.decoding import normalise_constraints, violations
-from generation.generation_job import (KIND, GenerationSettingsError, _run_chunk, candidate_shard_key, generation_params,
-                                       length_bucket, model_fingerprint)
+from generation.generation_job import (
+    KIND,
+    GenerationSettingsError,
+    _run_chunk,
+    candidate_shard_key,
+    generation_params,
+    length_bucket,
+    model_fingerprint,
+)
 from generation.models import IdfTable, Resource, ResourceShard
 from generation.nlp import load_pipeline
 from infra.shards import read_jsonl_gz

@@ -142,8 +142,9 @@ def test_cli_build_idf_wait_fails_non_zero_when_the_job_fails(tmp_path, storage_
 
 
 def test_merging_many_shards_in_rounds_gives_the_same_table(tmp_path, storage_dir):
-    from generation.idf import merge_df_files, write_df_file
     from collections import Counter
+
+    from generation.idf import merge_df_files, write_df_file
 
     counts = [Counter({"a": 1, f"t{i}": 1, "z": 2}) for i in range(9)]
     keys = []

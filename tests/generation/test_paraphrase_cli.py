@@ -92,6 +92,7 @@ def test_bad_constraint_value_names_its_line_before_the_model_loads(tmp_path):
         _run(tmp_path, tmp_path / "no-model-needed-yet", ["x"], ['{"negative": [["?"]]}'])
 
 
+@pytest.mark.slow
 def test_blocks_are_written_in_order_with_progress(tmp_path, tiny_marian_dir):
     from generation.management.commands.paraphrase import BLOCK_BATCHES
 

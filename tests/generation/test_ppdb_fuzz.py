@@ -11,9 +11,7 @@ import gzip
 import itertools
 
 import pytest
-
-from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from generation.ppdb import MAX_REPORTED, PpdbError, PpdbIndex, build_index, coarse_pos_of_ptb, open_ppdb
 from generation.systems import PPDB_RELATIONS

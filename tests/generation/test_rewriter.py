@@ -146,7 +146,6 @@ def test_synthetic_pairs_from_a_small_data_dir(tmp_path):
     (d / "sick" / "SICK.txt").write_text(
         "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
         "1\tA woman is slicing an onion\tA man is playing a guitar.\t1.0\tNEUTRAL\n")
-    words = "man woman guitar dog cat onion big small runs plays playing slicing fast sleeps".split()
     (d / "ppdb" / "ppdb-1.0-xxxl-lexical-synonym-pairs.tsv").write_text(
         "man\tguy\nguitar\tbanjo\ndog\tpuppy\nbig\tlarge\nslicing\tcutting\n12\t13\nthe\ta\n")
     # the synonyms must be attested words of the corpus (PPDB XXXL is noisy): add them
@@ -246,10 +245,11 @@ def test_cli_out_that_is_a_file_is_refused_and_kept(tmp_path, pairs_file):
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_non_utf8_pairs_name_the_line(tmp_path, gz):
-    data = "A man runs.\tA man is running.\n".encode() * 3 + "Caf\xe9 noir.\tA black coffee.\n".encode("latin-1")
+    data = b"A man runs.\tA man is running.\n" * 3 + "Caf\xe9 noir.\tA black coffee.\n".encode("latin-1")
     path = tmp_path / ("latin1.tsv.gz" if gz else "latin1.tsv")
     path.write_bytes(gzip.compress(data) if gz else data)
-    with pytest.raises(rewriter.PairsFileError, match=r"latin1\.tsv(\.gz)?:4: not UTF-8 text \(byte 0xe9 at column 4\)"):
+    with pytest.raises(rewriter.PairsFileError,
+                       match=r"latin1\.tsv(\.gz)?:4: not UTF-8 text \(byte 0xe9 at column 4\)"):
         rewriter.read_pairs(path)
     with pytest.raises(CommandError, match=r":4: not UTF-8"):
         _cli("--pairs", str(path), "--out", str(tmp_path / "o"))

@@ -12,7 +12,6 @@ import torch
 
 from generation.decoding import decode, load_model, normalise_constraints, violations
 
-
 DEMO = Path(__file__).resolve().parents[2] / "generation" / "demo"
 
 

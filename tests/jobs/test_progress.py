@@ -164,6 +164,7 @@ def test_on_a_terminal_a_bar_with_counts_rate_and_time_left():
     assert screen.endswith(f"job {job} selftest succeeded: 4/4 chunks, 200/200 numbers (100%) in 0s\n")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_terminal_gets_the_bar_and_a_pipe_gets_plain_lines():
     """``manage.py selftest --wait`` in a subprocess: stderr on a pseudo-terminal, stdout a pipe."""

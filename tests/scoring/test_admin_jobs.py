@@ -47,7 +47,7 @@ def bar_of(html: str) -> str:
 
 def train_form(of, **changes):
     return {"campaign": of.pk, "name": "admin-reg", "test_fraction": "0.2", "seed": "0", "min_judgments": "",
-            "target": "raw", "recipe": "base", **changes}  # with_embeddings unticked (an unticked box is absent from a POST)
+            "target": "raw", "recipe": "base", **changes}  # with_embeddings unticked (absent from a POST)
 
 
 def test_the_whole_path_from_the_admin(boss, campaign):
@@ -106,7 +106,7 @@ def test_the_whole_path_from_the_admin(boss, campaign):
 def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign):
     cases = [
         (train_form(campaign, test_fraction="1.5"), "--test-fraction must be between 0 and 1"),
-        (train_form(campaign, test_fraction="nan"), "Enter a number."),
+        (train_form(campaign, test_fraction="nan"), "Enter a number written in digits 0-9"),
         (train_form(campaign, campaign="999999"), "Select a valid choice"),
         (train_form(campaign, campaign="x"), "Select a valid choice"),
         (train_form(campaign, name="../etc"), "invalid regressor name"),
@@ -137,7 +137,8 @@ def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign):
     for data, message in (({"resource": empty.pk, "regressor": 1, "batch_size": "4"}, "Select a valid choice"),
                           ({"resource": resource.pk, "regressor": 999, "batch_size": "4"}, "Select a valid choice"),
                           ({"resource": resource.pk, "batch_size": "0"}, "This field is required."),
-                          ({"resource": "x", "regressor": "y", "batch_size": "z"}, "Enter a whole number.")):
+                          ({"resource": "x", "regressor": "y", "batch_size": "z"},
+                           "Enter a whole number written in digits 0-9.")):
         response = boss.post(SCORE, data)
         assert response.status_code == 200 and message in response.content.decode(), (data, message)
     regressor = Regressor.objects.get(name="taken")

@@ -15,8 +15,22 @@ from matplotlib.patches import Rectangle
 from PIL import Image
 
 from annotation.costs import campaign_batch_costs
-from annotation.models import (Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Campaign, Candidate,
-                               CandidateSystem, Hit, HitItem, Judgment, Reference, Verification, Worker)
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Batch,
+    BatchStatus,
+    Bonus,
+    Campaign,
+    Candidate,
+    CandidateSystem,
+    Hit,
+    HitItem,
+    Judgment,
+    Reference,
+    Verification,
+    Worker,
+)
 from annotation.quality import campaign_rater_figures, worker_quality
 from scoring.aggregation import load_campaign
 from scoring.plots import cost_figure, raters_figure, reliability_figure
@@ -72,9 +86,9 @@ def campaign():
         ref = Reference.objects.create(campaign=c, ref_id=f"r{r}", length_bucket=10,
                                        text=f"The reference sentence number {r} is here today.")
         items = []
-        for k, (system, text) in enumerate([("1", f"Paraphrase one of {r}."), ("2", f"Paraphrase two of {r}."),
-                                            ("3", f"Paraphrase three of {r}."), ("0", ref.text),
-                                            ("degraded", f"The reference sentence banana {r} is here today.")]):
+        for system, text in [("1", f"Paraphrase one of {r}."), ("2", f"Paraphrase two of {r}."),
+                             ("3", f"Paraphrase three of {r}."), ("0", ref.text),
+                             ("degraded", f"The reference sentence banana {r} is here today.")]:
             cand = Candidate.objects.create(reference=ref, text=text)
             CandidateSystem.objects.create(candidate=cand, system=system)
             items.append((cand, system))

@@ -5,8 +5,15 @@ from sacrebleu.metrics import BLEU
 
 from annotation.models import Campaign
 from scoring.aggregation import load_campaign
-from scoring.diversity import (bleu_no_bp, diversity_rows, levenshtein_bin, levenshtein_bins, normalize, pinc,
-                               word_levenshtein)
+from scoring.diversity import (
+    bleu_no_bp,
+    diversity_rows,
+    levenshtein_bin,
+    levenshtein_bins,
+    normalize,
+    pinc,
+    word_levenshtein,
+)
 from tests.annotation.parabank_data import import_contract
 
 

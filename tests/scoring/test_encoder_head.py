@@ -11,8 +11,7 @@ from django.core.management import call_command
 
 from scoring import encoder_head
 from scoring.embeddings import encoder, pair_similarities
-from scoring.encoder_head import (HEAD_PATH, head_cosines, head_info, load_head, run_layers, save_head,
-                                  train_head)
+from scoring.encoder_head import HEAD_PATH, head_cosines, head_info, load_head, run_layers, save_head, train_head
 from scoring.features import STS_FEATURES, feature_names, pair_features
 from scoring.models import Regressor
 from scoring.regressor import RegressorError, regressor_load

@@ -1,8 +1,7 @@
 """Both word Levenshtein distances (diversity's bins and features, the decoder's dissimilar re-ranking) are
 rapidfuzz's: they must agree with the textbook dynamic programme on any token lists, long ones (more
 than 64 tokens: several machine words in the bit-parallel algorithm) included."""
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from generation.decoding import word_levenshtein as rerank_distance
 from scoring.diversity import _levenshtein, word_levenshtein

@@ -9,8 +9,7 @@ from django.core.management import CommandError, call_command
 from annotation.models import Campaign
 from infra.storage import get_storage
 from scoring.models import Regressor
-from scoring.regressor import (RegressorError, bootstrap_interval, group_split, regressor_load, spearman,
-                               training_data)
+from scoring.regressor import RegressorError, bootstrap_interval, group_split, regressor_load, spearman, training_data
 from tests.annotation.parabank_data import write_parabank
 
 pytestmark = pytest.mark.django_db

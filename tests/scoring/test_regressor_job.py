@@ -30,6 +30,7 @@ def train(*args):
     return out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_wait_trains_as_a_job_with_progress_and_the_synchronous_output_is_unchanged(campaign):
     out, err = train("synthetic", "--name", "sync", "--no-embeddings", "--seed", "3")
     assert err == "" and not Job.objects.exists()  # the default still trains here, not as a job
@@ -72,6 +73,7 @@ def test_async_starts_a_job_that_a_worker_runs(campaign):
     assert job.result["n_train"] == Regressor.objects.get(name="later").metrics["n_train"]
 
 
+@pytest.mark.slow
 def test_settings_are_checked_before_any_job_exists(campaign):
     for args, message in ((("nope", "--name", "x"), "no campaign named 'nope'"),
                           (("synthetic", "--name", " "), "invalid regressor name"),
@@ -140,6 +142,7 @@ def test_a_failed_training_resumes_and_a_rerun_after_saving_trains_nothing(campa
     assert Regressor.objects.get(name="r").signature["trained_at"] == trained_at
 
 
+@pytest.mark.slow
 def test_replace_as_a_job_retrains_and_rerun_still_trains_once(campaign):
     train("synthetic", "--name", "x", "--no-embeddings", "--seed", "1")
     before = Regressor.objects.get(name="x").signature["trained_at"]

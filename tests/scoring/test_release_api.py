@@ -3,10 +3,11 @@ import hashlib
 import boto3
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from moto import mock_aws
 
 from scoring.release_filters import parse_filters
-from scoring.releases import release_export
+from scoring.releases import RELEASE_VIEW_PERMS, release_export
 
 from .resource_data import OverlapScorer, build_resource, make_regressor, score_with
 
@@ -22,10 +23,18 @@ def releases(storage_dir, tmp_path):
     return public, private
 
 
+def with_perms(user, *perms):
+    for perm in perms:
+        app, codename = perm.split(".")
+        user.user_permissions.add(Permission.objects.get(content_type__app_label=app, codename=codename))
+    return get_user_model().objects.get(pk=user.pk)  # (permissions are cached on the instance)
+
+
 @pytest.fixture
 def users():
     User = get_user_model()
-    return {"staff": User.objects.create_user("staff", password="pw", is_staff=True),
+    return {"staff": with_perms(User.objects.create_user("staff", password="pw", is_staff=True),
+                                *RELEASE_VIEW_PERMS),
             "alice": User.objects.create_user("alice", password="pw"),
             "bob": User.objects.create_user("bob", password="pw")}
 
@@ -55,6 +64,35 @@ def test_staff_sees_every_release_and_others_only_theirs(client, releases, users
     assert row["files"][1]["url"].endswith(f"/api/releases/{v1.pk}/files/pairs.tsv.gz")
     assert "location" not in row  # server paths are not shown
     assert as_user(client, users["bob"]).get("/api/releases/").json() == []
+
+
+def test_staff_without_the_release_permission_sees_no_more_than_the_admin_shows(client, releases, users):
+    """Issue 27: a staff user without permissions got 403 on the admin's release pages but every release
+    and its files from the API. One rule now: the admin's and the API's."""
+    v1, v2 = releases
+    bare = get_user_model().objects.create_user("bare", password="pw", is_staff=True)
+    v1.allowed_users.add(bare)  # given v1 like any user, but not v2
+    c = as_user(client, bare)
+    assert c.get("/admin/scoring/release/").status_code == 403
+    assert c.get(f"/admin/scoring/release/{v2.pk}/change/").status_code == 403
+    assert [r["version"] for r in c.get("/api/releases/").json()] == ["v1"]
+    for url in (f"/api/releases/{v2.pk}/", f"/api/releases/{v2.pk}/files/pairs.tsv.gz",
+                f"/api/releases/{v2.pk}/files/manifest.json"):
+        response = c.get(url)
+        assert response.status_code == 404 and response.json()["code"] == "not_found", url
+    assert c.get(f"/api/releases/{v1.pk}/files/pairs.tsv.gz").status_code == 200
+
+    # changing releases (their allowed users) without viewing them opens neither
+    as_user(client, with_perms(bare, "scoring.change_release"))
+    assert c.get("/admin/scoring/release/").status_code == 403
+    assert [r["version"] for r in c.get("/api/releases/").json()] == ["v1"]
+
+    # the permission the admin asks for opens both, files included
+    as_user(client, with_perms(bare, *RELEASE_VIEW_PERMS))
+    assert c.get("/admin/scoring/release/").status_code == 200
+    assert c.get(f"/admin/scoring/release/{v2.pk}/change/").status_code == 200
+    assert [r["version"] for r in c.get("/api/releases/").json()] == ["v2", "v1"]
+    assert c.get(f"/api/releases/{v2.pk}/files/pairs.tsv.gz").status_code == 200
 
 
 def test_manifest_and_file_download_for_an_allowed_user(client, releases, users, tmp_path):

@@ -11,11 +11,13 @@ from django.core.management import CommandError
 from scoring.diversity import tokens
 from scoring.entailment import EntailmentJudge
 from scoring.models import Release
-from scoring.release_filters import (FilterError, filter_candidates, parse_filters, repetition_rate,
-                                     sentence_bleu)
+from scoring.release_filters import FilterError, filter_candidates, parse_filters, repetition_rate, sentence_bleu
 
+from . import test_releases
 from .resource_data import PARAPHRASES, REFERENCES, records
-from .test_releases import export, scored, tsv_rows  # noqa: F401  (scored is a fixture)
+from .test_releases import export, tsv_rows
+
+scored = test_releases.scored  # the fixture, shared with test_releases.py
 
 LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 
@@ -230,7 +232,8 @@ def test_manifest_filters_without_new_filters_stay_null(scored, tmp_path):
 
 @pytest.mark.django_db
 def test_the_admin_exports_with_entailment_and_loads_the_model_only_in_the_job(client, scored, nli_model,
-                                                                               directional, tmp_path, monkeypatch):
+                                                                               directional, tmp_path, monkeypatch,
+                                                                               settings):
     from django.contrib.auth import get_user_model
 
     from jobs.execution import job_run_inline
@@ -243,8 +246,10 @@ def test_the_admin_exports_with_entailment_and_loads_the_model_only_in_the_job(c
     def no_loading_in_the_request(self, *args, **kwargs):
         raise AssertionError("the web request loaded the NLI model")
 
+    settings.PARAFORGE_MODEL_ROOTS = [str(nli_model.parent)]  # the form takes models under the model roots
     monkeypatch.setattr(EntailmentJudge, "__init__", no_loading_in_the_request)
-    for fields, message in (({"entailment_model": str(tmp_path / "nowhere")}, "no such folder"),
+    for fields, message in (({"entailment_model": str(nli_model.parent / "nowhere")}, "no such folder"),
+                            ({"entailment_model": str(tmp_path / "nowhere")}, "not an allowed model folder"),
                             ({}, "give the NLI model")):
         bad = client.post(url, {"version": "v1", "format": "tsv", "filters": "entailment=argmax", **fields})
         assert bad.status_code == 200 and message in bad.content.decode()

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from django.conf import settings
-from threadpoolctl import threadpool_limits
 from django.core.management import CommandError, call_command
+from threadpoolctl import threadpool_limits
 
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
@@ -272,7 +272,8 @@ def test_worker_killed_mid_chunk_then_resumed_scores_every_pair_once(celery_work
     running.refresh_from_db()
     assert running.status == JobStatus.RUNNING  # stranded: nobody will finish it
     scored = ScoredResource.objects.get(resource=resource)
-    assert not get_storage().exists(scored_shard_key(scored.pk, running.params["index"], job_id))  # nothing half-written
+    # nothing half-written
+    assert not get_storage().exists(scored_shard_key(scored.pk, running.params["index"], job_id))
     assert Job.objects.get(pk=job_id).status == JobStatus.RUNNING
 
     proc, log = _start_worker("celery-worker-2.log")

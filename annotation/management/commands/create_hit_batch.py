@@ -11,8 +11,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation.batches import (PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, batch_publish_check,
-                                batch_settings_check, hit_batch_create)
+from annotation.batches import (
+    PROVIDER_NAMES,
+    BatchError,
+    batch_cost_estimate_usd,
+    batch_publish,
+    batch_publish_check,
+    batch_settings_check,
+    hit_batch_create,
+)
 from annotation.models import Campaign
 from annotation.providers import ProviderError, get_provider
 

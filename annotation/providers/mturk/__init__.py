@@ -3,13 +3,43 @@ client and which errors are transient) and ``gateway`` (``MTurkProvider``: the b
 HIT type, ExternalQuestion HITs, sync with verification, payments, expiry). Callers use the
 ``HitProvider`` interface (``annotation.providers``); the names below are for tests and the ``mturk``
 command."""
-from .client import (PRODUCTION_ENDPOINT, REGION, SANDBOX_ENDPOINT, error_code, error_message, is_transient,
-                     mturk_client, mturk_credentials_from_env, mturk_endpoint)
-from .fees import (FEE_RATE, FEE_RATE_LARGE_HIT, LARGE_HIT_ASSIGNMENTS, InsufficientBalance, MTurkConfigurationError,
-                   MTurkError, assignment_fee_usd, batch_cost_usd, bonus_fee_usd, fee_rate, hit_cost_usd)
-from .gateway import (BATCH_SETTING_KEYS, QUAL_APPROVAL_RATE, QUAL_APPROVED_HITS, QUAL_LOCALE, MTurkProvider,
-                      batch_mturk_config, bonus_grant, bonus_token, external_question_xml, hit_page_url,
-                      qualification_requirements)
+from .client import (
+                     PRODUCTION_ENDPOINT,
+                     REGION,
+                     SANDBOX_ENDPOINT,
+                     error_code,
+                     error_message,
+                     is_transient,
+                     mturk_client,
+                     mturk_credentials_from_env,
+                     mturk_endpoint,
+)
+from .fees import (
+                     FEE_RATE,
+                     FEE_RATE_LARGE_HIT,
+                     LARGE_HIT_ASSIGNMENTS,
+                     InsufficientBalance,
+                     MTurkConfigurationError,
+                     MTurkError,
+                     assignment_fee_usd,
+                     batch_cost_usd,
+                     bonus_fee_usd,
+                     fee_rate,
+                     hit_cost_usd,
+)
+from .gateway import (
+                     BATCH_SETTING_KEYS,
+                     QUAL_APPROVAL_RATE,
+                     QUAL_APPROVED_HITS,
+                     QUAL_LOCALE,
+                     MTurkProvider,
+                     batch_mturk_config,
+                     bonus_grant,
+                     bonus_token,
+                     external_question_xml,
+                     hit_page_url,
+                     qualification_requirements,
+)
 
 __all__ = [
     "PRODUCTION_ENDPOINT", "REGION", "SANDBOX_ENDPOINT", "error_code", "error_message", "is_transient", "mturk_client",

@@ -1,8 +1,9 @@
 """MTurk's commission and the cost of HITs and bonuses, in US dollars (pure: no client, no database)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import InsufficientBalance as BaseInsufficientBalance, ProviderConfigurationError, ProviderError
 

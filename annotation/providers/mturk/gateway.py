@@ -20,10 +20,11 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -33,13 +34,20 @@ from django.utils import timezone
 from annotation.batch_settings import BatchSettingsError, batch_settings_clean
 from annotation.verification import Confirmation, submissions_verify
 
-from ..common import (bonus_recipients, provider_state as _state, provider_state_save as _save_state,
-                      public_url_check)
+from ..common import bonus_recipients, provider_state as _state, provider_state_save as _save_state, public_url_check
 from ..retry import RetryPolicy, call_with_retry
 from . import client as mturk_client_module
 from .client import error_code, error_message, is_transient, mturk_endpoint
-from .fees import (LARGE_HIT_ASSIGNMENTS, InsufficientBalance, MTurkConfigurationError, MTurkError, _usd,
-                   batch_cost_usd, bonus_fee_usd, hit_cost_usd)
+from .fees import (
+    LARGE_HIT_ASSIGNMENTS,
+    InsufficientBalance,
+    MTurkConfigurationError,
+    MTurkError,
+    _usd,
+    batch_cost_usd,
+    bonus_fee_usd,
+    hit_cost_usd,
+)
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Hit, Worker
@@ -64,7 +72,7 @@ BATCH_SETTING_KEYS = (
 
 
 
-def batch_mturk_config(batch: "Batch", *, sandbox: bool) -> dict:
+def batch_mturk_config(batch: Batch, *, sandbox: bool) -> dict:
     """The batch's HIT settings with the defaults filled in (a sandbox asks for no approved-HIT count,
     since sandbox workers -- the researcher testing -- have none)."""
     defaults = {
@@ -102,7 +110,7 @@ def external_question_xml(url: str, *, frame_height: int) -> str:
             "</ExternalQuestion>")
 
 
-def hit_page_url(public_url: str, hit: "Hit") -> str:
+def hit_page_url(public_url: str, hit: Hit) -> str:
     return f"{public_url.rstrip('/')}/hits/{hit.pk}/"
 
 
@@ -137,7 +145,7 @@ def _is_duplicate_request(error: ClientError) -> bool:
     return "uniquerequesttoken" in lowered or "unique request token" in lowered or "already exists" in lowered
 
 
-def _fill_times(assignment: "Assignment", remote: dict) -> None:
+def _fill_times(assignment: Assignment, remote: dict) -> None:
     """MTurk's accept and submit times where ours are missing (quality's time per HIT uses them)."""
     changed = []
     for field, key in (("accepted_at", "AcceptTime"), ("submitted_at", "SubmitTime")):
@@ -148,7 +156,7 @@ def _fill_times(assignment: "Assignment", remote: dict) -> None:
         assignment.save(update_fields=changed)
 
 
-def _require_mturk_batch(batch: "Batch", sandbox: bool) -> None:
+def _require_mturk_batch(batch: Batch, sandbox: bool) -> None:
     if batch.provider != "mturk":
         raise MTurkError(f"batch {batch.pk} is on provider {batch.provider!r}, not mturk")
     if bool((batch.settings or {}).get("sandbox")) != sandbox:
@@ -249,7 +257,7 @@ class MTurkProvider:
         self._block_qualification_id = response["QualificationType"]["QualificationTypeId"]
         return self._block_qualification_id
 
-    def hit_type_id(self, *, batch: "Batch", config: dict) -> str:
+    def hit_type_id(self, *, batch: Batch, config: dict) -> str:
         state = _state(batch)
         if state.get("hit_type_id"):
             return state["hit_type_id"]
@@ -276,13 +284,13 @@ class MTurkProvider:
 
     # --- costs ---------------------------------------------------------------------------------
 
-    def cost_estimate_usd(self, *, batch: "Batch") -> Decimal:
+    def cost_estimate_usd(self, *, batch: Batch) -> Decimal:
         config = batch_mturk_config(batch, sandbox=self.sandbox)
         return batch_cost_usd(config["reward_usd"], batch.hits.values_list("max_assignments", flat=True))
 
     # --- publishing ----------------------------------------------------------------------------
 
-    def publish(self, *, batch: "Batch") -> dict:
+    def publish(self, *, batch: Batch) -> dict:
         """Create the batch's unpublished HITs on MTurk; HITs with an ``external_hit_id`` are skipped."""
         from annotation.models import BatchStatus
 
@@ -310,7 +318,7 @@ class MTurkProvider:
             batch.save(update_fields=["status"])
         return report
 
-    def _create_hit(self, *, hit: "Hit", hit_type: str, config: dict, token: str, url: str) -> None:
+    def _create_hit(self, *, hit: Hit, hit_type: str, config: dict, token: str, url: str) -> None:
         try:
             response = self._call(
                 "create_hit_with_hit_type", HITTypeId=hit_type, MaxAssignments=hit.max_assignments,
@@ -341,7 +349,7 @@ class MTurkProvider:
                 return found
             params["NextToken"] = response["NextToken"]
 
-    def confirm(self, assignment: "Assignment") -> Confirmation:
+    def confirm(self, assignment: Assignment) -> Confirmation:
         """MTurk's word on a stored assignment (``get_assignment``): the verification step of ``sync``."""
         try:
             response = self._call("get_assignment", AssignmentId=assignment.external_assignment_id)
@@ -357,7 +365,7 @@ class MTurkProvider:
         _fill_times(assignment, remote)
         return Confirmation("confirmed", {"AssignmentStatus": remote.get("AssignmentStatus")})
 
-    def sync(self, *, batch: "Batch") -> dict:
+    def sync(self, *, batch: Batch) -> dict:
         """Verify the batch's unverified assignments with MTurk (``annotation.verification``), copy MTurk's
         statuses to the verified ones, and list the assignments MTurk has that we never received."""
         from annotation.models import Assignment, AssignmentStatus, Verification
@@ -397,7 +405,7 @@ class MTurkProvider:
 
     # --- payments ------------------------------------------------------------------------------
 
-    def approve(self, *, assignment: "Assignment") -> None:
+    def approve(self, *, assignment: Assignment) -> None:
         from annotation.models import AssignmentStatus
 
         try:
@@ -409,14 +417,14 @@ class MTurkProvider:
         assignment.status = AssignmentStatus.APPROVED
         assignment.save(update_fields=["status"])
 
-    def _remote_status(self, assignment: "Assignment") -> str | None:
+    def _remote_status(self, assignment: Assignment) -> str | None:
         try:
             response = self._call("get_assignment", AssignmentId=assignment.external_assignment_id)
         except ClientError:
             return None
         return response.get("Assignment", {}).get("AssignmentStatus")
 
-    def approve_batch(self, *, batch: "Batch") -> dict:
+    def approve_batch(self, *, batch: Batch) -> dict:
         """Approve every submitted, verified assignment of the batch (a flagged one is not the worker's, an
         unverified one not yet confirmed: run sync); errors are reported, not fatal."""
         from annotation.models import Assignment, AssignmentStatus, Verification
@@ -437,7 +445,7 @@ class MTurkProvider:
                 report["errors"][assignment.external_assignment_id] = f"{error_code(exc)}: {error_message(exc)}"
         return report
 
-    def reject(self, *, assignment: "Assignment", feedback: str) -> None:
+    def reject(self, *, assignment: Assignment, feedback: str) -> None:
         from annotation.models import AssignmentStatus
 
         feedback = (feedback or "").strip()
@@ -448,7 +456,7 @@ class MTurkProvider:
         assignment.status, assignment.feedback = AssignmentStatus.REJECTED, feedback[:1024]
         assignment.save(update_fields=["status", "feedback"])
 
-    def pay_bonus(self, *, bonus: "Bonus") -> None:
+    def pay_bonus(self, *, bonus: Bonus) -> None:
         """Send the bonus once: a sent bonus is skipped, and MTurk refuses a token it has already paid."""
         from annotation.models import Bonus
 
@@ -464,7 +472,7 @@ class MTurkProvider:
                 raise
         Bonus.objects.filter(pk=bonus.pk, sent_at__isnull=True).update(sent_at=timezone.now())
 
-    def bonus_batch(self, *, batch: "Batch", amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
+    def bonus_batch(self, *, batch: Batch, amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
         """Pay ``amount`` once to each worker (all with a verified assignment in the batch, or those named),
         on their latest verified assignment; the same command again pays nobody twice (``bonus_grant``)."""
         _require_mturk_batch(batch, self.sandbox)
@@ -479,7 +487,7 @@ class MTurkProvider:
             report["paid" if paid_now else "already_paid"] += 1
         return report
 
-    def notify_workers(self, *, workers: Iterable["Worker"], subject: str, message: str) -> list[dict]:
+    def notify_workers(self, *, workers: Iterable[Worker], subject: str, message: str) -> list[dict]:
         """Message workers (100 a call); returns MTurk's per-worker failures."""
         ids = [w.external_id for w in workers]
         failures: list[dict] = []
@@ -491,20 +499,20 @@ class MTurkProvider:
 
     # --- HIT lifetime --------------------------------------------------------------------------
 
-    def expire(self, *, batch: "Batch") -> dict:
+    def expire(self, *, batch: Batch) -> dict:
         """Take the batch's HITs off MTurk now (ExpireAt in the past); submitted work is kept."""
         _require_mturk_batch(batch, self.sandbox)
         now = timezone.now()
         expired = 0
         for hit in batch.hits.exclude(external_hit_id="").order_by("id"):
             self._call("update_expiration_for_hit", HITId=hit.external_hit_id,
-                       ExpireAt=datetime.fromtimestamp(0, tz=dt_timezone.utc))
+                       ExpireAt=datetime.fromtimestamp(0, tz=UTC))
             hit.expires_at = now
             hit.save(update_fields=["expires_at"])
             expired += 1
         return {"batch": batch.pk, "expired": expired}
 
-    def extend(self, *, batch: "Batch", assignments: int) -> dict:
+    def extend(self, *, batch: Batch, assignments: int) -> dict:
         """Add ``assignments`` to each published HIT (balance checked first; one token per HIT and target)."""
         _require_mturk_batch(batch, self.sandbox)
         if assignments < 1:
@@ -539,24 +547,24 @@ class MTurkProvider:
 
     # --- workers -------------------------------------------------------------------------------
 
-    def disqualify(self, *, worker: "Worker", reason: str) -> None:
+    def disqualify(self, *, worker: Worker, reason: str) -> None:
         """Associate the block qualification (silently). ``Worker.disqualified`` is ``annotation.quality``'s."""
         self._call("associate_qualification_with_worker", QualificationTypeId=self.block_qualification_id(),
                    WorkerId=worker.external_id, IntegerValue=1, SendNotification=False)
 
-    def reinstate(self, *, worker: "Worker") -> None:
+    def reinstate(self, *, worker: Worker) -> None:
         self._call("disassociate_qualification_from_worker", QualificationTypeId=self.block_qualification_id(),
                    WorkerId=worker.external_id, Reason="reinstated after review")
 
 
-def bonus_token(*, assignment: "Assignment", amount_usd: Decimal, reason: str) -> str:
+def bonus_token(*, assignment: Assignment, amount_usd: Decimal, reason: str) -> str:
     """The same bonus (assignment, amount, reason) always gets the same token: re-running never pays twice."""
     digest = hashlib.sha256(f"{assignment.pk}|{_usd(amount_usd)}|{reason.strip()}".encode()).hexdigest()[:24]
     return f"pf-bonus-{assignment.pk}-{digest}"
 
 
-def bonus_grant(*, assignment: "Assignment", amount_usd: Any, reason: str,
-                provider: MTurkProvider) -> tuple["Bonus", bool]:
+def bonus_grant(*, assignment: Assignment, amount_usd: Any, reason: str,
+                provider: MTurkProvider) -> tuple[Bonus, bool]:
     """Record and pay a bonus; returns (bonus, paid now). Running it again with the same arguments pays nothing."""
     from annotation.models import Bonus
 

@@ -8,8 +8,8 @@ it, VAT on that fee (``PROLIFIC_VAT_RATE``). Amounts are in the account's curren
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Iterable
 
 CENT = Decimal("0.01")
 

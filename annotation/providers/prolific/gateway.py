@@ -25,9 +25,10 @@ first; a bonus batch is created once and its id stored before it is paid, so a r
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -39,8 +40,19 @@ from ..common import bonus_recipients, provider_state, provider_state_save, publ
 from ..errors import InsufficientBalance, ProviderConfigurationError, ProviderError
 from .client import ProlificClient, ProlificError
 from .fees import prolific_cost, study_places, to_cents
-from .study import (FINISHED, RUNNING, batch_prolific_config, batch_studies, prolific_batch_required,
-                    session_assignments, session_id, session_of, start_url, study_codes, studies_required)
+from .study import (
+    FINISHED,
+    RUNNING,
+    batch_prolific_config,
+    batch_studies,
+    prolific_batch_required,
+    session_assignments,
+    session_id,
+    session_of,
+    start_url,
+    studies_required,
+    study_codes,
+)
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Worker
@@ -124,7 +136,7 @@ class ProlificProvider:
 
     # --- costs and checks ------------------------------------------------------------------------
 
-    def places(self, *, batch: "Batch", config: dict | None = None, rounds: Iterable[int] | None = None) -> int:
+    def places(self, *, batch: Batch, config: dict | None = None, rounds: Iterable[int] | None = None) -> int:
         """Places of the batch's studies (one per EASL round; ``rounds``: only those)."""
         config = config or batch_prolific_config(batch.settings)
         hits = batch.hits.all() if rounds is None else batch.hits.filter(round__in=list(rounds))
@@ -133,14 +145,14 @@ class ProlificProvider:
             by_round.setdefault(round_number, []).append(assignments)
         return sum(study_places(n, config["hits_per_session"]) for n in by_round.values())
 
-    def cost(self, *, batch: "Batch", rounds: Iterable[int] | None = None) -> dict[str, Decimal]:
+    def cost(self, *, batch: Batch, rounds: Iterable[int] | None = None) -> dict[str, Decimal]:
         config = batch_prolific_config(batch.settings)
         return prolific_cost(reward=config["reward_per_session"],
                              places=self.places(batch=batch, config=config, rounds=rounds),
                              fee_rate=Decimal(settings.PROLIFIC_SERVICE_FEE_RATE),
                              vat_rate=Decimal(settings.PROLIFIC_VAT_RATE))
 
-    def cost_estimate_usd(self, *, batch: "Batch") -> Decimal:
+    def cost_estimate_usd(self, *, batch: Batch) -> Decimal:
         """The study's total in the account's currency (``currency``): rewards + Prolific's fee + VAT."""
         return self.cost(batch=batch)["total"]
 
@@ -191,10 +203,10 @@ class ProlificProvider:
             ids.append(key)
         return ids
 
-    def _internal_name(self, batch: "Batch", round_number: int) -> str:
+    def _internal_name(self, batch: Batch, round_number: int) -> str:
         return f"paraforge batch {batch.pk} round {round_number} ({provider_state(batch).get('completion_code')})"
 
-    def _study_payload(self, *, batch: "Batch", round_number: int, config: dict, places: int, group: str) -> dict:
+    def _study_payload(self, *, batch: Batch, round_number: int, config: dict, places: int, group: str) -> dict:
         state = provider_state(batch)
         return {
             "name": config["title"], "internal_name": self._internal_name(batch, round_number),
@@ -216,12 +228,12 @@ class ProlificProvider:
             "filters": self._filters(config, group),
         }
 
-    def _find_draft(self, batch: "Batch", round_number: int) -> dict | None:
+    def _find_draft(self, batch: Batch, round_number: int) -> dict | None:
         listing = (self.client.request("GET", "/api/v1/studies/", params={"state": "UNPUBLISHED"}) or {})
         name = self._internal_name(batch, round_number)
         return next((s for s in listing.get("results") or [] if s.get("internal_name") == name), None)
 
-    def publish(self, *, batch: "Batch") -> dict:
+    def publish(self, *, batch: Batch) -> dict:
         """Create a study for each round that has none (once), check the balance, then publish them (or start
         them again when paused). A fixed batch is one study; each EASL round's new HITs make one more."""
         from annotation.models import BatchStatus
@@ -271,7 +283,7 @@ class ProlificProvider:
             batch.save(update_fields=["status"])
         return report
 
-    def _transition(self, batch: "Batch", action: str) -> dict:
+    def _transition(self, batch: Batch, action: str) -> dict:
         """The same transition of every study of the batch (a study already there is left alone)."""
         prolific_batch_required(batch)
         report = {"batch": batch.pk, "provider": self.name, "action": action, "studies": {}}
@@ -285,16 +297,16 @@ class ProlificProvider:
         report["study_status"] = report["studies"][max(report["studies"])]["study_status"]
         return report
 
-    def pause(self, *, batch: "Batch") -> dict:
+    def pause(self, *, batch: Batch) -> dict:
         return self._transition(batch, "PAUSE")
 
-    def expire(self, *, batch: "Batch") -> dict:
+    def expire(self, *, batch: Batch) -> dict:
         """Stop the study: no new participants; sessions under way may still finish and be paid."""
         return self._transition(batch, "STOP")
 
     # --- results ---------------------------------------------------------------------------------
 
-    def study_submissions(self, batch: "Batch") -> dict[str, dict]:
+    def study_submissions(self, batch: Batch) -> dict[str, dict]:
         """The submissions of the batch's studies by id (Prolific's SESSION_ID; each with its ``study``),
         following the listings' next links."""
         found: dict[str, dict] = {}
@@ -307,7 +319,7 @@ class ProlificProvider:
                 url = ((page.get("_links") or {}).get("next") or {}).get("href")
         return found
 
-    def confirm(self, assignment: "Assignment") -> Confirmation:
+    def confirm(self, assignment: Assignment) -> Confirmation:
         """Prolific's word on a stored assignment: its session must be a finished submission of the same
         participant in this study."""
         session = session_of(assignment)
@@ -350,7 +362,7 @@ class ProlificProvider:
             return "unknown"
         return "live" if remote.get("status") in RUNNING else "ended"
 
-    def sync(self, *, batch: "Batch") -> dict:
+    def sync(self, *, batch: Batch) -> dict:
         """Verify the batch's unverified assignments against the study's submissions, copy Prolific's approvals
         and rejections to the verified ones, and list the sessions Prolific has that sent us nothing."""
         from annotation.models import Assignment, AssignmentStatus, ProlificSession, Verification
@@ -395,7 +407,7 @@ class ProlificProvider:
 
     # --- payments --------------------------------------------------------------------------------
 
-    def approve(self, *, assignment: "Assignment") -> None:
+    def approve(self, *, assignment: Assignment) -> None:
         """Approve the assignment's session (Prolific pays per session, so every HIT of it is approved); refused
         while Paraforge still has the session open (``approve_batch``'s rule)."""
         from annotation.models import AssignmentStatus, ProlificSession, SessionOutcome
@@ -408,7 +420,7 @@ class ProlificProvider:
                             json={"action": "APPROVE"})
         session_assignments(assignment).update(status=AssignmentStatus.APPROVED)
 
-    def reject(self, *, assignment: "Assignment", feedback: str) -> None:
+    def reject(self, *, assignment: Assignment, feedback: str) -> None:
         """Reject the assignment's session for failed checks, with the reason (Prolific's ``FAILED_CHECK``)."""
         from annotation.models import AssignmentStatus
 
@@ -422,7 +434,7 @@ class ProlificProvider:
             "action": "REJECT", "message": feedback[:2000], "rejection_category": "FAILED_CHECK"})
         session_assignments(assignment).update(status=AssignmentStatus.REJECTED, feedback=feedback[:1024])
 
-    def approve_batch(self, *, batch: "Batch") -> dict:
+    def approve_batch(self, *, batch: Batch) -> dict:
         """Pay each session for what its HITs say was done: approve, in bulk, the verified sessions that
         Paraforge ended as completed (every HIT done, or work ran out after at least one) or as failed by the
         degraded-copy test alone; reject those that failed ParaBank's instructed attention check. A session
@@ -475,7 +487,7 @@ class ProlificProvider:
                 report["errors"][session] = str(exc)
         return report
 
-    def _bonus_bulk(self, batch: "Batch", study: str, bonuses: list["Bonus"]) -> None:
+    def _bonus_bulk(self, batch: Batch, study: str, bonuses: list[Bonus]) -> None:
         """Create (once: its id is kept) and pay one Prolific bulk bonus of one study for these unsent bonuses."""
         from annotation.models import Bonus
 
@@ -491,7 +503,7 @@ class ProlificProvider:
         self.client.request("POST", f"/api/v1/bulk-bonus-payments/{bulk_id}/pay/")
         Bonus.objects.filter(pk__in=[b.pk for b in bonuses], sent_at__isnull=True).update(sent_at=timezone.now())
 
-    def _pay(self, batch: "Batch", bonuses: list["Bonus"]) -> None:
+    def _pay(self, batch: Batch, bonuses: list[Bonus]) -> None:
         """Pay unsent bonuses, one bulk payment per study (the study each participant's session was in)."""
         from annotation.models import ProlificSession
 
@@ -505,14 +517,14 @@ class ProlificProvider:
         for study, group in sorted(by_study.items()):
             self._bonus_bulk(batch, study, group)
 
-    def pay_bonus(self, *, bonus: "Bonus") -> None:
+    def pay_bonus(self, *, bonus: Bonus) -> None:
         from annotation.models import Bonus
 
         bonus = Bonus.objects.select_related("assignment__hit__batch", "worker").get(pk=bonus.pk)
         if bonus.sent_at is None:
             self._pay(bonus.assignment.hit.batch, [bonus])
 
-    def bonus_batch(self, *, batch: "Batch", amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
+    def bonus_batch(self, *, batch: Batch, amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
         """Pay ``amount`` once to each participant with verified work in the batch (or those named), as one
         Prolific bulk bonus per study; running it again with the same arguments pays nobody twice."""
         from annotation.models import Bonus
@@ -545,11 +557,11 @@ class ProlificProvider:
 
     # --- participants ----------------------------------------------------------------------------
 
-    def disqualify(self, *, worker: "Worker", reason: str) -> None:
+    def disqualify(self, *, worker: Worker, reason: str) -> None:
         """Put the participant in the blocklist group every Paraforge study excludes."""
         self.client.request("POST", f"/api/v1/participant-groups/{self.blocklist_group_id()}/participants/",
                             json={"participant_ids": [worker.external_id]})
 
-    def reinstate(self, *, worker: "Worker") -> None:
+    def reinstate(self, *, worker: Worker) -> None:
         self.client.request("DELETE", f"/api/v1/participant-groups/{self.blocklist_group_id()}/participants/",
                             json={"participant_ids": [worker.external_id]})

@@ -35,8 +35,19 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation.models import (SUBMITTED_STATUSES, Assignment, AssignmentStatus, Batch, BatchStatus, ProlificSession,
-                               Provider, SessionOutcome, Verification, WORKER_ID, Worker)
+from annotation.models import (
+    SUBMITTED_STATUSES,
+    WORKER_ID,
+    Assignment,
+    AssignmentStatus,
+    Batch,
+    BatchStatus,
+    ProlificSession,
+    Provider,
+    SessionOutcome,
+    Verification,
+    Worker,
+)
 from annotation.quality import session_check
 from annotation.taking import hit_take, open_assignment
 

@@ -37,11 +37,11 @@ def session_id(external_assignment_id: str) -> str:
     return external_assignment_id.split(":", 1)[0]
 
 
-def session_of(assignment: "Assignment") -> str:
+def session_of(assignment: Assignment) -> str:
     return session_id(assignment.external_assignment_id)
 
 
-def session_assignments(assignment: "Assignment"):
+def session_assignments(assignment: Assignment):
     """Every assignment of the session ``assignment`` belongs to (Prolific pays and rejects per session)."""
     from annotation.models import Assignment
 
@@ -94,7 +94,7 @@ def batch_prolific_config(batch_settings: dict) -> dict:
     }
 
 
-def study_codes(batch: "Batch") -> dict:
+def study_codes(batch: Batch) -> dict:
     """The batch's provider state with the study's two completion codes, made once (before the study is
     created, so that a retried creation uses the same ones; or when a participant first arrives)."""
     state = provider_state(batch)
@@ -104,17 +104,17 @@ def study_codes(batch: "Batch") -> dict:
                                failed_code=f"F{secrets.token_hex(4).upper()}")
 
 
-def prolific_batch_required(batch: "Batch") -> None:
+def prolific_batch_required(batch: Batch) -> None:
     if batch.provider != "prolific":
         raise ProviderError(f"batch {batch.pk} is on provider {batch.provider!r}, not prolific")
 
 
-def batch_studies(batch: "Batch") -> dict[int, str]:
+def batch_studies(batch: Batch) -> dict[int, str]:
     """The batch's studies by EASL round (a fixed batch has round 0 only): {round: Prolific study id}."""
     return {int(r): sid for r, sid in (provider_state(batch).get("studies") or {}).items()}
 
 
-def studies_required(batch: "Batch") -> dict[int, str]:
+def studies_required(batch: Batch) -> dict[int, str]:
     studies = batch_studies(batch)
     if not studies:
         raise ProviderError(f"batch {batch.pk} has no Prolific study yet: publish it first "

@@ -1,6 +1,6 @@
 """``manage.py generate``: start a generation job (``gpu`` queue) and print ``{"job": <id>, ...}``.
 
-    python manage.py generate CORPUS --model DIR --systems 17,21,28,31,34 [--sample-per-length N]
+    python manage.py generate CORPUS --model DIR|ORG/NAME --systems 17,21,28,31,34 [--sample-per-length N]
         [--lengths 5,10,20,40] [--beam K] [--wait] [--nbest N] [--stop auto|beam|nbest]
         [--name NAME] [--device cpu|cuda] [--seed S]
         [--ppdb FILE] [--batch-size B] [--max-length L] [--length-penalty LP] [--idf TABLE]
@@ -20,6 +20,7 @@ from generation.beam_sizes import STOP_DEFAULT, STOP_HELP, STOP_RULES
 from generation.corpora import corpus_get
 from generation.generation_job import DEFAULT_LENGTHS, KIND, GenerationSettingsError, generation_params
 from generation.idf import IdfFileError, idf_table_get
+from generation.model_source import MODEL_HELP
 from generation.models import Resource
 from jobs.execution import job_launch
 from jobs.progress import job_progress_display
@@ -42,7 +43,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("corpus", help="corpus name or id")
-        parser.add_argument("--model", required=True, help="local Hugging Face seq2seq checkpoint folder")
+        parser.add_argument("--model", required=True, help=MODEL_HELP)
         parser.add_argument("--systems", required=True, help="comma-separated system numbers (1-37, Tab. 3)")
         parser.add_argument("--sample-per-length", type=int, default=None,
                             help="decode only this many references per length bucket (the evaluation sample)")

@@ -1,6 +1,6 @@
 """``manage.py paraphrase``: constrained decoding of an input file into JSON lines.
 
-    python manage.py paraphrase --model DIR --input FILE --output OUT.jsonl [--constraints FILE.jsonl]
+    python manage.py paraphrase --model DIR|ORG/NAME --input FILE --output OUT.jsonl [--constraints FILE.jsonl]
         [--beam K] [--nbest N] [--stop auto|beam|nbest] [--batch-size B] [--max-length L] [--length-penalty LP]
         [--device cpu|cuda] [--int8]
         [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from django.core.management.base import BaseCommand, CommandError
 
 from generation.beam_sizes import STOP_DEFAULT, STOP_HELP, STOP_RULES, beam_nbest_error
+from generation.model_source import MODEL_HELP
 from infra.textfiles import TextFileError, atomic_write, read_lines
 
 
@@ -61,7 +62,8 @@ def read_constraints(path: str, n_inputs: int) -> list[dict]:
 
     lines = _text_lines(path)
     if len(lines) != n_inputs:
-        raise CommandError(f"{path}: {len(lines)} constraint lines for {n_inputs} input lines (one per input line needed)")
+        raise CommandError(f"{path}: {len(lines)} constraint lines for {n_inputs} input lines "
+                           "(one per input line needed)")
     out = []
     for no, line in enumerate(lines, 1):
         try:
@@ -113,7 +115,7 @@ class Command(BaseCommand):
     help = "Decode every input line under its lexical constraints into OUT.jsonl."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--model", required=True, help="local Hugging Face seq2seq checkpoint folder")
+        parser.add_argument("--model", required=True, help=MODEL_HELP)
         parser.add_argument("--input", required=True, help="one input per line: source or source<TAB>reference")
         parser.add_argument("--output", required=True, help="JSON lines, one per input line")
         parser.add_argument("--constraints", help="JSON lines, one constraint object per input line")

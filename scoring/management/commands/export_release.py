@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from scoring.release_filters import FilterError, parse_filters
-from scoring.releases import FORMATS, ReleaseError, release_export
+from scoring.releases import FORMATS, ReleaseError, release_export, release_version_check
 
 from .score_resource import find_resource
 
@@ -51,6 +51,8 @@ class Command(BaseCommand):
         if upload and not upload.startswith("s3://"):
             raise CommandError(f"--upload {upload!r}: expected s3://bucket/prefix")
         try:
+            if version is not None:  # before the filters load an NLI model
+                release_version_check(version)
             parsed = parse_filters(filters, min_score=min_score, entailment_model=entailment_model)
             release = release_export(resource=found, out_dir=out, version=version, fmt=format, filters=parsed,
                                      regressor=regressor, upload=upload, license=license)

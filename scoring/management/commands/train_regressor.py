@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from jobs.progress import job_progress_display
 from scoring.aggregation import ESTIMATES
-from scoring.regressor import RECIPES, RegressorError, regressor_train
+from scoring.regressor import RECIPES, RegressorError, regressor_name_check, regressor_train
 from scoring.regressor_job import SUMMARY_KEYS, regressor_summary, train_regressor_launch, training_job_running
 
 
@@ -49,15 +49,19 @@ class Command(BaseCommand):
 
     def handle(self, *args, campaign, name, test_fraction, seed, replace, with_embeddings, min_judgments, target,
                wait=False, run_async=False, recipe="base", **options):
+        try:
+            name = regressor_name_check(name)
+        except RegressorError as exc:
+            raise CommandError(str(exc)) from None
         train = dict(campaign=campaign, name=name, test_fraction=test_fraction, seed=seed,
                      with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments, target=target)
         if recipe != "base":  # (the default stays out of a job's params, as before the option existed)
             train["recipe"] = recipe
         if wait or run_async:
             return self._as_job(train, wait=wait)
-        running = training_job_running(name.strip())
+        running = training_job_running(name)
         if running is not None:  # the job owns that name's files until it ends (scoring.regressor_job)
-            raise CommandError(f"regressor {name.strip()!r} is being trained in job {running.pk}; wait for it")
+            raise CommandError(f"regressor {name!r} is being trained in job {running.pk}; wait for it")
         try:
             row = regressor_train(**train)
         except RegressorError as exc:

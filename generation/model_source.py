@@ -1,0 +1,150 @@
+"""Where a ``--model`` value's files are: a local folder, or a Hugging Face hub id resolved through the cache.
+
+:func:`model_folder` is the one rule, used by every place that takes a seq2seq model (``manage.py paraphrase``
+and ``generate``, the generation job's ``model`` param, ``generation.decoding.load_model``, bench/decoding.py):
+
+* a path that exists (as given, or relative to ``base_dir``: the project root, where workers run) is a local
+  folder, exactly as before;
+* otherwise a value shaped like a hub id, ``org/name`` (``Helsinki-NLP/opus-mt-cs-en``), optionally
+  ``org/name@revision`` (a branch, tag or commit), is looked up in the Hugging Face cache and, unless offline,
+  fetched into it by ``huggingface_hub.snapshot_download``; the result is the snapshot folder, which the
+  loaders then read as a local folder (``local_files_only=True``);
+* anything else is a folder that does not exist.
+
+The cache and offline settings are the ones users know from ``transformers``, read when a model is resolved:
+``HF_HUB_CACHE`` (else ``HF_HOME``/hub, else ``~/.cache/huggingface/hub``), ``HF_HUB_OFFLINE=1`` or
+``TRANSFORMERS_OFFLINE=1`` (cache only), ``HF_TOKEN`` for gated or private models, ``HF_ENDPOINT`` for a mirror.
+Only what a PyTorch seq2seq checkpoint needs is downloaded (no TensorFlow, Flax, Rust or ONNX weights).
+Every failure is a :class:`ModelFolderError` with a one-line message. A hub id resolved once is kept for the
+life of the process, so a worker's chunks do not ask the hub again (the job's weights hash guards the rest).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+# ``org/name`` as the hub spells repository ids (letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``),
+# with an optional ``@revision``
+_HUB_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96})(?:@(?P<revision>[\w./-]+))?")
+# files of other frameworks and formats the PyTorch loaders never read
+HUB_IGNORE_PATTERNS = ["*.h5", "*.msgpack", "*.ot", "*.onnx", "*.onnx_data", "*.tflite", "*.mlmodel", "*.gguf",
+                       "onnx/*", "openvino/*", "coreml/*", "tf_model*", "flax_model*", "rust_model*"]
+HUB_ENV_HELP = ("HF_HUB_CACHE or HF_HOME pick the cache; HF_HUB_OFFLINE=1 (or TRANSFORMERS_OFFLINE=1) keeps to "
+                "it; HF_TOKEN for gated or private models")
+_TRUE = {"1", "ON", "YES", "TRUE"}
+MODEL_HELP = ("a local Hugging Face seq2seq checkpoint folder, or a hub model id (ORG/NAME[@REVISION], e.g. "
+              "Helsinki-NLP/opus-mt-cs-en) found in or fetched into the Hugging Face cache (HF_HUB_CACHE / HF_HOME; "
+              "HF_HUB_OFFLINE=1: the cache only)")
+
+
+class ModelFolderError(RuntimeError):
+    """The model folder is missing or holds no loadable seq2seq checkpoint, or a hub id cannot be resolved."""
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache as ``huggingface_hub`` finds it, read from the environment now (not at
+    import): ``HF_HUB_CACHE``, the legacy ``HUGGINGFACE_HUB_CACHE``, ``HF_HOME``/hub, ``XDG_CACHE_HOME``."""
+    env = os.environ
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(var):
+            return Path(os.path.expandvars(os.path.expanduser(env[var])))
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.join("~", ".cache"), "huggingface")
+    return Path(os.path.expandvars(os.path.expanduser(home))) / "hub"
+
+
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set to a true value."""
+    return (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").upper() in _TRUE
+
+
+def hub_id(value: str) -> tuple[str, str | None] | None:
+    """``(repo_id, revision)`` when ``value`` is shaped like a hub model id, else None."""
+    m = _HUB_ID.fullmatch(value)
+    if m is None:
+        return None
+    repo, revision = m["repo"], m["revision"]
+    if any(bad in repo for bad in ("--", "..")) or repo.endswith((".", "-")) or repo.split("/")[1][0] in ".-":
+        return None
+    if revision is not None and (".." in revision or revision.startswith("/") or revision.endswith("/")):
+        return None  # (a revision names a file under the cache's refs/: nothing that leaves it)
+    return repo, revision
+
+
+_RESOLVED: dict[tuple[str, str | None, str, bool], Path] = {}
+_RESOLVE_LOCK = threading.Lock()
+
+
+def model_folder(value: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
+    """The local folder for a ``--model`` value (see the module's docstring). A path that exists is returned
+    as it is (the caller says what it lacks when it is not a checkpoint folder); a hub id comes back as its
+    snapshot folder in the cache. Raises ModelFolderError: a folder that does not exist, a hub id that is not
+    cached while offline, unknown or unreachable."""
+    text = os.fspath(value)
+    path = Path(text)
+    if path.exists():
+        return path
+    if base_dir is not None and not path.is_absolute() and (Path(base_dir) / path).exists():
+        return Path(base_dir) / path
+    found = hub_id(text)
+    if found is None:
+        raise ModelFolderError(f"model folder {text!r} does not exist")
+    return _hub_snapshot(*found)
+
+
+def _hub_snapshot(repo_id: str, revision: str | None) -> Path:
+    cache, offline = hub_cache_dir(), hub_offline()
+    key = (repo_id, revision, str(cache), offline)
+    with _RESOLVE_LOCK:
+        if key in _RESOLVED and _RESOLVED[key].is_dir():
+            return _RESOLVED[key]
+    name = repo_id + (f"@{revision}" if revision else "")
+    where = f"Hugging Face cache {str(cache)!r}"
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import (
+            GatedRepoError,
+            HfHubHTTPError,
+            HFValidationError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        raise ModelFolderError(f"model folder {name!r} does not exist (and huggingface_hub, which would resolve "
+                               "it as a hub id, is not installed)") from None
+    try:
+        folder = snapshot_download(repo_id, revision=revision, cache_dir=cache, local_files_only=offline,
+                                   ignore_patterns=HUB_IGNORE_PATTERNS)
+    except HFValidationError as exc:
+        raise ModelFolderError(f"model folder {name!r} does not exist, nor is it a valid hub id "
+                               f"({_one_line(exc)})") from None
+    except LocalEntryNotFoundError as exc:
+        if offline:
+            reason = "offline mode (HF_HUB_OFFLINE=1 or TRANSFORMERS_OFFLINE=1) forbids fetching it"
+        else:
+            cause = exc.__cause__ or exc
+            reason = f"the hub could not be reached ({type(cause).__name__}: {_one_line(cause)})"
+        raise ModelFolderError(f"model {name!r} is neither a local folder nor in the {where}, and {reason}: "
+                               f"fetch it into that cache once where the network allows (`hf download "
+                               f"{repo_id}`) or give a local folder ({HUB_ENV_HELP})") from None
+    except GatedRepoError:
+        raise ModelFolderError(f"hub model {name!r} is gated: accept its terms on the hub and set HF_TOKEN "
+                               f"(cache: {str(cache)!r})") from None
+    except RepositoryNotFoundError:
+        raise ModelFolderError(f"model {name!r} is neither a local folder nor a model on the hub (or it is "
+                               "private: set HF_TOKEN)") from None
+    except RevisionNotFoundError:
+        raise ModelFolderError(f"hub model {repo_id!r} has no revision {revision!r}") from None
+    except (HfHubHTTPError, OSError) as exc:
+        raise ModelFolderError(f"cannot fetch hub model {name!r} into the {where}: {type(exc).__name__}: "
+                               f"{_one_line(exc)}") from None
+    folder = Path(folder)
+    with _RESOLVE_LOCK:
+        _RESOLVED[key] = folder
+    return folder
+
+
+def _one_line(message: object) -> str:
+    return " ".join(str(message).split())
