@@ -3,6 +3,7 @@
 Actions: create a HIT batch from a campaign (a draft), publish batches after a cost preview, export a
 batch's results CSV, expire batches; disqualify or reinstate workers (their quality figures are listed).
 """
+
 import io
 
 from django import forms
@@ -35,6 +36,7 @@ from .quality import worker_disqualify, worker_quality, worker_reinstate
 def _can_change(model_name: str):
     def check(self, request) -> bool:
         return request.user.has_perm(f"annotation.change_{model_name}")
+
     return check
 
 
@@ -61,23 +63,32 @@ class ReadOnlyInline(admin.TabularInline):
 
 
 class BatchForm(forms.Form):
-    provider = forms.ChoiceField(choices=[(p, p) for p in PROVIDER_NAMES],
-                                 initial=lambda: settings.PARAFORGE_HIT_PROVIDER)
+    provider = forms.ChoiceField(
+        choices=[(p, p) for p in PROVIDER_NAMES], initial=lambda: settings.PARAFORGE_HIT_PROVIDER
+    )
     per_length = AsciiIntegerField(min_value=1, initial=100, help_text="references per length bucket")
     lengths = forms.CharField(initial="5,10,20,40", help_text="length buckets, comma-separated")
     assignments = AsciiIntegerField(min_value=1, max_value=100, initial=3, help_text="different workers per HIT")
     attention_rate = AsciiFloatField(min_value=0, max_value=1, initial=0.1)
-    degraded_rate = AsciiFloatField(min_value=0, max_value=1, initial=0.1,
-                                     help_text="share of HITs with a degraded copy of the reference (rater test)")
+    degraded_rate = AsciiFloatField(
+        min_value=0,
+        max_value=1,
+        initial=0.1,
+        help_text="share of HITs with a degraded copy of the reference (rater test)",
+    )
     seed = AsciiIntegerField(initial=0)
-    reward_usd = AsciiDecimalField(min_value=0, decimal_places=2, initial="0.10", required=False,
-                                    help_text="MTurk: reward per assignment")
-    reward_per_session = AsciiDecimalField(min_value=0, decimal_places=2, required=False,
-                                            help_text="Prolific: reward per session (the account's currency)")
-    hits_per_session = AsciiIntegerField(min_value=1, max_value=1000, required=False,
-                                          help_text="Prolific: HITs a participant does in one session")
-    estimated_minutes = AsciiIntegerField(min_value=1, max_value=1440, required=False,
-                                           help_text="Prolific: a session's estimated time")
+    reward_usd = AsciiDecimalField(
+        min_value=0, decimal_places=2, initial="0.10", required=False, help_text="MTurk: reward per assignment"
+    )
+    reward_per_session = AsciiDecimalField(
+        min_value=0, decimal_places=2, required=False, help_text="Prolific: reward per session (the account's currency)"
+    )
+    hits_per_session = AsciiIntegerField(
+        min_value=1, max_value=1000, required=False, help_text="Prolific: HITs a participant does in one session"
+    )
+    estimated_minutes = AsciiIntegerField(
+        min_value=1, max_value=1440, required=False, help_text="Prolific: a session's estimated time"
+    )
     countries = forms.CharField(required=False, help_text="Prolific: countries of residence, comma-separated")
     first_languages = forms.CharField(required=False, help_text="Prolific: first languages, comma-separated")
     label = forms.CharField(required=False)
@@ -92,10 +103,13 @@ class BatchForm(forms.Form):
         minutes = suggested_minutes(hits_per_session=hits, seconds_per_hit=per_hit)
         self.fields["hits_per_session"].initial = hits
         self.fields["estimated_minutes"].initial = minutes
-        measured = (f"the median of {per_hit:.0f} s per HIT measured so far" if per_hit else
-                    f"{settings.PROLIFIC_SECONDS_PER_HIT} s per HIT until one is measured")
-        self.fields["estimated_minutes"].help_text = (f"Prolific: a session's estimated time; suggested {minutes} "
-                                                      f"min for {hits} HITs from {measured}")
+        measured = (
+            f"the median of {per_hit:.0f} s per HIT measured so far"
+            if per_hit
+            else f"{settings.PROLIFIC_SECONDS_PER_HIT} s per HIT until one is measured"
+        )
+        suggestion = f"suggested {minutes} min for {hits} HITs from {measured}"
+        self.fields["estimated_minutes"].help_text = f"Prolific: a session's estimated time; {suggestion}"
 
     def provider_settings(self) -> dict:
         """The batch settings the chosen provider reads, from the fields given."""
@@ -129,8 +143,9 @@ class CampaignAdmin(ReadOnlyAdmin):
 
     has_create_batch_permission = _can_change("batch")
 
-    @admin.action(description="Create a HIT batch (draft, cost preview before publishing)…",
-                  permissions=["create_batch"])
+    @admin.action(
+        description="Create a HIT batch (draft, cost preview before publishing)…", permissions=["create_batch"]
+    )
     def create_hit_batch(self, request, queryset):
         if queryset.count() != 1:
             self.message_user(request, "Choose exactly one campaign.", messages.ERROR)
@@ -142,18 +157,37 @@ class CampaignAdmin(ReadOnlyAdmin):
             settings = form.provider_settings()
             try:
                 batch = hit_batch_create(
-                    campaign=campaign, provider=data["provider"], per_length=data["per_length"],
-                    lengths=data["lengths"], assignments=data["assignments"], attention_rate=data["attention_rate"],
-                    degraded_rate=data["degraded_rate"], seed=data["seed"], label=data["label"], settings=settings)
+                    campaign=campaign,
+                    provider=data["provider"],
+                    per_length=data["per_length"],
+                    lengths=data["lengths"],
+                    assignments=data["assignments"],
+                    attention_rate=data["attention_rate"],
+                    degraded_rate=data["degraded_rate"],
+                    seed=data["seed"],
+                    label=data["label"],
+                    settings=settings,
+                )
             except (BatchError, ImportError) as exc:
                 self.message_user(request, f"No batch created: {exc}", messages.ERROR)
                 return None
-            self.message_user(request, f"Draft batch {batch.pk} created with {batch.hits.count()} HITs: "
-                              "publish it from the batch list (with its cost preview).", messages.SUCCESS)
+            self.message_user(
+                request,
+                f"Draft batch {batch.pk} created with {batch.hits.count()} HITs: "
+                "publish it from the batch list (with its cost preview).",
+                messages.SUCCESS,
+            )
             return None
-        return TemplateResponse(request, "annotation/create_batch.html",
-                                {**self.admin_site.each_context(request), "campaign": campaign, "form": form,
-                                 "title": "Create a HIT batch"})
+        return TemplateResponse(
+            request,
+            "annotation/create_batch.html",
+            {
+                **self.admin_site.each_context(request),
+                "campaign": campaign,
+                "form": form,
+                "title": "Create a HIT batch",
+            },
+        )
 
 
 @admin.register(Reference)
@@ -185,9 +219,21 @@ def _quality(worker):
 
 @admin.register(Worker)
 class WorkerAdmin(ReadOnlyAdmin):
-    list_display = ("worker_id", "provider", "judgments", "checks_passed", "checks_failed", "failure_rate",
-                    "degraded_checks", "degraded_p", "seconds_per_hit", "agreement", "disqualified",
-                    "disqualified_reason", "user")
+    list_display = (
+        "worker_id",
+        "provider",
+        "judgments",
+        "checks_passed",
+        "checks_failed",
+        "failure_rate",
+        "degraded_checks",
+        "degraded_p",
+        "seconds_per_hit",
+        "agreement",
+        "disqualified",
+        "disqualified_reason",
+        "user",
+    )
     list_filter = ("provider", "disqualified")
     search_fields = ("external_id",)
     list_per_page = 50
@@ -289,19 +335,37 @@ class BatchAdmin(ReadOnlyAdmin):
             try:
                 cost = batch_cost_estimate_usd(batch=batch)
             except Exception as exc:  # noqa: BLE001 - no preview, no publishing
-                self.message_user(request, f"batch {batch.pk}: no cost estimate ({exc}); nothing published.",
-                                  messages.ERROR)
+                self.message_user(
+                    request, f"batch {batch.pk}: no cost estimate ({exc}); nothing published.", messages.ERROR
+                )
                 return None
             if cost is not None:
                 total = (total or 0) + cost
             provider = get_provider(batch)
             places = provider.places(batch=batch) if hasattr(provider, "places") else None
-            rows.append({"batch": batch, "provider": batch.provider + (" (sandbox)" if (batch.settings or {}).get(
-                "sandbox") else ""), "hits": batch.hits.count(), "assignments": (batch.settings or {}).get(
-                "assignments", "-"), "places": places, "cost": cost, "currency": provider.currency})
-        return TemplateResponse(request, "annotation/publish_preview.html", {
-            **self.admin_site.each_context(request), "batches": batches, "rows": rows, "total": total,
-            "title": "Publish batches", "cancel_url": request.get_full_path()})
+            rows.append(
+                {
+                    "batch": batch,
+                    "provider": batch.provider + (" (sandbox)" if (batch.settings or {}).get("sandbox") else ""),
+                    "hits": batch.hits.count(),
+                    "assignments": (batch.settings or {}).get("assignments", "-"),
+                    "places": places,
+                    "cost": cost,
+                    "currency": provider.currency,
+                }
+            )
+        return TemplateResponse(
+            request,
+            "annotation/publish_preview.html",
+            {
+                **self.admin_site.each_context(request),
+                "batches": batches,
+                "rows": rows,
+                "total": total,
+                "title": "Publish batches",
+                "cancel_url": request.get_full_path(),
+            },
+        )
 
     def has_export_results_permission(self, request) -> bool:
         return request.user.has_perms(RESULTS_PERMS)
@@ -362,8 +426,15 @@ class JudgmentInline(ReadOnlyInline):
 
 @admin.register(Assignment)
 class AssignmentAdmin(ReadOnlyAdmin):
-    list_display = ("external_assignment_id", "campaign", "worker", "provider", "status", "verification",
-                    "submitted_at")
+    list_display = (
+        "external_assignment_id",
+        "campaign",
+        "worker",
+        "provider",
+        "status",
+        "verification",
+        "submitted_at",
+    )
     list_filter = ("provider", "status", "verification", "campaign")
     search_fields = ("external_assignment_id", "worker__external_id")
     inlines = [JudgmentInline]

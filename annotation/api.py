@@ -1,4 +1,5 @@
 """The submission API (the slider page posts here) and staff-only read APIs of a batch."""
+
 from __future__ import annotations
 
 import io
@@ -51,19 +52,35 @@ def _session_user(request: Request):
 
 
 @extend_schema(
-    operation_id="assignment_create", tags=["annotation"], request=SubmissionInSerializer,
+    operation_id="assignment_create",
+    tags=["annotation"],
+    request=SubmissionInSerializer,
     summary="Submit the judgments of one assignment of a HIT (the slider page posts here).",
     description="No session: the signed token of the HIT page is the credential. A refused submission saves "
-                "nothing; 400 covers bad values (a score outside 0-100, null with fluency other than 0, a "
-                "candidate not in the HIT, missing or repeated).",
-    responses={201: OpenApiResponse(AssignmentOutSerializer, description="Saved."),
-               200: OpenApiResponse(AssignmentOutSerializer, description="The same assignment with the same "
-                                                                         "judgments again: the stored one."),
-               **api_errors(400, 404, 409, 410, 413, 415, 429, said={
-                   403: "A bad, forged, expired or foreign token (`bad_token`), an assignment of another worker "
-                        "or annotator, a disqualified worker (`disqualified`).",
-                   409: "Another HIT's assignment, a draft batch, a full HIT, a candidate already judged, the "
-                        "same assignment again with other judgments (`conflicting_replay`)."})})
+    "nothing; 400 covers bad values (a score outside 0-100, null with fluency other than 0, a "
+    "candidate not in the HIT, missing or repeated).",
+    responses={
+        201: OpenApiResponse(AssignmentOutSerializer, description="Saved."),
+        200: OpenApiResponse(
+            AssignmentOutSerializer, description="The same assignment with the same judgments again: the stored one."
+        ),
+        **api_errors(
+            400,
+            404,
+            409,
+            410,
+            413,
+            415,
+            429,
+            said={
+                403: "A bad, forged, expired or foreign token (`bad_token`), an assignment of another worker "
+                "or annotator, a disqualified worker (`disqualified`).",
+                409: "Another HIT's assignment, a draft batch, a full HIT, a candidate already judged, the "
+                "same assignment again with other judgments (`conflicting_replay`).",
+            },
+        ),
+    },
+)
 @api_view(["POST"])
 @authentication_classes([])  # the signed token in the body is the credential (no session, no CSRF)
 @permission_classes([AllowAny])
@@ -73,22 +90,35 @@ def assignment_create(request: Request, hit_id: int) -> Response:
     hit = get_object_or_404(Hit, pk=hit_id)
     incoming = SubmissionInSerializer(data=request.data)
     if not incoming.is_valid():
-        return Response({"detail": "invalid submission", "code": "invalid", "errors": incoming.errors},
-                        status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {"detail": "invalid submission", "code": "invalid", "errors": incoming.errors},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     data = incoming.validated_data
     try:
         result = assignment_submit(
-            hit=hit, assignment_id=data["assignment_id"], worker_id=data["worker_id"], token=data["token"],
-            judgments=[JudgmentInput(**j) for j in data["judgments"]], comment=data.get("comment", ""),
-            user=_session_user(request))
+            hit=hit,
+            assignment_id=data["assignment_id"],
+            worker_id=data["worker_id"],
+            token=data["token"],
+            judgments=[JudgmentInput(**j) for j in data["judgments"]],
+            comment=data.get("comment", ""),
+            user=_session_user(request),
+        )
     except SubmissionError as exc:
         return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
-    return Response(AssignmentOutSerializer(result.assignment).data,
-                    status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+    return Response(
+        AssignmentOutSerializer(result.assignment).data,
+        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+    )
 
 
-@extend_schema(operation_id="batch_hits", tags=["annotation"], summary="A batch's HITs (staff).",
-               responses={200: HitOutSerializer(many=True), **api_errors(404)})
+@extend_schema(
+    operation_id="batch_hits",
+    tags=["annotation"],
+    summary="A batch's HITs (staff).",
+    responses={200: HitOutSerializer(many=True), **api_errors(404)},
+)
 @api_view(["GET"])
 @permission_classes([staff_with_perms("annotation.view_batch", "annotation.view_hit")])
 def batch_hits(request: Request, batch_id: int) -> Response:
@@ -98,10 +128,12 @@ def batch_hits(request: Request, batch_id: int) -> Response:
     return Response(HitOutSerializer(hits, many=True).data)
 
 
-@extend_schema(operation_id="batch_results", tags=["annotation"],
-               summary="A batch's raw judgments as an MTurk-style results CSV (staff).",
-               responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The CSV file."),
-                          **api_errors(404)})
+@extend_schema(
+    operation_id="batch_results",
+    tags=["annotation"],
+    summary="A batch's raw judgments as an MTurk-style results CSV (staff).",
+    responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The CSV file."), **api_errors(404)},
+)
 @api_view(["GET"])
 @permission_classes([staff_with_perms(*RESULTS_PERMS)])
 @renderer_classes([JSONRenderer, CSVRenderer])

@@ -12,6 +12,7 @@ Ranges are MTurk's own where MTurk has one (an assignment lasts 30 s to 365 days
 30 days, a HIT lives 30 s to 365 days); the local provider uses the same assignment duration range.
 No module here imports Django models, so providers can use it freely.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,21 +55,26 @@ MODES = ("fixed", "easl")
 # key -> what it holds (the schema; numbers also have their ranges above)
 SCHEMA: dict[str, str] = {
     "reward_usd": "the reward per assignment in US dollars (MTurk)",
-    "reward_per_session": "the reward per session in the Prolific account's currency, e.g. \"1.50\" (Prolific)",
+    "reward_per_session": 'the reward per session in the Prolific account\'s currency, e.g. "1.50" (Prolific)',
     **{key: f"a whole number of {unit}" for key, (_, _, unit) in INT_SETTINGS.items()},
     "attention_rate": "the share of HITs with an attention copy (0-1)",
     "degraded_rate": "the share of HITs with a degraded copy (0-1)",
     "title": "the HIT's or study's title (MTurk, Prolific)",
     "description": "the HIT's or study's description (MTurk, Prolific)",
-    "keywords": "the HIT's keywords (MTurk)", "public_url": "the https address of the slider pages (MTurk, Prolific)",
+    "keywords": "the HIT's keywords (MTurk)",
+    "public_url": "the https address of the slider pages (MTurk, Prolific)",
     "locales": "countries workers must be in (MTurk): a list or comma-separated",
     "countries": "countries of residence participants must be in, as Prolific names them (Prolific)",
     "first_languages": "participants' first languages, as Prolific names them (Prolific)",
     "sandbox": "true on MTurk's requester sandbox",
-    "mode": "fixed (R workers per HIT) or easl (rounds)", "easl": "EASL options (a JSON object)",
+    "mode": "fixed (R workers per HIT) or easl (rounds)",
+    "easl": "EASL options (a JSON object)",
     # recorded by hit_batch_create: how the batch was made
-    "per_length": "references per length bucket", "lengths": "the length buckets",
-    "assignments": "workers per HIT (R)", "seed": "the sampling seed", "hit_size": "candidates per HIT",
+    "per_length": "references per length bucket",
+    "lengths": "the length buckets",
+    "assignments": "workers per HIT (R)",
+    "seed": "the sampling seed",
+    "hit_size": "candidates per HIT",
 }
 
 
@@ -137,8 +143,9 @@ def reward_usd_check(value: Any, *, key: str = "reward_usd") -> Decimal:
         except (InvalidOperation, ValueError):
             amount = None
     if amount is None or not amount.is_finite():
-        raise BatchSettingsError(f"batch setting {key!r}: expected an amount in US dollars such as \"0.50\", "
-                                 f"got {value!r}")
+        raise BatchSettingsError(
+            f'batch setting {key!r}: expected an amount in US dollars such as "0.50", got {value!r}'
+        )
     if amount < 0:
         raise BatchSettingsError(f"batch setting {key!r}: {value!r} is negative")
     return amount
@@ -170,8 +177,9 @@ def batch_settings_clean(settings: Any) -> dict:
         raise BatchSettingsError(f"batch settings must be a JSON object, got {settings!r}")
     unknown = sorted(set(settings) - set(SCHEMA))
     if unknown:
-        raise BatchSettingsError(f"unknown batch setting(s) {', '.join(map(repr, unknown))}: the settings are "
-                                 f"{', '.join(SCHEMA)}")
+        raise BatchSettingsError(
+            f"unknown batch setting(s) {', '.join(map(repr, unknown))}: the settings are {', '.join(SCHEMA)}"
+        )
     cleaned = dict(settings)
     for key in TEXT_SETTINGS:
         if cleaned.get(key) is not None and not isinstance(cleaned[key], str):
@@ -183,11 +191,13 @@ def batch_settings_clean(settings: Any) -> dict:
         raise BatchSettingsError(f"batch setting 'mode': {cleaned['mode']!r} is not one of {', '.join(MODES)}")
     for key in LIST_SETTINGS:
         values = cleaned.get(key)
-        if values is not None and not (isinstance(values, str) or (
-                isinstance(values, list) and all(isinstance(c, str) for c in values))):
+        if values is not None and not (
+            isinstance(values, str) or (isinstance(values, list) and all(isinstance(c, str) for c in values))
+        ):
             what = "country codes" if key == "locales" else "names as Prolific writes them"
-            raise BatchSettingsError(f"batch setting {key!r}: expected {what} (a list or comma-separated text), "
-                                     f"got {values!r}")
+            raise BatchSettingsError(
+                f"batch setting {key!r}: expected {what} (a list or comma-separated text), got {values!r}"
+            )
     if cleaned.get("reward_usd") is not None:
         reward_usd_check(cleaned["reward_usd"])
     if cleaned.get("reward_per_session") is not None:

@@ -19,6 +19,7 @@ takes a random place in its HIT.
 Everything random comes from ``random.Random(seed)`` (a degraded text from its own generator seeded by
 the seed and the reference's id): the same campaign, arguments and seed give the same HITs.
 """
+
 from __future__ import annotations
 
 import csv
@@ -74,8 +75,9 @@ def _normal(text: str) -> str:
     return " ".join(text.split())
 
 
-def degraded_text(reference: str, donors: Sequence[str], *, avoid: Iterable[str] = (),
-                  rng: random.Random) -> str | None:
+def degraded_text(
+    reference: str, donors: Sequence[str], *, avoid: Iterable[str] = (), rng: random.Random
+) -> str | None:
     """The reference with a span of ``degraded_span_length`` tokens (whitespace tokens, punctuation kept
     attached) replaced by as many consecutive tokens of one of the ``donors`` (other references), keeping
     the first and last token; never the reference itself nor any text in ``avoid`` (the real candidates),
@@ -93,7 +95,7 @@ def degraded_text(reference: str, donors: Sequence[str], *, avoid: Iterable[str]
         return None
 
     def build(start: int, donor: tuple[str, ...], at: int) -> str | None:
-        text = " ".join([*tokens[:start], *donor[at:at + span], *tokens[start + span:]])
+        text = " ".join([*tokens[:start], *donor[at : at + span], *tokens[start + span :]])
         return None if text in forbidden else text
 
     for _ in range(20):
@@ -150,8 +152,10 @@ def baseline_candidates_import(*, campaign: Campaign, path, system: str = "35") 
             missing = {"ref_id", "candidate"} - set(reader.fieldnames or ())
             if missing:
                 raise BatchError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-            rows = [(reader.line_num, r["ref_id"], (r.get("sys_id") or system).split(), (r["candidate"] or "").strip())
-                    for r in reader]
+            rows = [
+                (reader.line_num, r["ref_id"], (r.get("sys_id") or system).split(), (r["candidate"] or "").strip())
+                for r in reader
+            ]
         except UnicodeDecodeError as exc:
             line, reason = not_utf8_message(path, exc)
             raise BatchError(f"{path}:{line}: {reason}" if line else f"{path}: {reason}") from exc
@@ -218,8 +222,15 @@ def _is_degraded(candidate: Candidate) -> bool:
     return any(s.system == DEGRADED_SYSTEM for s in candidate.systems.all())
 
 
-def _plan(references: list[Reference], *, hit_size: int, attention_rate: float, rng: random.Random,
-          degraded_rate: float = 0.0, seed: int = 0) -> list[tuple[Reference, list[Candidate], bool, str | None]]:
+def _plan(
+    references: list[Reference],
+    *,
+    hit_size: int,
+    attention_rate: float,
+    rng: random.Random,
+    degraded_rate: float = 0.0,
+    seed: int = 0,
+) -> list[tuple[Reference, list[Candidate], bool, str | None]]:
     """(reference, real candidates, has_attention_check, degraded text or None) per HIT, checks spread."""
     pools: list[tuple[Reference, list[Candidate]]] = []
     texts: dict[int, set[str]] = {}
@@ -233,8 +244,12 @@ def _plan(references: list[Reference], *, hit_size: int, attention_rate: float, 
     donors = [ref.text for ref in references]
 
     def degraded_for(ref: Reference) -> str | None:
-        return degraded_text(ref.text, [d for d in donors if d != ref.text], avoid=texts[ref.pk],
-                             rng=random.Random(f"degraded:{seed}:{ref.ref_id}"))
+        return degraded_text(
+            ref.text,
+            [d for d in donors if d != ref.text],
+            avoid=texts[ref.pk],
+            rng=random.Random(f"degraded:{seed}:{ref.ref_id}"),
+        )
 
     plan: list[tuple[Reference, list[Candidate], bool, str | None]] = []
     # carried shares of a check: spread exactly rate x HITs over the batch; the degraded share runs half a
@@ -263,10 +278,22 @@ def _plan(references: list[Reference], *, hit_size: int, attention_rate: float, 
     return [plan[i] for i in order]
 
 
-def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100,
-                     lengths=LENGTH_BUCKETS, assignments: int = 3, attention_rate: float = 0.1, seed: int = 0,
-                     baseline=None, baseline_system: str = "35", hit_size: int = HIT_SIZE, label: str = "",
-                     settings: dict | None = None, degraded_rate: float | None = None) -> Batch:
+def hit_batch_create(
+    *,
+    campaign: Campaign,
+    provider: str,
+    per_length: int = 100,
+    lengths=LENGTH_BUCKETS,
+    assignments: int = 3,
+    attention_rate: float = 0.1,
+    seed: int = 0,
+    baseline=None,
+    baseline_system: str = "35",
+    hit_size: int = HIT_SIZE,
+    label: str = "",
+    settings: dict | None = None,
+    degraded_rate: float | None = None,
+) -> Batch:
     """Build a draft batch of HITs from the campaign's sample (see the module docstring).
 
     ``provider``: local | mturk-sandbox | mturk. ``baseline``: an optional TSV of baseline outputs added to
@@ -278,12 +305,16 @@ def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100
     settings = batch_settings_check(settings)
     given = settings.get("degraded_rate")
     if degraded_rate is not None and given is not None and float(degraded_rate) != given:
-        raise BatchError(f"--degraded-rate {degraded_rate} and batch setting 'degraded_rate' {given} disagree: "
-                         "give one")
+        raise BatchError(
+            f"--degraded-rate {degraded_rate} and batch setting 'degraded_rate' {given} disagree: give one"
+        )
     if degraded_rate is None:
         degraded_rate = DEFAULT_DEGRADED_RATE if given is None else given
-    if (isinstance(degraded_rate, bool) or not isinstance(degraded_rate, (int, float))
-            or not 0.0 <= degraded_rate <= 1.0):
+    if (
+        isinstance(degraded_rate, bool)
+        or not isinstance(degraded_rate, (int, float))
+        or not 0.0 <= degraded_rate <= 1.0
+    ):
         raise BatchError("--degraded-rate must be between 0 and 1")
     if per_length < 1:
         raise BatchError("--per-length must be at least 1")
@@ -301,24 +332,39 @@ def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100
         baseline_candidates_import(campaign=campaign, path=baseline, system=baseline_system)
     rng = random.Random(seed)
     references = _sample_references(campaign, lengths, per_length, rng)
-    plan = _plan(references, hit_size=hit_size, attention_rate=attention_rate, rng=rng,
-                 degraded_rate=float(degraded_rate), seed=seed)
+    plan = _plan(
+        references,
+        hit_size=hit_size,
+        attention_rate=attention_rate,
+        rng=rng,
+        degraded_rate=float(degraded_rate),
+        seed=seed,
+    )
     if not plan:
-        raise BatchError(f"campaign {campaign.name!r} has no candidates in length buckets "
-                         f"{', '.join(map(str, lengths))}")
+        raise BatchError(
+            f"campaign {campaign.name!r} has no candidates in length buckets {', '.join(map(str, lengths))}"
+        )
     batch_settings = {
         "assignment_duration_s": DEFAULT_ASSIGNMENT_DURATION_S,
-        **(settings or {}), **provider_settings,
-        "per_length": per_length, "lengths": list(lengths), "assignments": assignments,
-        "attention_rate": attention_rate, "degraded_rate": float(degraded_rate), "seed": seed, "hit_size": hit_size,
+        **(settings or {}),
+        **provider_settings,
+        "per_length": per_length,
+        "lengths": list(lengths),
+        "assignments": assignments,
+        "attention_rate": attention_rate,
+        "degraded_rate": float(degraded_rate),
+        "seed": seed,
+        "hit_size": hit_size,
     }
     with transaction.atomic():
-        batch = Batch.objects.create(campaign=campaign, provider=provider_name, label=label,
-                                     settings=batch_settings, status=BatchStatus.DRAFT)
+        batch = Batch.objects.create(
+            campaign=campaign, provider=provider_name, label=label, settings=batch_settings, status=BatchStatus.DRAFT
+        )
         copies = {ref.pk: attention_copy(ref) for ref, _, attention, _ in plan if attention}
         degraded = {ref.pk: degraded_copy(ref, text) for ref, _, _, text in plan if text is not None}
-        hits = Hit.objects.bulk_create([Hit(batch=batch, reference=ref, max_assignments=assignments)
-                                        for ref, _, _, _ in plan])
+        hits = Hit.objects.bulk_create(
+            [Hit(batch=batch, reference=ref, max_assignments=assignments) for ref, _, _, _ in plan]
+        )
         items: list[HitItem] = []
         for hit, (ref, cands, attention, text) in zip(hits, plan):
             shown = list(cands)
@@ -326,9 +372,16 @@ def hit_batch_create(*, campaign: Campaign, provider: str, per_length: int = 100
                 shown.insert(rng.randrange(len(shown) + 1), copies[ref.pk])
             if text is not None:
                 shown.insert(rng.randrange(len(shown) + 1), degraded[ref.pk])
-            items.extend(HitItem(hit=hit, candidate=c, position=i, is_attention_check=attention and c == copies[ref.pk],
-                                 is_degraded_check=text is not None and c == degraded[ref.pk])
-                         for i, c in enumerate(shown))
+            items.extend(
+                HitItem(
+                    hit=hit,
+                    candidate=c,
+                    position=i,
+                    is_attention_check=attention and c == copies[ref.pk],
+                    is_degraded_check=text is not None and c == degraded[ref.pk],
+                )
+                for i, c in enumerate(shown)
+            )
         HitItem.objects.bulk_create(items, batch_size=1000)
     return batch
 
@@ -351,4 +404,3 @@ def batch_publish(*, batch: Batch) -> dict:
         Batch.objects.filter(pk=batch.pk).update(status=BatchStatus.PUBLISHED)
         batch.status = BatchStatus.PUBLISHED
     return report
-

@@ -5,6 +5,7 @@ annotation hooks in when the app is ready (:func:`register_generation_hooks`) --
 the ``generate`` job's finishing transaction (so ``generate --wait`` reports it), takes the resource's name
 (so that name is refused up front), and the resource admin links to it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,26 +26,55 @@ def campaign_from_sample(job: Job, chunks: list[JobChunk], *, name: str) -> Camp
     params = job.params
     buckets = {r["i"]: r["bucket"] for c in chunks for r in c.params["references"]}
     with transaction.atomic():
-        campaign, _ = Campaign.objects.get_or_create(job=job, defaults={
-            "name": name, "description": (
-                f"evaluation sample of corpus {Corpus.objects.get(pk=params['corpus']).name}: up to "
-                f"{params['sample_per_length']} references per length {params['lengths']}, systems "
-                f"{', '.join(map(str, params['systems']))}, model {params['model']}")})
+        campaign, _ = Campaign.objects.get_or_create(
+            job=job,
+            defaults={
+                "name": name,
+                "description": (
+                    f"evaluation sample of corpus {Corpus.objects.get(pk=params['corpus']).name}: up to "
+                    f"{params['sample_per_length']} references per length {params['lengths']}, systems "
+                    f"{', '.join(map(str, params['systems']))}, model {params['model']}"
+                ),
+            },
+        )
         records = [r for c in chunks for r in read_jsonl_gz(c.result["key"])]
         Reference.objects.bulk_create(
-            [Reference(campaign=campaign, ref_id=str(r["ref_index"]), text=r["reference"],
-                       length_bucket=buckets[r["ref_index"]],
-                       extra={"source": r["source"], "length": r["length"], "ref_index": r["ref_index"]})
-             for r in records], ignore_conflicts=True)
+            [
+                Reference(
+                    campaign=campaign,
+                    ref_id=str(r["ref_index"]),
+                    text=r["reference"],
+                    length_bucket=buckets[r["ref_index"]],
+                    extra={"source": r["source"], "length": r["length"], "ref_index": r["ref_index"]},
+                )
+                for r in records
+            ],
+            ignore_conflicts=True,
+        )
         refs = {x.ref_id: x for x in campaign.references.all()}
         Candidate.objects.bulk_create(
-            [Candidate(reference=refs[str(r["ref_index"])], text=c["text"], nll=c["nll"])
-             for r in records for c in r["candidates"]], ignore_conflicts=True)
-        ids = {(ref_id, text): pk for pk, ref_id, text in
-               Candidate.objects.filter(reference__campaign=campaign).values_list("pk", "reference__ref_id", "text")}
+            [
+                Candidate(reference=refs[str(r["ref_index"])], text=c["text"], nll=c["nll"])
+                for r in records
+                for c in r["candidates"]
+            ],
+            ignore_conflicts=True,
+        )
+        ids = {
+            (ref_id, text): pk
+            for pk, ref_id, text in Candidate.objects.filter(reference__campaign=campaign).values_list(
+                "pk", "reference__ref_id", "text"
+            )
+        }
         CandidateSystem.objects.bulk_create(
-            [CandidateSystem(candidate_id=ids[(str(r["ref_index"]), c["text"])], system=s)
-             for r in records for c in r["candidates"] for s in c["systems"]], ignore_conflicts=True)
+            [
+                CandidateSystem(candidate_id=ids[(str(r["ref_index"]), c["text"])], system=s)
+                for r in records
+                for c in r["candidates"]
+                for s in c["systems"]
+            ],
+            ignore_conflicts=True,
+        )
     return campaign
 
 
@@ -69,8 +99,9 @@ def sample_campaign_link(resource: Resource) -> str | None:
     if campaign is None:
         return None
     try:
-        return format_html('<a href="{}">{}</a>', reverse("admin:annotation_campaign_change", args=[campaign.pk]),
-                           campaign.name)
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:annotation_campaign_change", args=[campaign.pk]), campaign.name
+        )
     except NoReverseMatch:
         return campaign.name
 

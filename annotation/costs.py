@@ -14,6 +14,7 @@ Rules (the README's dashboard section states the same):
 * Bonuses are their recorded amounts (``Bonus``), sent (confirmed by the provider) or not yet, without
   the platform's fee on them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -90,14 +91,26 @@ def campaign_batch_costs(campaign: Campaign) -> list[BatchCost]:
         estimate, currency, note = _estimate(batch)
         bonuses = Bonus.objects.filter(assignment__hit__batch=batch).aggregate(
             sent=Sum("amount_usd", filter=Q(sent_at__isnull=False)),
-            pending=Sum("amount_usd", filter=Q(sent_at__isnull=True)))
-        rows.append(BatchCost(
-            batch=batch.pk, label=batch.label or f"batch {batch.pk}", provider=batch.provider
-            + (" sandbox" if (batch.settings or {}).get("sandbox") else ""), status=batch.status, currency=currency,
-            slots=slots, approved=counts["approved"], awaiting=counts["awaiting"], estimate=estimate,
-            spent=_share(estimate, counts["approved"], slots), awaiting_cost=_share(estimate, counts["awaiting"], slots),
-            bonuses_sent=(bonuses["sent"] or ZERO).quantize(CENT), bonuses_pending=(bonuses["pending"] or ZERO).quantize(CENT),
-            note=note))
+            pending=Sum("amount_usd", filter=Q(sent_at__isnull=True)),
+        )
+        rows.append(
+            BatchCost(
+                batch=batch.pk,
+                label=batch.label or f"batch {batch.pk}",
+                provider=batch.provider + (" sandbox" if (batch.settings or {}).get("sandbox") else ""),
+                status=batch.status,
+                currency=currency,
+                slots=slots,
+                approved=counts["approved"],
+                awaiting=counts["awaiting"],
+                estimate=estimate,
+                spent=_share(estimate, counts["approved"], slots),
+                awaiting_cost=_share(estimate, counts["awaiting"], slots),
+                bonuses_sent=(bonuses["sent"] or ZERO).quantize(CENT),
+                bonuses_pending=(bonuses["pending"] or ZERO).quantize(CENT),
+                note=note,
+            )
+        )
     return rows
 
 
@@ -105,4 +118,5 @@ def batch_assignment_counts(batch: Batch) -> dict[str, int]:
     """{"approved", "awaiting"}: the batch's paid assignments, and those submitted and not flagged."""
     return Assignment.objects.filter(hit__batch=batch).aggregate(
         approved=Count("id", filter=Q(status=AssignmentStatus.APPROVED)),
-        awaiting=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED) & ~Q(verification=Verification.FLAGGED)))
+        awaiting=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED) & ~Q(verification=Verification.FLAGGED)),
+    )

@@ -4,6 +4,7 @@ platform (the provider's ``sync``: verification of stored submissions, statuses,
 One batch's failure (the platform down, credentials revoked) is logged and reported, and never stops the
 others: the next beat run tries again, and a sync is safe to repeat.
 """
+
 from __future__ import annotations
 
 import logging

@@ -15,6 +15,7 @@ a score of -0.5 stays the number -0.5. Only text is touched, so a comment ``-1``
 text). Files read by programs (release TSVs, import files) must not use this: the quote would become part
 of the data.
 """
+
 from __future__ import annotations
 
 import csv

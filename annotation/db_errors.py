@@ -14,6 +14,7 @@ A dropped or refused connection (the database restarting, a failover) raises ``O
 ``InterfaceError`` inside the view; the view's transaction has rolled back, so the same request can be
 sent again safely (submissions are idempotent on their assignment id). Django drops the broken
 connection when the request finishes (``close_old_connections``), so the next request reconnects."""
+
 from __future__ import annotations
 
 import logging
@@ -52,8 +53,11 @@ def _first_message(errors) -> str:
 def error_body(exc: exceptions.APIException) -> dict:
     """``{"detail": str, "code": str}`` for a DRF error (validation errors add ``"errors"``)."""
     if isinstance(exc.detail, (list, dict)):
-        return {"detail": _first_message(exc.detail), "code": exceptions.ValidationError.default_code,
-                "errors": exc.detail}
+        return {
+            "detail": _first_message(exc.detail),
+            "code": exceptions.ValidationError.default_code,
+            "errors": exc.detail,
+        }
     return {"detail": str(exc.detail), "code": str(getattr(exc.detail, "code", None) or exc.default_code)}
 
 
@@ -63,8 +67,7 @@ def api_exception_handler(exc, context):
     if isinstance(exc, (OperationalError, InterfaceError)):
         log.warning("database unavailable during %s: %s", context.get("view").__class__.__name__, exc)
         set_rollback()
-        return Response(DATABASE_UNAVAILABLE, status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                        headers={"Retry-After": "1"})
+        return Response(DATABASE_UNAVAILABLE, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "1"})
     if isinstance(exc, RequestDataTooBig):  # read by request.data (the throttle, the view): Django's 400 is HTML
         set_rollback()
         return Response(REQUEST_TOO_LARGE, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)

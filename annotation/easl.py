@@ -13,6 +13,7 @@ own mean and deviation (as WMT's direct assessment does), averaged per item.
 
 Plain functions over plain data (no Django): ``easl_rounds.py`` maps them onto batches.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,8 +61,9 @@ class BetaPosterior:
         return self.a * self.b / (total * total * (total + 1.0))
 
 
-def posteriors_from_scores(scores: Mapping[Hashable, Iterable[float | None]],
-                           items: Iterable[Hashable] = ()) -> dict[Hashable, BetaPosterior]:
+def posteriors_from_scores(
+    scores: Mapping[Hashable, Iterable[float | None]], items: Iterable[Hashable] = ()
+) -> dict[Hashable, BetaPosterior]:
     """Posterior of every item (``items`` adds ones with no judgment yet, at Beta(1, 1))."""
     out = {item: BetaPosterior() for item in items}
     for item, values in scores.items():
@@ -87,8 +89,9 @@ class HitPlan:
     anchor: Hashable | None = None
 
 
-def first_round(groups: Mapping[Hashable, Sequence[Hashable]], *, items_per_hit: int = DEFAULT_ITEMS_PER_HIT,
-                seed: int = 0) -> list[HitPlan]:
+def first_round(
+    groups: Mapping[Hashable, Sequence[Hashable]], *, items_per_hit: int = DEFAULT_ITEMS_PER_HIT, seed: int = 0
+) -> list[HitPlan]:
     """Every item exactly once, in HITs of one group, sizes as even as possible (7 -> 4 + 3)."""
     rng = random.Random(seed)
     plans = []
@@ -118,9 +121,15 @@ def _weighted_sample(rng: random.Random, population: list, weights: list[float],
     return chosen
 
 
-def next_round(groups: Mapping[Hashable, Sequence[Hashable]], posteriors: Mapping[Hashable, BetaPosterior], *,
-               n_hits: int, items_per_hit: int = DEFAULT_ITEMS_PER_HIT, g: float = DEFAULT_G,
-               seed: int = 0) -> list[HitPlan]:
+def next_round(
+    groups: Mapping[Hashable, Sequence[Hashable]],
+    posteriors: Mapping[Hashable, BetaPosterior],
+    *,
+    n_hits: int,
+    items_per_hit: int = DEFAULT_ITEMS_PER_HIT,
+    g: float = DEFAULT_G,
+    seed: int = 0,
+) -> list[HitPlan]:
     """``n_hits`` HITs: the highest-variance items as anchors (ties broken at random), each with partners
     of its own group drawn without replacement with probability proportional to match quality."""
     rng = random.Random(seed)
@@ -129,20 +138,33 @@ def next_round(groups: Mapping[Hashable, Sequence[Hashable]], posteriors: Mappin
     rng.shuffle(ranked)
     ranked.sort(key=lambda item: posteriors.get(item, BetaPosterior()).variance, reverse=True)
     plans = []
-    for anchor in ranked[:max(0, n_hits)]:
+    for anchor in ranked[: max(0, n_hits)]:
         group = group_of[anchor]
         a = posteriors.get(anchor, BetaPosterior())
         others = [item for item in groups[group] if item != anchor]
-        weights = [match_quality(a.mode, a.variance, posteriors.get(o, BetaPosterior()).mode,
-                                 posteriors.get(o, BetaPosterior()).variance, g=g) for o in others]
+        weights = [
+            match_quality(
+                a.mode,
+                a.variance,
+                posteriors.get(o, BetaPosterior()).mode,
+                posteriors.get(o, BetaPosterior()).variance,
+                g=g,
+            )
+            for o in others
+        ]
         items = [anchor, *_weighted_sample(rng, others, weights, items_per_hit - 1)]
         rng.shuffle(items)
         plans.append(HitPlan(group=group, items=tuple(items), anchor=anchor))
     return plans
 
 
-def stopping_reason(posteriors: Mapping[Hashable, BetaPosterior], *, variance_threshold: float | None,
-                    judgments: int = 0, judgment_budget: int | None = None) -> str | None:
+def stopping_reason(
+    posteriors: Mapping[Hashable, BetaPosterior],
+    *,
+    variance_threshold: float | None,
+    judgments: int = 0,
+    judgment_budget: int | None = None,
+) -> str | None:
     """Why to stop collecting (None: go on): the budget is spent, or every variance is below the threshold."""
     if judgment_budget is not None and judgments >= judgment_budget:
         return f"judgment budget reached ({judgments} of {judgment_budget})"

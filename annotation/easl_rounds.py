@@ -9,6 +9,7 @@ round at the batch's ``attention_rate`` and ``degraded_rate``, spread over the r
 plain unpublished ``Hit`` rows, so the provider publishes them like any others (``mturk publish BATCH``;
 the local pool picks them up).
 """
+
 from __future__ import annotations
 
 import random
@@ -62,8 +63,9 @@ def easl_config(batch: Batch) -> dict:
 
 def _is_quality_control(candidate: Candidate, systems: set[str]) -> bool:
     """An attention copy or a degraded copy: shown to test the rater, never an item EASL estimates."""
-    return (DEGRADED_SYSTEM in systems
-            or is_attention_copy(text=candidate.text, reference_text=candidate.reference.text, systems=systems))
+    return DEGRADED_SYSTEM in systems or is_attention_copy(
+        text=candidate.text, reference_text=candidate.reference.text, systems=systems
+    )
 
 
 def batch_items(batch: Batch) -> dict[int, list[int]]:
@@ -71,8 +73,9 @@ def batch_items(batch: Batch) -> dict[int, list[int]]:
     ref_ids = set(batch.hits.values_list("reference_id", flat=True))
     refs = Reference.objects.filter(pk__in=ref_ids) if ref_ids else Reference.objects.filter(campaign=batch.campaign)
     systems: dict[int, set[str]] = defaultdict(set)
-    for cand_id, system in CandidateSystem.objects.filter(candidate__reference__in=refs).values_list("candidate_id",
-                                                                                                     "system"):
+    for cand_id, system in CandidateSystem.objects.filter(candidate__reference__in=refs).values_list(
+        "candidate_id", "system"
+    ):
         systems[cand_id].add(system)
     groups: dict[int, list[int]] = defaultdict(list)
     for cand in Candidate.objects.filter(reference__in=refs).select_related("reference").order_by("id"):
@@ -84,9 +87,13 @@ def batch_items(batch: Batch) -> dict[int, list[int]]:
 def batch_judgments(batch: Batch, items: set[int]) -> list[tuple[int, int, int | None]]:
     """(worker, candidate, score) of the batch's counted judgments: disqualified workers, rejected and
     not (yet) verified assignments left out."""
-    rows = (Judgment.objects.counted().filter(assignment__hit__batch=batch, candidate_id__in=items, worker__disqualified=False)
-            .exclude(assignment__status=AssignmentStatus.REJECTED)
-            .values_list("worker_id", "candidate_id", "score").order_by("id"))
+    rows = (
+        Judgment.objects.counted()
+        .filter(assignment__hit__batch=batch, candidate_id__in=items, worker__disqualified=False)
+        .exclude(assignment__status=AssignmentStatus.REJECTED)
+        .values_list("worker_id", "candidate_id", "score")
+        .order_by("id")
+    )
     return list(rows)
 
 
@@ -105,11 +112,24 @@ def easl_status(*, batch: Batch) -> dict:
     config = easl_config(batch)
     _, posteriors, judgments = _posteriors(batch)
     rounds = _rounds(batch)
-    reason = easl.stopping_reason(posteriors, variance_threshold=config["variance_threshold"], judgments=judgments,
-                                  judgment_budget=config["judgment_budget"]) if rounds else None
-    return {"batch": batch.pk, "rounds": len(rounds), "items": len(posteriors), "judgments": judgments,
-            "max_variance": round(max((p.variance for p in posteriors.values()), default=0.0), 6),
-            "stop_reason": reason}
+    reason = (
+        easl.stopping_reason(
+            posteriors,
+            variance_threshold=config["variance_threshold"],
+            judgments=judgments,
+            judgment_budget=config["judgment_budget"],
+        )
+        if rounds
+        else None
+    )
+    return {
+        "batch": batch.pk,
+        "rounds": len(rounds),
+        "items": len(posteriors),
+        "judgments": judgments,
+        "max_variance": round(max((p.variance for p in posteriors.values()), default=0.0), 6),
+        "stop_reason": reason,
+    }
 
 
 def _rounds(batch: Batch) -> list[list[int]]:
@@ -123,7 +143,8 @@ def _rounds(batch: Batch) -> list[list[int]]:
 def _round_finished(hit_ids: list[int]) -> bool:
     now = timezone.now()
     hits = Hit.objects.filter(pk__in=hit_ids).annotate(
-        done=Count("assignments", filter=Q(assignments__status__in=JUDGED_STATUSES)))
+        done=Count("assignments", filter=Q(assignments__status__in=JUDGED_STATUSES))
+    )
     return all(h.done >= h.max_assignments or (h.expires_at is not None and h.expires_at <= now) for h in hits)
 
 
@@ -141,8 +162,12 @@ def easl_round_create(*, batch: Batch, seed: int | None = None, force: bool = Fa
     rounds = _rounds(batch)
     if rounds and not force and not _round_finished(rounds[-1]):
         raise EaslError(f"round {len(rounds) - 1} of batch {batch.pk} still has HITs waiting for assignments")
-    if rounds and easl.stopping_reason(posteriors, variance_threshold=config["variance_threshold"],
-                                       judgments=judgments, judgment_budget=config["judgment_budget"]):
+    if rounds and easl.stopping_reason(
+        posteriors,
+        variance_threshold=config["variance_threshold"],
+        judgments=judgments,
+        judgment_budget=config["judgment_budget"],
+    ):
         return None
     per_hit = int(config["items_per_hit"])
     seed = int(seed if seed is not None else len(rounds))
@@ -156,13 +181,20 @@ def easl_round_create(*, batch: Batch, seed: int | None = None, force: bool = Fa
             n_hits = min(n_hits, left // per_hit)
             if n_hits == 0:
                 n_hits, per_hit = 1, max(1, left)
-        plans = easl.next_round(groups, posteriors, n_hits=int(n_hits), items_per_hit=per_hit,
-                                g=float(config["g"]), seed=seed)
+        plans = easl.next_round(
+            groups, posteriors, n_hits=int(n_hits), items_per_hit=per_hit, g=float(config["g"]), seed=seed
+        )
     number = (batch.hits.aggregate(last=Max("round"))["last"] + 1) if rounds else 0
     hit_ids = _create_hits(batch, plans, config=config, seed=seed, number=number)
-    return {"batch": batch.pk, "round": number, "hits": len(hit_ids), "hit_ids": hit_ids,
-            "items": sum(len(p.items) for p in plans), "judgments": judgments,
-            "max_variance": round(max((p.variance for p in posteriors.values()), default=0.0), 6)}
+    return {
+        "batch": batch.pk,
+        "round": number,
+        "hits": len(hit_ids),
+        "hit_ids": hit_ids,
+        "items": sum(len(p.items) for p in plans),
+        "judgments": judgments,
+        "max_variance": round(max((p.variance for p in posteriors.values()), default=0.0), 6),
+    }
 
 
 def _degraded_texts(batch: Batch, references: dict[int, Reference], *, seed: int, number: int):
@@ -171,16 +203,25 @@ def _degraded_texts(batch: Batch, references: dict[int, Reference], *, seed: int
     ref_ids = set(batch.hits.values_list("reference_id", flat=True)) | set(references)
     donors = list(Reference.objects.filter(pk__in=ref_ids).values_list("text", flat=True))
     avoid: dict[int, set[str]] = defaultdict(set)
-    degraded = set(CandidateSystem.objects.filter(candidate__reference__in=list(references), system=DEGRADED_SYSTEM)
-                   .values_list("candidate_id", flat=True))
-    for pk, ref_id, text in Candidate.objects.filter(reference__in=list(references)).values_list("pk", "reference_id",
-                                                                                              "text"):
+    degraded = set(
+        CandidateSystem.objects.filter(candidate__reference__in=list(references), system=DEGRADED_SYSTEM).values_list(
+            "candidate_id", flat=True
+        )
+    )
+    for pk, ref_id, text in Candidate.objects.filter(reference__in=list(references)).values_list(
+        "pk", "reference_id", "text"
+    ):
         if pk not in degraded:
             avoid[ref_id].add(text)
 
     def text_for(ref: Reference) -> str | None:
-        return degraded_text(ref.text, [d for d in donors if d != ref.text], avoid=avoid[ref.pk],
-                             rng=random.Random(f"degraded:{batch.pk}:{seed}:{number}:{ref.ref_id}"))
+        return degraded_text(
+            ref.text,
+            [d for d in donors if d != ref.text],
+            avoid=avoid[ref.pk],
+            rng=random.Random(f"degraded:{batch.pk}:{seed}:{number}:{ref.ref_id}"),
+        )
+
     return text_for
 
 
@@ -192,8 +233,11 @@ def _create_hits(batch: Batch, plans: list[easl.HitPlan], *, config: dict, seed:
     settings = batch.settings or {}
     rate = float(settings.get("attention_rate", 0.1))
     try:
-        degraded_rate = (rate_check("degraded_rate", settings["degraded_rate"])
-                         if settings.get("degraded_rate") is not None else DEFAULT_DEGRADED_RATE)
+        degraded_rate = (
+            rate_check("degraded_rate", settings["degraded_rate"])
+            if settings.get("degraded_rate") is not None
+            else DEFAULT_DEGRADED_RATE
+        )
     except BatchSettingsError as exc:
         raise EaslError(f"batch {batch.pk}: {exc}") from exc
     references = Reference.objects.in_bulk({p.group for p in plans})
@@ -234,11 +278,23 @@ def _create_hits(batch: Batch, plans: list[easl.HitPlan], *, config: dict, seed:
         hit_ids = []
         for index in spread_order([any(check for _, check in items) for _, items in shown], rng):
             plan, items = shown[index]
-            hit = Hit.objects.create(batch=locked, reference=references[plan.group], round=number,
-                                     max_assignments=int(config["assignments_per_hit"]))
-            HitItem.objects.bulk_create([HitItem(hit=hit, candidate_id=cand, position=pos,
-                                                 is_attention_check=check == "attention",
-                                                 is_degraded_check=check == "degraded")
-                                         for pos, (cand, check) in enumerate(items)])
+            hit = Hit.objects.create(
+                batch=locked,
+                reference=references[plan.group],
+                round=number,
+                max_assignments=int(config["assignments_per_hit"]),
+            )
+            HitItem.objects.bulk_create(
+                [
+                    HitItem(
+                        hit=hit,
+                        candidate_id=cand,
+                        position=pos,
+                        is_attention_check=check == "attention",
+                        is_degraded_check=check == "degraded",
+                    )
+                    for pos, (cand, check) in enumerate(items)
+                ]
+            )
             hit_ids.append(hit.pk)
     return hit_ids

@@ -11,6 +11,7 @@ Only submitted, approved and rejected assignments are written. The file is opene
 holds text from workers and corpora, so it is written by ``annotation.csv_safety`` (no text cell becomes
 a formula; text cells quoted, numbers as numbers).
 """
+
 from __future__ import annotations
 
 from typing import TextIO
@@ -28,11 +29,23 @@ def _iso(value) -> str:
 
 def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
     """Write the CSV to ``out``; returns the number of assignment rows."""
-    hits = {h.pk: h for h in Hit.objects.filter(batch=batch).select_related("reference")
-            .prefetch_related("items__candidate")}
+    hits = {
+        h.pk: h
+        for h in Hit.objects.filter(batch=batch).select_related("reference").prefetch_related("items__candidate")
+    }
     width = max((len(h.items.all()) for h in hits.values()), default=0)
-    header = ["HITId", "InternalHITId", "AssignmentId", "WorkerId", "AssignmentStatus", "AcceptTime", "SubmitTime",
-              "WorkTimeInSeconds", "Input.ref_id", "Input.reference"]
+    header = [
+        "HITId",
+        "InternalHITId",
+        "AssignmentId",
+        "WorkerId",
+        "AssignmentStatus",
+        "AcceptTime",
+        "SubmitTime",
+        "WorkTimeInSeconds",
+        "Input.ref_id",
+        "Input.reference",
+    ]
     for k in range(1, width + 1):
         header += [f"Input.cand{k}_id", f"Input.cand{k}", f"Input.cand{k}_attention", f"Input.cand{k}_degraded"]
     for k in range(1, width + 1):
@@ -41,20 +54,36 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
     writer = spreadsheet_csv_writer(out, lineterminator="\n")
     writer.writerow(header)
     rows = 0
-    assignments = (Assignment.objects.filter(hit__batch=batch, status__in=SUBMITTED_STATUSES)
-                   .select_related("worker").prefetch_related("judgments").order_by("hit_id", "id"))
+    assignments = (
+        Assignment.objects.filter(hit__batch=batch, status__in=SUBMITTED_STATUSES)
+        .select_related("worker")
+        .prefetch_related("judgments")
+        .order_by("hit_id", "id")
+    )
     for a in assignments:
         hit = hits[a.hit_id]
         items = list(hit.items.all())
         given = {j.candidate_id: j for j in a.judgments.all()}
         seconds = int((a.submitted_at - a.accepted_at).total_seconds()) if a.submitted_at and a.accepted_at else ""
-        row = [hit.external_hit_id or hit.pk, hit.pk, visible_id(a.external_assignment_id),
-               visible_id(a.worker.external_id), a.status,
-               _iso(a.accepted_at), _iso(a.submitted_at), seconds, hit.reference.ref_id, hit.reference.text]
+        row = [
+            hit.external_hit_id or hit.pk,
+            hit.pk,
+            visible_id(a.external_assignment_id),
+            visible_id(a.worker.external_id),
+            a.status,
+            _iso(a.accepted_at),
+            _iso(a.submitted_at),
+            seconds,
+            hit.reference.ref_id,
+            hit.reference.text,
+        ]
         for k in range(width):
             item = items[k] if k < len(items) else None
-            row += ([item.candidate_id, item.candidate.text, int(item.is_attention_check), int(item.is_degraded_check)]
-                    if item else ["", "", "", ""])
+            row += (
+                [item.candidate_id, item.candidate.text, int(item.is_attention_check), int(item.is_degraded_check)]
+                if item
+                else ["", "", "", ""]
+            )
         for k in range(width):
             j = given.get(items[k].candidate_id) if k < len(items) else None
             row += ["" if j is None or j.score is None else j.score, "" if j is None else j.fluency]

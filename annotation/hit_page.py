@@ -12,6 +12,7 @@ Two parts, because they change at different speeds:
   remembered, keyed by the HIT's id *and* creation time so a reused id (a test database rolled back)
   never shows another HIT's sentences.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,8 +57,9 @@ def _col(model, field: str) -> str:
 @lru_cache(maxsize=4)
 def _facts_sql(vendor: str) -> str:
     """The statement (built from the models' names, once per database vendor)."""
-    hit, batch, assignment, worker, judgment, item = (_table(m) for m in (Hit, Batch, Assignment, Worker, Judgment,
-                                                                          HitItem))
+    hit, batch, assignment, worker, judgment, item = (
+        _table(m) for m in (Hit, Batch, Assignment, Worker, Judgment, HitItem)
+    )
     h, b, a, aw, w = "h", "b", "a", "aw", "w"
     return (
         f"SELECT {h}.{_col(Hit, 'id')}, {h}.{_col(Hit, 'external_hit_id')}, {h}.{_col(Hit, 'created_at')}, "
@@ -97,15 +99,36 @@ def hit_page_facts(*, hit_id: int, assignment_id: str, worker_id: str) -> HitPag
         row = cursor.fetchone()
     if row is None:
         return None
-    (pk, external_hit_id, created_at, expires_at, batch_status, provider, a_status, a_hit, a_worker, a_user,
-     w_pk, w_disqualified, judged) = row
+    (
+        pk,
+        external_hit_id,
+        created_at,
+        expires_at,
+        batch_status,
+        provider,
+        a_status,
+        a_hit,
+        a_worker,
+        a_user,
+        w_pk,
+        w_disqualified,
+        judged,
+    ) = row
     return HitPageFacts(
-        hit_id=pk, external_hit_id=external_hit_id,
+        hit_id=pk,
+        external_hit_id=external_hit_id,
         created_at=_datetime(created_at, Hit._meta.get_field("created_at")),
         expires_at=_datetime(expires_at, Hit._meta.get_field("expires_at")),
-        batch_status=batch_status, provider=provider, assignment_status=a_status, assignment_hit_id=a_hit,
-        assignment_worker_external_id=a_worker, assignment_worker_user_id=a_user, worker_exists=w_pk is not None,
-        worker_disqualified=bool(w_disqualified), worker_has_judged=bool(judged))
+        batch_status=batch_status,
+        provider=provider,
+        assignment_status=a_status,
+        assignment_hit_id=a_hit,
+        assignment_worker_external_id=a_worker,
+        assignment_worker_user_id=a_user,
+        worker_exists=w_pk is not None,
+        worker_disqualified=bool(w_disqualified),
+        worker_has_judged=bool(judged),
+    )
 
 
 def hit_content_html(facts: HitPageFacts) -> SafeString:
@@ -116,8 +139,10 @@ def hit_content_html(facts: HitPageFacts) -> SafeString:
 @lru_cache(maxsize=4096)
 def _content(hit_id: int, created_at: datetime) -> SafeString:
     hit = Hit.objects.select_related("reference").get(pk=hit_id)
-    items = [{"key": item_key(hit_id=hit.pk, candidate_id=item.candidate_id), "text": item.candidate.text}
-             for item in hit.items.select_related("candidate").order_by("position")]
+    items = [
+        {"key": item_key(hit_id=hit.pk, candidate_id=item.candidate_id), "text": item.candidate.text}
+        for item in hit.items.select_related("candidate").order_by("position")
+    ]
     return SafeString(render_to_string("annotation/hit_content.html", {"hit": hit, "items": items}))
 
 

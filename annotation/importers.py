@@ -27,6 +27,7 @@ Rules:
   matched by their keys; nothing is duplicated; a judgment whose score or fluency changed is updated.
   A reference already in the campaign with another text or length bucket is an error.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -83,9 +84,10 @@ def delimiter_check(delimiter: str | None) -> str | None:
     if delimiter is None:
         return None
     if not isinstance(delimiter, str) or len(delimiter) != 1:
-        raise ImportArgumentError(f"the delimiter must be exactly one character, got {delimiter!r} "
-                                  "(write \\t or tab for a tab)")
-    if delimiter in "\"\r\n":
+        raise ImportArgumentError(
+            f"the delimiter must be exactly one character, got {delimiter!r} (write \\t or tab for a tab)"
+        )
+    if delimiter in '"\r\n':
         raise ImportArgumentError(f"the delimiter cannot be {delimiter!r} (a quote or a line break)")
     return delimiter
 
@@ -100,7 +102,7 @@ def undecodable_line(path) -> tuple[int, str] | None:
         with open(path, "rb") as handle:
             for lineno, raw in enumerate(handle, start=1):
                 if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8):]
+                    raw = raw[len(codecs.BOM_UTF8) :]
                 try:
                     raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -174,7 +176,9 @@ def read_tsv(path, required: tuple[str, ...]):
                 continue
             fields = line.split("\t")
             if len(fields) != len(header):
-                raise ImportFormatError(path, lineno, f"expected {len(header)} tab-separated fields, found {len(fields)}")
+                raise ImportFormatError(
+                    path, lineno, f"expected {len(header)} tab-separated fields, found {len(fields)}"
+                )
             yield lineno, dict(zip(header, fields))
     finally:
         lines.close()
@@ -210,7 +214,9 @@ def parse_parabank_references(path) -> dict[str, dict]:
         if not ref_id:
             raise ImportFormatError(path, lineno, "empty ref_id")
         if ref_id in refs:
-            raise ImportFormatError(path, lineno, f"duplicate ref_id {ref_id!r} (first on line {refs[ref_id]['lineno']})")
+            raise ImportFormatError(
+                path, lineno, f"duplicate ref_id {ref_id!r} (first on line {refs[ref_id]['lineno']})"
+            )
         if not row["ref_sent"].strip():
             raise ImportFormatError(path, lineno, f"empty ref_sent for ref_id {ref_id!r}")
         bucket = _int(path, lineno, "ref_len", row["ref_len"], lo=1)
@@ -230,8 +236,9 @@ def _judgment_row(path, lineno, row: dict, refs: dict[str, dict], col: dict[str,
     if (row.get("length") or "").strip():
         ref_len = _int(path, lineno, col["length"], row["length"], lo=1)
         if ref_len != refs[ref_id]["length_bucket"]:
-            raise ImportFormatError(path, lineno, f"{col['length']} {ref_len} differs from the reference's "
-                                                  f"{refs[ref_id]['length_bucket']}")
+            raise ImportFormatError(
+                path, lineno, f"{col['length']} {ref_len} differs from the reference's {refs[ref_id]['length_bucket']}"
+            )
     worker = (row.get("worker") or "").strip()
     if not worker:
         raise ImportFormatError(path, lineno, f"empty {col['worker']}")
@@ -246,8 +253,12 @@ def _judgment_row(path, lineno, row: dict, refs: dict[str, dict], col: dict[str,
     if (row.get("score") or "").strip():
         score = _int(path, lineno, col["score"], row["score"], lo=0, hi=100)
     elif judgment_value_error(None, fluency):  # the N/A slider only for a nonsensical candidate
-        raise ImportFormatError(path, lineno, f"empty {col['score']} (N/A slider) but {col['fluency']} {fluency} "
-                                              f"(only a nonsensical candidate, {col['fluency']} 0, may have no score)")
+        raise ImportFormatError(
+            path,
+            lineno,
+            f"empty {col['score']} (N/A slider) but {col['fluency']} {fluency} "
+            f"(only a nonsensical candidate, {col['fluency']} 0, may have no score)",
+        )
     nll = None
     nll_text = (row.get("nll") or "").strip()
     if nll_text:
@@ -258,8 +269,16 @@ def _judgment_row(path, lineno, row: dict, refs: dict[str, dict], col: dict[str,
     return _Row(lineno, worker, ref_id, systems, text, nll, score, fluency)
 
 
-PARABANK_COLUMN_OF = {"worker": "worker_id_anon", "reference": "ref_id", "length": "ref_len", "systems": "sys_id",
-                      "candidate": "candidate", "nll": "NLL", "score": "human_score", "fluency": "gm"}
+PARABANK_COLUMN_OF = {
+    "worker": "worker_id_anon",
+    "reference": "ref_id",
+    "length": "ref_len",
+    "systems": "sys_id",
+    "candidate": "candidate",
+    "nll": "NLL",
+    "score": "human_score",
+    "fluency": "gm",
+}
 
 
 def parse_parabank_candidates(path, refs: dict[str, dict]) -> list[_Row]:
@@ -281,10 +300,14 @@ def import_parabank(*, campaign_name: str, references_path, candidates_path) -> 
         campaign, created = Campaign.objects.get_or_create(name=campaign_name)
         summary = ImportSummary(campaign=campaign.name, campaign_created=created, rows=len(rows))
         names = dict(campaign.settings.get("system_names") or {})
-        if (campaign.settings.get("source_format") != "parabank"
-                or any(names.get(k) != v for k, v in PARABANK_SYSTEM_NAMES.items())):
-            campaign.settings = {**campaign.settings, "source_format": "parabank",
-                                 "system_names": {**names, **PARABANK_SYSTEM_NAMES}}
+        if campaign.settings.get("source_format") != "parabank" or any(
+            names.get(k) != v for k, v in PARABANK_SYSTEM_NAMES.items()
+        ):
+            campaign.settings = {
+                **campaign.settings,
+                "source_format": "parabank",
+                "system_names": {**names, **PARABANK_SYSTEM_NAMES},
+            }
             campaign.save(update_fields=["settings"])
         _write(campaign, refs, rows, summary, references_path)
     return summary
@@ -296,10 +319,16 @@ def _write(campaign: Campaign, refs: dict, rows: list[_Row], summary: ImportSumm
     for ref_id, info in refs.items():
         have = existing.get(ref_id)
         if have is not None and (have.text != info["text"] or have.length_bucket != info["length_bucket"]):
-            raise ImportFormatError(references_path, info["lineno"], f"ref_id {ref_id!r} is already in campaign "
-                                    f"{campaign.name!r} with another text or length bucket")
-    new_refs = [Reference(campaign=campaign, ref_id=k, text=v["text"], length_bucket=v["length_bucket"], extra=v["extra"])
-                for k, v in refs.items() if k not in existing]
+            raise ImportFormatError(
+                references_path,
+                info["lineno"],
+                f"ref_id {ref_id!r} is already in campaign {campaign.name!r} with another text or length bucket",
+            )
+    new_refs = [
+        Reference(campaign=campaign, ref_id=k, text=v["text"], length_bucket=v["length_bucket"], extra=v["extra"])
+        for k, v in refs.items()
+        if k not in existing
+    ]
     Reference.objects.bulk_create(new_refs, batch_size=500)
     summary.references, summary.references_created = len(refs), len(new_refs)
     ref_pk = dict(Reference.objects.filter(campaign=campaign).values_list("ref_id", "pk"))
@@ -311,18 +340,31 @@ def _write(campaign: Campaign, refs: dict, rows: list[_Row], summary: ImportSumm
         entry["systems"].update(row.systems)
         if entry["nll"] is None:
             entry["nll"] = row.nll
-    cand_pk = {(r, t): pk for pk, r, t in Candidate.objects.filter(reference__campaign=campaign)
-               .values_list("pk", "reference_id", "text")}
-    new_cands = [Candidate(reference_id=r, text=t, nll=e["nll"]) for (r, t), e in merged.items() if (r, t) not in cand_pk]
+    cand_pk = {
+        (r, t): pk
+        for pk, r, t in Candidate.objects.filter(reference__campaign=campaign).values_list("pk", "reference_id", "text")
+    }
+    new_cands = [
+        Candidate(reference_id=r, text=t, nll=e["nll"]) for (r, t), e in merged.items() if (r, t) not in cand_pk
+    ]
     Candidate.objects.bulk_create(new_cands, batch_size=500)
     if new_cands:
-        cand_pk = {(r, t): pk for pk, r, t in Candidate.objects.filter(reference__campaign=campaign)
-                   .values_list("pk", "reference_id", "text")}
+        cand_pk = {
+            (r, t): pk
+            for pk, r, t in Candidate.objects.filter(reference__campaign=campaign).values_list(
+                "pk", "reference_id", "text"
+            )
+        }
     summary.candidates, summary.candidates_created = len(merged), len(new_cands)
-    have_systems = set(CandidateSystem.objects.filter(candidate__reference__campaign=campaign)
-                       .values_list("candidate_id", "system"))
-    new_systems = [CandidateSystem(candidate_id=cand_pk[key], system=s)
-                   for key, e in merged.items() for s in sorted(e["systems"]) if (cand_pk[key], s) not in have_systems]
+    have_systems = set(
+        CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list("candidate_id", "system")
+    )
+    new_systems = [
+        CandidateSystem(candidate_id=cand_pk[key], system=s)
+        for key, e in merged.items()
+        for s in sorted(e["systems"])
+        if (cand_pk[key], s) not in have_systems
+    ]
     CandidateSystem.objects.bulk_create(new_systems, batch_size=1000)
     summary.candidate_systems_created = len(new_systems)
 
@@ -353,9 +395,17 @@ def _write(campaign: Campaign, refs: dict, rows: list[_Row], summary: ImportSumm
     wanted = {aid: row.worker for row, aid, _ in placed}
     imported = Assignment.objects.filter(campaign=campaign, provider=Provider.IMPORT)
     assignment_pk = dict(imported.values_list("external_assignment_id", "pk"))
-    new_assignments = [Assignment(campaign=campaign, worker_id=worker_pk[ext[w]], provider=Provider.IMPORT,
-                                  external_assignment_id=aid, status=AssignmentStatus.IMPORTED)
-                       for aid, w in wanted.items() if aid not in assignment_pk]
+    new_assignments = [
+        Assignment(
+            campaign=campaign,
+            worker_id=worker_pk[ext[w]],
+            provider=Provider.IMPORT,
+            external_assignment_id=aid,
+            status=AssignmentStatus.IMPORTED,
+        )
+        for aid, w in wanted.items()
+        if aid not in assignment_pk
+    ]
     Assignment.objects.bulk_create(new_assignments, batch_size=500)
     if new_assignments:
         assignment_pk = dict(imported.values_list("external_assignment_id", "pk"))
@@ -368,8 +418,15 @@ def _write(campaign: Campaign, refs: dict, rows: list[_Row], summary: ImportSumm
         apk = assignment_pk[aid]
         have = existing_j.get((apk, cid))
         if have is None:
-            new_j.append(Judgment(assignment_id=apk, candidate_id=cid, worker_id=worker_pk[ext[row.worker]],
-                                  score=row.score, fluency=row.fluency))
+            new_j.append(
+                Judgment(
+                    assignment_id=apk,
+                    candidate_id=cid,
+                    worker_id=worker_pk[ext[row.worker]],
+                    score=row.score,
+                    fluency=row.fluency,
+                )
+            )
         elif have.score != row.score or have.fluency != row.fluency:
             have.score, have.fluency = row.score, row.fluency
             changed.append(have)
@@ -382,8 +439,7 @@ def _write(campaign: Campaign, refs: dict, rows: list[_Row], summary: ImportSumm
 
 # --- generic CSV / TSV ------------------------------------------------------------------------------
 
-GENERIC_FIELDS = ("worker", "reference", "reference_text", "length", "systems", "candidate", "nll", "score",
-                  "fluency")
+GENERIC_FIELDS = ("worker", "reference", "reference_text", "length", "systems", "candidate", "nll", "score", "fluency")
 GENERIC_REQUIRED = ("worker", "reference", "systems", "candidate", "score", "fluency")
 
 
@@ -404,8 +460,9 @@ def parse_mapping(spec: str) -> dict[str, str]:
     return mapping
 
 
-def import_generic(*, campaign_name: str, path, mapping: dict[str, str], references_path=None,
-                   delimiter: str | None = None) -> ImportSummary:
+def import_generic(
+    *, campaign_name: str, path, mapping: dict[str, str], references_path=None, delimiter: str | None = None
+) -> ImportSummary:
     """Import a headed CSV/TSV (quoted fields allowed), one judgment per row, whose columns ``mapping``
     names (fields: worker, reference, systems, candidate, score 0-100 or empty = N/A, fluency 0/1/2;
     optional reference_text, length, nll). References come from ``references_path`` (ParaBank ref.tsv
@@ -424,8 +481,9 @@ def import_generic(*, campaign_name: str, path, mapping: dict[str, str], referen
     existing = Campaign.objects.filter(name=campaign_name).first()
     if existing is not None:
         for ref in Reference.objects.filter(campaign=existing):
-            refs.setdefault(ref.ref_id, {"lineno": None, "text": ref.text, "length_bucket": ref.length_bucket,
-                                         "extra": ref.extra})
+            refs.setdefault(
+                ref.ref_id, {"lineno": None, "text": ref.text, "length_bucket": ref.length_bucket, "extra": ref.extra}
+            )
     if delimiter is None:
         delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     col = {f: mapping.get(f, f) for f in GENERIC_FIELDS}
@@ -452,12 +510,18 @@ def import_generic(*, campaign_name: str, path, mapping: dict[str, str], referen
                     if have is None:
                         if not (canonical.get("length") or "").strip():
                             raise ImportFormatError(path, lineno, f"new reference {ref_id!r} without a {col['length']}")
-                        refs[ref_id] = {"lineno": lineno, "text": ref_text,
-                                        "length_bucket": _int(path, lineno, col["length"], canonical["length"], lo=1),
-                                        "extra": {}}
+                        refs[ref_id] = {
+                            "lineno": lineno,
+                            "text": ref_text,
+                            "length_bucket": _int(path, lineno, col["length"], canonical["length"], lo=1),
+                            "extra": {},
+                        }
                     elif have["text"] != ref_text:
-                        raise ImportFormatError(path, lineno, f"{col['reference_text']} differs from reference "
-                                                              f"{ref_id!r}'s text {have['text']!r}")
+                        raise ImportFormatError(
+                            path,
+                            lineno,
+                            f"{col['reference_text']} differs from reference {ref_id!r}'s text {have['text']!r}",
+                        )
                 rows.append(_judgment_row(path, lineno, canonical, refs, col))
         except csv.Error as exc:
             raise ImportFormatError(path, reader.line_num, f"CSV error: {exc}") from exc
@@ -467,6 +531,11 @@ def import_generic(*, campaign_name: str, path, mapping: dict[str, str], referen
     with transaction.atomic():
         campaign, created = Campaign.objects.get_or_create(name=campaign_name)
         summary = ImportSummary(campaign=campaign.name, campaign_created=created, rows=len(rows))
-        _write(campaign, {k: v for k, v in refs.items() if k in used or v["lineno"] is not None}, rows, summary,
-               references_path or path)
+        _write(
+            campaign,
+            {k: v for k, v in refs.items() if k in used or v["lineno"] is not None},
+            rows,
+            summary,
+            references_path or path,
+        )
     return summary

@@ -12,6 +12,7 @@ by ``annotation.batches`` and served by the providers. A local annotator's taken
 an ``Assignment`` in status ``accepted`` with an ``expires_at``; it becomes ``submitted`` through the
 submission API, or ``expired`` (and its slot returns to the pool) through the beat task.
 """
+
 from __future__ import annotations
 
 import re
@@ -39,6 +40,8 @@ def attention_copy_q(prefix: str = "") -> Q:
     """``is_attention_copy`` as a filter on candidates (``prefix``: the path to the candidate, e.g.
     ``"candidate__"`` from judgments)."""
     return Q(**{f"{prefix}systems__system": ATTENTION_SYSTEM}) | Q(**{f"{prefix}text": F(f"{prefix}reference__text")})
+
+
 LENGTH_BUCKETS = (5, 10, 20, 40)
 
 CAMPAIGN_DEFAULTS = {
@@ -92,8 +95,14 @@ class Campaign(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     settings = models.JSONField(default=default_campaign_settings, blank=True)
-    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                            help_text="the job that produced the evaluated sample")
+    job = models.ForeignKey(
+        Job,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="the job that produced the evaluated sample",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -116,7 +125,9 @@ class Reference(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="references")
     ref_id = models.CharField(max_length=100, help_text="the reference's id in its corpus or release")
     text = models.TextField()
-    length_bucket = models.PositiveSmallIntegerField(db_index=True, help_text="5, 10, 20, 40 tokens (or the given ref_len)")
+    length_bucket = models.PositiveSmallIntegerField(
+        db_index=True, help_text="5, 10, 20, 40 tokens (or the given ref_len)"
+    )
     extra = models.JSONField(default=dict, blank=True, help_text="e.g. the source sentence, czeng_s")
 
     class Meta:
@@ -137,7 +148,9 @@ class Candidate(models.Model):
 
     class Meta:
         ordering = ["reference_id", "id"]
-        constraints = [models.UniqueConstraint(fields=["reference", "text"], name="unique_candidate_text_per_reference")]
+        constraints = [
+            models.UniqueConstraint(fields=["reference", "text"], name="unique_candidate_text_per_reference")
+        ]
 
     def __str__(self) -> str:
         return self.text[:80]
@@ -145,8 +158,9 @@ class Candidate(models.Model):
     @property
     def is_attention_copy(self) -> bool:
         """The reference itself (shown as an attention check): ``is_attention_copy``."""
-        return is_attention_copy(text=self.text, reference_text=self.reference.text,
-                                 systems=[s.system for s in self.systems.all()])
+        return is_attention_copy(
+            text=self.text, reference_text=self.reference.text, systems=[s.system for s in self.systems.all()]
+        )
 
 
 class CandidateSystem(models.Model):
@@ -169,8 +183,14 @@ class Worker(models.Model):
 
     external_id = models.CharField(max_length=200)
     provider = models.CharField(max_length=16, choices=Provider.choices)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="annotator_workers", help_text="for local annotators")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="annotator_workers",
+        help_text="for local annotators",
+    )
     disqualified = models.BooleanField(default=False, db_index=True)
     disqualified_reason = models.TextField(blank=True)
     disqualified_at = models.DateTimeField(null=True, blank=True)
@@ -200,11 +220,15 @@ class Batch(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="batches")
     provider = models.CharField(max_length=16, choices=Provider.choices)
     label = models.CharField(max_length=200, blank=True)
-    settings = models.JSONField(default=dict, blank=True,
-                                help_text="configuration, checked by annotation.batch_settings (its schema)")
-    provider_state = models.JSONField(default=dict, blank=True,
-                                      help_text="what the provider set up or learned (MTurk: HIT type, block "
-                                                "qualification, token nonce, missing assignments, last sync)")
+    settings = models.JSONField(
+        default=dict, blank=True, help_text="configuration, checked by annotation.batch_settings (its schema)"
+    )
+    provider_state = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="what the provider set up or learned (MTurk: HIT type, block "
+        "qualification, token nonce, missing assignments, last sync)",
+    )
     status = models.CharField(max_length=16, choices=BatchStatus.choices, default=BatchStatus.DRAFT, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -305,12 +329,19 @@ class Assignment(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     comment = models.TextField(blank=True)
     feedback = models.TextField(blank=True, help_text="what the worker was told on rejection")
-    status = models.CharField(max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.SUBMITTED,
-                              db_index=True)
-    verification = models.CharField(max_length=16, choices=Verification.choices, default=Verification.VERIFIED,
-                                    db_index=True, help_text="crowd submissions count only once verified")
-    verification_detail = models.JSONField(default=dict, blank=True,
-                                           help_text="why it was flagged: what the platform reported")
+    status = models.CharField(
+        max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.SUBMITTED, db_index=True
+    )
+    verification = models.CharField(
+        max_length=16,
+        choices=Verification.choices,
+        default=Verification.VERIFIED,
+        db_index=True,
+        help_text="crowd submissions count only once verified",
+    )
+    verification_detail = models.JSONField(
+        default=dict, blank=True, help_text="why it was flagged: what the platform reported"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = AssignmentQuerySet.as_manager()
@@ -318,11 +349,13 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["-id"]
         constraints = [
-            models.UniqueConstraint(fields=["provider", "external_assignment_id"],
-                                    name="unique_assignment_per_provider"),
+            models.UniqueConstraint(
+                fields=["provider", "external_assignment_id"], name="unique_assignment_per_provider"
+            ),
             # one open (taken, unsubmitted) assignment per annotator, however many requests race for one
-            models.UniqueConstraint(fields=["worker"], condition=Q(status="accepted"),
-                                    name="one_open_assignment_per_worker"),
+            models.UniqueConstraint(
+                fields=["worker"], condition=Q(status="accepted"), name="one_open_assignment_per_worker"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -346,10 +379,13 @@ class ProlificSession(models.Model):
     study_id = models.CharField(max_length=64, blank=True)
     outcome = models.CharField(max_length=16, choices=SessionOutcome.choices, default=SessionOutcome.OPEN)
     reason = models.TextField(blank=True, help_text="why the session failed the quality checks")
-    failed_attention = models.BooleanField(default=False, help_text="ParaBank's instructed attention check failed "
-                                                                    "(Prolific lets such a session be rejected)")
-    confirmed_at = models.DateTimeField(null=True, blank=True, help_text="when Prolific confirmed it as a running "
-                                                                         "submission of this participant")
+    failed_attention = models.BooleanField(
+        default=False,
+        help_text="ParaBank's instructed attention check failed (Prolific lets such a session be rejected)",
+    )
+    confirmed_at = models.DateTimeField(
+        null=True, blank=True, help_text="when Prolific confirmed it as a running submission of this participant"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 
@@ -380,14 +416,16 @@ def judgment_value_error(score, fluency) -> str | None:
     0 (nonsensical), 1 (meaningful but ungrammatical) or 2 (meaningful and grammatical); the score is an
     integer from 0 to 100, or null (the N/A slider) only for a nonsensical candidate. Returns what is
     wrong, starting with the field's name, or None."""
+
     def whole(value) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
 
     if not whole(fluency) or fluency not in Fluency.values:
-        return ("fluency must be 0 (nonsensical), 1 (meaningful but ungrammatical) or 2 (meaningful and "
-                "grammatical)")
+        return "fluency must be 0 (nonsensical), 1 (meaningful but ungrammatical) or 2 (meaningful and grammatical)"
     if score is None:
-        return None if fluency == Fluency.NONSENSICAL else "score may be null (N/A) only when fluency is 0 (nonsensical)"
+        return (
+            None if fluency == Fluency.NONSENSICAL else "score may be null (N/A) only when fluency is 0 (nonsensical)"
+        )
     if not whole(score) or not 0 <= score <= 100:
         return "score must be an integer from 0 to 100, or null for N/A"
     return None
@@ -398,8 +436,12 @@ class Judgment(models.Model):
 
     assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="judgments")
     candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="judgments")
-    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="judgments",
-                               help_text="the assignment's worker, repeated for aggregation")
+    worker = models.ForeignKey(
+        Worker,
+        on_delete=models.PROTECT,
+        related_name="judgments",
+        help_text="the assignment's worker, repeated for aggregation",
+    )
     score = models.PositiveSmallIntegerField(null=True, blank=True)
     fluency = models.PositiveSmallIntegerField(choices=Fluency.choices)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -409,12 +451,16 @@ class Judgment(models.Model):
     class Meta:
         ordering = ["assignment_id", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["assignment", "candidate"], name="unique_judgment_per_assignment_candidate"),
-            models.CheckConstraint(condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=100),
-                                   name="judgment_score_0_100"),
+            models.UniqueConstraint(
+                fields=["assignment", "candidate"], name="unique_judgment_per_assignment_candidate"
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=100), name="judgment_score_0_100"
+            ),
             models.CheckConstraint(condition=Q(fluency__in=[0, 1, 2]), name="judgment_fluency_0_1_2"),
-            models.CheckConstraint(condition=Q(score__isnull=False) | Q(fluency=0),
-                                   name="judgment_score_null_only_if_nonsensical"),
+            models.CheckConstraint(
+                condition=Q(score__isnull=False) | Q(fluency=0), name="judgment_score_null_only_if_nonsensical"
+            ),
         ]
 
     def __str__(self) -> str:

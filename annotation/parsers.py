@@ -11,6 +11,7 @@ throttle reads the body before the view runs), and decodes the body in whatever 
   cannot encode it, so the database driver failed on it, a 500) with 400 ``parse_error``: nothing reaches
   a view, so nothing is stored.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -78,8 +79,10 @@ class StrictJSONParser(JSONParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         if not _charset_ok(media_type):
-            raise UnsupportedMediaType(media_type, detail="request bodies must be JSON in UTF-8 "
-                                                          f"(Content-Type: {self.media_type}; charset=utf-8)")
+            raise UnsupportedMediaType(
+                media_type,
+                detail=f"request bodies must be JSON in UTF-8 (Content-Type: {self.media_type}; charset=utf-8)",
+            )
         raw = stream.read()
         try:
             text = raw.decode("utf-8")
@@ -94,7 +97,7 @@ class StrictJSONParser(JSONParser):
         if _too_deep(data):
             raise ParseError(f"JSON parse error - nested more than {MAX_DEPTH} levels deep")
         if _lone_surrogate(data):
-            raise ParseError("JSON parse error - a string holds a lone surrogate escape (\\ud800-\\udfff), "
-                             "which is not Unicode text")
+            raise ParseError(
+                "JSON parse error - a string holds a lone surrogate escape (\\ud800-\\udfff), which is not Unicode text"
+            )
         return data
-

@@ -19,6 +19,7 @@ score (calling a degraded sentence nonsensical is the right call). Below the min
 Only verified judgments feed these rules (``Judgment.objects.counted()``): a forged crowd submission
 under a real worker's id can never disqualify them (``annotation.verification``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,8 +54,10 @@ worker_reinstated = Signal()  # worker
 
 # What a worker is told when the rules bar them: never which rule, nor that there is more than the
 # instructed attention check (a rater who learns of the degraded copies learns to look for them).
-WORKER_BARRED_MESSAGE = ("Your answers did not meet this campaign's quality standards, so you can no longer take "
-                         "its HITs. If you think this is a mistake, contact the researcher.")
+WORKER_BARRED_MESSAGE = (
+    "Your answers did not meet this campaign's quality standards, so you can no longer take "
+    "its HITs. If you think this is a mistake, contact the researcher."
+)
 
 ATTENTION_Q = attention_copy_q("candidate__")
 DEGRADED_Q = Q(candidate__systems__system=DEGRADED_SYSTEM)
@@ -124,8 +127,7 @@ def degraded_rule_fails(p: float | None, *, p_max: float) -> bool:
 
 def _attention_counts(judgments, pass_marks: dict[int, int]) -> tuple[int, int]:
     passed = failed = 0
-    rows = (judgments.filter(ATTENTION_Q).distinct()
-            .values_list("pk", "score", "candidate__reference__campaign_id"))
+    rows = judgments.filter(ATTENTION_Q).distinct().values_list("pk", "score", "candidate__reference__campaign_id")
     for _, score, campaign_id in rows:
         if attention_passed(score, pass_marks[campaign_id]):
             passed += 1
@@ -147,8 +149,12 @@ def _agreement(worker: Worker, judgments) -> float | None:
     if not mine:
         return None
     others: dict[int, list[int]] = defaultdict(list)
-    for cid, score in (Judgment.objects.counted().filter(candidate_id__in=list(mine), score__isnull=False)
-                       .exclude(worker=worker).values_list("candidate_id", "score")):
+    for cid, score in (
+        Judgment.objects.counted()
+        .filter(candidate_id__in=list(mine), score__isnull=False)
+        .exclude(worker=worker)
+        .values_list("candidate_id", "score")
+    ):
         others[cid].append(score)
     pairs = [(mine[c], statistics.fmean(v)) for c, v in others.items()]
     return _pearson([p[0] for p in pairs], [p[1] for p in pairs])
@@ -157,8 +163,9 @@ def _agreement(worker: Worker, judgments) -> float | None:
 def median_seconds(assignments, *, limit: int | None = None) -> float | None:
     """The median seconds from taking to submitting over the counted ones of ``assignments`` that have both
     times (the first ``limit`` of them in the queryset's order); None when there are none."""
-    timed = assignments.filter(verification=Verification.VERIFIED, accepted_at__isnull=False,
-                               submitted_at__isnull=False).values_list("accepted_at", "submitted_at")
+    timed = assignments.filter(
+        verification=Verification.VERIFIED, accepted_at__isnull=False, submitted_at__isnull=False
+    ).values_list("accepted_at", "submitted_at")
     spans = [(s - a).total_seconds() for a, s in (timed if limit is None else timed[:limit])]
     spans = [s for s in spans if s >= 0]
     return statistics.median(spans) if spans else None
@@ -171,15 +178,17 @@ def _seconds_per_hit(worker: Worker, campaign: Campaign | None) -> float | None:
     return median_seconds(assignments)
 
 
-def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures: bool = True,
-                   pending_assignments: Sequence[int] = ()) -> WorkerQuality:
+def worker_quality(
+    *, worker: Worker, campaign: Campaign | None = None, figures: bool = True, pending_assignments: Sequence[int] = ()
+) -> WorkerQuality:
     """The worker's figures in one campaign (or across all: each check against its campaign's pass mark).
 
     ``figures=False`` leaves out time per HIT and agreement (not needed by the disqualification rule).
     ``pending_assignments``: unverified assignments to count as well (a Prolific session's own, to end it
     early; never to disqualify the worker)."""
     judgments = Judgment.objects.filter(worker=worker).filter(
-        Q(assignment__verification=Verification.VERIFIED) | Q(assignment_id__in=list(pending_assignments)))
+        Q(assignment__verification=Verification.VERIFIED) | Q(assignment_id__in=list(pending_assignments))
+    )
     if campaign is not None:
         judgments = judgments.filter(candidate__reference__campaign=campaign)
         campaigns = [campaign]
@@ -187,16 +196,17 @@ def worker_quality(*, worker: Worker, campaign: Campaign | None = None, figures:
         campaigns = list(Campaign.objects.filter(pk__in=judgments.values("candidate__reference__campaign_id")))
     pass_marks = {c.pk: int(c.setting("attention_pass_mark")) for c in campaigns}
     passed, failed = _attention_counts(judgments, pass_marks)
-    quality = WorkerQuality(worker_id=worker.pk, judgments=judgments.count(), attention_passed=passed,
-                            attention_failed=failed)
+    quality = WorkerQuality(
+        worker_id=worker.pk, judgments=judgments.count(), attention_passed=passed, attention_failed=failed
+    )
     # across campaigns (the admin's list) a worker counts as tested from the smallest minimum among them
-    quality.min_degraded_checks = min((int(c.setting("min_degraded_checks")) for c in campaigns),
-                                      default=quality.min_degraded_checks)
+    quality.min_degraded_checks = min(
+        (int(c.setting("min_degraded_checks")) for c in campaigns), default=quality.min_degraded_checks
+    )
     degraded = list(judgments.filter(DEGRADED_Q).distinct().values_list("pk", "score"))
     real = list(real_judgments(judgments).values_list("score", flat=True))
     quality.degraded_checks, quality.real_judged = len(degraded), len(real)
-    quality.degraded_p = degraded_test([score for _, score in degraded], real,
-                                       min_checks=quality.min_degraded_checks)
+    quality.degraded_p = degraded_test([score for _, score in degraded], real, min_checks=quality.min_degraded_checks)
     if figures:
         quality.seconds_per_hit = _seconds_per_hit(worker, campaign)
         quality.agreement = _agreement(worker, judgments)
@@ -240,8 +250,12 @@ def campaign_rater_figures(campaign: Campaign) -> list[RaterFigures]:
     pass_mark, min_checks = int(campaign.setting("attention_pass_mark")), int(campaign.setting("min_degraded_checks"))
     scores: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: {"degraded": [], "real": []})
     figures: dict[int, RaterFigures] = {}
-    rows = (Judgment.objects.counted().filter(candidate__reference__campaign=campaign)
-            .order_by("worker_id", "pk").values_list("worker_id", "worker__disqualified", "candidate_id", "score"))
+    rows = (
+        Judgment.objects.counted()
+        .filter(candidate__reference__campaign=campaign)
+        .order_by("worker_id", "pk")
+        .values_list("worker_id", "worker__disqualified", "candidate_id", "score")
+    )
     for worker_id, disqualified, candidate_id, score in rows.iterator(chunk_size=5000):
         rater = figures.setdefault(worker_id, RaterFigures(worker_id=worker_id, disqualified=disqualified))
         rater.judgments += 1
@@ -265,9 +279,12 @@ def campaign_rater_figures(campaign: Campaign) -> list[RaterFigures]:
 
 def _attention_fails(quality: WorkerQuality, campaign: Campaign) -> bool:
     """ParaBank's attention rule with the campaign's thresholds."""
-    return attention_rule_fails(quality.attention_passed, quality.attention_failed,
-                                min_checks=int(campaign.setting("min_attention_checks")),
-                                max_failure_rate=float(campaign.setting("max_attention_failure_rate")))
+    return attention_rule_fails(
+        quality.attention_passed,
+        quality.attention_failed,
+        min_checks=int(campaign.setting("min_attention_checks")),
+        max_failure_rate=float(campaign.setting("max_attention_failure_rate")),
+    )
 
 
 def disqualification_reason(*, quality: WorkerQuality, campaign: Campaign) -> str | None:
@@ -277,15 +294,19 @@ def disqualification_reason(*, quality: WorkerQuality, campaign: Campaign) -> st
     min_checks = int(campaign.setting("min_attention_checks"))
     max_rate = float(campaign.setting("max_attention_failure_rate"))
     if _attention_fails(quality, campaign):
-        reasons.append(f"failed {quality.attention_failed} of {quality.attention_checks} attention checks in "
-                       f"campaign {campaign.name!r} ({quality.failure_rate:.0%} > {max_rate:.0%}; tested from "
-                       f"{min_checks} checks)")
+        reasons.append(
+            f"failed {quality.attention_failed} of {quality.attention_checks} attention checks in "
+            f"campaign {campaign.name!r} ({quality.failure_rate:.0%} > {max_rate:.0%}; tested from "
+            f"{min_checks} checks)"
+        )
     p_max = float(campaign.setting("degraded_p_max"))
     if degraded_rule_fails(quality.degraded_p, p_max=p_max):
-        reasons.append(f"degraded copies not scored lower than real candidates in campaign {campaign.name!r} "
-                       f"(one-sided Mann-Whitney U over {quality.degraded_checks} degraded and "
-                       f"{quality.real_judged} real judgments: p = {quality.degraded_p:.3g} > {p_max:g}; tested "
-                       f"from {int(campaign.setting('min_degraded_checks'))} degraded checks)")
+        reasons.append(
+            f"degraded copies not scored lower than real candidates in campaign {campaign.name!r} "
+            f"(one-sided Mann-Whitney U over {quality.degraded_checks} degraded and "
+            f"{quality.real_judged} real judgments: p = {quality.degraded_p:.3g} > {p_max:g}; tested "
+            f"from {int(campaign.setting('min_degraded_checks'))} degraded checks)"
+        )
     return "; ".join(reasons) or None
 
 
@@ -295,8 +316,9 @@ def worker_disqualify(*, worker: Worker, reason: str) -> Worker:
 
     The database flag is what counts: a platform failure (e.g. MTurk unreachable) is logged, not raised,
     so that the submission that triggered it is not lost; the admin action can repeat it."""
-    Worker.objects.filter(pk=worker.pk).update(disqualified=True, disqualified_reason=reason,
-                                               disqualified_at=timezone.now())
+    Worker.objects.filter(pk=worker.pk).update(
+        disqualified=True, disqualified_reason=reason, disqualified_at=timezone.now()
+    )
     worker.refresh_from_db()
     for _, outcome in worker_disqualified.send_robust(sender=Worker, worker=worker, reason=reason):
         if isinstance(outcome, Exception):

@@ -1,4 +1,5 @@
 """API shapes: the submission coming in, the saved assignment going out, a batch's HITs for staff."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -27,8 +28,12 @@ class JudgmentInSerializer(serializers.Serializer):
     fluency = StrictIntegerField(min_value=0, max_value=2)
     # judgment_value_error's rule in the API description (config.openapi.AutoSchema): a null score (N/A)
     # only with fluency 0 (nonsensical)
-    openapi_request_rule = {"anyOf": [{"properties": {"score": {"type": "integer"}}},
-                                      {"properties": {"fluency": {"type": "integer", "maximum": 0}}}]}
+    openapi_request_rule = {
+        "anyOf": [
+            {"properties": {"score": {"type": "integer"}}},
+            {"properties": {"fluency": {"type": "integer", "maximum": 0}}},
+        ]
+    }
 
     def validate(self, attrs):
         problem = judgment_value_error(attrs["score"], attrs["fluency"])
@@ -68,13 +73,24 @@ class AssignmentOutSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assignment
-        fields = ["id", "assignment_id", "hit", "worker_id", "status", "accepted_at", "submitted_at", "comment",
-                  "judgments"]
+        fields = [
+            "id",
+            "assignment_id",
+            "hit",
+            "worker_id",
+            "status",
+            "accepted_at",
+            "submitted_at",
+            "comment",
+            "judgments",
+        ]
 
     @extend_schema_field(JudgmentOutSerializer(many=True))
     def get_judgments(self, obj: Assignment) -> list[dict]:
-        return [{"item": item_key(hit_id=obj.hit_id, candidate_id=j.candidate_id), "score": j.score,
-                 "fluency": j.fluency} for j in obj.judgments.order_by("id")]
+        return [
+            {"item": item_key(hit_id=obj.hit_id, candidate_id=j.candidate_id), "score": j.score, "fluency": j.fluency}
+            for j in obj.judgments.order_by("id")
+        ]
 
 
 class HitOutSerializer(serializers.ModelSerializer):

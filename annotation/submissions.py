@@ -20,6 +20,7 @@ judged", the quality rules or any aggregate -- until the provider's ``sync`` con
 (the platform caps its own assignments). A local annotator is logged in, so their submission is
 ``verified`` at once and the quality rule runs immediately.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -136,38 +137,61 @@ def _same_judgments(assignment: Assignment, judgments: list[JudgmentInput]) -> b
     return stored == given
 
 
-def _existing_checked(existing: Assignment, hit: Hit, worker_id: str, now: dt.datetime,
-                      judgments: list[JudgmentInput], user) -> bool:
+def _existing_checked(
+    existing: Assignment, hit: Hit, worker_id: str, now: dt.datetime, judgments: list[JudgmentInput], user
+) -> bool:
     """True when ``existing`` is already submitted with these judgments (idempotent replay); raises when it
     may not be used."""
     if existing.hit_id != hit.pk:
-        raise SubmissionError(f"assignment {existing.external_assignment_id} belongs to another HIT",
-                              status=409, code="assignment_mismatch")
+        raise SubmissionError(
+            f"assignment {existing.external_assignment_id} belongs to another HIT",
+            status=409,
+            code="assignment_mismatch",
+        )
     if existing.worker.external_id != worker_id:
-        raise SubmissionError(f"assignment {existing.external_assignment_id} is bound to another worker",
-                              status=403, code="assignment_mismatch")
+        raise SubmissionError(
+            f"assignment {existing.external_assignment_id} is bound to another worker",
+            status=403,
+            code="assignment_mismatch",
+        )
     if existing.provider == Provider.LOCAL and (user is None or existing.worker.user_id != user.pk):
-        raise SubmissionError("this assignment belongs to another annotator: log in as its annotator",
-                              status=403, code="assignment_mismatch")
+        raise SubmissionError(
+            "this assignment belongs to another annotator: log in as its annotator",
+            status=403,
+            code="assignment_mismatch",
+        )
     if existing.worker.disqualified and existing.status not in SUBMITTED_STATUSES:
         raise SubmissionError("this worker is disqualified from these HITs", status=403, code="disqualified")
     if existing.status in SUBMITTED_STATUSES:
         if not _same_judgments(existing, judgments):
-            raise SubmissionError(f"assignment {existing.external_assignment_id} was already submitted with other "
-                                  "judgments", status=409, code="conflicting_replay")
+            raise SubmissionError(
+                f"assignment {existing.external_assignment_id} was already submitted with other judgments",
+                status=409,
+                code="conflicting_replay",
+            )
         return True
     if existing.status == AssignmentStatus.RETURNED:
-        raise SubmissionError("this assignment was given back; take your next HIT", status=410,
-                              code="assignment_returned")
+        raise SubmissionError(
+            "this assignment was given back; take your next HIT", status=410, code="assignment_returned"
+        )
     if existing.status == AssignmentStatus.EXPIRED or (existing.expires_at and existing.expires_at <= now):
-        raise SubmissionError("the time allotted to this assignment ran out; take the next HIT",
-                              status=410, code="assignment_expired")
+        raise SubmissionError(
+            "the time allotted to this assignment ran out; take the next HIT", status=410, code="assignment_expired"
+        )
     return False
 
 
-def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: str,
-                      judgments: list[JudgmentInput], comment: str = "", user=None,
-                      now: dt.datetime | None = None) -> SubmissionResult:
+def assignment_submit(
+    *,
+    hit: Hit,
+    assignment_id: str,
+    worker_id: str,
+    token: str,
+    judgments: list[JudgmentInput],
+    comment: str = "",
+    user=None,
+    now: dt.datetime | None = None,
+) -> SubmissionResult:
     """Store one assignment's judgments (see the module docstring); then, once it is verified (local
     annotators: at once), apply the quality rule. ``user``: the logged-in user of the request, if any."""
     now = now or timezone.now()
@@ -175,13 +199,15 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
     if not assignment_id or not worker_id:
         raise SubmissionError("assignment_id and worker_id are required")
     if not WORKER_ID.match(worker_id) or not ASSIGNMENT_ID.match(assignment_id):
-        raise SubmissionError("worker_id and assignment_id must be a platform's ids (letters, digits, '-', '_'; "
-                              "':' in an assignment id)")
+        raise SubmissionError(
+            "worker_id and assignment_id must be a platform's ids (letters, digits, '-', '_'; ':' in an assignment id)"
+        )
     if len(comment or "") > MAX_COMMENT:
         raise SubmissionError(f"the comment is longer than {MAX_COMMENT} characters")
     try:
-        issued_at = submission_token_verify(token=token, hit_id=hit.pk, assignment_id=assignment_id,
-                                            worker_id=worker_id)
+        issued_at = submission_token_verify(
+            token=token, hit_id=hit.pk, assignment_id=assignment_id, worker_id=worker_id
+        )
     except TokenError as exc:
         raise SubmissionError(str(exc), status=403, code="bad_token") from exc
 
@@ -189,16 +215,21 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
         hit = Hit.objects.select_for_update().select_related("batch__campaign").get(pk=hit.pk)
         batch = hit.batch
         hit_candidates = list(hit.items.order_by("position").values_list("candidate_id", flat=True))
-        existing = (Assignment.objects.select_related("worker")
-                    .filter(provider=batch.provider, external_assignment_id=assignment_id).first())
+        existing = (
+            Assignment.objects.select_related("worker")
+            .filter(provider=batch.provider, external_assignment_id=assignment_id)
+            .first()
+        )
         if existing is not None and _existing_checked(existing, hit, worker_id, now, judgments, user):
             return SubmissionResult(assignment=existing, created=False)
         if existing is None and batch.provider == Provider.LOCAL:
-            raise SubmissionError("no such local assignment: take HITs at /annotate/next/", status=403,
-                                  code="assignment_mismatch")
+            raise SubmissionError(
+                "no such local assignment: take HITs at /annotate/next/", status=403, code="assignment_mismatch"
+            )
         if existing is None and batch.provider == Provider.PROLIFIC:
-            raise SubmissionError("no such Prolific assignment: open the study from Prolific", status=403,
-                                  code="assignment_mismatch")
+            raise SubmissionError(
+                "no such Prolific assignment: open the study from Prolific", status=403, code="assignment_mismatch"
+            )
         closed = hit_closed(batch_status=batch.status, expires_at=hit.expires_at, now=now)
         if closed is not None:
             raise closed
@@ -210,30 +241,52 @@ def assignment_submit(*, hit: Hit, assignment_id: str, worker_id: str, token: st
         if existing is not None:
             taken = taken.exclude(pk=existing.pk)
         if taken.count() >= hit.max_assignments:
-            raise SubmissionError(f"this HIT already has its {hit.max_assignments} assignments", status=409,
-                                  code="hit_full")
+            raise SubmissionError(
+                f"this HIT already has its {hit.max_assignments} assignments", status=409, code="hit_full"
+            )
         judgments = judgments_check(judgments, hit_candidates, hit_id=hit.pk)
-        judged = set(Judgment.objects.counted().filter(worker=worker, candidate_id__in=hit_candidates)
-                     .values_list("candidate_id", flat=True))
+        judged = set(
+            Judgment.objects.counted()
+            .filter(worker=worker, candidate_id__in=hit_candidates)
+            .values_list("candidate_id", flat=True)
+        )
         if judged:
             places = [n for n, cid in enumerate(hit_candidates, 1) if cid in judged]
-            raise SubmissionError(f"this worker already judged sentence(s) {', '.join(map(str, places))} of this "
-                                  "HIT in another HIT", status=409, code="already_judged")
+            raise SubmissionError(
+                f"this worker already judged sentence(s) {', '.join(map(str, places))} of this HIT in another HIT",
+                status=409,
+                code="already_judged",
+            )
         if existing is None:
             accepted = dt.datetime.fromtimestamp(issued_at, tz=dt.UTC) if issued_at else None
             assignment = Assignment.objects.create(
-                campaign_id=batch.campaign_id, hit=hit, worker=worker, provider=batch.provider,
-                external_assignment_id=assignment_id, status=AssignmentStatus.SUBMITTED,
+                campaign_id=batch.campaign_id,
+                hit=hit,
+                worker=worker,
+                provider=batch.provider,
+                external_assignment_id=assignment_id,
+                status=AssignmentStatus.SUBMITTED,
                 verification=Verification.UNVERIFIED,  # only local assignments exist before submission
-                accepted_at=accepted if accepted and accepted <= now else None, submitted_at=now,
-                comment=comment or "")
+                accepted_at=accepted if accepted and accepted <= now else None,
+                submitted_at=now,
+                comment=comment or "",
+            )
         else:
             assignment = existing
             assignment.status, assignment.submitted_at, assignment.comment = (
-                AssignmentStatus.SUBMITTED, now, comment or "")
+                AssignmentStatus.SUBMITTED,
+                now,
+                comment or "",
+            )
             assignment.save(update_fields=["status", "submitted_at", "comment"])
-        Judgment.objects.bulk_create([Judgment(assignment=assignment, candidate_id=j.candidate, worker=worker,
-                                               score=j.score, fluency=j.fluency) for j in judgments])
+        Judgment.objects.bulk_create(
+            [
+                Judgment(
+                    assignment=assignment, candidate_id=j.candidate, worker=worker, score=j.score, fluency=j.fluency
+                )
+                for j in judgments
+            ]
+        )
 
     if assignment.verification != Verification.VERIFIED:
         return SubmissionResult(assignment=assignment, created=True)  # the rules run once sync verified it

@@ -1,4 +1,5 @@
 """Periodic work of the annotation app (thin: the logic lives in the providers)."""
+
 from celery import shared_task
 
 from .providers.local import assignments_expire

@@ -5,6 +5,7 @@ limit of N admits exactly N submissions per window however many processes serve 
 address comes through ``PARAFORGE_TRUSTED_PROXIES`` trusted proxies (``limits.client.client_ip``):
 with none, ``X-Forwarded-For`` is ignored. A refused request raises DRF's ``Throttled`` (429, JSON,
 ``Retry-After``: the seconds until the window closes)."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -28,8 +29,9 @@ class CountedThrottle(BaseThrottle):
         raise NotImplementedError
 
     def allow_request(self, request, view) -> bool:
-        self._wait = over_limit(f"{self.scope}:{self.ident(request)}",
-                                getattr(settings, self.rate_setting, self.default_rate))
+        self._wait = over_limit(
+            f"{self.scope}:{self.ident(request)}", getattr(settings, self.rate_setting, self.default_rate)
+        )
         return self._wait is None
 
     def wait(self) -> int | None:

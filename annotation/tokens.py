@@ -4,6 +4,7 @@ The submission API requires it, so a submission cannot be made for another worke
 the page was opened for. ``django.core.signing`` with its own salt (a token of another feature never
 verifies here) and a maximum age; the payload also keeps when the page was opened (time per HIT).
 """
+
 from __future__ import annotations
 
 import time
@@ -25,13 +26,18 @@ def token_max_age_s() -> int:
 
 
 def submission_token_make(*, hit_id: int, assignment_id: str, worker_id: str, issued_at: float | None = None) -> str:
-    payload = {"h": int(hit_id), "a": str(assignment_id), "w": str(worker_id),
-               "t": int(time.time() if issued_at is None else issued_at)}
+    payload = {
+        "h": int(hit_id),
+        "a": str(assignment_id),
+        "w": str(worker_id),
+        "t": int(time.time() if issued_at is None else issued_at),
+    }
     return signing.dumps(payload, salt=SALT, compress=True)
 
 
-def submission_token_verify(*, token: str, hit_id: int, assignment_id: str, worker_id: str,
-                            max_age_s: int | None = None) -> int:
+def submission_token_verify(
+    *, token: str, hit_id: int, assignment_id: str, worker_id: str, max_age_s: int | None = None
+) -> int:
     """Check the token against what is submitted; returns when it was issued (Unix seconds)."""
     try:
         payload = signing.loads(token or "", salt=SALT, max_age=token_max_age_s() if max_age_s is None else max_age_s)
@@ -40,7 +46,10 @@ def submission_token_verify(*, token: str, hit_id: int, assignment_id: str, work
     except signing.BadSignature as exc:
         raise TokenError("invalid submission token") from exc
     if not isinstance(payload, dict) or (payload.get("h"), payload.get("a"), payload.get("w")) != (
-            int(hit_id), str(assignment_id), str(worker_id)):
+        int(hit_id),
+        str(assignment_id),
+        str(worker_id),
+    ):
         raise TokenError("the submission token is for another HIT, assignment or worker")
     return int(payload.get("t") or 0)
 

@@ -1,4 +1,5 @@
 """Mounted under ``api/``."""
+
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)

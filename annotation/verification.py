@@ -14,6 +14,7 @@ assignment; ``submissions_verify`` applies the answer the same way for every pla
   left ``unverified`` until the worker can no longer have submitted it there (``deadline`` after we
   stored it), then ``flagged``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,8 +49,13 @@ def _mark(assignment: Assignment, verification: str, detail: dict) -> None:
     Assignment.objects.filter(pk=assignment.pk).update(verification=verification, verification_detail=detail)
 
 
-def submissions_verify(*, assignments: Iterable[Assignment], confirm: Callable[[Assignment], Confirmation],
-                       deadline: dt.timedelta, now: dt.datetime | None = None) -> VerificationReport:
+def submissions_verify(
+    *,
+    assignments: Iterable[Assignment],
+    confirm: Callable[[Assignment], Confirmation],
+    deadline: dt.timedelta,
+    now: dt.datetime | None = None,
+) -> VerificationReport:
     """Ask the platform (``confirm``) about each unverified assignment and record the outcome; then run
     the quality rules of the workers whose assignments were verified."""
     now = now or timezone.now()

@@ -1,4 +1,5 @@
 """The slider page (MTurk's ExternalQuestion contract) and the local annotators' entry points."""
+
 from __future__ import annotations
 
 from urllib.parse import urlencode, urlsplit
@@ -94,8 +95,11 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
     if not preview and local and not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path(), reverse("annotate-login"))
     if not preview and local:
-        own = (facts.assignment_hit_id == facts.hit_id and facts.assignment_worker_external_id == worker_id
-               and facts.assignment_worker_user_id == request.user.pk)
+        own = (
+            facts.assignment_hit_id == facts.hit_id
+            and facts.assignment_worker_external_id == worker_id
+            and facts.assignment_worker_user_id == request.user.pk
+        )
         if not own:
             blocked, status = "This assignment is not yours: take your next HIT from the annotation page.", 403
     elif not preview and facts.external_hit_id and request.GET.get("hitId") not in (None, "", facts.external_hit_id):
@@ -118,7 +122,8 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         "assignment_id": assignment_id if can_submit else "",
         "worker_id": worker_id if can_submit else "",
         "token": submission_token_make(hit_id=facts.hit_id, assignment_id=assignment_id, worker_id=worker_id)
-        if can_submit else "",
+        if can_submit
+        else "",
         "api_url": reverse("hit-assignments", args=[facts.hit_id]),
         "external_submit": external_submit_url(request.GET.get("turkSubmitTo", "")) if can_submit else None,
         "next_url": reverse("annotate-next") if local else "",
@@ -132,8 +137,13 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
 
 
 def _to_assignment(assignment) -> HttpResponse:
-    query = urlencode({"assignmentId": assignment.external_assignment_id, "hitId": assignment.hit_id,
-                       "workerId": assignment.worker.external_id})
+    query = urlencode(
+        {
+            "assignmentId": assignment.external_assignment_id,
+            "hitId": assignment.hit_id,
+            "workerId": assignment.worker.external_id,
+        }
+    )
     return redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{query}")
 
 
@@ -172,8 +182,9 @@ def _prolific_continue_url(request: HttpRequest, facts: HitPageFacts, worker_id:
     if facts.provider != Provider.PROLIFIC:
         return ""
     batch_id = Hit.objects.filter(pk=facts.hit_id).values_list("batch_id", flat=True).first()
-    query = urlencode({"PROLIFIC_PID": worker_id, "STUDY_ID": request.GET.get("studyId", ""),
-                       "SESSION_ID": session_id(assignment_id)})
+    query = urlencode(
+        {"PROLIFIC_PID": worker_id, "STUDY_ID": request.GET.get("studyId", ""), "SESSION_ID": session_id(assignment_id)}
+    )
     return f"{reverse('prolific-start', args=[batch_id])}?{query}"
 
 
@@ -184,14 +195,22 @@ def prolific_start(request: HttpRequest, batch_id: int) -> HttpResponse:
     (``providers.prolific.sessions``)."""
     wait = over_limit(f"prolific-start:{client_ip(request)}", settings.ANNOTATION_PROLIFIC_START_RATE)
     if wait is not None:
-        response = render(request, "annotation/prolific_problem.html",
-                          {"message": "Too many requests from this address: wait a moment and reload."}, status=429)
+        response = render(
+            request,
+            "annotation/prolific_problem.html",
+            {"message": "Too many requests from this address: wait a moment and reload."},
+            status=429,
+        )
         response["Retry-After"] = str(wait)
         return response
     study = request.GET.get("STUDY_ID", "").strip()
     try:
-        step = session_next(batch_id=batch_id, participant=request.GET.get("PROLIFIC_PID", "").strip(),
-                            study=study, session_id=request.GET.get("SESSION_ID", "").strip())
+        step = session_next(
+            batch_id=batch_id,
+            participant=request.GET.get("PROLIFIC_PID", "").strip(),
+            study=study,
+            session_id=request.GET.get("SESSION_ID", "").strip(),
+        )
     except SessionError as exc:
         response = render(request, "annotation/prolific_problem.html", {"message": exc.message}, status=exc.status)
         if exc.status == 503:
@@ -201,8 +220,14 @@ def prolific_start(request: HttpRequest, batch_id: int) -> HttpResponse:
         response = render(request, "annotation/prolific_full.html", {"reload_url": request.get_full_path()})
     elif step.kind == "hit":
         assignment = step.assignment
-        query = urlencode({"assignmentId": assignment.external_assignment_id, "hitId": assignment.hit_id,
-                           "workerId": assignment.worker.external_id, "studyId": study})
+        query = urlencode(
+            {
+                "assignmentId": assignment.external_assignment_id,
+                "hitId": assignment.hit_id,
+                "workerId": assignment.worker.external_id,
+                "studyId": study,
+            }
+        )
         response = redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{query}")
     else:
         response = redirect(completion_url(step.code))

@@ -39,6 +39,7 @@ specification the fast path is held equal to) on the first ``--reference-n`` sen
     .venv/bin/python bench/constraints.py [--n 10000] [--batch-size 256] [--block N] [--repeat 3]
                                           [--reference-n 2000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,10 +73,12 @@ def load_sentences(n: int) -> tuple[list[str], str]:
                 if len(seen) >= n:
                     return list(seen)[:n], f"{STS} (STS-B train+dev, distinct sentences)"
     rng = random.Random(7)
-    words = ("the a of to and in is was for on that with as by at from it an be this are have has had not "
-             "man woman dog cat plays playing runs running guitar piano street car train city river told "
-             "proud work works worked mean meaning okay often earthquake occur myth involves misconception "
-             "quickly slowly large small red green happy sad slice cut onion cooking eats food").split()
+    words = (
+        "the a of to and in is was for on that with as by at from it an be this are have has had not "
+        "man woman dog cat plays playing runs running guitar piano street car train city river told "
+        "proud work works worked mean meaning okay often earthquake occur myth involves misconception "
+        "quickly slowly large small red green happy sad slice cut onion cooking eats food"
+    ).split()
     while len(seen) < n:
         seen.setdefault(" ".join(rng.choices(words, k=rng.randint(5, 18))).capitalize() + ".", None)
     source = "seeded synthetic sentences" + (f" (+ {STS})" if STS.is_dir() else "")
@@ -101,8 +104,10 @@ def write_synthetic_ppdb(path: Path, tagged, seed: int = 11) -> int:
             vocab_list = sorted(vocab)
             for word in vocab_list:
                 for other in rng.sample(vocab_list, min(4, len(vocab_list))):
-                    fh.write(f"[{ptb[pos]}] ||| {word} ||| {other} ||| PPDB2.0Score=1.0 ||| 0-0 ||| "
-                             f"{rng.choice(relations)}\n")
+                    fh.write(
+                        f"[{ptb[pos]}] ||| {word} ||| {other} ||| PPDB2.0Score=1.0 ||| 0-0 ||| "
+                        f"{rng.choice(relations)}\n"
+                    )
                     lines += 1
     return lines
 
@@ -117,12 +122,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--batch-size", type=int, default=256, help="spaCy nlp.pipe batch size (the job's)")
-    parser.add_argument("--repeat", type=int, default=3, help="cold passes (each re-tags, caches emptied); "
-                        "the figures are their medians")
-    parser.add_argument("--block", type=int, default=None,
-                        help="sentences tagged, then selected, per block (default: --batch-size, as the job)")
-    parser.add_argument("--reference-n", type=int, default=2000,
-                        help="sentences the reference implementation is timed on, for information (0: skip)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="cold passes (each re-tags, caches emptied); the figures are their medians",
+    )
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=None,
+        help="sentences tagged, then selected, per block (default: --batch-size, as the job)",
+    )
+    parser.add_argument(
+        "--reference-n",
+        type=int,
+        default=2000,
+        help="sentences the reference implementation is timed on, for information (0: skip)",
+    )
     args = parser.parse_args()
     block_size = args.block or args.batch_size
 
@@ -178,8 +195,9 @@ def main() -> None:
         t_tag = t_sel34 = t_sel37 = 0.0
         tagged: list = []
         for start in range(0, n, block_size):
-            block, dt = timed(lambda s=start: tag_sentences(sentences[s:s + block_size], nlp=nlp,
-                                                            batch_size=args.batch_size))
+            block, dt = timed(
+                lambda s=start: tag_sentences(sentences[s : s + block_size], nlp=nlp, batch_size=args.batch_size)
+            )
             t_tag += dt
             tagged.extend(block)
             t_sel34 += timed(lambda b=block: select(b, no_ppdb, False))[1]
@@ -188,18 +206,28 @@ def main() -> None:
     t_tag, t_sel34, t_sel37 = (statistics.median(p[i] for p in passes) for i in range(3))
     t_sel34_warm = timed(lambda: select(tagged, no_ppdb, False))[1]
     t_sel37_warm = timed(lambda: select(tagged, all_systems, True))[1]
-    ref_block = tagged[:args.reference_n]
-    t_reference = timed(lambda: [reference.select_for_all_systems(s, idf, seed=0, ppdb=ppdb) for s in ref_block])[1] \
-        if ref_block else None
-    sets37 = sum(r.is_constraint_set for s in tagged  # (counted once, untimed)
-                 for r in select_for_all_systems(s, idf, seed=0, systems=all_systems, ppdb=ppdb))
+    ref_block = tagged[: args.reference_n]
+    t_reference = (
+        timed(lambda: [reference.select_for_all_systems(s, idf, seed=0, ppdb=ppdb) for s in ref_block])[1]
+        if ref_block
+        else None
+    )
+    sets37 = sum(
+        r.is_constraint_set
+        for s in tagged  # (counted once, untimed)
+        for r in select_for_all_systems(s, idf, seed=0, systems=all_systems, ppdb=ppdb)
+    )
 
     pool_sizes = [len(build_pool(s.tokens, idf)) for s in tagged]
-    print(f"sentences: {n} from {source}; mean tokens {sum(len(s.tokens) for s in tagged) / n:.1f}; "
-          f"mean pool size {sum(pool_sizes) / n:.2f} (IDF window 7.0-17.0 + prepositions)")
+    print(
+        f"sentences: {n} from {source}; mean tokens {sum(len(s.tokens) for s in tagged) / n:.1f}; "
+        f"mean pool size {sum(pool_sizes) / n:.2f} (IDF window 7.0-17.0 + prepositions)"
+    )
     print(f"synthetic PPDB: {ppdb_lines} rules; constraint sets {sets37} of {n * 37} (rest: no constraint set)")
-    print(f"blocks of {block_size} sentences: tagged, then selected, as the job does with its batches; "
-          f"{len(passes)} cold pass(es), medians below")
+    print(
+        f"blocks of {block_size} sentences: tagged, then selected, as the job does with its batches; "
+        f"{len(passes)} cold pass(es), medians below"
+    )
     rows = [
         (f"tagging alone (nlp.pipe, batch {args.batch_size})", t_tag),
         ("selection alone, 34 systems (no PPDB)", t_sel34),
@@ -213,15 +241,20 @@ def main() -> None:
     if t_reference is not None:
         rate = len(ref_block) / t_reference
         label = f"reference implementation, 37 systems, warm ({len(ref_block)} sent.)"
-        print(f"{label:56s} {rate:9.0f} "
-              f"sentences/s  ({t_reference:.2f} s; {rate / (n / t_tag):.1f}x tagging, even warm: why the fast path)")
+        print(
+            f"{label:56s} {rate:9.0f} "
+            f"sentences/s  ({t_reference:.2f} s; {rate / (n / t_tag):.1f}x tagging, even warm: why the fast path)"
+        )
     for i, (tag, sel34, sel37) in enumerate(passes, 1):
-        print(f"cold pass {i}: ratio selection/tagging {tag / sel34:.1f}x (34 systems), "
-              f"{tag / sel37:.1f}x (37 systems)")
+        print(
+            f"cold pass {i}: ratio selection/tagging {tag / sel34:.1f}x (34 systems), {tag / sel37:.1f}x (37 systems)"
+        )
     ratio34 = statistics.median(tag / sel34 for tag, sel34, _ in passes)
     ratio37 = statistics.median(tag / sel37 for tag, _, sel37 in passes)
-    print(f"ratio selection/tagging (median of {len(passes)} cold passes): {ratio34:.1f}x (34 systems), "
-          f"{ratio37:.1f}x (37 systems); target >= 20x: {'PASS' if min(ratio34, ratio37) >= 20 else 'FAIL'}")
+    print(
+        f"ratio selection/tagging (median of {len(passes)} cold passes): {ratio34:.1f}x (34 systems), "
+        f"{ratio37:.1f}x (37 systems); target >= 20x: {'PASS' if min(ratio34, ratio37) >= 20 else 'FAIL'}"
+    )
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ bench/decoding_hf_constrained.py under PY (a venv with transformers 4.56, the la
 in core) on the same model, sentences and constraints, and adds its rows ("HF4.56 ...", best of
 ``--hf456-repeat`` runs, before ours, in a subprocess) to each table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,9 +73,18 @@ def build_random_model(folder: Path, a):
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "c.txt").write_text("\n".join(corpus(2000)) + "\n")
-    spm.SentencePieceTrainer.train(input=str(folder / "c.txt"), model_prefix=str(folder / "sp"), vocab_size=300,
-                                   character_coverage=1.0, bos_id=-1, eos_id=1, unk_id=2, pad_id=-1, minloglevel=2,
-                                   hard_vocab_limit=False)
+    spm.SentencePieceTrainer.train(
+        input=str(folder / "c.txt"),
+        model_prefix=str(folder / "sp"),
+        vocab_size=300,
+        character_coverage=1.0,
+        bos_id=-1,
+        eos_id=1,
+        unk_id=2,
+        pad_id=-1,
+        minloglevel=2,
+        hard_vocab_limit=False,
+    )
     sp = spm.SentencePieceProcessor(model_file=str(folder / "sp.model"))
     vocab = {"</s>": 0, "<unk>": 1}
     for i in range(sp.get_piece_size()):
@@ -88,11 +98,22 @@ def build_random_model(folder: Path, a):
     (folder / "vocab.json").write_text(json.dumps(vocab))
     tok = MarianTokenizer(str(folder / "sp.model"), str(folder / "sp.model"), str(folder / "vocab.json"))
     torch.manual_seed(0)
-    cfg = MarianConfig(vocab_size=len(vocab), d_model=a.d_model, encoder_layers=a.layers, decoder_layers=a.layers,
-                       encoder_attention_heads=a.heads, decoder_attention_heads=a.heads, encoder_ffn_dim=a.ffn,
-                       decoder_ffn_dim=a.ffn, max_position_embeddings=512, pad_token_id=len(vocab) - 1,
-                       eos_token_id=0, decoder_start_token_id=len(vocab) - 1, init_std=0.05,
-                       forced_eos_token_id=None)  # (CTranslate2 has no forced EOS: all engines end at --steps)
+    cfg = MarianConfig(
+        vocab_size=len(vocab),
+        d_model=a.d_model,
+        encoder_layers=a.layers,
+        decoder_layers=a.layers,
+        encoder_attention_heads=a.heads,
+        decoder_attention_heads=a.heads,
+        encoder_ffn_dim=a.ffn,
+        decoder_ffn_dim=a.ffn,
+        max_position_embeddings=512,
+        pad_token_id=len(vocab) - 1,
+        eos_token_id=0,
+        decoder_start_token_id=len(vocab) - 1,
+        init_std=0.05,
+        forced_eos_token_id=None,
+    )  # (CTranslate2 has no forced EOS: all engines end at --steps)
     model = MarianMTModel(cfg)
     model.final_logits_bias[0, 0] = -1.0e4  # no early EOS: every row decodes the same number of steps
     model.generation_config.bad_words_ids = [[len(vocab) - 1]]  # as opus-mt's: <pad> is never generated
@@ -115,27 +136,45 @@ def main(argv=None):
     ap.add_argument("--ffn", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--preset", choices=("opus-mt-cs-en",),
-                    help="random model of opus-mt-cs-en's shape: 6+6 layers, d 512, 8 heads, FFN 2048, V 58101")
+    ap.add_argument(
+        "--preset",
+        choices=("opus-mt-cs-en",),
+        help="random model of opus-mt-cs-en's shape: 6+6 layers, d 512, 8 heads, FFN 2048, V 58101",
+    )
     ap.add_argument("--threads", type=int, help="torch threads and CTranslate2 intra_threads (default: torch's)")
     ap.add_argument("--no-ct2", action="store_true", help="leave out the CTranslate2 rows")
     ap.add_argument("--repeat", type=int, default=3, help="each row: best of N runs, rows interleaved (default 3)")
     ap.add_argument("--save-model", help="build the random model into this folder and keep it")
     ap.add_argument("--hf456-python", help="python of a transformers 4.56 venv: add its constrained beam search rows")
-    ap.add_argument("--stat", choices=("best", "median"), default="best",
-                    help="each row's figure over its runs: the best (drops stalls) or the median (also drops lucky "
-                         "fast runs, on a host whose speed swings both ways)")
+    ap.add_argument(
+        "--stat",
+        choices=("best", "median"),
+        default="best",
+        help="each row's figure over its runs: the best (drops stalls) or the median (also drops lucky "
+        "fast runs, on a host whose speed swings both ways)",
+    )
     ap.add_argument("--hf456-repeat", type=int, default=3, help="HF4.56 rows: best of N runs (default 3)")
-    ap.add_argument("--stop-beam", choices=("off", "c8", "all"), default="c8",
-                    help="rows of ours with positive constraints under stop='beam' (Hugging Face's rule over all K "
-                         "finished slots) beside the default 'auto' (the n-best's): 'c8' (default) C=8 only, "
-                         "'all' every C, 'off' none")
-    ap.add_argument("--int8", action="store_true",
-                    help="also ours with dynamic int8 weights (none, C=8, 20 negative) and CTranslate2 in int8")
-    ap.add_argument("--hf-step", choices=("off", "none", "all"), default="none",
-                    help="rows of ours with Hugging Face's decoder step instead of the lean one (fast_step=False): "
-                         "'none' (default) the row 'ours, no constraints (HF step)', 'all' one per row of ours, "
-                         "'off' none")
+    ap.add_argument(
+        "--stop-beam",
+        choices=("off", "c8", "all"),
+        default="c8",
+        help="rows of ours with positive constraints under stop='beam' (Hugging Face's rule over all K "
+        "finished slots) beside the default 'auto' (the n-best's): 'c8' (default) C=8 only, "
+        "'all' every C, 'off' none",
+    )
+    ap.add_argument(
+        "--int8",
+        action="store_true",
+        help="also ours with dynamic int8 weights (none, C=8, 20 negative) and CTranslate2 in int8",
+    )
+    ap.add_argument(
+        "--hf-step",
+        choices=("off", "none", "all"),
+        default="none",
+        help="rows of ours with Hugging Face's decoder step instead of the lean one (fast_step=False): "
+        "'none' (default) the row 'ours, no constraints (HF step)', 'all' one per row of ours, "
+        "'off' none",
+    )
     a = ap.parse_args(argv)
     if a.quick:
         a.beams, a.batches, a.sentences, a.steps = "5,10", "1,8", 8, 20
@@ -156,25 +195,33 @@ def main(argv=None):
         ap.error(str(exc))
     m = load_model(model_dir, device=a.device)
     from conftest import WORDS
+
     rnd = random.Random(1)
     sources = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(6, 14))) for _ in range(a.sentences)]
     real_text = bool(a.model and STSB_DEV.is_file())
     if real_text:  # positive constraints: words of the sentence (C of them, or all it has if fewer)
         sources = stsb_sentences(a.sentences)
     # single-token words usable as positive constraints / negative phrases
-    single = [w for w in sorted(set(WORDS))
-              if len(m.tokenizer(text_target=" " + w, add_special_tokens=False)["input_ids"]) == 1]
+    single = [
+        w
+        for w in sorted(set(WORDS))
+        if len(m.tokenizer(text_target=" " + w, add_special_tokens=False)["input_ids"]) == 1
+    ]
     max_length = a.steps + 1
     n_params = sum(p.numel() for p in m.model.parameters())
     shown = a.model or f"random Marian d={a.d_model} L={a.layers}+{a.layers} V={m.vocab.size}"
-    print(f"device={m.device} model={shown}"
-          f" ({n_params / 1e6:.1f}M parameters) sentences={len(sources)}"
-          f" ({'STS-B dev' if a.model and STSB_DEV.is_file() else 'random words'})"
-          f" max_length={max_length} torch_threads={torch.get_num_threads()}")
+    print(
+        f"device={m.device} model={shown}"
+        f" ({n_params / 1e6:.1f}M parameters) sentences={len(sources)}"
+        f" ({'STS-B dev' if a.model and STSB_DEV.is_file() else 'random words'})"
+        f" max_length={max_length} torch_threads={torch.get_num_threads()}"
+    )
     ct2 = None if a.no_ct2 else Ct2Runner.build(model_dir, Path(tmp.name) / "ct2", m, torch.get_num_threads())
     if ct2 is not None:
-        print(f"CTranslate2 {ct2.version}: converted by its TransformersConverter, compute_type={ct2.compute_type},"
-              f" intra_threads={torch.get_num_threads()}, suppress_sequences={ct2.suppress}")
+        print(
+            f"CTranslate2 {ct2.version}: converted by its TransformersConverter, compute_type={ct2.compute_type},"
+            f" intra_threads={torch.get_num_threads()}, suppress_sequences={ct2.suppress}"
+        )
     ct2_int8 = None
     if a.int8 and ct2 is not None:
         ct2_int8 = Ct2Runner.build(model_dir, Path(tmp.name) / "ct2", m, torch.get_num_threads(), "int8", convert=False)
@@ -185,8 +232,9 @@ def main(argv=None):
             r = random.Random(i)
             if kind == "pos" and real_text:  # words of the sentence itself (as a paraphrase would keep)
                 own = list(dict.fromkeys(re.findall(r"\w+", sources[i])))
-                out.append({"positive": [[w] for w in r.sample(own, min(n, len(own)))], "negative": [],
-                            "bos_avoid": []})
+                out.append(
+                    {"positive": [[w] for w in r.sample(own, min(n, len(own)))], "negative": [], "bos_avoid": []}
+                )
             elif kind == "pos":
                 out.append({"positive": [[w] for w in r.sample(single, n)], "negative": [], "bos_avoid": []})
             elif kind == "neg":
@@ -203,8 +251,19 @@ def main(argv=None):
         cons = cons_for(kind, n)
         stats = {}
         t = time.perf_counter()
-        res = decode(m, sources, cons, beam=beam, nbest=1, max_length=max_length, batch_size=bs, stats=stats,
-                     fast_step=fast_step, stop=stop, int8=int8)
+        res = decode(
+            m,
+            sources,
+            cons,
+            beam=beam,
+            nbest=1,
+            max_length=max_length,
+            batch_size=bs,
+            stats=stats,
+            fast_step=fast_step,
+            stop=stop,
+            int8=int8,
+        )
         dt = time.perf_counter() - t
         if kind == "none" and fast_step is None:
             last_none[beam, bs, int8] = res
@@ -213,36 +272,53 @@ def main(argv=None):
             nc = normalise_constraints(c)
             if not r.unsatisfiable and all(not violations(o["text"], nc) for o in r.outputs):
                 sat += 1
-            viol += sum(1 for o in r.outputs for p in nc["negative"]
-                        if p[0] in __import__("re").findall(r"\w+", o["text"]))
+            viol += sum(
+                1 for o in r.outputs for p in nc["negative"] if p[0] in __import__("re").findall(r"\w+", o["text"])
+            )
             viol += r.safety_net_dropped
         return len(sources) / dt, sat, viol, dt / stats["sentence_steps"]
 
     def run_hf(beam, bs):
         t = time.perf_counter()
         for k in range(0, len(sources), bs):
-            enc = m.tokenizer(sources[k:k + bs], return_tensors="pt", padding=True).to(m.device)
+            enc = m.tokenizer(sources[k : k + bs], return_tensors="pt", padding=True).to(m.device)
             with torch.no_grad():
                 m.model.generate(**enc, num_beams=beam, max_length=max_length, early_stopping=False)
         return len(sources) / (time.perf_counter() - t)
 
     if m.device.type == "cuda":  # the graph must change nothing but time
-        check_graph(m, sources, cons_for, max_length, [int(x) for x in a.beams.split(",")],
-                    [int(x) for x in a.batches.split(",")])
+        check_graph(
+            m,
+            sources,
+            cons_for,
+            max_length,
+            [int(x) for x in a.beams.split(",")],
+            [int(x) for x in a.batches.split(",")],
+        )
     rows = ([("ct2", "CTranslate2 beam search", 0)] if ct2 is not None else []) + [
-        ("hf", "HF beam search", 0), ("none", "ours, no constraints", 0)]
+        ("hf", "HF beam search", 0),
+        ("none", "ours, no constraints", 0),
+    ]
     rows += [("pos", f"ours, C={c} positive", c) for c in (1, 2, 4, 8)]
     rows += [("neg", f"ours, {n} negative phrases", n) for n in (5, 20)]
     if a.stop_beam != "off":  # the same search ended by Hugging Face's rule over all K slots: the rule's effect
-        rows += [("pos", f"{label} {STOP_BEAM}", n) for kind, label, n in rows
-                 if kind == "pos" and (a.stop_beam == "all" or n == 8)]
+        rows += [
+            ("pos", f"{label} {STOP_BEAM}", n)
+            for kind, label, n in rows
+            if kind == "pos" and (a.stop_beam == "all" or n == 8)
+        ]
     if a.int8:  # dynamic int8 weights, ours and CTranslate2's
         rows += ([("ct2", f"CTranslate2 beam search {INT8}", 0)] if ct2_int8 is not None else []) + [
-            ("none", f"ours, no constraints {INT8}", 0), ("pos", f"ours, C=8 positive {INT8}", 8),
-            ("neg", f"ours, 20 negative phrases {INT8}", 20)]
+            ("none", f"ours, no constraints {INT8}", 0),
+            ("pos", f"ours, C=8 positive {INT8}", 8),
+            ("neg", f"ours, 20 negative phrases {INT8}", 20),
+        ]
     if a.hf_step != "off":  # the same decoder with Hugging Face's step (fast_step=False): the lean step's effect
-        rows += [(kind, f"{label} (HF step)", n) for kind, label, n in rows
-                 if label.startswith("ours,") and not variant(label) and (a.hf_step == "all" or kind == "none")]
+        rows += [
+            (kind, f"{label} (HF step)", n)
+            for kind, label, n in rows
+            if label.startswith("ours,") and not variant(label) and (a.hf_step == "all" or kind == "none")
+        ]
     hf456 = run_hf456(a, model_dir, sources, max_length, cons_for, torch.get_num_threads()) if a.hf456_python else {}
     all_ok = True
     summary, ct2_summary, hf_step_summary, stop_summary, int8_summary = [], [], [], [], []
@@ -252,8 +328,10 @@ def main(argv=None):
             if a.int8:  # (and the int8 twin's one-time weight quantisation, out of the timed rows)
                 run_ours(beam, bs, "none", 0, int8=True)
             print(f"\nbeam={beam} batch={bs}")
-            print(f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s}"
-                  f" {'neg viol':>8s} {'step/ours-none':>15s}{' time/CT2' if ct2 is not None else ''}")
+            print(
+                f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s}"
+                f" {'neg viol':>8s} {'step/ours-none':>15s}{' time/CT2' if ct2 is not None else ''}"
+            )
             checks, runs_sp, runs_step = {}, {}, {}
             for _ in range(a.repeat):  # rows interleaved, then each row's best (or median) of its runs
                 for kind, label, n in rows:
@@ -263,10 +341,15 @@ def main(argv=None):
                         runner = ct2_int8 if label.endswith(INT8) else ct2
                         sp, sat, viol = runner.run(sources, beam, bs, max_length), None, None
                     else:
-                        sp, sat, viol, per_step = run_ours(beam, bs, kind, n,
-                                                           False if label.endswith("(HF step)") else None,
-                                                           "beam" if label.endswith(STOP_BEAM) else "auto",
-                                                           label.endswith(INT8))
+                        sp, sat, viol, per_step = run_ours(
+                            beam,
+                            bs,
+                            kind,
+                            n,
+                            False if label.endswith("(HF step)") else None,
+                            "beam" if label.endswith(STOP_BEAM) else "auto",
+                            label.endswith(INT8),
+                        )
                         runs_step.setdefault(label, []).append(per_step)
                     runs_sp.setdefault(label, []).append(sp)
                     if sat is not None and kind != "none":
@@ -281,84 +364,151 @@ def main(argv=None):
                 hf = speeds["HF beam search"]
                 step = f"{step_s[label] / step_s['ours, no constraints']:15.2f}" if label in step_s else f"{'':15s}"
                 vs_ct2 = f"{speeds['CTranslate2 beam search'] / sp:9.2f}" if ct2 is not None else ""
-                print(f"  {label:30s} {sp:9.2f} {base / sp:15.2f} {hf / sp:8.2f} "
-                      f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8} {step}"
-                      f"{vs_ct2}")
+                print(
+                    f"  {label:30s} {sp:9.2f} {base / sp:15.2f} {hf / sp:8.2f} "
+                    f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8} {step}"
+                    f"{vs_ct2}"
+                )
             for label, sp in speeds.items():
                 if label.endswith(STOP_BEAM):
-                    stop_summary.append((beam, bs, label, (speeds["CTranslate2 beam search"] / sp if ct2 is not None
-                                                           else None, speeds[label[:-len(STOP_BEAM) - 1]] / sp)))
+                    stop_summary.append(
+                        (
+                            beam,
+                            bs,
+                            label,
+                            (
+                                speeds["CTranslate2 beam search"] / sp if ct2 is not None else None,
+                                speeds[label[: -len(STOP_BEAM) - 1]] / sp,
+                            ),
+                        )
+                    )
             if ct2 is not None:
                 same, total, mean_len = ct2.compare(last_none[beam, bs, False], sources, beam, bs, max_length)
-                print(f"  CTranslate2 best output = ours (no constraints), token for token: {same}/{total}"
-                      f" (ours: mean {mean_len:.1f} output tokens)")
+                print(
+                    f"  CTranslate2 best output = ours (no constraints), token for token: {same}/{total}"
+                    f" (ours: mean {mean_len:.1f} output tokens)"
+                )
                 for label, sp in speeds.items():
                     if label.endswith("(HF step)"):
-                        hf_step_summary.append((beam, bs, label, speeds["CTranslate2 beam search"] / sp,
-                                                speeds[label[:-len(" (HF step)")]] / sp))
-                ct2_summary.append((beam, bs, speeds["CTranslate2 beam search"] / speeds["ours, no constraints"],
-                                    max(speeds["CTranslate2 beam search"] / v for k, v in speeds.items()
-                                        if k.startswith("ours,") and "no c" not in k and not variant(k)), same, total))
+                        hf_step_summary.append(
+                            (
+                                beam,
+                                bs,
+                                label,
+                                speeds["CTranslate2 beam search"] / sp,
+                                speeds[label[: -len(" (HF step)")]] / sp,
+                            )
+                        )
+                ct2_summary.append(
+                    (
+                        beam,
+                        bs,
+                        speeds["CTranslate2 beam search"] / speeds["ours, no constraints"],
+                        max(
+                            speeds["CTranslate2 beam search"] / v
+                            for k, v in speeds.items()
+                            if k.startswith("ours,") and "no c" not in k and not variant(k)
+                        ),
+                        same,
+                        total,
+                    )
+                )
             if a.int8:
-                ours_same = sum([o["tokens"] for o in x.outputs[:1]] == [o["tokens"] for o in y.outputs[:1]]
-                                for x, y in zip(last_none[beam, bs, False], last_none[beam, bs, True]))
+                ours_same = sum(
+                    [o["tokens"] for o in x.outputs[:1]] == [o["tokens"] for o in y.outputs[:1]]
+                    for x, y in zip(last_none[beam, bs, False], last_none[beam, bs, True])
+                )
                 line = f"  int8 best output = float32's, no constraints: ours {ours_same}/{len(sources)}"
                 if ct2_int8 is not None:
                     line += f", CTranslate2 {ct2_int8.same_as(ct2, sources, beam, bs, max_length)}/{len(sources)}"
                 print(line)
                 none8 = speeds[f"ours, no constraints {INT8}"]
-                worst8 = min(v for k, v in speeds.items()
-                             if k.endswith(INT8) and k.startswith("ours,") and "no c" not in k)
-                int8_summary.append((beam, bs, ct2_speed(speeds, INT8) / none8 if ct2_int8 else None,
-                                     ct2_speed(speeds, INT8) / worst8 if ct2_int8 else None,
-                                     ct2_speed(speeds) / none8 if ct2 else None,
-                                     speeds["ours, no constraints"] / none8))
+                worst8 = min(
+                    v for k, v in speeds.items() if k.endswith(INT8) and k.startswith("ours,") and "no c" not in k
+                )
+                int8_summary.append(
+                    (
+                        beam,
+                        bs,
+                        ct2_speed(speeds, INT8) / none8 if ct2_int8 else None,
+                        ct2_speed(speeds, INT8) / worst8 if ct2_int8 else None,
+                        ct2_speed(speeds) / none8 if ct2 else None,
+                        speeds["ours, no constraints"] / none8,
+                    )
+                )
             for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
                 sat, viol = r["satisfied"], r["neg_violations"]
-                print(f"  {r['label']:30s} {r['sent_per_s']:9.2f} "
-                      f"{speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
-                      f"{speeds['HF beam search'] / r['sent_per_s']:8.2f} "
-                      f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8}"
-                      f"  (x{r['time_over_unconstrained']:.2f} its unconstrained)")
+                print(
+                    f"  {r['label']:30s} {r['sent_per_s']:9.2f} "
+                    f"{speeds['ours, no constraints'] / r['sent_per_s']:15.2f} "
+                    f"{speeds['HF beam search'] / r['sent_per_s']:8.2f} "
+                    f"{'' if sat is None else f'{sat}/{len(sources)}':>10s} {'' if viol is None else viol:>8}"
+                    f"  (x{r['time_over_unconstrained']:.2f} its unconstrained)"
+                )
             s = speeds
-            summary.append((beam, bs, s["HF beam search"] / s["ours, no constraints"],
-                            max(s["ours, no constraints"] / v for k, v in s.items()
-                                if k.startswith("ours,") and "no c" not in k and not variant(k)),
-                            s["ours, C=1 positive"] / s["ours, C=8 positive"],
-                            max(v / step_s["ours, no constraints"] for k, v in step_s.items()
-                                if "no c" not in k and not variant(k))))
+            summary.append(
+                (
+                    beam,
+                    bs,
+                    s["HF beam search"] / s["ours, no constraints"],
+                    max(
+                        s["ours, no constraints"] / v
+                        for k, v in s.items()
+                        if k.startswith("ours,") and "no c" not in k and not variant(k)
+                    ),
+                    s["ours, C=1 positive"] / s["ours, C=8 positive"],
+                    max(
+                        v / step_s["ours, no constraints"]
+                        for k, v in step_s.items()
+                        if "no c" not in k and not variant(k)
+                    ),
+                )
+            )
     print("\nsummary (time ratios; targets: ours-none/HF <= 1.2, worst constrained/ours-none <= 1.5, C8/C1 <= 1.25)")
     for beam, bs, r_hf, r_c, r_81, r_step in summary:
-        print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f}"
-              f" C8/C1={r_81:.2f}"
-              f"  (per sentence-step: constrained/ours-none={r_step:.2f})")
+        print(
+            f"  beam={beam:<3d} batch={bs:<3d} ours-none/HF={r_hf:.2f} constrained/ours-none={r_c:.2f}"
+            f" C8/C1={r_81:.2f}"
+            f"  (per sentence-step: constrained/ours-none={r_step:.2f})"
+        )
     if ct2_summary:
         print("versus CTranslate2 (time ratios; targets: ours-none/CT2 <= 1.5, worst constrained/CT2 <= 2)")
         for beam, bs, r_none, r_worst, same, total in ct2_summary:
-            print(f"  beam={beam:<3d} batch={bs:<3d} ours-none/CT2={r_none:.2f} worst constrained/CT2={r_worst:.2f}"
-                  f"  same best output: {same}/{total}")
+            print(
+                f"  beam={beam:<3d} batch={bs:<3d} ours-none/CT2={r_none:.2f} worst constrained/CT2={r_worst:.2f}"
+                f"  same best output: {same}/{total}"
+            )
     if stop_summary:
-        print("Positive constraints under stop='beam' (Hugging Face's rule over all K slots) instead of 'auto' "
-              "(time ratios)")
+        print(
+            "Positive constraints under stop='beam' (Hugging Face's rule over all K slots) instead of 'auto' "
+            "(time ratios)"
+        )
         for beam, bs, label, r in stop_summary:
-            print(f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r[0]:.2f} /auto={r[1]:.2f}" if r[0] is not None
-                  else f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /auto={r[1]:.2f}")
+            print(
+                f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r[0]:.2f} /auto={r[1]:.2f}"
+                if r[0] is not None
+                else f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /auto={r[1]:.2f}"
+            )
     if int8_summary:
         print("Dynamic int8 weights (time ratios; CT2 int8: CTranslate2 with compute_type=int8)")
         f = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
         for beam, bs, r_none, r_worst, r_f32, r_self in int8_summary:
-            print(f"  beam={beam:<3d} batch={bs:<3d} ours-none int8/CT2 int8={f(r_none)} "
-                  f"worst constrained int8/CT2 int8="
-                  f"{f(r_worst)} ours-none int8/CT2 float32={f(r_f32)} ours-none int8/ours-none float32={r_self:.2f}")
+            print(
+                f"  beam={beam:<3d} batch={bs:<3d} ours-none int8/CT2 int8={f(r_none)} "
+                f"worst constrained int8/CT2 int8="
+                f"{f(r_worst)} ours-none int8/CT2 float32={f(r_f32)} ours-none int8/ours-none float32={r_self:.2f}"
+            )
     if hf_step_summary:
         print("Hugging Face's decoder step instead of the lean one (time ratios)")
         for beam, bs, label, r_ct2, r_lean in hf_step_summary:
             print(f"  beam={beam:<3d} batch={bs:<3d} {label:40s} /CT2={r_ct2:.2f} /lean step={r_lean:.2f}")
     print(f"all constrained outputs satisfied, 0 negative violations: {all_ok}")
     if hf456:
-        print(f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}, best of {a.hf456_repeat}; "
-              "at batch > 1 each batch shares its first sentence's constraints (generate takes one set per call); "
-              "checks are whole-word")
+        print(
+            f"HF4.56 rows: transformers {hf456['version']} in {a.hf456_python}, best of {a.hf456_repeat}; "
+            "at batch > 1 each batch shares its first sentence's constraints (generate takes one set per call); "
+            "checks are whole-word"
+        )
 
 
 STSB_DEV = Path("/work/shared/data/stsb/sts-dev.csv")
@@ -391,8 +541,13 @@ class Ct2Runner:
     """CTranslate2's beam search on a conversion of the same saved model, set up as our decoder is."""
 
     def __init__(self, translator, tokenizer, suppress, version, compute_type):
-        self.tr, self.tok, self.suppress, self.version, self.compute_type = (translator, tokenizer, suppress,
-                                                                              version, compute_type)
+        self.tr, self.tok, self.suppress, self.version, self.compute_type = (
+            translator,
+            tokenizer,
+            suppress,
+            version,
+            compute_type,
+        )
 
     @classmethod
     def build(cls, model_dir, out: Path, m, threads: int, compute_type: str | None = None, convert: bool = True):
@@ -407,23 +562,41 @@ class Ct2Runner:
             ctranslate2.converters.TransformersConverter(str(model_dir)).convert(str(out), force=True)
         cuda = m.device.type == "cuda"
         compute_type = compute_type or ("float16" if cuda else "float32")
-        tr = ctranslate2.Translator(str(out), device="cuda" if cuda else "cpu", compute_type=compute_type,
-                                    inter_threads=1, intra_threads=threads)
+        tr = ctranslate2.Translator(
+            str(out),
+            device="cuda" if cuda else "cpu",
+            compute_type=compute_type,
+            inter_threads=1,
+            intra_threads=threads,
+        )
         # banned tokens as the generation config bans them, those in CTranslate2's vocabulary (its Marian
         # conversion drops <pad>, which it then never generates)
         vocab_file = next(out.glob("*vocabulary*"))
-        known = set(json.loads(vocab_file.read_text()) if vocab_file.suffix == ".json"
-                    else vocab_file.read_text(encoding="utf-8").splitlines())
+        known = set(
+            json.loads(vocab_file.read_text())
+            if vocab_file.suffix == ".json"
+            else vocab_file.read_text(encoding="utf-8").splitlines()
+        )
         bad = getattr(m.model.generation_config, "bad_words_ids", None) or []
-        suppress = [toks for toks in (m.tokenizer.convert_ids_to_tokens(list(seq)) for seq in bad)
-                    if all(t in known for t in toks)]
+        suppress = [
+            toks
+            for toks in (m.tokenizer.convert_ids_to_tokens(list(seq)) for seq in bad)
+            if all(t in known for t in toks)
+        ]
         return cls(tr, m.tokenizer, suppress, ctranslate2.__version__, compute_type)
 
     def translate(self, sources, beam, bs, max_length):
         toks = [self.tok.convert_ids_to_tokens(ids) for ids in self.tok(sources, truncation=True)["input_ids"]]
-        return self.tr.translate_batch(toks, beam_size=beam, max_batch_size=bs, max_decoding_length=max_length - 1,
-                                       length_penalty=1.0, num_hypotheses=1, return_scores=True,
-                                       suppress_sequences=self.suppress or None)
+        return self.tr.translate_batch(
+            toks,
+            beam_size=beam,
+            max_batch_size=bs,
+            max_decoding_length=max_length - 1,
+            length_penalty=1.0,
+            num_hypotheses=1,
+            return_scores=True,
+            suppress_sequences=self.suppress or None,
+        )
 
     def run(self, sources, beam, bs, max_length) -> float:
         t = time.perf_counter()
@@ -453,13 +626,27 @@ def check_graph(m, sources, cons_for, max_length, beams, batches):
         for bs in batches:
             for kind, n in (("none", 0), ("pos", 1), ("pos", 8), ("neg", 20)):
                 cons = cons_for(kind, n)
-                runs = [decode(m, sources[:16], cons[:16], beam=beam, nbest=beam, max_length=max_length, batch_size=bs,
-                               cuda_graph=g, shrink=False) for g in (False, True)]  # (a graph keeps whole batches)
+                runs = [
+                    decode(
+                        m,
+                        sources[:16],
+                        cons[:16],
+                        beam=beam,
+                        nbest=beam,
+                        max_length=max_length,
+                        batch_size=bs,
+                        cuda_graph=g,
+                        shrink=False,
+                    )
+                    for g in (False, True)
+                ]  # (a graph keeps whole batches)
                 for e, g in zip(*runs):
                     total += 1
                     same += [(o["text"], o["score"]) for o in e.outputs] == [(o["text"], o["score"]) for o in g.outputs]
-    print(f"CUDA graph vs eager, every n-best output and score equal: {same}/{total} sentences"
-          f"{'' if not _GRAPH_FAILURES else '; capture FAILED, eager used: ' + _GRAPH_FAILURES[0]}")
+    print(
+        f"CUDA graph vs eager, every n-best output and score equal: {same}/{total} sentences"
+        f"{'' if not _GRAPH_FAILURES else '; capture FAILED, eager used: ' + _GRAPH_FAILURES[0]}"
+    )
 
 
 def run_hf456(a, model_dir, sources, max_length, cons_for, threads):
@@ -467,18 +654,33 @@ def run_hf456(a, model_dir, sources, max_length, cons_for, threads):
     import subprocess
 
     rows = [{"kind": "none", "n": 0, "label": "HF4.56 beam search", "constraints": None}]
-    rows += [{"kind": "pos", "n": c, "label": f"HF4.56 force_words C={c}", "constraints": cons_for("pos", c)}
-             for c in (1, 2, 4, 8)]
-    rows += [{"kind": "neg", "n": n, "label": f"HF4.56 bad_words {n} phrases", "constraints": cons_for("neg", n)}
-             for n in (5, 20)]
-    spec = {"model": str(model_dir), "sources": sources, "max_length": max_length, "threads": threads,
-            "beams": [int(x) for x in a.beams.split(",")], "batches": [int(x) for x in a.batches.split(",")],
-            "rows": rows, "repeat": a.hf456_repeat}
+    rows += [
+        {"kind": "pos", "n": c, "label": f"HF4.56 force_words C={c}", "constraints": cons_for("pos", c)}
+        for c in (1, 2, 4, 8)
+    ]
+    rows += [
+        {"kind": "neg", "n": n, "label": f"HF4.56 bad_words {n} phrases", "constraints": cons_for("neg", n)}
+        for n in (5, 20)
+    ]
+    spec = {
+        "model": str(model_dir),
+        "sources": sources,
+        "max_length": max_length,
+        "threads": threads,
+        "beams": [int(x) for x in a.beams.split(",")],
+        "batches": [int(x) for x in a.batches.split(",")],
+        "rows": rows,
+        "repeat": a.hf456_repeat,
+    }
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     try:
-        out = subprocess.run([a.hf456_python, str(ROOT / "bench" / "decoding_hf_constrained.py"), f.name, "--json"],
-                             check=True, stdout=subprocess.PIPE, text=True).stdout
+        out = subprocess.run(
+            [a.hf456_python, str(ROOT / "bench" / "decoding_hf_constrained.py"), f.name, "--json"],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        ).stdout
     finally:
         Path(f.name).unlink()
     data = json.loads(out.strip().splitlines()[-1])

@@ -17,6 +17,7 @@ of the batch's first sentence; outputs are checked against the constraints actua
 word level (``\\w+`` runs): a forced token can be glued to a following piece and a banned word can be spelled
 with other pieces, so both are counted, not assumed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,7 @@ def word_ids(tok, phrase: list[str]) -> list[int]:
 
 def contains(words: list[str], sub: list[str]) -> bool:
     n = len(sub)
-    return any(words[i:i + n] == sub for i in range(len(words) - n + 1))
+    return any(words[i : i + n] == sub for i in range(len(words) - n + 1))
 
 
 def run_row(model, tok, spec, beam, bs, cons):
@@ -52,7 +53,7 @@ def run_row(model, tok, spec, beam, bs, cons):
             kw["force_words_ids"] = [word_ids(tok, p) for p in c["positive"]]
         if c and c["negative"]:
             kw["bad_words_ids"] = [word_ids(tok, p) for p in c["negative"]]
-        enc = tok(sources[k:k + bs], return_tensors="pt", padding=True)
+        enc = tok(sources[k : k + bs], return_tensors="pt", padding=True)
         with torch.no_grad():
             out = model.generate(**enc, num_beams=beam, max_length=spec["max_length"], early_stopping=False, **kw)
         texts += tok.batch_decode(out, skip_special_tokens=True)
@@ -84,8 +85,11 @@ def main(argv=None):
     model = AutoModelForSeq2SeqLM.from_pretrained(spec["model"]).eval()
     n = len(spec["sources"])
     log = sys.stderr if a.json else sys.stdout
-    print(f"transformers={transformers.__version__} torch={torch.__version__} sentences={n} "
-          f"max_length={spec['max_length']} torch_threads={torch.get_num_threads()}", file=log)
+    print(
+        f"transformers={transformers.__version__} torch={torch.__version__} sentences={n} "
+        f"max_length={spec['max_length']} torch_threads={torch.get_num_threads()}",
+        file=log,
+    )
     results = []
     for beam in spec["beams"]:
         for bs in spec["batches"]:
@@ -102,12 +106,23 @@ def main(argv=None):
                 cons = row["constraints"]
                 sp, sat, viol = best[i]
                 base = base or sp
-                res = {"beam": beam, "batch": bs, "kind": row["kind"], "n": row["n"], "label": row["label"],
-                       "sent_per_s": sp, "time_over_unconstrained": base / sp,
-                       "satisfied": sat if cons else None, "neg_violations": viol if cons else None}
+                res = {
+                    "beam": beam,
+                    "batch": bs,
+                    "kind": row["kind"],
+                    "n": row["n"],
+                    "label": row["label"],
+                    "sent_per_s": sp,
+                    "time_over_unconstrained": base / sp,
+                    "satisfied": sat if cons else None,
+                    "neg_violations": viol if cons else None,
+                }
                 results.append(res)
-                print(f"  {row['label']:34s} {sp:9.2f} {base / sp:12.2f} "
-                      f"{'' if not cons else f'{sat}/{n}':>10s} {'' if not cons else viol:>8}", file=log)
+                print(
+                    f"  {row['label']:34s} {sp:9.2f} {base / sp:12.2f} "
+                    f"{'' if not cons else f'{sat}/{n}':>10s} {'' if not cons else viol:>8}",
+                    file=log,
+                )
     if a.json:
         print(json.dumps({"transformers": transformers.__version__, "torch": torch.__version__, "results": results}))
 

@@ -22,6 +22,7 @@ and each one's ratio to ``average`` measured in the same run (same items, worker
 
     .venv/bin/python bench/easl.py [--refs 40] [--reps 20] [--budgets 3,5,10] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,8 +85,9 @@ def run_uniform(groups, truth, pool, budget, rng) -> list:
     judgments: list = []
     passes = 0
     while len(judgments) < budget:
-        collect(first_round(groups, items_per_hit=PER_HIT, seed=rng.randrange(10**9)), truth, pool, rng,
-                judgments, budget)
+        collect(
+            first_round(groups, items_per_hit=PER_HIT, seed=rng.randrange(10**9)), truth, pool, rng, judgments, budget
+        )
         passes += 1
     return judgments
 
@@ -99,8 +101,7 @@ def run_easl(groups, truth, pool, budget, rng) -> list:
         for _, item, score in judgments:
             scores.setdefault(item, []).append(score)
         posts = posteriors_from_scores(scores, truth)
-        plans = next_round(groups, posts, n_hits=n_items // PER_HIT, items_per_hit=PER_HIT,
-                           seed=rng.randrange(10**9))
+        plans = next_round(groups, posts, n_hits=n_items // PER_HIT, items_per_hit=PER_HIT, seed=rng.randrange(10**9))
         collect(plans, truth, pool, rng, judgments, budget)
     return judgments
 
@@ -134,8 +135,10 @@ def main() -> None:
     started = time.perf_counter()
     budgets = [int(b) for b in args.budgets.split(",")]
     methods = ("average", "easl", "z", "easl+z")
-    print(f"{args.refs} references x {PER_HIT} candidates, {args.workers} annotators, {args.reps} replications; "
-          "Spearman's rho vs truth (mean +- sd over replications) and ratio to plain averaging")
+    print(
+        f"{args.refs} references x {PER_HIT} candidates, {args.workers} annotators, {args.reps} replications; "
+        "Spearman's rho vs truth (mean +- sd over replications) and ratio to plain averaging"
+    )
     for kind in ("unbiased", "mixed"):
         print(f"\n[{kind} annotators]")
         print(f"{'judgments/item':>15} " + " ".join(f"{m:>16}" for m in methods) + "   ratios to average")

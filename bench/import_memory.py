@@ -9,6 +9,7 @@ SQLite, local storage) and prints, per size, lines/second and the child's peak R
     .venv/bin/python bench/import_memory.py --sizes 100000 10000000
     .venv/bin/python bench/import_memory.py --sizes 20000 200000 --gzip
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,15 +24,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = ("the a of to and in is was for on that with as by at from it an be this are have has had not "
-         "paraphrase sentence model corpus beam search constraint token reference source system judgment "
-         "annotator slider worker batch shard release score regression lexical diversity bleu").split()
+WORDS = (
+    "the a of to and in is was for on that with as by at from it an be this are have has had not "
+    "paraphrase sentence model corpus beam search constraint token reference source system judgment "
+    "annotator slider worker batch shard release score regression lexical diversity bleu"
+).split()
 
 
 def make_file(path: Path, n: int, *, gz: bool, seed: int = 13) -> None:
     rng = random.Random(seed)
-    opener = (lambda p: gzip.open(p, "wt", encoding="utf-8", compresslevel=1)) if gz else (
-        lambda p: open(p, "w", encoding="utf-8"))
+    opener = (
+        (lambda p: gzip.open(p, "wt", encoding="utf-8", compresslevel=1))
+        if gz
+        else (lambda p: open(p, "w", encoding="utf-8"))
+    )
     with opener(path) as fh:
         for i in range(n):
             src = " ".join(rng.choices(WORDS, k=rng.randint(4, 30)))
@@ -60,13 +66,19 @@ def measure(var_dir: Path, name: str, path: Path) -> tuple[dict, int]:
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.base", PARAFORGE_VAR_DIR=str(var_dir))
     for var in ("DATABASE_URL", "CELERY_BROKER_URL", "PARAFORGE_STORAGE_URL"):
         env.pop(var, None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL
+    )
     out_file = var_dir / "child.out"
     err_file = var_dir / "child.err"
     with open(out_file, "w") as out, open(err_file, "w") as err:
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", name, str(path)],
-                                cwd=ROOT, env=env, stdout=out, stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--child", name, str(path)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=err,
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
@@ -97,14 +109,19 @@ def main() -> None:
             result, rss_kib = measure(var_dir, f"bench-{n}", path)
             assert result["summary"]["references"] == n, result
             rows.append((n, result["seconds"], rss_kib))
-            print(f"{n:>11,} lines  file {path.stat().st_size / 2**20:8.1f} MiB (made in {gen_s:5.1f} s)  "
-                  f"import {result['seconds']:7.1f} s  {n / result['seconds']:>10,.0f} lines/s  "
-                  f"peak RSS {rss_kib / 1024:7.1f} MiB  shards {result['summary']['shards']}", flush=True)
+            print(
+                f"{n:>11,} lines  file {path.stat().st_size / 2**20:8.1f} MiB (made in {gen_s:5.1f} s)  "
+                f"import {result['seconds']:7.1f} s  {n / result['seconds']:>10,.0f} lines/s  "
+                f"peak RSS {rss_kib / 1024:7.1f} MiB  shards {result['summary']['shards']}",
+                flush=True,
+            )
             path.unlink()
     if len(rows) > 1:
         (n0, _, r0), (n1, _, r1) = rows[0], rows[-1]
-        print(f"peak RSS ratio {n1:,} / {n0:,} lines: {r1 / r0:.3f}  (flat memory: near 1; "
-              f"file size ratio {n1 / n0:.0f}x)")
+        print(
+            f"peak RSS ratio {n1:,} / {n0:,} lines: {r1 / r0:.3f}  (flat memory: near 1; "
+            f"file size ratio {n1 / n0:.0f}x)"
+        )
 
 
 if __name__ == "__main__":

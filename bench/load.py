@@ -25,6 +25,7 @@ It prints requests/second and p50/p95/p99 latency per scenario, ratios to the ba
 the judgments acknowledged with 201 (none lost, none duplicated), and no HIT more assignments than it
 allows. Exits non-zero if a check fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,6 +55,7 @@ TOKEN_RE = re.compile(rb'<meta name="submission-token" content="([^"]+)"')
 
 # --- HTTP/1.1 client on loopback ----------------------------------------------------------------------
 
+
 class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self.reader, self.writer = reader, writer
@@ -63,8 +65,9 @@ class Connection:
         reader, writer = await asyncio.open_connection(HOST, port)
         return cls(reader, writer)
 
-    async def request(self, method: str, path: str, port: int, body: bytes = b"",
-                      content_type: str = "") -> tuple[int, bytes, bool]:
+    async def request(
+        self, method: str, path: str, port: int, body: bytes = b"", content_type: str = ""
+    ) -> tuple[int, bytes, bool]:
         """(status, body, keep_alive)."""
         head = [f"{method} {path} HTTP/1.1", f"Host: {HOST}:{port}", "Connection: keep-alive"]
         if body or method == "POST":
@@ -160,14 +163,15 @@ class Result:
 
     def row(self) -> str:
         codes = " ".join(f"{k}:{v}" for k, v in sorted(self.statuses.items()))
-        return (f"{self.name:<24} {len(self.latencies_ms):>7} {self.rps:>9.1f} {self.pct(50):>8.1f} "
-                f"{self.pct(95):>8.1f} {self.pct(99):>8.1f} {len(self.errors):>6} "
-                f"{self.cpu_ms_per_request('app'):>6.2f} {self.cpu_ms_per_request('db'):>6.2f} "
-                f"{self.cpu_ms_per_request('generator'):>6.2f}  {codes}")
+        return (
+            f"{self.name:<24} {len(self.latencies_ms):>7} {self.rps:>9.1f} {self.pct(50):>8.1f} "
+            f"{self.pct(95):>8.1f} {self.pct(99):>8.1f} {len(self.errors):>6} "
+            f"{self.cpu_ms_per_request('app'):>6.2f} {self.cpu_ms_per_request('db'):>6.2f} "
+            f"{self.cpu_ms_per_request('generator'):>6.2f}  {codes}"
+        )
 
 
-async def open_loop(pool: Pool, name: str, paths: list[str], rate: float, seconds: float,
-                    check=None) -> Result:
+async def open_loop(pool: Pool, name: str, paths: list[str], rate: float, seconds: float, check=None) -> Result:
     """GET ``paths`` (cycled) at ``rate`` per second for ``seconds``; latency counted from the due time."""
     result = Result(name)
     n = int(rate * seconds)
@@ -208,8 +212,9 @@ class Submission:
     judgments: list[dict]
 
 
-async def closed_loop_submissions(pool: Pool, plan: list[Submission], concurrency: int, seconds: float,
-                                  replay_share: float, rng: random.Random) -> tuple[Result, dict]:
+async def closed_loop_submissions(
+    pool: Pool, plan: list[Submission], concurrency: int, seconds: float, replay_share: float, rng: random.Random
+) -> tuple[Result, dict]:
     """``concurrency`` workers take submissions off ``plan`` until it is empty or time is up."""
     result = Result("submit (POST)")
     outcome: dict[str, dict] = {}  # assignment_id -> {"first": status, "replays": [status, ...]}
@@ -232,7 +237,8 @@ async def closed_loop_submissions(pool: Pool, plan: list[Submission], concurrenc
             try:
                 status, body = await asyncio.wait_for(
                     pool.request("POST", f"/api/hits/{sub.hit_id}/assignments/", sub.body, "application/json"),
-                    timeout=30)
+                    timeout=30,
+                )
             except Exception as exc:  # noqa: BLE001 - an unknown outcome: reported, checked against the DB
                 result.errors.append(f"{sub.assignment_id}: {exc!r}")
                 outcome.setdefault(sub.assignment_id, {"first": None, "replays": [], "sub": sub})
@@ -255,6 +261,7 @@ async def closed_loop_submissions(pool: Pool, plan: list[Submission], concurrenc
 
 
 # --- the server side: database, data, gunicorn -------------------------------------------------------
+
 
 def pg_admin(pg_url: str, sql: str) -> None:
     import psycopg
@@ -291,8 +298,7 @@ def server_env(tmp: Path, db_url: str) -> dict[str, str]:
 
 
 def manage(env: dict[str, str], *argv: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *argv], cwd=ROOT, env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "manage.py", *argv], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 def build_data(n_hits: int, seed: int) -> list[dict]:
@@ -303,23 +309,43 @@ def build_data(n_hits: int, seed: int) -> list[dict]:
     campaign = Campaign.objects.create(name=f"load {seed}")
     buckets = (5, 10, 20, 40)
     per_bucket = max(1, n_hits // len(buckets))
-    refs = Reference.objects.bulk_create([
-        Reference(campaign=campaign, ref_id=f"{b}-{i}", length_bucket=b,
-                  text=f"Reference {i} of length bucket {b} says what the <b>paper</b> said.")
-        for b in buckets for i in range(per_bucket)])
-    cands = Candidate.objects.bulk_create([
-        Candidate(reference=r, text=f"Paraphrase {c} of {r.ref_id}: a candidate & its \"quotes\".")
-        for r in refs for c in range(5)], batch_size=2000)
-    CandidateSystem.objects.bulk_create([CandidateSystem(candidate=c, system=str(1 + k % 5))
-                                         for k, c in enumerate(cands)], batch_size=2000)
-    batch = hit_batch_create(campaign=campaign, provider="mturk-sandbox", per_length=per_bucket,
-                             assignments=3, attention_rate=0.1, seed=seed)
+    refs = Reference.objects.bulk_create(
+        [
+            Reference(
+                campaign=campaign,
+                ref_id=f"{b}-{i}",
+                length_bucket=b,
+                text=f"Reference {i} of length bucket {b} says what the <b>paper</b> said.",
+            )
+            for b in buckets
+            for i in range(per_bucket)
+        ]
+    )
+    cands = Candidate.objects.bulk_create(
+        [
+            Candidate(reference=r, text=f'Paraphrase {c} of {r.ref_id}: a candidate & its "quotes".')
+            for r in refs
+            for c in range(5)
+        ],
+        batch_size=2000,
+    )
+    CandidateSystem.objects.bulk_create(
+        [CandidateSystem(candidate=c, system=str(1 + k % 5)) for k, c in enumerate(cands)], batch_size=2000
+    )
+    batch = hit_batch_create(
+        campaign=campaign, provider="mturk-sandbox", per_length=per_bucket, assignments=3, attention_rate=0.1, seed=seed
+    )
     Batch.objects.filter(pk=batch.pk).update(status=BatchStatus.PUBLISHED)
     hits = []
     for hit in Hit.objects.filter(batch=batch).prefetch_related("items").order_by("id"):
         items = sorted(hit.items.all(), key=lambda it: it.position)
-        hits.append({"id": hit.pk, "max_assignments": hit.max_assignments,
-                     "items": [(it.candidate_id, it.is_attention_check) for it in items]})
+        hits.append(
+            {
+                "id": hit.pk,
+                "max_assignments": hit.max_assignments,
+                "items": [(it.candidate_id, it.is_attention_check) for it in items],
+            }
+        )
     return hits
 
 
@@ -337,10 +363,23 @@ def submission_plan(hits: list[dict], rng: random.Random) -> list[Submission]:
                 score = 100 if attention else (None if fluency == 0 else rng.randint(0, 100))
                 judgments.append({"candidate": candidate, "score": score, "fluency": fluency})
             token = submission_token_make(hit_id=hit["id"], assignment_id=assignment_id, worker_id=worker_id)
-            sent = [{"item": item_key(hit_id=hit["id"], candidate_id=j["candidate"]), "score": j["score"],
-                     "fluency": j["fluency"]} for j in judgments]  # the page names sentences by their keys
-            body = json.dumps({"assignment_id": assignment_id, "worker_id": worker_id, "token": token,
-                               "judgments": sent, "comment": ""}).encode()
+            sent = [
+                {
+                    "item": item_key(hit_id=hit["id"], candidate_id=j["candidate"]),
+                    "score": j["score"],
+                    "fluency": j["fluency"],
+                }
+                for j in judgments
+            ]  # the page names sentences by their keys
+            body = json.dumps(
+                {
+                    "assignment_id": assignment_id,
+                    "worker_id": worker_id,
+                    "token": token,
+                    "judgments": sent,
+                    "comment": "",
+                }
+            ).encode()
             plan.append(Submission(hit["id"], assignment_id, worker_id, body, judgments))
     rng.shuffle(plan)
     return plan
@@ -373,15 +412,17 @@ def cpu_snapshot(server_pid: int) -> dict[str, dict[int, float]]:
     app = [server_pid] + [pid for pid, ppid, _ in procs if ppid == server_pid]
     db = [pid for pid, _, name in procs if name.startswith("postgres")]
     own = os.times()
-    return {"app": {pid: _cpu_seconds(pid) for pid in app}, "db": {pid: _cpu_seconds(pid) for pid in db},
-            "generator": {0: own.user + own.system}}
+    return {
+        "app": {pid: _cpu_seconds(pid) for pid in app},
+        "db": {pid: _cpu_seconds(pid) for pid in db},
+        "generator": {0: own.user + own.system},
+    }
 
 
 def cpu_used(before: dict, after: dict) -> dict[str, float]:
     """CPU seconds between two snapshots (processes still there at the end; PostgreSQL backends of other
     clients that ended in between are left out rather than counted negative)."""
-    return {part: sum(max(0.0, cpu - before[part].get(pid, 0.0)) for pid, cpu in after[part].items())
-            for part in after}
+    return {part: sum(max(0.0, cpu - before[part].get(pid, 0.0)) for pid, cpu in after[part].items()) for part in after}
 
 
 def free_port() -> int:
@@ -393,9 +434,26 @@ def free_port() -> int:
 def start_gunicorn(env: dict[str, str], port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:
     gunicorn = Path(sys.executable).with_name("gunicorn")
     return subprocess.Popen(
-        [str(gunicorn), "config.wsgi:application", "--bind", f"{HOST}:{port}", "--workers", str(workers),
-         "--threads", str(threads), "--keep-alive", "30", "--error-logfile", str(log)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            str(gunicorn),
+            "config.wsgi:application",
+            "--bind",
+            f"{HOST}:{port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--keep-alive",
+            "30",
+            "--error-logfile",
+            str(log),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 async def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
@@ -417,6 +475,7 @@ async def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60) -> 
 
 
 # --- checks -------------------------------------------------------------------------------------------
+
 
 def page_check(status: int, body: bytes) -> str | None:
     if status != 200:
@@ -448,16 +507,18 @@ def database_check(hits: list[dict], outcome: dict[str, dict]) -> tuple[list[str
         problems.append(f"{len(lost)} acknowledged assignments missing from the database, e.g. {sorted(lost)[:3]}")
     unexpected = set(stored) - acknowledged - unknown
     if unexpected:
-        problems.append(f"{len(unexpected)} stored assignments that were never acknowledged, "
-                        f"e.g. {sorted(unexpected)[:3]}")
+        problems.append(
+            f"{len(unexpected)} stored assignments that were never acknowledged, e.g. {sorted(unexpected)[:3]}"
+        )
     wrong = []
     for assignment_id in acknowledged & set(stored):
         sent = sorted((j["candidate"], j["score"], j["fluency"]) for j in outcome[assignment_id]["sub"].judgments)
         if sorted(stored_judgments.get(stored[assignment_id].pk, [])) != sent:
             wrong.append(assignment_id)
     if wrong:
-        problems.append(f"{len(wrong)} assignments whose stored judgments differ from what was sent "
-                        "(lost or duplicated)")
+        problems.append(
+            f"{len(wrong)} assignments whose stored judgments differ from what was sent (lost or duplicated)"
+        )
     verified = Count("assignments", filter=Q(assignments__verification="verified"))
     over = Hit.objects.filter(pk__in=hit_ids).annotate(n=verified).filter(n__gt=F("max_assignments")).count()
     if over:
@@ -482,6 +543,7 @@ def database_check(hits: list[dict], outcome: dict[str, dict]) -> tuple[list[str
 
 # --- main ---------------------------------------------------------------------------------------------
 
+
 async def measured(server_pid: int, scenario) -> Result | tuple:
     before = cpu_snapshot(server_pid)
     out = await scenario
@@ -491,25 +553,39 @@ async def measured(server_pid: int, scenario) -> Result | tuple:
     return out
 
 
-async def run_load(port: int, server_pid: int, hits: list[dict], plan: list[Submission], a: argparse.Namespace,
-                   rng: random.Random) -> tuple[list[Result], dict]:
+async def run_load(
+    port: int, server_pid: int, hits: list[dict], plan: list[Submission], a: argparse.Namespace, rng: random.Random
+) -> tuple[list[Result], dict]:
     pool = Pool(port, a.connections)
     page_paths = []
     for i in range(int(a.rate * a.seconds)):
         hit = hits[i % len(hits)]["id"]
-        page_paths.append(f"/hits/{hit}/?assignmentId=PA{i}&hitId={hit}&workerId=PW{i}"
-                          f"&turkSubmitTo={quote(TURK_SUBMIT_TO, safe='')}")
+        page_paths.append(
+            f"/hits/{hit}/?assignmentId=PA{i}&hitId={hit}&workerId=PW{i}&turkSubmitTo={quote(TURK_SUBMIT_TO, safe='')}"
+        )
     # warm every gunicorn worker (imports, templates, connections) before measuring
     await open_loop(pool, "warm-up", page_paths[:200] + ["/static/frontend/hit.css"] * 50, min(a.rate, 100), 2.5)
-    results = [await measured(server_pid, open_loop(
-        pool, "static baseline (GET)", ["/static/frontend/hit.css"], a.rate, a.baseline_seconds,
-        check=lambda s, b: None if s == 200 else f"HTTP {s}"))]
-    results.append(await measured(server_pid, open_loop(pool, "HIT page (GET)", page_paths, a.rate, a.seconds,
-                                                        check=page_check)))
+    results = [
+        await measured(
+            server_pid,
+            open_loop(
+                pool,
+                "static baseline (GET)",
+                ["/static/frontend/hit.css"],
+                a.rate,
+                a.baseline_seconds,
+                check=lambda s, b: None if s == 200 else f"HTTP {s}",
+            ),
+        )
+    ]
+    results.append(
+        await measured(server_pid, open_loop(pool, "HIT page (GET)", page_paths, a.rate, a.seconds, check=page_check))
+    )
     await pool.close()
     submit_pool = Pool(port, a.concurrency)
-    submitted, outcome = await measured(server_pid, closed_loop_submissions(
-        submit_pool, plan, a.concurrency, a.seconds, a.replay_share, rng))
+    submitted, outcome = await measured(
+        server_pid, closed_loop_submissions(submit_pool, plan, a.concurrency, a.seconds, a.replay_share, rng)
+    )
     await submit_pool.close()
     results.append(submitted)
     return results, outcome
@@ -557,13 +633,17 @@ def main(argv=None) -> int:
         from django.db import connections
 
         connections.close_all()
-        print(f"setup: {len(hits)} HITs, {len(plan)} planned submissions, {time.monotonic() - t:.1f} s "
-              f"(database {DB_NAME} on {HOST}:5432)")
+        print(
+            f"setup: {len(hits)} HITs, {len(plan)} planned submissions, {time.monotonic() - t:.1f} s "
+            f"(database {DB_NAME} on {HOST}:5432)"
+        )
         port = free_port()
         server = start_gunicorn(env, port, a.gunicorn_workers, a.threads, tmp / "gunicorn.log")
         asyncio.run(wait_ready(port, server))
-        print(f"gunicorn: {a.gunicorn_workers} workers x {a.threads} threads on {HOST}:{port}; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} before the run")
+        print(
+            f"gunicorn: {a.gunicorn_workers} workers x {a.threads} threads on {HOST}:{port}; "
+            f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} before the run"
+        )
         results, outcome = asyncio.run(run_load(port, server.pid, hits, plan, a, rng))
         problems, figures = database_check(hits, outcome)
     finally:
@@ -584,30 +664,42 @@ def main(argv=None) -> int:
 
     print()
     print(f"{'':<24} {'':>7} {'':>9} {'':>8} {'':>8} {'':>8} {'':>6} {'CPU ms per request':>20}")
-    print(f"{'scenario':<24} {'requests':>7} {'req/s':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>6} "
-          f"{'app':>6} {'db':>6} {'gen':>6}  statuses")
+    print(
+        f"{'scenario':<24} {'requests':>7} {'req/s':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>6} "
+        f"{'app':>6} {'db':>6} {'gen':>6}  statuses"
+    )
     for r in results:
         print(r.row())
     base, page, post = results
     print()
-    print(f"page view / static baseline: p50 x{page.pct(50) / base.pct(50):.1f}, "
-          f"p95 x{page.pct(95) / base.pct(95):.1f}, "
-          f"p99 x{page.pct(99) / base.pct(99):.1f}; achieved {page.rps:.0f} of {a.rate:.0f} req/s asked")
-    print(f"submissions: {post.rps:.0f} req/s with {a.concurrency} workers at once; "
-          f"p95 x{post.pct(95) / base.pct(95):.1f} the baseline's")
-    print(f"server CPU per request (app + db): page x{_cpu(page) / _cpu(base):.1f}, "
-          f"submission x{_cpu(post) / _cpu(base):.1f} the static file's; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f} after the run (other processes share them)")
+    print(
+        f"page view / static baseline: p50 x{page.pct(50) / base.pct(50):.1f}, "
+        f"p95 x{page.pct(95) / base.pct(95):.1f}, "
+        f"p99 x{page.pct(99) / base.pct(99):.1f}; achieved {page.rps:.0f} of {a.rate:.0f} req/s asked"
+    )
+    print(
+        f"submissions: {post.rps:.0f} req/s with {a.concurrency} workers at once; "
+        f"p95 x{post.pct(95) / base.pct(95):.1f} the baseline's"
+    )
+    print(
+        f"server CPU per request (app + db): page x{_cpu(page) / _cpu(base):.1f}, "
+        f"submission x{_cpu(post) / _cpu(base):.1f} the static file's; {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f} after the run (other processes share them)"
+    )
     print("database: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
     for r in results:
         for e in r.errors[:5]:
             print(f"  error ({r.name}): {e}")
     page_ok = page.pct(95) < 100 and not page.errors and page.rps >= 0.95 * a.rate
     print()
-    print(f"target page views p95 < 100 ms at {a.rate:.0f} req/s, no error: {'MET' if page_ok else 'NOT MET'} "
-          f"(p95 {page.pct(95):.1f} ms, {len(page.errors)} errors)")
-    print(f"submissions: {'no error' if not post.errors else f'{len(post.errors)} errors'}; database check: "
-          f"{'exactly the acknowledged judgments (none lost, none duplicated)' if not problems else 'FAILED'}")
+    print(
+        f"target page views p95 < 100 ms at {a.rate:.0f} req/s, no error: {'MET' if page_ok else 'NOT MET'} "
+        f"(p95 {page.pct(95):.1f} ms, {len(page.errors)} errors)"
+    )
+    print(
+        f"submissions: {'no error' if not post.errors else f'{len(post.errors)} errors'}; database check: "
+        f"{'exactly the acknowledged judgments (none lost, none duplicated)' if not problems else 'FAILED'}"
+    )
     for problem in problems:
         print(f"  {problem}")
     return 0 if (not problems and not post.errors and not page.errors and not base.errors) else 1

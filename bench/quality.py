@@ -27,6 +27,7 @@ share); the ``careful`` row is the careful raters wrongly disqualified.
 
     .venv/bin/python bench/quality.py [--raters 200] [--hits 20,50,100] [--slip 0.03] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,8 +93,12 @@ def first_caught(hits: list[list[tuple[str, int]]], settings: dict) -> dict[str,
                 degraded.append(score)
             else:
                 real.append(score)
-        attention = attention_rule_fails(passed, failed, min_checks=int(settings["min_attention_checks"]),
-                                         max_failure_rate=float(settings["max_attention_failure_rate"]))
+        attention = attention_rule_fails(
+            passed,
+            failed,
+            min_checks=int(settings["min_attention_checks"]),
+            max_failure_rate=float(settings["max_attention_failure_rate"]),
+        )
         p = degraded_test(degraded, real, min_checks=int(settings["min_degraded_checks"]))
         worse = degraded_rule_fails(p, p_max=float(settings["degraded_p_max"]))
         for name, fires in zip(RULE_SETS, (attention, worse, attention or worse)):
@@ -118,13 +123,17 @@ def main() -> None:
     rng = random.Random(args.seed)
     layout = batch_layout(args.batch_hits, args.attention_rate, args.degraded_rate, rng)
     started = time.perf_counter()
-    print(f"batch: {args.batch_hits} HITs of {HIT_SIZE}, attention rate {args.attention_rate}, degraded rate "
-          f"{args.degraded_rate}; {args.raters} raters of each kind; rules: attention > "
-          f"{settings['max_attention_failure_rate']:.0%} failed of >= {settings['min_attention_checks']} checks; "
-          f"degraded p > {settings['degraded_p_max']} once >= {settings['min_degraded_checks']} degraded checks")
+    print(
+        f"batch: {args.batch_hits} HITs of {HIT_SIZE}, attention rate {args.attention_rate}, degraded rate "
+        f"{args.degraded_rate}; {args.raters} raters of each kind; rules: attention > "
+        f"{settings['max_attention_failure_rate']:.0%} failed of >= {settings['min_attention_checks']} checks; "
+        f"degraded p > {settings['degraded_p_max']} once >= {settings['min_degraded_checks']} degraded checks"
+    )
     for per_rater in (int(x) for x in args.hits.split(",")):
-        print(f"\nHITs per rater: {per_rater} (about {per_rater * args.attention_rate:.0f} attention and "
-              f"{per_rater * args.degraded_rate:.0f} degraded checks each)")
+        print(
+            f"\nHITs per rater: {per_rater} (about {per_rater * args.attention_rate:.0f} attention and "
+            f"{per_rater * args.degraded_rate:.0f} degraded checks each)"
+        )
         print("| rater kind | " + " | ".join(RULE_SETS) + " | median HITs until caught (both) |")
         print("|---" * (len(RULE_SETS) + 2) + "|")
         for kind in KINDS:
@@ -132,8 +141,10 @@ def main() -> None:
             when = []
             for _ in range(args.raters):
                 start = rng.randrange(len(layout))
-                hits = [[(item, judge(kind, item, rng, args.slip)) for item in layout[(start + k) % len(layout)]]
-                        for k in range(per_rater)]
+                hits = [
+                    [(item, judge(kind, item, rng, args.slip)) for item in layout[(start + k) % len(layout)]]
+                    for k in range(per_rater)
+                ]
                 caught = first_caught(hits, settings)
                 for name, n in caught.items():
                     counts[name] += n is not None
@@ -142,8 +153,11 @@ def main() -> None:
             when.sort()
             median = when[len(when) // 2] if when else "-"
             label = f"{kind} (wrongly disqualified)" if kind == "careful" else kind
-            print(f"| {label} | " + " | ".join(f"{counts[name]}/{args.raters} ({counts[name] / args.raters:.0%})"
-                                              for name in RULE_SETS) + f" | {median} |")
+            print(
+                f"| {label} | "
+                + " | ".join(f"{counts[name]}/{args.raters} ({counts[name] / args.raters:.0%})" for name in RULE_SETS)
+                + f" | {median} |"
+            )
     print(f"\n({time.perf_counter() - started:.0f} s, seed {args.seed})")
 
 

@@ -15,6 +15,7 @@ under ``--cache`` (default ``/tmp/regressor-recipes``): repeated runs are cheap.
     .venv/bin/python bench/regressor_recipes.py                 # all recipes (~20 min on the busy 2 cores)
     .venv/bin/python bench/regressor_recipes.py --recipes base v2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,14 +64,18 @@ def parabank_data(cache: Path, target: str):
         d = json.loads(path.read_text())
         return d["pairs"], np.array(d["y"]), np.array(d["groups"]), np.array(d["buckets"])
     if not Campaign.objects.filter(name="parabank-eval").exists():
-        import_parabank(campaign_name="parabank-eval", references_path=PARABANK / "ref.tsv",
-                        candidates_path=PARABANK / "candidates.tsv")
+        import_parabank(
+            campaign_name="parabank-eval",
+            references_path=PARABANK / "ref.tsv",
+            candidates_path=PARABANK / "candidates.tsv",
+        )
     campaign = Campaign.objects.get(name="parabank-eval")
     data = training_data(campaign, target=target)
     bucket = dict(Reference.objects.filter(campaign=campaign).values_list("pk", "length_bucket"))
     buckets = [bucket[g] for g in data.groups.tolist()]
-    path.write_text(json.dumps({"pairs": data.pairs, "y": data.y.tolist(), "groups": data.groups.tolist(),
-                                "buckets": buckets}))
+    path.write_text(
+        json.dumps({"pairs": data.pairs, "y": data.y.tolist(), "groups": data.groups.tolist(), "buckets": buckets})
+    )
     return data.pairs, data.y, data.groups, np.array(buckets)
 
 
@@ -85,8 +90,11 @@ def stsb_data(name: str):
     groups = [int(hashlib.sha1(r.sentence1.encode()).hexdigest()[:12], 16) for r in rows]
     # group-aware feature batches need a reference's pairs next to each other
     order = sorted(range(len(rows)), key=lambda i: (groups[i], i))
-    return ([pairs[i] for i in order], np.array([round(rows[i].score) for i in order], dtype=float),
-            np.array([groups[i] for i in order]))
+    return (
+        [pairs[i] for i in order],
+        np.array([round(rows[i].score) for i in order], dtype=float),
+        np.array([groups[i] for i in order]),
+    )
 
 
 def features(cache: Path, key: str, pairs):
@@ -135,7 +143,7 @@ def grouped_cv(X, y, groups, kind: str, *, seed: int = 0):
     for tr, te in GroupKFold(n_splits=FOLDS, shuffle=True, random_state=seed).split(X, y, groups):
         chosen = kind
         if kind.startswith("select-"):  # what train_regressor does: 3-fold grouped CV on the train part
-            chosen, _ = select_estimator(X[tr], y[tr], groups[tr], seed=seed, recipe=kind[len("select-"):])
+            chosen, _ = select_estimator(X[tr], y[tr], groups[tr], seed=seed, recipe=kind[len("select-") :])
         with _one_thread():
             model = clone(make_estimator(chosen, len(tr), seed)).fit(X[tr], y[tr])
             pred[te] = model.predict(X[te])
@@ -200,14 +208,20 @@ def main() -> int:
         sts_train, sts_dev = stsb_data("sts-train.csv"), stsb_data("sts-dev.csv")
         sts_feats = features(args.cache, "stsb-train", sts_train[0]), features(args.cache, "stsb-dev", sts_dev[0])
 
-    print(f"ParaBank dev references, GroupKFold({FOLDS}, shuffle, seed {args.seed}) by reference, pooled "
-          f"out-of-fold Spearman's rho; STS-B dev: trained on STS-B train")
-    print("rho: against the recipe's own target; rho raw: against the raw mean similarity (the common "
-          "yardstick, ParaBank's); folds: mean and SD of the 5 per-fold rhos; lenN: rho raw per reference length")
+    print(
+        f"ParaBank dev references, GroupKFold({FOLDS}, shuffle, seed {args.seed}) by reference, pooled "
+        f"out-of-fold Spearman's rho; STS-B dev: trained on STS-B train"
+    )
+    print(
+        "rho: against the recipe's own target; rho raw: against the raw mean similarity (the common "
+        "yardstick, ParaBank's); folds: mean and SD of the 5 per-fold rhos; lenN: rho raw per reference length"
+    )
     raw_pairs, raw_y = data["raw"][0], data["raw"][1]
     raw_index = {(p["reference"], p["paraphrase"]): i for i, p in enumerate(raw_pairs)}
-    header = (f"{'recipe':<26}{'target':>7}{'n':>6}{'rho':>7}{'rho raw':>8}{'folds':>13}{'len5':>7}{'len10':>7}"
-              f"{'len20':>7}{'len40':>7}{'STS-B dev':>11}")
+    header = (
+        f"{'recipe':<26}{'target':>7}{'n':>6}{'rho':>7}{'rho raw':>8}{'folds':>13}{'len5':>7}{'len10':>7}"
+        f"{'len20':>7}{'len40':>7}{'STS-B dev':>11}"
+    )
     print(header)
     for name in args.recipes:
         emb, fams, kind, target = RECIPES[name]
@@ -227,13 +241,18 @@ def main() -> int:
             if kind.startswith("select-"):
                 from scoring.regressor import select_estimator
 
-                chosen, _ = select_estimator(Xt[kt][:, cols], sts_train[1][kt], sts_train[2][kt], seed=args.seed,
-                                             recipe=kind[len("select-"):])
+                chosen, _ = select_estimator(
+                    Xt[kt][:, cols], sts_train[1][kt], sts_train[2][kt], seed=args.seed, recipe=kind[len("select-") :]
+                )
             with _one_thread():
                 model = make_estimator(chosen, int(kt.sum()), args.seed).fit(Xt[kt][:, cols], sts_train[1][kt])
                 sts = f"{spearman(sts_dev[1][kd], model.predict(Xd[kd][:, cols])):.4f}"
-        print(f"{name:<26}{target:>7}{len(yk):>6}{spearman(yk, pred):>7.3f}{spearman(y_raw, pred):>8.4f}{folds:>13}"
-              + "".join(f"{r:>7.3f}" for r in per) + f"{sts:>11}", flush=True)
+        print(
+            f"{name:<26}{target:>7}{len(yk):>6}{spearman(yk, pred):>7.3f}{spearman(y_raw, pred):>8.4f}{folds:>13}"
+            + "".join(f"{r:>7.3f}" for r in per)
+            + f"{sts:>11}",
+            flush=True,
+        )
     return 0
 
 

@@ -14,6 +14,7 @@ format's time and peak RSS to the first format's (the baseline, measured in the 
     .venv/bin/python bench/release_memory.py --sizes 20000 200000 --tracemalloc
     .venv/bin/python bench/release_memory.py --sizes 20000 200000 --formats tsv parquet
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,9 +29,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-WORDS = ("the a of to and in is was for on that with as by at from it an be this are have has had not "
-         "paraphrase sentence model corpus beam search constraint token reference source system judgment "
-         "annotator slider worker batch shard release score regression lexical diversity bleu").split()
+WORDS = (
+    "the a of to and in is was for on that with as by at from it an be this are have has had not "
+    "paraphrase sentence model corpus beam search constraint token reference source system judgment "
+    "annotator slider worker batch shard release score regression lexical diversity bleu"
+).split()
 PER_REF = 10
 REFS_PER_SHARD = 100_000
 FILTERS = "len=3-40,overlap=0.1-0.9,rerank=dissimilar"
@@ -45,11 +48,23 @@ def _records(start: int, stop: int, seed: int):
             para = list(ref)
             for _ in range(rng.randint(1, 4)):
                 para[rng.randrange(len(para))] = rng.choice(WORDS)
-            cands.append({"text": " ".join(para) + f" {j}.", "nll": round(rng.uniform(1, 20), 3),
-                          "systems": [str(rng.randint(1, 37))], "constraints": {},
-                          "score": round(rng.uniform(0, 100), 4)})
-        yield {"ref_index": i, "reference": " ".join(ref) + ".", "source": "", "length": len(ref),
-               "candidates": cands, "no_constraints": []}
+            cands.append(
+                {
+                    "text": " ".join(para) + f" {j}.",
+                    "nll": round(rng.uniform(1, 20), 3),
+                    "systems": [str(rng.randint(1, 37))],
+                    "constraints": {},
+                    "score": round(rng.uniform(0, 100), 4),
+                }
+            )
+        yield {
+            "ref_index": i,
+            "reference": " ".join(ref) + ".",
+            "source": "",
+            "length": len(ref),
+            "candidates": cands,
+            "no_constraints": [],
+        }
 
 
 def child(n_pairs: int, out_dir: str, trace: bool, fmt: str = "tsv") -> None:
@@ -77,8 +92,9 @@ def child(n_pairs: int, out_dir: str, trace: bool, fmt: str = "tsv") -> None:
     for index, start in enumerate(range(0, n_refs, REFS_PER_SHARD)):
         stop = min(n_refs, start + REFS_PER_SHARD)
         info = write_jsonl_gz(f"scored/{scored.pk}/shard-{index:05d}.jsonl.gz", _records(start, stop, seed=index))
-        shards.append({"index": index, "key": info["key"], "n_pairs": (stop - start) * PER_REF,
-                       "sha256": info["sha256"]})
+        shards.append(
+            {"index": index, "key": info["key"], "n_pairs": (stop - start) * PER_REF, "sha256": info["sha256"]}
+        )
     scored.shards, scored.n_pairs = shards, n_refs * PER_REF
     scored.save()
 
@@ -101,11 +117,19 @@ def measure(n_pairs: int, trace: bool, fmt: str = "tsv") -> tuple[dict, int]:
         for var in ("DATABASE_URL", "CELERY_BROKER_URL", "PARAFORGE_STORAGE_URL"):
             env.pop(var, None)
         out_file, err_file = var_dir / "child.out", var_dir / "child.err"
-        args = [sys.executable, os.path.abspath(__file__), "--child", str(n_pairs), str(var_dir / "release"),
-                "--formats", fmt]
+        args = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            str(n_pairs),
+            str(var_dir / "release"),
+            "--formats",
+            fmt,
+        ]
         with open(out_file, "w") as out, open(err_file, "w") as err:
-            proc = subprocess.Popen(args + (["--tracemalloc"] if trace else []), cwd=ROOT, env=env, stdout=out,
-                                    stderr=err)
+            proc = subprocess.Popen(
+                args + (["--tracemalloc"] if trace else []), cwd=ROOT, env=env, stdout=out, stderr=err
+            )
             _, status, usage = os.wait4(proc.pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"the export of {n_pairs} pairs failed:\n{err_file.read_text()[-3000:]}")
@@ -116,8 +140,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000], help="pairs per run")
     parser.add_argument("--tracemalloc", action="store_true", help="also measure the export's Python heap peak")
-    parser.add_argument("--formats", nargs="+", default=["tsv"], choices=["tsv", "jsonl", "parquet"],
-                        help="release formats to export (default tsv); the first is the baseline of the ratios")
+    parser.add_argument(
+        "--formats",
+        nargs="+",
+        default=["tsv"],
+        choices=["tsv", "jsonl", "parquet"],
+        help="release formats to export (default tsv); the first is the baseline of the ratios",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -131,21 +160,30 @@ def main() -> None:
             counts = result["result"]["counts"]
             rows.append((n, result, rss_kib))
             heap = f"{result['heap_peak'] / 2**20:7.1f} MiB heap peak, " if result["heap_peak"] is not None else ""
-            print(f"{fmt:>7} {n:>11,} pairs: exported {counts['pairs']:,} in {result['seconds']:.1f} s "
-                  f"({counts['pairs_read'] / result['seconds']:,.0f} pairs read/s), {heap}"
-                  f"{rss_kib / 1024:7.1f} MiB peak RSS", flush=True)
+            print(
+                f"{fmt:>7} {n:>11,} pairs: exported {counts['pairs']:,} in {result['seconds']:.1f} s "
+                f"({counts['pairs_read'] / result['seconds']:,.0f} pairs read/s), {heap}"
+                f"{rss_kib / 1024:7.1f} MiB peak RSS",
+                flush=True,
+            )
             if fmt != args.formats[0]:
                 base_seconds, base_rss = baseline[n]
-                print(f"{'':>7} {'':>11} vs {args.formats[0]}: {result['seconds'] / base_seconds:.2f}x the time, "
-                      f"{rss_kib / base_rss:.2f}x the peak RSS", flush=True)
+                print(
+                    f"{'':>7} {'':>11} vs {args.formats[0]}: {result['seconds'] / base_seconds:.2f}x the time, "
+                    f"{rss_kib / base_rss:.2f}x the peak RSS",
+                    flush=True,
+                )
         if fmt == args.formats[0]:
             baseline = {n: (result["seconds"], rss) for n, result, rss in rows}
         (small, r_small, rss_small), (large, r_large, rss_large) = rows[0], rows[-1]
-        print(f"{fmt}: peak RSS ratio {large:,} / {small:,} pairs: {rss_large / rss_small:.2f} "
-              f"({large / small:.0f}x the pairs)")
+        print(
+            f"{fmt}: peak RSS ratio {large:,} / {small:,} pairs: {rss_large / rss_small:.2f} "
+            f"({large / small:.0f}x the pairs)"
+        )
         if r_small["heap_peak"]:
-            print(f"{fmt}: heap peak ratio {large:,} / {small:,} pairs: "
-                  f"{r_large['heap_peak'] / r_small['heap_peak']:.2f}")
+            print(
+                f"{fmt}: heap peak ratio {large:,} / {small:,} pairs: {r_large['heap_peak'] / r_small['heap_peak']:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ so the embedding cost per pair falls.
     .venv/bin/python bench/scoring.py                         # 800 pairs, ~1-2 minutes on 2 cores
     .venv/bin/python bench/scoring.py --pairs 2000 --paraphrases-per-reference 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,12 @@ def load_pairs(n: int, per_reference: int, seed: int = 7) -> list[dict]:
     else:
         words = "the a of to and in is was for on that with as by at from it an be this are have".split()
         for _ in range(n):
-            sentences.append((" ".join(rng.choices(words, k=rng.randint(5, 30))) + ".",
-                              " ".join(rng.choices(words, k=rng.randint(5, 30))) + "."))
+            sentences.append(
+                (
+                    " ".join(rng.choices(words, k=rng.randint(5, 30))) + ".",
+                    " ".join(rng.choices(words, k=rng.randint(5, 30))) + ".",
+                )
+            )
     pairs = []
     i = 0
     while len(pairs) < n:
@@ -104,8 +109,11 @@ def main() -> int:
     def run(with_embeddings: bool, families=()):
         mats = []
         for start in range(0, len(pairs), args.batch):
-            mats.append(pair_features(pairs[start:start + args.batch], with_embeddings=with_embeddings,
-                                      families=families).matrix)
+            mats.append(
+                pair_features(
+                    pairs[start : start + args.batch], with_embeddings=with_embeddings, families=families
+                ).matrix
+            )
         return np.vstack(mats)
 
     lex_s, lex = timed(run, False)
@@ -136,32 +144,46 @@ def main() -> int:
     rate_lex, rate_emb, rate_v2 = n / (lex_s + lex_p), n / (emb_s + emb_p), n / (v2_s + v2_p)
     rate_v3, rate_v4 = n / (v2_s + v3_p), n / (v4_s + v4_p)
 
-    print(f"pairs: {n} ({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, "
-          f"{args.per_reference} paraphrase(s) per reference), batch {args.batch}, 1 thread; "
-          f"encoder load {load_s:.1f} s (once per worker process)")
-    print("times are CPU seconds of this one-thread process (= core seconds, robust to a busy machine); "
-          f"wall seconds of the four runs: {sum(list(WALL.values())[1:5]):.1f}")
+    print(
+        f"pairs: {n} ({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, "
+        f"{args.per_reference} paraphrase(s) per reference), batch {args.batch}, 1 thread; "
+        f"encoder load {load_s:.1f} s (once per worker process)"
+    )
+    print(
+        "times are CPU seconds of this one-thread process (= core seconds, robust to a busy machine); "
+        f"wall seconds of the four runs: {sum(list(WALL.values())[1:5]):.1f}"
+    )
     print(f"{'features':<22}{'pairs/s/core':>14}{'features s':>12}{'predict s':>11}")
     print(f"{'lexical (baseline)':<22}{rate_lex:>14,.0f}{lex_s:>12.2f}{lex_p:>11.3f}")
     print(f"{'lexical + embedding':<22}{rate_emb:>14,.0f}{emb_s:>12.2f}{emb_p:>11.3f}")
     print(f"{'+ recipe v2 families':<22}{rate_v2:>14,.0f}{v2_s:>12.2f}{v2_p:>11.3f}")
     print(f"{'  with v3 estimator':<22}{rate_v3:>14,.0f}{v2_s:>12.2f}{v3_p:>11.3f}")
     print(f"{'recipe v4 (+ sts head)':<22}{rate_v4:>14,.0f}{v4_s:>12.2f}{v4_p:>11.3f}")
-    print(f"ratio embedding/baseline time per pair: {rate_lex / rate_emb:.1f}x slower "
-          f"(throughput ratio {rate_emb / rate_lex:.3f})")
-    print(f"ratio recipe v2/embedding (the default) throughput: {rate_v2 / rate_emb:.3f} "
-          f"({rate_emb / rate_v2:.2f}x the time per pair)")
-    print(f"ratio recipe v3/embedding (the default) throughput: {rate_v3 / rate_emb:.3f} "
-          f"({rate_emb / rate_v3:.2f}x the time per pair; SVR support vectors: "
-          f"{len(v3_model.named_estimators_['svr'][-1].support_)})")
-    print(f"ratio recipe v4/embedding (the default) throughput: {rate_v4 / rate_emb:.3f} "
-          f"({rate_emb / rate_v4:.2f}x the time per pair; SVR support vectors: "
-          f"{len(v4_model.named_estimators_['svr'][-1].support_)})")
+    print(
+        f"ratio embedding/baseline time per pair: {rate_lex / rate_emb:.1f}x slower "
+        f"(throughput ratio {rate_emb / rate_lex:.3f})"
+    )
+    print(
+        f"ratio recipe v2/embedding (the default) throughput: {rate_v2 / rate_emb:.3f} "
+        f"({rate_emb / rate_v2:.2f}x the time per pair)"
+    )
+    print(
+        f"ratio recipe v3/embedding (the default) throughput: {rate_v3 / rate_emb:.3f} "
+        f"({rate_emb / rate_v3:.2f}x the time per pair; SVR support vectors: "
+        f"{len(v3_model.named_estimators_['svr'][-1].support_)})"
+    )
+    print(
+        f"ratio recipe v4/embedding (the default) throughput: {rate_v4 / rate_emb:.3f} "
+        f"({rate_emb / rate_v4:.2f}x the time per pair; SVR support vectors: "
+        f"{len(v4_model.named_estimators_['svr'][-1].support_)})"
+    )
     print(f"\n{RESOURCE_PAIRS:,} pairs on N single-core workers (wall time, no I/O):")
     print(f"{'N':>4}{'lexical':>14}{'+ embedding':>16}")
     for workers in WORKERS:
-        print(f"{workers:>4}{hours(RESOURCE_PAIRS / rate_lex / workers):>14}"
-              f"{hours(RESOURCE_PAIRS / rate_emb / workers):>16}")
+        print(
+            f"{workers:>4}{hours(RESOURCE_PAIRS / rate_lex / workers):>14}"
+            f"{hours(RESOURCE_PAIRS / rate_emb / workers):>16}"
+        )
     return 0
 
 

@@ -3,6 +3,7 @@
 Decoding runs on the ``gpu`` queue (workers started with ``-Q gpu --prefetch-multiplier 1``);
 everything else runs on ``cpu``. ``tests/test_celery_routes.py`` fails if a task has no route here.
 """
+
 import os
 
 from celery import Celery

@@ -5,6 +5,7 @@ crashed the database driver (a 64-bit integer overflow, a 500). ``<id:...>`` ref
 an id past the 64-bit range does not match, and the request ends in a plain 404 like any other
 unknown URL. Every urls.py imports this module (which registers the converter) and names ids with it.
 """
+
 from __future__ import annotations
 
 from django.urls import register_converter

@@ -3,6 +3,7 @@
 Django's ``IntegerField`` and ``FloatField`` parse with ``int()`` and ``float()``, which take
 ``"١٢"`` (Arabic-Indic digits) as 12, and ``int()`` takes ``"1_000"``; these take what a researcher types
 in ASCII and give a clear form error for anything else."""
+
 from __future__ import annotations
 
 import re

@@ -5,6 +5,7 @@ digits) is 12, ``float("١٢")`` is 12.0, ``"²".isdigit()`` is True yet ``int("
 ``float("nan")`` / ``float("1e999")`` are not numbers a page can use. A page parsing a parameter by hand
 uses these instead, turns the ``ValueError`` into a 400 or a form error, and never reaches a 500.
 """
+
 from __future__ import annotations
 
 import math

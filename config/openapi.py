@@ -6,6 +6,7 @@ Each API view names, with ``extend_schema``, its request and answer shapes (its 
 statuses it can give through ``api_errors``; ``tests/test_openapi.py`` runs schemathesis against a live
 server to hold every answer to that description (no 5xx, no undocumented status, no body off its schema).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,8 +41,13 @@ class AutoSchema(openapi.AutoSchema):
                 schema["minItems"] = min_items
             if field.max_length is not None:
                 schema["maxItems"] = field.max_length
-        elif (isinstance(field, serializers.CharField) and schema.get("type") == "string"
-              and "pattern" not in schema and "format" not in schema and "enum" not in schema):
+        elif (
+            isinstance(field, serializers.CharField)
+            and schema.get("type") == "string"
+            and "pattern" not in schema
+            and "format" not in schema
+            and "enum" not in schema
+        ):
             trimmed = field.trim_whitespace and not field.allow_blank
             schema["pattern"] = _NOT_BLANK_TEXT if trimmed else _TEXT
         return schema
@@ -56,20 +62,22 @@ class ErrorSerializer(serializers.Serializer):
     """The body of every error under /api/."""  # annotation/db_errors.py, frontend/errors.py
 
     detail = serializers.CharField(help_text="What went wrong, in a sentence.")
-    code = serializers.CharField(help_text="A word a client can branch on: invalid, parse_error, "
-                                           "unsupported_media_type, request_too_large, throttled, "
-                                           "not_authenticated, permission_denied, not_found, "
-                                           "method_not_allowed, not_acceptable, database_unavailable, or "
-                                           "an endpoint's own (e.g. conflicting_replay).")
-    errors = serializers.JSONField(required=False, help_text="Validation errors only (code invalid): "
-                                                             "the field messages, by field.")
+    code = serializers.CharField(
+        help_text="A word a client can branch on: invalid, parse_error, "
+        "unsupported_media_type, request_too_large, throttled, "
+        "not_authenticated, permission_denied, not_found, "
+        "method_not_allowed, not_acceptable, database_unavailable, or "
+        "an endpoint's own (e.g. conflicting_replay)."
+    )
+    errors = serializers.JSONField(
+        required=False, help_text="Validation errors only (code invalid): the field messages, by field."
+    )
 
 
 ERROR_STATUSES: dict[int, str] = {
     400: "Invalid input (`invalid`, field messages under `errors`) or a body that is not JSON in UTF-8 at "
-         "most 32 levels deep (`parse_error`).",
-    403: "Not signed in (`not_authenticated`) or without the permissions the endpoint needs "
-         "(`permission_denied`).",
+    "most 32 levels deep (`parse_error`).",
+    403: "Not signed in (`not_authenticated`) or without the permissions the endpoint needs (`permission_denied`).",
     404: "No such object, or one the caller may not see; an id outside 0..2^63-1 (`not_found`).",
     406: "The Accept header names no type this endpoint answers in (`not_acceptable`).",
     409: "A conflict with what is stored (see the endpoint's description).",
@@ -88,5 +96,7 @@ def api_errors(*statuses: int, said: dict[int, str] | None = None) -> dict[int, 
     """``extend_schema(responses=...)`` entries: ``statuses`` plus ``COMMON_ERRORS``, each the error body,
     described by ``ERROR_STATUSES`` or, for the endpoint's own meaning of a status, by ``said``."""
     said = said or {}
-    return {status: OpenApiResponse(ErrorSerializer, description=said.get(status, ERROR_STATUSES[status]))
-            for status in sorted({*statuses, *COMMON_ERRORS, *said})}
+    return {
+        status: OpenApiResponse(ErrorSerializer, description=said.get(status, ERROR_STATUSES[status]))
+        for status in sorted({*statuses, *COMMON_ERRORS, *said})
+    }

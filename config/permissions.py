@@ -3,6 +3,7 @@
 Being staff only opens the admin's door; what a staff user may see is what their model permissions say
 (a staff user without ``annotation.view_assignment`` sees no worker ids, in the admin or here).
 ``staff_has_perms`` is the rule; ``staff_with_perms`` is the same rule as a DRF permission class."""
+
 from __future__ import annotations
 
 from rest_framework.permissions import BasePermission

@@ -12,6 +12,7 @@ config/celery.py; bench/constraints.py does the same before timing, so that it m
   short-lived containers per reference, freed by reference counting, and the default ran the collector
   every few references for nothing (measured: 3-4% of selection time).
 """
+
 from __future__ import annotations
 
 import gc

@@ -5,6 +5,7 @@ proxy's HTTPS header, so production's host check and HTTPS redirect do not turn 
 failure. ``celery NAME``: the Celery node ``NAME@<this container's hostname>`` answers a ping over the
 broker (workers, and beat started with ``--enable-remote-control``, whose node is ``celerybeat``).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ import urllib.request
 def web_headers() -> dict[str, str]:
     """A Host that DJANGO_ALLOWED_HOSTS allows, and the header a TLS proxy adds."""
     hosts = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "").split(",") if h.strip()]
-    host = (hosts[0].lstrip(".") if hosts and hosts[0] != "*" else "localhost")
+    host = hosts[0].lstrip(".") if hosts and hosts[0] != "*" else "localhost"
     return {"Host": host, "X-Forwarded-Proto": "https"}
 
 

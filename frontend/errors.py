@@ -7,6 +7,7 @@ id out of range (404 ``not_found``), a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE``
 permission refused by Django (403 ``permission_denied``), and a server error (500 ``server_error``).
 Pages keep Django's own error pages.
 """
+
 from __future__ import annotations
 
 from django.core.exceptions import RequestDataTooBig

@@ -11,6 +11,7 @@ MTurk's ``externalSubmit`` (``form-action`` allows the submit hosts of ``ANNOTAT
 MTurk's own sites, where that post is redirected). A header a view has set is merged: directives it
 names are kept, the missing ones are added.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

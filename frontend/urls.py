@@ -13,8 +13,10 @@ urlpatterns = [
     path("prolific/<id:batch_id>/start/", annotation_views.prolific_start, name="prolific-start"),
     path("annotate/next/", annotation_views.annotate_next, name="annotate-next"),
     path("annotate/return/", annotation_views.annotate_return, name="annotate-return"),
-    path("annotate/login/", auth_views.LoginView.as_view(template_name="annotation/login.html",
-                                                           next_page="annotate-next"),
-         name="annotate-login"),
+    path(
+        "annotate/login/",
+        auth_views.LoginView.as_view(template_name="annotation/login.html", next_page="annotate-next"),
+        name="annotate-login",
+    ),
     path("annotate/logout/", auth_views.LogoutView.as_view(next_page="annotate-login"), name="annotate-logout"),
 ]

@@ -1,5 +1,6 @@
 """Admin of generation/: corpora (import by upload, with a progress bar; IDF action), shards, IDF tables,
 generated resources (with their generation job's progress) and their candidate shards."""
+
 from __future__ import annotations
 
 import re
@@ -28,11 +29,13 @@ from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus, IdfTable, R
 class CorpusImportForm(forms.Form):
     file = forms.FileField(help_text="plain text or .gz: source<TAB>reference a line, or one English sentence a line")
     name = forms.CharField(max_length=200)
-    format = forms.ChoiceField(choices=[("", "detect (bitext if the first line has a tab)")]
-                               + list(CorpusFormat.choices), required=False)
-    on_error = forms.ChoiceField(choices=[("skip", "skip bad lines (reported)"),
-                                          ("abort", "abort at the first bad line (keep nothing)")],
-                                 initial="skip")
+    format = forms.ChoiceField(
+        choices=[("", "detect (bitext if the first line has a tab)")] + list(CorpusFormat.choices), required=False
+    )
+    on_error = forms.ChoiceField(
+        choices=[("skip", "skip bad lines (reported)"), ("abort", "abort at the first bad line (keep nothing)")],
+        initial="skip",
+    )
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
@@ -67,13 +70,35 @@ class CorpusShardInline(admin.TabularInline):
 
 @admin.register(Corpus)
 class CorpusAdmin(admin.ModelAdmin):
-    list_display = ("name", "format", "status", "n_references", "n_bad_lines", "shard_count", "import_progress",
-                    "idf_tables_list", "created_at")
+    list_display = (
+        "name",
+        "format",
+        "status",
+        "n_references",
+        "n_bad_lines",
+        "shard_count",
+        "import_progress",
+        "idf_tables_list",
+        "created_at",
+    )
     list_filter = ("format", "status")
     search_fields = ("name", "source_name")
-    readonly_fields = ("name", "format", "status", "source_name", "storage_prefix", "n_references",
-                       "n_lines_read", "n_bad_lines", "bad_lines_report", "import_job_link", "import_progress",
-                       "idf_tables_list", "constraint_systems", "created_at")
+    readonly_fields = (
+        "name",
+        "format",
+        "status",
+        "source_name",
+        "storage_prefix",
+        "n_references",
+        "n_lines_read",
+        "n_bad_lines",
+        "bad_lines_report",
+        "import_job_link",
+        "import_progress",
+        "idf_tables_list",
+        "constraint_systems",
+        "created_at",
+    )
     exclude = ("bad_lines", "import_job")
     inlines = [CorpusShardInline]
     actions = ["build_idf"]
@@ -88,8 +113,11 @@ class CorpusAdmin(admin.ModelAdmin):
     def get_urls(self):
         return [
             path("import/", self.admin_site.admin_view(self.import_view), name="generation_corpus_import"),
-            path("import/<int:job_id>/", self.admin_site.admin_view(self.import_progress_view),
-                 name="generation_corpus_import_progress"),
+            path(
+                "import/<int:job_id>/",
+                self.admin_site.admin_view(self.import_progress_view),
+                name="generation_corpus_import_progress",
+            ),
         ] + super().get_urls()
 
     @admin.display(description="shards")
@@ -104,16 +132,22 @@ class CorpusAdmin(admin.ModelAdmin):
     def import_job_link(self, corpus: Corpus) -> str:
         if corpus.import_job_id is None:
             return "-"
-        return format_html('<a href="{}">job {}</a>', reverse("admin:jobs_job_change", args=[corpus.import_job_id]),
-                           corpus.import_job_id)
+        return format_html(
+            '<a href="{}">job {}</a>',
+            reverse("admin:jobs_job_change", args=[corpus.import_job_id]),
+            corpus.import_job_id,
+        )
 
     @admin.display(description="IDF tables")
     def idf_tables_list(self, corpus: Corpus) -> str:
         tables = list(corpus.idf_tables.all())
         if not tables:
             return "-"
-        return format_html_join(", ", '<a href="{}">{}</a>',
-                                ((reverse("admin:generation_idftable_change", args=[t.pk]), t.name) for t in tables))
+        return format_html_join(
+            ", ",
+            '<a href="{}">{}</a>',
+            ((reverse("admin:generation_idftable_change", args=[t.pk]), t.name) for t in tables),
+        )
 
     @admin.display(description="bad lines (first 100)")
     def bad_lines_report(self, corpus: Corpus) -> str:
@@ -125,8 +159,9 @@ class CorpusAdmin(admin.ModelAdmin):
 
     @admin.display(description="constraint systems")
     def constraint_systems(self, corpus: Corpus) -> str:
-        return format_html('<a href="/research/corpora/{}/constraints/">constraint systems of this corpus</a>',
-                           corpus.pk)
+        return format_html(
+            '<a href="/research/corpora/{}/constraints/">constraint systems of this corpus</a>', corpus.pk
+        )
 
     @admin.action(description="Build IDF table")
     def build_idf(self, request, queryset):
@@ -149,24 +184,42 @@ class CorpusAdmin(admin.ModelAdmin):
             if form.is_valid():
                 upload = form.cleaned_data["file"]
                 target = save_upload(upload)
-                job = job_start(kind="import_corpus", label=f"import {form.cleaned_data['name']}", params={
-                    "name": form.cleaned_data["name"], "path": str(target),
-                    "format": form.cleaned_data["format"] or None, "on_error": form.cleaned_data["on_error"],
-                    "display_name": Path(upload.name).name, "remove_file": True,
-                })
+                job = job_start(
+                    kind="import_corpus",
+                    label=f"import {form.cleaned_data['name']}",
+                    params={
+                        "name": form.cleaned_data["name"],
+                        "path": str(target),
+                        "format": form.cleaned_data["format"] or None,
+                        "on_error": form.cleaned_data["on_error"],
+                        "display_name": Path(upload.name).name,
+                        "remove_file": True,
+                    },
+                )
                 return HttpResponseRedirect(reverse("admin:generation_corpus_import_progress", args=[job.pk]))
         else:
             form = CorpusImportForm()
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
-                   "title": "Import a corpus", "media": self.media + form.media}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": "Import a corpus",
+            "media": self.media + form.media,
+        }
         return render(request, "admin/generation/corpus/import.html", context)
 
     def import_progress_view(self, request, job_id: int):
         job = get_object_or_404(Job, pk=job_id, kind="import_corpus")
         corpus = Corpus.objects.filter(import_job=job).first()
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "job": job,
-                   "progress": progress_bar(job), "corpus": corpus, "title": f"Importing {job.params.get('name')}",
-                   "media": self.media}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "job": job,
+            "progress": progress_bar(job),
+            "corpus": corpus,
+            "title": f"Importing {job.params.get('name')}",
+            "media": self.media,
+        }
         return render(request, "admin/generation/corpus/import_progress.html", context)
 
 
@@ -174,24 +227,27 @@ class CorpusAdmin(admin.ModelAdmin):
 class IdfTableAdmin(admin.ModelAdmin):
     list_display = ("name", "corpus", "n_documents", "n_types", "tokenizer", "download", "created_at")
     search_fields = ("name",)
-    readonly_fields = ("name", "corpus", "key", "n_documents", "n_types", "tokenizer", "job", "download",
-                       "created_at")
+    readonly_fields = ("name", "corpus", "key", "n_documents", "n_types", "tokenizer", "job", "download", "created_at")
 
     def has_add_permission(self, request):
         return False  # built by the "Build IDF table" action or imported with manage.py import_idf
 
     def get_urls(self):
         return [
-            path("<int:table_id>/download/", self.admin_site.admin_view(self.download_view),
-                 name="generation_idftable_download"),
+            path(
+                "<int:table_id>/download/",
+                self.admin_site.admin_view(self.download_view),
+                name="generation_idftable_download",
+            ),
         ] + super().get_urls()
 
     @admin.display(description="TSV")
     def download(self, table: IdfTable) -> str:
         if not table.key:
             return "-"
-        return format_html('<a href="{}">download TSV</a>',
-                           reverse("admin:generation_idftable_download", args=[table.pk]))
+        return format_html(
+            '<a href="{}">download TSV</a>', reverse("admin:generation_idftable_download", args=[table.pk])
+        )
 
     def download_view(self, request, table_id: int):
         if not request.user.is_staff or not self.has_view_permission(request):
@@ -204,8 +260,12 @@ class IdfTableAdmin(admin.ModelAdmin):
         except FileNotFoundError:
             raise Http404("the IDF table's file is missing from storage") from None
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", table.name) or f"idf-{table.pk}"
-        return FileResponse(stream, as_attachment=True, filename=f"{safe}.idf.tsv",
-                            content_type="text/tab-separated-values; charset=utf-8")
+        return FileResponse(
+            stream,
+            as_attachment=True,
+            filename=f"{safe}.idf.tsv",
+            content_type="text/tab-separated-values; charset=utf-8",
+        )
 
 
 class ResourceShardInline(admin.TabularInline):
@@ -226,8 +286,17 @@ class ResourceAdmin(admin.ModelAdmin):
     list_display = ("name", "corpus", "n_references", "n_pairs", "shard_count", "generation_progress", "created_at")
     list_filter = ("corpus",)
     search_fields = ("name",)
-    readonly_fields = ("name", "corpus", "job_link", "generation_progress", "n_references", "n_pairs",
-                       "campaign_link", "settings_table", "created_at")
+    readonly_fields = (
+        "name",
+        "corpus",
+        "job_link",
+        "generation_progress",
+        "n_references",
+        "n_pairs",
+        "campaign_link",
+        "settings_table",
+        "created_at",
+    )
     exclude = ("job", "settings")
     inlines = [ResourceShardInline]
 
@@ -252,8 +321,9 @@ class ResourceAdmin(admin.ModelAdmin):
     def job_link(self, resource: Resource) -> str:
         if resource.job_id is None:
             return "-"
-        return format_html('<a href="{}">job {}</a>', reverse("admin:jobs_job_change", args=[resource.job_id]),
-                           resource.job_id)
+        return format_html(
+            '<a href="{}">job {}</a>', reverse("admin:jobs_job_change", args=[resource.job_id]), resource.job_id
+        )
 
     @admin.display(description="evaluation sample")
     def campaign_link(self, resource: Resource) -> str:
@@ -263,5 +333,7 @@ class ResourceAdmin(admin.ModelAdmin):
     def settings_table(self, resource: Resource) -> str:
         if not resource.settings:
             return "- (filled in when the job finishes)"
-        return format_html("<table>{}</table>", format_html_join(
-            "", "<tr><th>{}</th><td>{}</td></tr>", ((k, v) for k, v in resource.settings.items())))
+        return format_html(
+            "<table>{}</table>",
+            format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", ((k, v) for k, v in resource.settings.items())),
+        )

@@ -1,5 +1,6 @@
 """Beam and n-best sizes: one rule, in a module that imports nothing, so that settings checks (a web form,
 a job's settings) need not load the decoder (torch)."""
+
 from __future__ import annotations
 
 
@@ -18,9 +19,11 @@ def beam_nbest_error(beam: int, nbest: int) -> str | None:
 # gets, "auto" (the default) "nbest" for sentences with positive constraints and "beam" for the others.
 STOP_RULES = ("auto", "beam", "nbest")
 STOP_DEFAULT = "auto"
-STOP_HELP = ("when a sentence's search ends: beam = Hugging Face's rule over all --beam finished hypotheses; "
-             "nbest = the same over the --nbest returned; auto (default) = nbest for inputs with required words, "
-             "beam for the others")  # (the --stop option of paraphrase and generate)
+STOP_HELP = (
+    "when a sentence's search ends: beam = Hugging Face's rule over all --beam finished hypotheses; "
+    "nbest = the same over the --nbest returned; auto (default) = nbest for inputs with required words, "
+    "beam for the others"
+)  # (the --stop option of paraphrase and generate)
 
 
 def stop_rule_error(stop: object) -> str | None:

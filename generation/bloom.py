@@ -7,6 +7,7 @@ once with its index and read by every process (Python's ``hash`` is salted per p
 of the cost of a BLAKE2b digest. About 1.7% false positives on English words, as theory says for 10
 bits and 3 probes a key; never a false negative.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -10,6 +10,7 @@ system order, either ``{"i", "system", "positive", "negative", "bos_avoid"}`` or
 ``{"i", "system", "no_constraint_set": reason}``. The file is written atomically and keyed by
 (job, shard), so a chunk that runs twice writes it once. ``finish`` sums per-system counts.
 """
+
 from __future__ import annotations
 
 import threading
@@ -105,8 +106,9 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
         for batch in batched(read_jsonl_gz(chunk.params["key"]), batch_size):
             tagged = tag_sentences([r["reference"] for r in batch], nlp=nlp, batch_size=batch_size)
             for record, sentence in zip(batch, tagged):
-                for result in select_for_all_systems(sentence, idf, seed=seed, ppdb=ppdb, systems=systems,
-                                                     min_idf=min_idf, max_idf=max_idf):
+                for result in select_for_all_systems(
+                    sentence, idf, seed=seed, ppdb=ppdb, systems=systems, min_idf=min_idf, max_idf=max_idf
+                ):
                     out = result.to_json()
                     out.pop("name")
                     out["i"] = record["i"]
@@ -120,8 +122,13 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
             progress(done[0], max(total, done[0]))
 
     written = write_jsonl_gz(output_key(job.pk, chunk.params["shard"]), records())
-    return {"key": written["key"], "sha256": written["sha256"], "records": written["records"],
-            "references": done[0], "per_system": counts}
+    return {
+        "key": written["key"],
+        "sha256": written["sha256"],
+        "records": written["records"],
+        "references": done[0],
+        "per_system": counts,
+    }
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:

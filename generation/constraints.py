@@ -17,6 +17,7 @@ plain value the decoder consumes.
 :class:`SeededDraws`, a hash of (seed, system, reference text): reproducible per sentence and system,
 whatever the order or batch in which sentences are processed and whichever other systems run.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -50,13 +51,38 @@ from .selection.values import (
 )
 from .systems import System
 
-__all__ = ["PREPOSITIONS", "ConstraintSet", "NoConstraintSet", "Phrase", "Phrases", "PoolToken", "SeededDraws",
-           "Selected", "SystemList", "TaggedSentence", "as_tagged", "build_pool", "checked_idf_window",
-           "clear_caches", "draw_table", "lex_all_index", "load_selection_tables", "negative_phrases",
-           "resolve_systems", "seed_key", "select_constraints", "select_for_all_systems", "tag_sentences"]
+__all__ = [
+    "PREPOSITIONS",
+    "ConstraintSet",
+    "NoConstraintSet",
+    "Phrase",
+    "Phrases",
+    "PoolToken",
+    "SeededDraws",
+    "Selected",
+    "SystemList",
+    "TaggedSentence",
+    "as_tagged",
+    "build_pool",
+    "checked_idf_window",
+    "clear_caches",
+    "draw_table",
+    "lex_all_index",
+    "load_selection_tables",
+    "negative_phrases",
+    "resolve_systems",
+    "seed_key",
+    "select_constraints",
+    "select_for_all_systems",
+    "tag_sentences",
+]
 
 
-def select_constraints(system: int | System, sentence: str | TaggedSentence | Sequence[tuple[str, str]],
-                       idf: Mapping[str, float], **kwargs: Any) -> Selected:
+def select_constraints(
+    system: int | System,
+    sentence: str | TaggedSentence | Sequence[tuple[str, str]],
+    idf: Mapping[str, float],
+    **kwargs: Any,
+) -> Selected:
     """The constraint set of one system for one reference (same keywords as select_for_all_systems)."""
     return select_for_all_systems(sentence, idf, systems=[system], **kwargs)[0]

@@ -7,6 +7,7 @@ time, each shard is written as a stream, and only the first ``MAX_BAD_LINES_KEPT
 Records: ``{"i": corpus-wide index, "line": line number in the file, "reference": ..., "source": ...}``
 (``source`` for bitexts only), in shards ``corpora/<corpus_id>/shard-00000.jsonl.gz``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -43,11 +44,24 @@ NUL_BYTE = "NUL byte"
 CR_IN_LINE = "carriage return inside the line"
 
 
-REASONS = (EMPTY_REFERENCE, EMPTY_SOURCE, MISSING_TAB, EXTRA_TAB, TAB_IN_MONO, INVALID_UTF8, TOO_LONG, NUL_BYTE,
-           CR_IN_LINE)
+REASONS = (
+    EMPTY_REFERENCE,
+    EMPTY_SOURCE,
+    MISSING_TAB,
+    EXTRA_TAB,
+    TAB_IN_MONO,
+    INVALID_UTF8,
+    TOO_LONG,
+    NUL_BYTE,
+    CR_IN_LINE,
+)
 # A UTF-16 or UTF-32 file read as UTF-8 would decode its later lines as text with NULs between letters.
-_WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"), (b"\xfe\xff", "UTF-16"),
-              (b"\xff\xfe", "UTF-16"))
+_WIDE_BOMS = (
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\xfe\xff", "UTF-16"),
+    (b"\xff\xfe", "UTF-16"),
+)
 
 
 def reason_kind(reason: str) -> str:
@@ -120,8 +134,9 @@ class _Input:
             raise CorpusImportError(f"{self.path}:1: corrupt gzip data: {exc}") from None
         for bom, encoding in _WIDE_BOMS:
             if head.startswith(bom):
-                raise CorpusImportError(f"{self.path}:1: {encoding} text (byte-order mark); convert the file "
-                                        "to UTF-8") from None
+                raise CorpusImportError(
+                    f"{self.path}:1: {encoding} text (byte-order mark); convert the file to UTF-8"
+                ) from None
 
     @property
     def raw_position(self) -> int:
@@ -193,8 +208,9 @@ def _iter_raw_lines(inp: _Input, max_line_chars: int) -> Iterator[RawLine]:
 
 
 def _cr_reason(index: int) -> str:
-    return (f"{CR_IN_LINE} at column {index + 1} (CR-only line endings are not supported: "
-            "convert the file to LF or CRLF)")
+    return (
+        f"{CR_IN_LINE} at column {index + 1} (CR-only line endings are not supported: convert the file to LF or CRLF)"
+    )
 
 
 def detect_format(path: str | Path, *, max_line_chars: int | None = None) -> str:
@@ -228,10 +244,14 @@ def validate_line(text: str, fmt: str) -> tuple[dict[str, str] | None, str | Non
     return {"reference": text.strip()}, None
 
 
-def iter_validated(path: str | Path, fmt: str, *, max_line_chars: int | None = None,
-                   display_name: str | None = None,
-                   progress: Callable[[int, int], None] | None = None,
-                   ) -> Iterator[tuple[int, dict[str, str] | None, LineError | None]]:
+def iter_validated(
+    path: str | Path,
+    fmt: str,
+    *,
+    max_line_chars: int | None = None,
+    display_name: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[tuple[int, dict[str, str] | None, LineError | None]]:
     """Yield ``(line number, fields, None)`` for good lines, ``(line number, None, LineError)`` for bad
     ones and ``(line number, None, None)`` for blank lines (passed over, not errors).
     ``progress(bytes_read, total_bytes)`` is called now and then (bytes of the file as stored)."""
@@ -286,11 +306,19 @@ class ImportReport:
         return f"{self.bad_lines} bad line(s) of {self.lines_read}" + (f": {parts}" if parts else "")
 
 
-def corpus_import(*, name: str, path: str | Path, format: str | None = None, on_error: str = "skip",
-                  shard_size: int | None = None, max_line_chars: int | None = None,
-                  progress: Callable[[int, int], None] | None = None, job=None,
-                  display_name: str | None = None, on_bad_line: Callable[[LineError], None] | None = None,
-                  ) -> Corpus:
+def corpus_import(
+    *,
+    name: str,
+    path: str | Path,
+    format: str | None = None,
+    on_error: str = "skip",
+    shard_size: int | None = None,
+    max_line_chars: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    job=None,
+    display_name: str | None = None,
+    on_bad_line: Callable[[LineError], None] | None = None,
+) -> Corpus:
     """Import ``path`` as corpus ``name``; returns the READY corpus.
 
     ``format``: ``bitext`` (source<TAB>reference), ``mono`` (one English sentence a line) or None to
@@ -317,16 +345,18 @@ def corpus_import(*, name: str, path: str | Path, format: str | None = None, on_
         raise CorpusImportError(f"a corpus named {name!r} already exists")
 
     storage = get_storage()
-    corpus = Corpus.objects.create(name=name, format=fmt, status=CorpusStatus.IMPORTING,
-                                   source_name=display[:500], import_job=job)
+    corpus = Corpus.objects.create(
+        name=name, format=fmt, status=CorpusStatus.IMPORTING, source_name=display[:500], import_job=job
+    )
     corpus.storage_prefix = f"corpora/{corpus.pk}"
     corpus.save(update_fields=["storage_prefix"])
     report = ImportReport()
 
     def records() -> Iterator[dict[str, Any]]:
         index = 0
-        for number, fields, error in iter_validated(path, fmt, max_line_chars=max_line_chars,
-                                                    display_name=display, progress=progress):
+        for number, fields, error in iter_validated(
+            path, fmt, max_line_chars=max_line_chars, display_name=display, progress=progress
+        ):
             report.lines_read = number
             if error is not None:
                 report.add_error(error)
@@ -349,18 +379,29 @@ def corpus_import(*, name: str, path: str | Path, format: str | None = None, on_
                 head = next(stream)
             except StopIteration:
                 break
-            info = write_jsonl_gz(shard_key(corpus.pk, shard_index),
-                                  itertools.chain([head], itertools.islice(stream, shard_size - 1)),
-                                  storage=storage)
-            shard_rows.append(CorpusShard(corpus=corpus, index=shard_index, key=info["key"],
-                                          n_records=info["records"], first_record=first_record,
-                                          sha256=info["sha256"], bytes=info["bytes"]))
+            info = write_jsonl_gz(
+                shard_key(corpus.pk, shard_index),
+                itertools.chain([head], itertools.islice(stream, shard_size - 1)),
+                storage=storage,
+            )
+            shard_rows.append(
+                CorpusShard(
+                    corpus=corpus,
+                    index=shard_index,
+                    key=info["key"],
+                    n_records=info["records"],
+                    first_record=first_record,
+                    sha256=info["sha256"],
+                    bytes=info["bytes"],
+                )
+            )
             first_record += info["records"]
         report.references = first_record
         if report.references == 0:
             detail = f" ({report.summary()}; first: {report.kept_errors[0]})" if report.bad_lines else ""
-            raise CorpusImportError(f"{display}: no valid {'pairs' if fmt == 'bitext' else 'sentences'}"
-                                    f" to import{detail}")
+            raise CorpusImportError(
+                f"{display}: no valid {'pairs' if fmt == 'bitext' else 'sentences'} to import{detail}"
+            )
         with transaction.atomic():
             CorpusShard.objects.bulk_create(shard_rows)
             corpus.status = CorpusStatus.READY

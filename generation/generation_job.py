@@ -30,6 +30,7 @@ plan streams the corpus once through spaCy's tokenizer to draw it. The sample an
 become an annotation ``Campaign`` linked to the job in the same transaction as ``finish``: annotation does
 that in a finish hook it registers (``annotation/campaigns.py``), which fills in the result's ``campaign``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -89,11 +90,15 @@ _FINGERPRINTS: dict[tuple, str] = {}
 def model_fingerprint(path: str) -> str:
     """SHA-256 of the folder's weights file (of its weights files' hashes when there are several)."""
     folder = resolve_model_folder(path)
-    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES)) \
-        if folder.is_dir() else []
+    files = (
+        sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
+        if folder.is_dir()
+        else []
+    )
     if not files:
-        raise GenerationSettingsError(f"model folder {path!r} holds no weights file "
-                                      f"({', '.join('*' + s for s in WEIGHT_SUFFIXES[:2])})")
+        raise GenerationSettingsError(
+            f"model folder {path!r} holds no weights file ({', '.join('*' + s for s in WEIGHT_SUFFIXES[:2])})"
+        )
     key = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
     found = _FINGERPRINTS.get(key)
     if found is None:
@@ -104,8 +109,11 @@ def model_fingerprint(path: str) -> str:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     h.update(block)
             digests.append((f.name, h.hexdigest()))
-        found = digests[0][1] if len(digests) == 1 else hashlib.sha256(
-            "".join(f"{n}:{d}\n" for n, d in digests).encode()).hexdigest()
+        found = (
+            digests[0][1]
+            if len(digests) == 1
+            else hashlib.sha256("".join(f"{n}:{d}\n" for n, d in digests).encode()).hexdigest()
+        )
         _FINGERPRINTS[key] = found
     return found
 
@@ -160,12 +168,27 @@ def _int(value, name: str, minimum: int = 1) -> int:
     return n
 
 
-def generation_params(*, corpus: Corpus, model: str, systems: Sequence[int | str], idf_table: IdfTable | None = None,
-                      beam: int = 5, nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0,
-                      batch_size: int = 32, device: str | None = None, seed: int = 0, ppdb: str | None = None,
-                      sample_per_length: int | None = None, lengths: Sequence[int] = DEFAULT_LENGTHS,
-                      name: str | None = None, sample_chunk_size: int = 50, pause_per_batch: float = 0.0,
-                      stop: str = STOP_DEFAULT) -> dict[str, Any]:
+def generation_params(
+    *,
+    corpus: Corpus,
+    model: str,
+    systems: Sequence[int | str],
+    idf_table: IdfTable | None = None,
+    beam: int = 5,
+    nbest: int = 1,
+    max_length: int = 128,
+    length_penalty: float = 1.0,
+    batch_size: int = 32,
+    device: str | None = None,
+    seed: int = 0,
+    ppdb: str | None = None,
+    sample_per_length: int | None = None,
+    lengths: Sequence[int] = DEFAULT_LENGTHS,
+    name: str | None = None,
+    sample_chunk_size: int = 50,
+    pause_per_batch: float = 0.0,
+    stop: str = STOP_DEFAULT,
+) -> dict[str, Any]:
     """Check every setting (nothing is created) and return the job's params. Raises GenerationSettingsError."""
     if corpus.status != CorpusStatus.READY:
         raise GenerationSettingsError(f"corpus {corpus.name!r} is {corpus.status}, not ready")
@@ -189,10 +212,19 @@ def generation_params(*, corpus: Corpus, model: str, systems: Sequence[int | str
     if device not in (None, "", "cpu", "cuda"):
         raise GenerationSettingsError(f"device must be cpu or cuda, not {device!r}")
     params: dict[str, Any] = {
-        "corpus": corpus.pk, "model": str(model), "systems": numbers, "idf_table": idf_table.pk,
-        "beam": beam, "nbest": nbest, "stop": stop, "max_length": _int(max_length, "max_length", 2),
-        "length_penalty": _finite(length_penalty, "length_penalty"), "batch_size": _int(batch_size, "batch_size"),
-        "device": device or None, "seed": _int(seed, "seed", 0), "ppdb": str(ppdb) if ppdb else None,
+        "corpus": corpus.pk,
+        "model": str(model),
+        "systems": numbers,
+        "idf_table": idf_table.pk,
+        "beam": beam,
+        "nbest": nbest,
+        "stop": stop,
+        "max_length": _int(max_length, "max_length", 2),
+        "length_penalty": _finite(length_penalty, "length_penalty"),
+        "batch_size": _int(batch_size, "batch_size"),
+        "device": device or None,
+        "seed": _int(seed, "seed", 0),
+        "ppdb": str(ppdb) if ppdb else None,
         "sample_chunk_size": _int(sample_chunk_size, "sample_chunk_size"),
         "pause_per_batch": max(0.0, _finite(pause_per_batch, "pause_per_batch")),
     }
@@ -226,12 +258,14 @@ def length_bucket(n_tokens: int, lengths: Sequence[int]) -> int:
 
 
 def _sample_order(seed: int, ref_index: int) -> int:
-    return int.from_bytes(hashlib.blake2b(f"{seed}\x1f{ref_index}".encode(), digest_size=8,
-                                          person=b"eval-sample").digest(), "big")
+    return int.from_bytes(
+        hashlib.blake2b(f"{seed}\x1f{ref_index}".encode(), digest_size=8, person=b"eval-sample").digest(), "big"
+    )
 
 
-def sample_references(corpus: Corpus, *, per_length: int, lengths: Sequence[int], seed: int,
-                      batch_size: int = 1000) -> list[dict[str, Any]]:
+def sample_references(
+    corpus: Corpus, *, per_length: int, lengths: Sequence[int], seed: int, batch_size: int = 1000
+) -> list[dict[str, Any]]:
     """Up to ``per_length`` references per bucket (see the module docstring), bucket by bucket.
 
     One pass over the corpus with spaCy's tokenizer; memory holds ``per_length`` records per bucket."""
@@ -246,8 +280,17 @@ def sample_references(corpus: Corpus, *, per_length: int, lengths: Sequence[int]
             n = sum(1 for t in doc if not t.is_space)
             bucket = length_bucket(n, lengths)
             key = (-abs(n - bucket), -_sample_order(seed, record["i"]))  # max-heap on (distance, order)
-            item = (key, record["i"], {"i": record["i"], "reference": record["reference"],
-                                       "source": record.get("source", ""), "length": n, "bucket": bucket})
+            item = (
+                key,
+                record["i"],
+                {
+                    "i": record["i"],
+                    "reference": record["reference"],
+                    "source": record.get("source", ""),
+                    "length": n,
+                    "bucket": bucket,
+                },
+            )
             heap = heaps[bucket]
             if len(heap) < per_length:
                 heapq.heappush(heap, item)
@@ -275,11 +318,32 @@ def _plan(job: Job) -> list[dict[str, Any]]:
     params = job.params
     corpus = Corpus.objects.get(pk=params["corpus"])
     table = IdfTable.objects.get(pk=params["idf_table"]) if params.get("idf_table") else None
-    checked = generation_params(corpus=corpus, model=params["model"], systems=params.get("systems") or [],
-                                idf_table=table, **{k: params[k] for k in (
-                                    "beam", "nbest", "max_length", "length_penalty", "batch_size", "device", "seed",
-                                    "ppdb", "sample_per_length", "lengths", "name", "sample_chunk_size",
-                                    "pause_per_batch", "stop") if params.get(k) is not None})
+    checked = generation_params(
+        corpus=corpus,
+        model=params["model"],
+        systems=params.get("systems") or [],
+        idf_table=table,
+        **{
+            k: params[k]
+            for k in (
+                "beam",
+                "nbest",
+                "max_length",
+                "length_penalty",
+                "batch_size",
+                "device",
+                "seed",
+                "ppdb",
+                "sample_per_length",
+                "lengths",
+                "name",
+                "sample_chunk_size",
+                "pause_per_batch",
+                "stop",
+            )
+            if params.get(k) is not None
+        },
+    )
     name = checked.get("name") or f"{corpus.name}-job{job.pk}"
     if "name" not in checked:
         _check_name_free(name)
@@ -287,14 +351,14 @@ def _plan(job: Job) -> list[dict[str, Any]]:
     resource = Resource.objects.create(name=name, corpus=corpus, job=job)
     checked["resource"] = resource.pk
     if "sample_per_length" in checked:
-        sample = sample_references(corpus, per_length=checked["sample_per_length"], lengths=checked["lengths"],
-                                   seed=checked["seed"])
+        sample = sample_references(
+            corpus, per_length=checked["sample_per_length"], lengths=checked["lengths"], seed=checked["seed"]
+        )
         checked["sample"] = {str(L): sum(1 for r in sample if r["bucket"] == L) for L in checked["lengths"]}
         step = checked["sample_chunk_size"]
-        chunks = [{"references": sample[k:k + step]} for k in range(0, len(sample), step)]
+        chunks = [{"references": sample[k : k + step]} for k in range(0, len(sample), step)]
     else:
-        chunks = [{"shard": s.index, "key": s.key, "n_records": s.n_records}
-                  for s in corpus.shards.order_by("index")]
+        chunks = [{"shard": s.index, "key": s.key, "n_records": s.n_records} for s in corpus.shards.order_by("index")]
     if not chunks:
         raise GenerationSettingsError(f"corpus {corpus.name!r} has no references to decode")
     job.params = checked
@@ -331,8 +395,9 @@ def _chunk_records(chunk: JobChunk) -> Iterator[dict[str, Any]]:
     return read_jsonl_gz(chunk.params["key"])
 
 
-def decode_references(records: list[dict[str, Any]], *, params: dict[str, Any], is_bitext: bool,
-                      progress: ProgressFn) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+def decode_references(
+    records: list[dict[str, Any]], *, params: dict[str, Any], is_bitext: bool, progress: ProgressFn
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
     """Resource records (one per reference) and per-system counts for a window of corpus records.
 
     ``progress(decoded, to_decode)`` counts distinct (input, constraints) decodings, after each batch."""
@@ -355,9 +420,16 @@ def decode_references(records: list[dict[str, Any]], *, params: dict[str, Any], 
     out_records, jobs = [], []  # jobs: (record position, system, constraints, input key)
     inputs: dict[tuple[str, str], int] = {}
     for pos, (record, sentence) in enumerate(zip(records, tagged)):
-        out_records.append({"ref_index": record["i"], "reference": record["reference"],
-                            "source": record.get("source") or "", "length": len(sentence.tokens),
-                            "candidates": [], "no_constraints": []})
+        out_records.append(
+            {
+                "ref_index": record["i"],
+                "reference": record["reference"],
+                "source": record.get("source") or "",
+                "length": len(sentence.tokens),
+                "candidates": [],
+                "no_constraints": [],
+            }
+        )
         source = record.get("source") if is_bitext else record["reference"]
         for selected in select_for_all_systems(sentence, idf, seed=params["seed"], ppdb=ppdb, systems=systems):
             system = str(selected.system)
@@ -374,10 +446,18 @@ def decode_references(records: list[dict[str, Any]], *, params: dict[str, Any], 
     results: dict[int, Any] = {}
     batch, pause = int(params["batch_size"]), float(params.get("pause_per_batch") or 0)
     for k in range(0, len(unique), batch):
-        part = unique[k:k + batch]
-        decoded = decode(model, [s for s, _ in part], [json.loads(c) for _, c in part], beam=params["beam"],
-                         nbest=params["nbest"], max_length=params["max_length"], stop=job_stop_rule(params),
-                         length_penalty=params["length_penalty"], batch_size=batch)
+        part = unique[k : k + batch]
+        decoded = decode(
+            model,
+            [s for s, _ in part],
+            [json.loads(c) for _, c in part],
+            beam=params["beam"],
+            nbest=params["nbest"],
+            max_length=params["max_length"],
+            stop=job_stop_rule(params),
+            length_penalty=params["length_penalty"],
+            batch_size=batch,
+        )
         for key, result in zip(part, decoded):
             results[inputs[key]] = result
         if pause:
@@ -427,8 +507,7 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
             def window_progress(decoded: int, of: int, n=window_size) -> None:
                 progress(done["references"] + (n * decoded // of if of else 0), max(total, done["references"] + n))
 
-            out, window_counts = decode_references(window, params=params, is_bitext=is_bitext,
-                                                   progress=window_progress)
+            out, window_counts = decode_references(window, params=params, is_bitext=is_bitext, progress=window_progress)
             for system, n in window_counts.items():
                 row = counts.setdefault(system, dict.fromkeys(n, 0))
                 for key, value in n.items():
@@ -440,11 +519,22 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
     written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records())
     with transaction.atomic():
         ResourceShard.objects.update_or_create(
-            resource_id=params["resource"], index=chunk.index,
-            defaults={"key": written["key"], "n_references": done["references"], "n_pairs": done["pairs"],
-                      "sha256": written["sha256"]})
-    return {"key": written["key"], "sha256": written["sha256"], "references": done["references"],
-            "pairs": done["pairs"], "per_system": dict(sorted(counts.items(), key=lambda kv: int(kv[0])))}
+            resource_id=params["resource"],
+            index=chunk.index,
+            defaults={
+                "key": written["key"],
+                "n_references": done["references"],
+                "n_pairs": done["pairs"],
+                "sha256": written["sha256"],
+            },
+        )
+    return {
+        "key": written["key"],
+        "sha256": written["sha256"],
+        "references": done["references"],
+        "pairs": done["pairs"],
+        "per_system": dict(sorted(counts.items(), key=lambda kv: int(kv[0]))),
+    }
 
 
 # ----------------------------------------------------------------------------------------- finish
@@ -454,15 +544,26 @@ def _resource_settings(params: dict[str, Any]) -> dict[str, Any]:
     table = IdfTable.objects.filter(pk=params["idf_table"]).first()
     from .nlp import pipeline_signature
 
-    out = {"model": params["model"], "model_sha256": params["model_sha256"], "systems": params["systems"],
-           "beam": params["beam"], "nbest": params["nbest"], "stop": job_stop_rule(params),
-           "max_length": params["max_length"],
-           "length_penalty": params["length_penalty"], "idf_table": params["idf_table"],
-           "idf_table_name": table.name if table else None, "seed": params["seed"], "ppdb": params.get("ppdb"),
-           "device": params.get("device"), "tokenizer": pipeline_signature()}
+    out = {
+        "model": params["model"],
+        "model_sha256": params["model_sha256"],
+        "systems": params["systems"],
+        "beam": params["beam"],
+        "nbest": params["nbest"],
+        "stop": job_stop_rule(params),
+        "max_length": params["max_length"],
+        "length_penalty": params["length_penalty"],
+        "idf_table": params["idf_table"],
+        "idf_table_name": table.name if table else None,
+        "seed": params["seed"],
+        "ppdb": params.get("ppdb"),
+        "device": params.get("device"),
+        "tokenizer": pipeline_signature(),
+    }
     if "sample_per_length" in params:
-        out.update(sample_per_length=params["sample_per_length"], lengths=params["lengths"],
-                   sample=params.get("sample"))
+        out.update(
+            sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")
+        )
     return out
 
 
@@ -480,10 +581,15 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
         resource.n_pairs = sum(c.result["pairs"] for c in chunks)
         resource.settings = _resource_settings(params)
         resource.save(update_fields=["n_references", "n_pairs", "settings"])
-    return {"resource": resource.pk, "name": resource.name, "references": resource.n_references,
-            "pairs": resource.n_pairs, "shards": [c.result["key"] for c in chunks],
-            "campaign": None,  # an evaluation sample's campaign: filled in by annotation's finish hook
-            "per_system": dict(sorted(per_system.items(), key=lambda kv: int(kv[0])))}
+    return {
+        "resource": resource.pk,
+        "name": resource.name,
+        "references": resource.n_references,
+        "pairs": resource.n_pairs,
+        "shards": [c.result["key"] for c in chunks],
+        "campaign": None,  # an evaluation sample's campaign: filled in by annotation's finish hook
+        "per_system": dict(sorted(per_system.items(), key=lambda kv: int(kv[0]))),
+    }
 
 
 register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="gpu", unit="references"))

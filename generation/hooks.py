@@ -1,6 +1,7 @@
 """What later apps add to generation without generation importing them (dependencies follow the data flow
 generation -> annotation -> scoring). annotation registers both in its ``AppConfig.ready()``: the campaign
 of an evaluation sample takes the resource's name, and the resource admin links to that campaign."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,5 @@
 """Inverse document frequency over a corpus's English side: IDF = ln(N / df), a sentence a document."""
+
 from __future__ import annotations
 
 import gzip
@@ -111,8 +112,9 @@ def sentence_tokens(docs) -> Iterator[set[str]]:
         yield {tok.lower_ for tok in doc if not tok.is_space}
 
 
-def count_document_frequencies(sentences: Iterable[str], *, nlp=None, batch_size: int = 1000,
-                               progress: Callable[[int], None] | None = None) -> tuple[int, Counter]:
+def count_document_frequencies(
+    sentences: Iterable[str], *, nlp=None, batch_size: int = 1000, progress: Callable[[int], None] | None = None
+) -> tuple[int, Counter]:
     """``(number of sentences, Counter token -> number of sentences holding it)``."""
     from .nlp import load_pipeline
 
@@ -129,7 +131,6 @@ def count_document_frequencies(sentences: Iterable[str], *, nlp=None, batch_size
 
 def write_df_file(key: str, n_documents: int, df: Counter, *, storage=None) -> None:
     """Write one shard's counts (sorted by token, deterministic bytes) atomically to storage."""
-
 
     storage = storage or get_storage()
     with storage.open_write(key) as raw:
@@ -150,7 +151,7 @@ def read_df_header(key: str, *, storage=None) -> int:
         first = text.readline().rstrip("\n")
     if not first.startswith(DF_HEADER_PREFIX):
         raise IdfFileError(f"{key}: not a document-frequency file")
-    return int(first[len(DF_HEADER_PREFIX):])
+    return int(first[len(DF_HEADER_PREFIX) :])
 
 
 def _iter_df(key: str, storage) -> Iterator[tuple[str, int]]:
@@ -186,14 +187,12 @@ def _iter_local_counts(path: Path) -> Iterator[tuple[str, int]]:
             yield token, int(count)
 
 
-def merge_df_files(keys: list[str], out_key: str, n_documents: int, *, storage=None,
-                   fan_in: int = MERGE_FAN_IN) -> int:
+def merge_df_files(keys: list[str], out_key: str, n_documents: int, *, storage=None, fan_in: int = MERGE_FAN_IN) -> int:
     """Merge sorted per-shard df files into ``out_key`` (``token<TAB>idf`` sorted by token). Returns the types.
 
     Streams: memory holds one line per input, never the vocabulary; at most ``fan_in`` inputs are open
     at once (S3 connections, file handles), larger sets are summed in rounds into local temporary files.
     """
-
 
     storage = storage or get_storage()
     if n_documents <= 0:
@@ -207,7 +206,7 @@ def merge_df_files(keys: list[str], out_key: str, n_documents: int, *, storage=N
             for start in range(0, len(sources), fan_in):
                 path = Path(tmp) / f"r{round_}-{start}.tsv.gz"
                 with gzip.open(path, "wt", encoding="utf-8", newline="\n", compresslevel=1) as fh:
-                    for token, total in _sum_sorted([make() for make in sources[start:start + fan_in]]):
+                    for token, total in _sum_sorted([make() for make in sources[start : start + fan_in]]):
                         fh.write(f"{token}\t{total}\n")
                 merged.append(lambda p=path: _iter_local_counts(p))
             sources, round_ = merged, round_ + 1
@@ -256,7 +255,6 @@ def idf_table_get(table_or_name):
 
 def idf_table_export(table, path: str | Path) -> int:
     """Copy an IdfTable's ``token<TAB>idf`` TSV to a local file. Returns the entries written."""
-
 
     table = idf_table_get(table)
     try:

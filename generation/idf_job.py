@@ -5,6 +5,7 @@ Params: ``corpus`` (id), ``name`` (the table's name; default: the corpus's name,
 a chunk that runs again finds its file and does not count again. The finishing step merges the files
 into ``idf/<idf_table_id>.tsv`` (``token<TAB>idf`` sorted by token) and creates the IdfTable row.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,8 +48,9 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     total = shard.n_records
     progress(0, total)
     texts = (r["reference"] for r in corpus_records(shard.corpus, shard=shard))
-    n, df = count_document_frequencies(texts, nlp=load_pipeline(tagger=False),
-                                       progress=lambda done: progress(done, total))
+    n, df = count_document_frequencies(
+        texts, nlp=load_pipeline(tagger=False), progress=lambda done: progress(done, total)
+    )
     write_df_file(key, n, df, storage=storage)
     return {"key": key, "documents": n, "types": len(df)}
 
@@ -61,20 +63,25 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     n_documents = sum(c.result["documents"] for c in chunks)
     storage = get_storage()
     with transaction.atomic():  # a failure leaves no table row behind
-        table = IdfTable.objects.create(corpus=corpus, name=name, job=job, n_documents=n_documents,
-                                        tokenizer=pipeline_signature())
+        table = IdfTable.objects.create(
+            corpus=corpus, name=name, job=job, n_documents=n_documents, tokenizer=pipeline_signature()
+        )
         table.key = idf_table_key(table.pk)
         try:
-            table.n_types = merge_df_files([c.result["key"] for c in chunks], table.key, n_documents,
-                                           storage=storage)
+            table.n_types = merge_df_files([c.result["key"] for c in chunks], table.key, n_documents, storage=storage)
         except BaseException:
             storage.delete(table.key)
             raise
         table.save(update_fields=["key", "n_types"])
     with contextlib.suppress(Exception):  # the per-shard counts are merged in; the table is the artifact
         delete_folder(storage, f"idf/{job.pk}")
-    return {"idf_table": table.pk, "name": table.name, "corpus": corpus.pk, "documents": n_documents,
-            "types": table.n_types}
+    return {
+        "idf_table": table.pk,
+        "name": table.name,
+        "corpus": corpus.pk,
+        "documents": n_documents,
+        "types": table.n_types,
+    }
 
 
 register(JobKind(name="build_idf", plan=_plan, run_chunk=_run_chunk, finish=_finish, unit="sentences"))

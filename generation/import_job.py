@@ -4,6 +4,7 @@ Params: ``name``, ``path``, ``format`` (``bitext``/``mono``/None to detect), ``o
 (``skip``/``abort``), ``shard_size``, ``max_line_chars``, ``display_name`` (the file name shown in
 errors, e.g. an upload's original name) and ``remove_file`` (delete the file once imported: uploads).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,14 +32,25 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
         corpus, summary = done, {}
     else:
         corpus = corpus_import(
-            name=p["name"], path=p["path"], format=p.get("format") or None, on_error=p.get("on_error", "skip"),
-            shard_size=p.get("shard_size"), max_line_chars=p.get("max_line_chars"), progress=progress,
-            job=job, display_name=p.get("display_name") or None,
+            name=p["name"],
+            path=p["path"],
+            format=p.get("format") or None,
+            on_error=p.get("on_error", "skip"),
+            shard_size=p.get("shard_size"),
+            max_line_chars=p.get("max_line_chars"),
+            progress=progress,
+            job=job,
+            display_name=p.get("display_name") or None,
         )
         summary = dict(corpus.import_report.reasons)
     return {
-        "corpus": corpus.pk, "name": corpus.name, "format": corpus.format, "references": corpus.n_references,
-        "lines_read": corpus.n_lines_read, "bad_lines": corpus.n_bad_lines, "shards": corpus.shards.count(),
+        "corpus": corpus.pk,
+        "name": corpus.name,
+        "format": corpus.format,
+        "references": corpus.n_references,
+        "lines_read": corpus.n_lines_read,
+        "bad_lines": corpus.n_bad_lines,
+        "shards": corpus.shards.count(),
         "bad_line_reasons": summary,
     }
 

@@ -1,4 +1,5 @@
 """The job kinds of generation/: corpus import, IDF, constraint selection and decoding."""
+
 from . import (
     constraint_job,  # noqa: F401  (select_constraints)
     generation_job,  # noqa: F401  (generate)

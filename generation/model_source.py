@@ -18,6 +18,7 @@ Only what a PyTorch seq2seq checkpoint needs is downloaded (no TensorFlow, Flax,
 Every failure is a :class:`ModelFolderError` with a one-line message. A hub id resolved once is kept for the
 life of the process, so a worker's chunks do not ask the hub again (the job's weights hash guards the rest).
 """
+
 from __future__ import annotations
 
 import os
@@ -29,14 +30,32 @@ from pathlib import Path
 # with an optional ``@revision``
 _HUB_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96})(?:@(?P<revision>[\w./-]+))?")
 # files of other frameworks and formats the PyTorch loaders never read
-HUB_IGNORE_PATTERNS = ["*.h5", "*.msgpack", "*.ot", "*.onnx", "*.onnx_data", "*.tflite", "*.mlmodel", "*.gguf",
-                       "onnx/*", "openvino/*", "coreml/*", "tf_model*", "flax_model*", "rust_model*"]
-HUB_ENV_HELP = ("HF_HUB_CACHE or HF_HOME pick the cache; HF_HUB_OFFLINE=1 (or TRANSFORMERS_OFFLINE=1) keeps to "
-                "it; HF_TOKEN for gated or private models")
+HUB_IGNORE_PATTERNS = [
+    "*.h5",
+    "*.msgpack",
+    "*.ot",
+    "*.onnx",
+    "*.onnx_data",
+    "*.tflite",
+    "*.mlmodel",
+    "*.gguf",
+    "onnx/*",
+    "openvino/*",
+    "coreml/*",
+    "tf_model*",
+    "flax_model*",
+    "rust_model*",
+]
+HUB_ENV_HELP = (
+    "HF_HUB_CACHE or HF_HOME pick the cache; HF_HUB_OFFLINE=1 (or TRANSFORMERS_OFFLINE=1) keeps to "
+    "it; HF_TOKEN for gated or private models"
+)
 _TRUE = {"1", "ON", "YES", "TRUE"}
-MODEL_HELP = ("a local Hugging Face seq2seq checkpoint folder, or a hub model id (ORG/NAME[@REVISION], e.g. "
-              "Helsinki-NLP/opus-mt-cs-en) found in or fetched into the Hugging Face cache (HF_HUB_CACHE / HF_HOME; "
-              "HF_HUB_OFFLINE=1: the cache only)")
+MODEL_HELP = (
+    "a local Hugging Face seq2seq checkpoint folder, or a hub model id (ORG/NAME[@REVISION], e.g. "
+    "Helsinki-NLP/opus-mt-cs-en) found in or fetched into the Hugging Face cache (HF_HUB_CACHE / HF_HOME; "
+    "HF_HUB_OFFLINE=1: the cache only)"
+)
 
 
 class ModelFolderError(RuntimeError):
@@ -112,34 +131,43 @@ def _hub_snapshot(repo_id: str, revision: str | None) -> Path:
             RevisionNotFoundError,
         )
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        raise ModelFolderError(f"model folder {name!r} does not exist (and huggingface_hub, which would resolve "
-                               "it as a hub id, is not installed)") from None
+        raise ModelFolderError(
+            f"model folder {name!r} does not exist (and huggingface_hub, which would resolve "
+            "it as a hub id, is not installed)"
+        ) from None
     try:
-        folder = snapshot_download(repo_id, revision=revision, cache_dir=cache, local_files_only=offline,
-                                   ignore_patterns=HUB_IGNORE_PATTERNS)
+        folder = snapshot_download(
+            repo_id, revision=revision, cache_dir=cache, local_files_only=offline, ignore_patterns=HUB_IGNORE_PATTERNS
+        )
     except HFValidationError as exc:
-        raise ModelFolderError(f"model folder {name!r} does not exist, nor is it a valid hub id "
-                               f"({_one_line(exc)})") from None
+        raise ModelFolderError(
+            f"model folder {name!r} does not exist, nor is it a valid hub id ({_one_line(exc)})"
+        ) from None
     except LocalEntryNotFoundError as exc:
         if offline:
             reason = "offline mode (HF_HUB_OFFLINE=1 or TRANSFORMERS_OFFLINE=1) forbids fetching it"
         else:
             cause = exc.__cause__ or exc
             reason = f"the hub could not be reached ({type(cause).__name__}: {_one_line(cause)})"
-        raise ModelFolderError(f"model {name!r} is neither a local folder nor in the {where}, and {reason}: "
-                               f"fetch it into that cache once where the network allows (`hf download "
-                               f"{repo_id}`) or give a local folder ({HUB_ENV_HELP})") from None
+        raise ModelFolderError(
+            f"model {name!r} is neither a local folder nor in the {where}, and {reason}: "
+            f"fetch it into that cache once where the network allows (`hf download "
+            f"{repo_id}`) or give a local folder ({HUB_ENV_HELP})"
+        ) from None
     except GatedRepoError:
-        raise ModelFolderError(f"hub model {name!r} is gated: accept its terms on the hub and set HF_TOKEN "
-                               f"(cache: {str(cache)!r})") from None
+        raise ModelFolderError(
+            f"hub model {name!r} is gated: accept its terms on the hub and set HF_TOKEN (cache: {str(cache)!r})"
+        ) from None
     except RepositoryNotFoundError:
-        raise ModelFolderError(f"model {name!r} is neither a local folder nor a model on the hub (or it is "
-                               "private: set HF_TOKEN)") from None
+        raise ModelFolderError(
+            f"model {name!r} is neither a local folder nor a model on the hub (or it is private: set HF_TOKEN)"
+        ) from None
     except RevisionNotFoundError:
         raise ModelFolderError(f"hub model {repo_id!r} has no revision {revision!r}") from None
     except (HfHubHTTPError, OSError) as exc:
-        raise ModelFolderError(f"cannot fetch hub model {name!r} into the {where}: {type(exc).__name__}: "
-                               f"{_one_line(exc)}") from None
+        raise ModelFolderError(
+            f"cannot fetch hub model {name!r} into the {where}: {type(exc).__name__}: {_one_line(exc)}"
+        ) from None
     folder = Path(folder)
     with _RESOLVE_LOCK:
         _RESOLVED[key] = folder

@@ -1,4 +1,5 @@
 """Corpora, their shards and IDF tables. Sentences live in shards (see storage.py), not in rows."""
+
 from django.db import models
 
 from jobs.models import Job

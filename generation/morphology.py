@@ -8,6 +8,7 @@
 
 Results are cached per word: the same few thousand words come back all the time.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -34,8 +35,12 @@ def _tables():
     li = _lemminflect()
     try:
         lemmatizer, inflections = li.Lemmatizer(), li.Inflections()
-        tables = (lemmatizer._getLemmaDict(), lemmatizer._getOverridesDict(), inflections._getInflDict(),
-                  inflections._getOverridesDict())
+        tables = (
+            lemmatizer._getLemmaDict(),
+            lemmatizer._getOverridesDict(),
+            inflections._getInflDict(),
+            inflections._getOverridesDict(),
+        )
     except AttributeError:
         return None
     if not all(isinstance(t, dict) for t in tables):
@@ -95,8 +100,11 @@ def variants_list(word: str) -> list[str]:
         return forms
     joined = "".join(forms)
     # (lowering an ASCII form that has no capital letter changes nothing: skip it, the usual case)
-    others = set(filter(_isalpha, forms)) if joined.isascii() and joined == joined.lower() else \
-        set(map(_lower, filter(_isalpha, forms)))
+    others = (
+        set(filter(_isalpha, forms))
+        if joined.isascii() and joined == joined.lower()
+        else set(map(_lower, filter(_isalpha, forms)))
+    )
     others.discard(word)
     return [word, *sorted(others)]
 

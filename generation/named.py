@@ -1,4 +1,5 @@
 """How the CLIs find a corpus, an IDF table or a resource: by its name, else by its primary key."""
+
 from __future__ import annotations
 
 from typing import TypeVar

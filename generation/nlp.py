@@ -1,4 +1,5 @@
 """The spaCy pipeline: loaded once per process from an installed package (never downloaded)."""
+
 from __future__ import annotations
 
 from functools import lru_cache

@@ -14,6 +14,7 @@ same unchanged file reuse the index. Malformed lines are skipped, counted, and r
 with their line numbers (logged, and kept in the index's ``meta`` table); a file with no valid rule at
 all is refused (:class:`PpdbError`) by :func:`open_ppdb`, every time it is opened.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -33,8 +34,9 @@ from .systems import PPDB_RELATIONS
 
 logger = logging.getLogger(__name__)
 
-ALL_RELATIONS = frozenset({"Equivalence", "ForwardEntailment", "ReverseEntailment", "Exclusion",
-                           "OtherRelated", "Independent"})
+ALL_RELATIONS = frozenset(
+    {"Equivalence", "ForwardEntailment", "ReverseEntailment", "Exclusion", "OtherRelated", "Independent"}
+)
 COARSE_CLASSES = ("noun", "verb", "adj", "adv", "other")
 MAX_REPORTED = 100  # malformed lines kept with their numbers in the index (all are counted)
 _BATCH = 50_000
@@ -101,16 +103,27 @@ def build_index(source: str | Path, target: str | Path) -> dict:
     with atomic_path(target) as tmp:
         stats = _build_into(source, tmp)
     if stats["malformed"]:
-        logger.warning("%s: %d malformed line(s) skipped (first at line %d)", source, stats["malformed"],
-                       stats["malformed_lines"][0]["line"])
+        logger.warning(
+            "%s: %d malformed line(s) skipped (first at line %d)",
+            source,
+            stats["malformed"],
+            stats["malformed_lines"][0]["line"],
+        )
     return stats
 
 
 def _build_into(source: Path, tmp: Path) -> dict:
     staging = tmp.with_name(tmp.name + ".rules")
     staging.unlink(missing_ok=True)
-    stats = {"source": str(source), "lines": 0, "rules": 0, "kept": 0, "phrases": 0, "malformed": 0,
-             "malformed_lines": []}
+    stats = {
+        "source": str(source),
+        "lines": 0,
+        "rules": 0,
+        "kept": 0,
+        "phrases": 0,
+        "malformed": 0,
+        "malformed_lines": [],
+    }
     db = sqlite3.connect(tmp)
     try:
         db.execute("ATTACH DATABASE ? AS staging", (str(staging),))
@@ -165,8 +178,10 @@ def _build_into(source: Path, tmp: Path) -> dict:
 def _pack_entries(db: sqlite3.Connection) -> int:
     """Fill ``entries`` from the staged rules, one row per phrase; returns the number of phrases.
     (SQLite's BINARY order on UTF-8 is Python's code-point order, so each group comes out sorted.)"""
-    rows = db.execute("SELECT DISTINCT phrase, pos, relation, paraphrase FROM staging.rules"
-                      " ORDER BY phrase, pos, relation, paraphrase")
+    rows = db.execute(
+        "SELECT DISTINCT phrase, pos, relation, paraphrase FROM staging.rules"
+        " ORDER BY phrase, pos, relation, paraphrase"
+    )
     packed: list[tuple[str, str]] = []
     phrases = 0
     current, groups, key, paraphrases = None, [], None, []
@@ -220,11 +235,12 @@ class PpdbIndex:
         """Load the entries of several phrases in one query (a sentence's pool, before its lookups)."""
         missing = list(dict.fromkeys(p.lower() for p in phrases if p.lower() not in self._cache))
         for start in range(0, len(missing), 500):
-            part = missing[start:start + 500]
+            part = missing[start : start + 500]
             with self._lock:
                 marks = ",".join("?" * len(part))
-                rows = self._db.execute(f"SELECT phrase, packed FROM entries WHERE phrase IN ({marks})",
-                                        part).fetchall()
+                rows = self._db.execute(
+                    f"SELECT phrase, packed FROM entries WHERE phrase IN ({marks})", part
+                ).fetchall()
             found = dict.fromkeys(part, "")
             found.update(rows)
             if len(self._cache) >= 500_000:
@@ -297,8 +313,7 @@ def _refuse_ruleless(index: PpdbIndex, path) -> None:
     if stats.get("rules", 1) == 0:
         first = stats.get("malformed_lines") or []
         detail = f" (line {first[0]['line']}: {first[0]['reason']})" if first else ""
-        raise PpdbError(f"{path}: not a PPDB 2.0 lexical file: no valid rule in {stats.get('lines', 0)} "
-                        f"lines{detail}")
+        raise PpdbError(f"{path}: not a PPDB 2.0 lexical file: no valid rule in {stats.get('lines', 0)} lines{detail}")
 
 
 def _remove_superseded(target: Path, source: Path) -> list[Path]:

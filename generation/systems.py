@@ -18,6 +18,7 @@ path per system number.
 | 32-34    | positional | the first 1 / 2 / 3 reference tokens <BOS>  | none |
 | 35-37    | ppdb       | PPDB Equivalence / Forward / Reverse entail.| none |
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -48,8 +49,12 @@ class System:
     def __post_init__(self) -> None:
         assert self.kind in KINDS and self.selection in SELECTIONS and self.lex in LEX, self
         assert self.ppdb_relation in (None, *PPDB_RELATIONS), self
-        needed = {"highest": max(self.ranks, default=0), "lowest": max(self.ranks, default=0),
-                  "random": self.count, "ppdb": 1}.get(self.selection, 0)
+        needed = {
+            "highest": max(self.ranks, default=0),
+            "lowest": max(self.ranks, default=0),
+            "random": self.count,
+            "ppdb": 1,
+        }.get(self.selection, 0)
         object.__setattr__(self, "pool_needed", needed)
 
     @property

@@ -5,6 +5,7 @@
 default the corpus's latest, else the latest table), ``seed``, ``ppdb`` (a PPDB 2.0 file path on the
 server) and ``min_idf`` / ``max_idf``.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -113,22 +114,44 @@ def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> Ht
             idf = None
         if idf is not None:
             tagged = tag_sentences([sentence])[0]
-            pool = [{"word": t.word, "idf": t.idf, "pos": t.pos, "preposition": t.word in PREPOSITIONS}
-                    for t in build_pool(tagged.tokens, idf, min_idf=min_idf, max_idf=max_idf)]
+            pool = [
+                {"word": t.word, "idf": t.idf, "pos": t.pos, "preposition": t.word in PREPOSITIONS}
+                for t in build_pool(tagged.tokens, idf, min_idf=min_idf, max_idf=max_idf)
+            ]
             results = select_for_all_systems(tagged, idf, seed=seed, ppdb=ppdb, min_idf=min_idf, max_idf=max_idf)
             for system, result in zip(SYSTEMS, results):
-                rows.append({
-                    "system": system, "ok": result.is_constraint_set,
-                    "reason": getattr(result, "reason", ""),
-                    "negative": _phrases(result.negative), "positive": _phrases(result.positive),
-                    "bos_avoid": _phrases(result.bos_avoid),
-                })
+                rows.append(
+                    {
+                        "system": system,
+                        "ok": result.is_constraint_set,
+                        "reason": getattr(result, "reason", ""),
+                        "negative": _phrases(result.negative),
+                        "positive": _phrases(result.positive),
+                        "bos_avoid": _phrases(result.bos_avoid),
+                    }
+                )
     elif sentence and table is None:
         errors.append("no IDF table: build or import one first")
 
-    return render(request, "generation/constraint_systems.html", {
-        "corpus": corpus, "tables": tables, "table": table, "seed": seed, "ppdb": ppdb_path,
-        "min_idf": min_idf, "max_idf": max_idf, "sentence": sentence, "index": index, "record": record,
-        "typed": bool(q.get("sentence")), "errors": errors, "rows": rows, "pool": pool,
-        "n_references": corpus.n_references if corpus else None,
-    }, status=400 if bad else 200)
+    return render(
+        request,
+        "generation/constraint_systems.html",
+        {
+            "corpus": corpus,
+            "tables": tables,
+            "table": table,
+            "seed": seed,
+            "ppdb": ppdb_path,
+            "min_idf": min_idf,
+            "max_idf": max_idf,
+            "sentence": sentence,
+            "index": index,
+            "record": record,
+            "typed": bool(q.get("sentence")),
+            "errors": errors,
+            "rows": rows,
+            "pool": pool,
+            "n_references": corpus.n_references if corpus else None,
+        },
+        status=400 if bad else 200,
+    )

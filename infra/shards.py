@@ -1,4 +1,5 @@
 """Shards: gzip-compressed JSON Lines files, written deterministically and read as streams."""
+
 from __future__ import annotations
 
 import gzip
@@ -29,8 +30,9 @@ class HashingWriter(io.RawIOBase):
         return len(data)
 
 
-def write_jsonl_gz(key: str, records: Iterable[dict[str, Any]], *, storage: LocalStorage | S3Storage | None = None
-                   ) -> dict[str, Any]:
+def write_jsonl_gz(
+    key: str, records: Iterable[dict[str, Any]], *, storage: LocalStorage | S3Storage | None = None
+) -> dict[str, Any]:
     """Write records atomically; same records -> byte-identical file (gzip mtime 0, no file name).
 
     Returns ``{"key", "records", "bytes", "sha256"}``.

@@ -4,6 +4,7 @@ Keys are relative POSIX paths (``corpora/7/shard-00000.jsonl.gz``). Writes are a
 the whole file or none of it, so a chunk that dies half-way leaves nothing behind and a chunk that runs
 twice replaces its own output instead of duplicating it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -76,9 +77,7 @@ class LocalStorage:
         if not base.is_dir():
             return []
         return sorted(
-            p.relative_to(self.root).as_posix()
-            for p in base.rglob("*")
-            if p.is_file() and not p.name.endswith(".tmp")
+            p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file() and not p.name.endswith(".tmp")
         )
 
     def delete(self, key: str) -> None:
@@ -148,7 +147,7 @@ class S3Storage:
         keys: list[str] = []
         for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
             for obj in page.get("Contents", []):
-                keys.append(obj["Key"][len(self.prefix) + 1:] if self.prefix else obj["Key"])
+                keys.append(obj["Key"][len(self.prefix) + 1 :] if self.prefix else obj["Key"])
         return sorted(keys)
 
     def delete(self, key: str) -> None:
@@ -157,7 +156,7 @@ class S3Storage:
     def delete_prefix(self, prefix: str) -> int:
         keys = self.list(prefix)
         for start in range(0, len(keys), 1000):
-            batch = [{"Key": self._key(k)} for k in keys[start:start + 1000]]
+            batch = [{"Key": self._key(k)} for k in keys[start : start + 1000]]
             self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch})
         return len(keys)
 

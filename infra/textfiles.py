@@ -12,6 +12,7 @@ Writing: :func:`atomic_write` / :func:`atomic_path` (a file) and :func:`atomic_d
 the target under a ``.NAME.*.tmp`` name and rename over it only once the block succeeds; a failure or an
 interruption leaves nothing behind.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -92,7 +93,7 @@ class _Prefixed(io.RawIOBase):
             buffer[:n], self.head = self.head[:n], self.head[n:]
             return n
         data = self.rest.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def close(self) -> None:
@@ -114,8 +115,7 @@ class _OwningText(io.TextIOWrapper):
             self._owned.close()
 
 
-def open_text(source: str | Path | BinaryIO, *, errors: str = "surrogateescape", newline: str | None = "\n"
-              ) -> TextIO:
+def open_text(source: str | Path | BinaryIO, *, errors: str = "surrogateescape", newline: str | None = "\n") -> TextIO:
     """A path or a binary stream as text: gunzipped if it starts with gzip's magic bytes, a UTF-8 BOM
     dropped. Iterate it with :func:`read_lines` for strict UTF-8; ``errors="replace"`` is for the one reader
     that must take any bytes (PPDB: a several-GB download where a bad line is skipped, not fatal)."""
@@ -133,15 +133,23 @@ def open_text(source: str | Path | BinaryIO, *, errors: str = "surrogateescape",
         raise
 
 
-def read_lines(source: str | Path | BinaryIO | TextIO, *, name: str | Path | None = None,
-               newline: str | None = "\n", start: int = 1) -> Iterator[tuple[int, str]]:
+def read_lines(
+    source: str | Path | BinaryIO | TextIO,
+    *,
+    name: str | Path | None = None,
+    newline: str | None = "\n",
+    start: int = 1,
+) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of a text file, line endings kept; a line that is not UTF-8 raises
     :class:`NotUtf8Error` naming ``name`` (default: the path). The file is opened now (OSError here, not at
     the first line) and closed when the iteration ends. An already open text stream (from
     :func:`open_text`) is read from where it stands, numbering from ``start``."""
     handle = source if isinstance(source, io.TextIOBase) else open_text(source, newline=newline)
-    label = name if name is not None else (source if isinstance(source, (str, Path)) else getattr(
-        handle, "name", "<stream>"))
+    label = (
+        name
+        if name is not None
+        else (source if isinstance(source, (str, Path)) else getattr(handle, "name", "<stream>"))
+    )
     return _checked_lines(handle, label, start, close=handle is not source)
 
 
@@ -158,8 +166,13 @@ def _checked_lines(handle: TextIO, name, start: int, *, close: bool) -> Iterator
             handle.close()
 
 
-def tsv_rows(source: str | Path | BinaryIO | TextIO, *, name: str | Path | None = None,
-             newline: str | None = "\n", start: int = 1) -> Iterator[tuple[int, list[str]]]:
+def tsv_rows(
+    source: str | Path | BinaryIO | TextIO,
+    *,
+    name: str | Path | None = None,
+    newline: str | None = "\n",
+    start: int = 1,
+) -> Iterator[tuple[int, list[str]]]:
     """``(line number, fields)`` of a tab-separated file (unquoted fields, line ending stripped); blank
     lines are skipped; strict UTF-8 as in :func:`read_lines`."""
     for number, line in read_lines(source, name=name, newline=newline, start=start):
@@ -201,8 +214,14 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | Path, mode: str = "wb", *, encoding: str | None = None, newline: str | None = None,
-                 private: bool = False) -> Iterator[IO]:
+def atomic_write(
+    path: str | Path,
+    mode: str = "wb",
+    *,
+    encoding: str | None = None,
+    newline: str | None = None,
+    private: bool = False,
+) -> Iterator[IO]:
     """Open a file for writing that appears at ``path`` whole (flushed and synced) or not at all.
 
     ``private``: the file is readable by its owner only (storage's files have always been created so)."""

@@ -9,8 +9,17 @@ class JobChunkInline(admin.TabularInline):
     model = JobChunk
     extra = 0
     can_delete = False
-    fields = ("index", "status", "done_units", "total_units", "attempts", "ran_on", "error", "started_at",
-              "finished_at")
+    fields = (
+        "index",
+        "status",
+        "done_units",
+        "total_units",
+        "attempts",
+        "ran_on",
+        "error",
+        "started_at",
+        "finished_at",
+    )
     readonly_fields = fields
 
 
@@ -19,8 +28,19 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ("id", "kind", "label", "status", "progress_bar", "created_at", "finished_at")
     list_filter = ("kind", "status")
     search_fields = ("label",)
-    readonly_fields = ("kind", "label", "params", "status", "result", "error", "total_chunks",
-                       "created_at", "started_at", "finished_at", "progress_bar")
+    readonly_fields = (
+        "kind",
+        "label",
+        "params",
+        "status",
+        "result",
+        "error",
+        "total_chunks",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "progress_bar",
+    )
     inlines = [JobChunkInline]
     actions = ["resume_jobs", "cancel_jobs"]
 
@@ -29,7 +49,9 @@ class JobAdmin(admin.ModelAdmin):
         p = job_progress(job)
         return format_html(
             '<progress class="job-progress" data-job="{}" max="100" value="{}"></progress> {}%',
-            job.pk, round(100 * p["fraction"]), round(100 * p["fraction"]),
+            job.pk,
+            round(100 * p["fraction"]),
+            round(100 * p["fraction"]),
         )
 
     @admin.action(description="Resume selected jobs (re-run unfinished chunks)")

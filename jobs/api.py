@@ -25,8 +25,12 @@ class JobProgressSerializer(serializers.Serializer):
     result = serializers.JSONField(help_text="The job kind's result (an object; empty until it succeeds).")
 
 
-@extend_schema(operation_id="job_detail", tags=["jobs"], summary="A job's progress (staff).",
-               responses={200: JobProgressSerializer, **api_errors(404)})
+@extend_schema(
+    operation_id="job_detail",
+    tags=["jobs"],
+    summary="A job's progress (staff).",
+    responses={200: JobProgressSerializer, **api_errors(404)},
+)
 @api_view(["GET"])
 @permission_classes([staff_with_perms("jobs.view_job")])
 def job_detail(request: Request, job_id: int) -> Response:

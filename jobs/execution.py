@@ -1,4 +1,5 @@
 """Starting, running, finishing, resuming, cancelling and waiting for chunked jobs."""
+
 from __future__ import annotations
 
 import logging
@@ -93,7 +94,10 @@ def chunk_run(*, chunk_id: int, on_progress: ProgressListener | None = None) -> 
             return False
         now = timezone.now()
         JobChunk.objects.filter(pk=chunk.pk).update(
-            status=JobStatus.RUNNING, attempts=F("attempts") + 1, started_at=now, error="",
+            status=JobStatus.RUNNING,
+            attempts=F("attempts") + 1,
+            started_at=now,
+            error="",
             ran_on=f"{socket.gethostname()}:{os.getpid()}",
         )
         Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(status=JobStatus.RUNNING, started_at=now)
@@ -116,7 +120,9 @@ def chunk_run(*, chunk_id: int, on_progress: ProgressListener | None = None) -> 
         raise
     with transaction.atomic():
         JobChunk.objects.filter(pk=chunk.pk).update(
-            status=JobStatus.SUCCEEDED, result=result, finished_at=timezone.now(),
+            status=JobStatus.SUCCEEDED,
+            result=result,
+            finished_at=timezone.now(),
             done_units=F("total_units"),
         )
         remaining = JobChunk.objects.filter(job_id=job.pk).exclude(status=JobStatus.SUCCEEDED).exists()
@@ -153,8 +159,8 @@ def job_finish(*, job_id: int) -> Job:
 def job_run_inline(*, job_id: int, on_progress: ProgressListener | None = None) -> Job:
     """Run every unfinished chunk in this process, then finish: ``--wait`` with no worker, and tests.
     ``on_progress`` hears of every progress write and of each chunk's end."""
-    for chunk_id in JobChunk.objects.filter(job_id=job_id).exclude(status=JobStatus.SUCCEEDED).values_list(
-        "pk", flat=True
+    for chunk_id in (
+        JobChunk.objects.filter(job_id=job_id).exclude(status=JobStatus.SUCCEEDED).values_list("pk", flat=True)
     ):
         try:
             chunk_run(chunk_id=chunk_id, on_progress=on_progress)
@@ -231,8 +237,15 @@ def workers_available(timeout: float = 1.0) -> bool:
         return False
 
 
-def job_launch(*, kind: str, params: dict[str, Any], label: str = "", wait: bool = False,
-               timeout: float | None = None, on_progress: ProgressListener | None = None) -> Job:
+def job_launch(
+    *,
+    kind: str,
+    params: dict[str, Any],
+    label: str = "",
+    wait: bool = False,
+    timeout: float | None = None,
+    on_progress: ProgressListener | None = None,
+) -> Job:
     """What every ``--wait``-able command does: start the job, and with ``wait`` block until it ends.
 
     On the embedded default with no worker running (or anywhere with
@@ -252,12 +265,16 @@ def job_launch(*, kind: str, params: dict[str, Any], label: str = "", wait: bool
     return job
 
 
-def job_wait(*, job_id: int, timeout: float | None = None, poll: float = 0.5,
-             on_progress: ProgressListener | None = None) -> Job:
+def job_wait(
+    *, job_id: int, timeout: float | None = None, poll: float = 0.5, on_progress: ProgressListener | None = None
+) -> Job:
     """Block until the job ends, polling its row (and calling ``on_progress`` at each poll)."""
     if not workers_available():
-        print(f"waiting for a Celery worker to take job {job_id} (none is running: start one, or run the job in "
-              f"this process with manage.py job run-here {job_id}) ...", file=sys.stderr)
+        print(
+            f"waiting for a Celery worker to take job {job_id} (none is running: start one, or run the job in "
+            f"this process with manage.py job run-here {job_id}) ...",
+            file=sys.stderr,
+        )
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         job = Job.objects.get(pk=job_id)

@@ -3,6 +3,7 @@
 Operators run ``manage.py selftest --wait`` after adding a worker; the tests use it to prove that a real
 worker process takes chunks from the real broker.
 """
+
 import os
 import socket
 
@@ -27,5 +28,4 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
 
 
 register(JobKind(name="selftest", plan=_plan, run_chunk=_run_chunk, finish=_finish, unit="numbers"))
-register(JobKind(name="selftest-gpu", plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="gpu",
-                 unit="numbers"))
+register(JobKind(name="selftest-gpu", plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="gpu", unit="numbers"))

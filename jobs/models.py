@@ -3,6 +3,7 @@
 Shared by corpus import, IDF, generation and scoring. Chunks record their own state so a job can be
 resumed after a worker dies (only unfinished chunks run again) and a redelivered message does nothing.
 """
+
 from django.db import models
 
 

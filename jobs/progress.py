@@ -12,6 +12,7 @@ one when a chunk ends or the job's status changes, one when the percentage has m
 ``PLAIN_EVERY_S`` have passed, one every ``PLAIN_HEARTBEAT_S`` even when nothing moved, and a last
 one when the job ends. stdout is left alone: the commands print their JSON there.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,9 +30,9 @@ from .registry import get_kind
 
 logger = logging.getLogger(__name__)
 
-PLAIN_EVERY_S = 10.0        # a line when the percentage moved and this long has passed since the last
-PLAIN_HEARTBEAT_S = 300.0   # a line this often even when nothing moved (a log shows the wait is alive)
-DEFAULT_SIZE = (100, 24)    # a terminal that does not tell its size (a bare pseudo-terminal says 0 x 0)
+PLAIN_EVERY_S = 10.0  # a line when the percentage moved and this long has passed since the last
+PLAIN_HEARTBEAT_S = 300.0  # a line this often even when nothing moved (a log shows the wait is alive)
+DEFAULT_SIZE = (100, 24)  # a terminal that does not tell its size (a bare pseudo-terminal says 0 x 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +46,7 @@ class JobCounts:
     chunks_done: int
     units_done: int
     units_total: int
-    units_known: bool   # every chunk has reported its total (a chunk that has not started has none yet)
+    units_known: bool  # every chunk has reported its total (a chunk that has not started has none yet)
     fraction: float
 
     @property
@@ -59,7 +60,11 @@ def job_counts(job_id: int) -> JobCounts:
     chunks = list(JobChunk.objects.filter(job_id=job_id).values("status", "done_units", "total_units"))
     done = sum(1 for c in chunks if c["status"] == "succeeded")
     return JobCounts(
-        job=job_id, kind=job.kind, status=job.status, chunks=len(chunks), chunks_done=done,
+        job=job_id,
+        kind=job.kind,
+        status=job.status,
+        chunks=len(chunks),
+        chunks_done=done,
         units_done=sum(min(c["done_units"], c["total_units"] or c["done_units"]) for c in chunks),
         units_total=sum(c["total_units"] for c in chunks),
         units_known=bool(chunks) and all(c["total_units"] for c in chunks),
@@ -107,8 +112,9 @@ class JobProgressDisplay:
     ``terminal`` (default: ``stream.isatty()``) chooses the tqdm bar or plain lines. Nothing it does
     may stop the job: a stream that fails to write turns the display off."""
 
-    def __init__(self, stream: TextIO, *, terminal: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, stream: TextIO, *, terminal: bool | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.stream = stream
         self.terminal = bool(stream.isatty()) if terminal is None else terminal
         self.clock = clock
@@ -154,9 +160,13 @@ class JobProgressDisplay:
     def _plain(self, c: JobCounts) -> None:
         now = self.clock()
         last = self._printed
-        due = (last is None or c.status != last.status or c.chunks_done != last.chunks_done
-               or (round(100 * c.fraction) != round(100 * last.fraction) and now - self._printed_at >= PLAIN_EVERY_S)
-               or now - self._printed_at >= PLAIN_HEARTBEAT_S)
+        due = (
+            last is None
+            or c.status != last.status
+            or c.chunks_done != last.chunks_done
+            or (round(100 * c.fraction) != round(100 * last.fraction) and now - self._printed_at >= PLAIN_EVERY_S)
+            or now - self._printed_at >= PLAIN_HEARTBEAT_S
+        )
         if due:
             self._write(self.line(c) + "\n")
             self._printed, self._printed_at = c, now
@@ -168,9 +178,17 @@ class JobProgressDisplay:
             out = getattr(self.stream, "_out", self.stream)
             ncols, nrows = terminal_size(out)
             self._bar = tqdm(
-                total=max(c.chunks, 1), initial=c.fraction * max(c.chunks, 1), file=out, ncols=ncols, nrows=nrows,
-                desc=f"job {c.job} {c.kind}", smoothing=0, mininterval=0, leave=True,
-                bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]")
+                total=max(c.chunks, 1),
+                initial=c.fraction * max(c.chunks, 1),
+                file=out,
+                ncols=ncols,
+                nrows=nrows,
+                desc=f"job {c.job} {c.kind}",
+                smoothing=0,
+                mininterval=0,
+                leave=True,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]",
+            )
         rate, _ = self._rate_and_left(c)
         postfix = counts_text(c) + (f", {rate:,.1f} {unit_of(c.kind)}/s" if rate is not None else "")
         self._bar.set_postfix_str(postfix, refresh=False)
@@ -221,8 +239,9 @@ class JobProgressDisplay:
 
 
 @contextlib.contextmanager
-def job_progress_display(stream: TextIO, *, enabled: bool = True,
-                         terminal: bool | None = None) -> Iterator[JobProgressDisplay | None]:
+def job_progress_display(
+    stream: TextIO, *, enabled: bool = True, terminal: bool | None = None
+) -> Iterator[JobProgressDisplay | None]:
     """``with job_progress_display(self.stderr, enabled=wait) as show: job_launch(..., on_progress=show)``:
     the one way a command shows a job it waits for; None when ``enabled`` is false."""
     if not enabled:

@@ -3,6 +3,7 @@
 A kind is data plus three plain functions, so the same code runs in a Celery worker, inline in a
 management command (``--wait`` on the embedded default), and in tests.
 """
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any

@@ -1,4 +1,5 @@
 """Thin Celery tasks: fetch by id, skip what is already done, call the service, retry transient errors."""
+
 from celery import shared_task
 from django.db import transaction
 
@@ -36,7 +37,8 @@ def run_chunk_gpu(self, chunk_id: int) -> None:
     _run(chunk_id)
 
 
-@shared_task(name="jobs.tasks.finish_job", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
-             retry_backoff=2, max_retries=8)
+@shared_task(
+    name="jobs.tasks.finish_job", acks_late=True, autoretry_for=TRANSIENT_ERRORS, retry_backoff=2, max_retries=8
+)
 def finish_job(job_id: int) -> None:
     job_finish(job_id=job_id)

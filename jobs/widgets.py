@@ -1,4 +1,5 @@
 """The admin's live progress bar of a job: every app's admin shows its jobs with it (one markup, one script)."""
+
 from __future__ import annotations
 
 from django.utils.html import format_html
@@ -18,5 +19,9 @@ def progress_bar(job: Job | None) -> str:
     return format_html(
         '<progress class="job-progress" data-job="{}" max="100" value="{}"></progress> '
         '<span data-job-text="{}">{} {}%</span>',
-        job.pk, percent, job.pk, job.status, percent,
+        job.pk,
+        percent,
+        job.pk,
+        job.status,
+        percent,
     )

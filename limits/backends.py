@@ -5,6 +5,7 @@ client's address), which is right for the site: every login view passes its requ
 Django's ``Client.login(username=..., password=...)`` and a bare ``authenticate(...)``, which pass none;
 this backend lets those through to the next backend, unchecked, and checks every call with a request
 exactly as ``AxesStandaloneBackend`` does (so the login tests see the real lockouts)."""
+
 from axes.backends import AxesStandaloneBackend
 
 

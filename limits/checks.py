@@ -12,6 +12,10 @@ def counter_database_check(app_configs=None, **kwargs):
 
         if tuple(int(p) for p in sqlite3.sqlite_version.split(".")[:2]) >= (3, 35):
             return []
-        return [Error(f"SQLite {sqlite3.sqlite_version} is too old for the rate-limit counters (3.35 or newer needed)",
-                      id="limits.E001")]
+        return [
+            Error(
+                f"SQLite {sqlite3.sqlite_version} is too old for the rate-limit counters (3.35 or newer needed)",
+                id="limits.E001",
+            )
+        ]
     return [Error(f"the rate-limit counters support PostgreSQL and SQLite, not {connection.vendor}", id="limits.E002")]

@@ -4,6 +4,7 @@ One rule for every limit (submission throttles, the login rate limit, django-axe
 ``NUM_PROXIES`` (set from ``PARAFORGE_TRUSTED_PROXIES``). 0: ``REMOTE_ADDR``, and ``X-Forwarded-For``
 is ignored (any client can write it). N: the N-th address from the right of ``X-Forwarded-For``, the
 one the outermost trusted proxy saw (each proxy appends the address it was reached from)."""
+
 from __future__ import annotations
 
 from rest_framework.throttling import BaseThrottle

@@ -7,6 +7,7 @@ CONFLICT (key) DO UPDATE SET n = n + 1 ... RETURNING``; PostgreSQL, SQLite >= 3.
 hits from any number of processes each get a distinct count and a limit of N admits exactly N hits
 per window. Ended windows are deleted now and then by a hit (``PURGE_CHANCE``) or by ``purge_expired()``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,11 +63,13 @@ def hit(key: str, window_s: int) -> Hit:
     table = quote(Counter._meta.db_table)
     key_col, end_col, n_col = (quote(Counter._meta.get_field(f).column) for f in ("key", "resets_at_ms", "n"))
     # Every SET expression reads the row as it was: an ended window starts again at 1 with a new end.
-    sql = (f"INSERT INTO {table} ({key_col}, {end_col}, {n_col}) VALUES (%s, %s, 1) "
-           f"ON CONFLICT ({key_col}) DO UPDATE SET "
-           f"{n_col} = CASE WHEN {table}.{end_col} <= %s THEN 1 ELSE {table}.{n_col} + 1 END, "
-           f"{end_col} = CASE WHEN {table}.{end_col} <= %s THEN excluded.{end_col} ELSE {table}.{end_col} END "
-           f"RETURNING {n_col}, {end_col}")
+    sql = (
+        f"INSERT INTO {table} ({key_col}, {end_col}, {n_col}) VALUES (%s, %s, 1) "
+        f"ON CONFLICT ({key_col}) DO UPDATE SET "
+        f"{n_col} = CASE WHEN {table}.{end_col} <= %s THEN 1 ELSE {table}.{n_col} + 1 END, "
+        f"{end_col} = CASE WHEN {table}.{end_col} <= %s THEN excluded.{end_col} ELSE {table}.{end_col} END "
+        f"RETURNING {n_col}, {end_col}"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [_stored_key(key, window_s), now_ms + window_s * 1000, now_ms, now_ms])
         count, resets_at_ms = cursor.fetchone()

@@ -5,6 +5,7 @@ CPU. Past ``PARAFORGE_LOGIN_RATE`` (default 20/min) per address, a POST to one o
 ``PARAFORGE_LOGIN_VIEWS`` (URL names) gets a 429 page with ``Retry-After`` from ``process_view``, i.e.
 before the form is read, so before anything is hashed. Counted in ``limits.counters`` (shared by
 every process). Repeated wrong passwords are django-axes' job (lockout per username and address)."""
+
 from __future__ import annotations
 
 from django.conf import settings

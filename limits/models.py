@@ -2,6 +2,7 @@
 
 Every web process shares the database, so a limit counted here holds across gunicorn workers and
 machines; ``limits.counters.hit`` counts a hit with one atomic upsert."""
+
 from django.db import models
 
 

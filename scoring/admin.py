@@ -7,6 +7,7 @@ staff may download).
 Each form needs its model's add permission and ``jobs.view_job`` (the progress bar polls the job API);
 the progress pages need ``jobs.view_job``. The release pages need ``releases.RELEASE_VIEW_PERMS``, as the
 release API does."""
+
 from __future__ import annotations
 
 import json
@@ -60,38 +61,57 @@ def require(request, perms: tuple[str, ...]) -> None:
         raise PermissionDenied
 
 
-def job_progress_page(model_admin: admin.ModelAdmin, request, job_id: int, *, kind: str, title: str,
-                      done: dict[str, Any] | None = None):
+def job_progress_page(
+    model_admin: admin.ModelAdmin, request, job_id: int, *, kind: str, title: str, done: dict[str, Any] | None = None
+):
     """The page a job form leads to: the job's live bar (it reloads itself when the job ends), then what the
     job made (``done``: ``{"text", "url"}`` and optional ``next_text`` / ``next_url``) or why it stopped."""
     require(request, ("jobs.view_job",))
     job = get_object_or_404(Job, pk=job_id, kind=kind)
-    context = {**model_admin.admin_site.each_context(request), "opts": model_admin.model._meta, "job": job,
-               "progress": progress_bar(job), "title": title, "done": done if job.status == "succeeded" else None,
-               "result_json": json.dumps(job.result, indent=2, sort_keys=True, ensure_ascii=False),
-               "media": model_admin.media}
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "job": job,
+        "progress": progress_bar(job),
+        "title": title,
+        "done": done if job.status == "succeeded" else None,
+        "result_json": json.dumps(job.result, indent=2, sort_keys=True, ensure_ascii=False),
+        "media": model_admin.media,
+    }
     return render(request, "scoring/admin_job_progress.html", context)
 
 
 class TrainRegressorForm(forms.Form):
-    campaign = forms.ModelChoiceField(queryset=Campaign.objects.order_by("name"),
-                                      help_text="its counted judgments are the training data")
-    name = forms.CharField(max_length=NAME_MAX_LENGTH,
-                           help_text="the regressor's name (score_resource --regressor NAME): letters, digits, "
-                                     "'.', '_' or '-', starting with a letter or digit")
+    campaign = forms.ModelChoiceField(
+        queryset=Campaign.objects.order_by("name"), help_text="its counted judgments are the training data"
+    )
+    name = forms.CharField(
+        max_length=NAME_MAX_LENGTH,
+        help_text="the regressor's name (score_resource --regressor NAME): letters, digits, "
+        "'.', '_' or '-', starting with a letter or digit",
+    )
     test_fraction = AsciiFloatField(initial=0.2, help_text="share of references held out for the test (0-1)")
     seed = AsciiIntegerField(initial=0, min_value=0, max_value=2**32 - 1)
-    min_judgments = AsciiIntegerField(required=False, min_value=0,
-                                      help_text="count only workers with at least N judgments "
-                                                "(empty: the campaign's minimum)")
-    target = forms.ChoiceField(choices=[(e, e) for e in ESTIMATES], initial="raw",
-                               help_text="raw = mean similarity (ParaBank's); zscore = bias-corrected estimate")
-    with_embeddings = forms.BooleanField(required=False, initial=True,
-                                         help_text="sentence-embedding features (slower, more accurate)")
-    recipe = forms.ChoiceField(choices=[(r, r) for r in RECIPES], initial="base",
-                               help_text="base = lexical + embedding features; v2 and v3 add the group, NLL and "
-                                         "systems features, v4 those of the STS-tuned encoder head "
-                                         "(README 'Similarity regressor')")
+    min_judgments = AsciiIntegerField(
+        required=False,
+        min_value=0,
+        help_text="count only workers with at least N judgments (empty: the campaign's minimum)",
+    )
+    target = forms.ChoiceField(
+        choices=[(e, e) for e in ESTIMATES],
+        initial="raw",
+        help_text="raw = mean similarity (ParaBank's); zscore = bias-corrected estimate",
+    )
+    with_embeddings = forms.BooleanField(
+        required=False, initial=True, help_text="sentence-embedding features (slower, more accurate)"
+    )
+    recipe = forms.ChoiceField(
+        choices=[(r, r) for r in RECIPES],
+        initial="base",
+        help_text="base = lexical + embedding features; v2 and v3 add the group, NLL and "
+        "systems features, v4 those of the STS-tuned encoder head "
+        "(README 'Similarity regressor')",
+    )
     replace = forms.BooleanField(required=False, help_text="overwrite the regressor of that name")
 
     def clean(self):
@@ -100,27 +120,42 @@ class TrainRegressorForm(forms.Form):
             return data
         try:
             data["name"], _ = regressor_train_check(
-                campaign=data["campaign"].name, name=data["name"], test_fraction=data["test_fraction"],
-                replace=data["replace"], min_judgments=data["min_judgments"], target=data["target"],
-                recipe=data["recipe"])
+                campaign=data["campaign"].name,
+                name=data["name"],
+                test_fraction=data["test_fraction"],
+                replace=data["replace"],
+                min_judgments=data["min_judgments"],
+                target=data["target"],
+                recipe=data["recipe"],
+            )
         except RegressorError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
 
     def train_arguments(self) -> dict[str, Any]:
         d = self.cleaned_data
-        return {"campaign": d["campaign"].name, "name": d["name"], "test_fraction": d["test_fraction"],
-                "seed": d["seed"], "with_embeddings": d["with_embeddings"], "replace": d["replace"],
-                "min_judgments": d["min_judgments"], "target": d["target"],
-                **({"recipe": d["recipe"]} if d["recipe"] != "base" else {})}  # as the command: base stays implicit
+        return {
+            "campaign": d["campaign"].name,
+            "name": d["name"],
+            "test_fraction": d["test_fraction"],
+            "seed": d["seed"],
+            "with_embeddings": d["with_embeddings"],
+            "replace": d["replace"],
+            "min_judgments": d["min_judgments"],
+            "target": d["target"],
+            **({"recipe": d["recipe"]} if d["recipe"] != "base" else {}),
+        }  # as the command: base stays implicit
 
 
 class ScoreResourceForm(forms.Form):
-    resource = forms.ModelChoiceField(queryset=Resource.objects.filter(shards__isnull=False).distinct()
-                                      .order_by("name"), help_text="a generated resource with candidate shards")
+    resource = forms.ModelChoiceField(
+        queryset=Resource.objects.filter(shards__isnull=False).distinct().order_by("name"),
+        help_text="a generated resource with candidate shards",
+    )
     regressor = forms.ModelChoiceField(queryset=Regressor.objects.order_by("name"))
-    batch_size = AsciiIntegerField(initial=DEFAULT_BATCH_SIZE, min_value=1, max_value=100_000,
-                                   help_text="pairs per prediction batch")
+    batch_size = AsciiIntegerField(
+        initial=DEFAULT_BATCH_SIZE, min_value=1, max_value=100_000, help_text="pairs per prediction batch"
+    )
 
 
 @admin.register(Regressor)
@@ -141,8 +176,11 @@ class RegressorAdmin(admin.ModelAdmin):
     def get_urls(self):
         return [
             path("train/", self.admin_site.admin_view(self.train_view), name="scoring_regressor_train"),
-            path("train/<int:job_id>/", self.admin_site.admin_view(self.train_progress_view),
-                 name="scoring_regressor_train_progress"),
+            path(
+                "train/<int:job_id>/",
+                self.admin_site.admin_view(self.train_progress_view),
+                name="scoring_regressor_train_progress",
+            ),
         ] + super().get_urls()
 
     def changelist_view(self, request, extra_context=None):
@@ -154,8 +192,9 @@ class RegressorAdmin(admin.ModelAdmin):
 
     @admin.display(description="score")
     def score_link(self, obj: Regressor) -> str:
-        return format_html('<a href="{}?regressor={}">score a resource…</a>',
-                           reverse("admin:scoring_scoredresource_score"), obj.pk)
+        return format_html(
+            '<a href="{}?regressor={}">score a resource…</a>', reverse("admin:scoring_scoredresource_score"), obj.pk
+        )
 
     def train_view(self, request):
         require(request, TRAIN_PERMS)
@@ -173,23 +212,36 @@ class RegressorAdmin(admin.ModelAdmin):
                         return HttpResponseRedirect(reverse("admin:scoring_regressor_train_progress", args=[job.pk]))
         else:
             form = TrainRegressorForm(initial={"campaign": request.GET.get("campaign")})
-        return render(request, "scoring/admin_job_form.html", {
-            **self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
-            "title": "Train a regressor", "submit": "Train",
-            "intro": "Train the similarity regressor (ParaBank §5.1) on a campaign's counted judgments: held-out "
-                     "Spearman's rho with a bootstrap interval, then refit on all judgments. The training runs "
-                     "as a background job; the next page follows it."})
+        return render(
+            request,
+            "scoring/admin_job_form.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "form": form,
+                "title": "Train a regressor",
+                "submit": "Train",
+                "intro": "Train the similarity regressor (ParaBank §5.1) on a campaign's counted judgments: held-out "
+                "Spearman's rho with a bootstrap interval, then refit on all judgments. The training runs "
+                "as a background job; the next page follows it.",
+            },
+        )
 
     def train_progress_view(self, request, job_id: int):
         job = Job.objects.filter(pk=job_id, kind=TRAIN_KIND).first()
         row = Regressor.objects.filter(name=(job.result or {}).get("name")).first() if job else None
-        done = None if row is None else {
-            "text": f"regressor {row.name}", "url": reverse("admin:scoring_regressor_change", args=[row.pk]),
-            "next_text": "score a resource with it…",
-            "next_url": f'{reverse("admin:scoring_scoredresource_score")}?regressor={row.pk}'}
+        done = (
+            None
+            if row is None
+            else {
+                "text": f"regressor {row.name}",
+                "url": reverse("admin:scoring_regressor_change", args=[row.pk]),
+                "next_text": "score a resource with it…",
+                "next_url": f"{reverse('admin:scoring_scoredresource_score')}?regressor={row.pk}",
+            }
+        )
         name = job.params.get("train", {}).get("name") if job else ""
-        return job_progress_page(self, request, job_id, kind=TRAIN_KIND, title=f"Training regressor {name}",
-                                 done=done)
+        return job_progress_page(self, request, job_id, kind=TRAIN_KIND, title=f"Training regressor {name}", done=done)
 
     @admin.display(description="held-out Spearman's rho")
     def spearman_test(self, obj: Regressor):
@@ -213,20 +265,29 @@ class RegressorAdmin(admin.ModelAdmin):
 
 
 class ExportReleaseForm(forms.Form):
-    version = forms.CharField(max_length=64, help_text="letters, digits, '.', '_' or '-', starting with a letter "
-                                                       "or digit")
+    version = forms.CharField(
+        max_length=64, help_text="letters, digits, '.', '_' or '-', starting with a letter or digit"
+    )
     format = forms.ChoiceField(choices=[(f, f) for f in FORMATS], initial="tsv")
     min_score = AsciiFloatField(required=False, min_value=0, max_value=100, help_text="predicted similarity 0-100")
-    filters = forms.CharField(required=False, help_text="e.g. len=5-40,overlap=0.2-0.8,rerank=dissimilar,top=5",
-                              widget=forms.TextInput(attrs={"size": 60}))
+    filters = forms.CharField(
+        required=False,
+        help_text="e.g. len=5-40,overlap=0.2-0.8,rerank=dissimilar,top=5",
+        widget=forms.TextInput(attrs={"size": 60}),
+    )
     entailment_model = forms.CharField(
-        required=False, max_length=500, widget=forms.TextInput(attrs={"size": 60}),
+        required=False,
+        max_length=500,
+        widget=forms.TextInput(attrs={"size": 60}),
         help_text="for entailment=argmax or entailment=THRESHOLD: a local NLI model folder (Hugging Face "
-                  "sequence classifier) that the workers can read, under the model folders "
-                  "(PARAFORGE_MODEL_ROOTS; a path relative to one, or absolute)")
-    license = forms.CharField(required=False, max_length=100,
-                              help_text="parquet: the dataset card's licence, a Hugging Face id such as cc-by-4.0 "
-                                        "(default unknown)")
+        "sequence classifier) that the workers can read, under the model folders "
+        "(PARAFORGE_MODEL_ROOTS; a path relative to one, or absolute)",
+    )
+    license = forms.CharField(
+        required=False,
+        max_length=100,
+        help_text="parquet: the dataset card's licence, a Hugging Face id such as cc-by-4.0 (default unknown)",
+    )
 
     def clean_version(self):
         try:
@@ -237,8 +298,13 @@ class ExportReleaseForm(forms.Form):
     def clean(self):
         data = super().clean()
         try:
-            parse_filters(data.get("filters") or "", min_score=data.get("min_score"),
-                          entailment_model=data.get("entailment_model") or None, load_model=False, confined=True)
+            parse_filters(
+                data.get("filters") or "",
+                min_score=data.get("min_score"),
+                entailment_model=data.get("entailment_model") or None,
+                load_model=False,
+                confined=True,
+            )
             if data.get("format"):
                 card_license(data["format"], data.get("license") or None)
         except (FilterError, ReleaseError) as exc:
@@ -248,11 +314,18 @@ class ExportReleaseForm(forms.Form):
 
 @admin.register(ScoredResource)
 class ScoredResourceAdmin(admin.ModelAdmin):
-    list_display = ("resource", "regressor", "n_pairs", "shard_count", "scoring_progress", "export_link",
-                    "created_at")
+    list_display = ("resource", "regressor", "n_pairs", "shard_count", "scoring_progress", "export_link", "created_at")
     list_select_related = ("resource", "regressor", "job")
-    readonly_fields = ("resource", "regressor", "job", "scoring_progress", "n_pairs", "shards_table",
-                       "export_link", "created_at")
+    readonly_fields = (
+        "resource",
+        "regressor",
+        "job",
+        "scoring_progress",
+        "n_pairs",
+        "shards_table",
+        "export_link",
+        "created_at",
+    )
     exclude = ("shards",)
     actions = ["export_default_release"]
     change_list_template = "scoring/admin_scoredresource_change_list.html"
@@ -268,13 +341,22 @@ class ScoredResourceAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         return [
-            path("<int:scored_id>/export/", self.admin_site.admin_view(self.export_view),
-                 name="scoring_scoredresource_export"),
-            path("export/<int:job_id>/", self.admin_site.admin_view(self.export_progress_view),
-                 name="scoring_scoredresource_export_progress"),
+            path(
+                "<int:scored_id>/export/",
+                self.admin_site.admin_view(self.export_view),
+                name="scoring_scoredresource_export",
+            ),
+            path(
+                "export/<int:job_id>/",
+                self.admin_site.admin_view(self.export_progress_view),
+                name="scoring_scoredresource_export_progress",
+            ),
             path("score/", self.admin_site.admin_view(self.score_view), name="scoring_scoredresource_score"),
-            path("score/<int:job_id>/", self.admin_site.admin_view(self.score_progress_view),
-                 name="scoring_scoredresource_score_progress"),
+            path(
+                "score/<int:job_id>/",
+                self.admin_site.admin_view(self.score_progress_view),
+                name="scoring_scoredresource_score_progress",
+            ),
         ] + super().get_urls()
 
     def changelist_view(self, request, extra_context=None):
@@ -292,15 +374,18 @@ class ScoredResourceAdmin(admin.ModelAdmin):
 
     @admin.display(description="release")
     def export_link(self, obj: ScoredResource) -> str:
-        return format_html('<a href="{}">export release…</a>',
-                           reverse("admin:scoring_scoredresource_export", args=[obj.pk]))
+        return format_html(
+            '<a href="{}">export release…</a>', reverse("admin:scoring_scoredresource_export", args=[obj.pk])
+        )
 
     @admin.display(description="scored shards")
     def shards_table(self, obj: ScoredResource) -> str:
         if not obj.shards:
             return "-"
-        return format_html("<pre>{}</pre>", "\n".join(
-            f"{e['index']:>5}  {e['n_pairs']:>9} pairs  {e['sha256'][:16]}…  {e['key']}" for e in obj.shards))
+        return format_html(
+            "<pre>{}</pre>",
+            "\n".join(f"{e['index']:>5}  {e['n_pairs']:>9} pairs  {e['sha256'][:16]}…  {e['key']}" for e in obj.shards),
+        )
 
     @staticmethod
     def _launch(scored: ScoredResource, **options) -> Job:
@@ -309,11 +394,17 @@ class ScoredResourceAdmin(admin.ModelAdmin):
         return export_release_start(resource=scored.resource, regressor=scored.regressor.name, **options)
 
     def _announce(self, request, scored: ScoredResource, job: Job) -> None:
-        self.message_user(request, format_html('Exporting release {} of {}: <a href="{}">job {}</a>',
-                                               job.params["version"], scored.resource.name,
-                                               reverse("admin:scoring_scoredresource_export_progress",
-                                                       args=[job.pk]), job.pk),
-                          messages.SUCCESS)
+        self.message_user(
+            request,
+            format_html(
+                'Exporting release {} of {}: <a href="{}">job {}</a>',
+                job.params["version"],
+                scored.resource.name,
+                reverse("admin:scoring_scoredresource_export_progress", args=[job.pk]),
+                job.pk,
+            ),
+            messages.SUCCESS,
+        )
 
     @admin.action(description="Export a release (TSV, no filters)", permissions=["export"])
     def export_default_release(self, request, queryset):
@@ -333,30 +424,46 @@ class ScoredResourceAdmin(admin.ModelAdmin):
             if form.is_valid():
                 d = form.cleaned_data
                 try:  # the job's start checks the version is free (and not being exported) under a lock
-                    job = self._launch(scored, version=d["version"], fmt=d["format"], filters=d["filters"],
-                                       min_score=d["min_score"], entailment_model=d["entailment_model"] or None,
-                                       license=d["license"] or None)
+                    job = self._launch(
+                        scored,
+                        version=d["version"],
+                        fmt=d["format"],
+                        filters=d["filters"],
+                        min_score=d["min_score"],
+                        entailment_model=d["entailment_model"] or None,
+                        license=d["license"] or None,
+                    )
                 except (ReleaseError, FilterError, ValueError) as exc:
                     form.add_error(None, str(exc))
                 else:
                     self._announce(request, scored, job)
-                    return HttpResponseRedirect(reverse("admin:scoring_scoredresource_export_progress",
-                                                        args=[job.pk]))
+                    return HttpResponseRedirect(reverse("admin:scoring_scoredresource_export_progress", args=[job.pk]))
         else:
             form = ExportReleaseForm(initial={"version": next_version(scored.resource)})
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
-                   "scored": scored, "title": f"Export a release of {scored.resource.name}"}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "scored": scored,
+            "title": f"Export a release of {scored.resource.name}",
+        }
         return render(request, "scoring/admin_export_release.html", context)
 
     def export_progress_view(self, request, job_id: int):
         job = Job.objects.filter(pk=job_id, kind=EXPORT_KIND).first()
         release = Release.objects.filter(pk=(job.result or {}).get("release")).first() if job else None
-        done = None if release is None else {
-            "text": f"release {release.version} of {release.resource.name}",
-            "url": reverse("admin:scoring_release_change", args=[release.pk])}
+        done = (
+            None
+            if release is None
+            else {
+                "text": f"release {release.version} of {release.resource.name}",
+                "url": reverse("admin:scoring_release_change", args=[release.pk]),
+            }
+        )
         version = job.params.get("version", "") if job else ""
-        return job_progress_page(self, request, job_id, kind=EXPORT_KIND, title=f"Exporting release {version}",
-                                 done=done)
+        return job_progress_page(
+            self, request, job_id, kind=EXPORT_KIND, title=f"Exporting release {version}", done=done
+        )
 
     def score_view(self, request):
         require(request, SCORE_PERMS)
@@ -365,33 +472,53 @@ class ScoredResourceAdmin(admin.ModelAdmin):
             if form.is_valid():
                 d = form.cleaned_data
                 try:
-                    job = score_resource_launch(resource=d["resource"], regressor=d["regressor"],
-                                                batch_size=d["batch_size"])
+                    job = score_resource_launch(
+                        resource=d["resource"], regressor=d["regressor"], batch_size=d["batch_size"]
+                    )
                 except ValueError as exc:
                     form.add_error(None, str(exc))
                 else:
                     return HttpResponseRedirect(reverse("admin:scoring_scoredresource_score_progress", args=[job.pk]))
         else:
             form = ScoreResourceForm(initial={k: request.GET.get(k) for k in ("resource", "regressor")})
-        return render(request, "scoring/admin_job_form.html", {
-            **self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
-            "title": "Score a resource", "submit": "Score",
-            "intro": "Predict the human similarity of every pair of a generated resource with a trained regressor "
-                     "(one chunk per candidate shard, resumable). Releases keep using the previous scoring until "
-                     "this one succeeds. The scoring runs as a background job; the next page follows it."})
+        return render(
+            request,
+            "scoring/admin_job_form.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "form": form,
+                "title": "Score a resource",
+                "submit": "Score",
+                "intro": "Predict the human similarity of every pair of a generated resource with a trained regressor "
+                "(one chunk per candidate shard, resumable). Releases keep using the previous scoring until "
+                "this one succeeds. The scoring runs as a background job; the next page follows it.",
+            },
+        )
 
     def score_progress_view(self, request, job_id: int):
         job = Job.objects.filter(pk=job_id, kind=SCORE_KIND).first()
-        scored = (ScoredResource.objects.filter(pk=(job.result or {}).get("scored_resource"))
-                  .select_related("resource").first() if job else None)
-        done = None if scored is None else {
-            "text": f"{scored.resource.name} scored ({scored.n_pairs} pairs)",
-            "url": reverse("admin:scoring_scoredresource_change", args=[scored.pk]),
-            "next_text": "export a release…", "next_url": reverse("admin:scoring_scoredresource_export",
-                                                                  args=[scored.pk])}
+        scored = (
+            ScoredResource.objects.filter(pk=(job.result or {}).get("scored_resource"))
+            .select_related("resource")
+            .first()
+            if job
+            else None
+        )
+        done = (
+            None
+            if scored is None
+            else {
+                "text": f"{scored.resource.name} scored ({scored.n_pairs} pairs)",
+                "url": reverse("admin:scoring_scoredresource_change", args=[scored.pk]),
+                "next_text": "export a release…",
+                "next_url": reverse("admin:scoring_scoredresource_export", args=[scored.pk]),
+            }
+        )
         label = job.label if job else ""
-        return job_progress_page(self, request, job_id, kind=SCORE_KIND, title=label.capitalize() or "Scoring",
-                                 done=done)
+        return job_progress_page(
+            self, request, job_id, kind=SCORE_KIND, title=label.capitalize() or "Scoring", done=done
+        )
 
 
 @admin.register(Release)
@@ -426,8 +553,11 @@ class ReleaseAdmin(admin.ModelAdmin):
 
     @admin.display(description="files")
     def file_links(self, obj: Release) -> str:
-        return format_html_join(", ", '<a href="{}">{}</a>', (
-            (reverse("release-file", args=[obj.pk, name]), name) for name in release_files(obj.manifest)))
+        return format_html_join(
+            ", ",
+            '<a href="{}">{}</a>',
+            ((reverse("release-file", args=[obj.pk, name]), name) for name in release_files(obj.manifest)),
+        )
 
     @admin.display(description="manifest")
     def manifest_json(self, obj: Release) -> str:

@@ -31,6 +31,7 @@ Rules (the README's "report" section states the same):
   scores the estimate uses (a linear map, not clipped: a value can lie a little outside 0-100). System
   and bucket cells are then formed exactly as for the raw means.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,9 +61,9 @@ class CandidateData:
     text: str
     bucket: int
     systems: frozenset
-    scores: list = dataclasses.field(default_factory=list)      # counted numeric scores (N/A excluded)
-    fluencies: list = dataclasses.field(default_factory=list)   # counted fluency choices (0/1/2)
-    workers: list = dataclasses.field(default_factory=list)     # the worker pk of each entry of ``scores``
+    scores: list = dataclasses.field(default_factory=list)  # counted numeric scores (N/A excluded)
+    fluencies: list = dataclasses.field(default_factory=list)  # counted fluency choices (0/1/2)
+    workers: list = dataclasses.field(default_factory=list)  # the worker pk of each entry of ``scores``
 
     @property
     def is_attention_copy(self) -> bool:
@@ -88,8 +89,9 @@ class CampaignData:
 
     @property
     def systems(self) -> list[str]:
-        return sorted({s for c in self.candidates for s in c.systems if s not in QUALITY_CONTROL_SYSTEMS},
-                      key=system_sort_key)
+        return sorted(
+            {s for c in self.candidates for s in c.systems if s not in QUALITY_CONTROL_SYSTEMS}, key=system_sort_key
+        )
 
     def of_system(self, system: str) -> list[CandidateData]:
         """The system's candidates; degraded copies never count for a system (see the module docstring)."""
@@ -103,8 +105,12 @@ def system_sort_key(system: str):
 def counted_workers(campaign: Campaign, min_judgments: int | None = None) -> set[int]:
     """Pks of the workers whose judgments count in the campaign."""
     minimum = campaign.min_judgments_per_worker if min_judgments is None else int(min_judgments)
-    counts = (Judgment.objects.counted().filter(candidate__reference__campaign=campaign, worker__disqualified=False)
-              .values("worker").annotate(n=Count("id")))
+    counts = (
+        Judgment.objects.counted()
+        .filter(candidate__reference__campaign=campaign, worker__disqualified=False)
+        .values("worker")
+        .annotate(n=Count("id"))
+    )
     return {row["worker"] for row in counts if row["n"] >= minimum}
 
 
@@ -112,18 +118,25 @@ def load_campaign(campaign: Campaign, min_judgments: int | None = None) -> Campa
     minimum = campaign.min_judgments_per_worker if min_judgments is None else int(min_judgments)
     workers = counted_workers(campaign, minimum)
     systems = defaultdict(set)
-    pairs = CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list("candidate_id",
-                                                                                               "system")
+    pairs = CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list(
+        "candidate_id", "system"
+    )
     for cid, system in pairs:
         systems[cid].add(system)
     candidates = {}
-    rows = (Candidate.objects.filter(reference__campaign=campaign)
-            .values_list("pk", "reference_id", "reference__text", "text", "reference__length_bucket")
-            .order_by("reference__length_bucket", "reference_id", "pk"))
+    rows = (
+        Candidate.objects.filter(reference__campaign=campaign)
+        .values_list("pk", "reference_id", "reference__text", "text", "reference__length_bucket")
+        .order_by("reference__length_bucket", "reference_id", "pk")
+    )
     for pk, ref_pk, ref_text, text, bucket in rows:
         candidates[pk] = CandidateData(pk, ref_pk, ref_text, text, bucket, frozenset(systems.get(pk, ())))
-    judgments = (Judgment.objects.counted().filter(candidate__reference__campaign=campaign)
-                 .values_list("candidate_id", "worker_id", "score", "fluency").order_by("pk"))
+    judgments = (
+        Judgment.objects.counted()
+        .filter(candidate__reference__campaign=campaign)
+        .values_list("candidate_id", "worker_id", "score", "fluency")
+        .order_by("pk")
+    )
     for cid, worker, score, fluency in judgments.iterator(chunk_size=5000):
         if worker not in workers:
             continue
@@ -150,7 +163,7 @@ ESTIMATES = ("raw", "zscore")
 @dataclasses.dataclass
 class WorkerScale:
     mean: float
-    sd: float   # population SD
+    sd: float  # population SD
 
 
 def worker_scales(candidates: Iterable[CandidateData]) -> tuple[dict[int, WorkerScale], int]:
@@ -167,8 +180,8 @@ def worker_scales(candidates: Iterable[CandidateData]) -> tuple[dict[int, Worker
 
 @dataclasses.dataclass
 class ZScoreEstimate:
-    means: dict        # candidate id -> bias-corrected similarity (0-100 scale); absent when no usable score
-    workers_sd0: int   # counted workers left out because their SD is 0
+    means: dict  # candidate id -> bias-corrected similarity (0-100 scale); absent when no usable score
+    workers_sd0: int  # counted workers left out because their SD is 0
     mean: float | None  # M and S of the map back to 0-100
     sd: float | None
 
@@ -205,8 +218,15 @@ def similarity_rows(data: CampaignData, estimates: dict | None = None) -> list[d
                 per_bucket[c.bucket].append(statistics.fmean(c.scores))
         by_length = {str(b): _mean(per_bucket.get(b, [])) for b in data.buckets}
         means = [m for b in data.buckets for m in per_bucket.get(b, [])]
-        rows.append({"system": system, "by_length": by_length, "avg": _mean(by_length.values()),
-                     "std": _sd(means), "n": len(means)})
+        rows.append(
+            {
+                "system": system,
+                "by_length": by_length,
+                "avg": _mean(by_length.values()),
+                "std": _sd(means),
+                "n": len(means),
+            }
+        )
     return rows
 
 
@@ -219,6 +239,13 @@ def fluency_rows(data: CampaignData) -> list[dict]:
                 per_bucket[c.bucket].append(100.0 if all(f == 2 for f in c.fluencies) else 0.0)
         by_length = {str(b): _mean(per_bucket.get(b, [])) for b in data.buckets}
         outcomes = [o for b in data.buckets for o in per_bucket.get(b, [])]
-        rows.append({"system": system, "by_length": by_length, "avg": _mean(by_length.values()),
-                     "std": _sd(outcomes), "n": len(outcomes)})
+        rows.append(
+            {
+                "system": system,
+                "by_length": by_length,
+                "avg": _mean(by_length.values()),
+                "std": _sd(outcomes),
+                "n": len(outcomes),
+            }
+        )
     return rows

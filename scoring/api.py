@@ -1,6 +1,7 @@
 """Release API: list the releases a user may see, show a manifest, stream a file (signed-in users only;
 staff holding the admin's release permission (``releases.RELEASE_VIEW_PERMS``, the rule of the admin's release
 pages) see every release, everyone else those they are allowed; an invisible release is a 404)."""
+
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -23,8 +24,12 @@ def _visible(request: Request, release_id: int) -> Release:
     return release
 
 
-@extend_schema(operation_id="release_list", tags=["releases"], summary="The releases the caller may see.",
-               responses={200: ReleaseSerializer(many=True), **api_errors()})
+@extend_schema(
+    operation_id="release_list",
+    tags=["releases"],
+    summary="The releases the caller may see.",
+    responses={200: ReleaseSerializer(many=True), **api_errors()},
+)
 @api_view(["GET"])
 @permission_classes([IsAuthenticated])
 def release_list(request: Request) -> Response:
@@ -32,8 +37,12 @@ def release_list(request: Request) -> Response:
     return Response(ReleaseSerializer(releases, many=True, context={"request": request}).data)
 
 
-@extend_schema(operation_id="release_detail", tags=["releases"], summary="A release and its manifest.",
-               responses={200: ReleaseDetailSerializer, **api_errors(404)})
+@extend_schema(
+    operation_id="release_detail",
+    tags=["releases"],
+    summary="A release and its manifest.",
+    responses={200: ReleaseDetailSerializer, **api_errors(404)},
+)
 @api_view(["GET"])
 @permission_classes([IsAuthenticated])
 def release_detail(request: Request, release_id: int) -> Response:
@@ -42,15 +51,21 @@ def release_detail(request: Request, release_id: int) -> Response:
 
 
 @extend_schema(
-    operation_id="release_file", tags=["releases"], summary="One file of a release, streamed.",
-    responses={(200, "application/gzip"): OpenApiResponse(OpenApiTypes.BINARY, description="pairs.*.gz, "
-                                                          "judgments.tsv.gz"),
-               (200, "application/octet-stream"): OpenApiResponse(
-                   OpenApiTypes.BINARY, description="pairs.parquet, judgments.parquet (format parquet)"),
-               (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="README.md, the dataset card "
-                                                                                     "(format parquet)"),
-               (200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT, description="manifest.json"),
-               **api_errors(404)})
+    operation_id="release_file",
+    tags=["releases"],
+    summary="One file of a release, streamed.",
+    responses={
+        (200, "application/gzip"): OpenApiResponse(OpenApiTypes.BINARY, description="pairs.*.gz, judgments.tsv.gz"),
+        (200, "application/octet-stream"): OpenApiResponse(
+            OpenApiTypes.BINARY, description="pairs.parquet, judgments.parquet (format parquet)"
+        ),
+        (200, "text/markdown"): OpenApiResponse(
+            OpenApiTypes.STR, description="README.md, the dataset card (format parquet)"
+        ),
+        (200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT, description="manifest.json"),
+        **api_errors(404),
+    },
+)
 @api_view(["GET"])
 @permission_classes([IsAuthenticated])
 def release_file(request: Request, release_id: int, name: str) -> FileResponse:

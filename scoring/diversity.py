@@ -13,6 +13,7 @@
 * Word-level Levenshtein distance between the normalised token lists (casing ignored, as in
   Wubben et al.), binned 0 (identical after normalisation), 1, 2, 3, 4, 5+.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -72,17 +73,30 @@ def bleu_no_bp(references: Sequence[str], paraphrases: Sequence[str]) -> BleuSta
     hyp = " ".join(t for t in (normalize(p) for p in paraphrases) if t)
     if not hyp or not ref:
         n_hyp = len(hyp.split())
-        return BleuStats(0.0, [0.0] * MAX_ORDER, [0] * MAX_ORDER, [max(n_hyp - n, 0) for n in range(MAX_ORDER)],
-                         n_hyp, len(ref.split()))
+        return BleuStats(
+            0.0,
+            [0.0] * MAX_ORDER,
+            [0] * MAX_ORDER,
+            [max(n_hyp - n, 0) for n in range(MAX_ORDER)],
+            n_hyp,
+            len(ref.split()),
+        )
     stats = _BLEU.corpus_score([hyp], [[ref]])
-    no_bp = BLEU.compute_bleu(correct=list(stats.counts), total=list(stats.totals), sys_len=stats.sys_len,
-                              ref_len=stats.sys_len, smooth_method="none", max_ngram_order=MAX_ORDER)
-    return BleuStats(float(no_bp.score), list(no_bp.precisions), list(stats.counts), list(stats.totals),
-                     stats.sys_len, stats.ref_len)
+    no_bp = BLEU.compute_bleu(
+        correct=list(stats.counts),
+        total=list(stats.totals),
+        sys_len=stats.sys_len,
+        ref_len=stats.sys_len,
+        smooth_method="none",
+        max_ngram_order=MAX_ORDER,
+    )
+    return BleuStats(
+        float(no_bp.score), list(no_bp.precisions), list(stats.counts), list(stats.totals), stats.sys_len, stats.ref_len
+    )
 
 
 def _ngrams(toks: list[str], n: int) -> set:
-    return {tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)}
+    return {tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)}
 
 
 def pinc(reference: str, paraphrase: str, max_order: int = MAX_ORDER) -> float | None:
@@ -147,7 +161,16 @@ def diversity_rows(data) -> list[dict]:
         bins = dict.fromkeys(LEVENSHTEIN_BINS, 0)
         for c in everyone:
             bins[levenshtein_bin(distance[c.id])] += 1
-        rows.append({"system": system, "by_length": bleu, "avg": statistics.fmean(present) if present else None,
-                     "std": None, "n": len(everyone), "unigram_precision": unigram, "pinc": pinc_cell,
-                     "levenshtein_bins": bins})
+        rows.append(
+            {
+                "system": system,
+                "by_length": bleu,
+                "avg": statistics.fmean(present) if present else None,
+                "std": None,
+                "n": len(everyone),
+                "unigram_precision": unigram,
+                "pinc": pinc_cell,
+                "levenshtein_bins": bins,
+            }
+        )
     return rows

@@ -14,6 +14,7 @@ may also resolve a generation model's hub id, see generation/model_source.py).
   greedy alignment of the two texts' token vectors (precision, recall, F); ``with_head=True`` adds the
   same four from the STS-tuned top layers (``scoring.encoder_head``) fed by that pass's bottom layers.
 """
+
 from __future__ import annotations
 
 import functools
@@ -100,17 +101,19 @@ def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, with
     transformer, tokenizer = model[0].auto_model, model.tokenizer
     max_len = model[0].max_seq_length
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    outputs = [(np.zeros((len(texts), 384), dtype=np.float32), [None] * len(texts))
-               for _ in range(2 if with_head else 1)]
+    outputs = [
+        (np.zeros((len(texts), 384), dtype=np.float32), [None] * len(texts)) for _ in range(2 if with_head else 1)
+    ]
     if with_head:
         from .encoder_head import load_head, run_layers
 
         first, head = load_head()
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_len,
-                              return_tensors="pt")
+            idx = order[start : start + batch_size]
+            batch = tokenizer(
+                [texts[i] for i in idx], padding=True, truncation=True, max_length=max_len, return_tensors="pt"
+            )
             out = transformer(**batch, output_hidden_states=with_head)
             hiddens = [out.last_hidden_state]
             if with_head:
@@ -121,8 +124,8 @@ def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, with
                 if with_tokens:
                     unit = torch.nn.functional.normalize(hidden, dim=2).numpy()
                     for row, i in enumerate(idx):
-                        inner = unit[row, 1:lengths[row] - 1]
-                        tokens[i] = inner if len(inner) else unit[row, :lengths[row]]
+                        inner = unit[row, 1 : lengths[row] - 1]
+                        tokens[i] = inner if len(inner) else unit[row, : lengths[row]]
     return outputs if with_head else outputs[0]
 
 
@@ -152,8 +155,14 @@ def _pair_rows(sentences, tokens, index, references, paraphrases) -> np.ndarray:
     return out
 
 
-def pair_similarities(references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64,
-                      with_vectors: bool = False, with_head: bool = False):
+def pair_similarities(
+    references: Sequence[str],
+    paraphrases: Sequence[str],
+    *,
+    batch_size: int = 64,
+    with_vectors: bool = False,
+    with_head: bool = False,
+):
     """Per pair (n x 4): sentence cosine, then a BERTScore-like greedy token alignment from the same
     forward pass: precision (mean over the paraphrase's tokens of the best cosine with a reference
     token), recall (the same from the reference's side) and their harmonic mean. ``with_head``: n x 8,

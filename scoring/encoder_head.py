@@ -18,6 +18,7 @@ against gold / 5 with a squared error, as sentence-transformers' ``CosineSimilar
 minutes). STS-B's scores are CC BY-SA 4.0, so the head is too. ``evaluate`` prints the head's and the
 packaged encoder's cosine rho on an STS file. Django-free.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,12 +93,13 @@ def _bottom_states(texts: Sequence[str], first: int, *, batch_size: int = 64) ->
     states = {}
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            batch = tokenizer(chunk, padding=True, truncation=True, max_length=model[0].max_seq_length,
-                              return_tensors="pt")
+            chunk = order[start : start + batch_size]
+            batch = tokenizer(
+                chunk, padding=True, truncation=True, max_length=model[0].max_seq_length, return_tensors="pt"
+            )
             hidden = bert(**batch, output_hidden_states=True).hidden_states[first]
             for i, text in enumerate(chunk):
-                states[text] = hidden[i, :int(batch["attention_mask"][i].sum())].clone()
+                states[text] = hidden[i, : int(batch["attention_mask"][i].sum())].clone()
     return states
 
 
@@ -112,15 +114,23 @@ def _cosines(layers, states: dict, pairs: Sequence[tuple[str, str]]):
         hidden = torch.zeros(len(texts), n, states[texts[0]].shape[1])
         mask = torch.zeros(len(texts), n, dtype=torch.long)
         for i, t in enumerate(texts):
-            hidden[i, :states[t].shape[0]] = states[t]
-            mask[i, :states[t].shape[0]] = 1
+            hidden[i, : states[t].shape[0]] = states[t]
+            mask[i, : states[t].shape[0]] = 1
         return mean_pooled(run_layers(layers, hidden, mask), mask)
 
     return (encode([a for a, _ in pairs]) * encode([b for _, b in pairs])).sum(1)
 
 
-def train_head(pairs: Sequence[tuple[str, str, float]], *, layers: int = 2, epochs: int = 1, lr: float = 1e-4,
-               batch_size: int = 16, seed: int = 0, log=None) -> tuple[dict, dict[str, Any]]:
+def train_head(
+    pairs: Sequence[tuple[str, str, float]],
+    *,
+    layers: int = 2,
+    epochs: int = 1,
+    lr: float = 1e-4,
+    batch_size: int = 16,
+    seed: int = 0,
+    log=None,
+) -> tuple[dict, dict[str, Any]]:
     """Fine-tune the packaged encoder's top ``layers`` on (sentence, sentence, score 0-100) pairs; the
     bottom stays frozen (its states computed once). Returns (float32 state dict, training settings)."""
     import torch
@@ -137,7 +147,7 @@ def train_head(pairs: Sequence[tuple[str, str, float]], *, layers: int = 2, epoc
     for epoch in range(epochs):
         order = rng.permutation(len(pairs))
         for start in range(0, len(order), batch_size):
-            batch = [pairs[i] for i in order[start:start + batch_size]]
+            batch = [pairs[i] for i in order[start : start + batch_size]]
             gold = torch.tensor([s / 100.0 for _, _, s in batch], dtype=torch.float32)
             loss = torch.nn.functional.mse_loss(_cosines(top, states, [(a, b) for a, b, _ in batch]), gold)
             optimizer.zero_grad()
@@ -145,8 +155,15 @@ def train_head(pairs: Sequence[tuple[str, str, float]], *, layers: int = 2, epoc
             optimizer.step()
         if log:
             log(f"epoch {epoch + 1}/{epochs}: last batch loss {loss.item():.4f}")
-    settings = {"layers": layers, "epochs": epochs, "lr": lr, "batch_size": batch_size, "seed": seed,
-                "loss": "mse(cosine, score/100)", "n_pairs": len(pairs)}
+    settings = {
+        "layers": layers,
+        "epochs": epochs,
+        "lr": lr,
+        "batch_size": batch_size,
+        "seed": seed,
+        "loss": "mse(cosine, score/100)",
+        "n_pairs": len(pairs),
+    }
     return {k: v.detach().clone() for k, v in top.state_dict().items()}, settings
 
 
@@ -158,8 +175,11 @@ def save_head(state: dict, settings: dict[str, Any], path: Path, *, source: str)
 
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {**settings, "encoder": encoder_id(), "trained_on": source}
-    save_file({k: v.half().contiguous() for k, v in state.items()}, str(path),
-              metadata={"paraforge": json.dumps(meta, sort_keys=True)})
+    save_file(
+        {k: v.half().contiguous() for k, v in state.items()},
+        str(path),
+        metadata={"paraforge": json.dumps(meta, sort_keys=True)},
+    )
 
 
 def head_cosines(pairs: Sequence[tuple[str, str]], path: Path = HEAD_PATH) -> np.ndarray:
@@ -169,8 +189,11 @@ def head_cosines(pairs: Sequence[tuple[str, str]], path: Path = HEAD_PATH) -> np
     first, layers = load_head(path)
     states = _bottom_states([t for p in pairs for t in p], first)
     with torch.inference_mode():
-        return np.concatenate([_cosines(layers, states, pairs[s:s + 128]).numpy()
-                               for s in range(0, len(pairs), 128)]) if pairs else np.zeros(0)
+        return (
+            np.concatenate([_cosines(layers, states, pairs[s : s + 128]).numpy() for s in range(0, len(pairs), 128)])
+            if pairs
+            else np.zeros(0)
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,23 +223,44 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--layers and --epochs must be >= 1")
         rows = sts_read(args.stsb, kind="stsb")
         started = time.process_time()
-        state, settings = train_head([(r.sentence1, r.sentence2, r.score) for r in rows], layers=args.layers,
-                                     epochs=args.epochs, lr=args.lr, seed=args.seed,
-                                     log=lambda m: print(m, file=sys.stderr, flush=True))
+        state, settings = train_head(
+            [(r.sentence1, r.sentence2, r.score) for r in rows],
+            layers=args.layers,
+            epochs=args.epochs,
+            lr=args.lr,
+            seed=args.seed,
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+        )
         digest = hashlib.sha256(args.stsb.read_bytes()).hexdigest()
         save_head(state, settings, args.out, source=f"{args.stsb.name} sha256:{digest}")
-        print(json.dumps({"head": str(args.out), "pairs": len(rows), **settings,
-                          "cpu_seconds": round(time.process_time() - started)}))
+        print(
+            json.dumps(
+                {
+                    "head": str(args.out),
+                    "pairs": len(rows),
+                    **settings,
+                    "cpu_seconds": round(time.process_time() - started),
+                }
+            )
+        )
         return 0
     rows = sts_read(args.file, kind=args.kind)
     pairs = [(r.sentence1, r.sentence2) for r in rows]
     from .embeddings import pair_cosines
 
     gold = [r.score for r in rows]
-    print(json.dumps({"file": args.file.name, "pairs": len(rows),
-                      "head_cosine_spearman": round(float(spearmanr(gold, head_cosines(pairs, args.head))[0]), 4),
-                      "encoder_cosine_spearman": round(float(spearmanr(
-                          gold, pair_cosines([a for a, _ in pairs], [b for _, b in pairs]))[0]), 4)}))
+    print(
+        json.dumps(
+            {
+                "file": args.file.name,
+                "pairs": len(rows),
+                "head_cosine_spearman": round(float(spearmanr(gold, head_cosines(pairs, args.head))[0]), 4),
+                "encoder_cosine_spearman": round(
+                    float(spearmanr(gold, pair_cosines([a for a, _ in pairs], [b for _, b in pairs]))[0]), 4
+                ),
+            }
+        )
+    )
     return 0
 
 

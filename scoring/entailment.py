@@ -15,6 +15,7 @@ server's shell. A folder typed into the admin's export form (and the job it star
 allowed model roots (``PARAFORGE_MODEL_ROOTS``: absolute, or relative to a root), and anything else gets one
 message whether or not it exists, so the form says nothing about the server's other folders.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,8 +57,9 @@ def entailment_label_index(id2label: dict[Any, str]) -> int:
     found = [int(i) for i, label in (id2label or {}).items() if str(label).strip().lower() == "entailment"]
     if len(found) != 1:
         labels = ", ".join(f"{i}={label}" for i, label in sorted((id2label or {}).items(), key=lambda x: int(x[0])))
-        raise EntailmentModelError(f"the model's config.id2label ({labels or 'empty'}) has no single "
-                                   f"'entailment' label")
+        raise EntailmentModelError(
+            f"the model's config.id2label ({labels or 'empty'}) has no single 'entailment' label"
+        )
     return found[0]
 
 
@@ -68,11 +70,12 @@ def entailment_model_folder(folder: str | Path) -> Path:
     if not path.is_dir():
         raise EntailmentModelError(f"--entailment-model {folder}: no such folder")
     if not (path / "config.json").is_file():
-        raise EntailmentModelError(f"--entailment-model {folder}: no config.json (expected a Hugging Face "
-                                   f"sequence-classification checkpoint folder)")
+        raise EntailmentModelError(
+            f"--entailment-model {folder}: no config.json (expected a Hugging Face "
+            f"sequence-classification checkpoint folder)"
+        )
     if not _weight_files(path):  # (listed, not hashed: a request cannot afford reading the weights)
-        raise EntailmentModelError(f"--entailment-model {folder}: no weight file (*.safetensors or "
-                                   f"pytorch_model*.bin)")
+        raise EntailmentModelError(f"--entailment-model {folder}: no weight file (*.safetensors or pytorch_model*.bin)")
     return path.resolve()
 
 
@@ -93,7 +96,8 @@ def allowed_entailment_model(folder: str | Path) -> Path:
     roots = model_roots()
     refused = EntailmentModelError(
         f"entailment model {str(folder)!r}: not an allowed model folder; give a folder under "
-        f"{' or '.join(str(root) for root in roots) or '(none configured: PARAFORGE_MODEL_ROOTS)'}")
+        f"{' or '.join(str(root) for root in roots) or '(none configured: PARAFORGE_MODEL_ROOTS)'}"
+    )
     try:
         given = Path(str(folder))
         candidates = [given] if given.is_absolute() else [root / given for root in roots]
@@ -124,8 +128,9 @@ class EntailmentJudge:
             self.tokenizer = AutoTokenizer.from_pretrained(self.folder, local_files_only=True)
             self.model = AutoModelForSequenceClassification.from_pretrained(self.folder, local_files_only=True)
         except Exception as exc:  # noqa: BLE001 - one clear message for any unloadable folder
-            raise EntailmentModelError(f"--entailment-model {folder}: cannot load it as a sequence "
-                                       f"classifier ({exc})") from None
+            raise EntailmentModelError(
+                f"--entailment-model {folder}: cannot load it as a sequence classifier ({exc})"
+            ) from None
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model.to(self.device).eval()
         self.batch_size = batch_size
@@ -136,9 +141,13 @@ class EntailmentJudge:
         torch = self._torch
         out: list[list[float]] = []
         for start in range(0, len(premises), self.batch_size):
-            enc = self.tokenizer(list(premises[start:start + self.batch_size]),
-                                 list(hypotheses[start:start + self.batch_size]),
-                                 padding=True, truncation=True, return_tensors="pt").to(self.device)
+            enc = self.tokenizer(
+                list(premises[start : start + self.batch_size]),
+                list(hypotheses[start : start + self.batch_size]),
+                padding=True,
+                truncation=True,
+                return_tensors="pt",
+            ).to(self.device)
             with torch.inference_mode():
                 logits = self.model(**enc).logits.float()
             out.extend(torch.softmax(logits, dim=-1).cpu().tolist())

@@ -51,6 +51,7 @@ training batches never split a reference.
 Pairs whose reference has more than 100 of the encoder's subword tokens are skipped as in the paper:
 their row is NaN and ``keep`` is False.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -70,17 +71,37 @@ LEXICAL_FEATURES = (
     ["ref_len", "para_len", "len_ratio", "len_diff"]
     + [f"prec_{n}" for n in range(1, MAX_ORDER + 1)]
     + [f"rec_{n}" for n in range(1, MAX_ORDER + 1)]
-    + ["bleu", "pinc", "lev", "lev_norm", "char_sim", "char3_jaccard", "identical",
-       "nll", "nll_per_word", "nll_missing",
-       "cons_pos", "cons_pos_obeyed", "cons_neg", "cons_neg_obeyed", "cons_bos", "cons_bos_obeyed"]
+    + [
+        "bleu",
+        "pinc",
+        "lev",
+        "lev_norm",
+        "char_sim",
+        "char3_jaccard",
+        "identical",
+        "nll",
+        "nll_per_word",
+        "nll_missing",
+        "cons_pos",
+        "cons_pos_obeyed",
+        "cons_neg",
+        "cons_neg_obeyed",
+        "cons_bos",
+        "cons_bos_obeyed",
+    ]
 )
 EMBEDDING_FEATURES = ["cosine", "align_p", "align_r", "align_f"]
 
 FAMILIES = ("nll2", "systems", "group", "agree", "sts")
 NLL2_FEATURES = ["nll_valid", "nll_total", "nll_rel_min", "nll_rank", "nll_z"]
-SYSTEM_KINDS = {"sys_neg_high": ("negative", "highest"), "sys_neg_low": ("negative", "lowest"),
-                "sys_neg_rand": ("negative", "random"), "sys_pos": ("positive", None),
-                "sys_bos": ("positional", None), "sys_ppdb": ("ppdb", None)}
+SYSTEM_KINDS = {
+    "sys_neg_high": ("negative", "highest"),
+    "sys_neg_low": ("negative", "lowest"),
+    "sys_neg_rand": ("negative", "random"),
+    "sys_pos": ("positive", None),
+    "sys_bos": ("positional", None),
+    "sys_ppdb": ("ppdb", None),
+}
 SYSTEM_FEATURES = ["sys_n", "sys_n_rel", "sys_baseline", *SYSTEM_KINDS]
 GROUP_LEXICAL = ["bleu", "char_sim", "lev_norm", "prec_1", "rec_1", "len_ratio"]
 GROUP_EMBEDDING = ["cosine", "align_f"]
@@ -99,8 +120,9 @@ def family_names(family: str, *, with_embeddings: bool) -> list[str]:
     if family == "systems":
         return list(SYSTEM_FEATURES)
     if family == "group":
-        return [f"grp_{f}_{s}" for f in group_base(with_embeddings=with_embeddings)
-                for s in ("dmean", "dmax", "rank")] + ["grp_size"]
+        return [
+            f"grp_{f}_{s}" for f in group_base(with_embeddings=with_embeddings) for s in ("dmean", "dmax", "rank")
+        ] + ["grp_size"]
     if family == "agree":
         return list(AGREE_FEATURES) if with_embeddings else []
     if family == "sts":
@@ -126,8 +148,8 @@ def feature_names(*, with_embeddings: bool, families: Sequence[str] = ()) -> lis
 @dataclasses.dataclass
 class FeatureBatch:
     names: list[str]
-    matrix: np.ndarray   # n x len(names), float64; NaN rows where keep is False
-    keep: np.ndarray     # bool: the reference has at most 100 subword tokens
+    matrix: np.ndarray  # n x len(names), float64; NaN rows where keep is False
+    keep: np.ndarray  # bool: the reference has at most 100 subword tokens
 
 
 class PairError(ValueError):
@@ -194,20 +216,20 @@ def _phrases(constraints: Any) -> dict[str, set[tuple[str, ...]]]:
 
 def _contains(tokens: list[str], phrase: tuple[str, ...]) -> bool:
     n = len(phrase)
-    return any(tuple(tokens[i:i + n]) == phrase for i in range(len(tokens) - n + 1))
+    return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
 
 
 def _constraint_counts(para_tokens: list[str], constraints: Any) -> list[float]:
     ph = _phrases(constraints)
     pos = sum(_contains(para_tokens, p) for p in ph["positive"])
     neg = sum(not _contains(para_tokens, p) for p in ph["negative"])
-    bos = sum(tuple(para_tokens[:len(p)]) != p for p in ph["bos_avoid"])
+    bos = sum(tuple(para_tokens[: len(p)]) != p for p in ph["bos_avoid"])
     return [len(ph["positive"]), pos, len(ph["negative"]), neg, len(ph["bos_avoid"]), bos]
 
 
 def _char3(text: str) -> set[str]:
     padded = f"  {text} "
-    return {padded[i:i + 3] for i in range(len(padded) - 2)}
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
 
 
 def lexical_row(reference: str, paraphrase: str, nll: float | None = None, constraints: Any = None) -> list[float]:
@@ -219,8 +241,9 @@ def lexical_row(reference: str, paraphrase: str, nll: float | None = None, const
     prec = [c / t if t else 0.0 for c, t in zip(correct, para_total)]
     rec = [c / t if t else 0.0 for c, t in zip(correct, ref_total)]
     if lp:
-        bleu = BLEU.compute_bleu(correct=correct, total=para_total, sys_len=lp, ref_len=lr,
-                                 smooth_method=_BLEU_SMOOTH, effective_order=True).score
+        bleu = BLEU.compute_bleu(
+            correct=correct, total=para_total, sys_len=lp, ref_len=lr, smooth_method=_BLEU_SMOOTH, effective_order=True
+        ).score
     else:
         bleu = 0.0
     pinc_value = pinc(reference, paraphrase)
@@ -229,16 +252,31 @@ def lexical_row(reference: str, paraphrase: str, nll: float | None = None, const
     char_sim = 1.0 - _levenshtein(list(ref_n), list(para_n)) / longest_chars if longest_chars else 1.0
     g_ref, g_para = _char3(ref_n), _char3(para_n)
     union = len(g_ref | g_para)
-    row = [lr, lp, lp / max(lr, 1), abs(lp - lr), *prec, *rec, bleu,
-           100.0 if pinc_value is None else pinc_value, lev, lev / max(lr, lp, 1), char_sim,
-           len(g_ref & g_para) / union if union else 1.0, float(ref_n == para_n),
-           0.0 if nll is None else nll, 0.0 if nll is None else nll / max(lp, 1), float(nll is None)]
+    row = [
+        lr,
+        lp,
+        lp / max(lr, 1),
+        abs(lp - lr),
+        *prec,
+        *rec,
+        bleu,
+        100.0 if pinc_value is None else pinc_value,
+        lev,
+        lev / max(lr, lp, 1),
+        char_sim,
+        len(g_ref & g_para) / union if union else 1.0,
+        float(ref_n == para_n),
+        0.0 if nll is None else nll,
+        0.0 if nll is None else nll / max(lp, 1),
+        float(nll is None),
+    ]
     row += _constraint_counts(para_t, constraints)
     return row
 
 
-def pair_features(pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, batch_size: int = 64,
-                  families: Sequence[str] = ()) -> FeatureBatch:
+def pair_features(
+    pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, batch_size: int = 64, families: Sequence[str] = ()
+) -> FeatureBatch:
     """The feature matrix of a batch of pairs (embeddings encoded in batches, each distinct text once);
     ``families``: the optional families to append (module docstring)."""
     families = check_families(families)
@@ -251,27 +289,40 @@ def pair_features(pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, 
     n_base = len(LEXICAL_FEATURES) + (len(EMBEDDING_FEATURES) if with_embeddings else 0)
     for i in rows:
         ref, para, nll, constraints = checked[i]
-        matrix[i, :len(LEXICAL_FEATURES)] = lexical_row(ref, para, nll, constraints)
+        matrix[i, : len(LEXICAL_FEATURES)] = lexical_row(ref, para, nll, constraints)
     vectors = head_sims = None
     if with_embeddings and len(rows):
-        sims = pair_similarities([checked[i][0] for i in rows], [checked[i][1] for i in rows],
-                                 batch_size=batch_size, with_vectors="agree" in families,
-                                 with_head="sts" in families)
+        sims = pair_similarities(
+            [checked[i][0] for i in rows],
+            [checked[i][1] for i in rows],
+            batch_size=batch_size,
+            with_vectors="agree" in families,
+            with_head="sts" in families,
+        )
         if "agree" in families:
             sims, vectors = sims
-        sims, head_sims = sims[:, :len(EMBEDDING_FEATURES)], sims[:, len(EMBEDDING_FEATURES):]
-        matrix[rows, len(LEXICAL_FEATURES):n_base] = sims
+        sims, head_sims = sims[:, : len(EMBEDDING_FEATURES)], sims[:, len(EMBEDDING_FEATURES) :]
+        matrix[rows, len(LEXICAL_FEATURES) : n_base] = sims
     if families and len(rows):
         base_names = names[:n_base]
         kept = [checked[i] for i in rows]
-        extra = family_matrix(matrix[rows, :n_base], base_names, references=[c[0] for c in kept],
-                              nlls=[c[2] for c in kept], constraints=[c[3] for c in kept], vectors=vectors,
-                              head_sims=head_sims, families=families, with_embeddings=with_embeddings)
+        extra = family_matrix(
+            matrix[rows, :n_base],
+            base_names,
+            references=[c[0] for c in kept],
+            nlls=[c[2] for c in kept],
+            constraints=[c[3] for c in kept],
+            vectors=vectors,
+            head_sims=head_sims,
+            families=families,
+            with_embeddings=with_embeddings,
+        )
         matrix[np.ix_(rows, np.arange(n_base, len(names)))] = extra
     return FeatureBatch(names, matrix, keep)
 
 
 # --- optional families ----------------------------------------------------------------------------------
+
 
 def _percentile_rank(x: np.ndarray) -> np.ndarray:
     """Average-rank percentile in (0, 1]: (rank - 0.5) / n, ties sharing their mean rank."""
@@ -295,9 +346,18 @@ def _systems_table() -> dict[str, Any]:
     return {str(s.number): s for s in SYSTEMS}
 
 
-def family_matrix(base: np.ndarray, base_names: list[str], *, references: Sequence[str],
-                  nlls: Sequence[float | None], constraints: Sequence[Any], vectors: np.ndarray | None,
-                  families: Sequence[str], with_embeddings: bool, head_sims: np.ndarray | None = None) -> np.ndarray:
+def family_matrix(
+    base: np.ndarray,
+    base_names: list[str],
+    *,
+    references: Sequence[str],
+    nlls: Sequence[float | None],
+    constraints: Sequence[Any],
+    vectors: np.ndarray | None,
+    families: Sequence[str],
+    with_embeddings: bool,
+    head_sims: np.ndarray | None = None,
+) -> np.ndarray:
     """The optional families' columns for rows whose base features are ``base`` (module docstring);
     groups are rows sharing the reference text."""
     _, group = np.unique(np.asarray(references, dtype=object).astype(str), return_inverse=True)

@@ -1,5 +1,6 @@
 """Trained similarity regressors and exported releases. Both carry a signature (like sacrebleu's) that
 records every setting behind their numbers, so a published figure can be traced and reproduced."""
+
 from django.conf import settings
 from django.db import models
 
@@ -15,8 +16,9 @@ class Regressor(models.Model):
     """
 
     name = models.CharField(max_length=200, unique=True)
-    campaign = models.ForeignKey("annotation.Campaign", null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="regressors")
+    campaign = models.ForeignKey(
+        "annotation.Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="regressors"
+    )
     key = models.CharField(max_length=500)
     signature = models.JSONField(default=dict, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
@@ -60,10 +62,17 @@ class Release(models.Model):
     version = models.CharField(max_length=64)
     location = models.CharField(max_length=1000, help_text="folder, or s3://bucket/prefix")
     manifest = models.JSONField(default=dict, blank=True)
-    allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="releases",
-                                           help_text="besides staff, who may download it")
-    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                            help_text="the export job that made it (empty: manage.py export_release)")
+    allowed_users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="releases", help_text="besides staff, who may download it"
+    )
+    job = models.ForeignKey(
+        Job,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="the export job that made it (empty: manage.py export_release)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

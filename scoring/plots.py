@@ -3,6 +3,7 @@ PNG bytes. Inputs are the dicts of ``scoring.tables.build_table``, and for the c
 plots the figures of ``annotation.costs``, ``scoring.reliability`` and ``annotation.quality``; each plot is a
 ``*_figure`` function (what the tests read the drawn values from) and its PNG. PNG metadata carries no
 date, so the same figures give the same bytes."""
+
 from __future__ import annotations
 
 import io
@@ -16,8 +17,11 @@ from matplotlib.figure import Figure
 
 TABLE_PLOTS = ("similarity-diversity", "similarity-by-length", "fluency-by-length", "diversity-by-length")
 PLOTS = (*TABLE_PLOTS, "cost-per-batch", "reliability", "raters")
-_YLABELS = {"similarity": "similarity (0-100)", "fluency": "meaningful and grammatical (%)",
-            "diversity": "BLEU without brevity penalty"}
+_YLABELS = {
+    "similarity": "similarity (0-100)",
+    "fluency": "meaningful and grammatical (%)",
+    "diversity": "BLEU without brevity penalty",
+}
 
 
 def _png(fig: Figure) -> bytes:
@@ -49,8 +53,14 @@ def similarity_vs_diversity_png(similarity: dict, diversity: dict) -> bytes:
         for x, y, label in points:
             ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
     else:
-        ax.text(0.5, 0.5, "no system has both a similarity and a diversity score yet", ha="center",
-                va="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no system has both a similarity and a diversity score yet",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
     ax.margins(0.12)
     ax.set_xlabel("BLEU without brevity penalty vs. reference (lower = more diverse)")
     ax.set_ylabel("mean similarity (0-100)")
@@ -69,8 +79,12 @@ def by_length_png(table: dict) -> bytes:
     for j, bucket in enumerate(buckets):
         xs = [i + (j - (len(buckets) - 1) / 2) * width for i in range(len(rows))]
         ys = [r["by_length"].get(bucket) for r in rows]
-        ax.bar([x for x, y in zip(xs, ys) if y is not None], [y for y in ys if y is not None], width=width,
-               label=f"{bucket} tokens")
+        ax.bar(
+            [x for x, y in zip(xs, ys) if y is not None],
+            [y for y in ys if y is not None],
+            width=width,
+            label=f"{bucket} tokens",
+        )
     ax.set_xticks(range(len(rows)), [_label(r) for r in rows], rotation=45, ha="right", fontsize=8)
     ax.set_ylabel(_YLABELS.get(table["table"], table["table"]))
     ax.set_title(f"{table['table'].capitalize()} by reference length — {_text(table['campaign'])}")
@@ -95,25 +109,45 @@ def cost_figure(costs: list) -> Figure:
         ax.text(0.5, 0.5, "no HIT batch in this campaign yet", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
     ys = list(range(len(costs)))[::-1]  # the first batch on top
-    segments = (("spent", "paid: rewards and fees", "#23395d", None),
-                ("bonuses_sent", "bonuses sent", "#4f86c6", None),
-                ("awaiting_cost", "awaiting payment", "#c9daf0", "//"))
+    segments = (
+        ("spent", "paid: rewards and fees", "#23395d", None),
+        ("bonuses_sent", "bonuses sent", "#4f86c6", None),
+        ("awaiting_cost", "awaiting payment", "#c9daf0", "//"),
+    )
     left = [0.0] * len(costs)
     for attr, label, color, hatch in segments:
         widths = [float(getattr(c, attr)) for c in costs]
         if costs:
-            ax.barh(ys, widths, left=left, height=0.5, color=color, hatch=hatch, edgecolor="#23395d",
-                    linewidth=0.5, label=label)
+            ax.barh(
+                ys,
+                widths,
+                left=left,
+                height=0.5,
+                color=color,
+                hatch=hatch,
+                edgecolor="#23395d",
+                linewidth=0.5,
+                label=label,
+            )
         left = [a + b for a, b in zip(left, widths)]
     estimates = [float(c.estimate) if c.estimate is not None else 0.0 for c in costs]
     if any(c.estimate is not None for c in costs):
-        ax.barh(ys, estimates, height=0.8, fill=False, edgecolor="#b5473a", linewidth=1.5, linestyle="--",
-                label="estimate (whole batch)", zorder=0)
+        ax.barh(
+            ys,
+            estimates,
+            height=0.8,
+            fill=False,
+            edgecolor="#b5473a",
+            linewidth=1.5,
+            linestyle="--",
+            label="estimate (whole batch)",
+            zorder=0,
+        )
     for y, c, end in zip(ys, costs, left):
         text = f"{_money(c.spent_total, c.currency)} spent" + (
-            f" of {_money(c.estimate, c.currency)}" if c.estimate is not None else f" ({_text(c.note)})")
-        ax.annotate(text, (max(end, float(c.estimate or 0)), y), textcoords="offset points", xytext=(4, -3),
-                    fontsize=8)
+            f" of {_money(c.estimate, c.currency)}" if c.estimate is not None else f" ({_text(c.note)})"
+        )
+        ax.annotate(text, (max(end, float(c.estimate or 0)), y), textcoords="offset points", xytext=(4, -3), fontsize=8)
     if costs:
         ax.set_yticks(ys, [_text(f"{c.label} · {c.provider}") for c in costs], fontsize=8)
         currencies = sorted({c.currency for c in costs})
@@ -145,19 +179,39 @@ def reliability_figure(figures: dict, splits: dict) -> Figure:
         rhos = [r for r in splits.get(key, []) if r is not None]
         if rhos:
             offsets = [(i / max(1, len(rhos) - 1) - 0.5) * 0.4 for i in range(len(rhos))]
-            ax.scatter([x + o for o in offsets], rhos, s=12, color="#f0a030", edgecolor="black", linewidth=0.3,
-                       zorder=3, label="one split's rho" if x == 0 else None)
+            ax.scatter(
+                [x + o for o in offsets],
+                rhos,
+                s=12,
+                color="#f0a030",
+                edgecolor="black",
+                linewidth=0.3,
+                zorder=3,
+                label="one split's rho" if x == 0 else None,
+            )
     for x, v in zip(xs, values):
-        ax.annotate("n/a" if v is None else f"{v:.3f}", (x, v if v is not None and v > 0 else 0),
-                    textcoords="offset points", xytext=(0, 4), ha="center", fontsize=9)
+        ax.annotate(
+            "n/a" if v is None else f"{v:.3f}",
+            (x, v if v is not None and v > 0 else 0),
+            textcoords="offset points",
+            xytext=(0, 4),
+            ha="center",
+            fontsize=9,
+        )
     ax.set_xticks(list(xs), RELIABILITY_LABELS, fontsize=9)
-    low = min([0.0] + [v for v in values if v is not None] + [r for k in ("raw", "zscore")
-                                                              for r in splits.get(k, []) if r is not None])
+    low = min(
+        [0.0]
+        + [v for v in values if v is not None]
+        + [r for k in ("raw", "zscore") for r in splits.get(k, []) if r is not None]
+    )
     ax.set_ylim(min(0.0, low - 0.05), 1.05)
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_ylabel("reliability")
-    ax.set_title(f"Reliability of the similarity judgments ({figures['n_candidates']} candidates with "
-                 f">= {figures['min_judgments_per_candidate']} judgments, {figures['n_splits']} splits)", fontsize=10)
+    ax.set_title(
+        f"Reliability of the similarity judgments ({figures['n_candidates']} candidates with "
+        f">= {figures['min_judgments_per_candidate']} judgments, {figures['n_splits']} splits)",
+        fontsize=10,
+    )
     if any(r is not None for k in ("raw", "zscore") for r in splits.get(k, [])):
         ax.legend(fontsize=8, loc="lower right")
     ax.grid(axis="y", alpha=0.3)
@@ -185,29 +239,45 @@ def raters_figure(raters: list, *, min_pass_rate: float, p_max: float) -> Figure
     xs = list(range(n))
     colors = ["#b5473a" if r.disqualified else "#23395d" for r in raters]
     if not raters:
-        attention.text(0.5, 0.5, "no counted judgment in this campaign yet", ha="center", va="center",
-                       transform=attention.transAxes)
+        attention.text(
+            0.5,
+            0.5,
+            "no counted judgment in this campaign yet",
+            ha="center",
+            va="center",
+            transform=attention.transAxes,
+        )
     rates = [r.attention_pass_rate for r in raters]
-    attention.bar([x for x, v in zip(xs, rates) if v is not None], [v for v in rates if v is not None],
-                  color=[c for c, v in zip(colors, rates) if v is not None], width=0.7)
-    attention.axhline(min_pass_rate, color="#f0a030", linestyle="--", linewidth=1.2,
-                      label=f"lowest pass rate kept ({min_pass_rate:.0%})")
+    attention.bar(
+        [x for x, v in zip(xs, rates) if v is not None],
+        [v for v in rates if v is not None],
+        color=[c for c, v in zip(colors, rates) if v is not None],
+        width=0.7,
+    )
+    attention.axhline(
+        min_pass_rate,
+        color="#f0a030",
+        linestyle="--",
+        linewidth=1.2,
+        label=f"lowest pass rate kept ({min_pass_rate:.0%})",
+    )
     attention.set_ylim(0, 1.05)
     attention.set_ylabel("attention checks passed")
-    attention.set_title("Attention checks, degraded-copy test and mean scores per rater (red: disqualified)",
-                        fontsize=10)
+    attention.set_title(
+        "Attention checks, degraded-copy test and mean scores per rater (red: disqualified)", fontsize=10
+    )
     for x, rate in zip(xs, rates):
         if rate is None:
             attention.annotate("no checks", (x, 0), ha="center", va="bottom", rotation=90, fontsize=7, color="grey")
     ps = [r.degraded_p for r in raters]
     tested = [(x, p, c) for x, p, c in zip(xs, ps, colors) if p is not None]
     if tested:
-        degraded.bar([t[0] for t in tested], [max(t[1], 1e-12) for t in tested], color=[t[2] for t in tested],
-                     width=0.7)
+        degraded.bar(
+            [t[0] for t in tested], [max(t[1], 1e-12) for t in tested], color=[t[2] for t in tested], width=0.7
+        )
     for x, p in zip(xs, ps):
         if p is None:
-            degraded.annotate("untested", (x, p_max), ha="center", va="bottom", rotation=90, fontsize=7,
-                              color="grey")
+            degraded.annotate("untested", (x, p_max), ha="center", va="bottom", rotation=90, fontsize=7, color="grey")
     degraded.set_yscale("log")
     degraded.axhline(p_max, color="#f0a030", linestyle="--", linewidth=1.2, label=f"p max ({p_max:g})")
     degraded.set_ylabel("degraded-copy test p")
@@ -215,8 +285,16 @@ def raters_figure(raters: list, *, min_pass_rate: float, p_max: float) -> Figure
     real = [(x - width / 2, r.real_mean) for x, r in zip(xs, raters) if r.real_mean is not None]
     bad = [(x + width / 2, r.degraded_mean) for x, r in zip(xs, raters) if r.degraded_mean is not None]
     means.bar([p[0] for p in real], [p[1] for p in real], width=width, color="#4f86c6", label="real candidates")
-    means.bar([p[0] for p in bad], [p[1] for p in bad], width=width, color="#c9daf0", hatch="//",
-              edgecolor="#23395d", linewidth=0.5, label="degraded copies")
+    means.bar(
+        [p[0] for p in bad],
+        [p[1] for p in bad],
+        width=width,
+        color="#c9daf0",
+        hatch="//",
+        edgecolor="#23395d",
+        linewidth=0.5,
+        label="degraded copies",
+    )
     means.set_ylim(0, 105)
     means.set_ylabel("mean score (N/A as 0)")
     means.set_xticks(xs, [rater_label(r.worker_id) for r in raters], rotation=90, fontsize=8)

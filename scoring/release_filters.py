@@ -23,6 +23,7 @@ Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, 
 A pair too short to have an n-gram of order n passes that order's bounds (nothing to measure).
 Entailment runs last (after the cheap filters), batched over each reference's remaining paraphrases.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -68,16 +69,28 @@ class ReleaseFilters:
 
     def as_dict(self) -> dict[str, Any]:
         """The manifest's record of the filters (JSON)."""
+
         def rng(r):
             return None if r is None else {"min": r[0], "max": r[1]}
+
         entailment = None
         if self.entailment is not None:
-            entailment = {"rule": self.entailment, "directions": "both",
-                          "model": self.judge.manifest() if self.judge is not None else None}
-        return {"length": rng(self.length), "paraphrase_length": rng(self.paraphrase_length),
-                "overlap": {str(n): rng(r) for n, r in self.overlap}, "min_score": self.min_score,
-                "rerank": self.rerank, "top": self.top, "bleu": rng(self.bleu),
-                "repetition": {str(n): rng(r) for n, r in self.repetition}, "entailment": entailment}
+            entailment = {
+                "rule": self.entailment,
+                "directions": "both",
+                "model": self.judge.manifest() if self.judge is not None else None,
+            }
+        return {
+            "length": rng(self.length),
+            "paraphrase_length": rng(self.paraphrase_length),
+            "overlap": {str(n): rng(r) for n, r in self.overlap},
+            "min_score": self.min_score,
+            "rerank": self.rerank,
+            "top": self.top,
+            "bleu": rng(self.bleu),
+            "repetition": {str(n): rng(r) for n, r in self.repetition},
+            "entailment": entailment,
+        }
 
     @property
     def is_empty(self) -> bool:
@@ -112,14 +125,20 @@ def _parse_entailment(text: str) -> float | str:
     except ValueError:
         value = -1.0
     if not 0 < value <= 1:
-        raise FilterError(f"entailment={text!r}: expected argmax or a probability threshold in (0, 1], "
-                          f"e.g. 0.75 or 0.90")
+        raise FilterError(
+            f"entailment={text!r}: expected argmax or a probability threshold in (0, 1], e.g. 0.75 or 0.90"
+        )
     return value
 
 
-def parse_filters(spec: str | list[str] | None, *, min_score: float | None = None,
-                  entailment_model: str | None = None, load_model: bool = True,
-                  confined: bool = False) -> ReleaseFilters:
+def parse_filters(
+    spec: str | list[str] | None,
+    *,
+    min_score: float | None = None,
+    entailment_model: str | None = None,
+    load_model: bool = True,
+    confined: bool = False,
+) -> ReleaseFilters:
     """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``,
     ``entailment_model`` is ``--entailment-model`` (loaded here, so a bad folder fails before any writing;
     with ``load_model=False`` only its folder is checked and the filters carry no judge: for validating
@@ -136,8 +155,11 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
         key = key.strip().lower()
         if not sep or not value.strip():
             raise FilterError(f"filter {item!r}: expected key=value")
-        if key in values or (key in _OVERLAP_KEYS and _OVERLAP_KEYS[key] in overlap) \
-                or (key in _REPETITION_KEYS and _REPETITION_KEYS[key] in repetition):
+        if (
+            key in values
+            or (key in _OVERLAP_KEYS and _OVERLAP_KEYS[key] in overlap)
+            or (key in _REPETITION_KEYS and _REPETITION_KEYS[key] in repetition)
+        ):
             raise FilterError(f"filter {key!r} given twice")
         if key == "len":
             values[key] = _parse_range(key, value)
@@ -196,10 +218,18 @@ def parse_filters(spec: str | list[str] | None, *, min_score: float | None = Non
                 entailment_model_folder(entailment_model)
         except EntailmentModelError as exc:
             raise FilterError(str(exc)) from None
-    return ReleaseFilters(length=values.get("len"), paraphrase_length=values.get("plen"),
-                          overlap=tuple(sorted(overlap.items())), min_score=score, rerank=values.get("rerank"),
-                          top=values.get("top"), bleu=values.get("bleu"), repetition=tuple(sorted(repetition.items())),
-                          entailment=values.get("entailment"), judge=judge)
+    return ReleaseFilters(
+        length=values.get("len"),
+        paraphrase_length=values.get("plen"),
+        overlap=tuple(sorted(overlap.items())),
+        min_score=score,
+        rerank=values.get("rerank"),
+        top=values.get("top"),
+        bleu=values.get("bleu"),
+        repetition=tuple(sorted(repetition.items())),
+        entailment=values.get("entailment"),
+        judge=judge,
+    )
 
 
 def _inside(value: float, bounds: Range | None) -> bool:
@@ -210,8 +240,8 @@ def _inside(value: float, bounds: Range | None) -> bool:
 
 
 def _overlap_of_tokens(ref: list[str], para: list[str], n: int) -> float | None:
-    a = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
-    b = Counter(tuple(para[i:i + n]) for i in range(len(para) - n + 1))
+    a = Counter(tuple(ref[i : i + n]) for i in range(len(ref) - n + 1))
+    b = Counter(tuple(para[i : i + n]) for i in range(len(para) - n + 1))
     denominator = min(sum(a.values()), sum(b.values()))
     if denominator == 0:
         return None
@@ -252,7 +282,7 @@ def repetition_rate(text: str, n: int = 1) -> float | None:
     if n == 1:
         grams = [w for w in words if len(w) >= MIN_REPEAT_CHARS]
     else:
-        grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
+        grams = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
     if not grams:
         return None
     return (len(grams) - len(set(grams))) / len(grams)
@@ -294,11 +324,12 @@ def filter_candidates(f: ReleaseFilters, record: dict[str, Any]) -> list[dict[st
         from generation.decoding.rerank import rerank_dissimilar  # imports torch: only when asked for
 
         # rerank_dissimilar wants a higher-is-better model score: the negated NLL (unknown NLL last)
-        outputs = [{"text": c["text"], "score": -c["nll"] if c.get("nll") is not None else float("-inf"), "c": c}
-                   for c in kept]
+        outputs = [
+            {"text": c["text"], "score": -c["nll"] if c.get("nll") is not None else float("-inf"), "c": c} for c in kept
+        ]
         kept = [o["c"] for o in rerank_dissimilar(outputs, record["reference"])]
     elif f.rerank == "score":
         kept = sorted(kept, key=lambda c: -(c["score"] if c.get("score") is not None else float("-inf")))
     if f.top is not None:
-        kept = kept[:f.top]
+        kept = kept[: f.top]
     return kept

@@ -12,6 +12,7 @@ queued or running (checked with the resource's row locked, so of two starts at o
 first). A chunk that runs again finds the Release row it made (``Release.job``) and returns it instead of
 exporting twice; a row of that version made by anything else fails the job.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -48,18 +49,30 @@ def _claim_version(job: Job) -> None:
     resource = Resource.objects.select_for_update().get(pk=job.params["resource"])
     version = release_version_check(job.params.get("version"))
     release_version_free(resource, version)
-    other = (Job.objects.filter(kind=KIND, params__resource=resource.pk, params__version=version)
-             .exclude(pk=job.pk).filter(status__in=(JobStatus.PENDING, JobStatus.RUNNING)).order_by("pk").first())
+    other = (
+        Job.objects.filter(kind=KIND, params__resource=resource.pk, params__version=version)
+        .exclude(pk=job.pk)
+        .filter(status__in=(JobStatus.PENDING, JobStatus.RUNNING))
+        .order_by("pk")
+        .first()
+    )
     if other is not None:
-        raise ReleaseError(f"release {version!r} of {resource.name!r} is already being exported in job {other.pk}: "
-                           f"wait for it, or choose another version")
+        raise ReleaseError(
+            f"release {version!r} of {resource.name!r} is already being exported in job {other.pk}: "
+            f"wait for it, or choose another version"
+        )
 
 
 def _plan(job: Job) -> list[dict]:
     _claim_version(job)
     resource = Resource.objects.get(pk=job.params["resource"])
-    parse_filters(job.params.get("filters") or "", min_score=job.params.get("min_score"),  # fail early
-                  entailment_model=job.params.get("entailment_model"), load_model=False, confined=True)
+    parse_filters(
+        job.params.get("filters") or "",
+        min_score=job.params.get("min_score"),  # fail early
+        entailment_model=job.params.get("entailment_model"),
+        load_model=False,
+        confined=True,
+    )
     scoring_for(resource, job.params.get("regressor"))
     card_license(job.params.get("format") or "tsv", job.params.get("license"))
     return [{}]
@@ -70,35 +83,66 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     version = release_version_check(job.params["version"])
     existing = Release.objects.filter(resource=resource, version=version).first()
     if existing is not None and existing.job_id != job.pk:
-        raise ReleaseError(f"release {version!r} of {resource.name!r} was made meanwhile by "
-                           f"{f'job {existing.job_id}' if existing.job_id else 'another export'}: "
-                           f"export again with another version")
+        raise ReleaseError(
+            f"release {version!r} of {resource.name!r} was made meanwhile by "
+            f"{f'job {existing.job_id}' if existing.job_id else 'another export'}: "
+            f"export again with another version"
+        )
     if existing is None:
         progress(0, 1)
-        filters = parse_filters(job.params.get("filters") or "", min_score=job.params.get("min_score"),
-                                entailment_model=job.params.get("entailment_model"), confined=True)
+        filters = parse_filters(
+            job.params.get("filters") or "",
+            min_score=job.params.get("min_score"),
+            entailment_model=job.params.get("entailment_model"),
+            confined=True,
+        )
         with tempfile.TemporaryDirectory(prefix="release-") as tmp:
-            existing = release_export(resource=resource, out_dir=tmp, version=version,
-                                      fmt=job.params.get("format") or "tsv", filters=filters,
-                                      regressor=job.params.get("regressor"),
-                                      upload=release_storage_url(resource, version),
-                                      license=job.params.get("license"), job=job)
-    return {"release": existing.pk, "version": existing.version, "location": existing.location,
-            "counts": existing.manifest.get("counts", {})}
+            existing = release_export(
+                resource=resource,
+                out_dir=tmp,
+                version=version,
+                fmt=job.params.get("format") or "tsv",
+                filters=filters,
+                regressor=job.params.get("regressor"),
+                upload=release_storage_url(resource, version),
+                license=job.params.get("license"),
+                job=job,
+            )
+    return {
+        "release": existing.pk,
+        "version": existing.version,
+        "location": existing.location,
+        "counts": existing.manifest.get("counts", {}),
+    }
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     return chunks[0].result
 
 
-def export_release_start(*, resource: Resource, version: str | None = None, fmt: str = "tsv", filters: str = "",
-                         min_score: float | None = None, regressor: str | None = None,
-                         entailment_model: str | None = None, license: str | None = None) -> Job:
+def export_release_start(
+    *,
+    resource: Resource,
+    version: str | None = None,
+    fmt: str = "tsv",
+    filters: str = "",
+    min_score: float | None = None,
+    regressor: str | None = None,
+    entailment_model: str | None = None,
+    license: str | None = None,
+) -> Job:
     from jobs.execution import job_start
 
-    params = {"resource": resource.pk, "version": version or next_version(resource), "format": fmt,
-              "filters": filters, "min_score": min_score, "regressor": regressor,
-              "entailment_model": entailment_model or None, "license": license or None}
+    params = {
+        "resource": resource.pk,
+        "version": version or next_version(resource),
+        "format": fmt,
+        "filters": filters,
+        "min_score": min_score,
+        "regressor": regressor,
+        "entailment_model": entailment_model or None,
+        "license": license or None,
+    }
     return job_start(kind=KIND, params=params, label=f"release {params['version']} of {resource.name}")
 
 

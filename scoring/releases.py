@@ -23,6 +23,7 @@ judgments come from a database cursor, so memory stays flat whatever the resourc
 Deterministic: same inputs give byte-identical files (gzip mtime 0 and no file name, fixed column and
 key order, shard order, no timestamps in the manifest).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -63,10 +64,20 @@ from .scoring_job import regressor_version
 
 RELEASE_FORMAT = "paraforge-release/1"
 FORMATS = ("tsv", "jsonl", "parquet")
-PAIR_COLUMNS = ("ref_index", "reference", "source", "length", "paraphrase", "systems", "nll", "score",
-                "constraints")
-JUDGMENT_COLUMNS = ("campaign", "worker_id_anon", "counted", "ref_id", "ref_len", "ref_sent", "sys_id", "candidate",
-                    "NLL", "human_score", "gm")
+PAIR_COLUMNS = ("ref_index", "reference", "source", "length", "paraphrase", "systems", "nll", "score", "constraints")
+JUDGMENT_COLUMNS = (
+    "campaign",
+    "worker_id_anon",
+    "counted",
+    "ref_id",
+    "ref_len",
+    "ref_sent",
+    "sys_id",
+    "candidate",
+    "NLL",
+    "human_score",
+    "gm",
+)
 JUDGMENTS_FILE = "judgments.tsv.gz"
 MANIFEST_FILE = "manifest.json"
 # a version names a folder (releases/<resource id>/<version>/): no separators, no "." or "..", no newline
@@ -138,18 +149,24 @@ def scoring_for(resource: Resource, regressor: str | None = None) -> ScoredResou
     if regressor:
         found = done.filter(regressor__name=regressor).first()
         if found is None:
-            raise ReleaseError(f"resource {resource.name!r} has no completed scoring by regressor {regressor!r}: "
-                               f"run manage.py score_resource {resource.name} --regressor {regressor} --wait")
+            raise ReleaseError(
+                f"resource {resource.name!r} has no completed scoring by regressor {regressor!r}: "
+                f"run manage.py score_resource {resource.name} --regressor {regressor} --wait"
+            )
     else:
         found = done.order_by("-created_at", "-pk").first()
         if found is None:
-            raise ReleaseError(f"resource {resource.name!r} has no completed scoring: run manage.py score_resource "
-                               f"{resource.name} --regressor NAME --wait first")
+            raise ReleaseError(
+                f"resource {resource.name!r} has no completed scoring: run manage.py score_resource "
+                f"{resource.name} --regressor NAME --wait first"
+            )
     if _scored_by_an_earlier_training(found):
-        raise ReleaseError(f"resource {resource.name!r} was scored by an earlier training of regressor "
-                           f"{found.regressor.name!r} (retrained since with --replace), so its scores and the "
-                           f"regressor's signature disagree: run manage.py score_resource {resource.name} "
-                           f"--regressor {found.regressor.name} --wait again")
+        raise ReleaseError(
+            f"resource {resource.name!r} was scored by an earlier training of regressor "
+            f"{found.regressor.name!r} (retrained since with --replace), so its scores and the "
+            f"regressor's signature disagree: run manage.py score_resource {resource.name} "
+            f"--regressor {found.regressor.name} --wait again"
+        )
     return found
 
 
@@ -157,7 +174,8 @@ def _scored_by_an_earlier_training(scored: ScoredResource) -> bool:
     """Scorings from before the version was recorded (no ``regressor_trained_at``) are taken as they are."""
     result = scored.job.result or {}
     return "regressor_trained_at" in result and result["regressor_trained_at"] != regressor_version(
-        scored.regressor.signature)
+        scored.regressor.signature
+    )
 
 
 def release_campaigns(scored: ScoredResource) -> list[Campaign]:
@@ -171,8 +189,9 @@ def release_campaigns(scored: ScoredResource) -> list[Campaign]:
     return list(Campaign.objects.filter(pk__in=ids).order_by("name"))
 
 
-def _kept_records(scored: ScoredResource, filters: ReleaseFilters,
-                  counts: dict[str, int]) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def _kept_records(
+    scored: ScoredResource, filters: ReleaseFilters, counts: dict[str, int]
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Each scored record (shard order, one at a time) with its candidates that pass ``filters``; counts as it goes."""
     storage = get_storage()
     for entry in sorted(scored.shards, key=lambda e: e["index"]):
@@ -188,23 +207,54 @@ def _kept_records(scored: ScoredResource, filters: ReleaseFilters,
             yield record, kept
 
 
-def _write_pairs(write: Callable[[str], None], scored: ScoredResource, filters: ReleaseFilters, fmt: str,
-                 counts: dict[str, int]) -> None:
+def _write_pairs(
+    write: Callable[[str], None], scored: ScoredResource, filters: ReleaseFilters, fmt: str, counts: dict[str, int]
+) -> None:
     if fmt == "tsv":
         write(_tsv(PAIR_COLUMNS))
     for record, kept in _kept_records(scored, filters, counts):
         if fmt == "jsonl":
-            paraphrases = [{"text": c["text"], "systems": c.get("systems") or [],
-                            "constraints": c.get("constraints") or {}, "nll": c.get("nll"),
-                            "score": c.get("score")} for c in kept]
-            write(json.dumps({"ref_index": record.get("ref_index"), "reference": record["reference"],
-                              "source": record.get("source", ""), "length": record.get("length"),
-                              "paraphrases": paraphrases}, ensure_ascii=False, sort_keys=True) + "\n")
+            paraphrases = [
+                {
+                    "text": c["text"],
+                    "systems": c.get("systems") or [],
+                    "constraints": c.get("constraints") or {},
+                    "nll": c.get("nll"),
+                    "score": c.get("score"),
+                }
+                for c in kept
+            ]
+            write(
+                json.dumps(
+                    {
+                        "ref_index": record.get("ref_index"),
+                        "reference": record["reference"],
+                        "source": record.get("source", ""),
+                        "length": record.get("length"),
+                        "paraphrases": paraphrases,
+                    },
+                    ensure_ascii=False,
+                    sort_keys=True,
+                )
+                + "\n"
+            )
         else:
             for c in kept:
-                write(_tsv((record.get("ref_index"), record["reference"], record.get("source", ""),
-                            record.get("length"), c["text"], " ".join(c.get("systems") or []), c.get("nll"),
-                            c.get("score"), c.get("constraints") or {})))
+                write(
+                    _tsv(
+                        (
+                            record.get("ref_index"),
+                            record["reference"],
+                            record.get("source", ""),
+                            record.get("length"),
+                            c["text"],
+                            " ".join(c.get("systems") or []),
+                            c.get("nll"),
+                            c.get("score"),
+                            c.get("constraints") or {},
+                        )
+                    )
+                )
 
 
 def _judgment_rows(campaigns: list[Campaign], counts: dict[str, int]) -> Iterator[tuple]:
@@ -212,15 +262,29 @@ def _judgment_rows(campaigns: list[Campaign], counts: dict[str, int]) -> Iterato
     for campaign in campaigns:
         counted = counted_workers(campaign)
         systems: dict[int, list[str]] = {}
-        for cid, system in CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list(
-                "candidate_id", "system").order_by("candidate_id", "system"):
+        for cid, system in (
+            CandidateSystem.objects.filter(candidate__reference__campaign=campaign)
+            .values_list("candidate_id", "system")
+            .order_by("candidate_id", "system")
+        ):
             systems.setdefault(cid, []).append(system)
         anonymous: dict[int, int] = {}
-        rows = (Judgment.objects.counted().filter(candidate__reference__campaign=campaign)
-                .order_by("candidate__reference__length_bucket", "candidate__reference_id", "candidate_id", "pk")
-                .values_list("worker_id", "candidate_id", "candidate__reference__ref_id",
-                             "candidate__reference__length_bucket", "candidate__reference__text", "candidate__text",
-                             "candidate__nll", "score", "fluency"))
+        rows = (
+            Judgment.objects.counted()
+            .filter(candidate__reference__campaign=campaign)
+            .order_by("candidate__reference__length_bucket", "candidate__reference_id", "candidate_id", "pk")
+            .values_list(
+                "worker_id",
+                "candidate_id",
+                "candidate__reference__ref_id",
+                "candidate__reference__length_bucket",
+                "candidate__reference__text",
+                "candidate__text",
+                "candidate__nll",
+                "score",
+                "fluency",
+            )
+        )
         for worker, cid, ref_id, bucket, ref_text, text, nll, score, fluency in rows.iterator(chunk_size=2000):
             anon = anonymous.setdefault(worker, len(anonymous) + 1)
             sys_ids = sorted(systems.get(cid, []), key=system_sort_key)
@@ -232,12 +296,19 @@ def _write_judgments(write: Callable[[str], None], campaigns: list[Campaign], co
     write(_tsv(JUDGMENT_COLUMNS))
     for row in _judgment_rows(campaigns, counts):
         campaign, anon, counted, ref_id, bucket, ref_text, sys_ids, text, nll, score, fluency = row
-        write(_tsv((campaign, anon, int(counted), ref_id, bucket, ref_text, " ".join(sys_ids), text, nll, score,
-                    fluency)))
+        write(
+            _tsv((campaign, anon, int(counted), ref_id, bucket, ref_text, " ".join(sys_ids), text, nll, score, fluency))
+        )
 
 
-def _write_parquet(out: LocalStorage, scored: ScoredResource, filters: ReleaseFilters, campaigns: list[Campaign],
-                   counts: dict[str, int], files: dict[str, dict]) -> None:
+def _write_parquet(
+    out: LocalStorage,
+    scored: ScoredResource,
+    filters: ReleaseFilters,
+    campaigns: list[Campaign],
+    counts: dict[str, int],
+    files: dict[str, dict],
+) -> None:
     """``pairs.parquet`` and ``judgments.parquet``: the rows of the TSV files, typed, a row group at a time."""
     files[PAIRS_PARQUET] = {"name": PAIRS_PARQUET}
     with _hashed(out, PAIRS_PARQUET, files[PAIRS_PARQUET]) as sink:
@@ -269,8 +340,15 @@ def card_license(fmt: str, license: str | None) -> str | None:
         raise ReleaseError(str(exc)) from None
 
 
-def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, fmt: str = "tsv",
-                  filters: ReleaseFilters | None = None, license: str | None = None) -> dict[str, Any]:
+def release_write(
+    *,
+    scored: ScoredResource,
+    out_dir: str | Path,
+    version: str,
+    fmt: str = "tsv",
+    filters: ReleaseFilters | None = None,
+    license: str | None = None,
+) -> dict[str, Any]:
     """Write a release's files into ``out_dir`` (which must not hold a release yet); returns the manifest.
     ``license`` (a Hugging Face licence id, default ``unknown``) goes into the parquet format's dataset card."""
     license = card_license(fmt, license)
@@ -298,8 +376,10 @@ def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, 
         files[JUDGMENTS_FILE] = {"name": JUDGMENTS_FILE}
         with _gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
             _write_judgments(write, campaigns, counts)
-        columns = {pairs_name: list(PAIR_COLUMNS) if fmt == "tsv" else "one JSON object per reference",
-                   JUDGMENTS_FILE: list(JUDGMENT_COLUMNS)}
+        columns = {
+            pairs_name: list(PAIR_COLUMNS) if fmt == "tsv" else "one JSON object per reference",
+            JUDGMENTS_FILE: list(JUDGMENT_COLUMNS),
+        }
     regressor = scored.regressor
     manifest = {
         "format": RELEASE_FORMAT,
@@ -310,10 +390,16 @@ def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, 
         "files": files,
         "counts": {**counts, "campaigns": len(campaigns)},
         "campaigns": [c.name for c in campaigns],
-        "regressor": {"name": regressor.name, "spearman_test": (regressor.metrics or {}).get("spearman_test"),
-                      "metrics": regressor.metrics, "signature": regressor.signature},
-        "scored_shards": [{"index": e["index"], "n_pairs": e["n_pairs"], "sha256": e["sha256"]}
-                          for e in sorted(scored.shards, key=lambda e: e["index"])],
+        "regressor": {
+            "name": regressor.name,
+            "spearman_test": (regressor.metrics or {}).get("spearman_test"),
+            "metrics": regressor.metrics,
+            "signature": regressor.signature,
+        },
+        "scored_shards": [
+            {"index": e["index"], "n_pairs": e["n_pairs"], "sha256": e["sha256"]}
+            for e in sorted(scored.shards, key=lambda e: e["index"])
+        ],
         "generation": scored.resource.settings,
         "filters": filters.as_dict(),
     }
@@ -328,8 +414,11 @@ def release_write(*, scored: ScoredResource, out_dir: str | Path, version: str, 
 
 
 def next_version(resource: Resource) -> str:
-    numbers = [int(m.group(1)) for v in resource.releases.values_list("version", flat=True)
-               if (m := re.fullmatch(r"v(\d+)", v))]
+    numbers = [
+        int(m.group(1))
+        for v in resource.releases.values_list("version", flat=True)
+        if (m := re.fullmatch(r"v(\d+)", v))
+    ]
     return f"v{max(numbers, default=0) + 1}"
 
 
@@ -344,9 +433,18 @@ def _upload(out_dir: Path, names: list[str], target: LocalStorage | S3Storage) -
             shutil.copyfileobj(src, dst, 1 << 20)
 
 
-def release_export(*, resource: Resource, out_dir: str | Path, version: str | None = None, fmt: str = "tsv",
-                   filters: ReleaseFilters | None = None, regressor: str | None = None,
-                   upload: str | None = None, license: str | None = None, job: Any = None) -> Release:
+def release_export(
+    *,
+    resource: Resource,
+    out_dir: str | Path,
+    version: str | None = None,
+    fmt: str = "tsv",
+    filters: ReleaseFilters | None = None,
+    regressor: str | None = None,
+    upload: str | None = None,
+    license: str | None = None,
+    job: Any = None,
+) -> Release:
     """Export a release of ``resource`` into ``out_dir`` (optionally uploaded to ``upload``, e.g.
     ``s3://bucket/prefix``) and record it as a ``Release`` row (``job``: the export job making it, if
     any); its location is the upload URL if any, else the folder. Of two exports of one version at once,
@@ -358,17 +456,22 @@ def release_export(*, resource: Resource, out_dir: str | Path, version: str | No
     if target is not None and target.exists(MANIFEST_FILE):
         raise ReleaseError(f"{target.url} already holds a release ({MANIFEST_FILE})")
     out_dir = Path(out_dir).resolve()
-    manifest = release_write(scored=scored, out_dir=out_dir, version=version, fmt=fmt, filters=filters,
-                             license=license)
+    manifest = release_write(scored=scored, out_dir=out_dir, version=version, fmt=fmt, filters=filters, license=license)
     if target is not None:
         _upload(out_dir, release_files(manifest), target)
     try:
         with transaction.atomic():
-            return Release.objects.create(resource=resource, version=version, manifest=manifest, job=job,
-                                          location=target.url if target is not None else str(out_dir))
+            return Release.objects.create(
+                resource=resource,
+                version=version,
+                manifest=manifest,
+                job=job,
+                location=target.url if target is not None else str(out_dir),
+            )
     except IntegrityError:  # another export of this version finished first
-        raise ReleaseError(f"release {version!r} of {resource.name!r} was made by another export meanwhile: "
-                           f"choose another version") from None
+        raise ReleaseError(
+            f"release {version!r} of {resource.name!r} was made by another export meanwhile: choose another version"
+        ) from None
 
 
 def release_storage(release: Release) -> LocalStorage | S3Storage:

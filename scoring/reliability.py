@@ -23,6 +23,7 @@ Rules (the README's "report" section states the same):
   of them, any number of judgments; a unit with one value is not pairable), one value per counted
   judgment. Null when fewer than two pairable values or no variation at all.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,12 @@ def _spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
     return None if math.isnan(rho) else rho
 
 
-def split_half(scores: Sequence[Sequence[float]], zscores: Sequence[Sequence[float | None]] | None = None, *,
-               seeds: Sequence[int] = SPLIT_SEEDS) -> dict[str, float | None]:
+def split_half(
+    scores: Sequence[Sequence[float]],
+    zscores: Sequence[Sequence[float | None]] | None = None,
+    *,
+    seeds: Sequence[int] = SPLIT_SEEDS,
+) -> dict[str, float | None]:
     """Mean split-half Spearman's rho of the raw estimate (and of the z-score one when ``zscores`` is given:
     the same judgments' z-scores, None for a left-out worker). ``scores`` holds the eligible candidates'
     judgments, in the order the permutations apply to (rules in the module docstring)."""
@@ -62,7 +67,7 @@ def split_half(scores: Sequence[Sequence[float]], zscores: Sequence[Sequence[flo
         for i, values in enumerate(scores):
             n = len(values)
             order = rng.permutation(n)
-            first, rest = order[: n // 2], order[n // 2:]
+            first, rest = order[: n // 2], order[n // 2 :]
             raw_a.append(float(np.mean([values[k] for k in first])))
             raw_b.append(float(np.mean([values[k] for k in rest])))
             if zscores is not None:
@@ -105,18 +110,22 @@ def krippendorff_alpha_interval(units: Sequence[Sequence[float]]) -> float | Non
 
 def _split_inputs(data: CampaignData, min_per_candidate: int):
     """(candidates, eligible raw scores, their z-scores, workers_sd0): what the split-half figures run on."""
-    candidates = sorted((c for c in data.candidates if not c.is_attention_copy and not c.is_degraded and c.scores),
-                        key=lambda c: c.id)
+    candidates = sorted(
+        (c for c in data.candidates if not c.is_attention_copy and not c.is_degraded and c.scores), key=lambda c: c.id
+    )
     usable, workers_sd0 = worker_scales(candidates)
     eligible = [c for c in candidates if len(c.scores) >= min_per_candidate]
     scores = [[float(s) for s in c.scores] for c in eligible]
-    zscores = [[(s - usable[w].mean) / usable[w].sd if w in usable else None for w, s in zip(c.workers, c.scores)]
-               for c in eligible]
+    zscores = [
+        [(s - usable[w].mean) / usable[w].sd if w in usable else None for w, s in zip(c.workers, c.scores)]
+        for c in eligible
+    ]
     return candidates, scores, zscores, workers_sd0
 
 
-def split_rhos(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE,
-               seeds: Sequence[int] = SPLIT_SEEDS) -> dict[str, list[float | None]]:
+def split_rhos(
+    data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE, seeds: Sequence[int] = SPLIT_SEEDS
+) -> dict[str, list[float | None]]:
     """Each split's Spearman's rho, raw and z-score (None where undefined): the spread behind the means of
     ``reliability`` (the dashboard's reliability plot draws them)."""
     _, scores, zscores, _ = _split_inputs(data, min_per_candidate)
@@ -124,12 +133,17 @@ def split_rhos(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER
     return {"raw": [h["raw"] for h in per_seed], "zscore": [h["zscore"] for h in per_seed]}
 
 
-def reliability(data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE,
-                seeds: Sequence[int] = SPLIT_SEEDS) -> dict:
+def reliability(
+    data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE, seeds: Sequence[int] = SPLIT_SEEDS
+) -> dict:
     """The reliability figures of a loaded campaign (rules in the module docstring)."""
     candidates, scores, zscores, workers_sd0 = _split_inputs(data, min_per_candidate)
     halves = split_half(scores, zscores, seeds=seeds)
-    return {"split_half": {"raw": halves["raw"], "zscore": halves["zscore"]}, "n_candidates": len(scores),
-            "krippendorff_alpha": krippendorff_alpha_interval([c.scores for c in candidates]),
-            "workers_sd0": workers_sd0, "n_splits": len(seeds),
-            "min_judgments_per_candidate": min_per_candidate}
+    return {
+        "split_half": {"raw": halves["raw"], "zscore": halves["zscore"]},
+        "n_candidates": len(scores),
+        "krippendorff_alpha": krippendorff_alpha_interval([c.scores for c in candidates]),
+        "workers_sd0": workers_sd0,
+        "n_splits": len(seeds),
+        "min_judgments_per_candidate": min_per_candidate,
+    }

@@ -22,6 +22,7 @@ Job params: ``resource`` (id), ``regressor`` (name), ``batch_size`` (default 256
 (seconds to sleep after each batch, default 0: a brake for demos and for the fault test that must
 kill a worker in the middle of a chunk).
 """
+
 from __future__ import annotations
 
 import math
@@ -62,8 +63,12 @@ def regressor_version(signature: dict | None) -> float | None:
 
 def pair_of(record: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
     """The regressor's input for one candidate of a shard record."""
-    return {"reference": record["reference"], "paraphrase": candidate["text"], "nll": candidate.get("nll"),
-            "constraints": candidate.get("constraints") or {}}
+    return {
+        "reference": record["reference"],
+        "paraphrase": candidate["text"],
+        "nll": candidate.get("nll"),
+        "constraints": candidate.get("constraints") or {},
+    }
 
 
 def _score_value(x: float) -> float | None:
@@ -74,9 +79,15 @@ def _score_value(x: float) -> float | None:
     return round(min(100.0, max(0.0, x)), 4)
 
 
-def score_records(records: Iterable[dict[str, Any]], *, regressor: PairScorer, batch_size: int = DEFAULT_BATCH_SIZE,
-                  throttle_s: float = 0.0, progress: Callable[[int], None] | None = None,
-                  counts: dict[str, int] | None = None) -> Iterator[dict[str, Any]]:
+def score_records(
+    records: Iterable[dict[str, Any]],
+    *,
+    regressor: PairScorer,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    throttle_s: float = 0.0,
+    progress: Callable[[int], None] | None = None,
+    counts: dict[str, int] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Yield each record with every candidate gaining ``"score"``; predicts in batches of about
     ``batch_size`` pairs (whole records: a batch never splits a reference). ``counts`` (if given) gets
     ``pairs`` and ``skipped``; ``progress`` is called with the number of pairs scored so far."""
@@ -123,20 +134,38 @@ def load_regressor(name: str) -> PairScorer:
     return regressor_load(name)
 
 
-def score_shard(*, shard: ResourceShard, scored: ScoredResource, job_id: int, regressor: PairScorer,
-                batch_size: int = DEFAULT_BATCH_SIZE, throttle_s: float = 0.0,
-                progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+def score_shard(
+    *,
+    shard: ResourceShard,
+    scored: ScoredResource,
+    job_id: int,
+    regressor: PairScorer,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    throttle_s: float = 0.0,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
     """Write the scored copy of one candidate shard for job ``job_id``. Returns the shard entry
     ``{"index", "key", "n_pairs", "n_skipped", "sha256"}`` (the chunk's result; the finishing step puts
     the entries on the ScoredResource)."""
     storage = get_storage()
     key = scored_shard_key(scored.pk, shard.index, job_id)
     counts: dict[str, int] = {}
-    records = score_records(read_jsonl_gz(shard.key, storage=storage), regressor=regressor, batch_size=batch_size,
-                            throttle_s=throttle_s, progress=progress, counts=counts)
+    records = score_records(
+        read_jsonl_gz(shard.key, storage=storage),
+        regressor=regressor,
+        batch_size=batch_size,
+        throttle_s=throttle_s,
+        progress=progress,
+        counts=counts,
+    )
     info = write_jsonl_gz(key, records, storage=storage)
-    return {"index": shard.index, "key": key, "n_pairs": counts["pairs"], "n_skipped": counts["skipped"],
-            "sha256": info["sha256"]}
+    return {
+        "index": shard.index,
+        "key": key,
+        "n_pairs": counts["pairs"],
+        "n_skipped": counts["skipped"],
+        "sha256": info["sha256"],
+    }
 
 
 def scoring_job_running(*, resource_id: int, regressor_name: str, exclude_job: int | None = None) -> Job | None:
@@ -171,8 +200,10 @@ def _plan(job: Job) -> list[dict]:
     ScoredResource.objects.select_for_update().get_or_create(resource=resource, regressor=regressor)
     other = scoring_job_running(resource_id=resource.pk, regressor_name=regressor.name, exclude_job=job.pk)
     if other is not None:
-        raise ValueError(f"resource {resource.name!r} is already being scored by {regressor.name!r} in job "
-                         f"{other.pk}; resume that job (manage.py job resume {other.pk}) instead")
+        raise ValueError(
+            f"resource {resource.name!r} is already being scored by {regressor.name!r} in job "
+            f"{other.pk}; resume that job (manage.py job resume {other.pk}) instead"
+        )
     job.params = {**job.params, "regressor_trained_at": regressor_version(regressor.signature)}
     job.save(update_fields=["params"])
     return [{"shard": s.pk, "index": s.index, "key": s.key, "n_pairs": s.n_pairs} for s in shards]
@@ -185,12 +216,18 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     progress(0, total)
     regressor = load_regressor(job.params["regressor"])
     if regressor_version(getattr(regressor, "signature", None)) != job.params.get("regressor_trained_at"):
-        raise ValueError(f"regressor {job.params['regressor']!r} was retrained since job {job.pk} started; "
-                         "score the resource again")
-    return score_shard(shard=shard, scored=scored, job_id=job.pk, regressor=regressor,
-                       batch_size=int(job.params.get("batch_size") or DEFAULT_BATCH_SIZE),
-                       throttle_s=float(job.params.get("throttle_s") or 0.0),
-                       progress=lambda done: progress(done, max(total, done)))
+        raise ValueError(
+            f"regressor {job.params['regressor']!r} was retrained since job {job.pk} started; score the resource again"
+        )
+    return score_shard(
+        shard=shard,
+        scored=scored,
+        job_id=job.pk,
+        regressor=regressor,
+        batch_size=int(job.params.get("batch_size") or DEFAULT_BATCH_SIZE),
+        throttle_s=float(job.params.get("throttle_s") or 0.0),
+        progress=lambda done: progress(done, max(total, done)),
+    )
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
@@ -203,10 +240,15 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     scored.save(update_fields=["job", "shards", "n_pairs"])
     keep = {e["key"] for e in scored.shards}
     transaction.on_commit(lambda: _delete_other_files(scored.pk, keep))
-    return {"scored_resource": scored.pk, "resource": scored.resource.name, "regressor": scored.regressor.name,
-            "regressor_trained_at": job.params.get("regressor_trained_at"),
-            "n_pairs": scored.n_pairs, "n_skipped": sum(e.get("n_skipped", 0) for e in scored.shards),
-            "shards": len(scored.shards)}
+    return {
+        "scored_resource": scored.pk,
+        "resource": scored.resource.name,
+        "regressor": scored.regressor.name,
+        "regressor_trained_at": job.params.get("regressor_trained_at"),
+        "n_pairs": scored.n_pairs,
+        "n_skipped": sum(e.get("n_skipped", 0) for e in scored.shards),
+        "shards": len(scored.shards),
+    }
 
 
 def _delete_other_files(scored_resource_id: int, keep: set[str]) -> None:
@@ -218,14 +260,31 @@ def _delete_other_files(scored_resource_id: int, keep: set[str]) -> None:
             storage.delete(key)
 
 
-def score_resource_launch(*, resource: Resource, regressor: Regressor, wait: bool = False,
-                          batch_size: int = DEFAULT_BATCH_SIZE, throttle_s: float = 0.0,
-                          timeout: float | None = None, on_progress: ProgressListener | None = None) -> Job:
+def score_resource_launch(
+    *,
+    resource: Resource,
+    regressor: Regressor,
+    wait: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    throttle_s: float = 0.0,
+    timeout: float | None = None,
+    on_progress: ProgressListener | None = None,
+) -> Job:
     """Start (and with ``wait`` run or wait for) the scoring of ``resource`` by ``regressor``."""
-    params = {"resource": resource.pk, "regressor": regressor.name, "batch_size": int(batch_size),
-              "throttle_s": float(throttle_s)}
-    return job_launch(kind=KIND, params=params, label=f"score {resource.name} with {regressor.name}", wait=wait,
-                      timeout=timeout, on_progress=on_progress)
+    params = {
+        "resource": resource.pk,
+        "regressor": regressor.name,
+        "batch_size": int(batch_size),
+        "throttle_s": float(throttle_s),
+    }
+    return job_launch(
+        kind=KIND,
+        params=params,
+        label=f"score {resource.name} with {regressor.name}",
+        wait=wait,
+        timeout=timeout,
+        on_progress=on_progress,
+    )
 
 
 register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="cpu", unit="pairs"))

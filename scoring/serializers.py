@@ -1,4 +1,5 @@
 """Release listings for the API: what a researcher needs to pick a release and fetch its files."""
+
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -33,8 +34,13 @@ class ReleaseSerializer(serializers.ModelSerializer):
         model = Release
         fields = ["id", "resource", "version", "created_at", "counts", "regressor", "files"]
 
-    @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"},
-                          "description": "references, pairs, judgments, campaigns, ... in the release"})
+    @extend_schema_field(
+        {
+            "type": "object",
+            "additionalProperties": {"type": "integer"},
+            "description": "references, pairs, judgments, campaigns, ... in the release",
+        }
+    )
     def get_counts(self, release: Release) -> dict:
         return release.manifest.get("counts", {})
 
@@ -50,9 +56,14 @@ class ReleaseSerializer(serializers.ModelSerializer):
         out = []
         for name in release_files(release.manifest):
             url = reverse("release-file", args=[release.pk, name])
-            out.append({"name": name, "url": request.build_absolute_uri(url) if request else url,
-                        "sha256": None if name == MANIFEST_FILE else described[name].get("sha256"),
-                        "bytes": None if name == MANIFEST_FILE else described[name].get("bytes")})
+            out.append(
+                {
+                    "name": name,
+                    "url": request.build_absolute_uri(url) if request else url,
+                    "sha256": None if name == MANIFEST_FILE else described[name].get("sha256"),
+                    "bytes": None if name == MANIFEST_FILE else described[name].get("bytes"),
+                }
+            )
         return out
 
 

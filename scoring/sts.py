@@ -15,6 +15,7 @@ Command line (the README's figures)::
     python -m scoring.sts import --kind stsb /work/shared/data/stsb/sts-train.csv --campaign stsb-train
     python -m scoring.sts evaluate --regressor stsb --kind stsb /work/shared/data/stsb/sts-dev.csv
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -81,14 +82,18 @@ def sts_import(*, path, kind: str, campaign_name: str):
         tsv = Path(tmp) / "judgments.tsv"
         with open(tsv, "w", encoding="utf-8", newline="") as fh:
             writer = csv.writer(fh, delimiter="\t")
-            writer.writerow(["worker", "reference", "reference_text", "length", "systems", "candidate", "score",
-                             "fluency"])
+            writer.writerow(
+                ["worker", "reference", "reference_text", "length", "systems", "candidate", "score", "fluency"]
+            )
             for p in pairs:
                 ref_id = "s" + hashlib.sha1(p.sentence1.encode("utf-8")).hexdigest()[:16]
-                writer.writerow(["gold", ref_id, p.sentence1, _bucket(p.sentence1), "sts", p.sentence2,
-                                 int(round(p.score)), 2])
-        mapping = {f: f for f in ("worker", "reference", "reference_text", "length", "systems", "candidate",
-                                  "score", "fluency")}
+                writer.writerow(
+                    ["gold", ref_id, p.sentence1, _bucket(p.sentence1), "sts", p.sentence2, int(round(p.score)), 2]
+                )
+        mapping = {
+            f: f
+            for f in ("worker", "reference", "reference_text", "length", "systems", "candidate", "score", "fluency")
+        }
         return import_generic(campaign_name=campaign_name, path=tsv, mapping=mapping)
 
 
@@ -114,10 +119,17 @@ def sts_evaluate(*, regressor_name: str, path, kind: str) -> dict:
     columns = [fb.names.index(name) for name in fitted.features]
     pred = np.clip(fitted.estimator.predict(fb.matrix[keep][:, columns]), 0.0, 100.0)
     gold = gold[keep]
-    out = {"regressor": fitted.name, "file": str(path), "kind": kind, "n": int(keep.sum()),
-           "n_skipped": int((~keep).sum()), "spearman": _rho(gold, pred),
-           "spearman_ci95": bootstrap_interval(gold, pred, np.arange(len(gold)), seed=0),
-           "trained_on": fitted.signature.get("campaign"), "baselines": {}}
+    out = {
+        "regressor": fitted.name,
+        "file": str(path),
+        "kind": kind,
+        "n": int(keep.sum()),
+        "n_skipped": int((~keep).sum()),
+        "spearman": _rho(gold, pred),
+        "spearman_ci95": bootstrap_interval(gold, pred, np.arange(len(gold)), seed=0),
+        "trained_on": fitted.signature.get("campaign"),
+        "baselines": {},
+    }
     for name in BASELINE_FEATURES:
         out["baselines"][name] = _rho(gold, fb.matrix[keep, fb.names.index(name)])
     return out

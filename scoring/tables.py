@@ -5,6 +5,7 @@ are unrounded except in Markdown (2 decimals, "-" for an empty cell; reliability
 The similarity table comes as the raw estimate (ParaBank's) or the bias-corrected one (``zscore``,
 rules in ``scoring.aggregation``); the estimate means nothing for the other tables, so asking for one
 there is an error rather than silently ignored."""
+
 from __future__ import annotations
 
 import io
@@ -18,8 +19,11 @@ from .reliability import reliability
 
 TABLES = {"similarity": similarity_rows, "fluency": fluency_rows, "diversity": diversity_rows}
 REPORT_TABLES = (*TABLES, "reliability")
-TITLES = {"similarity": "Semantic similarity (0-100)", "fluency": "Meaningful and grammatical (%)",
-          "diversity": "BLEU without brevity penalty (lower = more diverse)"}
+TITLES = {
+    "similarity": "Semantic similarity (0-100)",
+    "fluency": "Meaningful and grammatical (%)",
+    "diversity": "BLEU without brevity penalty (lower = more diverse)",
+}
 ZSCORE_TITLE = "Semantic similarity (0-100), bias-corrected (worker z-scores)"
 
 
@@ -34,8 +38,10 @@ def check_estimate(table: str, estimate: str | None) -> str | None:
     if estimate not in ESTIMATES:
         raise EstimateError(f"unknown estimate {estimate!r} (one of {', '.join(ESTIMATES)})")
     if table != "similarity":
-        raise EstimateError(f"the estimate applies only to the similarity table, not {table!r}"
-                            + (" (which reports both estimates)" if table == "reliability" else ""))
+        raise EstimateError(
+            f"the estimate applies only to the similarity table, not {table!r}"
+            + (" (which reports both estimates)" if table == "reliability" else "")
+        )
     return estimate
 
 
@@ -61,9 +67,14 @@ def build_table(campaign: Campaign, table: str, min_judgments: int | None = None
     data = load_campaign(campaign, min_judgments)
     if table == "reliability":
         figures = reliability(data)
-        return {"table": table, **{k: figures.pop(k) for k in ("split_half", "n_candidates", "krippendorff_alpha")},
-                "campaign": campaign.name, "min_judgments": data.min_judgments,
-                "counted_workers": len(data.counted_workers), **figures}
+        return {
+            "table": table,
+            **{k: figures.pop(k) for k in ("split_half", "n_candidates", "krippendorff_alpha")},
+            "campaign": campaign.name,
+            "min_judgments": data.min_judgments,
+            "counted_workers": len(data.counted_workers),
+            **figures,
+        }
     extra = {}
     if table == "similarity" and estimate == "zscore":
         z = zscore_estimates(data)
@@ -75,11 +86,19 @@ def build_table(campaign: Campaign, table: str, min_judgments: int | None = None
             extra = {"estimate": "raw"}
     for row in rows:
         row["name"] = system_name(campaign, row["system"])
-    ordered = [{"system": r["system"], "name": r["name"], **{k: v for k, v in r.items() if k not in ("system", "name")}}
-               for r in rows]
-    return {"table": table, "campaign": campaign.name, "min_judgments": data.min_judgments,
-            "counted_workers": len(data.counted_workers), **extra, "buckets": [str(b) for b in data.buckets],
-            "rows": ordered}
+    ordered = [
+        {"system": r["system"], "name": r["name"], **{k: v for k, v in r.items() if k not in ("system", "name")}}
+        for r in rows
+    ]
+    return {
+        "table": table,
+        "campaign": campaign.name,
+        "min_judgments": data.min_judgments,
+        "counted_workers": len(data.counted_workers),
+        **extra,
+        "buckets": [str(b) for b in data.buckets],
+        "rows": ordered,
+    }
 
 
 def _fmt(value) -> str:
@@ -92,14 +111,21 @@ def _fmt3(value) -> str:
 
 def _markdown_reliability(result: dict) -> str:
     sh = result["split_half"]
-    return "\n".join([
-        f"**Reliability of the similarity judgments** — campaign {result['campaign']}", "",
-        "| Measure | Raw | Bias-corrected (z-score) |", "|---|---:|---:|",
-        f"| Split-half Spearman's rho ({result['n_splits']} splits, {result['n_candidates']} candidates with "
-        f">= {result['min_judgments_per_candidate']} judgments) | {_fmt3(sh['raw'])} | {_fmt3(sh['zscore'])} |",
-        f"| Krippendorff's alpha (interval) | {_fmt3(result['krippendorff_alpha'])} | |", "",
-        f"{result['counted_workers']} counted workers (min. judgments {result['min_judgments']}); "
-        f"{result['workers_sd0']} with SD 0 left out of the z-score estimate.", ""])
+    return "\n".join(
+        [
+            f"**Reliability of the similarity judgments** — campaign {result['campaign']}",
+            "",
+            "| Measure | Raw | Bias-corrected (z-score) |",
+            "|---|---:|---:|",
+            f"| Split-half Spearman's rho ({result['n_splits']} splits, {result['n_candidates']} candidates with "
+            f">= {result['min_judgments_per_candidate']} judgments) | {_fmt3(sh['raw'])} | {_fmt3(sh['zscore'])} |",
+            f"| Krippendorff's alpha (interval) | {_fmt3(result['krippendorff_alpha'])} | |",
+            "",
+            f"{result['counted_workers']} counted workers (min. judgments {result['min_judgments']}); "
+            f"{result['workers_sd0']} with SD 0 left out of the z-score estimate.",
+            "",
+        ]
+    )
 
 
 def render_markdown(result: dict) -> str:
@@ -107,9 +133,12 @@ def render_markdown(result: dict) -> str:
         return _markdown_reliability(result)
     buckets = result["buckets"]
     title = ZSCORE_TITLE if result.get("estimate") == "zscore" else TITLES[result["table"]]
-    lines = [f"**{title}** — campaign {result['campaign']}", "",
-             "| # | System | " + " | ".join(buckets) + " | Avg. |",
-             "|---|---|" + "---:|" * (len(buckets) + 1)]
+    lines = [
+        f"**{title}** — campaign {result['campaign']}",
+        "",
+        "| # | System | " + " | ".join(buckets) + " | Avg. |",
+        "|---|---|" + "---:|" * (len(buckets) + 1),
+    ]
     for row in result["rows"]:
         cells = [row["system"], row["name"].replace("|", "\\|")] + [_fmt(row["by_length"].get(b)) for b in buckets]
         lines.append("| " + " | ".join(cells + [_fmt(row["avg"])]) + " |")
@@ -123,17 +152,28 @@ def render_csv(result: dict) -> str:
     writer = spreadsheet_csv_writer(out, lineterminator="\n")  # opened in spreadsheets; names are imported text
     if result["table"] == "reliability":
         writer.writerow(["measure", "value"])
-        for name, value in (("split_half_raw", result["split_half"]["raw"]),
-                            ("split_half_zscore", result["split_half"]["zscore"]),
-                            ("krippendorff_alpha", result["krippendorff_alpha"]),
-                            ("n_candidates", result["n_candidates"]), ("workers_sd0", result["workers_sd0"]),
-                            ("counted_workers", result["counted_workers"]), ("min_judgments", result["min_judgments"])):
+        for name, value in (
+            ("split_half_raw", result["split_half"]["raw"]),
+            ("split_half_zscore", result["split_half"]["zscore"]),
+            ("krippendorff_alpha", result["krippendorff_alpha"]),
+            ("n_candidates", result["n_candidates"]),
+            ("workers_sd0", result["workers_sd0"]),
+            ("counted_workers", result["counted_workers"]),
+            ("min_judgments", result["min_judgments"]),
+        ):
             writer.writerow([name, "" if value is None else value])
         return out.getvalue()
     buckets = result["buckets"]
     writer.writerow(["system", "name", *buckets, "avg", "std", "n"])
     for row in result["rows"]:
-        writer.writerow([row["system"], row["name"], *["" if row["by_length"].get(b) is None else row["by_length"][b]
-                                                      for b in buckets],
-                         "" if row["avg"] is None else row["avg"], "" if row["std"] is None else row["std"], row["n"]])
+        writer.writerow(
+            [
+                row["system"],
+                row["name"],
+                *["" if row["by_length"].get(b) is None else row["by_length"][b] for b in buckets],
+                "" if row["avg"] is None else row["avg"],
+                "" if row["std"] is None else row["std"],
+                row["n"],
+            ]
+        )
     return out.getvalue()

@@ -1,4 +1,5 @@
 """scoring/'s URLs, mounted at the site root: the release API under api/, the dashboard under research/."""
+
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)
@@ -11,7 +12,8 @@ urlpatterns = [
     path("api/releases/<id:release_id>/files/<str:name>", api.release_file, name="release-file"),
     path("research/campaigns/", views.campaign_list, name="campaign_list"),
     path("research/campaigns/<id:campaign_id>/", views.campaign_dashboard, name="campaign_dashboard"),
-    path("research/campaigns/<id:campaign_id>/tables/<str:table>.<str:fmt>", views.campaign_table,
-         name="campaign_table"),
+    path(
+        "research/campaigns/<id:campaign_id>/tables/<str:table>.<str:fmt>", views.campaign_table, name="campaign_table"
+    ),
     path("research/campaigns/<id:campaign_id>/plots/<str:plot>.png", views.campaign_plot, name="campaign_plot"),
 ]

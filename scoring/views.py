@@ -10,6 +10,7 @@ the dashboard applies it to the similarity table and the similarity plots (its r
 switch is two links, the pages allow no inline script); a download refuses it (400) for a table or plot
 without similarity, as the CLI does.
 """
+
 from __future__ import annotations
 
 import json
@@ -82,8 +83,13 @@ def _display(table: dict) -> dict:
         rows.append({"system": r["system"], "name": r["name"], "cells": cells, "n": r["n"]})
     extra = [f"Lev. {b}" for b in LEVENSHTEIN_BINS] if table["table"] == "diversity" else ["SD"]
     title = ZSCORE_TITLE if table.get("estimate") == "zscore" else TITLES[table["table"]]
-    return {"name": table["table"], "title": title, "headers": table["buckets"] + ["Avg."] + extra,
-            "rows": rows, "workers_sd0": table.get("workers_sd0") if table.get("estimate") == "zscore" else None}
+    return {
+        "name": table["table"],
+        "title": title,
+        "headers": table["buckets"] + ["Avg."] + extra,
+        "rows": rows,
+        "workers_sd0": table.get("workers_sd0") if table.get("estimate") == "zscore" else None,
+    }
 
 
 PLOT_TITLES = {
@@ -102,24 +108,42 @@ def _money(value, currency: str) -> str:
 
 
 def _cost_rows(campaign: Campaign) -> list[dict]:
-    return [{"label": c.label, "provider": c.provider, "status": c.status, "slots": c.slots, "approved": c.approved,
-             "awaiting": c.awaiting, "estimate": _money(c.estimate, c.currency) if c.estimate is not None else c.note,
-             "spent": _money(c.spent, c.currency), "bonuses": _money(c.bonuses_sent, c.currency),
-             "awaiting_cost": _money(c.awaiting_cost, c.currency), "total": _money(c.spent_total, c.currency)}
-            for c in campaign_batch_costs(campaign)]
+    return [
+        {
+            "label": c.label,
+            "provider": c.provider,
+            "status": c.status,
+            "slots": c.slots,
+            "approved": c.approved,
+            "awaiting": c.awaiting,
+            "estimate": _money(c.estimate, c.currency) if c.estimate is not None else c.note,
+            "spent": _money(c.spent, c.currency),
+            "bonuses": _money(c.bonuses_sent, c.currency),
+            "awaiting_cost": _money(c.awaiting_cost, c.currency),
+            "total": _money(c.spent_total, c.currency),
+        }
+        for c in campaign_batch_costs(campaign)
+    ]
 
 
 def _rater_rows(campaign: Campaign) -> list[dict]:
     rows = []
     for r in campaign_rater_figures(campaign):
         rate = r.attention_pass_rate
-        rows.append({"label": rater_label(r.worker_id), "worker_id": r.worker_id, "disqualified": r.disqualified,
-                     "judgments": r.judgments,
-                     "attention": f"{r.attention_passed}/{r.attention_checks}" + (f" ({rate:.0%})" if rate is not None
-                                                                                  else ""),
-                     "degraded_checks": r.degraded_checks,
-                     "degraded_p": "untested" if r.degraded_p is None else f"{r.degraded_p:.3g}",
-                     "real_mean": _fmt(r.real_mean), "degraded_mean": _fmt(r.degraded_mean)})
+        rows.append(
+            {
+                "label": rater_label(r.worker_id),
+                "worker_id": r.worker_id,
+                "disqualified": r.disqualified,
+                "judgments": r.judgments,
+                "attention": f"{r.attention_passed}/{r.attention_checks}"
+                + (f" ({rate:.0%})" if rate is not None else ""),
+                "degraded_checks": r.degraded_checks,
+                "degraded_p": "untested" if r.degraded_p is None else f"{r.degraded_p:.3g}",
+                "real_mean": _fmt(r.real_mean),
+                "degraded_mean": _fmt(r.degraded_mean),
+            }
+        )
     return rows
 
 
@@ -142,32 +166,57 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
         minimum, estimate = _min_judgments(request), _estimate(request)
     except _BadParameter as exc:
         return HttpResponseBadRequest(str(exc))
-    tables = {name: build_table(campaign, name, minimum, estimate if name == "similarity" else None)
-              for name in TABLES}
+    tables = {name: build_table(campaign, name, minimum, estimate if name == "similarity" else None) for name in TABLES}
     rel = build_table(campaign, "reliability", minimum)
 
     def query(name: str) -> str:  # the estimate travels with what shows similarity
         return _query(minimum, estimate if name.startswith("similarity") else None)
 
-    downloads = [{"label": f"{name} table ({fmt.upper()})"
-                  + (" · bias-corrected" if name == "similarity" and estimate == "zscore" else ""),
-                  "url": reverse("campaign_table", args=[campaign.pk, name, fmt]) + query(name)}
-                 for name in REPORT_TABLES for fmt in ("csv", "json")]
-    plots = [{"name": p, "title": PLOT_TITLES[p], "url": reverse("campaign_plot", args=[campaign.pk, p]) + query(p)}
-             for p in PLOTS]
+    downloads = [
+        {
+            "label": f"{name} table ({fmt.upper()})"
+            + (" · bias-corrected" if name == "similarity" and estimate == "zscore" else ""),
+            "url": reverse("campaign_table", args=[campaign.pk, name, fmt]) + query(name),
+        }
+        for name in REPORT_TABLES
+        for fmt in ("csv", "json")
+    ]
+    plots = [
+        {"name": p, "title": PLOT_TITLES[p], "url": reverse("campaign_plot", args=[campaign.pk, p]) + query(p)}
+        for p in PLOTS
+    ]
     here = reverse("campaign_dashboard", args=[campaign.pk])
-    switch = [{"label": label, "url": here + _query(minimum, None if name == "raw" else name),
-               "current": (estimate or "raw") == name}
-              for name, label in zip(ESTIMATES, ("raw", "bias-corrected (worker z-scores)"))]
+    switch = [
+        {
+            "label": label,
+            "url": here + _query(minimum, None if name == "raw" else name),
+            "current": (estimate or "raw") == name,
+        }
+        for name, label in zip(ESTIMATES, ("raw", "bias-corrected (worker z-scores)"))
+    ]
     sh = rel["split_half"]
-    reliability = {"raw": _fmt3(sh["raw"]), "zscore": _fmt3(sh["zscore"]), "alpha": _fmt3(rel["krippendorff_alpha"]),
-                   "n_candidates": rel["n_candidates"], "n_splits": rel["n_splits"], "workers_sd0": rel["workers_sd0"],
-                   "min_per_candidate": rel["min_judgments_per_candidate"]}
-    context = {"campaign": campaign, "tables": [_display(t) for t in tables.values()], "plots": plots,
-               "downloads": downloads, "min_judgments": tables["similarity"]["min_judgments"],
-               "counted_workers": tables["similarity"]["counted_workers"], "estimate": estimate or "raw",
-               "switch": switch, "reliability": reliability, "costs": _cost_rows(campaign),
-               "raters": _rater_rows(campaign)}
+    reliability = {
+        "raw": _fmt3(sh["raw"]),
+        "zscore": _fmt3(sh["zscore"]),
+        "alpha": _fmt3(rel["krippendorff_alpha"]),
+        "n_candidates": rel["n_candidates"],
+        "n_splits": rel["n_splits"],
+        "workers_sd0": rel["workers_sd0"],
+        "min_per_candidate": rel["min_judgments_per_candidate"],
+    }
+    context = {
+        "campaign": campaign,
+        "tables": [_display(t) for t in tables.values()],
+        "plots": plots,
+        "downloads": downloads,
+        "min_judgments": tables["similarity"]["min_judgments"],
+        "counted_workers": tables["similarity"]["counted_workers"],
+        "estimate": estimate or "raw",
+        "switch": switch,
+        "reliability": reliability,
+        "costs": _cost_rows(campaign),
+        "raters": _rater_rows(campaign),
+    }
     return render(request, "scoring/campaign_dashboard.html", context)
 
 
@@ -202,17 +251,20 @@ def campaign_plot(request: HttpRequest, campaign_id: int, plot: str) -> HttpResp
     except _BadParameter as exc:
         return HttpResponseBadRequest(str(exc))
     if plot == "similarity-diversity":
-        png = similarity_vs_diversity_png(build_table(campaign, "similarity", minimum, estimate),
-                                          build_table(campaign, "diversity", minimum))
+        png = similarity_vs_diversity_png(
+            build_table(campaign, "similarity", minimum, estimate), build_table(campaign, "diversity", minimum)
+        )
     elif plot == "cost-per-batch":
         png = cost_png(campaign_batch_costs(campaign))
     elif plot == "reliability":
         data = load_campaign(campaign, minimum)
         png = reliability_png(reliability_figures(data), split_rhos(data))
     elif plot == "raters":
-        png = raters_png(campaign_rater_figures(campaign),
-                         min_pass_rate=1 - float(campaign.setting("max_attention_failure_rate")),
-                         p_max=float(campaign.setting("degraded_p_max")))
+        png = raters_png(
+            campaign_rater_figures(campaign),
+            min_pass_rate=1 - float(campaign.setting("max_attention_failure_rate")),
+            p_max=float(campaign.setting("degraded_p_max")),
+        )
     else:
         png = by_length_png(build_table(campaign, plot.split("-")[0], minimum, estimate))
     response = HttpResponse(png, content_type="image/png")

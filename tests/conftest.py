@@ -1,5 +1,6 @@
 """Shared fixtures. Backends come from DATABASE_URL / CELERY_BROKER_URL (SQLite and the embedded broker
 when unset); every run has its own var/ directory (see config/settings/test.py)."""
+
 from __future__ import annotations
 
 import os
@@ -45,13 +46,37 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     work that a worker cannot see (their rows sit in an uncommitted test transaction)."""
     with django_db_blocker.unblock():
         database_url = _database_url_of_test_db()
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", DATABASE_URL=database_url,
-               PARAFORGE_VAR_DIR=str(settings.VAR_DIR), CELERY_BROKER_URL=settings.CELERY_BROKER_URL)
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DATABASE_URL=database_url,
+        PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+    )
     log = open(Path(settings.VAR_DIR) / "celery-worker.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-P", "solo",
-         "--without-gossip", "--without-mingle", "-n", f"test-{os.getpid()}@%h", "-l", "INFO"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "cpu,gpu",
+            "-P",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"test-{os.getpid()}@%h",
+            "-l",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     from jobs.execution import workers_available
 

@@ -1,5 +1,6 @@
 """Screenshots of the browser tests' pages for the README (``docs/screens/``): taken only when
 ``PARAFORGE_SCREENSHOTS`` names a folder, e.g. ``PARAFORGE_SCREENSHOTS=docs/screens scripts/test -m browser``."""
+
 from __future__ import annotations
 
 import os

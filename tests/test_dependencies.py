@@ -1,5 +1,6 @@
 """Dependencies follow the data flow generation -> annotation -> scoring, with shared infrastructure
 (infra/, jobs/) below all three: a module that imports against it fails here, naming the file and line."""
+
 from __future__ import annotations
 
 import ast
@@ -26,18 +27,21 @@ def _imports(app: str) -> list[tuple[str, int, str]]:
 
 
 def _offending(app: str, forbidden: tuple[str, ...]) -> list[str]:
-    return [f"{file}:{line}: imports {module}" for file, line, module in _imports(app)
-            if module.split(".")[0] in forbidden]
+    return [
+        f"{file}:{line}: imports {module}" for file, line, module in _imports(app) if module.split(".")[0] in forbidden
+    ]
 
 
-@pytest.mark.parametrize("app, forbidden", [
-    ("generation", ("annotation", "scoring", "frontend")),
-    ("annotation", ("scoring", "frontend")),
-    ("scoring", ("frontend",)),
-    ("infra", ("jobs",) + DOMAIN_APPS),
-    ("jobs", DOMAIN_APPS),
-    ("limits", ("jobs",) + DOMAIN_APPS),
-])
+@pytest.mark.parametrize(
+    "app, forbidden",
+    [
+        ("generation", ("annotation", "scoring", "frontend")),
+        ("annotation", ("scoring", "frontend")),
+        ("scoring", ("frontend",)),
+        ("infra", ("jobs",) + DOMAIN_APPS),
+        ("jobs", DOMAIN_APPS),
+        ("limits", ("jobs",) + DOMAIN_APPS),
+    ],
+)
 def test_no_import_against_the_data_flow(app, forbidden):
     assert _offending(app, forbidden) == []
-

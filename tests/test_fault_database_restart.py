@@ -6,6 +6,7 @@ payload, never a hang); clients retry a failed request with the same payload unt
 afterwards the database holds each acknowledged assignment exactly once with all its judgments.
 Runs on PostgreSQL only (a SQLite file cannot be restarted); the PostgreSQL pass of the suite covers it.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,13 +30,20 @@ from tests.annotation.builders import items_by_key, payload, published_batch, sa
 
 CLUSTERS = Path("/etc/postgresql")
 _DB = django_settings.DATABASES["default"]
-_LOCAL_POSTGRES = (_DB["ENGINE"].endswith("postgresql") and (_DB.get("HOST") or "localhost") in
-                   ("127.0.0.1", "localhost", "::1") and shutil.which("pg_ctlcluster") is not None
-                   and CLUSTERS.is_dir() and any(CLUSTERS.iterdir()) and os.geteuid() == 0)
+_LOCAL_POSTGRES = (
+    _DB["ENGINE"].endswith("postgresql")
+    and (_DB.get("HOST") or "localhost") in ("127.0.0.1", "localhost", "::1")
+    and shutil.which("pg_ctlcluster") is not None
+    and CLUSTERS.is_dir()
+    and any(CLUSTERS.iterdir())
+    and os.geteuid() == 0
+)
 
 needs_local_postgres = pytest.mark.skipif(
-    not _LOCAL_POSTGRES, reason="restarting the database needs a local PostgreSQL cluster run by pg_ctlcluster "
-    "as root (SQLite here); the PostgreSQL pass of the suite runs it")
+    not _LOCAL_POSTGRES,
+    reason="restarting the database needs a local PostgreSQL cluster run by pg_ctlcluster "
+    "as root (SQLite here); the PostgreSQL pass of the suite runs it",
+)
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.filterwarnings("ignore:No directory at:UserWarning"),  # WhiteNoise: no collected static files
@@ -59,8 +67,14 @@ def _postgres_accepts(timeout_s: float) -> bool:
         try:
             with socket.create_connection(("127.0.0.1", int(_DB.get("PORT") or 5432)), timeout=1):
                 pass
-            with psycopg.connect(host="127.0.0.1", port=int(_DB.get("PORT") or 5432), user=_DB.get("USER") or None,
-                                 password=_DB.get("PASSWORD") or None, dbname="postgres", connect_timeout=2) as c:
+            with psycopg.connect(
+                host="127.0.0.1",
+                port=int(_DB.get("PORT") or 5432),
+                user=_DB.get("USER") or None,
+                password=_DB.get("PASSWORD") or None,
+                dbname="postgres",
+                connect_timeout=2,
+            ) as c:
                 c.execute("SELECT 1")
             return True
         except (OSError, psycopg.Error):
@@ -76,8 +90,12 @@ def _ensure_postgres_running() -> None:
 
 def _post(url: str, body: dict) -> tuple[int | str, dict | str, float]:
     """(status or error kind, decoded body, seconds); never raises."""
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+    )
     started = time.monotonic()
     try:
         with urllib.request.urlopen(request, timeout=CLIENT_TIMEOUT_S) as response:
@@ -101,8 +119,11 @@ def test_acknowledged_submissions_survive_a_database_restart(live_server, settin
     campaign = sample_campaign("restart", buckets=(5,), refs_per_bucket=6, candidates=5)
     batch = published_batch(campaign, attention_rate=0, assignments=8, lengths=(5,), per_length=6)
     hits = list(batch.hits.order_by("pk"))
-    jobs = [(hit, payload(hit, assignment_id=f"A-{hit.pk}-{k}", worker_id=f"W-{hit.pk}-{k}", score=40 + k))
-            for hit in hits for k in range(hit.max_assignments)]
+    jobs = [
+        (hit, payload(hit, assignment_id=f"A-{hit.pk}-{k}", worker_id=f"W-{hit.pk}-{k}", score=40 + k))
+        for hit in hits
+        for k in range(hit.max_assignments)
+    ]
     assert len(jobs) >= 40
     expected_judgments = {body["assignment_id"]: len(body["judgments"]) for _, body in jobs}
     connections.close_all()  # this thread's connection dies with the restart; reopened afterwards
@@ -154,7 +175,9 @@ def test_acknowledged_submissions_survive_a_database_restart(live_server, settin
     statuses = [a[0] for a in attempts]
     failures = [a for a in attempts if a[0] not in (200, 201)]
     assert not [a for a in attempts if not isinstance(a[0], int) or 400 <= a[0] < 500], (
-        "a valid submission got a 4xx, a timeout or no answer", failures[:5])
+        "a valid submission got a 4xx, a timeout or no answer",
+        failures[:5],
+    )
     assert failures, "no request failed: the restart did not overlap the submissions"
     for status, answer, elapsed in failures:  # a clean answer a client can act on, not an HTML page
         assert status in (500, 503) and isinstance(answer, dict) and answer.get("detail"), (status, answer)
@@ -176,9 +199,11 @@ def test_acknowledged_submissions_survive_a_database_restart(live_server, settin
         assert got == sorted((items[j["item"]].candidate_id, j["score"], j["fluency"]) for j in body["judgments"])
         assert len(got) == expected_judgments[body["assignment_id"]]
     assert Judgment.objects.filter(assignment__hit__batch=batch).count() == sum(expected_judgments.values())
-    print(f"{len(jobs)} submissions, {len(attempts)} requests: "
-          f"{statuses.count(201)} x 201, {statuses.count(200)} x 200, "
-          f"{sum(1 for s in statuses if isinstance(s, int) and s >= 500)} x 5xx")
+    print(
+        f"{len(jobs)} submissions, {len(attempts)} requests: "
+        f"{statuses.count(201)} x 201, {statuses.count(200)} x 200, "
+        f"{sum(1 for s in statuses if isinstance(s, int) and s >= 500)} x 5xx"
+    )
 
 
 def test_a_lost_connection_is_a_503_json_and_the_retry_is_saved(client, settings):

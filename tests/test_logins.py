@@ -1,6 +1,7 @@
 """Logins (/annotate/login/ and /admin/login/): django-axes locks a username and an address out after
 AXES_FAILURE_LIMIT wrong passwords, and PARAFORGE_LOGIN_RATE refuses login POSTs per address before any
 password is hashed (limits/middleware.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,8 +30,10 @@ class CountingHasher(MD5PasswordHasher):
 @pytest.fixture
 def users(django_user_model):
     # staff, so that the admin login lets them in too
-    return {name: django_user_model.objects.create_user(name, password=f"right-{name}", is_staff=True)
-            for name in ("alice", "bob")}
+    return {
+        name: django_user_model.objects.create_user(name, password=f"right-{name}", is_staff=True)
+        for name in ("alice", "bob")
+    }
 
 
 def login(url: str, username: str, password: str, address: str, **extra):
@@ -61,10 +64,13 @@ def test_a_locked_out_address_is_the_one_behind_the_trusted_proxy(users, setting
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
     for i in range(3):  # a client rotating the part of X-Forwarded-For that it writes itself
         login("/annotate/login/", f"nobody-{i}", "guess", "10.0.0.1", HTTP_X_FORWARDED_FOR=f"1.2.3.{i}, 203.0.113.9")
-    assert login("/annotate/login/", "bob", "right-bob", "10.0.0.1",
-                 HTTP_X_FORWARDED_FOR="1.2.3.99, 203.0.113.9")[0].status_code == 429
-    assert login("/annotate/login/", "bob", "right-bob", "10.0.0.1",
-                 HTTP_X_FORWARDED_FOR="203.0.113.10")[1]
+    assert (
+        login("/annotate/login/", "bob", "right-bob", "10.0.0.1", HTTP_X_FORWARDED_FOR="1.2.3.99, 203.0.113.9")[
+            0
+        ].status_code
+        == 429
+    )
+    assert login("/annotate/login/", "bob", "right-bob", "10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.10")[1]
 
 
 @pytest.mark.parametrize("url", LOGIN_URLS)
@@ -88,4 +94,3 @@ def test_login_posts_past_the_rate_are_refused_before_any_password_is_hashed(url
     assert Client().get(url, REMOTE_ADDR="198.51.100.7").status_code == 200
     response, logged_in = login(url, "alice", "right-alice", "198.51.100.8")
     assert response.status_code == 302 and logged_in
-

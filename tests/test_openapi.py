@@ -6,6 +6,7 @@ answer must be no 5xx, a documented status and content type, and a body that fit
 Each generated request is also sent with its ids pointed at real rows (and, for submissions, a valid
 token and the HIT's candidates), so the success answers are checked too, not only the 403s and 404s.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,15 +49,19 @@ def rows(live_server, storage_dir, tmp_path, settings, client) -> Rows:
     settings.ANNOTATION_SUBMISSION_RATE = settings.ANNOTATION_SUBMISSION_IP_RATE = "1000000/min"
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=2, candidates=5)
     batch = published_batch(campaign, attention_rate=0)
-    job = Job.objects.create(kind="score_resource", status=JobStatus.SUCCEEDED, total_chunks=0,
-                             result={"pairs": 3})
+    job = Job.objects.create(kind="score_resource", status=JobStatus.SUCCEEDED, total_chunks=0, result={"pairs": 3})
     resource = build_resource()
     score_with(resource, make_regressor(), OverlapScorer())
     release = release_export(resource=resource, out_dir=tmp_path / "v1")
     staff = get_user_model().objects.create_superuser("staff", password="pw")
     client.force_login(staff)
-    return Rows(hit=batch.hits.order_by("pk").first(), batch_id=batch.pk, job_id=job.pk, release=release,
-                staff_cookies={"sessionid": client.cookies["sessionid"].value})
+    return Rows(
+        hit=batch.hits.order_by("pk").first(),
+        batch_id=batch.pk,
+        job_id=job.pk,
+        release=release,
+        staff_cookies={"sessionid": client.cookies["sessionid"].value},
+    )
 
 
 def _description() -> dict:
@@ -80,16 +85,24 @@ def _real_ids(case, rows: Rows):
         names = release_files(rows.release.manifest)
         path["name"] = names[len(str(path["name"])) % len(names)]
     body = case.body
-    if isinstance(body, dict) and {"assignment_id", "worker_id"} <= set(body) and \
-            all(isinstance(body[k], str) for k in ("assignment_id", "worker_id")):
-        body = dict(body, token=submission_token_make(hit_id=rows.hit.pk, assignment_id=body["assignment_id"],
-                                                        worker_id=body["worker_id"]))
+    if (
+        isinstance(body, dict)
+        and {"assignment_id", "worker_id"} <= set(body)
+        and all(isinstance(body[k], str) for k in ("assignment_id", "worker_id"))
+    ):
+        body = dict(
+            body,
+            token=submission_token_make(
+                hit_id=rows.hit.pk, assignment_id=body["assignment_id"], worker_id=body["worker_id"]
+            ),
+        )
         judgments = body.get("judgments")
         if isinstance(judgments, list) and judgments and all(isinstance(j, dict) for j in judgments):
             candidates = rows.hit.items.order_by("position").values_list("candidate_id", flat=True)
             body["judgments"] = [dict(judgments[k % len(judgments)], candidate=c) for k, c in enumerate(candidates)]
-    return case.operation.Case(path_parameters=path, query=case.query, headers=case.headers, body=body,
-                               media_type=case.media_type)
+    return case.operation.Case(
+        path_parameters=path, query=case.query, headers=case.headers, body=body, media_type=case.media_type
+    )
 
 
 @schema.parametrize()
@@ -121,6 +134,7 @@ def test_the_description_is_public_openapi_3_and_covers_every_api_url(client):
                 yield from api_routes(p, route)
             elif route.startswith("api/") and not route.startswith("api/schema/"):
                 yield "/" + re.sub(r"<[^>]+>", "X", route)
+
     assert set(api_routes(get_resolver())) == documented
 
 
@@ -141,11 +155,17 @@ def test_swagger_ui_runs_under_the_csp_from_our_own_files_and_shows_every_operat
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            page.add_init_script("document.addEventListener('securitypolicyviolation', e => "
-                                 "console.error('CSP ' + e.violatedDirective + ' ' + e.blockedURI))")
+            page.add_init_script(
+                "document.addEventListener('securitypolicyviolation', e => "
+                "console.error('CSP ' + e.violatedDirective + ' ' + e.blockedURI))"
+            )
             page.on("request", lambda r: requested.append(r.url))
-            page.on("console", lambda m: (violations if m.text.startswith("CSP ") else errors).append(m.text)
-                    if m.type == "error" else None)
+            page.on(
+                "console",
+                lambda m: (
+                    (violations if m.text.startswith("CSP ") else errors).append(m.text) if m.type == "error" else None
+                ),
+            )
             page.on("pageerror", lambda e: errors.append(str(e)))
             response = page.goto(f"{live_server.url}/api/schema/ui/")
             assert "script-src 'self'" in response.headers["content-security-policy"]
@@ -153,9 +173,13 @@ def test_swagger_ui_runs_under_the_csp_from_our_own_files_and_shows_every_operat
                 page.wait_for_selector(".opblock", timeout=20_000)
             except PlaywrightTimeout:
                 pass  # nothing shown: the assertions below say why
-            shown = [(b.locator(".opblock-summary-method").inner_text().strip(),
-                      b.locator(".opblock-summary-path").get_attribute("data-path"))
-                     for b in page.locator(".opblock").all()]
+            shown = [
+                (
+                    b.locator(".opblock-summary-method").inner_text().strip(),
+                    b.locator(".opblock-summary-path").get_attribute("data-path"),
+                )
+                for b in page.locator(".opblock").all()
+            ]
             title = page.locator(".info h1.title").all_inner_texts()
         finally:
             browser.close()

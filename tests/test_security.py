@@ -1,5 +1,6 @@
 """Production settings: `check --deploy` clean, secrets only from the environment; staff-only pages stay
 staff-only."""
+
 from __future__ import annotations
 
 import os
@@ -20,11 +21,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def production(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
     """``manage.py ARGV`` under config.settings.production, with exactly the environment given."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PARAFORGE_"))}
-    base.update(DJANGO_SETTINGS_MODULE="config.settings.production", PARAFORGE_VAR_DIR=str(tmp_path / "var"),
-                DATABASE_URL="", CELERY_BROKER_URL="filesystem://localhost/")
+    base.update(
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        PARAFORGE_VAR_DIR=str(tmp_path / "var"),
+        DATABASE_URL="",
+        CELERY_BROKER_URL="filesystem://localhost/",
+    )
     base.update(env)
-    return subprocess.run([sys.executable, "manage.py", *argv], cwd=ROOT, env=base, capture_output=True,
-                          text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "manage.py", *argv], cwd=ROOT, env=base, capture_output=True, text=True, timeout=180
+    )
 
 
 def good_env(**extra: str) -> dict[str, str]:
@@ -38,13 +44,21 @@ def test_check_deploy_is_clean_under_production_settings(tmp_path):
     assert "System check identified no issues" in result.stdout
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"DJANGO_ALLOWED_HOSTS": "paraforge.example.org"}, "DJANGO_SECRET_KEY must be set"),
-    ({"DJANGO_SECRET_KEY": "too-short", "DJANGO_ALLOWED_HOSTS": "paraforge.example.org"},
-     "DJANGO_SECRET_KEY must be set"),
-    ({"DJANGO_SECRET_KEY": secrets.token_urlsafe(64)}, "DJANGO_ALLOWED_HOSTS must name"),
-    ({"DJANGO_SECRET_KEY": secrets.token_urlsafe(64), "DJANGO_ALLOWED_HOSTS": ""}, "DJANGO_ALLOWED_HOSTS must name"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"DJANGO_ALLOWED_HOSTS": "paraforge.example.org"}, "DJANGO_SECRET_KEY must be set"),
+        (
+            {"DJANGO_SECRET_KEY": "too-short", "DJANGO_ALLOWED_HOSTS": "paraforge.example.org"},
+            "DJANGO_SECRET_KEY must be set",
+        ),
+        ({"DJANGO_SECRET_KEY": secrets.token_urlsafe(64)}, "DJANGO_ALLOWED_HOSTS must name"),
+        (
+            {"DJANGO_SECRET_KEY": secrets.token_urlsafe(64), "DJANGO_ALLOWED_HOSTS": ""},
+            "DJANGO_ALLOWED_HOSTS must name",
+        ),
+    ],
+)
 def test_production_refuses_to_start_without_its_secrets_from_the_environment(tmp_path, env, message):
     # A key left in var/ by the embedded default must not stand in for the environment's.
     (tmp_path / "var").mkdir()
@@ -56,10 +70,12 @@ def test_production_refuses_to_start_without_its_secrets_from_the_environment(tm
 
 @pytest.mark.slow
 def test_production_settings_never_debug_and_keep_cookies_and_transport_secure(tmp_path):
-    code = ("from django.conf import settings as s; "
-            "print(s.DEBUG, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_SSL_REDIRECT, "
-            "s.SECURE_HSTS_SECONDS > 0, s.ALLOWED_HOSTS, "
-            "s.SECRET_KEY == __import__('os').environ['DJANGO_SECRET_KEY'])")
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.DEBUG, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_SSL_REDIRECT, "
+        "s.SECURE_HSTS_SECONDS > 0, s.ALLOWED_HOSTS, "
+        "s.SECRET_KEY == __import__('os').environ['DJANGO_SECRET_KEY'])"
+    )
     result = production(tmp_path, "shell", "-c", code, **good_env(DJANGO_DEBUG="1"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "False True True True True ['paraforge.example.org'] True"
@@ -78,6 +94,7 @@ def test_no_secret_is_written_in_the_settings_or_deployment_files():
 
 
 # --- staff-only pages ---------------------------------------------------------------------------------
+
 
 def _routes(resolver: URLResolver, prefix: str = "") -> list[str]:
     found = []
@@ -111,8 +128,7 @@ def annotator(db):
     return get_user_model().objects.create_user("annotator", password="pw-annotator-1")
 
 
-STAFF_PERMS = ["view_job", "view_batch", "view_hit", "view_assignment", "view_judgment", "view_campaign",
-               "view_corpus"]
+STAFF_PERMS = ["view_job", "view_batch", "view_hit", "view_assignment", "view_judgment", "view_campaign", "view_corpus"]
 
 
 @pytest.fixture
@@ -154,11 +170,16 @@ def test_staff_without_model_permissions_see_no_worker_data(client, bare_staff):
 
     batch = published_batch(sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5), attention_rate=0)
     worker = Worker.objects.create(provider="mturk", external_id="A1WORKERSECRET")
-    Assignment.objects.create(campaign=batch.campaign, hit=batch.hits.get(), worker=worker, provider="mturk",
-                              external_assignment_id="ASG1")
+    Assignment.objects.create(
+        campaign=batch.campaign, hit=batch.hits.get(), worker=worker, provider="mturk", external_assignment_id="ASG1"
+    )
     client.force_login(bare_staff)
-    for url in [f"/api/batches/{batch.pk}/results.csv", f"/api/batches/{batch.pk}/hits/", "/api/jobs/1/",
-                *research_urls()]:
+    for url in [
+        f"/api/batches/{batch.pk}/results.csv",
+        f"/api/batches/{batch.pk}/hits/",
+        "/api/jobs/1/",
+        *research_urls(),
+    ]:
         response = client.get(url)
         assert response.status_code == 403, f"{url} -> {response.status_code}"
         assert b"A1WORKERSECRET" not in response.content

@@ -1,6 +1,7 @@
 """What a visitor's browser or spreadsheet does with our pages and files: work is posted to MTurk only,
 exported text never runs as a formula, no page runs a script that is not ours (Content-Security-Policy),
 and annotators can log out."""
+
 from __future__ import annotations
 
 import csv
@@ -53,7 +54,8 @@ class _ScriptFinder(HTMLParser):
             if name.startswith("on"):
                 self.inline.append(f"<{tag} {name}=...>")
             if name in ("href", "src", "action", "formaction") and (value or "").strip().lower().startswith(
-                    "javascript:"):
+                "javascript:"
+            ):
                 self.inline.append(f"<{tag} {name}={value}>")
 
     def handle_endtag(self, tag):
@@ -122,15 +124,19 @@ def test_a_crafted_turk_submit_to_gives_no_external_submit_url():
 def test_mturk_submit_hosts_give_exactly_their_external_submit_url(settings):
     assert external_submit_url("https://www.mturk.com") == "https://www.mturk.com/mturk/externalSubmit"
     assert external_submit_url("https://www.mturk.com/") == "https://www.mturk.com/mturk/externalSubmit"
-    assert external_submit_url("https://workersandbox.mturk.com") == \
-        "https://workersandbox.mturk.com/mturk/externalSubmit"
-    assert external_submit_url("HTTPS://WorkerSandbox.MTurk.com/") == \
-        "https://workersandbox.mturk.com/mturk/externalSubmit"
+    assert (
+        external_submit_url("https://workersandbox.mturk.com") == "https://workersandbox.mturk.com/mturk/externalSubmit"
+    )
+    assert (
+        external_submit_url("HTTPS://WorkerSandbox.MTurk.com/")
+        == "https://workersandbox.mturk.com/mturk/externalSubmit"
+    )
     # the allow-list is the setting's: a host it does not name is refused
     settings.ANNOTATION_TURK_SUBMIT_HOSTS = ["workersandbox.mturk.com"]
     assert external_submit_url("https://www.mturk.com") is None
-    assert external_submit_url("https://workersandbox.mturk.com") == \
-        "https://workersandbox.mturk.com/mturk/externalSubmit"
+    assert (
+        external_submit_url("https://workersandbox.mturk.com") == "https://workersandbox.mturk.com/mturk/externalSubmit"
+    )
 
 
 @pytest.fixture
@@ -140,8 +146,9 @@ def mturk_hit(db):
 
 
 def open_slider(client, hit, turk_submit_to):
-    return client.get(f"/hits/{hit.pk}/", {"assignmentId": "A1", "hitId": "3HIT", "workerId": "W1",
-                                           "turkSubmitTo": turk_submit_to})
+    return client.get(
+        f"/hits/{hit.pk}/", {"assignmentId": "A1", "hitId": "3HIT", "workerId": "W1", "turkSubmitTo": turk_submit_to}
+    )
 
 
 @pytest.mark.django_db
@@ -171,14 +178,25 @@ def test_results_csv_neutralises_formulas_from_workers_and_keeps_numbers(admin_c
     worker = Worker.objects.create(provider=batch.provider, external_id="+cmd|' /C calc'!A0")
     now = timezone.now()
     assignment = Assignment.objects.create(
-        campaign=batch.campaign, hit=mturk_hit, worker=worker, provider=batch.provider,
-        external_assignment_id="@SUM(1+1)", status=AssignmentStatus.SUBMITTED,
-        accepted_at=now - timedelta(seconds=42), submitted_at=now,
-        comment=FORMULA_COMMENT + ";-2+3;@x")
+        campaign=batch.campaign,
+        hit=mturk_hit,
+        worker=worker,
+        provider=batch.provider,
+        external_assignment_id="@SUM(1+1)",
+        status=AssignmentStatus.SUBMITTED,
+        accepted_at=now - timedelta(seconds=42),
+        submitted_at=now,
+        comment=FORMULA_COMMENT + ";-2+3;@x",
+    )
     items = list(mturk_hit.items.order_by("position").select_related("candidate"))
     for k, item in enumerate(items):
-        Judgment.objects.create(assignment=assignment, worker=worker, candidate=item.candidate,
-                                score=None if k == 0 else 10 * k, fluency=0 if k == 0 else 2)
+        Judgment.objects.create(
+            assignment=assignment,
+            worker=worker,
+            candidate=item.candidate,
+            score=None if k == 0 else 10 * k,
+            fluency=0 if k == 0 else 2,
+        )
     # corpus text is user-supplied too
     items[1].candidate.text = "-1+1"
     items[1].candidate.save()
@@ -193,7 +211,7 @@ def test_results_csv_neutralises_formulas_from_workers_and_keeps_numbers(admin_c
     assert read["Input.cand2"] == "'-1+1"
     assert read["Answer.cand1_fluency"] == "0" and read["Answer.cand2_score"] == "10"
     # text with a separator in it is one quoted cell: another separator cannot start a formula cell
-    assert '"\'' + FORMULA_COMMENT.replace('"', '""') + ';-2+3;@x"' in text
+    assert "\"'" + FORMULA_COMMENT.replace('"', '""') + ';-2+3;@x"' in text
     # numbers stay numbers (unquoted, unprefixed)
     header, row = spreadsheet_cells(text)
     cell = dict(zip(header, row))
@@ -206,9 +224,11 @@ def test_results_csv_neutralises_formulas_from_workers_and_keeps_numbers(admin_c
 def test_result_table_downloads_neutralise_imported_system_names(admin_client, tmp_path):
     import_contract(tmp_path, cands=CANDS)
     campaign = Campaign.objects.get(name="contract")
-    campaign.settings = {**campaign.settings, "min_judgments_per_worker": 0,
-                         "system_names": {**campaign.settings["system_names"], "17": "=1+cmd|' /C calc'!A0",
-                                          "21": "-2"}}
+    campaign.settings = {
+        **campaign.settings,
+        "min_judgments_per_worker": 0,
+        "system_names": {**campaign.settings["system_names"], "17": "=1+cmd|' /C calc'!A0", "21": "-2"},
+    }
     campaign.save()
     response = admin_client.get(f"/research/campaigns/{campaign.pk}/tables/similarity.csv")
     assert response.status_code == 200
@@ -223,6 +243,7 @@ def test_result_table_downloads_neutralise_imported_system_names(admin_client, t
 
 # --- 9. Content-Security-Policy ---------------------------------------------------------------------
 
+
 @pytest.fixture
 def annotator(db):
     return get_user_model().objects.create_user("ann", password="pw-ann-123456")
@@ -236,8 +257,10 @@ def local_assignment(annotator):
 
 
 def local_slider_url(assignment) -> str:
-    return (f"/hits/{assignment.hit_id}/?assignmentId={assignment.external_assignment_id}"
-            f"&hitId={assignment.hit_id}&workerId={assignment.worker.external_id}")
+    return (
+        f"/hits/{assignment.hit_id}/?assignmentId={assignment.external_assignment_id}"
+        f"&hitId={assignment.hit_id}&workerId={assignment.worker.external_id}"
+    )
 
 
 @pytest.mark.django_db
@@ -250,9 +273,16 @@ def test_public_pages_refuse_scripts_that_are_not_ours(client):
 def test_admin_and_research_pages_refuse_scripts_that_are_not_ours(admin_client, tmp_path):
     import_contract(tmp_path, cands=CANDS)
     campaign = Campaign.objects.get(name="contract")
-    for url in ("/admin/", "/admin/annotation/batch/", "/admin/annotation/campaign/",
-                f"/admin/annotation/campaign/{campaign.pk}/change/", "/admin/auth/user/add/",
-                "/research/constraints/", "/research/campaigns/", f"/research/campaigns/{campaign.pk}/"):
+    for url in (
+        "/admin/",
+        "/admin/annotation/batch/",
+        "/admin/annotation/campaign/",
+        f"/admin/annotation/campaign/{campaign.pk}/change/",
+        "/admin/auth/user/add/",
+        "/research/constraints/",
+        "/research/campaigns/",
+        f"/research/campaigns/{campaign.pk}/",
+    ):
         response = admin_client.get(url)
         assert response.status_code == 200, url
         csp = assert_script_policy(response)
@@ -265,8 +295,11 @@ def test_annotator_pages_refuse_scripts_that_are_not_ours(client, annotator):
     none_left = client.post("/annotate/next/")
     assert "No HIT left" in none_left.content.decode()
     assert_script_policy(none_left)
-    Worker.objects.update_or_create(provider="local", external_id=f"user-{annotator.pk}", defaults={
-        "user": annotator, "disqualified": True, "disqualified_reason": "too many failed checks"})
+    Worker.objects.update_or_create(
+        provider="local",
+        external_id=f"user-{annotator.pk}",
+        defaults={"user": annotator, "disqualified": True, "disqualified_reason": "too many failed checks"},
+    )
     barred = client.get("/annotate/next/")
     assert barred.status_code == 403 and "too many failed checks" in barred.content.decode()
     assert_script_policy(barred)
@@ -284,8 +317,10 @@ def test_the_slider_page_keeps_its_mturk_frame_and_posts_only_to_us_and_mturk(cl
 
 # --- 9. logout ----------------------------------------------------------------------------------------
 
-LOGOUT_FORM = re.compile(r'<form method="post" action="/annotate/logout/" class="logout">'
-                         r'<input type="hidden" name="csrfmiddlewaretoken" value="([^"]+)">')
+LOGOUT_FORM = re.compile(
+    r'<form method="post" action="/annotate/logout/" class="logout">'
+    r'<input type="hidden" name="csrfmiddlewaretoken" value="([^"]+)">'
+)
 
 
 @pytest.mark.django_db
@@ -318,20 +353,27 @@ def test_logout_by_post_logs_the_annotator_out(annotator, local_assignment):
     again = browser.get("/annotate/next/")
     assert again.status_code == 302 and again["Location"].startswith("/annotate/login/?next=")
     assert browser.get(local_slider_url(local_assignment))["Location"].startswith("/annotate/login/")
-    assert django_settings.SESSION_COOKIE_NAME not in browser.cookies or \
-        browser.cookies[django_settings.SESSION_COOKIE_NAME].value == ""
+    assert (
+        django_settings.SESSION_COOKIE_NAME not in browser.cookies
+        or browser.cookies[django_settings.SESSION_COOKIE_NAME].value == ""
+    )
 
 
 # --- in a real browser ------------------------------------------------------------------------------
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_in_chromium_the_pages_run_their_scripts_under_the_policy_and_the_annotator_logs_out(live_server,
-                                                                                             monkeypatch):
+def test_in_chromium_the_pages_run_their_scripts_under_the_policy_and_the_annotator_logs_out(live_server, monkeypatch):
     from playwright.sync_api import sync_playwright
 
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
@@ -339,7 +381,6 @@ def test_in_chromium_the_pages_run_their_scripts_under_the_policy_and_the_annota
     campaign = sample_campaign("local", buckets=(5,), refs_per_bucket=1, candidates=5)
     published_batch(campaign, provider="local", attention_rate=0)
     assignment = local_hit_take(user=user)
-    items = list(assignment.hit.items.order_by("position"))
     session = Client()
     session.force_login(user)
     cookie = session.cookies[django_settings.SESSION_COOKIE_NAME].value
@@ -349,8 +390,9 @@ def test_in_chromium_the_pages_run_their_scripts_under_the_policy_and_the_annota
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
             context = browser.new_context()
-            context.add_cookies([{"name": django_settings.SESSION_COOKIE_NAME, "value": cookie,
-                                  "url": live_server.url}])
+            context.add_cookies(
+                [{"name": django_settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}]
+            )
             page = context.new_page()
             page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
             page.on("pageerror", lambda exc: problems.append(str(exc)))

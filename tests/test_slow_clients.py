@@ -5,6 +5,7 @@ Both tests run the real thing on 127.0.0.1: Debian's nginx (``/usr/sbin/nginx``,
 ``scripts/test``) with docker/nginx/paraforge.conf.template rendered the way the official image renders
 it (envsubst of ``${PARAFORGE_*}`` only), and, for the slow-client test, gunicorn serving config.wsgi
 with the web service's own command line from docker/compose.yaml (one worker, to make a stall cheap)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -38,8 +39,10 @@ HOST = "127.0.0.1"
 
 def require_nginx() -> None:
     if not (NGINX.is_file() and os.access(NGINX, os.X_OK)):
-        pytest.fail(f"{NGINX} is missing: these tests run the deployment's reverse proxy for real. "
-                    "scripts/test installs it (apt-get install nginx); install it, do not skip them.")
+        pytest.fail(
+            f"{NGINX} is missing: these tests run the deployment's reverse proxy for real. "
+            "scripts/test installs it (apt-get install nginx); install it, do not skip them."
+        )
 
 
 def free_port() -> int:
@@ -75,6 +78,7 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 # --- the proxy: the template as the official nginx image renders it -----------------------------------
 
+
 def compose_service(name: str) -> dict:
     return yaml.safe_load(COMPOSE.read_text())["services"][name]
 
@@ -101,12 +105,17 @@ def nginx_proxy(tmp: Path, upstream: str):
     require_nginx()
     tmp.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    values = {**compose_service("proxy")["environment"], "PARAFORGE_UPSTREAM": upstream,
-              "PARAFORGE_PROXY_LISTEN": f"{HOST}:{port}", "PARAFORGE_MAX_UPLOAD": "64m"}
+    values = {
+        **compose_service("proxy")["environment"],
+        "PARAFORGE_UPSTREAM": upstream,
+        "PARAFORGE_PROXY_LISTEN": f"{HOST}:{port}",
+        "PARAFORGE_MAX_UPLOAD": "64m",
+    }
     (tmp / "paraforge.conf").write_text(render_template(values))
     # Running as root, nginx's workers would switch to `nobody`, who cannot enter pytest's tmp dirs.
-    user = (f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};"
-            if os.geteuid() == 0 else "")
+    user = (
+        f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};" if os.geteuid() == 0 else ""
+    )
     (tmp / "nginx.conf").write_text(f"""
 {user}
 worker_processes 1;
@@ -129,12 +138,19 @@ http {{
 """)
     log = tmp / "error.log"
     log.touch()
-    check = subprocess.run([str(NGINX), "-t", "-p", str(tmp), "-e", str(log), "-c", str(tmp / "nginx.conf")],
-                           capture_output=True, text=True, timeout=30)
+    check = subprocess.run(
+        [str(NGINX), "-t", "-p", str(tmp), "-e", str(log), "-c", str(tmp / "nginx.conf")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert check.returncode == 0, f"the rendered template does not load:\n{check.stderr}"
-    proc = subprocess.Popen([str(NGINX), "-p", str(tmp), "-e", str(log), "-c", str(tmp / "nginx.conf"),
-                             "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [str(NGINX), "-p", str(tmp), "-e", str(log), "-c", str(tmp / "nginx.conf"), "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_for_port(port, proc, "nginx", log, timeout=20)
         yield port
@@ -143,6 +159,7 @@ http {{
 
 
 # --- the app: gunicorn as the web service runs it ------------------------------------------------------
+
 
 def web_gunicorn_argv(port: int, workers: int) -> tuple[list[str], int]:
     """The web service's command, bound to 127.0.0.1:port with ``workers`` workers; and its threads."""
@@ -163,18 +180,23 @@ def gunicorn_web(tmp: Path, workers: int = 1):
     port = free_port()
     argv, threads = web_gunicorn_argv(port, workers)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PARAFORGE_", "WEB_CONCURRENCY"))}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings.production", DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
-               DJANGO_ALLOWED_HOSTS=f"{HOST},localhost",
-               DJANGO_SECURE_SSL_REDIRECT="0",  # plain HTTP on loopback: TLS is the proxy's business
-               PARAFORGE_TRUSTED_PROXIES=str(compose_service("web")["environment"]["PARAFORGE_TRUSTED_PROXIES"]),
-               PARAFORGE_VAR_DIR=str(tmp / "var"), DJANGO_STATIC_ROOT=str(tmp / "static"),
-               DATABASE_URL="",  # the embedded default: SQLite in PARAFORGE_VAR_DIR
-               CELERY_BROKER_URL="filesystem://localhost/", LOG_LEVEL="WARNING", PYTHONDONTWRITEBYTECODE="1")
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        DJANGO_ALLOWED_HOSTS=f"{HOST},localhost",
+        DJANGO_SECURE_SSL_REDIRECT="0",  # plain HTTP on loopback: TLS is the proxy's business
+        PARAFORGE_TRUSTED_PROXIES=str(compose_service("web")["environment"]["PARAFORGE_TRUSTED_PROXIES"]),
+        PARAFORGE_VAR_DIR=str(tmp / "var"),
+        DJANGO_STATIC_ROOT=str(tmp / "static"),
+        DATABASE_URL="",  # the embedded default: SQLite in PARAFORGE_VAR_DIR
+        CELERY_BROKER_URL="filesystem://localhost/",
+        LOG_LEVEL="WARNING",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     (tmp / "static").mkdir(exist_ok=True)
     log = tmp / "gunicorn.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for_port(port, proc, "gunicorn", log)
         yield port, threads
@@ -183,6 +205,7 @@ def gunicorn_web(tmp: Path, workers: int = 1):
 
 
 # --- clients ---------------------------------------------------------------------------------------------
+
 
 def get_healthz(port: int, timeout: float) -> tuple[int, float]:
     """GET /healthz on a new connection: (status, seconds); raises TimeoutError past ``timeout``."""
@@ -255,10 +278,12 @@ def probe_healthz(port: int, seconds: float, timeout: float, pause: float = 0.5)
 @pytest.mark.slow
 def test_slow_clients_stall_gunicorn_alone_but_not_behind_the_proxy(tmp_path):
     require_nginx()
-    with gunicorn_web(tmp_path / "web") as (app_port, threads), \
-            nginx_proxy(tmp_path / "nginx", f"{HOST}:{app_port}") as proxy_port:
+    with (
+        gunicorn_web(tmp_path / "web") as (app_port, threads),
+        nginx_proxy(tmp_path / "nginx", f"{HOST}:{app_port}") as proxy_port,
+    ):
         n_slow = max(12, 3 * threads)  # three times the threads of the (one) worker
-        assert get_healthz(app_port, 30)[0] == 200   # warm: Django imported, database file made
+        assert get_healthz(app_port, 30)[0] == 200  # warm: Django imported, database file made
         assert get_healthz(proxy_port, 10)[0] == 200
 
         # Through the proxy: nginx holds the slow connections itself; gunicorn never sees them.
@@ -268,9 +293,12 @@ def test_slow_clients_stall_gunicorn_alone_but_not_behind_the_proxy(tmp_path):
             via_proxy = probe_healthz(proxy_port, seconds=6, timeout=2)
             still_open, lines = len(slow.sockets), slow.lines_sent
         latencies = [r for r in via_proxy if isinstance(r, float)]
-        print(f"\nvia nginx, {n_slow} slow clients open: {len(latencies)}/{len(via_proxy)} answers, "
-              f"median {1000 * statistics.median(latencies):.1f} ms, max {1000 * max(latencies):.1f} ms"
-              if latencies else f"\nvia nginx: {via_proxy}")
+        print(
+            f"\nvia nginx, {n_slow} slow clients open: {len(latencies)}/{len(via_proxy)} answers, "
+            f"median {1000 * statistics.median(latencies):.1f} ms, max {1000 * max(latencies):.1f} ms"
+            if latencies
+            else f"\nvia nginx: {via_proxy}"
+        )
         assert still_open == n_slow and lines >= n_slow * 5, "the slow clients were not trickling all along"
         assert len(via_proxy) >= 8
         assert all(isinstance(r, float) and r < 2 for r in via_proxy), via_proxy
@@ -290,6 +318,7 @@ def test_slow_clients_stall_gunicorn_alone_but_not_behind_the_proxy(tmp_path):
 
 # --- what the proxy passes on ------------------------------------------------------------------------------
 
+
 class Recorder(BaseHTTPRequestHandler):
     """An upstream that records what reaches it and when, and answers 200."""
 
@@ -301,8 +330,15 @@ class Recorder(BaseHTTPRequestHandler):
 
     def _answer(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        Recorder.seen.append({"path": self.path, "headers": self.headers, "body": body,
-                              "connected_at": self.connected_at, "received_at": time.monotonic()})
+        Recorder.seen.append(
+            {
+                "path": self.path,
+                "headers": self.headers,
+                "body": body,
+                "connected_at": self.connected_at,
+                "received_at": time.monotonic(),
+            }
+        )
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.end_headers()
@@ -342,15 +378,23 @@ def test_proxy_passes_the_address_it_saw_and_only_complete_requests(tmp_path, se
     with recording_upstream() as upstream, nginx_proxy(tmp_path / "nginx", f"{HOST}:{upstream}") as port:
         # A client writing its own X-Forwarded-For / -Proto / -Host.
         conn = http.client.HTTPConnection(HOST, port, timeout=10)
-        conn.request("GET", "/x", headers={"Host": "paraforge.example.org:8000", "X-Forwarded-For": "6.6.6.6",
-                                           "X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example",
-                                           "X-Real-IP": "6.6.6.7"})
+        conn.request(
+            "GET",
+            "/x",
+            headers={
+                "Host": "paraforge.example.org:8000",
+                "X-Forwarded-For": "6.6.6.6",
+                "X-Forwarded-Proto": "https",
+                "X-Forwarded-Host": "evil.example",
+                "X-Real-IP": "6.6.6.7",
+            },
+        )
         assert conn.getresponse().status == 200
         conn.close()
         headers = Recorder.seen[-1]["headers"]
-        assert headers["X-Forwarded-For"] == f"6.6.6.6, {HOST}"   # nginx appended what it saw
+        assert headers["X-Forwarded-For"] == f"6.6.6.6, {HOST}"  # nginx appended what it saw
         assert headers["Host"] == "paraforge.example.org:8000"
-        assert headers["X-Forwarded-Proto"] == "http"              # the scheme nginx served, not the client's
+        assert headers["X-Forwarded-Proto"] == "http"  # the scheme nginx served, not the client's
         assert "X-Forwarded-Host" not in headers and "X-Real-IP" not in headers
 
         # What the app makes of it with the web service's PARAFORGE_TRUSTED_PROXIES: nginx's view,
@@ -363,8 +407,10 @@ def test_proxy_passes_the_address_it_saw_and_only_complete_requests(tmp_path, se
         # A body sent in two halves a second apart reaches the upstream whole, after its last byte.
         body = b"x" * 200_000
         with socket.create_connection((HOST, port), timeout=10) as s:
-            s.sendall(b"POST /submit HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"
-                      b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:100_000])
+            s.sendall(
+                b"POST /submit HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"
+                b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:100_000]
+            )
             time.sleep(1.0)
             last_byte_at = time.monotonic()
             s.sendall(body[100_000:])
@@ -378,8 +424,10 @@ def test_proxy_passes_the_address_it_saw_and_only_complete_requests(tmp_path, se
         # Over the size Django allows: nginx's 413 in the app's error shape; the upstream sees nothing.
         n_seen = len(Recorder.seen)
         status, content_type, answer = raw_request(
-            port, b"POST /api/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: %d\r\n\r\n" % (12 * 1024 * 1024))
+            port,
+            b"POST /api/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (12 * 1024 * 1024),
+        )
         assert (status, content_type) == (413, "application/json")
         assert json.loads(answer) == {"detail": "the request body is too large", "code": "request_too_large"}
         assert len(Recorder.seen) == n_seen

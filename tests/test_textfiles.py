@@ -1,5 +1,6 @@
 """infra/textfiles.py: the one way a user's file is read (gzip by its bytes, BOM, strict UTF-8 naming the
 line) and every file written (whole or not at all)."""
+
 from __future__ import annotations
 
 import gzip

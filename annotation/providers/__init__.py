@@ -8,6 +8,7 @@ imports boto3 or an HTTP client itself. Operations on a batch return a JSON-able
 commands print); a provider raises ``ProviderError`` (``errors.py``) for what cannot go ahead, and
 its ``transport_errors`` (with ``error_text``) for what the platform answered or failed to.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -80,7 +81,8 @@ def get_provider(batch_or_name) -> HitProvider:
     """The provider of a batch (or by name: ``local``, ``mturk``, ``mturk-sandbox``, ``prolific``)."""
     name = batch_or_name if isinstance(batch_or_name, str) else batch_or_name.provider
     sandbox = name == "mturk-sandbox" or (
-        not isinstance(batch_or_name, str) and bool((batch_or_name.settings or {}).get("sandbox")))
+        not isinstance(batch_or_name, str) and bool((batch_or_name.settings or {}).get("sandbox"))
+    )
     if name == "local":
         from .local import LocalProvider
 

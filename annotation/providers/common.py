@@ -1,5 +1,6 @@
 """What every crowd provider shares: ``Batch.provider_state`` updates under a row lock, and the public
 https address that the platform sends workers to."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -36,7 +37,8 @@ def public_url_check(url: Any, *, platform: str, error: type[Exception] = Provid
     if not public_url.startswith("https://"):
         raise error(
             f"{platform} sends workers to the slider pages over https: set PARAFORGE_PUBLIC_URL (or the batch's "
-            f"'public_url') to the https:// address workers can reach (now {public_url!r})")
+            f"'public_url') to the https:// address workers can reach (now {public_url!r})"
+        )
     return public_url.rstrip("/")
 
 
@@ -45,8 +47,11 @@ def bonus_recipients(batch: Batch, workers: Iterable[str] | None = None) -> list
     batch bonus is paid, once per worker, on every platform."""
     from annotation.models import Assignment, Verification
 
-    chosen = (Assignment.objects.filter(hit__batch=batch, verification=Verification.VERIFIED)
-              .select_related("hit__batch", "worker").order_by("worker_id", "-id"))
+    chosen = (
+        Assignment.objects.filter(hit__batch=batch, verification=Verification.VERIFIED)
+        .select_related("hit__batch", "worker")
+        .order_by("worker_id", "-id")
+    )
     if workers is not None:
         chosen = chosen.filter(worker__external_id__in=list(workers))
     latest: dict[int, Assignment] = {}

@@ -5,6 +5,7 @@ HIT's slots until its allotted time (the batch's ``assignment_duration_s``) runs
 ``assignments_expire`` (a Celery beat task) then marks it ``expired`` and the slot returns to the pool. A
 disqualified worker is given nothing at all.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,9 +19,15 @@ from ..models import Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Hi
 from ..quality import WORKER_BARRED_MESSAGE
 from ..taking import hit_take, open_assignment
 
-__all__ = ["WorkerBarred", "local_worker", "local_open_assignment", "local_hit_take",
-           "local_assignment_return", "assignments_expire", "LocalProvider"]
-
+__all__ = [
+    "WorkerBarred",
+    "local_worker",
+    "local_open_assignment",
+    "local_hit_take",
+    "local_assignment_return",
+    "assignments_expire",
+    "LocalProvider",
+]
 
 
 class WorkerBarred(PermissionError):
@@ -28,8 +35,9 @@ class WorkerBarred(PermissionError):
 
 
 def local_worker(user) -> Worker:
-    worker, _ = Worker.objects.get_or_create(provider=Provider.LOCAL, external_id=f"user-{user.pk}",
-                                             defaults={"user": user})
+    worker, _ = Worker.objects.get_or_create(
+        provider=Provider.LOCAL, external_id=f"user-{user.pk}", defaults={"user": user}
+    )
     return worker
 
 
@@ -46,25 +54,36 @@ def local_hit_take(*, user, now: dt.datetime | None = None) -> Assignment | None
     if worker.disqualified:
         raise WorkerBarred(WORKER_BARRED_MESSAGE)  # never which rule (staff see it in the admin)
     hits = Hit.objects.filter(batch__provider=Provider.LOCAL, batch__status=BatchStatus.PUBLISHED)
-    return hit_take(worker=worker, hits=hits, now=now, verification=Verification.VERIFIED,
-                    duration_s=lambda hit: int((hit.batch.settings or {}).get("assignment_duration_s") or 3600),
-                    external_id=lambda hit: f"local-{uuid.uuid4().hex}")
+    return hit_take(
+        worker=worker,
+        hits=hits,
+        now=now,
+        verification=Verification.VERIFIED,
+        duration_s=lambda hit: int((hit.batch.settings or {}).get("assignment_duration_s") or 3600),
+        external_id=lambda hit: f"local-{uuid.uuid4().hex}",
+    )
 
 
 def local_assignment_return(*, user, assignment_id: str) -> bool:
     """Give back the user's open assignment: its slot returns to the pool and they are not offered that
     HIT again. False when they have no such open assignment."""
-    return bool(Assignment.objects.filter(
-        provider=Provider.LOCAL, external_assignment_id=str(assignment_id or ""), worker__user=user,
-        status=AssignmentStatus.ACCEPTED).update(status=AssignmentStatus.RETURNED))
+    return bool(
+        Assignment.objects.filter(
+            provider=Provider.LOCAL,
+            external_assignment_id=str(assignment_id or ""),
+            worker__user=user,
+            status=AssignmentStatus.ACCEPTED,
+        ).update(status=AssignmentStatus.RETURNED)
+    )
 
 
 def assignments_expire(*, now: dt.datetime | None = None) -> int:
     """Return the slots of taken assignments whose time ran out to the pool (idempotent): local annotators'
     and Prolific participants' (``annotation.taking``)."""
     now = now or timezone.now()
-    return Assignment.objects.filter(provider__in=(Provider.LOCAL, Provider.PROLIFIC), status=AssignmentStatus.ACCEPTED,
-                                     expires_at__lte=now).update(status=AssignmentStatus.EXPIRED)
+    return Assignment.objects.filter(
+        provider__in=(Provider.LOCAL, Provider.PROLIFIC), status=AssignmentStatus.ACCEPTED, expires_at__lte=now
+    ).update(status=AssignmentStatus.EXPIRED)
 
 
 class LocalProvider:
@@ -99,13 +118,18 @@ class LocalProvider:
 
     def approve_batch(self, *, batch: Batch) -> dict:
         approved = Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED).update(
-            status=AssignmentStatus.APPROVED)
+            status=AssignmentStatus.APPROVED
+        )
         return {"batch": batch.pk, "provider": self.name, "approved": approved}
 
     def bonus_batch(self, *, batch: Batch, amount, reason: str, workers=None) -> dict:
         """Local annotators are paid outside the system: nothing is recorded."""
-        return {"batch": batch.pk, "provider": self.name, "paid": 0,
-                "detail": "local annotators are paid outside Paraforge"}
+        return {
+            "batch": batch.pk,
+            "provider": self.name,
+            "paid": 0,
+            "detail": "local annotators are paid outside Paraforge",
+        }
 
     def approve(self, *, assignment: Assignment) -> None:
         Assignment.objects.filter(pk=assignment.pk).update(status=AssignmentStatus.APPROVED)
@@ -120,7 +144,8 @@ class LocalProvider:
     def disqualify(self, *, worker: Worker, reason: str) -> None:
         """``Worker.disqualified`` bars the account from /annotate/; open assignments are released."""
         Assignment.objects.filter(worker=worker, status=AssignmentStatus.ACCEPTED).update(
-            status=AssignmentStatus.EXPIRED)
+            status=AssignmentStatus.EXPIRED
+        )
 
     def reinstate(self, *, worker: Worker) -> None:
         return None
@@ -130,5 +155,6 @@ class LocalProvider:
         open_hits = Hit.objects.filter(batch=batch).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         expired = open_hits.update(expires_at=now)
         Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.ACCEPTED).update(
-            status=AssignmentStatus.EXPIRED)
+            status=AssignmentStatus.EXPIRED
+        )
         return {"batch": batch.pk, "provider": self.name, "expired": expired}

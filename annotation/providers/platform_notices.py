@@ -2,6 +2,7 @@
 (MTurk's block qualification, Prolific's blocklist group; local accounts need nothing more), a reinstated
 one let back in. Connected when the app is ready (``annotation.apps``), so that the dependency runs one way:
 the providers know the quality rules, never the reverse."""
+
 from __future__ import annotations
 
 from django.dispatch import receiver
@@ -17,8 +18,9 @@ def worker_platform(worker: Worker) -> HitProvider | None:
     platform; None for imported raters, who are on no platform."""
     if worker.provider == Provider.IMPORT:
         return None
-    last = (Assignment.objects.filter(worker=worker, hit__isnull=False).select_related("hit__batch")
-            .order_by("-id").first())
+    last = (
+        Assignment.objects.filter(worker=worker, hit__isnull=False).select_related("hit__batch").order_by("-id").first()
+    )
     return get_provider(last.hit.batch if last is not None else worker.provider)
 
 

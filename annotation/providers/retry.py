@@ -5,6 +5,7 @@ errors, Prolific answers 429), so every provider call goes through ``call_with_r
 backoff with full jitter, a bounded number of attempts, and a ``sleep`` that tests replace so they never
 wait. Each platform says which of its errors are transient (``transient``); only those are retried.
 """
+
 from __future__ import annotations
 
 import random
@@ -27,7 +28,7 @@ class RetryPolicy:
     rng: random.Random = field(default_factory=random.Random)
 
     def delay(self, attempt: int) -> float:
-        return self.rng.uniform(0.0, min(self.max_delay_s, self.base_delay_s * (2 ** attempt)))
+        return self.rng.uniform(0.0, min(self.max_delay_s, self.base_delay_s * (2**attempt)))
 
 
 def call_with_retry(fn: Callable[[], T], *, policy: RetryPolicy, transient: Callable[[BaseException], bool]) -> T:

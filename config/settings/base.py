@@ -5,6 +5,7 @@ file-system Celery broker in ``var/broker/``, shards in ``var/storage/``. Produc
 ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``PARAFORGE_STORAGE_URL`` (``s3://bucket/prefix``) and
 ``DJANGO_SECRET_KEY`` (see ``production.py``).
 """
+
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -141,9 +142,9 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Paraforge",
     "DESCRIPTION": "Paraforge's HTTP API: the submission API that the slider page posts to, the staff read "
-                   "APIs of batches and jobs, and the release API. Every error is JSON "
-                   '`{"detail": "a sentence", "code": "a word"}`. Staff endpoints take the admin\'s session '
-                   "(sign in at /admin/login/) and its model permissions.",
+    "APIs of batches and jobs, and the release API. Every error is JSON "
+    '`{"detail": "a sentence", "code": "a word"}`. Staff endpoints take the admin\'s session '
+    "(sign in at /admin/login/) and its model permissions.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,  # the description does not describe itself
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -189,16 +190,20 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sqs://")):
 # Shared by every process: Redis with CACHE_URL=redis://..., else files in var/cache/ (one machine).
 # (Rate limits are not kept here but in the database: limits/counters.py.)
 CACHE_URL = env_str("CACHE_URL")
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
-          if CACHE_URL.startswith(("redis://", "rediss://"))
-          else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "cache")}}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL.startswith(("redis://", "rediss://"))
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "cache")}
+}
 
 CELERY_BEAT_SCHEDULE: dict = {
     # local annotators' assignments whose allotted time ran out go back to the pool
     "annotation-expire-local-assignments": {"task": "annotation.tasks.expire_local_assignments", "schedule": 60.0},
     # MTurk: verify submitted assignments against get_assignment, copy statuses, report missing work
-    "annotation-sync-mturk-batches": {"task": "annotation.tasks.sync_mturk_batches",
-                                      "schedule": env_float("MTURK_SYNC_INTERVAL_S", 600.0)},
+    "annotation-sync-mturk-batches": {
+        "task": "annotation.tasks.sync_mturk_batches",
+        "schedule": env_float("MTURK_SYNC_INTERVAL_S", 600.0),
+    },
 }
 
 # --- Rate limits and login lockouts -----------------------------------------------------------------

@@ -1,4 +1,5 @@
 """Typed readers for settings that come from the environment (12-factor)."""
+
 import os
 
 

@@ -1,4 +1,5 @@
 """Production: secrets and hosts must come from the environment; HTTPS everywhere."""
+
 import os
 
 from django.core.exceptions import ImproperlyConfigured

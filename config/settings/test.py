@@ -3,6 +3,7 @@
 Each test run gets its own var/ directory (SQLite file, embedded broker, storage), so that two runs on
 one machine never share state. Subprocesses (a real Celery worker) inherit it through the environment.
 """
+
 import os
 import tempfile
 
@@ -21,5 +22,7 @@ PARAFORGE_INLINE_WITHOUT_WORKER = True
 
 # Client.login() and a bare authenticate() pass no request, which django-axes' backend refuses; the
 # login views (tests/test_logins.py) still go through the lockout checks (limits/backends.py).
-AUTHENTICATION_BACKENDS = ["limits.backends.AxesBackendAllowingRequestlessCalls",
-                           "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = [
+    "limits.backends.AxesBackendAllowingRequestlessCalls",
+    "django.contrib.auth.backends.ModelBackend",
+]

@@ -14,6 +14,7 @@ It sets up Django on ``config.settings.base`` with a throwaway ``PARAFORGE_VAR_D
 network is touched, only modules are imported. A generator that fails stops the build (``mkdocs build --strict``
 in ``tests/test_docs.py``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,6 +67,7 @@ def _code(text: object) -> str:
 
 # --- commands ----------------------------------------------------------------------------------------
 
+
 def _django_common_actions() -> set[tuple[tuple[str, ...], str | None]]:
     """The options every Django command has (``--settings``, ``--verbosity``, ...), by flags and help text:
     a command's own option with a flag of the same name (``export_release --version``) has its own help."""
@@ -86,8 +88,11 @@ def _strip_actions(parser: argparse.ArgumentParser, drop) -> None:
 
 def _default(action: argparse.Action) -> str:
     default = action.default
-    if default is None or default is argparse.SUPPRESS or isinstance(action, (
-            argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction)):
+    if (
+        default is None
+        or default is argparse.SUPPRESS
+        or isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction))
+    ):
         return ""
     if isinstance(default, Path):
         default = default.relative_to(ROOT) if default.is_absolute() and ROOT in default.parents else default
@@ -132,8 +137,9 @@ def _parser_markdown(parser: argparse.ArgumentParser, level: int) -> list[str]:
         if isinstance(action, argparse._SubParsersAction):
             subcommands = action
             continue
-        rows.append(f"| {_argument(action)} | {_required(action, parser)} | {_default(action)} | "
-                    f"{_cell(action.help or '')} |")
+        rows.append(
+            f"| {_argument(action)} | {_required(action, parser)} | {_default(action)} | {_cell(action.help or '')} |"
+        )
     if rows:
         lines += ["| argument | required | default | what |", "|---|---|---|---|", *rows, ""]
     if subcommands is not None:
@@ -167,6 +173,7 @@ class _Parsed(Exception):
 
 def _module_parser(module: str) -> argparse.ArgumentParser:
     """The parser a ``python -m module`` entry point builds in its ``main()``, caught at ``parse_args``."""
+
     def caught(self, *args, **kwargs):
         raise _Parsed(self)
 
@@ -211,6 +218,7 @@ def commands() -> str:
 
 # --- batch settings ------------------------------------------------------------------------------------
 
+
 def batch_settings() -> str:
     _django()
     from annotation import batch_settings as bs
@@ -237,8 +245,7 @@ def batch_settings() -> str:
 
     lines = ["| key | type and range | what |", "|---|---|---|"]
     lines += [f"| `{key}` | {kind(key)} | {_cell(what)} |" for key, what in bs.SCHEMA.items()]
-    lines += ["", "The `easl` object's options (`easl_settings_clean`):", "",
-              "| key | type and range |", "|---|---|"]
+    lines += ["", "The `easl` object's options (`easl_settings_clean`):", "", "| key | type and range |", "|---|---|"]
     for key, (lo, hi, unit) in bs.EASL_INT_SETTINGS.items():
         bound = f"{lo} to {hi}" if hi is not None else f"at least {lo}"
         lines.append(f"| `{key}` | integer ({unit}), {bound} |")
@@ -249,27 +256,43 @@ def batch_settings() -> str:
 
 # --- release format ------------------------------------------------------------------------------------
 
+
 def release_columns() -> str:
     _django()
     from scoring import release_parquet as rp, releases
 
     lines = []
     for title, tsv_name, parquet_name, columns, schema, meanings in (
-            ("Pairs", "pairs.tsv.gz", rp.PAIRS_PARQUET, releases.PAIR_COLUMNS, rp.PAIRS_SCHEMA, rp.PAIR_MEANINGS),
-            ("Judgments", releases.JUDGMENTS_FILE, rp.JUDGMENTS_PARQUET, releases.JUDGMENT_COLUMNS,
-             rp.JUDGMENTS_SCHEMA, rp.JUDGMENT_MEANINGS)):
+        ("Pairs", "pairs.tsv.gz", rp.PAIRS_PARQUET, releases.PAIR_COLUMNS, rp.PAIRS_SCHEMA, rp.PAIR_MEANINGS),
+        (
+            "Judgments",
+            releases.JUDGMENTS_FILE,
+            rp.JUDGMENTS_PARQUET,
+            releases.JUDGMENT_COLUMNS,
+            rp.JUDGMENTS_SCHEMA,
+            rp.JUDGMENT_MEANINGS,
+        ),
+    ):
         if list(columns) != list(schema.names):
             raise RuntimeError(f"{tsv_name} and {parquet_name} columns differ: {columns} / {schema.names}")
-        lines += [f"### {title}: `{tsv_name}` / `{parquet_name}`", "",
-                  "| column | Parquet (Arrow) type | what |", "|---|---|---|"]
+        lines += [
+            f"### {title}: `{tsv_name}` / `{parquet_name}`",
+            "",
+            "| column | Parquet (Arrow) type | what |",
+            "|---|---|---|",
+        ]
         lines += [f"| `{f.name}` | `{f.type}` | {_cell(meanings.get(f.name, ''))} |" for f in schema]
         lines.append("")
-    lines += [f"Release format name in `manifest.json`: `{releases.RELEASE_FORMAT}`; pairs formats: "
-              + ", ".join(_code(f) for f in releases.FORMATS) + "."]
+    lines += [
+        f"Release format name in `manifest.json`: `{releases.RELEASE_FORMAT}`; pairs formats: "
+        + ", ".join(_code(f) for f in releases.FORMATS)
+        + "."
+    ]
     return "\n".join(lines)
 
 
 # --- HTTP API --------------------------------------------------------------------------------------------
+
 
 def http_api() -> str:
     _django()
@@ -277,15 +300,25 @@ def http_api() -> str:
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
     info = schema["info"]
-    lines = [f"OpenAPI {schema['openapi']}, *{info['title']}* version {info['version']}.", "",
-             _text(info.get("description", "")), "",
-             "| method | path | what | who | answers |", "|---|---|---|---|---|"]
+    lines = [
+        f"OpenAPI {schema['openapi']}, *{info['title']}* version {info['version']}.",
+        "",
+        _text(info.get("description", "")),
+        "",
+        "| method | path | what | who | answers |",
+        "|---|---|---|---|---|",
+    ]
     for path, operations in schema["paths"].items():
         for method, op in operations.items():
-            who = "a signed-in session (`cookieAuth`)" if any(
-                "cookieAuth" in s for s in op.get("security", [])) else "no session needed"
-            lines.append(f"| {method.upper()} | `{path}` | {_cell(op.get('summary', ''))} | {who} | "
-                         f"{', '.join(op.get('responses', {}))} |")
+            who = (
+                "a signed-in session (`cookieAuth`)"
+                if any("cookieAuth" in s for s in op.get("security", []))
+                else "no session needed"
+            )
+            lines.append(
+                f"| {method.upper()} | `{path}` | {_cell(op.get('summary', ''))} | {who} | "
+                f"{', '.join(op.get('responses', {}))} |"
+            )
     lines.append("")
     for path, operations in schema["paths"].items():
         for method, op in operations.items():
@@ -295,22 +328,35 @@ def http_api() -> str:
             params = op.get("parameters", [])
             if params:
                 lines += ["| parameter | in | required | what |", "|---|---|---|---|"]
-                lines += [f"| `{p['name']}` | {p['in']} | {'yes' if p.get('required') else ''} | "
-                          f"{_cell(p.get('description', ''))} |" for p in params]
+                lines += [
+                    f"| `{p['name']}` | {p['in']} | {'yes' if p.get('required') else ''} | "
+                    f"{_cell(p.get('description', ''))} |"
+                    for p in params
+                ]
                 lines.append("")
             body = op.get("requestBody", {}).get("content", {})
             if body:
-                lines += ["Request body: " + ", ".join(
-                    f"`{ctype}` ({_ref(content.get('schema', {}))})" for ctype, content in body.items()), ""]
+                lines += [
+                    "Request body: "
+                    + ", ".join(f"`{ctype}` ({_ref(content.get('schema', {}))})" for ctype, content in body.items()),
+                    "",
+                ]
             lines += ["| status | what |", "|---|---|"]
             for status, response in op.get("responses", {}).items():
-                refs = ", ".join(f"`{ctype}` {_ref(c.get('schema', {}))}".rstrip()
-                                 for ctype, c in response.get("content", {}).items())
-                lines.append(f"| {status} | {_cell(response.get('description', ''))}"
-                             f"{' (' + refs + ')' if refs else ''} |")
+                refs = ", ".join(
+                    f"`{ctype}` {_ref(c.get('schema', {}))}".rstrip()
+                    for ctype, c in response.get("content", {}).items()
+                )
+                lines.append(
+                    f"| {status} | {_cell(response.get('description', ''))}{' (' + refs + ')' if refs else ''} |"
+                )
             lines.append("")
-    lines += ["## Schemas", "", "The request and response shapes the operations above name "
-              "(`components.schemas` of the description).", ""]
+    lines += [
+        "## Schemas",
+        "",
+        "The request and response shapes the operations above name (`components.schemas` of the description).",
+        "",
+    ]
     for name, component in schema.get("components", {}).get("schemas", {}).items():
         lines += [f"### `{name}`", ""]
         if component.get("description") and not component.get("enum"):  # an enum's is its values again
@@ -319,8 +365,11 @@ def http_api() -> str:
         if properties:
             required = set(component.get("required", []))
             lines += ["| field | type | required | what |", "|---|---|---|---|"]
-            lines += [f"| `{field}` | {_type(spec)} | {'yes' if field in required else ''} | "
-                      f"{_cell(spec.get('description', ''))} |" for field, spec in properties.items()]
+            lines += [
+                f"| `{field}` | {_type(spec)} | {'yes' if field in required else ''} | "
+                f"{_cell(spec.get('description', ''))} |"
+                for field, spec in properties.items()
+            ]
             lines.append("")
         elif component.get("enum"):
             lines += ["One of " + ", ".join(_code(v) for v in component["enum"]) + ".", ""]
@@ -343,8 +392,11 @@ def _type(spec: dict) -> str:
         kind += f" ({spec['format']})"
     if spec.get("enum"):
         kind += ": " + ", ".join(_code(v) for v in spec["enum"] if v is not None)
-    bounds = [f"{word} {spec[key]}" for key, word in (("minimum", ">="), ("maximum", "<="), ("maxLength", "length <="),
-                                                       ("maxItems", "items <=")) if key in spec]
+    bounds = [
+        f"{word} {spec[key]}"
+        for key, word in (("minimum", ">="), ("maximum", "<="), ("maxLength", "length <="), ("maxItems", "items <="))
+        if key in spec
+    ]
     if bounds:
         kind += " (" + ", ".join(bounds) + ")"
     if spec.get("nullable"):
@@ -362,16 +414,21 @@ def _ref(schema: dict) -> str:
 
 # --- the 37 systems ----------------------------------------------------------------------------------------
 
+
 def systems() -> str:
     _django()
     from generation.systems import SYSTEMS
 
-    lines = ["| No. | name | kind | Tab. 3 | selection | ranks / count | Lex | PPDB relation |",
-             "|---:|---|---|---|---|---|---|---|"]
+    lines = [
+        "| No. | name | kind | Tab. 3 | selection | ranks / count | Lex | PPDB relation |",
+        "|---:|---|---|---|---|---|---|---|",
+    ]
     for s in SYSTEMS:
         which = ", ".join(map(str, s.ranks)) if s.ranks else (str(s.count) if s.count else "")
-        lines.append(f"| {s.number} | {_cell(s.name)} | {s.kind} | {s.sign} | {s.selection or ''} | {which} | "
-                     f"{s.lex} | {s.ppdb_relation or ''} |")
+        lines.append(
+            f"| {s.number} | {_cell(s.name)} | {s.kind} | {s.sign} | {s.selection or ''} | {which} | "
+            f"{s.lex} | {s.ppdb_relation or ''} |"
+        )
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ search used them (after the model's own logits processors) - not length-normalis
 as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or by
 dissimilarity with ``rerank_dissimilar``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,8 +25,19 @@ from .loading import LoadedModel, ModelFolderError, from_objects, load_model
 from .rerank import rerank_dissimilar, word_levenshtein
 from .vocab import PhraseError, encode_phrase, words_of
 
-__all__ = ["load_model", "from_objects", "decode", "DecodeResult", "LoadedModel", "ModelFolderError",
-           "ConstraintError", "normalise_constraints", "violations", "word_levenshtein", "rerank_dissimilar"]
+__all__ = [
+    "load_model",
+    "from_objects",
+    "decode",
+    "DecodeResult",
+    "LoadedModel",
+    "ModelFolderError",
+    "ConstraintError",
+    "normalise_constraints",
+    "violations",
+    "word_levenshtein",
+    "rerank_dissimilar",
+]
 
 
 class ConstraintError(ValueError):
@@ -75,7 +87,7 @@ def normalise_constraints(c: dict | None) -> dict:
 
 def _contains(seq: list[str], sub: list[str]) -> bool:
     n = len(sub)
-    return any(seq[i:i + n] == sub for i in range(len(seq) - n + 1))
+    return any(seq[i : i + n] == sub for i in range(len(seq) - n + 1))
 
 
 def violations(text: str, c: dict) -> list[str]:
@@ -104,11 +116,26 @@ def _by_length(tok, sources: list[str], todo: list[int]) -> list[int]:
 
 
 @torch.no_grad()
-def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | None] | None = None, *, beam: int = 5,
-           nbest: int = 1, max_length: int = 128, length_penalty: float = 1.0, early_stopping=False,
-           batch_size: int = 32, rerank_dissimilar: bool = False, references: list[str] | None = None,
-           stats: dict | None = None, cuda_graph: bool | None = None, shrink: bool | None = None,
-           fast_step: bool | None = None, stop: str = STOP_DEFAULT, int8: bool = False) -> list[DecodeResult]:
+def decode(
+    loaded: LoadedModel,
+    sources: list[str],
+    constraints: list[dict | None] | None = None,
+    *,
+    beam: int = 5,
+    nbest: int = 1,
+    max_length: int = 128,
+    length_penalty: float = 1.0,
+    early_stopping=False,
+    batch_size: int = 32,
+    rerank_dissimilar: bool = False,
+    references: list[str] | None = None,
+    stats: dict | None = None,
+    cuda_graph: bool | None = None,
+    shrink: bool | None = None,
+    fast_step: bool | None = None,
+    stop: str = STOP_DEFAULT,
+    int8: bool = False,
+) -> list[DecodeResult]:
     """Decode ``sources`` (one constraint value per source, None = unconstrained). ``max_length`` counts the
     decoder start token, as in ``transformers``. Never returns an output violating its constraints.
     ``stats["steps"]``, if given, grows by the decoder steps run over all batches. ``cuda_graph``: replay each
@@ -149,17 +176,34 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
     if len(todo) > batch_size:  # batches of sources of similar lengths (as CTranslate2 makes them)
         todo = _by_length(tok, sources, todo)
     for k in range(0, len(todo), batch_size):
-        idx = todo[k:k + batch_size]
+        idx = todo[k : k + batch_size]
         enc = tok([sources[i] for i in idx], return_tensors="pt", padding=True, truncation=True)
         input_ids = enc["input_ids"].to(loaded.device)
         am = enc["attention_mask"].to(loaded.device)
         pos = build_positive_tables([pos_ids[i] for i in idx], loaded.device)
-        neg = build_negative_tables(loaded.vocab, [[(p, False) for p in norm[i]["negative"]] +
-                                                   [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
-                                    loaded.device)
-        rows = beam_search(loaded, input_ids, am, beam=beam, max_length=max_length, length_penalty=length_penalty,
-                           early_stopping=early_stopping, pos=pos, neg=neg, stats=stats, cuda_graph=cuda_graph,
-                           shrink=shrink, fast_step=fast_step, nbest=nbest, stop=stop, int8=int8)
+        neg = build_negative_tables(
+            loaded.vocab,
+            [[(p, False) for p in norm[i]["negative"]] + [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
+            loaded.device,
+        )
+        rows = beam_search(
+            loaded,
+            input_ids,
+            am,
+            beam=beam,
+            max_length=max_length,
+            length_penalty=length_penalty,
+            early_stopping=early_stopping,
+            pos=pos,
+            neg=neg,
+            stats=stats,
+            cuda_graph=cuda_graph,
+            shrink=shrink,
+            fast_step=fast_step,
+            nbest=nbest,
+            stop=stop,
+            int8=int8,
+        )
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:
@@ -169,16 +213,18 @@ def decode(loaded: LoadedModel, sources: list[str], constraints: list[dict | Non
                 if bad:  # safety net: the search should never get here
                     dropped.append(bad)
                     continue
-                outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw,
-                             "satisfied": True})
+                outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw, "satisfied": True})
             outs = outs[:nbest]
             if rerank_dissimilar:
-                ref = (references[i] if references and references[i] else sources[i])
+                ref = references[i] if references and references[i] else sources[i]
                 outs = _rr.rerank_dissimilar(outs, ref)
             r = DecodeResult(source=sources[i], outputs=outs, safety_net_dropped=len(dropped))
             if not outs:
                 r.unsatisfiable = True
-                r.reason = ("no hypothesis satisfying every constraint within max_length" if not dropped
-                            else f"only violating hypotheses found: {dropped[0]}")
+                r.reason = (
+                    "no hypothesis satisfying every constraint within max_length"
+                    if not dropped
+                    else f"only violating hypotheses found: {dropped[0]}"
+                )
             results[i] = r
     return results

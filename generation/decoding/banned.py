@@ -16,6 +16,7 @@ last word of a phrase whose earlier words were just matched:
 
 Overlaps (``a a b`` inside ``a a a b``) are handled by the KMP failure function over words.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,19 +65,20 @@ def _kmp_table(phrase: list[int], n_words: int, anchored: bool, width: int) -> l
 @dataclass
 class NegativeTables:
     """Per-batch tables (B sentences). P phrases max, state width S."""
+
     n_phr: int
     V: int
-    kmp: torch.Tensor          # [B, P, S, W+1] long
-    plen: torch.Tensor         # [B, P] long (0 = padding phrase: never matches)
-    last_node: torch.Tensor    # [B, P] long: trie node of the phrase's last word
-    ext_keys: torch.Tensor     # [B, K] long sorted: node*V + token
-    ext_vals: torch.Tensor     # [B, K] long
-    word_of_node: torch.Tensor # [B, N] long (W = other)
-    n_words: torch.Tensor      # [B] long
-    tail_node: torch.Tensor    # [B, V] long
-    trip: torch.Tensor         # [B, E, 3] long (node, phrase, token); padding phrase -1
-    static_ban: torch.Tensor   # [B, V] bool
-    init_g: torch.Tensor       # [B, P] long
+    kmp: torch.Tensor  # [B, P, S, W+1] long
+    plen: torch.Tensor  # [B, P] long (0 = padding phrase: never matches)
+    last_node: torch.Tensor  # [B, P] long: trie node of the phrase's last word
+    ext_keys: torch.Tensor  # [B, K] long sorted: node*V + token
+    ext_vals: torch.Tensor  # [B, K] long
+    word_of_node: torch.Tensor  # [B, N] long (W = other)
+    n_words: torch.Tensor  # [B] long
+    tail_node: torch.Tensor  # [B, V] long
+    trip: torch.Tensor  # [B, E, 3] long (node, phrase, token); padding phrase -1
+    static_ban: torch.Tensor  # [B, V] bool
+    init_g: torch.Tensor  # [B, P] long
     has_static_ban: bool = False
 
     @property
@@ -123,9 +125,16 @@ def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> 
             for t in info.by_lead_break.get(last[i:], ()):
                 trips.append((nodes[last[:i]], p, t))
     static = [t for t in info.inner_ids if any(x in wid for x in info.inner[t])]
-    return dict(phrases=[([wid[w] for w in ph], a) for ph, a in phrases], W=W, word_of_node=word_of_node,
-                ext=ext, tails=tails, trips=trips, static=static,
-                last_nodes=[nodes[ph[-1]] for ph, _ in phrases])
+    return dict(
+        phrases=[([wid[w] for w in ph], a) for ph, a in phrases],
+        W=W,
+        word_of_node=word_of_node,
+        ext=ext,
+        tails=tails,
+        trips=trips,
+        static=static,
+        last_nodes=[nodes[ph[-1]] for ph, _ in phrases],
+    )
 
 
 def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], bool]]], device) -> NegativeTables:
@@ -160,29 +169,40 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
         for p, (ph, anchored) in enumerate(d["phrases"]):
             tab = np.asarray(_kmp_table(ph, W, anchored, S), dtype=np.int64)  # [S, W+1]
             kmp[b, p, :, :W] = tab[:, :W]
-            kmp[b, p, :, Wmax] = tab[:, W]   # "other" always lives in the last column
+            kmp[b, p, :, Wmax] = tab[:, W]  # "other" always lives in the last column
             plen[b, p] = len(ph)
-        last_node[b, :len(d["last_nodes"])] = d["last_nodes"]
-        won[b, :len(d["word_of_node"])] = [x if x < W else Wmax for x in d["word_of_node"]]
+        last_node[b, : len(d["last_nodes"])] = d["last_nodes"]
+        won[b, : len(d["word_of_node"])] = [x if x < W else Wmax for x in d["word_of_node"]]
         if d["ext"]:
             ks = sorted(d["ext"])
-            ext_keys[b, :len(ks)] = ks
-            ext_vals[b, :len(ks)] = [d["ext"][k] for k in ks]
+            ext_keys[b, : len(ks)] = ks
+            ext_vals[b, : len(ks)] = [d["ext"][k] for k in ks]
         if d["tails"]:
             tail_node[b, list(d["tails"])] = list(d["tails"].values())
         if d["trips"]:
-            trip[b, :len(d["trips"])] = d["trips"]
+            trip[b, : len(d["trips"])] = d["trips"]
         if d["static"]:
             static_ban[b, d["static"]] = True
 
     def dev(a):
         return torch.from_numpy(a).to(device)
 
-    return NegativeTables(n_phr=P, V=V, kmp=dev(kmp), plen=dev(plen), last_node=dev(last_node),
-                          ext_keys=dev(ext_keys), ext_vals=dev(ext_vals), word_of_node=dev(won),
-                          n_words=dev(n_words), tail_node=dev(tail_node), trip=dev(trip),
-                          static_ban=dev(static_ban), init_g=torch.zeros(B, P1, dtype=torch.long, device=device),
-                          has_static_ban=bool(static_ban.any()))
+    return NegativeTables(
+        n_phr=P,
+        V=V,
+        kmp=dev(kmp),
+        plen=dev(plen),
+        last_node=dev(last_node),
+        ext_keys=dev(ext_keys),
+        ext_vals=dev(ext_vals),
+        word_of_node=dev(won),
+        n_words=dev(n_words),
+        tail_node=dev(tail_node),
+        trip=dev(trip),
+        static_ban=dev(static_ban),
+        init_g=torch.zeros(B, P1, dtype=torch.long, device=device),
+        has_static_ban=bool(static_ban.any()),
+    )
 
 
 class NegativeState:
@@ -212,10 +232,10 @@ class NegativeState:
             t = self.t
             plen = t.plen[bidx]
             P = t.kmp.shape[1]
-            trip = t.trip[bidx]                                          # [n, E, 3]
+            trip = t.trip[bidx]  # [n, E, 3]
             pn = trip[:, :, 1].clamp(min=0)
             rows = self._by_len[len(bidx)] = {
-                "closing_g": torch.where(plen > 0, plen - 1, -1),        # g of a phrase one word from done
+                "closing_g": torch.where(plen > 0, plen - 1, -1),  # g of a phrase one word from done
                 "last_node": t.last_node[bidx],
                 "trip_node": torch.where(trip[:, :, 1] >= 0, trip[:, :, 0], -5),
                 "trip_phrase": pn,
@@ -248,7 +268,7 @@ class NegativeState:
             sync_free = scores.device.type != "cpu"
         if t.has_static_ban:
             scores.masked_fill_(t.static_ban[self.bidx], value)
-        closing = self._closing(self.node, self.g, rows).any(1)                 # [H]
+        closing = self._closing(self.node, self.g, rows).any(1)  # [H]
         active = (rows["trip_node"] == self.node[:, None]) & (self.g.gather(1, rows["trip_phrase"]) == rows["trip_g"])
         if sync_free:
             scores.masked_fill_(closing[:, None] & self.boundary[None, :], value)

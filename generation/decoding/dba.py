@@ -36,6 +36,7 @@ A positive phrase is the token sequence of its words with the leading-space mark
 *boundary element* (a token starting with a non-word character, or EOS / the end of the output): a phrase
 started must continue; otherwise its progress is undone - so a met phrase is always a run of whole words.
 """
+
 from __future__ import annotations
 
 import logging
@@ -64,11 +65,11 @@ NEG = -1.0e9
 
 @dataclass
 class PositiveTables:
-    C: torch.Tensor       # [B, T] token id, BOUNDARY, or PAD
-    first: torch.Tensor   # [B, T] bool
-    last: torch.Tensor    # [B, T] bool
+    C: torch.Tensor  # [B, T] token id, BOUNDARY, or PAD
+    first: torch.Tensor  # [B, T] bool
+    last: torch.Tensor  # [B, T] bool
     pstart: torch.Tensor  # [B, T] long
-    valid: torch.Tensor   # [B, T] bool
+    valid: torch.Tensor  # [B, T] bool
 
     @property
     def T(self):
@@ -88,15 +89,19 @@ def build_positive_tables(batch: list[list[list[int]]], device) -> PositiveTable
         i = 0
         for p in phrases:
             n = len(p) + 1
-            C[b][i:i + n] = list(p) + [BOUNDARY]
+            C[b][i : i + n] = list(p) + [BOUNDARY]
             first[b][i] = True
             last[b][i + n - 1] = True
-            pstart[b][i:i + n] = [i] * n
+            pstart[b][i : i + n] = [i] * n
             i += n
     C = torch.tensor(C, dtype=torch.long, device=device)
-    return PositiveTables(C, torch.tensor(first, dtype=torch.bool, device=device),
-                          torch.tensor(last, dtype=torch.bool, device=device),
-                          torch.tensor(pstart, dtype=torch.long, device=device), C != PAD)
+    return PositiveTables(
+        C,
+        torch.tensor(first, dtype=torch.bool, device=device),
+        torch.tensor(last, dtype=torch.bool, device=device),
+        torch.tensor(pstart, dtype=torch.long, device=device),
+        C != PAD,
+    )
 
 
 class PositiveState:
@@ -166,7 +171,7 @@ class PositiveState:
         rows = self._rows(self.bidx)
         in_prog = (self.cur >= 0)[:, None]
         nt = rows["phrase_tok"].masked_fill(self.met.gather(1, rows["phrase_first"]) | in_prog, PAD)
-        nxt = self.t.C[self.bidx, (self.cur + 1).clamp(max=self.t.T - 1)][:, None]     # [H, 1]
+        nxt = self.t.C[self.bidx, (self.cur + 1).clamp(max=self.t.T - 1)][:, None]  # [H, 1]
         first = torch.where(in_prog, nxt.masked_fill(nxt < 0, PAD), nt[:, :1])
         return torch.cat([first, nt[:, 1:]], 1)
 
@@ -182,8 +187,12 @@ class PositiveState:
         rows = self._by_len.get(len(bidx))
         if rows is None:
             rows = self._by_len[len(bidx)] = {
-                "first_tok": self.first_tok[bidx], "n_valid": self.n_valid[bidx], "base": bidx * self.t.T,
-                "phrase_first": self.phrase_first[bidx], "phrase_tok": self.phrase_tok[bidx]}
+                "first_tok": self.first_tok[bidx],
+                "n_valid": self.n_valid[bidx],
+                "base": bidx * self.t.T,
+                "phrase_first": self.phrase_first[bidx],
+                "phrase_tok": self.phrase_tok[bidx],
+            }
         return rows
 
 
@@ -195,11 +204,25 @@ _GRAPH_FAILURES: list[str] = []  # why a capture failed in this process (then st
 # Tensors made here are inference tensors: the search's die with the call, and the fused weight copies
 # fast_step caches are only ever read)
 @torch.inference_mode()
-def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam: int, max_length: int,
-                length_penalty: float = 1.0, early_stopping: bool | str = False, pos: PositiveTables | None = None,
-                neg=None, stats: dict | None = None, cuda_graph: bool | None = None,
-                shrink: bool | None = None, fast_step: bool | None = None, nbest: int | None = None,
-                stop: str = STOP_DEFAULT, int8: bool = False) -> list[list[tuple]]:
+def beam_search(
+    loaded,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    beam: int,
+    max_length: int,
+    length_penalty: float = 1.0,
+    early_stopping: bool | str = False,
+    pos: PositiveTables | None = None,
+    neg=None,
+    stats: dict | None = None,
+    cuda_graph: bool | None = None,
+    shrink: bool | None = None,
+    fast_step: bool | None = None,
+    nbest: int | None = None,
+    stop: str = STOP_DEFAULT,
+    int8: bool = False,
+) -> list[list[tuple]]:
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
     score); at most ``beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``, if
     given, grows by the decoder steps run (so a benchmark can tell cost per step from output length), and
@@ -241,9 +264,19 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
     problem = stop_rule_error(stop)
     if problem:
         raise ValueError(problem)
-    search = BeamSearch(loaded, gen_cfg, input_ids.shape[0], beam=beam, max_length=max_length,
-                        length_penalty=length_penalty, early_stopping=early_stopping, pos=pos, neg=neg,
-                        nbest=nbest, stop=stop)
+    search = BeamSearch(
+        loaded,
+        gen_cfg,
+        input_ids.shape[0],
+        beam=beam,
+        max_length=max_length,
+        length_penalty=length_penalty,
+        early_stopping=early_stopping,
+        pos=pos,
+        neg=neg,
+        nbest=nbest,
+        stop=stop,
+    )
 
     lean = None
     if fast_step is None:
@@ -262,8 +295,13 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
         state.repeat(beam)
         cache = enc = hyp_attention_mask = None
     else:
-        out = model(encoder_outputs=enc, attention_mask=attention_mask, decoder_input_ids=search.seqs[::beam, :1],
-                    use_cache=True, return_dict=True)
+        out = model(
+            encoder_outputs=enc,
+            attention_mask=attention_mask,
+            decoder_input_ids=search.seqs[::beam, :1],
+            use_cache=True,
+            return_dict=True,
+        )
         cache = out.past_key_values
         repeat_rows(cache, beam)
         first_logits = out.logits[:, -1, :]
@@ -279,9 +317,14 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
         elif lean is not None:
             logp = torch.log_softmax(state.step(search.seqs[:, cur_len - 1], cur_len - 1).float(), dim=-1)
         else:
-            out = model(encoder_outputs=enc, attention_mask=hyp_attention_mask,
-                        decoder_input_ids=search.seqs[:, cur_len - 1:cur_len], past_key_values=cache, use_cache=True,
-                        return_dict=True)
+            out = model(
+                encoder_outputs=enc,
+                attention_mask=hyp_attention_mask,
+                decoder_input_ids=search.seqs[:, cur_len - 1 : cur_len],
+                past_key_values=cache,
+                use_cache=True,
+                return_dict=True,
+            )
             cache = out.past_key_values
             logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
         logp = processors(search.seqs[:, :cur_len], logp)
@@ -327,12 +370,13 @@ def beam_search(loaded, input_ids: torch.Tensor, attention_mask: torch.Tensor, *
 @dataclass
 class Candidates:
     """One step's candidates: N per sentence (the top 2K, plus K x E extras with constraints)."""
-    score: torch.Tensor     # [B, N] accumulated log-prob; -inf for a duplicate or an invalid extra
-    beam: torch.Tensor      # [B, N] the hypothesis extended, 0..K-1 within its sentence
-    token: torch.Tensor     # [B, N] the token appended
-    source: torch.Tensor    # [B * N] the row of the hypothesis extended, 0..H-1
+
+    score: torch.Tensor  # [B, N] accumulated log-prob; -inf for a duplicate or an invalid extra
+    beam: torch.Tensor  # [B, N] the hypothesis extended, 0..K-1 within its sentence
+    token: torch.Tensor  # [B, N] the token appended
+    source: torch.Tensor  # [B * N] the row of the hypothesis extended, 0..H-1
     finishes: torch.Tensor  # [B, N] bool: the token is EOS, or this is the last step
-    finite: torch.Tensor    # [B, N] bool: a real score (neither banned nor a dead beam's)
+    finite: torch.Tensor  # [B, N] bool: a real score (neither banned nor a dead beam's)
 
     @property
     def n(self) -> int:
@@ -342,12 +386,13 @@ class Candidates:
 @dataclass
 class CandidateConstraints:
     """Each candidate's constraint state after its token (rows [B * N], sentence-major)."""
-    may_end: torch.Tensor                   # [B, N] bool: finishing here satisfies every constraint
-    bank: torch.Tensor | None = None        # [B, N] positive constraint elements met
-    met: torch.Tensor | None = None         # [B * N, T] positive elements met (PositiveState.met)
-    cur: torch.Tensor | None = None         # [B * N] element last met inside an unfinished phrase
-    done: torch.Tensor | None = None        # [B * N] bool: all positive elements met
-    neg_node: torch.Tensor | None = None    # [B * N, ...] negative state (NegativeState.advance)
+
+    may_end: torch.Tensor  # [B, N] bool: finishing here satisfies every constraint
+    bank: torch.Tensor | None = None  # [B, N] positive constraint elements met
+    met: torch.Tensor | None = None  # [B * N, T] positive elements met (PositiveState.met)
+    cur: torch.Tensor | None = None  # [B * N] element last met inside an unfinished phrase
+    done: torch.Tensor | None = None  # [B * N] bool: all positive elements met
+    neg_node: torch.Tensor | None = None  # [B * N, ...] negative state (NegativeState.advance)
     neg_progress: torch.Tensor | None = None
 
 
@@ -355,9 +400,21 @@ class BeamSearch:
     """The search state of one call, as tensors over H = B sentences x K beams updated in place by
     :meth:`step` (a captured CUDA graph reads and writes these very tensors), and the step's stages."""
 
-    def __init__(self, loaded, gen_cfg, batch_size: int, *, beam: int, max_length: int, length_penalty: float,
-                 early_stopping: bool | str, pos: PositiveTables | None, neg, nbest: int | None = None,
-                 stop: str = STOP_DEFAULT) -> None:
+    def __init__(
+        self,
+        loaded,
+        gen_cfg,
+        batch_size: int,
+        *,
+        beam: int,
+        max_length: int,
+        length_penalty: float,
+        early_stopping: bool | str,
+        pos: PositiveTables | None,
+        neg,
+        nbest: int | None = None,
+        stop: str = STOP_DEFAULT,
+    ) -> None:
         from .banned import NegativeState
 
         dev = self.dev = loaded.device
@@ -375,7 +432,7 @@ class BeamSearch:
         if isinstance(start, (list, tuple)):
             start = start[0]
         boundary = loaded.vocab.boundary.to(dev)
-        self.sentence_id = torch.arange(B, device=dev)                            # [B] index in the call's batch
+        self.sentence_id = torch.arange(B, device=dev)  # [B] index in the call's batch
         hyp_sentence = self.sentence_id.repeat_interleave(K)  # [H] each hypothesis' sentence (tables' row)
         constrained_pos = pos is not None and bool(pos.valid.any())
         constrained_neg = neg is not None and not neg.empty
@@ -388,29 +445,35 @@ class BeamSearch:
 
         pad = pad_token_id(gen_cfg)
         self.seqs = torch.full((H, max_length), pad if pad is not None else eos, dtype=torch.long, device=dev)
-        self.seqs[:, 0] = start                                                   # [H, L] running hypotheses
-        self.run_scores = torch.zeros(B, K, device=dev)                           # [B, K]
+        self.seqs[:, 0] = start  # [H, L] running hypotheses
+        self.run_scores = torch.zeros(B, K, device=dev)  # [B, K]
         self.run_scores[:, 1:] = NEG  # one live beam at the start: the others would repeat it
-        self.fin_seqs = self.seqs.view(B, K, max_length).clone()                  # [B, K, L] finished ones
-        self.fin_scores = torch.full((B, K), NEG, device=dev)                     # length-normalised
-        self.fin_raw = torch.full((B, K), NEG, device=dev)                        # sum of log-probs
+        self.fin_seqs = self.seqs.view(B, K, max_length).clone()  # [B, K, L] finished ones
+        self.fin_scores = torch.full((B, K), NEG, device=dev)  # length-normalised
+        self.fin_raw = torch.full((B, K), NEG, device=dev)  # sum of log-probs
         self.fin_len = torch.zeros(B, K, dtype=torch.long, device=dev)
-        self.fin_ok = torch.zeros(B, K, dtype=torch.bool, device=dev)             # returned
-        self.is_fin = torch.zeros(B, K, dtype=torch.bool, device=dev)             # slot filled
-        self.unsat_heur = torch.ones(B, 1, dtype=torch.bool, device=dev)          # sentence still searching
-        self.stop_slot = _stop_slots(stop, K, K if nbest is None else nbest,      # [B, 1] the slot read
-                                     pos.valid.any(1) if constrained_pos else None, B, dev)
-        self.cur_t = torch.ones((), dtype=torch.long, device=dev)   # cur_len on the device, for the graph
+        self.fin_ok = torch.zeros(B, K, dtype=torch.bool, device=dev)  # returned
+        self.is_fin = torch.zeros(B, K, dtype=torch.bool, device=dev)  # slot filled
+        self.unsat_heur = torch.ones(B, 1, dtype=torch.bool, device=dev)  # sentence still searching
+        self.stop_slot = _stop_slots(
+            stop,
+            K,
+            K if nbest is None else nbest,  # [B, 1] the slot read
+            pos.valid.any(1) if constrained_pos else None,
+            B,
+            dev,
+        )
+        self.cur_t = torch.ones((), dtype=torch.long, device=dev)  # cur_len on the device, for the graph
         self.src_sel = torch.zeros(H, dtype=torch.long, device=dev)  # each new hypothesis' source row (cache)
         # 1 / len ** length_penalty per length, as float32 (what a GPU divides by a Python number with)
         self.inv_len = 1.0 / torch.tensor([max(n, 1) ** length_penalty for n in range(max_length + 1)], device=dev)
         self.never = early_stopping == "never" and length_penalty > 0.0
-        self.boundary = boundary                                                  # [V] bool
+        self.boundary = boundary  # [V] bool
         self.boundary_bias = torch.zeros(self.V, device=dev).masked_fill(~boundary, float("-inf"))  # [V] 0 / -inf
         # the CPU's exact argmax / top-k through block maxima (a GPU's own kernels are fast: not there)
         self._blocks = _RowBlocks(self.V, dev) if dev.type == "cpu" else None
-        self.hyp_in_beam = torch.arange(H, device=dev)[:, None] % K              # [H, 1]
-        self.sentence_base = torch.arange(B, device=dev)[:, None]                 # [B, 1] row position
+        self.hyp_in_beam = torch.arange(H, device=dev)[:, None] % K  # [H, 1]
+        self.sentence_base = torch.arange(B, device=dev)[:, None]  # [B, 1] row position
         self._store: dict[str, torch.Tensor] | None = None  # finished slots of every sentence, once any is dropped
 
     def step(self, logp: torch.Tensor, cur_len: int | None, last_step: bool) -> None:
@@ -449,8 +512,8 @@ class BeamSearch:
             if logp.numel() >= blk.TOPK_MIN:
                 top = blk.group_topk(logp, bmax, self.run_scores, 2 * K)
         if top is None:
-            acc = logp + run                                                        # [H, V]
-            top = torch.topk(acc.view(B, K * V), 2 * K, dim=1)                      # [B, 2K]
+            acc = logp + run  # [H, V]
+            top = torch.topk(acc.view(B, K * V), 2 * K, dim=1)  # [B, 2K]
         top_s, top_i = top
         if self.constrained:
             if blk is not None:
@@ -468,12 +531,12 @@ class BeamSearch:
                 extra_tok = [logp.argmax(1)[:, None], (logp + self.boundary_bias).argmax(1)[:, None]]
             if self.ps is not None:
                 extra_tok.append(self.ps.next_tokens())
-            et = torch.cat(extra_tok, 1)                                            # [H, E]
+            et = torch.cat(extra_tok, 1)  # [H, E]
             valid_e = et >= 0
             et_c = et.clamp(min=0)
             # (logp + run gathered: acc's very sums, one per extra instead of one per (hypothesis, token))
             es = (logp.gather(1, et_c) + run).masked_fill(~valid_e, float("-inf"))
-            ei = (self.hyp_in_beam * V + et_c).view(B, -1)                         # [B, K * E]
+            ei = (self.hyp_in_beam * V + et_c).view(B, -1)  # [B, K * E]
             cand_i = torch.cat([top_i, ei], 1)
             cand_s = torch.cat([top_s, es.view(B, -1)], 1)
             cand_s = cand_s.masked_fill(self._duplicates(top_i, ei, valid_e), float("-inf"))
@@ -481,18 +544,30 @@ class BeamSearch:
             cand_i, cand_s = top_i, top_s
         c_beam = cand_i // V
         c_tok = cand_i % V
-        return Candidates(score=cand_s, beam=c_beam, token=c_tok,
-                          source=(self.sentence_base * K + c_beam).view(-1),
-                          finishes=(c_tok == self.eos) | last_step,
-                          finite=torch.isfinite(cand_s) & (cand_s > NEG / 2))
+        return Candidates(
+            score=cand_s,
+            beam=c_beam,
+            token=c_tok,
+            source=(self.sentence_base * K + c_beam).view(-1),
+            finishes=(c_tok == self.eos) | last_step,
+            finite=torch.isfinite(cand_s) & (cand_s > NEG / 2),
+        )
 
     def _duplicates(self, top_i: torch.Tensor, extra_i: torch.Tensor, valid_e: torch.Tensor) -> torch.Tensor:
         """[B, N] bool: every copy of a (hypothesis, token) pair but the first (copies have one score);
         invalid extras get keys of their own (K * V + position) so that they never hide a real copy."""
         B, K, V = self.B, self.K, self.V
-        key = torch.cat([top_i, torch.where(valid_e, extra_i.view_as(valid_e),
-                                            K * V + torch.arange(valid_e.numel(), device=self.dev).view_as(valid_e))
-                         .view(B, -1)], 1)
+        key = torch.cat(
+            [
+                top_i,
+                torch.where(
+                    valid_e,
+                    extra_i.view_as(valid_e),
+                    K * V + torch.arange(valid_e.numel(), device=self.dev).view_as(valid_e),
+                ).view(B, -1),
+            ],
+            1,
+        )
         srt, srt_o = torch.sort(key, dim=1, stable=True)
         dup = torch.zeros_like(srt, dtype=torch.bool)
         dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
@@ -503,7 +578,7 @@ class BeamSearch:
         B, N = self.B, cand.n
         if not self.constrained:
             return CandidateConstraints(may_end=torch.ones(B, N, dtype=torch.bool, device=self.dev))
-        cand_sentence = self.sentence_id[:, None].expand(B, N).reshape(-1)          # [B * N] tables' rows
+        cand_sentence = self.sentence_id[:, None].expand(B, N).reshape(-1)  # [B * N] tables' rows
         flat_tok = cand.token.view(-1)
         may_end = torch.ones(B * N, dtype=torch.bool, device=self.dev)
         out = CandidateConstraints(may_end=may_end)
@@ -534,37 +609,49 @@ class BeamSearch:
         n_banks = int(self.pos.T + 1)
         # rank within its bank: sorted by (bank, position) each bank is a run; rank = position in the run
         pos = torch.arange(N, device=self.dev)
-        g_sorted, g_ord = torch.sort(b_sorted * N + pos, dim=1)                     # (distinct keys)
-        start = torch.searchsorted(g_sorted, g_sorted - g_sorted % N)              # each run's first position
-        rank = torch.empty_like(g_ord).scatter_(1, g_ord, pos - start)             # [B, N]
+        g_sorted, g_ord = torch.sort(b_sorted * N + pos, dim=1)  # (distinct keys)
+        start = torch.searchsorted(g_sorted, g_sorted - g_sorted % N)  # each run's first position
+        rank = torch.empty_like(g_ord).scatter_(1, g_ord, pos - start)  # [B, N]
         fin_sorted = torch.isfinite(s_sorted) & (s_sorted > NEG / 2)
         key = rank * n_banks + (n_banks - 1 - b_sorted)
-        key = torch.where(fin_sorted, key, key + 10 ** 9 + rank)
+        key = torch.where(fin_sorted, key, key + 10**9 + rank)
         _, k_ord = torch.sort(key, dim=1, stable=True)
         return s_ord.gather(1, k_ord)
 
-    def select_running(self, order: torch.Tensor, ranked_score: torch.Tensor, ranked_finishes: torch.Tensor,
-                       ranked_finite: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def select_running(
+        self,
+        order: torch.Tensor,
+        ranked_score: torch.Tensor,
+        ranked_finishes: torch.Tensor,
+        ranked_finite: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The next running beams: the first K candidates in ``order`` that neither finish nor are dead.
         Returns their candidate positions [B, K] and scores [B, K] (a dead slot's far below NEG)."""
         N = order.shape[1]
         skip = ranked_finishes | ~ranked_finite
         run_key = torch.arange(N, device=self.dev)[None, :] + skip.long() * N
-        sel = torch.topk(-run_key, self.K, dim=1)[1]                                # positions in order
+        sel = torch.topk(-run_key, self.K, dim=1)[1]  # positions in order
         chosen = order.gather(1, sel)
         scores = ranked_score.gather(1, sel) + skip.gather(1, sel).float() * NEG
         scores = torch.where(torch.isfinite(scores), scores, torch.full_like(scores, 2 * NEG))
         return chosen, scores
 
-    def add_finished(self, cand: Candidates, cons: CandidateConstraints, order: torch.Tensor,
-                     ranked_score: torch.Tensor, ranked_finishes: torch.Tensor, ranked_finite: torch.Tensor,
-                     cur_len: int | None) -> None:
+    def add_finished(
+        self,
+        cand: Candidates,
+        cons: CandidateConstraints,
+        order: torch.Tensor,
+        ranked_score: torch.Tensor,
+        ranked_finishes: torch.Tensor,
+        ranked_finite: torch.Tensor,
+        cur_len: int | None,
+    ) -> None:
         """Merge the finishing candidates among the first K positions of ``order`` (only those can finish,
         so only their sequences are gathered) into the K finished slots, as ``transformers`` does: scores
         normalised by length ** length_penalty, none once a sentence is done; with constraints, only
         hypotheses that satisfy them are returned."""
         B, K, L = self.B, self.K, self.max_length
-        first = order[:, :K]                                                        # [B, K]
+        first = order[:, :K]  # [B, K]
         first_score = ranked_score[:, :K]
         just = ranked_finishes[:, :K] & ranked_finite[:, :K] & cons.may_end.gather(1, first)
         norm = self._over_len(first_score, cur_len)  # generated tokens including the final one: cur_len
@@ -572,13 +659,13 @@ class BeamSearch:
         add = norm + full.float() * NEG + (~self.unsat_heur).float() * NEG + (~just).float() * NEG
         cand_seqs = self.seqs[cand.source.view(B, -1).gather(1, first).reshape(-1)].view(B, K, L)
         cand_seqs.scatter_(2, self.cur_t.view(1, 1, 1).expand(B, K, 1), cand.token.gather(1, first)[:, :, None])
-        m_seqs = torch.cat([self.fin_seqs, cand_seqs], 1)                           # [B, 2K, L]
+        m_seqs = torch.cat([self.fin_seqs, cand_seqs], 1)  # [B, 2K, L]
         m_scores = torch.cat([self.fin_scores, add], 1)
         m_raw = torch.cat([self.fin_raw, first_score], 1)
         m_len = torch.cat([self.fin_len, self.cur_t.expand(B, K)], 1)
         m_ok = torch.cat([self.fin_ok, just & ~full & self.unsat_heur], 1)
         m_isf = torch.cat([self.is_fin, just], 1)
-        keep = torch.topk(m_scores, K, dim=1)[1]                                    # [B, K]
+        keep = torch.topk(m_scores, K, dim=1)[1]  # [B, K]
         self.fin_seqs.copy_(m_seqs.gather(1, keep[:, :, None].expand(-1, -1, L)))
         self.fin_scores.copy_(m_scores.gather(1, keep))
         self.fin_raw.copy_(m_raw.gather(1, keep))
@@ -586,11 +673,12 @@ class BeamSearch:
         self.fin_ok.copy_(m_ok.gather(1, keep))
         self.is_fin.copy_(m_isf.gather(1, keep))
 
-    def advance(self, cand: Candidates, cons: CandidateConstraints, chosen: torch.Tensor,
-                chosen_scores: torch.Tensor) -> None:
+    def advance(
+        self, cand: Candidates, cons: CandidateConstraints, chosen: torch.Tensor, chosen_scores: torch.Tensor
+    ) -> None:
         """The chosen candidates [B, K] become the running hypotheses: sequences, constraint state, scores."""
         B, N, H = self.B, cand.n, self.H
-        src_flat = cand.source.view(B, N).gather(1, chosen).view(-1)                # [H]
+        src_flat = cand.source.view(B, N).gather(1, chosen).view(-1)  # [H]
         tok_flat = cand.token.gather(1, chosen).view(-1)
         self.seqs.copy_(self.seqs[src_flat])
         self.seqs.scatter_(1, self.cur_t.view(1, 1).expand(H, 1), tok_flat[:, None])
@@ -613,8 +701,9 @@ class BeamSearch:
         lp = self.length_penalty
         best_run = self.run_scores.max(1, keepdim=True)[0]
         best_run = best_run / ((self.max_length - 1) ** lp) if self.never else self._over_len(best_run, cur_len)
-        worst_kept = torch.where(self.slots_full(), self.fin_scores.gather(1, self.stop_slot),
-                                 torch.full_like(best_run, NEG))
+        worst_kept = torch.where(
+            self.slots_full(), self.fin_scores.gather(1, self.stop_slot), torch.full_like(best_run, NEG)
+        )
         self.unsat_heur.logical_and_(best_run > worst_kept)
         self.cur_t.add_(1)
 
@@ -671,7 +760,7 @@ class BeamSearch:
         ``transformers``), else with the device's table (the graph), bit for bit what a GPU computes."""
         # (index_select, not inv_len[cur_t]: indexing with a 0-dim tensor reads it on the host)
         if cur_len is not None:
-            return x / (cur_len ** self.length_penalty)
+            return x / (cur_len**self.length_penalty)
         return x * self.inv_len.index_select(0, self.cur_t.view(1))
 
     def finished(self) -> list[list[tuple[list[int], float, float]]]:
@@ -682,15 +771,16 @@ class BeamSearch:
             fin = self._store
         else:
             fin = {k: getattr(self, k) for k in self._FINISHED}
-        ok, scores, raw, lens, fseqs = (fin[k].tolist() for k in ("fin_ok", "fin_scores", "fin_raw", "fin_len",
-                                                                   "fin_seqs"))
+        ok, scores, raw, lens, fseqs = (
+            fin[k].tolist() for k in ("fin_ok", "fin_scores", "fin_raw", "fin_len", "fin_seqs")
+        )
         results = []
         for b in range(len(ok)):
             rows = []
             for k in range(self.K):
                 if not ok[b][k] or scores[b][k] <= NEG / 2:
                     continue
-                rows.append((fseqs[b][k][1:1 + lens[b][k]], raw[b][k], scores[b][k]))
+                rows.append((fseqs[b][k][1 : 1 + lens[b][k]], raw[b][k], scores[b][k]))
             results.append(rows)
         return results
 
@@ -718,8 +808,8 @@ class _RowBlocks:
     def __init__(self, V: int, dev):
         self.V = V
         self.bs = min(self.BS, V)
-        self.nb = V // self.bs               # whole blocks per row
-        self.tail = V - self.nb * self.bs    # columns in a last, shorter block
+        self.nb = V // self.bs  # whole blocks per row
+        self.tail = V - self.nb * self.bs  # columns in a last, shorter block
         self.nbt = self.nb + (1 if self.tail else 0)
         self.ar = torch.arange(self.bs, device=dev)
 
@@ -741,7 +831,7 @@ class _RowBlocks:
         after its own position: argmax returns that first position.)"""
         if bmax is None:
             bmax = self.maxima(x)
-        c = self._cols(bmax.argmax(1))                                           # [R, bs]
+        c = self._cols(bmax.argmax(1))  # [R, bs]
         return c.gather(1, x.gather(1, c).argmax(1, keepdim=True))[:, 0]
 
     def group_topk(self, x: torch.Tensor, bmax: torch.Tensor, add: torch.Tensor, k: int):
@@ -754,9 +844,9 @@ class _RowBlocks:
         if R * nbt < m:
             return None
         # (block maxima of x + c are those of x plus c: rounding is monotonic)
-        q = torch.topk((bmax + add.view(-1, 1)).view(G, R * nbt), m, dim=1)[1]   # [G, m] best blocks
+        q = torch.topk((bmax + add.view(-1, 1)).view(G, R * nbt), m, dim=1)[1]  # [G, m] best blocks
         row = torch.div(q, nbt, rounding_mode="floor")
-        c = (q - row * nbt)[:, :, None] * bs + self.ar                            # [G, m, bs] columns
+        c = (q - row * nbt)[:, :, None] * bs + self.ar  # [G, m, bs] columns
         pad = c >= V if self.tail else None
         if pad is not None:
             c = c.clamp(max=V - 1)

@@ -38,6 +38,7 @@ Results equal Hugging Face's up to float rounding (the attention is plain matmul
 ``scaled_dot_product_attention``; q, k and v come from one product; oneDNN sums in another order): tests
 compare logits within 1e-5 (oneDNN: 1e-5 + 1e-6 x |logit|) and decoded tokens exactly.
 """
+
 from __future__ import annotations
 
 import os
@@ -182,13 +183,37 @@ def _weights_key(model) -> tuple:
     stale), or the oneDNN switch changes."""
     out = model.get_output_embeddings().weight
     flb = getattr(model, "final_logits_bias", None)
-    return (onednn_by_env(), (out.data_ptr(), out._version), None if flb is None else flb.data_ptr(),
-            *((p.data_ptr(), p._version) for p in model.model.decoder.parameters()))
+    return (
+        onednn_by_env(),
+        (out.data_ptr(), out._version),
+        None if flb is None else flb.data_ptr(),
+        *((p.data_ptr(), p._version) for p in model.model.decoder.parameters()),
+    )
 
 
 class _Layer:
-    __slots__ = ("w_qkv", "b_qkv", "w_o", "b_o", "ln1", "w_cq", "b_cq", "w_ck", "b_ck", "w_cv", "b_cv", "w_co",
-                 "b_co", "ln2", "w_fc1", "b_fc1", "w_fc2", "b_fc2", "ln3", "act")
+    __slots__ = (
+        "w_qkv",
+        "b_qkv",
+        "w_o",
+        "b_o",
+        "ln1",
+        "w_cq",
+        "b_cq",
+        "w_ck",
+        "b_ck",
+        "w_cv",
+        "b_cv",
+        "w_co",
+        "b_co",
+        "ln2",
+        "w_fc1",
+        "b_fc1",
+        "w_fc2",
+        "b_fc2",
+        "ln3",
+        "act",
+    )
 
 
 def _onednn_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -220,8 +245,13 @@ class LeanDecoder:
         self.int8 = int8
         # oneDNN with weights packed once: on CPUs where MKL's small-batch sgemm is slow (AMD EPYC here:
         # 2-5x at 5-40 rows), its products cost what CTranslate2's do; results differ in the last bits
-        self.onednn = (not int8 and ref.device.type == "cpu" and ref.dtype == torch.float32 and onednn_by_env()
-                       and _onednn_linear_works())
+        self.onednn = (
+            not int8
+            and ref.device.type == "cpu"
+            and ref.dtype == torch.float32
+            and onednn_by_env()
+            and _onednn_linear_works()
+        )
         self.kind = _kind(model)
         dec = model.model.decoder
         a0 = dec.layers[0].self_attn
@@ -233,12 +263,12 @@ class LeanDecoder:
             self.embed = dec.embed_tokens.weight
             if self.kind == "marian":
                 self.embed_scale = dec.embed_scale
-                self.positions = dec.embed_positions.weight                     # sinusoidal, row = position
+                self.positions = dec.embed_positions.weight  # sinusoidal, row = position
                 self.pos_offset = 0
                 self.ln_embed = None
             else:
                 self.embed_scale = getattr(dec.embed_tokens, "embed_scale", 1.0)
-                self.positions = dec.embed_positions.weight                     # learned, row = position + 2
+                self.positions = dec.embed_positions.weight  # learned, row = position + 2
                 self.pos_offset = dec.embed_positions.offset
                 self.ln_embed = _ln(dec.layernorm_embedding)
             self.layers = []
@@ -266,8 +296,11 @@ class LeanDecoder:
         self.vocab = self.lm_head.shape[0]
         if self.onednn or int8:
             with torch.no_grad():
-                pack = _int8_pack if int8 else (
-                    lambda w: torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS_HINT))
+                pack = (
+                    _int8_pack
+                    if int8
+                    else (lambda w: torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS_HINT))
+                )
                 for L in self.layers:
                     for name in ("w_qkv", "w_o", "w_cq", "w_ck", "w_cv", "w_co", "w_fc1", "w_fc2"):
                         setattr(L, name, pack(getattr(L, name)))
@@ -297,11 +330,11 @@ class LeanState:
                 e2 = enc.reshape(B * S, -1)
                 ck.append(lean.linear(e2, L.w_ck, L.b_ck).view(B, S, h, hd).transpose(1, 2))
                 cv.append(lean.linear(e2, L.w_cv, L.b_cv).view(B, S, h, hd).transpose(1, 2))
-            self.cross_kT = torch.stack(ck).transpose(-1, -2).contiguous()    # [layers, B, heads, hd, S]
-            self.cross_v = torch.stack(cv).contiguous()                        # [layers, B, heads, S, hd]
+            self.cross_kT = torch.stack(ck).transpose(-1, -2).contiguous()  # [layers, B, heads, hd, S]
+            self.cross_v = torch.stack(cv).contiguous()  # [layers, B, heads, S, hd]
             if mask is not None and not bool(mask.all()):
                 bias = (1.0 - mask.to(enc.dtype)) * torch.finfo(enc.dtype).min
-                self.cross_bias = bias[:, None, None, :]                       # [B, 1, 1, S]
+                self.cross_bias = bias[:, None, None, :]  # [B, 1, 1, S]
             else:
                 self.cross_bias = None
         # (a small first capacity: a reorder copies the whole buffer, and doubling from 4 keeps it within twice
@@ -349,7 +382,7 @@ class LeanState:
     def _grow(self, need: int) -> None:
         cap = min(self.max_length, max(need, 2 * self.capacity))
         kv = self.kv.new_zeros(*self.kv.shape[:3], cap, self.kv.shape[4])
-        kv[:, :, :, :self.capacity].copy_(self.kv)
+        kv[:, :, :, : self.capacity].copy_(self.kv)
         self.kv, self.capacity = kv, cap
 
     @torch.no_grad()
@@ -361,7 +394,7 @@ class LeanState:
             self._grow(position + 1)
         R = tokens.shape[0]
         Bs = self.sentences
-        per = R // Bs                                     # queries per sentence (1 at the first step, else K)
+        per = R // Bs  # queries per sentence (1 at the first step, else K)
         h, hd, d = lean.heads, lean.head_dim, lean.d
         linear = lean.linear
         x = F.embedding(tokens, lean.embed)
@@ -376,15 +409,15 @@ class LeanState:
         for i, L in enumerate(lean.layers):
             # self-attention: this token's key and value into the cache, then attend to positions 0..position
             qkv = linear(x, L.w_qkv, L.b_qkv).view(R, 3, h, hd)
-            kv[2 * i:2 * i + 2, :, :, position].copy_(qkv[:, 1:].transpose(0, 1))
-            q = qkv[:, 0].unsqueeze(2)                                           # [R, h, 1, hd]
-            w = torch.matmul(q, kv[2 * i, :, :, :n].transpose(-1, -2)) * lean.scaling    # [R, h, 1, n]
+            kv[2 * i : 2 * i + 2, :, :, position].copy_(qkv[:, 1:].transpose(0, 1))
+            q = qkv[:, 0].unsqueeze(2)  # [R, h, 1, hd]
+            w = torch.matmul(q, kv[2 * i, :, :, :n].transpose(-1, -2)) * lean.scaling  # [R, h, 1, n]
             w = torch.softmax(w, dim=-1)
             a = torch.matmul(w, kv[2 * i + 1, :, :, :n]).view(R, d)
             x = F.layer_norm(x + linear(a, L.w_o, L.b_o), *L.ln1)
             # cross-attention: a sentence's beams query its encoder keys together
-            q = linear(x, L.w_cq, L.b_cq).view(Bs, per, h, hd).transpose(1, 2)     # [Bs, h, per, hd]
-            w = torch.matmul(q, self.cross_kT[i]) * lean.scaling                      # [Bs, h, per, S]
+            q = linear(x, L.w_cq, L.b_cq).view(Bs, per, h, hd).transpose(1, 2)  # [Bs, h, per, hd]
+            w = torch.matmul(q, self.cross_kT[i]) * lean.scaling  # [Bs, h, per, S]
             if bias is not None:
                 w = w + bias
             w = torch.softmax(w, dim=-1)

@@ -4,6 +4,7 @@ The decoder reproduces ``generate``'s beam search step by step, so it needs the 
 as ``generate`` prepares it and the logits processors exactly as ``generate`` builds them. Transformers
 offers no public call for either: these wrappers are what to check (and adapt) when upgrading it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -11,8 +12,9 @@ import copy
 import torch
 
 
-def generation_config_for(model, beam: int, max_length: int, length_penalty: float, early_stopping,
-                          device: torch.device):
+def generation_config_for(
+    model, beam: int, max_length: int, length_penalty: float, early_stopping, device: torch.device
+):
     """The model's ``GenerationConfig`` for a plain beam search of ``beam`` beams up to ``max_length`` tokens,
     its special-token tensors prepared as ``generate`` does (``_prepare_special_tokens``)."""
     gc = copy.deepcopy(model.generation_config)
@@ -37,12 +39,17 @@ def logits_processors(model, generation_config, input_ids: torch.Tensor):
     words, ...), for a decoder that starts from one token. Older releases take no ``device`` or
     ``model_kwargs``."""
     try:
-        return model._get_logits_processor(generation_config=generation_config, input_ids_seq_length=1,
-                                           encoder_input_ids=input_ids, device=input_ids.device,
-                                           model_kwargs={})
+        return model._get_logits_processor(
+            generation_config=generation_config,
+            input_ids_seq_length=1,
+            encoder_input_ids=input_ids,
+            device=input_ids.device,
+            model_kwargs={},
+        )
     except TypeError:
-        return model._get_logits_processor(generation_config=generation_config, input_ids_seq_length=1,
-                                           encoder_input_ids=input_ids)
+        return model._get_logits_processor(
+            generation_config=generation_config, input_ids_seq_length=1, encoder_input_ids=input_ids
+        )
 
 
 class _BanTokens:
@@ -69,8 +76,12 @@ class FastProcessors:
         self.steps = []
         for p in processors:
             bias = getattr(p, "sequence_bias", None)
-            if (type(p) is NoBadWordsLogitsProcessor and isinstance(bias, dict) and bias
-                    and all(len(k) == 1 and v == float("-inf") for k, v in bias.items())):
+            if (
+                type(p) is NoBadWordsLogitsProcessor
+                and isinstance(bias, dict)
+                and bias
+                and all(len(k) == 1 and v == float("-inf") for k, v in bias.items())
+            ):
                 self.steps.append(_BanTokens([k[0] for k in bias]))
             else:
                 self.steps.append(p)

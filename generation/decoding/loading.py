@@ -1,5 +1,6 @@
 """Load a Hugging Face seq2seq checkpoint from a local folder, or from a hub id through the Hugging Face cache
 (``generation.model_source.model_folder``: the one rule for ``--model`` values)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ def keep_freed_memory_in_heap() -> bool:
         return True
     try:
         import ctypes
+
         libc = ctypes.CDLL("libc.so.6")
         M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
         _HEAP_KEPT = bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)) and bool(libc.mallopt(M_TRIM_THRESHOLD, 1 << 30))
@@ -66,10 +68,18 @@ def from_objects(model, tokenizer, device=None, path: str = "<memory>") -> Loade
     if device.type == "cuda":
         model = model.half()
     model.eval()
-    size = model.get_output_embeddings().weight.shape[0] if model.get_output_embeddings() is not None \
+    size = (
+        model.get_output_embeddings().weight.shape[0]
+        if model.get_output_embeddings() is not None
         else model.config.vocab_size
-    return LoadedModel(model=model, tokenizer=tokenizer, device=device,
-                       vocab=build_vocab_info(tokenizer, size, _eos_id(model)), path=path)
+    )
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        device=device,
+        vocab=build_vocab_info(tokenizer, size, _eos_id(model)),
+        path=path,
+    )
 
 
 def load_model(path, device=None) -> LoadedModel:
@@ -81,6 +91,7 @@ def load_model(path, device=None) -> LoadedModel:
     if not (p / "config.json").is_file():
         raise ModelFolderError(f"model folder {str(path)!r} has no config.json (not a Hugging Face checkpoint)")
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
     try:
         model = AutoModelForSeq2SeqLM.from_pretrained(str(p), local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(str(p), local_files_only=True)

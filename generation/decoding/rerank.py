@@ -1,4 +1,5 @@
 """Dissimilarity re-ranking of an n-best list by word-level Levenshtein distance (ties: model score)."""
+
 from __future__ import annotations
 
 from rapidfuzz.distance import Levenshtein

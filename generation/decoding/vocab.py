@@ -5,6 +5,7 @@ Words are what ``re.findall(r"\\w+", text)`` returns on the detokenised output. 
 so the current word ends inside it), ``inner`` (complete words strictly inside it) and ``tail`` (the word
 it leaves open). Special tokens other than EOS are removed by detokenisation: they spell nothing.
 """
+
 from __future__ import annotations
 
 import re
@@ -44,14 +45,14 @@ class VocabInfo:
     eos_id: int
     surfaces: list[str]
     lead: list[str]
-    has_break: torch.Tensor          # [V] bool
-    boundary: torch.Tensor           # [V] bool: has a break and an empty lead (starts a new word)
+    has_break: torch.Tensor  # [V] bool
+    boundary: torch.Tensor  # [V] bool: has a break and an empty lead (starts a new word)
     inner: list[tuple[str, ...]]
     tail: list[str]
     by_lead_nobreak: dict[str, list[int]] = field(default_factory=dict)
     by_lead_break: dict[str, list[int]] = field(default_factory=dict)
     by_tail: dict[str, list[int]] = field(default_factory=dict)
-    inner_ids: list[int] = field(default_factory=list)   # ids with at least one inner word
+    inner_ids: list[int] = field(default_factory=list)  # ids with at least one inner word
 
     @cached_property
     def tail_open(self) -> np.ndarray:
@@ -98,8 +99,9 @@ def surface_strings(tokenizer, size: int) -> tuple[list[str], set[int]]:
 def build_vocab_info(tokenizer, size: int, eos_id: int) -> VocabInfo:
     surfaces, _ = surface_strings(tokenizer, size)
     lead, inner, tail, brk = [], [], [], []
-    info = VocabInfo(size=size, eos_id=eos_id, surfaces=surfaces, lead=lead, has_break=None, boundary=None,
-                     inner=inner, tail=tail)
+    info = VocabInfo(
+        size=size, eos_id=eos_id, surfaces=surfaces, lead=lead, has_break=None, boundary=None, inner=inner, tail=tail
+    )
     for i, s in enumerate(surfaces):
         parts = _SPLIT_RE.split(s)  # alternating non-word / word, starting with non-word (maybe "")
         if len(parts) == 1:
@@ -162,6 +164,8 @@ def encode_phrase(tokenizer, info: VocabInfo, words: list[str]) -> list[int]:
     ids = [i for i in ids if i < info.size and info.surfaces[i] != ""] if ids else []
     spelled, starts, _ = spell_words(info, ids)
     if not ids or spelled != list(words) or not starts:
-        raise PhraseError(f"the model's vocabulary cannot spell {' '.join(words)!r} as whole words "
-                          f"(got {[info.surfaces[i] for i in ids]})")
+        raise PhraseError(
+            f"the model's vocabulary cannot spell {' '.join(words)!r} as whole words "
+            f"(got {[info.surfaces[i] for i in ids]})"
+        )
     return ids

@@ -13,26 +13,51 @@ Plain functions, no Django: the ``train_rewriter`` management command is a thin 
   length-bucketed batches, atomic checkpoints (:mod:`.checkpoints`) and automatic resumption.
 * :mod:`.export` — :func:`export` writes the final folder; :func:`load_rewriter`, :func:`rewrite`.
 """
+
 from __future__ import annotations
 
 from .checkpoints import CHECKPOINTS, STATE_FILE, latest_checkpoint
 from .data import (
-                   PairsFileError,
-                   build_synthetic_pairs,
-                   file_sha256,
-                   iter_pairs,
-                   load_ppdb_synonyms,
-                   noise_sentence,
-                   read_pairs,
-                   read_public_sentences,
+    PairsFileError,
+    build_synthetic_pairs,
+    file_sha256,
+    iter_pairs,
+    load_ppdb_synonyms,
+    noise_sentence,
+    read_pairs,
+    read_public_sentences,
 )
 from .export import TRAINING_JSON, export, load_rewriter, rewrite
 from .options import DEFAULT_CONFIG, TrainConfig, TrainOptionsError, build_config, check_device, check_train_options
 from .tokenizer import TOKENIZER_DIR, load_tokenizer, train_tokenizer
 from .training import TrainResult, train, train_with
 
-__all__ = ["CHECKPOINTS", "DEFAULT_CONFIG", "STATE_FILE", "TOKENIZER_DIR", "TRAINING_JSON", "PairsFileError",
-           "TrainConfig", "TrainOptionsError", "TrainResult", "build_config", "build_synthetic_pairs",
-           "check_device", "check_train_options", "export", "file_sha256", "iter_pairs", "latest_checkpoint",
-           "load_ppdb_synonyms", "load_rewriter", "load_tokenizer", "noise_sentence", "read_pairs",
-           "read_public_sentences", "rewrite", "train", "train_tokenizer", "train_with"]
+__all__ = [
+    "CHECKPOINTS",
+    "DEFAULT_CONFIG",
+    "STATE_FILE",
+    "TOKENIZER_DIR",
+    "TRAINING_JSON",
+    "PairsFileError",
+    "TrainConfig",
+    "TrainOptionsError",
+    "TrainResult",
+    "build_config",
+    "build_synthetic_pairs",
+    "check_device",
+    "check_train_options",
+    "export",
+    "file_sha256",
+    "iter_pairs",
+    "latest_checkpoint",
+    "load_ppdb_synonyms",
+    "load_rewriter",
+    "load_tokenizer",
+    "noise_sentence",
+    "read_pairs",
+    "read_public_sentences",
+    "rewrite",
+    "train",
+    "train_tokenizer",
+    "train_with",
+]

@@ -1,5 +1,6 @@
 """Training checkpoints: ``checkpoints/step-XXXXXXX/state.pt`` (model, optimizer, schedule, RNG state and
 history), written atomically, the newest few kept; a re-run resumes from the latest."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -19,8 +20,9 @@ def _latest_checkpoint(out_dir: Path) -> Path | None:
     root = out_dir / CHECKPOINTS
     if not root.is_dir():
         return None
-    cands = sorted(p for p in root.iterdir()
-                   if p.is_dir() and re.fullmatch(r"step-\d+", p.name) and (p / STATE_FILE).is_file())
+    cands = sorted(
+        p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"step-\d+", p.name) and (p / STATE_FILE).is_file()
+    )
     return cands[-1] if cands else None
 
 

@@ -1,5 +1,6 @@
 """Training data for the rewriter: ``sentence<TAB>paraphrase`` files, and synthetic demo pairs (public
 English sentences paired with a PPDB-noised copy)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +18,7 @@ from infra.textfiles import NotUtf8Error, PairsFileError, atomic_write, read_lin
 # --------------------------------------------------------------------------------------------------
 # Reading pairs
 # --------------------------------------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def _text_writer(raw, *, gzipped: bool):
@@ -50,7 +52,8 @@ def iter_pairs(path) -> Iterator[tuple[int, str, str]]:
             cols = line.split("\t")
             if len(cols) < 2:
                 raise PairsFileError(
-                    f"{path}:{lineno}: expected 'sentence<TAB>paraphrase', found no tab: {line[:80]!r}")
+                    f"{path}:{lineno}: expected 'sentence<TAB>paraphrase', found no tab: {line[:80]!r}"
+                )
             src, tgt = cols[0].strip(), cols[1].strip()
             if not src or not tgt:
                 raise PairsFileError(f"{path}:{lineno}: empty sentence or paraphrase: {line[:80]!r}")
@@ -79,6 +82,7 @@ def file_sha256(path) -> str:
 # --------------------------------------------------------------------------------------------------
 # Synthetic demo pairs
 # --------------------------------------------------------------------------------------------------
+
 
 def read_public_sentences(data_dir) -> list[str]:
     """Unique English sentences from STS-B train/dev and SICK under ``data_dir``, in first-seen order."""
@@ -114,9 +118,11 @@ def read_public_sentences(data_dir) -> list[str]:
 
 
 _WORD = re.compile(r"^[A-Za-z]+$")
-_STOP = frozenset("""a an the is are was were be been being am of to in on at by for with from and or
+_STOP = frozenset(
+    """a an the is are was were be been being am of to in on at by for with from and or
 but not no it its this that these those there here he she they we you i his her their our your my me
-him them us as do does did has have had""".split())
+him them us as do does did has have had""".split()
+)
 
 
 def load_ppdb_synonyms(path, max_per_word: int = 20, known: set[str] | None = None) -> dict[str, list[str]]:
@@ -139,8 +145,15 @@ def load_ppdb_synonyms(path, max_per_word: int = 20, known: set[str] | None = No
     return syn
 
 
-def noise_sentence(sentence: str, rng: random.Random, synonyms: dict[str, list[str]], *,
-                   p_sub: float = 0.3, p_drop: float = 0.04, p_swap: float = 0.01) -> str:
+def noise_sentence(
+    sentence: str,
+    rng: random.Random,
+    synonyms: dict[str, list[str]],
+    *,
+    p_sub: float = 0.3,
+    p_drop: float = 0.04,
+    p_swap: float = 0.01,
+) -> str:
     """A corrupted copy: PPDB synonym substitution (keeping capitalisation and trailing punctuation),
     occasional word drops and swaps of neighbouring words."""
     tokens = sentence.split()
@@ -155,8 +168,7 @@ def noise_sentence(sentence: str, rng: random.Random, synonyms: dict[str, list[s
                 if word[0].isupper():
                     new = new[0].upper() + new[1:]
                 tok = new + tail
-            elif len(tokens) > 4 and i > 0 and not tail and word.lower() not in _STOP \
-                    and rng.random() < p_drop:
+            elif len(tokens) > 4 and i > 0 and not tail and word.lower() not in _STOP and rng.random() < p_drop:
                 continue
         out.append(tok)
     if len(out) > 3 and rng.random() < p_swap * len(out):  # at most one swap of neighbours
@@ -166,9 +178,17 @@ def noise_sentence(sentence: str, rng: random.Random, synonyms: dict[str, list[s
     return " ".join(out)
 
 
-def build_synthetic_pairs(data_dir, out_path, *, seed: int = 13, copies: int = 2,
-                          p_sub: float = 0.3, p_drop: float = 0.04, p_swap: float = 0.01,
-                          ppdb_path=None) -> dict:
+def build_synthetic_pairs(
+    data_dir,
+    out_path,
+    *,
+    seed: int = 13,
+    copies: int = 2,
+    p_sub: float = 0.3,
+    p_drop: float = 0.04,
+    p_swap: float = 0.01,
+    ppdb_path=None,
+) -> dict:
     """Write ``sentence<TAB>noised`` and ``noised<TAB>sentence`` pairs (``copies`` noised copies per
     sentence, identical copies dropped) for the public sentences under ``data_dir``; return a summary."""
     data_dir = Path(data_dir)
@@ -201,6 +221,14 @@ def build_synthetic_pairs(data_dir, out_path, *, seed: int = 13, copies: int = 2
                 if noised != s:
                     fh.write(f"{noised}\t{s}\n")
                     n += 1
-    return {"sentences": len(sentences), "pairs": n, "out": str(out_path), "seed": seed,
-            "copies": copies, "p_sub": p_sub, "p_drop": p_drop, "p_swap": p_swap,
-            "ppdb_words": len(synonyms)}
+    return {
+        "sentences": len(sentences),
+        "pairs": n,
+        "out": str(out_path),
+        "seed": seed,
+        "copies": copies,
+        "p_sub": p_sub,
+        "p_drop": p_drop,
+        "p_swap": p_swap,
+        "ppdb_words": len(synonyms),
+    }

@@ -1,5 +1,6 @@
 """The rewriter's Hugging Face folder: export a trained model (with its provenance in
 ``paraforge_training.json``), load one, rewrite with it."""
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,14 @@ def export(model, tokenizer, dest, *, half: bool = False, info: dict | None = No
         model = model.to(torch.float16)
     cfg = model.config
     model.generation_config = GenerationConfig(
-        decoder_start_token_id=cfg.decoder_start_token_id, pad_token_id=cfg.pad_token_id,
-        eos_token_id=cfg.eos_token_id, forced_eos_token_id=cfg.eos_token_id,
-        bad_words_ids=[[cfg.pad_token_id]], num_beams=4, max_length=128)
+        decoder_start_token_id=cfg.decoder_start_token_id,
+        pad_token_id=cfg.pad_token_id,
+        eos_token_id=cfg.eos_token_id,
+        forced_eos_token_id=cfg.eos_token_id,
+        bad_words_ids=[[cfg.pad_token_id]],
+        num_beams=4,
+        max_length=128,
+    )
     model.save_pretrained(str(tmp), safe_serialization=True)
     if half:
         model.to(torch.float32)
@@ -60,8 +66,9 @@ def load_rewriter(path):
     return model.eval(), tok
 
 
-def rewrite(model, tokenizer, sentences: list[str], *, num_beams: int = 4, max_new_tokens: int = 64,
-            **kwargs) -> list[str]:
+def rewrite(
+    model, tokenizer, sentences: list[str], *, num_beams: int = 4, max_new_tokens: int = 64, **kwargs
+) -> list[str]:
     import torch
 
     enc = tokenizer(sentences, return_tensors="pt", padding=True)

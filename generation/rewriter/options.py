@@ -1,5 +1,6 @@
 """What a training run is told: :class:`TrainConfig`, the checks that refuse settings that cannot work, and
 the Marian model configuration (``DEFAULT_CONFIG`` with the run's overrides)."""
+
 from __future__ import annotations
 
 import math
@@ -31,6 +32,7 @@ class TrainConfig:
     after that many new steps (with a checkpoint), as a kill would. ``export_only`` exports the latest
     checkpoint without training. ``architecture`` overrides ``DEFAULT_CONFIG`` (``layers``, ``heads`` and
     ``ffn_dim`` set both sides). ``command`` and ``data_note`` are recorded in the export."""
+
     pairs_path: str | os.PathLike | None
     out_dir: str | os.PathLike
     architecture: dict | None = None
@@ -60,21 +62,44 @@ class TrainConfig:
 
     def check(self) -> None:
         """Refuse settings that cannot work (:class:`TrainOptionsError`), before the folder is touched."""
-        check_train_options(self.out_dir, steps=self.steps, batch_size=self.batch_size, lr=self.lr,
-                            warmup=self.warmup, label_smoothing=self.label_smoothing, vocab_size=self.vocab_size,
-                            max_len=self.max_len, checkpoint_every=self.checkpoint_every, threads=self.threads,
-                            stop_after=self.stop_after, device=self.device)
+        check_train_options(
+            self.out_dir,
+            steps=self.steps,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            warmup=self.warmup,
+            label_smoothing=self.label_smoothing,
+            vocab_size=self.vocab_size,
+            max_len=self.max_len,
+            checkpoint_every=self.checkpoint_every,
+            threads=self.threads,
+            stop_after=self.stop_after,
+            device=self.device,
+        )
 
 
 class TrainOptionsError(ValueError):
     """A training setting that cannot work (the message names the option, as the CLI spells it)."""
 
 
-def check_train_options(out_dir, *, steps: int, batch_size: int, lr: float, warmup: int, label_smoothing: float,
-                        vocab_size: int, max_len: int, checkpoint_every: int, threads: int | None,
-                        stop_after: int | None, device: str | None) -> None:
+def check_train_options(
+    out_dir,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    warmup: int,
+    label_smoothing: float,
+    vocab_size: int,
+    max_len: int,
+    checkpoint_every: int,
+    threads: int | None,
+    stop_after: int | None,
+    device: str | None,
+) -> None:
     """Refuse settings that would crash mid-run or silently do nothing (``steps`` 0 exported an untrained
     model), before ``train`` touches the training folder."""
+
     def at_least(value, minimum: int, option: str) -> None:
         if value < minimum:
             raise TrainOptionsError(f"{option} must be at least {minimum}, not {value}")
@@ -136,7 +161,14 @@ def build_config(tokenizer, overrides: dict | None = None):
     eos = tokenizer.eos_token_id
     vocab_size = len(tokenizer)
     return MarianConfig(
-        vocab_size=vocab_size, decoder_vocab_size=vocab_size, pad_token_id=pad, eos_token_id=eos,
-        decoder_start_token_id=pad, forced_eos_token_id=eos, share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True, is_encoder_decoder=True, **cfg,
+        vocab_size=vocab_size,
+        decoder_vocab_size=vocab_size,
+        pad_token_id=pad,
+        eos_token_id=eos,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=eos,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        is_encoder_decoder=True,
+        **cfg,
     )

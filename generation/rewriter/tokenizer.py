@@ -1,4 +1,5 @@
 """The rewriter's tokenizer: a SentencePiece unigram model trained on the pairs, saved as a ``MarianTokenizer``."""
+
 from __future__ import annotations
 
 import json
@@ -30,10 +31,20 @@ def train_tokenizer(sentences: Iterable[str], out_dir, *, vocab_size: int = 8000
         if hasattr(spm, "set_random_generator_seed"):
             spm.set_random_generator_seed(seed)
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences), model_prefix=prefix, model_type="unigram",
-            vocab_size=max(vocab_size - 1, 8), hard_vocab_limit=False, character_coverage=1.0,
-            eos_id=0, unk_id=1, bos_id=-1, pad_id=-1, input_sentence_size=2_000_000,
-            shuffle_input_sentence=True, num_threads=1, minloglevel=2,
+            sentence_iterator=iter(sentences),
+            model_prefix=prefix,
+            model_type="unigram",
+            vocab_size=max(vocab_size - 1, 8),
+            hard_vocab_limit=False,
+            character_coverage=1.0,
+            eos_id=0,
+            unk_id=1,
+            bos_id=-1,
+            pad_id=-1,
+            input_sentence_size=2_000_000,
+            shuffle_input_sentence=True,
+            num_threads=1,
+            minloglevel=2,
             normalization_rule_name="nmt_nfkc",
         )
         sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
@@ -43,9 +54,14 @@ def train_tokenizer(sentences: Iterable[str], out_dir, *, vocab_size: int = 8000
         shutil.copy(prefix + ".model", out_dir / "target.spm")
     with open(out_dir / "vocab.json", "w", encoding="utf-8") as fh:
         json.dump(vocab, fh, ensure_ascii=False, indent=0)
-    tok = MarianTokenizer(source_spm=str(out_dir / "source.spm"), target_spm=str(out_dir / "target.spm"),
-                          vocab=str(out_dir / "vocab.json"), source_lang="en", target_lang="en",
-                          model_max_length=512)
+    tok = MarianTokenizer(
+        source_spm=str(out_dir / "source.spm"),
+        target_spm=str(out_dir / "target.spm"),
+        vocab=str(out_dir / "vocab.json"),
+        source_lang="en",
+        target_lang="en",
+        model_max_length=512,
+    )
     tok.save_pretrained(str(out_dir))
     return tok
 
@@ -68,12 +84,22 @@ def _train_tokenizer_checked(sentences: list[str], out_dir, *, vocab_size: int, 
         found = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(exc))
         if not found:
             raise
-        raise TrainOptionsError(f"--vocab-size {vocab_size} is too small for these pairs: their characters "
-                                f"alone need at least {int(found.group(1)) + 1}") from None
+        raise TrainOptionsError(
+            f"--vocab-size {vocab_size} is too small for these pairs: their characters "
+            f"alone need at least {int(found.group(1)) + 1}"
+        ) from None
 
 
-def prepare_tokenizer(out_dir: Path, pairs: list[tuple[str, str]], *, resuming: bool, export_only: bool,
-                      resume: bool, vocab_size: int, seed: int):
+def prepare_tokenizer(
+    out_dir: Path,
+    pairs: list[tuple[str, str]],
+    *,
+    resuming: bool,
+    export_only: bool,
+    resume: bool,
+    vocab_size: int,
+    seed: int,
+):
     """The run's tokenizer: the training folder's own when resuming from a checkpoint, else a new one
     trained on both sides of ``pairs``. Only once the new one is trained does it replace the old one
     (and, with ``resume`` off, the old checkpoints are deleted): a refused run leaves the folder as it was."""

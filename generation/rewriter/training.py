@@ -5,6 +5,7 @@ pairs, the tokenizer, the model and optimizer restored from the latest checkpoin
 Written by hand rather than with ``Seq2SeqTrainer``: its checkpoints, resumption and batches differ from
 these (atomic ``step-N`` checkpoints holding the RNG state, length-bucketed batches fixed by (seed, epoch)
 so that a resumed run sees the batch an uninterrupted one would, a new peak lr honoured on resume)."""
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,9 @@ class TrainResult:
         return dict(self.__dict__)
 
 
-def train(pairs_path, out_dir, *, config: dict | None = None, progress: Progress | None = None,
-          **options: Any) -> TrainResult:
+def train(
+    pairs_path, out_dir, *, config: dict | None = None, progress: Progress | None = None, **options: Any
+) -> TrainResult:
     """Train (or resume training) a Marian-style rewriter on a ``sentence<TAB>paraphrase`` file: ``config``
     is the architecture, ``options`` the other :class:`TrainConfig` fields. The final folder
     (``export_dir``, default ``out_dir``) is a Hugging Face folder: config, safetensors weights,
@@ -71,8 +73,15 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
     if cfg.export_only and ckpt is None:
         raise FileNotFoundError(f"no checkpoint under {out_dir / CHECKPOINTS} to export")
     state = load_state(ckpt)
-    tokenizer = prepare_tokenizer(out_dir, pairs, resuming=state is not None, export_only=cfg.export_only,
-                                  resume=cfg.resume, vocab_size=cfg.vocab_size, seed=cfg.seed)
+    tokenizer = prepare_tokenizer(
+        out_dir,
+        pairs,
+        resuming=state is not None,
+        export_only=cfg.export_only,
+        resume=cfg.resume,
+        vocab_size=cfg.vocab_size,
+        seed=cfg.seed,
+    )
     run = _start_run(cfg, tokenizer, state, ckpt, pairs)
     if not cfg.export_only and run.step < cfg.steps:
         _train_loop(cfg, run, tokenizer, progress, t0)
@@ -82,10 +91,19 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
         run.model.to("cpu")
         export(run.model, tokenizer, dest, half=cfg.half, info=_export_info(cfg, run))
         exported = True
-    return TrainResult(out_dir=str(dest if exported else out_dir), step=run.step, start_step=run.start_step,
-                       final_loss=run.last_loss, valid_loss=run.valid_loss, pairs=len(pairs),
-                       parameters=run.n_params, checkpoint=run.ckpt_path, exported=exported,
-                       seconds=round(time.time() - t0, 1), history=run.history)
+    return TrainResult(
+        out_dir=str(dest if exported else out_dir),
+        step=run.step,
+        start_step=run.start_step,
+        final_loss=run.last_loss,
+        valid_loss=run.valid_loss,
+        pairs=len(pairs),
+        parameters=run.n_params,
+        checkpoint=run.ckpt_path,
+        exported=exported,
+        seconds=round(time.time() - t0, 1),
+        history=run.history,
+    )
 
 
 def _training_pairs(cfg: TrainConfig) -> list[tuple[str, str]]:
@@ -100,6 +118,7 @@ def _training_pairs(cfg: TrainConfig) -> list[tuple[str, str]]:
 @dataclass
 class _Run:
     """A run's model, optimizer and schedule, and what it has done so far (restored from a checkpoint)."""
+
     model: Any
     model_config: Any
     optimizer: Any
@@ -119,14 +138,28 @@ class _Run:
         """What a checkpoint saves."""
         meta = self.meta
         pairs_path = Path(cfg.pairs_path) if cfg.pairs_path else None
-        return {"step": self.step, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "rng": _rng_state(), "config": self.model_config.to_dict(),
-                "history": self.history, "last_loss": self.last_loss,
-                "meta": {**meta, "pairs_path": str(pairs_path) if pairs_path else meta.get("pairs_path"),
-                         "pairs": len(self.pairs) or meta.get("pairs"),
-                         "data_note": cfg.data_note or meta.get("data_note"),
-                         "seed": cfg.seed, "batch_size": cfg.batch_size, "lr": cfg.lr, "warmup": cfg.warmup,
-                         "schedule": cfg.schedule, "label_smoothing": cfg.label_smoothing}}
+        return {
+            "step": self.step,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "rng": _rng_state(),
+            "config": self.model_config.to_dict(),
+            "history": self.history,
+            "last_loss": self.last_loss,
+            "meta": {
+                **meta,
+                "pairs_path": str(pairs_path) if pairs_path else meta.get("pairs_path"),
+                "pairs": len(self.pairs) or meta.get("pairs"),
+                "data_note": cfg.data_note or meta.get("data_note"),
+                "seed": cfg.seed,
+                "batch_size": cfg.batch_size,
+                "lr": cfg.lr,
+                "warmup": cfg.warmup,
+                "schedule": cfg.schedule,
+                "label_smoothing": cfg.label_smoothing,
+            },
+        }
 
 
 def _start_run(cfg: TrainConfig, tokenizer, state: dict | None, ckpt: Path | None, pairs: list) -> _Run:
@@ -153,12 +186,23 @@ def _start_run(cfg: TrainConfig, tokenizer, state: dict | None, ckpt: Path | Non
         if not p.requires_grad:
             continue
         (no_decay if p.ndim < 2 or "layer_norm" in n or "bias" in n else decay).append(p)
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.98),
+        eps=1e-9,
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg.schedule, cfg.warmup, cfg.steps))
-    run = _Run(model=model, model_config=model_config, optimizer=optimizer, scheduler=scheduler, device=dev,
-               n_params=n_params, meta=meta, pairs=pairs)
+    run = _Run(
+        model=model,
+        model_config=model_config,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        device=dev,
+        n_params=n_params,
+        meta=meta,
+        pairs=pairs,
+    )
     if state is not None:
         model.load_state_dict(state["model"])
         if not cfg.export_only:
@@ -206,8 +250,9 @@ def _train_loop(cfg: TrainConfig, run: _Run, tokenizer, progress: Progress | Non
     stop_at = cfg.steps if cfg.stop_after is None else min(cfg.steps, run.step + cfg.stop_after)
     meta.setdefault("first_started_at", _now())
     this_command = cfg.command or shlex.join(sys.argv)
-    meta["commands"] = list(meta.get("commands", [])) + [{"command": this_command, "from_step": run.step,
-                                                          "started_at": _now()}]
+    meta["commands"] = list(meta.get("commands", [])) + [
+        {"command": this_command, "from_step": run.step, "started_at": _now()}
+    ]
     model.to(dev)
     for st in optimizer.state.values():
         for k, v in st.items():
@@ -234,8 +279,14 @@ def _train_loop(cfg: TrainConfig, run: _Run, tokenizer, progress: Progress | Non
                 window.pop(0)
             run.last_loss = sum(window) / len(window)
             if step % 50 == 0 or step == stop_at:
-                run.history.append({"step": step, "loss": round(run.last_loss, 4),
-                                    "lr": scheduler.get_last_lr()[0], "t": round(time.time() - t0, 1)})
+                run.history.append(
+                    {
+                        "step": step,
+                        "loss": round(run.last_loss, 4),
+                        "lr": scheduler.get_last_lr()[0],
+                        "t": round(time.time() - t0, 1),
+                    }
+                )
             if step % cfg.checkpoint_every == 0 or step == stop_at:
                 vl = _evaluate(model, valid, pad_id, cfg.batch_size, 0.0)
                 run.valid_loss = vl
@@ -245,11 +296,22 @@ def _train_loop(cfg: TrainConfig, run: _Run, tokenizer, progress: Progress | Non
             if progress:
                 el = time.time() - t_start
                 rate = (step - run.start_step) / el if el > 0 else 0.0
-                progress({"step": step, "total": cfg.steps, "stop_at": stop_at, "loss": window[-1],
-                          "avg_loss": run.last_loss, "lr": scheduler.get_last_lr()[0], "steps_per_s": rate,
-                          "eta_s": (stop_at - step) / rate if rate > 0 else None,
-                          "grad_norm": float(gnorm), "epoch": epoch, "checkpoint": run.ckpt_path,
-                          "valid_loss": run.valid_loss})
+                progress(
+                    {
+                        "step": step,
+                        "total": cfg.steps,
+                        "stop_at": stop_at,
+                        "loss": window[-1],
+                        "avg_loss": run.last_loss,
+                        "lr": scheduler.get_last_lr()[0],
+                        "steps_per_s": rate,
+                        "eta_s": (stop_at - step) / rate if rate > 0 else None,
+                        "grad_norm": float(gnorm),
+                        "epoch": epoch,
+                        "checkpoint": run.ckpt_path,
+                        "valid_loss": run.valid_loss,
+                    }
+                )
     except KeyboardInterrupt:
         if run.step > run.start_step:
             run.ckpt_path = str(_save_checkpoint(out_dir, run.step, run.payload(cfg), cfg.keep_checkpoints))
@@ -269,19 +331,37 @@ def _export_info(cfg: TrainConfig, run: _Run) -> dict:
         "command": (meta.get("commands") or [{}])[0].get("command") or command or shlex.join(sys.argv),
         "commands": meta.get("commands", []),
         "export_command": command or shlex.join(sys.argv),
-        "data": {"pairs_path": str(data_path) if data_path else None,
-                 "pairs_sha256": file_sha256(data_path) if data_path and data_path.is_file() else None,
-                 "pairs": len(pairs) or meta.get("pairs"), "note": cfg.data_note or meta.get("data_note")},
-        "model": {"parameters": run.n_params, "vocab_size": model_config.vocab_size,
-                  "d_model": model_config.d_model, "encoder_layers": model_config.encoder_layers,
-                  "decoder_layers": model_config.decoder_layers,
-                  "ffn_dim": model_config.encoder_ffn_dim,
-                  "heads": model_config.encoder_attention_heads,
-                  "weights_dtype": "float16" if cfg.half else "float32"},
-        "training": {"steps": run.step, "batch_size": cfg.batch_size, "lr": cfg.lr, "warmup": cfg.warmup,
-                     "schedule": cfg.schedule, "label_smoothing": cfg.label_smoothing, "clip": cfg.clip,
-                     "weight_decay": cfg.weight_decay, "seed": cfg.seed, "final_loss": run.last_loss,
-                     "valid_loss": run.valid_loss, "checkpoint": run.ckpt_path, "history": run.history},
+        "data": {
+            "pairs_path": str(data_path) if data_path else None,
+            "pairs_sha256": file_sha256(data_path) if data_path and data_path.is_file() else None,
+            "pairs": len(pairs) or meta.get("pairs"),
+            "note": cfg.data_note or meta.get("data_note"),
+        },
+        "model": {
+            "parameters": run.n_params,
+            "vocab_size": model_config.vocab_size,
+            "d_model": model_config.d_model,
+            "encoder_layers": model_config.encoder_layers,
+            "decoder_layers": model_config.decoder_layers,
+            "ffn_dim": model_config.encoder_ffn_dim,
+            "heads": model_config.encoder_attention_heads,
+            "weights_dtype": "float16" if cfg.half else "float32",
+        },
+        "training": {
+            "steps": run.step,
+            "batch_size": cfg.batch_size,
+            "lr": cfg.lr,
+            "warmup": cfg.warmup,
+            "schedule": cfg.schedule,
+            "label_smoothing": cfg.label_smoothing,
+            "clip": cfg.clip,
+            "weight_decay": cfg.weight_decay,
+            "seed": cfg.seed,
+            "final_loss": run.last_loss,
+            "valid_loss": run.valid_loss,
+            "checkpoint": run.ckpt_path,
+            "history": run.history,
+        },
         "exported_at": _now(),
         "versions": {"torch": torch.__version__, "transformers": _tf_version()},
     }
@@ -301,6 +381,7 @@ def _lr_lambda(schedule: str, warmup: int, total: int):
             return w
         # inverse square root after the warm-up
         return w if s <= max(warmup, 1) else math.sqrt(max(warmup, 1) / s)
+
     return f
 
 
@@ -320,8 +401,8 @@ def _batches(lengths: list[int], batch_size: int, seed: int, epoch: int) -> list
     window = batch_size * 50
     out: list[list[int]] = []
     for w in range(0, len(idx), window):
-        chunk = sorted(idx[w:w + window], key=lambda i: lengths[i])
-        out.extend(chunk[b:b + batch_size] for b in range(0, len(chunk), batch_size))
+        chunk = sorted(idx[w : w + window], key=lambda i: lengths[i])
+        out.extend(chunk[b : b + batch_size] for b in range(0, len(chunk), batch_size))
     rng.shuffle(out)
     return out
 
@@ -335,9 +416,9 @@ def _collate(examples, pad_id):
     att = torch.zeros((len(examples), ms), dtype=torch.long)
     lab = torch.full((len(examples), mt), -100, dtype=torch.long)
     for i, (s, t) in enumerate(examples):
-        src[i, :len(s)] = torch.tensor(s)
-        att[i, :len(s)] = 1
-        lab[i, :len(t)] = torch.tensor(t)
+        src[i, : len(s)] = torch.tensor(s)
+        att[i, : len(s)] = 1
+        lab[i, : len(t)] = torch.tensor(t)
     return src, att, lab
 
 
@@ -360,7 +441,7 @@ def _evaluate(model, encoded, pad_id, batch_size, label_smoothing):
     tot, n = 0.0, 0
     with torch.no_grad():
         for b in range(0, len(encoded), batch_size):
-            ex = encoded[b:b + batch_size]
+            ex = encoded[b : b + batch_size]
             dev = next(model.parameters()).device
             src, att, lab = (x.to(dev) for x in _collate(ex, pad_id))
             loss, _ = _loss(model, src, att, lab, 0.0)

@@ -16,6 +16,7 @@ reference for *what* is selected, this module only for *how* it is made cheap:
 Process-wide tuning (gc.freeze, GC thresholds) is not done here: see config/process_tuning.py, run at a
 Celery worker's start-up.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -85,8 +86,7 @@ def _pool_texts(idf: Mapping[str, float], lo: float, hi: float) -> dict:
     return found[1]
 
 
-def _pool_entry(text: str, idf: Mapping[str, float], lo: float, hi: float, texts: dict,
-                odd: list | None) -> tuple:
+def _pool_entry(text: str, idf: Mapping[str, float], lo: float, hi: float, texts: dict, odd: list | None) -> tuple:
     """A token text's entry in ``texts`` (computed on a miss, and remembered unless the text is an
     odd-case form: those are appended to ``odd`` at each occurrence, see values.odd_case_forms)."""
     low = text.lower()
@@ -106,8 +106,9 @@ def _pool_entry(text: str, idf: Mapping[str, float], lo: float, hi: float, texts
     return entry
 
 
-def _pool_in_order(tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], lo: float, hi: float,
-                   odd: list | None = None) -> list[Member]:
+def _pool_in_order(
+    tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], lo: float, hi: float, odd: list | None = None
+) -> list[Member]:
     """The pool's members in reference order; the odd-case token texts are appended to ``odd``, in order."""
     texts = _pool_texts(idf, lo, hi)
     entry_of = texts.get
@@ -130,8 +131,13 @@ def _by_idf(in_order: list[Member]) -> list[Member]:
     return sorted(in_order, key=_IDF, reverse=True) if len(in_order) > 1 else in_order
 
 
-def build_pool(tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], *, min_idf: float | None = None,
-               max_idf: float | None = None) -> list[PoolToken]:
+def build_pool(
+    tokens: Sequence[tuple[str, str]],
+    idf: Mapping[str, float],
+    *,
+    min_idf: float | None = None,
+    max_idf: float | None = None,
+) -> list[PoolToken]:
     """The candidate pool, highest IDF first (ties: earlier token first)."""
     lo, hi = settings_idf_window(min_idf, max_idf)
     return list(map(PoolToken._make, _by_idf(_pool_in_order(tokens, idf, lo, hi))))
@@ -228,13 +234,19 @@ def _distinct_all(words: Sequence[str]) -> bool:
         return first is not None and second is not None and first.keys().isdisjoint(second)
     if len(words) == 3:
         first, second, third = map(_FORMS_ALL.get, words)
-        return first is not None and second is not None and third is not None and \
-            first.keys().isdisjoint(second) and first.keys().isdisjoint(third) and second.keys().isdisjoint(third)
+        return (
+            first is not None
+            and second is not None
+            and third is not None
+            and first.keys().isdisjoint(second)
+            and first.keys().isdisjoint(third)
+            and second.keys().isdisjoint(third)
+        )
     forms = [_FORMS_ALL.get(word) for word in words]
     for i, these in enumerate(forms):
         if these is None:
             return False
-        for others in forms[i + 1:]:
+        for others in forms[i + 1 :]:
             if others is None or not these.keys().isdisjoint(others):
                 return False
     return True
@@ -266,8 +278,20 @@ _EMPTY_POOL: dict[int, str] = {}  # needed -> the reason for an empty pool
 class _Sentence:
     """Everything the systems share for one reference, each piece computed once and only if needed."""
 
-    __slots__ = ("text", "tokens", "seed", "ppdb", "pool", "in_order", "_ascending", "_table", "ranked",
-                 "overlap", "_too_small", "_high")
+    __slots__ = (
+        "text",
+        "tokens",
+        "seed",
+        "ppdb",
+        "pool",
+        "in_order",
+        "_ascending",
+        "_table",
+        "ranked",
+        "overlap",
+        "_too_small",
+        "_high",
+    )
 
     def __init__(self, sentence: TaggedSentence, in_order: list[Member], seed: int, ppdb) -> None:
         self.text = sentence.text
@@ -353,6 +377,7 @@ class _Sentence:
 # share it (e.g. systems 1-21 in one call), appending each one's result to ``out``; a member is
 # (number, name, pool tokens needed, *the arguments :func:`_plan` derived from its row once*).
 
+
 def _run_none(s: _Sentence, members, out: list) -> None:
     for number, name, _ in members:
         out.append(ConstraintSet(number, name))
@@ -369,8 +394,11 @@ def _run_position_blocks(s: _Sentence, blocks, out: list) -> None:
     first = (tokens[0][0], tokens[1][0], tokens[2][0])
     one, two = (first[:1],), (first[:2],)
     for (n1, m1, _, _), (n2, m2, _, _), (n3, m3, _, _) in blocks:
-        out += (ConstraintSet(n1, m1, (), (), one), ConstraintSet(n2, m2, (), (), two),
-                ConstraintSet(n3, m3, (), (), (first,)))
+        out += (
+            ConstraintSet(n1, m1, (), (), one),
+            ConstraintSet(n2, m2, (), (), two),
+            ConstraintSet(n3, m3, (), (), (first,)),
+        )
 
 
 def _run_position(s: _Sentence, members, out: list) -> None:
@@ -380,7 +408,7 @@ def _run_position(s: _Sentence, members, out: list) -> None:
             out.append(NoConstraintSet(number, name, reference_too_short_reason(len(tokens), n)))
         else:
             if len(first) < n:
-                first = tuple([t[0] for t in tokens[:max(n, 3)]])
+                first = tuple([t[0] for t in tokens[: max(n, 3)]])
             out.append(ConstraintSet(number, name, (), (), (first[:n],)))
 
 
@@ -394,15 +422,21 @@ def _run_ranked_negative(s: _Sentence, members, out: list) -> None:
         if second is None:
             negative = found[first]
         else:
-            negative = found[first] + found[second] if third is None else \
-                found[first] + found[second] + found[third]
+            negative = found[first] + found[second] if third is None else found[first] + found[second] + found[third]
             if overlap[code]:  # lex all: a variant shared by two words is banned once
                 negative = tuple(dict.fromkeys(negative))
         append(ConstraintSet(number, name, (), negative, ()))
 
 
-_BLOCK = ((0, None, None), (1, None, None), (2, None, None), (0, 1, None), (1, 2, None), (0, 2, None),
-          (0, 1, 2))  # the ranks of a block of seven negative systems (as 1-7, 8-14, 15-21)
+_BLOCK = (
+    (0, None, None),
+    (1, None, None),
+    (2, None, None),
+    (0, 1, None),
+    (1, 2, None),
+    (0, 2, None),
+    (0, 1, 2),
+)  # the ranks of a block of seven negative systems (as 1-7, 8-14, 15-21)
 _NO_PHRASES_7 = ((),) * 7
 
 
@@ -416,8 +450,15 @@ def _run_negative_blocks(s: _Sentence, blocks, out: list) -> None:
         for code, numbers, names in blocks:
             a, b, c = ranked[code] or s.rank(code)
             if overlap[code]:  # lex all: a variant shared by two words is banned once
-                negatives = (a, b, c, tuple(dict.fromkeys(a + b)), tuple(dict.fromkeys(b + c)),
-                             tuple(dict.fromkeys(a + c)), tuple(dict.fromkeys(a + b + c)))
+                negatives = (
+                    a,
+                    b,
+                    c,
+                    tuple(dict.fromkeys(a + b)),
+                    tuple(dict.fromkeys(b + c)),
+                    tuple(dict.fromkeys(a + c)),
+                    tuple(dict.fromkeys(a + b + c)),
+                )
             else:
                 negatives = (a, b, c, a + b, b + c, a + c, a + b + c)
             out += map(ConstraintSet, numbers, names, _NO_PHRASES_7, negatives)
@@ -428,14 +469,28 @@ def _run_negative_blocks(s: _Sentence, blocks, out: list) -> None:
         for code, (n1, n2, n3, n4, n5, n6, n7), (m1, m2, m3, m4, m5, m6, m7) in blocks:
             a, b = s.ranked[code] or s.rank(code)
             ab = tuple(dict.fromkeys(a + b)) if s.overlap[code] else a + b
-            out += (yes(n1, m1, (), a), yes(n2, m2, (), b), no(n3, m3, need3), yes(n4, m4, (), ab),
-                    no(n5, m5, need3), no(n6, m6, need3), no(n7, m7, need3))
+            out += (
+                yes(n1, m1, (), a),
+                yes(n2, m2, (), b),
+                no(n3, m3, need3),
+                yes(n4, m4, (), ab),
+                no(n5, m5, need3),
+                no(n6, m6, need3),
+                no(n7, m7, need3),
+            )
         return
     need2 = s.too_small(2)
     for code, (n1, n2, n3, n4, n5, n6, n7), (m1, m2, m3, m4, m5, m6, m7) in blocks:
         first = yes(n1, m1, (), (s.ranked[code] or s.rank(code))[0]) if size else no(n1, m1, s.too_small(1))
-        out += (first, no(n2, m2, need2), no(n3, m3, need3), no(n4, m4, need2), no(n5, m5, need3),
-                no(n6, m6, need3), no(n7, m7, need3))
+        out += (
+            first,
+            no(n2, m2, need2),
+            no(n3, m3, need3),
+            no(n4, m4, need2),
+            no(n5, m5, need3),
+            no(n6, m6, need3),
+            no(n7, m7, need3),
+        )
 
 
 def _run_ranked_positive(s: _Sentence, members, out: list) -> None:
@@ -529,8 +584,11 @@ def _run_random_blocks(s: _Sentence, blocks, out: list) -> None:
             elif s.overlap[code]:  # the (at most three) tokens' phrases are not all distinct
                 two = tuple(dict.fromkeys(two))
                 three = three and tuple(dict.fromkeys(three))
-        out += (yes(n1, m1, (), one), yes(n2, m2, (), two),
-                yes(n3, m3, (), three) if three is not None else no(n3, m3, s.too_small(3)))
+        out += (
+            yes(n1, m1, (), one),
+            yes(n2, m2, (), two),
+            yes(n3, m3, (), three) if three is not None else no(n3, m3, s.too_small(3)),
+        )
 
 
 def _run_ppdb(s: _Sentence, members, out: list) -> None:
@@ -557,8 +615,9 @@ def _run_ppdb(s: _Sentence, members, out: list) -> None:
                 paraphrase = s.draws(number).choice(options)
             else:  # (one option: no draw needed, as SeededDraws.choice would take it whatever the word)
                 paraphrase = options[s.table_word(slot) % len(options)] if len(options) > 1 else options[0]
-            out.append(ConstraintSet(number, name, (tuple(paraphrase.split()),),
-                                     _NEGATIVES.get(word) or _negatives(word), ()))
+            out.append(
+                ConstraintSet(number, name, (tuple(paraphrase.split()),), _NEGATIVES.get(word) or _negatives(word), ())
+            )
 
 
 _NO_PPDB_MATCH = {relation: no_ppdb_match_reason(relation) for relation in ALL_RELATIONS}
@@ -612,8 +671,12 @@ def _plan(system: System) -> tuple:
         return _run_ranked_negative, (code, *ranks[:3])
     if system.selection == "random":
         lex_all = system.lex == "all"  # (the cache dicts are emptied in place, never replaced)
-        return _run_random, (_slot(system, system.count), system.count, lex_all,
-                             *((_NEGATIVES_ALL, _negatives_all) if lex_all else (_NEGATIVES, _negatives)))
+        return _run_random, (
+            _slot(system, system.count),
+            system.count,
+            lex_all,
+            *((_NEGATIVES_ALL, _negatives_all) if lex_all else (_NEGATIVES, _negatives)),
+        )
     if system.selection == "ppdb":
         return _run_ppdb, (system.ppdb_relation, _slot(system, 1))
     if system.selection == "position":
@@ -638,11 +701,17 @@ def _random_blocks(members: list[tuple]) -> Iterable[tuple]:
     """Random systems as steps: runs of three that draw 1, 2, 3 tokens from their own table words with
     the same Lex (as 22-24, 25-27) by _run_random_blocks, the others by _run_random."""
     return _in_blocks(
-        members, 3,
-        lambda run: [m[4] for m in run] == [1, 2, 3] and all(m[3] is not None for m in run)
-        and all(m[5] == run[0][5] for m in run),
+        members,
+        3,
+        lambda run: (
+            [m[4] for m in run] == [1, 2, 3]
+            and all(m[3] is not None for m in run)
+            and all(m[5] == run[0][5] for m in run)
+        ),
         lambda run: (int(run[0][5]), tuple(m[0] for m in run), tuple(m[1] for m in run), *(m[3] for m in run)),
-        _run_random_blocks, _run_random)
+        _run_random_blocks,
+        _run_random,
+    )
 
 
 def _in_blocks(members, size: int, is_block, block_of, block_routine, single_routine) -> Iterable[tuple]:
@@ -652,7 +721,7 @@ def _in_blocks(members, size: int, is_block, block_of, block_routine, single_rou
     rest: list[tuple] = []
     i = 0
     while i < len(members):
-        run = members[i:i + size]
+        run = members[i : i + size]
         if len(run) == size and is_block(run):
             if rest:
                 yield single_routine, tuple(rest)
@@ -680,13 +749,17 @@ def _with_blocks(steps: list[tuple]) -> Iterable[tuple]:
             yield from _random_blocks(members)
         elif routine is _run_ranked_negative:
             yield from _in_blocks(
-                members, 7,
+                members,
+                7,
                 lambda run: all(m[3] == run[0][3] and tuple(m[4:]) == ranks for m, ranks in zip(run, _BLOCK)),
                 lambda run: (run[0][3], tuple(m[0] for m in run), tuple(m[1] for m in run)),
-                _run_negative_blocks, _run_ranked_negative)
+                _run_negative_blocks,
+                _run_ranked_negative,
+            )
         elif routine is _run_position:
-            yield from _in_blocks(members, 3, lambda run: [m[3] for m in run] == [1, 2, 3], tuple,
-                                  _run_position_blocks, _run_position)
+            yield from _in_blocks(
+                members, 3, lambda run: [m[3] for m in run] == [1, 2, 3], tuple, _run_position_blocks, _run_position
+            )
         elif routine is _run_ppdb:  # each member also gets the relations the run looks for
             relations = frozenset(m[3] for m in members)
             yield routine, tuple((*m, relations) for m in members)
@@ -695,8 +768,6 @@ def _with_blocks(steps: list[tuple]) -> Iterable[tuple]:
 
 
 # ------------------------------------------------------------------------------------ public API
-
-
 
 
 # -------------------------------------------------------------------------------------- entry point
@@ -726,10 +797,17 @@ def resolve_systems(systems: Iterable[int | str | System] | None) -> SystemList:
 _ALL = SystemList(SYSTEMS)
 
 
-def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, str]], idf: Mapping[str, float],
-                           *, seed: int = 0, ppdb=None, systems: Iterable[int | System] | None = None,
-                           min_idf: float | None = None, max_idf: float | None = None,
-                           nlp=None) -> list[Selected]:
+def select_for_all_systems(
+    sentence: str | TaggedSentence | Sequence[tuple[str, str]],
+    idf: Mapping[str, float],
+    *,
+    seed: int = 0,
+    ppdb=None,
+    systems: Iterable[int | System] | None = None,
+    min_idf: float | None = None,
+    max_idf: float | None = None,
+    nlp=None,
+) -> list[Selected]:
     """The constraint set (or "no constraint set") of each system, in system order.
 
     ``sentence``: raw text (tagged here with spaCy), a :class:`TaggedSentence`, or (text, POS) pairs.
@@ -738,11 +816,16 @@ def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, 
     """
     tagged = sentence if type(sentence) is TaggedSentence else as_tagged(sentence, nlp=nlp)
     rows = systems if type(systems) is SystemList else resolve_systems(systems)
-    lo, hi = (min_idf, max_idf) if min_idf is not None and max_idf is not None else \
-        settings_idf_window(min_idf, max_idf)
+    lo, hi = (
+        (min_idf, max_idf) if min_idf is not None and max_idf is not None else settings_idf_window(min_idf, max_idf)
+    )
     odd_texts: list[str] = []  # gets the reference's odd-case token texts (usually none)
-    s = _Sentence(tagged, _pool_in_order(tagged.tokens, idf, lo, hi, odd_texts), int(seed),
-                  ppdb if ppdb is None else resolve_ppdb(ppdb))
+    s = _Sentence(
+        tagged,
+        _pool_in_order(tagged.tokens, idf, lo, hi, odd_texts),
+        int(seed),
+        ppdb if ppdb is None else resolve_ppdb(ppdb),
+    )
     out: list[Selected] = []
     for routine, members in rows.steps:
         routine(s, members, out)
@@ -750,8 +833,7 @@ def select_for_all_systems(sentence: str | TaggedSentence | Sequence[tuple[str, 
         odd = odd_case_forms(odd_texts)
         # only results that ban one of those words alone change (isdisjoint: a C-level scan)
         banned = {(word,) for word in odd}
-        out = [with_surface_forms(c, odd) if c.is_constraint_set and not banned.isdisjoint(c.negative) else c
-               for c in out]
+        out = [
+            with_surface_forms(c, odd) if c.is_constraint_set and not banned.isdisjoint(c.negative) else c for c in out
+        ]
     return out
-
-

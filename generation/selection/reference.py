@@ -18,6 +18,7 @@ tests/generation/data/ is derived from this module, never from the fast path.
 4. **Spellings**: a banned word also gets banned as the reference writes it when that is neither lowercase
    nor capitalised ("RBA").
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -61,8 +62,9 @@ def joins_pool(text: str, idf: Mapping[str, float], min_idf: float, max_idf: flo
     return None
 
 
-def build_pool(tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], min_idf: float,
-               max_idf: float) -> list[PoolToken]:
+def build_pool(
+    tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], min_idf: float, max_idf: float
+) -> list[PoolToken]:
     """The candidate pool, highest IDF first; ties keep reference order (a stable sort)."""
     pool: dict[str, PoolToken] = {}
     for position, (text, pos) in enumerate(tokens):
@@ -106,6 +108,7 @@ class Reference:
 
 # One selector per kind of Tab. 3 row; each gets a row whose pool needs are met.
 
+
 def ranked_negative(system: System, ref: Reference) -> Selected:
     """Systems 1-21: ban the tokens at the row's IDF ranks (1st, 2nd, 3rd highest or lowest)."""
     ordered = ref.ordered(system.selection)
@@ -134,7 +137,7 @@ def positional(system: System, ref: Reference) -> Selected:
     tokens = ref.tagged.tokens
     if len(tokens) < system.count:
         return NoConstraintSet(system.number, system.name, reference_too_short_reason(len(tokens), system.count))
-    return ConstraintSet(system.number, system.name, bos_avoid=(tuple(text for text, _ in tokens[:system.count]),))
+    return ConstraintSet(system.number, system.name, bos_avoid=(tuple(text for text, _ in tokens[: system.count]),))
 
 
 def ppdb_pair(system: System, ref: Reference) -> Selected:
@@ -146,8 +149,9 @@ def ppdb_pair(system: System, ref: Reference) -> Selected:
         options = ref.ppdb.lookup(token.word, coarse_pos_of_spacy(token.pos), system.ppdb_relation)
         if options:
             paraphrase = ref.draws(system).choice(options)
-            return ConstraintSet(system.number, system.name, positive=(tuple(paraphrase.split()),),
-                                 negative=negative_phrases(token.word))
+            return ConstraintSet(
+                system.number, system.name, positive=(tuple(paraphrase.split()),), negative=negative_phrases(token.word)
+            )
     return NoConstraintSet(system.number, system.name, no_ppdb_match_reason(system.ppdb_relation))
 
 
@@ -167,14 +171,22 @@ def selector_for(system: System) -> Callable[[System, Reference], Selected]:
 def select(system: System, ref: Reference) -> Selected:
     """One row's constraint set for one reference, or "no constraint set" and why."""
     if len(ref.pool) < system.pool_needed:
-        return NoConstraintSet(system.number, system.name,
-                               pool_too_small_reason([t.word for t in ref.pool], system.pool_needed))
+        return NoConstraintSet(
+            system.number, system.name, pool_too_small_reason([t.word for t in ref.pool], system.pool_needed)
+        )
     return selector_for(system)(system, ref)
 
 
-def select_for_all_systems(sentence: TaggedSentence, idf: Mapping[str, float], *, seed: int = 0, ppdb: Any = None,
-                           systems: Iterable[int | System] | None = None, min_idf: float | None = None,
-                           max_idf: float | None = None) -> list[Selected]:
+def select_for_all_systems(
+    sentence: TaggedSentence,
+    idf: Mapping[str, float],
+    *,
+    seed: int = 0,
+    ppdb: Any = None,
+    systems: Iterable[int | System] | None = None,
+    min_idf: float | None = None,
+    max_idf: float | None = None,
+) -> list[Selected]:
     """Every requested system's result for a tagged reference, in the order asked (default: all 37)."""
     lo, hi = settings_idf_window(min_idf, max_idf)
     rows = SYSTEMS if systems is None else [s if isinstance(s, System) else get_system(s) for s in systems]

@@ -1,6 +1,7 @@
 """What both selection implementations share: the values they take and give, the pool's rule
 constants, the "no constraint set" reasons, and the seeded draws (so that the reference and the fast
 path agree on every random choice by construction, not by coincidence)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -58,8 +59,13 @@ class ConstraintSet:
     is_constraint_set: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"system": self.system, "name": self.name, "positive": _phrases_to_json(self.positive),
-                "negative": _phrases_to_json(self.negative), "bos_avoid": _phrases_to_json(self.bos_avoid)}
+        return {
+            "system": self.system,
+            "name": self.name,
+            "positive": _phrases_to_json(self.positive),
+            "negative": _phrases_to_json(self.negative),
+            "bos_avoid": _phrases_to_json(self.bos_avoid),
+        }
 
     @staticmethod
     def from_json(value: Mapping[str, Any] | str) -> ConstraintSet | NoConstraintSet:
@@ -70,14 +76,18 @@ class ConstraintSet:
         name = str(data.get("name") or get_system(data["system"]).name)
         if data.get("no_constraint_set") is not None:
             return NoConstraintSet(data["system"], name, str(data["no_constraint_set"]))
-        return ConstraintSet(data["system"], name, _phrases_from_json(data.get("positive", []), "positive"),
-                             _phrases_from_json(data.get("negative", []), "negative"),
-                             _phrases_from_json(data.get("bos_avoid", []), "bos_avoid"))
+        return ConstraintSet(
+            data["system"],
+            name,
+            _phrases_from_json(data.get("positive", []), "positive"),
+            _phrases_from_json(data.get("negative", []), "negative"),
+            _phrases_from_json(data.get("bos_avoid", []), "bos_avoid"),
+        )
 
 
 @dataclass(slots=True)
 class NoConstraintSet:
-    """"No constraint set" for this reference under this system, and why (reported, never invented)."""
+    """ "No constraint set" for this reference under this system, and why (reported, never invented)."""
 
     system: int
     name: str
@@ -89,8 +99,14 @@ class NoConstraintSet:
     bos_avoid: ClassVar[Phrases] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"system": self.system, "name": self.name, "positive": [], "negative": [], "bos_avoid": [],
-                "no_constraint_set": self.reason}
+        return {
+            "system": self.system,
+            "name": self.name,
+            "positive": [],
+            "negative": [],
+            "bos_avoid": [],
+            "no_constraint_set": self.reason,
+        }
 
     from_json = staticmethod(ConstraintSet.from_json)
 
@@ -172,8 +188,10 @@ def checked_idf_window(min_idf: float | None = None, max_idf: float | None = Non
 
 def settings_idf_window(min_idf: float | None = None, max_idf: float | None = None) -> tuple[float, float]:
     """The pool's IDF bounds, the settings' (PARAFORGE_MIN_IDF / PARAFORGE_MAX_IDF) for None; unchecked."""
-    return (settings.PARAFORGE_MIN_IDF if min_idf is None else min_idf,
-            settings.PARAFORGE_MAX_IDF if max_idf is None else max_idf)
+    return (
+        settings.PARAFORGE_MIN_IDF if min_idf is None else min_idf,
+        settings.PARAFORGE_MAX_IDF if max_idf is None else max_idf,
+    )
 
 
 # ------------------------------------------------------------------------------------ seeded draws
@@ -183,8 +201,13 @@ def _draw_slots() -> dict[int, tuple[int, int]]:
     """Each system that draws gets its own fixed words of a sentence's draw table: (start, size)."""
     slots, start = {}, 0
     for system in SYSTEMS:
-        size = system.count if system.selection == "random" else 1 if (
-            system.lex == "verb" or system.selection == "ppdb") else 0
+        size = (
+            system.count
+            if system.selection == "random"
+            else 1
+            if (system.lex == "verb" or system.selection == "ppdb")
+            else 0
+        )
         if size:
             slots[system.number] = (start, size)
             start += size
@@ -233,7 +256,7 @@ class SeededDraws:
         start, size = _SLOTS.get(system, (0, 0))
         if size:
             table = table if table is not None else draw_table(seed, text)
-            self._words = table[start:start + size]
+            self._words = table[start : start + size]
         else:
             self._words = ()
         self._next = 0
@@ -242,8 +265,11 @@ class SeededDraws:
     def below(self, n: int) -> int:
         """A number in range(n)."""
         if self._next >= len(self._words):  # beyond the system's slot: extend by a hash chain
-            digest = hashlib.blake2b(seed_key(self._seed, self._text) + struct.pack(">I", self._next),
-                                     digest_size=32, person=b"system%d" % self._system).digest()
+            digest = hashlib.blake2b(
+                seed_key(self._seed, self._text) + struct.pack(">I", self._next),
+                digest_size=32,
+                person=b"system%d" % self._system,
+            ).digest()
             self._words = self._words + struct.unpack(">8I", digest)
         word = self._words[self._next]
         self._next += 1

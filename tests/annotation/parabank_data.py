@@ -1,4 +1,5 @@
 """A made-up campaign in ParaBank's release format (the one of ../shared/tools/contract-check), for tests."""
+
 from pathlib import Path
 
 REF_HEADER = "ref_id\tref_sent\tref_len\tczeng_s"

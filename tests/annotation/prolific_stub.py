@@ -9,6 +9,7 @@ be), its other parameters the query's names. A request whose method and path mat
 body misses a required field, has a field the model does not know, or a value of the wrong type or
 outside an enum, is answered 400 and recorded in ``errors`` -- the ``prolific`` fixture fails the test.
 """
+
 from __future__ import annotations
 
 import enum
@@ -58,15 +59,22 @@ def _operations() -> list[Operation]:
         params = inspect.signature(kwargs).parameters
         hints = typing.get_type_hints(kwargs, localns=vars(pyrolific.models))
         query: set[str] = set()
-        for name, param in params.items():
+        for name in params:
             if name in ("body", "authorization") or "{" + name + "}" in template:
                 continue
             query.add(name.rstrip("_"))
             for alternative in _alternatives(hints.get(name)):  # an exploded object parameter: its fields
                 if attrs.has(alternative):
                     query |= {f.name for f in attrs.fields(alternative) if f.name != "additional_properties"}
-        found.append(Operation(info.name.rsplit(".", 1)[1], method.group(1).upper(), pattern,
-                               hints.get("body") if "body" in params else None, query))
+        found.append(
+            Operation(
+                info.name.rsplit(".", 1)[1],
+                method.group(1).upper(),
+                pattern,
+                hints.get("body") if "body" in params else None,
+                query,
+            )
+        )
     return found
 
 
@@ -102,7 +110,11 @@ def check_value(value, annotation, where: str) -> list[str]:
     if annotation is bool:
         return [] if isinstance(value, bool) else [f"{where}: expected true/false, got {value!r}"]
     if annotation is int:
-        return [] if isinstance(value, int) and not isinstance(value, bool) else [f"{where}: expected an integer, got {value!r}"]
+        return (
+            []
+            if isinstance(value, int) and not isinstance(value, bool)
+            else [f"{where}: expected an integer, got {value!r}"]
+        )
     if annotation is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         return [] if ok else [f"{where}: expected a number, got {value!r}"]
@@ -141,13 +153,23 @@ class ProlificStub:
     calls: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     fail_next: list = field(default_factory=list)  # statuses to answer the next requests with (e.g. 429)
-    filters: list = field(default_factory=lambda: [
-        {"filter_id": "first-language", "title": "First language", "type": "select",
-         "choices": {"0": "Afrikaans", "19": "English", "20": "Estonian"}},
-        {"filter_id": "current-country-of-residence", "title": "Current country of residence", "type": "select",
-         "choices": {"0": "United Kingdom", "1": "United States", "45": "Czech Republic"}},
-        {"filter_id": "approval_rate", "title": "Approval rate", "type": "range"},
-    ])
+    filters: list = field(
+        default_factory=lambda: [
+            {
+                "filter_id": "first-language",
+                "title": "First language",
+                "type": "select",
+                "choices": {"0": "Afrikaans", "19": "English", "20": "Estonian"},
+            },
+            {
+                "filter_id": "current-country-of-residence",
+                "title": "Current country of residence",
+                "type": "select",
+                "choices": {"0": "United Kingdom", "1": "United States", "45": "Czech Republic"},
+            },
+            {"filter_id": "approval_rate", "title": "Approval rate", "type": "range"},
+        ]
+    )
     operations: list = field(default_factory=_operations)
     url: str = ""
 
@@ -155,9 +177,16 @@ class ProlificStub:
         return [c for c in self.calls if c[0] == method and path_part in c[1]]
 
     def add_submission(self, *, study: str, session: str, participant: str, status: str = "AWAITING REVIEW") -> None:
-        self.submissions[session] = {"id": session, "participant_id": participant, "status": status,
-                                     "started_at": "2026-11-24T10:00:00Z", "has_siblings": False,
-                                     "completed_at": "2026-11-24T10:20:00Z", "study_code": "X", "study": study}
+        self.submissions[session] = {
+            "id": session,
+            "participant_id": participant,
+            "status": status,
+            "started_at": "2026-11-24T10:00:00Z",
+            "has_siblings": False,
+            "completed_at": "2026-11-24T10:20:00Z",
+            "study_code": "X",
+            "study": study,
+        }
 
     # --- answering --------------------------------------------------------------------------------
 
@@ -193,12 +222,25 @@ class ProlificStub:
         return 200, {"results": [{"id": self.workspace, "title": "Lab"}]}
 
     def _get_workspace_balance(self, **_):
-        return 200, {"currency_code": self.currency, "total_balance": self.balance_cents,
-                     "available_balance": self.balance_cents}
+        return 200, {
+            "currency_code": self.currency,
+            "total_balance": self.balance_cents,
+            "available_balance": self.balance_cents,
+        }
 
     def _get_participant_groups(self, **_):
-        return 200, {"results": [{"id": gid, "name": g["name"], "workspace_id": self.workspace, "is_deleted": False,
-                                  "participant_count": len(g["participants"])} for gid, g in self.groups.items()]}
+        return 200, {
+            "results": [
+                {
+                    "id": gid,
+                    "name": g["name"],
+                    "workspace_id": self.workspace,
+                    "is_deleted": False,
+                    "participant_count": len(g["participants"]),
+                }
+                for gid, g in self.groups.items()
+            ]
+        }
 
     def _create_participant_group(self, body, **_):
         gid = self._id()
@@ -246,7 +288,8 @@ class ProlificStub:
         if study is None:
             return 404, {"error": {"detail": "no such study"}}
         study["status"] = {"PUBLISH": "ACTIVE", "START": "ACTIVE", "PAUSE": "PAUSED", "STOP": "AWAITING REVIEW"}.get(
-            body["action"], study["status"])
+            body["action"], study["status"]
+        )
         return 200, study
 
     def _calculate_study_cost(self, body, **_):
@@ -261,8 +304,13 @@ class ProlificStub:
         found = self.submissions.get(path.split("/")[4])
         if found is None:
             return 404, {"error": {"detail": "no such submission"}}
-        return 200, {"id": found["id"], "participant": found["participant_id"], "status": found["status"],
-                     "study_id": found["study"], "started_at": found["started_at"]}
+        return 200, {
+            "id": found["id"],
+            "participant": found["participant_id"],
+            "status": found["status"],
+            "study_id": found["study"],
+            "started_at": found["started_at"],
+        }
 
     def _bulk_approve_submissions(self, body, **_):
         for sid in body.get("submission_ids", []):
@@ -277,16 +325,27 @@ class ProlificStub:
         if body["action"] == "REJECT" and (len(body.get("message", "")) < 100 or not body.get("rejection_category")):
             return self._refuse("REJECT needs a message of at least 100 characters and a rejection_category")
         found["status"] = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(body["action"], found["status"])
-        return 200, {"id": found["id"], "status": found["status"], "study_id": found["study"],
-                     "started_at": found["started_at"], "participant": found["participant_id"]}
+        return 200, {
+            "id": found["id"],
+            "status": found["status"],
+            "study_id": found["study"],
+            "started_at": found["started_at"],
+            "participant": found["participant_id"],
+        }
 
     def _create_bonus_payments(self, body, **_):
         bid = self._id()
         rows = [line.split(",") for line in body["csv_bonuses"].splitlines() if line.strip()]
         total = sum(round(float(amount) * 100) for _, amount in rows)
         self.bulk_bonuses[bid] = {"rows": rows, "paid": False, "study": body["study_id"]}
-        return 201, {"id": bid, "study": body["study_id"], "amount": total, "fees": round(total / 3),
-                     "vat": 0, "total_amount": total + round(total / 3)}
+        return 201, {
+            "id": bid,
+            "study": body["study_id"],
+            "amount": total,
+            "fees": round(total / 3),
+            "vat": 0,
+            "total_amount": total + round(total / 3),
+        }
 
     def _pay_bonus_payments(self, path, **_):
         bonus = self.bulk_bonuses.get(path.split("/")[4])

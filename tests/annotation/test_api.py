@@ -35,8 +35,9 @@ def test_a_valid_submission_is_saved_and_answered_with_201(client, hit):
     data = response.json()
     assert data["assignment_id"] == "A1" and data["worker_id"] == "W1" and data["hit"] == hit.pk
     assert data["status"] == "submitted" and data["comment"] == "fine"
-    assert data["judgments"] == [{"item": j["item"], "score": j["score"], "fluency": j["fluency"]}
-                                 for j in body["judgments"]]
+    assert data["judgments"] == [
+        {"item": j["item"], "score": j["score"], "fluency": j["fluency"]} for j in body["judgments"]
+    ]
     assignment = Assignment.objects.get(external_assignment_id="A1")
     assert assignment.accepted_at is not None and assignment.submitted_at >= assignment.accepted_at
     assert assignment.worker == Worker.objects.get(provider="mturk", external_id="W1")
@@ -50,11 +51,22 @@ def test_the_same_assignment_again_is_200_and_duplicates_nothing(client, hit):
     assert Assignment.objects.count() == 1 and Judgment.objects.count() == 5
 
 
-@pytest.mark.parametrize("change,needle", [
-    ({"score": 101}, "score"), ({"score": -1}, "score"), ({"score": 50.5}, "score"), ({"score": "50"}, "score"),
-    ({"score": True}, "score"), ({"score": None, "fluency": 2}, "null"), ({"score": None, "fluency": 1}, "null"),
-    ({"fluency": 3}, "fluency"), ({"fluency": None}, "fluency"), ({"item": 7}, "item"), ({"item": None}, "item"),
-])
+@pytest.mark.parametrize(
+    "change,needle",
+    [
+        ({"score": 101}, "score"),
+        ({"score": -1}, "score"),
+        ({"score": 50.5}, "score"),
+        ({"score": "50"}, "score"),
+        ({"score": True}, "score"),
+        ({"score": None, "fluency": 2}, "null"),
+        ({"score": None, "fluency": 1}, "null"),
+        ({"fluency": 3}, "fluency"),
+        ({"fluency": None}, "fluency"),
+        ({"item": 7}, "item"),
+        ({"item": None}, "item"),
+    ],
+)
 def test_malformed_judgments_are_400_and_save_nothing(client, hit, change, needle):
     body = payload(hit)
     body["judgments"][2].update(change)
@@ -83,8 +95,7 @@ def test_candidates_must_be_exactly_those_of_the_hit(client, hit):
     body["judgments"].append({"item": foreign, "score": 1, "fluency": 2})
     assert post(client, hit, body).status_code == 400
     body = payload(hit)  # a candidate id is no way to name a sentence (ids tell checks from real candidates)
-    body["judgments"][0] = {"candidate": hit.items.order_by("position").first().candidate_id, "score": 1,
-                            "fluency": 2}
+    body["judgments"][0] = {"candidate": hit.items.order_by("position").first().candidate_id, "score": 1, "fluency": 2}
     assert post(client, hit, body).status_code == 400
     response = post(client, hit, payload(hit, judgments=[]))
     assert response.status_code == 400
@@ -92,9 +103,13 @@ def test_candidates_must_be_exactly_those_of_the_hit(client, hit):
 
 
 def test_bad_forged_or_foreign_tokens_are_403(client, hit):
-    for token in ("", "nonsense", submission_token_make(hit_id=hit.pk, assignment_id="A1", worker_id="W2"),
-                  submission_token_make(hit_id=hit.pk + 1, assignment_id="A1", worker_id="W1"),
-                  submission_token_make(hit_id=hit.pk, assignment_id="A9", worker_id="W1")):
+    for token in (
+        "",
+        "nonsense",
+        submission_token_make(hit_id=hit.pk, assignment_id="A1", worker_id="W2"),
+        submission_token_make(hit_id=hit.pk + 1, assignment_id="A1", worker_id="W1"),
+        submission_token_make(hit_id=hit.pk, assignment_id="A9", worker_id="W1"),
+    ):
         response = post(client, hit, payload(hit, token=token))
         assert response.status_code in (400, 403), token
         assert response.status_code == 400 or "token" in response.json()["detail"]
@@ -144,8 +159,11 @@ def test_an_assignment_bound_to_another_worker_is_refused(client, hit):
 def test_a_worker_never_judges_a_candidate_twice(client, hit):
     # a second batch over the same sample shows the same candidates again
     second = published_batch(hit.batch.campaign, attention_rate=0)
-    twin = next(h for h in second.hits.all() if set(h.items.values_list("candidate_id", flat=True))
-                & set(hit.items.values_list("candidate_id", flat=True)))
+    twin = next(
+        h
+        for h in second.hits.all()
+        if set(h.items.values_list("candidate_id", flat=True)) & set(hit.items.values_list("candidate_id", flat=True))
+    )
     assert post(client, hit, payload(hit, assignment_id="A1", worker_id="W1")).status_code == 201
     platform_confirms("A1")  # until MTurk confirms them, unverified judgments bar nobody
     response = post(client, twin, payload(twin, assignment_id="A2", worker_id="W1"))
@@ -173,15 +191,23 @@ def test_batch_hits_is_staff_only_and_has_the_documented_shape(client, admin_cli
     assert len(data) == hit.batch.hits.count()
     first = next(h for h in data if h["id"] == hit.pk)
     assert set(first) == {"id", "reference", "candidates"} and first["reference"] == hit.reference.text
-    assert first["candidates"] == [{"id": i.candidate_id, "text": i.candidate.text}
-                                   for i in hit.items.order_by("position")]
+    assert first["candidates"] == [
+        {"id": i.candidate_id, "text": i.candidate.text} for i in hit.items.order_by("position")
+    ]
     assert admin_client.get("/api/batches/99999/hits/").status_code == 404
 
 
 @pytest.mark.parametrize("worker_id", ["W\x00", "W\u200b1", "W\u04301", "W 1", "W1\n", "W1\x07", "A" * 65])
 def test_ids_no_platform_gives_are_refused_and_stored_rows_show_escaped(client, admin_client, hit, worker_id):
-    response = post(client, hit, payload(hit, worker_id=worker_id, token=submission_token_make(
-        hit_id=hit.pk, assignment_id="A1", worker_id=worker_id)))
+    response = post(
+        client,
+        hit,
+        payload(
+            hit,
+            worker_id=worker_id,
+            token=submission_token_make(hit_id=hit.pk, assignment_id="A1", worker_id=worker_id),
+        ),
+    )
     assert response.status_code in (400, 403)  # refused (by the serializer, the id rule or the token)
     assert nothing_saved() and not Worker.objects.filter(external_id=worker_id).exists()
     if worker_id == worker_id.strip():  # (the page and the API strip surrounding whitespace first)
@@ -189,8 +215,14 @@ def test_ids_no_platform_gives_are_refused_and_stored_rows_show_escaped(client, 
         assert page.status_code == 400 and b'content=""' in page.content  # no token for such an id
     # a row stored before ids were checked reads as escapes in the admin and in results.csv, never raw
     raw = Worker.objects.create(provider="mturk", external_id="W\u200b\u04301")
-    Assignment.objects.create(campaign=hit.batch.campaign, hit=hit, worker=raw, provider="mturk",
-                              external_assignment_id="A\u200b9", status=AssignmentStatus.SUBMITTED)
+    Assignment.objects.create(
+        campaign=hit.batch.campaign,
+        hit=hit,
+        worker=raw,
+        provider="mturk",
+        external_assignment_id="A\u200b9",
+        status=AssignmentStatus.SUBMITTED,
+    )
     admin_client.user = None
     listing = admin_client.get("/admin/annotation/worker/").content.decode()
     results = admin_client.get(f"/api/batches/{hit.batch_id}/results.csv", HTTP_ACCEPT="text/csv").content.decode()

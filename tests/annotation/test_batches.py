@@ -16,8 +16,10 @@ pytestmark = pytest.mark.django_db
 
 
 def layout(batch):
-    return [(h.reference.ref_id, [(i.candidate.text, i.is_attention_check) for i in h.items.order_by("position")])
-            for h in batch.hits.order_by("id").select_related("reference")]
+    return [
+        (h.reference.ref_id, [(i.candidate.text, i.is_attention_check) for i in h.items.order_by("position")])
+        for h in batch.hits.order_by("id").select_related("reference")
+    ]
 
 
 def test_every_candidate_of_the_sampled_references_is_in_exactly_one_hit():
@@ -39,8 +41,9 @@ def test_every_candidate_of_the_sampled_references_is_in_exactly_one_hit():
 
 def test_attention_rate_is_met_and_the_check_is_the_reference_copy():
     campaign = sample_campaign(buckets=(5, 10, 20, 40), refs_per_bucket=10, candidates=4)
-    batch = hit_batch_create(campaign=campaign, provider="local", per_length=10, attention_rate=0.25, seed=3,
-                             degraded_rate=0)
+    batch = hit_batch_create(
+        campaign=campaign, provider="local", per_length=10, attention_rate=0.25, seed=3, degraded_rate=0
+    )
     hits = list(batch.hits.prefetch_related("items__candidate").select_related("reference"))
     assert len(hits) == 40
     checked = [h for h in hits if any(i.is_attention_check for i in h.items.all())]
@@ -52,8 +55,9 @@ def test_attention_rate_is_met_and_the_check_is_the_reference_copy():
         assert hit.items.count() <= 5
     # no reference's copy is checked twice in one batch
     assert len({h.reference_id for h in checked}) == len(checked)
-    none = hit_batch_create(campaign=campaign, provider="local", per_length=10, attention_rate=0.0, seed=3,
-                            degraded_rate=0)
+    none = hit_batch_create(
+        campaign=campaign, provider="local", per_length=10, attention_rate=0.0, seed=3, degraded_rate=0
+    )
     assert not HitItem.objects.filter(hit__batch=none, is_attention_check=True).exists()
 
 
@@ -85,8 +89,11 @@ def test_baseline_outputs_join_the_pool_merged_by_text(tmp_path):
     path.write_text("ref_id\tcandidate\n5-0\tA baseline paraphrase.\n5-0\tParaphrase 0 of reference 5-0.\n")
     batch = hit_batch_create(campaign=campaign, provider="local", attention_rate=0, baseline=path)
     texts = [t for _, items in layout(batch) for t, _ in items]
-    assert sorted(texts) == ["A baseline paraphrase.", "Paraphrase 0 of reference 5-0.",
-                             "Paraphrase 1 of reference 5-0."]
+    assert sorted(texts) == [
+        "A baseline paraphrase.",
+        "Paraphrase 0 of reference 5-0.",
+        "Paraphrase 1 of reference 5-0.",
+    ]
     merged = Candidate.objects.get(text="Paraphrase 0 of reference 5-0.")
     assert set(merged.systems.values_list("system", flat=True)) == {"1", "35"}
     bad = tmp_path / "bad.tsv"
@@ -104,8 +111,22 @@ def run_cli(*args) -> dict:
 def test_cli_prints_the_exact_summary_and_local_batches_are_live():
     job = Job.objects.create(kind="generate", label="g")
     sample_campaign(refs_per_bucket=2, candidates=5, job=job)
-    result = run_cli("--job", str(job.pk), "--provider", "local", "--per-length", "2", "--lengths", "5,10",
-                     "--assignments", "2", "--attention-rate", "0", "--seed", "1")
+    result = run_cli(
+        "--job",
+        str(job.pk),
+        "--provider",
+        "local",
+        "--per-length",
+        "2",
+        "--lengths",
+        "5,10",
+        "--assignments",
+        "2",
+        "--attention-rate",
+        "0",
+        "--seed",
+        "1",
+    )
     assert list(result) == ["batch", "hits", "cost_estimate_usd"]
     batch = Batch.objects.get(pk=result["batch"])
     assert result["hits"] == batch.hits.count() == 4 and result["cost_estimate_usd"] is None
@@ -126,8 +147,18 @@ def test_cli_errors_are_clear_and_create_nothing():
 
 def test_cli_mturk_sandbox_gives_a_cost_estimate_and_stays_a_draft():
     sample_campaign(refs_per_bucket=1, candidates=5)
-    result = run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0",
-                     "--degraded-rate", "0", "--batch-settings", '{"reward_usd": "0.10"}')
+    result = run_cli(
+        "--campaign",
+        "sample",
+        "--provider",
+        "mturk-sandbox",
+        "--attention-rate",
+        "0",
+        "--degraded-rate",
+        "0",
+        "--batch-settings",
+        '{"reward_usd": "0.10"}',
+    )
     batch = Batch.objects.get(pk=result["batch"])
     assert batch.status == BatchStatus.DRAFT and result["hits"] == 2
     # 2 HITs x 3 assignments x $0.10 + MTurk's 20% fee
@@ -196,8 +227,11 @@ def test_the_admins_service_refuses_bad_settings_too_and_keeps_good_ones_as_numb
     with pytest.raises(BatchError, match="'reward_usd'"):
         hit_batch_create(campaign=campaign, provider="mturk", settings={"reward_usd": "abc"})
     assert not Batch.objects.exists()
-    batch = hit_batch_create(campaign=campaign, provider="local",
-                             settings={"assignment_duration_s": "1800", "mode": "easl", "easl": {"g": "0.2"}})
+    batch = hit_batch_create(
+        campaign=campaign,
+        provider="local",
+        settings={"assignment_duration_s": "1800", "mode": "easl", "easl": {"g": "0.2"}},
+    )
     assert batch.settings["assignment_duration_s"] == 1800 and batch.settings["easl"]["g"] == 0.2
 
 
@@ -260,8 +294,17 @@ def test_publish_with_too_little_balance_makes_no_draft_and_spends_nothing(setti
     sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     mturk_stub.add_response("get_account_balance", {"AvailableBalance": "0.50"}, {})
     with pytest.raises(CommandError, match=r"no batch created: .*\$0.50 available but this costs \$1.80"):
-        run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0", "--publish",
-                "--batch-settings", '{"reward_usd": "0.50"}')
+        run_cli(
+            "--campaign",
+            "sample",
+            "--provider",
+            "mturk-sandbox",
+            "--attention-rate",
+            "0",
+            "--publish",
+            "--batch-settings",
+            '{"reward_usd": "0.50"}',
+        )
     assert not Batch.objects.exists() and not Candidate.objects.filter(text="Reference 0 of bucket 5 is here.").exists()
 
 
@@ -272,14 +315,38 @@ def test_publish_with_a_sound_set_up_still_publishes(settings, mturk_stub):
     sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})  # the check
     mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})  # publishing's own
-    mturk_stub.add_response("list_qualification_types", {"NumResults": 1, "QualificationTypes": [
-        {"QualificationTypeId": "3BLOCK", "Name": "Paraforge: failed attention checks"}]})
-    mturk_stub.add_response("create_hit_type", {"HITTypeId": "3HITTYPE"}, {
-        "AutoApprovalDelayInSeconds": ANY, "AssignmentDurationInSeconds": ANY, "Reward": "0.50", "Title": ANY,
-        "Keywords": ANY, "Description": ANY, "QualificationRequirements": ANY})
+    mturk_stub.add_response(
+        "list_qualification_types",
+        {
+            "NumResults": 1,
+            "QualificationTypes": [{"QualificationTypeId": "3BLOCK", "Name": "Paraforge: failed attention checks"}],
+        },
+    )
+    mturk_stub.add_response(
+        "create_hit_type",
+        {"HITTypeId": "3HITTYPE"},
+        {
+            "AutoApprovalDelayInSeconds": ANY,
+            "AssignmentDurationInSeconds": ANY,
+            "Reward": "0.50",
+            "Title": ANY,
+            "Keywords": ANY,
+            "Description": ANY,
+            "QualificationRequirements": ANY,
+        },
+    )
     mturk_stub.add_response("create_hit_with_hit_type", {"HIT": {"HITId": "3HIT" + "0" * 26}})
-    result = run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0", "--publish",
-                     "--batch-settings", '{"reward_usd": "0.50"}')
+    result = run_cli(
+        "--campaign",
+        "sample",
+        "--provider",
+        "mturk-sandbox",
+        "--attention-rate",
+        "0",
+        "--publish",
+        "--batch-settings",
+        '{"reward_usd": "0.50"}',
+    )
     batch = Batch.objects.get(pk=result["batch"])
     assert batch.status == BatchStatus.PUBLISHED and result["cost_estimate_usd"] == pytest.approx(1.80)
     assert batch.hits.get().external_hit_id == "3HIT" + "0" * 26
@@ -290,8 +357,12 @@ def test_a_publish_failing_after_the_checks_keeps_and_names_the_draft(settings, 
     sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     mturk_stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
-    mturk_stub.add_client_error("list_qualification_types", service_error_code="RequestError",
-                                service_message="This account is suspended.", http_status_code=400)
+    mturk_stub.add_client_error(
+        "list_qualification_types",
+        service_error_code="RequestError",
+        service_message="This account is suspended.",
+        http_status_code=400,
+    )
     kept = r"batch (\d+) was created but not published \(.*suspended.*\); it is a draft: .*crowd publish \1"
     with pytest.raises(CommandError, match=kept):
         run_cli("--campaign", "sample", "--provider", "mturk-sandbox", "--attention-rate", "0", "--publish")
@@ -304,21 +375,26 @@ def test_the_configured_hit_provider_is_the_default_of_the_cli_and_the_admin_for
 
     sample_campaign(refs_per_bucket=1, candidates=5)
     settings.PARAFORGE_HIT_PROVIDER = "mturk-sandbox"
-    batch = Batch.objects.get(pk=run_cli("--campaign", "sample", "--attention-rate", "0", "--degraded-rate", "0")["batch"])
+    batch = Batch.objects.get(
+        pk=run_cli("--campaign", "sample", "--attention-rate", "0", "--degraded-rate", "0")["batch"]
+    )
     assert batch.provider == "mturk" and batch.settings.get("sandbox") is True
     assert BatchForm()["provider"].initial == "mturk-sandbox"
     settings.PARAFORGE_HIT_PROVIDER = "local"
     assert Batch.objects.get(pk=run_cli("--campaign", "sample")["batch"]).provider == "local"
 
 
-@pytest.mark.parametrize("settings,message", [
-    ({"reward_usd": "0.50", "rewrad_usd": "5"}, "unknown batch setting(s) 'rewrad_usd'"),
-    ({"mturk": {"token_nonce": "x"}}, "unknown batch setting(s) 'mturk'"),  # provider state is not a setting
-    ({"title": 7}, "'title': expected text"),
-    ({"sandbox": "yes"}, "'sandbox': expected true or false"),
-    ({"mode": "adaptive"}, "'mode': 'adaptive' is not one of fixed, easl"),
-    ({"locales": [1, 2]}, "'locales': expected country codes"),
-])
+@pytest.mark.parametrize(
+    "settings,message",
+    [
+        ({"reward_usd": "0.50", "rewrad_usd": "5"}, "unknown batch setting(s) 'rewrad_usd'"),
+        ({"mturk": {"token_nonce": "x"}}, "unknown batch setting(s) 'mturk'"),  # provider state is not a setting
+        ({"title": 7}, "'title': expected text"),
+        ({"sandbox": "yes"}, "'sandbox': expected true or false"),
+        ({"mode": "adaptive"}, "'mode': 'adaptive' is not one of fixed, easl"),
+        ({"locales": [1, 2]}, "'locales': expected country codes"),
+    ],
+)
 def test_batch_settings_follow_their_schema_and_a_typo_is_refused(settings, message):
     sample_campaign(refs_per_bucket=1, candidates=5)
     with pytest.raises(CommandError) as refused:
@@ -334,8 +410,11 @@ def test_mturk_state_moves_out_of_the_settings_into_its_own_field():
 
     migration = importlib.import_module("annotation.migrations.0006_batch_provider_state")
     campaign = sample_campaign(refs_per_bucket=1, candidates=5)
-    old = Batch.objects.create(campaign=campaign, provider="mturk", settings={
-        "reward_usd": "0.50", "sandbox": True, "mturk": {"hit_type_id": "3HT", "token_nonce": "ab"}})
+    old = Batch.objects.create(
+        campaign=campaign,
+        provider="mturk",
+        settings={"reward_usd": "0.50", "sandbox": True, "mturk": {"hit_type_id": "3HT", "token_nonce": "ab"}},
+    )
     migration.state_out_of_settings(apps, None)
     old.refresh_from_db()
     assert old.settings == {"reward_usd": "0.50", "sandbox": True}

@@ -1,4 +1,5 @@
 """The slider page in headless Chromium: open, move sliders by keyboard, choose fluency, submit."""
+
 import pytest
 from playwright.sync_api import sync_playwright
 
@@ -8,8 +9,14 @@ from .builders import published_batch, sample_campaign
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 
 def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_server, monkeypatch):
@@ -17,17 +24,23 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     hit = published_batch(campaign, attention_rate=0).hits.get()
     items = list(hit.items.order_by("position").select_related("candidate"))
-    url = (f"{live_server.url}/hits/{hit.pk}/?assignmentId=ASG1&hitId=3HIT&workerId=WORKER1"
-           "&turkSubmitTo=https://workersandbox.mturk.com")
+    url = (
+        f"{live_server.url}/hits/{hit.pk}/?assignmentId=ASG1&hitId=3HIT&workerId=WORKER1"
+        "&turkSubmitTo=https://workersandbox.mturk.com"
+    )
     external = []
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
-            page.route("https://workersandbox.mturk.com/**", lambda route: (
-                external.append(route.request.post_data or ""),
-                route.fulfill(status=200, content_type="text/html", body="<p>thanks</p>")))
+            page.route(
+                "https://workersandbox.mturk.com/**",
+                lambda route: (
+                    external.append(route.request.post_data or ""),
+                    route.fulfill(status=200, content_type="text/html", body="<p>thanks</p>"),
+                ),
+            )
             page.goto(url)
             assert page.locator("#reference").inner_text() == hit.reference.text
             assert page.locator("input[type=range]").count() == 5

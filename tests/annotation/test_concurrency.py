@@ -4,6 +4,7 @@ Real HTTP requests from real threads to a real server (``live_server``, one conn
 thread). On PostgreSQL the HIT row lock serialises takes and the partial unique index
 ``one_open_assignment_per_worker`` refuses a second open assignment; SQLite has one writer at a time
 (IMMEDIATE transactions). Either way the outcome must be exact."""
+
 from __future__ import annotations
 
 import re
@@ -45,8 +46,9 @@ def _take_all(base_url: str, sessions: list[tuple[str, str]]) -> list[str]:
     start = threading.Barrier(len(sessions))
 
     def take(cookie: str, token: str) -> None:
-        request = urllib.request.Request(f"{base_url}/annotate/next/", data=b"", method="POST",
-                                         headers={"Cookie": cookie, "X-CSRFToken": token})
+        request = urllib.request.Request(
+            f"{base_url}/annotate/next/", data=b"", method="POST", headers={"Cookie": cookie, "X-CSRFToken": token}
+        )
         start.wait()
         try:
             with opener.open(request, timeout=60) as response:

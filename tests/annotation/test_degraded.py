@@ -1,5 +1,6 @@
 """Degraded candidates (a span of the reference replaced by another reference's phrase) and the rater test
 they feed (a one-sided Mann-Whitney U test per worker: degraded items below real candidates)."""
+
 from __future__ import annotations
 
 import csv
@@ -61,8 +62,11 @@ def campaign_of(sentences=SENTENCES, *, candidates: int = 4, name: str = "degrad
 
 
 def degraded_items(batch: Batch) -> list[HitItem]:
-    return list(HitItem.objects.filter(hit__batch=batch, is_degraded_check=True)
-                .select_related("candidate", "hit__reference").order_by("hit_id"))
+    return list(
+        HitItem.objects.filter(hit__batch=batch, is_degraded_check=True)
+        .select_related("candidate", "hit__reference")
+        .order_by("hit_id")
+    )
 
 
 def replaced_span(original: str, degraded: str, donors: list[str]) -> tuple[int, int] | None:
@@ -72,9 +76,12 @@ def replaced_span(original: str, degraded: str, donors: list[str]) -> tuple[int,
     if len(a) != len(b):
         return None
     for start in range(len(a) - span + 1):
-        phrase = b[start:start + span]
-        if a[:start] == b[:start] and a[start + span:] == b[start + span:] and any(
-                phrase == d.split()[i:i + span] for d in donors for i in range(len(d.split()))):
+        phrase = b[start : start + span]
+        if (
+            a[:start] == b[:start]
+            and a[start + span :] == b[start + span :]
+            and any(phrase == d.split()[i : i + span] for d in donors for i in range(len(d.split())))
+        ):
             return start, span
     return None
 
@@ -101,8 +108,9 @@ def test_a_span_of_the_right_length_is_replaced_by_another_references_phrase_nev
 
 def test_never_the_reference_nor_a_real_candidate_and_none_when_impossible():
     reference = "Alpha beta gamma delta"  # 4 tokens: the only span is "beta gamma"
-    assert degraded_text(reference, ["x y", "beta gamma"], avoid=["Alpha x y delta"],
-                         rng=random.Random(0)) is None  # one donor makes a candidate, the other the reference
+    assert (
+        degraded_text(reference, ["x y", "beta gamma"], avoid=["Alpha x y delta"], rng=random.Random(0)) is None
+    )  # one donor makes a candidate, the other the reference
     made = degraded_text(reference, ["x y", "p q"], avoid=["Alpha  x y delta"], rng=random.Random(0))
     assert made == "Alpha p q delta"
     assert degraded_text("Too short here", ["a b c d e"], rng=random.Random(0)) is None
@@ -123,8 +131,9 @@ def test_the_text_is_deterministic_per_seed():
 @pytest.mark.django_db
 def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once():
     campaign = campaign_of()
-    batch = hit_batch_create(campaign=campaign, provider="local", per_length=20, lengths=(10,), attention_rate=0,
-                             degraded_rate=0.5, seed=2)
+    batch = hit_batch_create(
+        campaign=campaign, provider="local", per_length=20, lengths=(10,), attention_rate=0, degraded_rate=0.5, seed=2
+    )
     hits = list(batch.hits.order_by("id").prefetch_related("items__candidate__systems"))
     checks = degraded_items(batch)
     assert len(hits) == 12 and len(checks) == 6  # exactly rate x HITs
@@ -141,11 +150,15 @@ def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once
         degraded = sum(i.is_degraded_check for i in hit.items.all())
         assert degraded <= 1 and len(hit.items.all()) == 4 + degraded
     real = HitItem.objects.filter(hit__batch=batch, is_degraded_check=False).values_list("candidate_id", flat=True)
-    assert Counter(real) == Counter(Candidate.objects.filter(reference__campaign=campaign).exclude(
-        systems__system=DEGRADED_SYSTEM).values_list("id", flat=True))
+    assert Counter(real) == Counter(
+        Candidate.objects.filter(reference__campaign=campaign)
+        .exclude(systems__system=DEGRADED_SYSTEM)
+        .values_list("id", flat=True)
+    )
     # a later batch never takes a degraded copy for a real candidate
-    again = hit_batch_create(campaign=campaign, provider="local", per_length=20, lengths=(10,), attention_rate=0,
-                             degraded_rate=0, seed=5)
+    again = hit_batch_create(
+        campaign=campaign, provider="local", per_length=20, lengths=(10,), attention_rate=0, degraded_rate=0, seed=5
+    )
     shown = HitItem.objects.filter(hit__batch=again)
     assert shown.count() == 48 and not shown.filter(candidate__systems__system=DEGRADED_SYSTEM).exists()
 
@@ -154,8 +167,15 @@ def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once
 def test_checks_are_spread_over_the_batch_at_random_places_in_their_hits():
     sentences = [f"{s[:-1]} number {k}." for k in range(4) for s in SENTENCES[:10]]  # 40 references
     campaign = campaign_of(sentences)
-    batch = hit_batch_create(campaign=campaign, provider="local", per_length=40, lengths=(10,), attention_rate=0.1,
-                             degraded_rate=0.15, seed=11)
+    batch = hit_batch_create(
+        campaign=campaign,
+        provider="local",
+        per_length=40,
+        lengths=(10,),
+        attention_rate=0.1,
+        degraded_rate=0.15,
+        seed=11,
+    )
     hits = list(batch.hits.order_by("id").prefetch_related("items"))
     assert len(hits) == 40
     flagged = [n for n, h in enumerate(hits) if any(i.is_attention_check or i.is_degraded_check for i in h.items.all())]
@@ -173,8 +193,15 @@ def test_same_seed_same_degraded_copies_and_short_references_get_none():
     campaign = campaign_of()
 
     def texts(seed):
-        batch = hit_batch_create(campaign=campaign, provider="local", per_length=20, lengths=(10,),
-                                 attention_rate=0, degraded_rate=1.0, seed=seed)
+        batch = hit_batch_create(
+            campaign=campaign,
+            provider="local",
+            per_length=20,
+            lengths=(10,),
+            attention_rate=0,
+            degraded_rate=1.0,
+            seed=seed,
+        )
         return [(i.hit.reference.ref_id, i.position, i.candidate.text) for i in degraded_items(batch)]
 
     assert texts(3) == texts(3) and len(texts(3)) == 12
@@ -196,12 +223,34 @@ def run_cli(*args) -> dict:
 @pytest.mark.django_db
 def test_cli_flag_and_batch_setting():
     campaign_of()
-    result = run_cli("--campaign", "degraded", "--provider", "local", "--lengths", "10", "--attention-rate", "0",
-                     "--degraded-rate", "0.25", "--seed", "1")
+    result = run_cli(
+        "--campaign",
+        "degraded",
+        "--provider",
+        "local",
+        "--lengths",
+        "10",
+        "--attention-rate",
+        "0",
+        "--degraded-rate",
+        "0.25",
+        "--seed",
+        "1",
+    )
     batch = Batch.objects.get(pk=result["batch"])
     assert batch.settings["degraded_rate"] == 0.25 and len(degraded_items(batch)) == 3  # 12 HITs x 0.25
-    by_setting = run_cli("--campaign", "degraded", "--provider", "local", "--lengths", "10", "--attention-rate", "0",
-                         "--batch-settings", '{"degraded_rate": "0.5"}')
+    by_setting = run_cli(
+        "--campaign",
+        "degraded",
+        "--provider",
+        "local",
+        "--lengths",
+        "10",
+        "--attention-rate",
+        "0",
+        "--batch-settings",
+        '{"degraded_rate": "0.5"}',
+    )
     batch = Batch.objects.get(pk=by_setting["batch"])
     assert batch.settings["degraded_rate"] == 0.5 and len(degraded_items(batch)) == 6
     default = Batch.objects.get(pk=run_cli("--campaign", "degraded", "--provider", "local", "--lengths", "10")["batch"])
@@ -209,14 +258,17 @@ def test_cli_flag_and_batch_setting():
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("args,message", [
-    (["--degraded-rate", "1.5"], "--degraded-rate must be between 0 and 1"),
-    (["--degraded-rate", "-0.1"], "--degraded-rate must be between 0 and 1"),
-    (["--batch-settings", '{"degraded_rate": "lots"}'], "'degraded_rate': expected a number, got 'lots'"),
-    (["--batch-settings", '{"degraded_rate": 2}'], "'degraded_rate': 2.0 is out of range"),
-    (["--batch-settings", '{"attention_rate": -1}'], "'attention_rate': -1.0 is out of range"),
-    (["--degraded-rate", "0.2", "--batch-settings", '{"degraded_rate": 0.3}'], "disagree"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--degraded-rate", "1.5"], "--degraded-rate must be between 0 and 1"),
+        (["--degraded-rate", "-0.1"], "--degraded-rate must be between 0 and 1"),
+        (["--batch-settings", '{"degraded_rate": "lots"}'], "'degraded_rate': expected a number, got 'lots'"),
+        (["--batch-settings", '{"degraded_rate": 2}'], "'degraded_rate': 2.0 is out of range"),
+        (["--batch-settings", '{"attention_rate": -1}'], "'attention_rate': -1.0 is out of range"),
+        (["--degraded-rate", "0.2", "--batch-settings", '{"degraded_rate": 0.3}'], "disagree"),
+    ],
+)
 def test_bad_rates_are_clear_errors_and_write_nothing(args, message):
     campaign_of()
     candidates = Candidate.objects.count()
@@ -231,9 +283,19 @@ def test_bad_rates_are_clear_errors_and_write_nothing(args, message):
 def test_admin_form_has_the_degraded_rate(admin_client):
     campaign = campaign_of()
     url = "/admin/annotation/campaign/"
-    form = {"action": "create_hit_batch", "_selected_action": [campaign.pk], "confirm": "yes", "provider": "local",
-            "per_length": "20", "lengths": "10", "assignments": "3", "attention_rate": "0", "seed": "1",
-            "reward_usd": "0.10", "label": ""}
+    form = {
+        "action": "create_hit_batch",
+        "_selected_action": [campaign.pk],
+        "confirm": "yes",
+        "provider": "local",
+        "per_length": "20",
+        "lengths": "10",
+        "assignments": "3",
+        "attention_rate": "0",
+        "seed": "1",
+        "reward_usd": "0.10",
+        "label": "",
+    }
     page = admin_client.post(url, {"action": "create_hit_batch", "_selected_action": [campaign.pk]})
     assert 'name="degraded_rate"' in page.content.decode()
     bad = admin_client.post(url, {**form, "degraded_rate": "2"})
@@ -265,9 +327,11 @@ def test_easl_never_estimates_degraded_copies_and_adds_them_to_rounds():
     campaign = campaign_of(SENTENCES[:4], candidates=6)
     fixed = hit_batch_create(campaign=campaign, provider="local", lengths=(10,), attention_rate=0, degraded_rate=1.0)
     assert len(degraded_items(fixed)) == 4
-    easl = Batch.objects.create(campaign=campaign, provider="local",
-                                settings={"mode": "easl", "attention_rate": 0.0, "degraded_rate": 1.0,
-                                          "easl": {"items_per_hit": 5}})
+    easl = Batch.objects.create(
+        campaign=campaign,
+        provider="local",
+        settings={"mode": "easl", "attention_rate": 0.0, "degraded_rate": 1.0, "easl": {"items_per_hit": 5}},
+    )
     degraded = set(Candidate.objects.filter(systems__system=DEGRADED_SYSTEM).values_list("id", flat=True))
     items = {c for cands in batch_items(easl).values() for c in cands}
     assert len(items) == 24 and not items & degraded
@@ -275,10 +339,12 @@ def test_easl_never_estimates_degraded_copies_and_adds_them_to_rounds():
     shown = HitItem.objects.filter(hit_id__in=first["hit_ids"])
     checks = shown.filter(is_degraded_check=True)
     assert checks.count() == 4 and {i.hit.reference_id for i in checks} == set(
-        Reference.objects.filter(campaign=campaign).values_list("id", flat=True))
+        Reference.objects.filter(campaign=campaign).values_list("id", flat=True)
+    )
     assert set(shown.filter(is_degraded_check=False).values_list("candidate_id", flat=True)) == items
     assert not {c for cands in batch_items(easl).values() for c in cands} & set(
-        Candidate.objects.filter(systems__system=DEGRADED_SYSTEM).values_list("id", flat=True))
+        Candidate.objects.filter(systems__system=DEGRADED_SYSTEM).values_list("id", flat=True)
+    )
 
 
 # --- the rater test ---------------------------------------------------------------------------------
@@ -297,8 +363,9 @@ def test_the_mann_whitney_rule_on_score_lists():
     assert degraded_rule_fails(1.0, p_max=0.05)
     # copies 100 and everything else at random: degraded and real items are alike
     noise = random.Random(7)
-    p = degraded_test([noise.randint(0, 100) for _ in range(8)], [noise.randint(0, 100) for _ in range(30)],
-                      min_checks=5)
+    p = degraded_test(
+        [noise.randint(0, 100) for _ in range(8)], [noise.randint(0, 100) for _ in range(30)], min_checks=5
+    )
     assert p > 0.05 and degraded_rule_fails(p, p_max=0.05)
     # too few checks: not yet tested, never passed nor failed
     assert degraded_test(careful[:4], real, min_checks=5) is None and not degraded_rule_fails(None, p_max=0.05)
@@ -308,10 +375,16 @@ def test_the_mann_whitney_rule_on_score_lists():
 def submit(hit, worker: str, score, *, n: int = 0) -> str | None:
     """``worker`` submits every item of the HIT with ``score(item)``; the platform then confirms it."""
     aid = f"{worker}-{hit.pk}-{n}"
-    judgments = [JudgmentInput(candidate=i.candidate_id, score=score(i), fluency=2)
-                 for i in hit.items.order_by("position")]
-    assignment_submit(hit=hit, assignment_id=aid, worker_id=worker, judgments=judgments,
-                      token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id=worker))
+    judgments = [
+        JudgmentInput(candidate=i.candidate_id, score=score(i), fluency=2) for i in hit.items.order_by("position")
+    ]
+    assignment_submit(
+        hit=hit,
+        assignment_id=aid,
+        worker_id=worker,
+        judgments=judgments,
+        token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id=worker),
+    )
     platform_confirms(aid)
     return Worker.objects.get(external_id=worker).disqualified_reason or None
 
@@ -333,14 +406,20 @@ def careful(item) -> int:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("kind,score", [
-    ("all-100", lambda item: 100),
-    ("constant", lambda item: 100 if item.is_attention_check else 70),
-    ("copy-only careful", lambda item: 100 if item.is_attention_check else random.Random(item.pk).randint(0, 100)),
-    ("degraded scored high", lambda item: 100 if item.is_attention_check else (90 if item.is_degraded_check else 40)),
-])
+@pytest.mark.parametrize(
+    "kind,score",
+    [
+        ("all-100", lambda item: 100),
+        ("constant", lambda item: 100 if item.is_attention_check else 70),
+        ("copy-only careful", lambda item: 100 if item.is_attention_check else random.Random(item.pk).randint(0, 100)),
+        (
+            "degraded scored high",
+            lambda item: 100 if item.is_attention_check else (90 if item.is_degraded_check else 40),
+        ),
+    ],
+)
 def test_raters_who_pass_every_attention_check_are_caught_by_the_degraded_test(rater_hits, kind, score):
-    for n, hit in enumerate(rater_hits[:4]):
+    for hit in rater_hits[:4]:
         assert submit(hit, "W1", score) is None
     quality = worker_quality(worker=Worker.objects.get(external_id="W1"))
     assert (quality.degraded_checks, quality.degraded_p, quality.attention_failed) == (4, None, 0)  # not yet tested
@@ -374,9 +453,13 @@ def test_both_rules_are_named_when_both_fire(rater_hits):
 def test_unconfirmed_submissions_never_count_toward_the_test(rater_hits):
     for hit in rater_hits[:6]:
         aid = f"forged-{hit.pk}"
-        assignment_submit(hit=hit, assignment_id=aid, worker_id="W1", token=submission_token_make(
-            hit_id=hit.pk, assignment_id=aid, worker_id="W1"), judgments=[
-            JudgmentInput(candidate=i.candidate_id, score=100, fluency=2) for i in hit.items.all()])
+        assignment_submit(
+            hit=hit,
+            assignment_id=aid,
+            worker_id="W1",
+            token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id="W1"),
+            judgments=[JudgmentInput(candidate=i.candidate_id, score=100, fluency=2) for i in hit.items.all()],
+        )
     quality = worker_quality(worker=Worker.objects.get(external_id="W1"))
     assert quality.degraded_checks == 0 and quality.degraded_p is None
     assert not Worker.objects.get(external_id="W1").disqualified
@@ -397,10 +480,16 @@ def test_admin_lists_counts_and_p_value_or_not_yet_tested(admin_client, rater_hi
 
 @pytest.mark.django_db
 def test_agreement_is_over_real_candidates_only(rater_hits):
-    submit(rater_hits[0], "W1", lambda i: 100 if i.is_attention_check else (0 if i.is_degraded_check else
-                                                                          10 * (i.position + 1)))
-    submit(rater_hits[0], "W2", lambda i: 100 if i.is_attention_check else (0 if i.is_degraded_check else
-                                                                          100 - 10 * (i.position + 1)))
+    submit(
+        rater_hits[0],
+        "W1",
+        lambda i: 100 if i.is_attention_check else (0 if i.is_degraded_check else 10 * (i.position + 1)),
+    )
+    submit(
+        rater_hits[0],
+        "W2",
+        lambda i: 100 if i.is_attention_check else (0 if i.is_degraded_check else 100 - 10 * (i.position + 1)),
+    )
     # the copies' shared 100 and the degraded 0 would make them agree; on the real candidates they disagree
     assert worker_quality(worker=Worker.objects.get(external_id="W1")).agreement == pytest.approx(-1.0)
 

@@ -1,5 +1,6 @@
 """EASL: the Beta update, match quality, round structure, the stopping rule, the z-score estimate, and
 rounds created on a batch."""
+
 from __future__ import annotations
 
 import json
@@ -59,7 +60,7 @@ def test_mode_mean_and_variance():
 def test_match_quality_formula():
     g = 0.1
     assert match_quality(0.5, 0.01, 0.5, 0.01, g=g) == pytest.approx(math.sqrt(0.02 / 0.04))
-    expected = math.sqrt(0.02 / 0.04) * math.exp(-(0.2 ** 2) / (2 * 0.04))
+    expected = math.sqrt(0.02 / 0.04) * math.exp(-(0.2**2) / (2 * 0.04))
     assert match_quality(0.3, 0.01, 0.5, 0.01, g=g) == pytest.approx(expected)  # 0.4289
     assert match_quality(0.5, 0.01, 0.3, 0.01) == match_quality(0.3, 0.01, 0.5, 0.01)
     assert match_quality(0.5, 0.01, 0.9, 0.01) < match_quality(0.5, 0.01, 0.6, 0.01)
@@ -125,8 +126,14 @@ def test_zscore_estimate_removes_worker_offset_and_scale():
     # each worker's z-scores agree exactly, so the estimate is their common value
     assert z["a"] == pytest.approx(-1.3416, abs=1e-3) and z["d"] == pytest.approx(1.3416, abs=1e-3)
     # a raw mean is fooled when the harsh worker judges only the best item; z-scores are not
-    mixed = [("fair", "a", 20), ("fair", "b", 40), ("fair", "c", 60), ("harsh", "d", 35), ("harsh", "e", 10),
-             ("harsh", "f", 15)]
+    mixed = [
+        ("fair", "a", 20),
+        ("fair", "b", 40),
+        ("fair", "c", 60),
+        ("harsh", "d", 35),
+        ("harsh", "e", 10),
+        ("harsh", "f", 15),
+    ]
     z = zscore_estimates(mixed)
     assert z["d"] > z["b"]
     assert zscore_estimates([("same", "a", 50), ("same", "b", 50)]) == {"a": 0.0, "b": 0.0}
@@ -144,19 +151,31 @@ def easl_batch(db):
             Candidate.objects.create(reference=ref, text=f"Candidate {c} of {r}.")
         copy = Candidate.objects.create(reference=ref, text=ref.text)  # an attention copy is not an item
         CandidateSystem.objects.create(candidate=copy, system="0")
-    return Batch.objects.create(campaign=campaign, provider="local",
-                                settings={"mode": "easl", "attention_rate": 0.0,
-                                          "easl": {"variance_threshold": 0.03, "items_per_hit": 5}})
+    return Batch.objects.create(
+        campaign=campaign,
+        provider="local",
+        settings={"mode": "easl", "attention_rate": 0.0, "easl": {"variance_threshold": 0.03, "items_per_hit": 5}},
+    )
 
 
 def judge_round(batch: Batch, hit_ids, *, score=lambda cand: 50, worker="w1"):
     worker, _ = Worker.objects.get_or_create(provider="local", external_id=worker)
     for hit in Hit.objects.filter(pk__in=hit_ids).prefetch_related("items"):
-        assignment = Assignment.objects.create(campaign=batch.campaign, hit=hit, worker=worker, provider="local",
-                                               external_assignment_id=f"{worker.external_id}-{hit.pk}")
+        assignment = Assignment.objects.create(
+            campaign=batch.campaign,
+            hit=hit,
+            worker=worker,
+            provider="local",
+            external_assignment_id=f"{worker.external_id}-{hit.pk}",
+        )
         for item in hit.items.all():
-            Judgment.objects.create(assignment=assignment, candidate_id=item.candidate_id, worker=worker,
-                                    score=score(item.candidate_id), fluency=2)
+            Judgment.objects.create(
+                assignment=assignment,
+                candidate_id=item.candidate_id,
+                worker=worker,
+                score=score(item.candidate_id),
+                fluency=2,
+            )
 
 
 def test_round_zero_then_rounds_until_the_variance_rule_stops(easl_batch):
@@ -169,8 +188,14 @@ def test_round_zero_then_rounds_until_the_variance_rule_stops(easl_batch):
         easl_round_create(batch=easl_batch)
     for hit_pk in first["hit_ids"]:  # taken but not submitted: the round is still open
         taker = Worker.objects.create(provider="local", external_id=f"taker-{hit_pk}")
-        Assignment.objects.create(campaign=easl_batch.campaign, hit_id=hit_pk, worker=taker, provider="local",
-                                  external_assignment_id=f"taken-{hit_pk}", status=AssignmentStatus.ACCEPTED)
+        Assignment.objects.create(
+            campaign=easl_batch.campaign,
+            hit_id=hit_pk,
+            worker=taker,
+            provider="local",
+            external_assignment_id=f"taken-{hit_pk}",
+            status=AssignmentStatus.ACCEPTED,
+        )
     with pytest.raises(EaslError, match="still has HITs"):
         easl_round_create(batch=easl_batch)
     judge_round(easl_batch, first["hit_ids"])
@@ -247,12 +272,15 @@ def test_refusals(easl_batch):
         call_command("easl_round", "999999")
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"items_per_hit": 0}, r"'easl.items_per_hit': 0 is out of range"),
-    ({"g": "abc"}, r"'easl.g': expected a number"),
-    ({"hits_per_round": -2}, r"'easl.hits_per_round': -2 is out of range"),
-    ({"assignments_per_hit": 0}, r"'easl.assignments_per_hit': 0 is out of range"),
-])
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"items_per_hit": 0}, r"'easl.items_per_hit': 0 is out of range"),
+        ({"g": "abc"}, r"'easl.g': expected a number"),
+        ({"hits_per_round": -2}, r"'easl.hits_per_round': -2 is out of range"),
+        ({"assignments_per_hit": 0}, r"'easl.assignments_per_hit': 0 is out of range"),
+    ],
+)
 def test_bad_easl_options_are_refused_before_a_round_is_made(easl_batch, options, message):
     first = easl_round_create(batch=easl_batch, seed=1)
     judge_round(easl_batch, first["hit_ids"])
@@ -267,12 +295,24 @@ def test_an_easl_batch_made_by_the_cli_gets_its_rounds(db):
     sample = Campaign.objects.create(name="cli-easl")
     for c in range(6):
         ref = Reference.objects.get_or_create(campaign=sample, ref_id="r", text="A reference.", length_bucket=5)[0]
-        CandidateSystem.objects.create(candidate=Candidate.objects.create(reference=ref, text=f"Cand {c}."),
-                                       system="1")
+        CandidateSystem.objects.create(candidate=Candidate.objects.create(reference=ref, text=f"Cand {c}."), system="1")
     out = StringIO()
-    call_command("create_hit_batch", "--campaign", "cli-easl", "--provider", "local", "--lengths", "5",
-                 "--assignments", "2", "--attention-rate", "0", "--batch-settings",
-                 '{"mode": "easl", "easl": {"items_per_hit": "3", "assignments_per_hit": 2}}', stdout=out)
+    call_command(
+        "create_hit_batch",
+        "--campaign",
+        "cli-easl",
+        "--provider",
+        "local",
+        "--lengths",
+        "5",
+        "--assignments",
+        "2",
+        "--attention-rate",
+        "0",
+        "--batch-settings",
+        '{"mode": "easl", "easl": {"items_per_hit": "3", "assignments_per_hit": 2}}',
+        stdout=out,
+    )
     batch = Batch.objects.get(pk=json.loads(out.getvalue())["batch"])
     judge_round(batch, list(batch.hits.values_list("id", flat=True)))
     judge_round(batch, list(batch.hits.values_list("id", flat=True)), worker="w2")

@@ -20,10 +20,19 @@ def batch():
         items = list(hit.items.order_by("position"))
         for worker in ("W1", "W2"):
             aid = f"{worker}-{hit.pk}"
-            assignment_submit(hit=hit, assignment_id=aid, worker_id=worker, comment=f"note, \"{worker}\"",
-                              token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id=worker),
-                              judgments=[JudgmentInput(candidate=i.candidate_id, score=None if k == 0 else 10 * k,
-                                                       fluency=0 if k == 0 else 2) for k, i in enumerate(items)])
+            assignment_submit(
+                hit=hit,
+                assignment_id=aid,
+                worker_id=worker,
+                comment=f'note, "{worker}"',
+                token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id=worker),
+                judgments=[
+                    JudgmentInput(
+                        candidate=i.candidate_id, score=None if k == 0 else 10 * k, fluency=0 if k == 0 else 2
+                    )
+                    for k, i in enumerate(items)
+                ],
+            )
     return batch
 
 
@@ -56,7 +65,8 @@ def test_results_csv_api_is_staff_only(client, admin_client, batch):
 
 
 def test_admin_export_action(admin_client, batch):
-    response = admin_client.post("/admin/annotation/batch/", {"action": "export_results",
-                                                              "_selected_action": [batch.pk]})
+    response = admin_client.post(
+        "/admin/annotation/batch/", {"action": "export_results", "_selected_action": [batch.pk]}
+    )
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     assert response.content.decode().startswith('"HITId","InternalHITId","AssignmentId","WorkerId"')

@@ -3,6 +3,7 @@ markup (ids, attributes, order), not the submission API's answers or refusals, n
 
 Degraded copies are made with their batch, after every real candidate, so their candidate ids are the
 highest of their HIT: a page that showed ids let "score the highest id low" pass every degraded check."""
+
 from __future__ import annotations
 
 import json
@@ -84,15 +85,16 @@ def test_refused_submissions_and_answers_never_name_candidate_ids(client, checke
         body = payload(hit, assignment_id="A1", worker_id="W1")
         body["judgments"].pop(drop)
         refused = post(body)
-        assert refused.status_code == 400 and refused.json()["detail"] == f"missing judgments for sentence(s) {drop + 1}"
+        assert (
+            refused.status_code == 400 and refused.json()["detail"] == f"missing judgments for sentence(s) {drop + 1}"
+        )
     body = payload(hit, assignment_id="A1", worker_id="W1")
     body["judgments"][1]["item"] = body["judgments"][0]["item"]
     refused = post(body)
     assert refused.status_code == 400 and says_no_id(refused.json()["detail"])
     saved = post(payload(hit, assignment_id="A1", worker_id="W1"))
     assert saved.status_code == 201 and all(set(j) == {"item", "score", "fluency"} for j in saved.json()["judgments"])
-    assert {j["item"] for j in saved.json()["judgments"]} == {
-        item_key(hit_id=hit.pk, candidate_id=cid) for cid in ids}
+    assert {j["item"] for j in saved.json()["judgments"]} == {item_key(hit_id=hit.pk, candidate_id=cid) for cid in ids}
 
 
 def test_the_keys_differ_from_hit_to_hit_for_the_same_candidate(checked_hits):
@@ -105,8 +107,11 @@ def test_the_keys_differ_from_hit_to_hit_for_the_same_candidate(checked_hits):
 def test_a_barred_annotator_is_not_told_which_check_caught_them(client):
     ann = get_user_model().objects.create_user("ann", password="pw")
     worker = local_worker(ann)
-    worker_disqualify(worker=worker, reason="degraded copies not scored lower than real candidates in campaign "
-                                            "'x' (one-sided Mann-Whitney U over 5 degraded and 20 real judgments)")
+    worker_disqualify(
+        worker=worker,
+        reason="degraded copies not scored lower than real candidates in campaign "
+        "'x' (one-sided Mann-Whitney U over 5 degraded and 20 real judgments)",
+    )
     client.force_login(ann)
     for page in (client.get("/annotate/next/"), client.post("/annotate/next/")):
         text = page.content.decode()

@@ -40,12 +40,18 @@ def test_import_contract_campaign(tmp_path):
 
 def test_reimport_is_idempotent(tmp_path):
     import_contract(tmp_path)
-    counts = [m.objects.count() for m in (Campaign, Reference, Candidate, CandidateSystem, Worker, Assignment, Judgment)]
+    counts = [
+        m.objects.count() for m in (Campaign, Reference, Candidate, CandidateSystem, Worker, Assignment, Judgment)
+    ]
     again = import_contract(tmp_path)
     assert not again.campaign_created
     assert again.judgments_unchanged == 7
-    assert again.judgments_created == again.candidates_created == again.assignments_created == again.workers_created == 0
-    assert counts == [m.objects.count() for m in (Campaign, Reference, Candidate, CandidateSystem, Worker, Assignment, Judgment)]
+    assert (
+        again.judgments_created == again.candidates_created == again.assignments_created == again.workers_created == 0
+    )
+    assert counts == [
+        m.objects.count() for m in (Campaign, Reference, Candidate, CandidateSystem, Worker, Assignment, Judgment)
+    ]
 
 
 def test_reimport_updates_a_changed_score(tmp_path):
@@ -69,21 +75,24 @@ def test_another_campaign_is_separate(tmp_path):
     assert Worker.objects.count() == 6 and Judgment.objects.count() == 14
 
 
-@pytest.mark.parametrize("row,line,message", [
-    ("1\t9\t5\t17\tHi.\t0.1\t50\t2", 9, "unknown ref_id '9'"),
-    ("1\t1\t5\t17\tHi.\t0.1\t101\t2", 9, "human_score 101 is out of range 0-100"),
-    ("1\t1\t5\t17\tHi.\t0.1\t-3\t2", 9, "human_score -3 is out of range"),
-    ("1\t1\t5\t17\tHi.\t0.1\t55.5\t2", 9, "human_score '55.5' is not an integer"),
-    ("1\t1\t5\t17\tHi.\t0.1\tabc\t2", 9, "is not an integer"),
-    ("1\t1\t5\t17\tHi.\t0.1\t\t1", 9, "empty human_score (N/A slider) but gm 1"),
-    ("1\t1\t5\t17\tHi.\t0.1\t\t2", 9, "empty human_score"),
-    ("1\t1\t5\t17\tHi.\t0.1\t50\t3", 9, "gm 3 is out of range 0-2"),
-    ("1\t1\t5\t17\tHi.\t0.1\t50\tyes", 9, "gm 'yes' is not an integer"),
-    ("1\t1\t5\t17\tHi.\t0.1\t50", 9, "expected 8 tab-separated fields, found 7"),
-    ("1\t1\t10\t17\tHi.\t0.1\t50\t2", 9, "ref_len 10 differs"),
-    ("1\t1\t5\t\tHi.\t0.1\t50\t2", 9, "empty sys_id"),
-    ("1\t1\t5\t17\tHi.\tx\t50\t2", 9, "NLL 'x' is not a number"),
-])
+@pytest.mark.parametrize(
+    "row,line,message",
+    [
+        ("1\t9\t5\t17\tHi.\t0.1\t50\t2", 9, "unknown ref_id '9'"),
+        ("1\t1\t5\t17\tHi.\t0.1\t101\t2", 9, "human_score 101 is out of range 0-100"),
+        ("1\t1\t5\t17\tHi.\t0.1\t-3\t2", 9, "human_score -3 is out of range"),
+        ("1\t1\t5\t17\tHi.\t0.1\t55.5\t2", 9, "human_score '55.5' is not an integer"),
+        ("1\t1\t5\t17\tHi.\t0.1\tabc\t2", 9, "is not an integer"),
+        ("1\t1\t5\t17\tHi.\t0.1\t\t1", 9, "empty human_score (N/A slider) but gm 1"),
+        ("1\t1\t5\t17\tHi.\t0.1\t\t2", 9, "empty human_score"),
+        ("1\t1\t5\t17\tHi.\t0.1\t50\t3", 9, "gm 3 is out of range 0-2"),
+        ("1\t1\t5\t17\tHi.\t0.1\t50\tyes", 9, "gm 'yes' is not an integer"),
+        ("1\t1\t5\t17\tHi.\t0.1\t50", 9, "expected 8 tab-separated fields, found 7"),
+        ("1\t1\t10\t17\tHi.\t0.1\t50\t2", 9, "ref_len 10 differs"),
+        ("1\t1\t5\t\tHi.\t0.1\t50\t2", 9, "empty sys_id"),
+        ("1\t1\t5\t17\tHi.\tx\t50\t2", 9, "NLL 'x' is not a number"),
+    ],
+)
 def test_candidate_errors_name_file_and_line(tmp_path, row, line, message):
     ref_path, cand_path = write_parabank(tmp_path, cands=CANDS + [row])
     with pytest.raises(ImportFormatError) as err:
@@ -99,11 +108,14 @@ def test_missing_candidate_columns(tmp_path):
         import_parabank(campaign_name="bad", references_path=ref_path, candidates_path=cand_path)
 
 
-@pytest.mark.parametrize("refs,header,line,message", [
-    (REFS + ["1\tAgain.\t5\t1.0"], None, 4, "duplicate ref_id '1' (first on line 2)"),
-    (REFS + ["3\tShort.\tfive\t1.0"], None, 4, "ref_len 'five' is not an integer"),
-    (REFS, "ref_id\tref_sent\tczeng_s", 1, "missing column(s) ref_len"),
-])
+@pytest.mark.parametrize(
+    "refs,header,line,message",
+    [
+        (REFS + ["1\tAgain.\t5\t1.0"], None, 4, "duplicate ref_id '1' (first on line 2)"),
+        (REFS + ["3\tShort.\tfive\t1.0"], None, 4, "ref_len 'five' is not an integer"),
+        (REFS, "ref_id\tref_sent\tczeng_s", 1, "missing column(s) ref_len"),
+    ],
+)
 def test_reference_errors(tmp_path, refs, header, line, message):
     kw = {"ref_header": header} if header else {}
     ref_path, cand_path = write_parabank(tmp_path, refs=refs, **kw)
@@ -133,8 +145,17 @@ def test_import_is_one_transaction(tmp_path, monkeypatch):
 def test_cli_prints_json_summary(tmp_path):
     ref_path, cand_path = write_parabank(tmp_path)
     out = StringIO()
-    call_command("import_judgments", "--format", "parabank", "--references", str(ref_path), str(cand_path),
-                 "--campaign", "cli", stdout=out)
+    call_command(
+        "import_judgments",
+        "--format",
+        "parabank",
+        "--references",
+        str(ref_path),
+        str(cand_path),
+        "--campaign",
+        "cli",
+        stdout=out,
+    )
     summary = json.loads(out.getvalue())
     assert summary["campaign"] == "cli" and summary["judgments_created"] == 7
 
@@ -142,13 +163,23 @@ def test_cli_prints_json_summary(tmp_path):
 def test_cli_error_names_the_line(tmp_path):
     ref_path, cand_path = write_parabank(tmp_path, cands=CANDS + ["1\t7\t5\t17\tHi.\t0.1\t50\t2"])
     with pytest.raises(CommandError, match=r"nothing imported: .*cand.tsv:9: unknown ref_id '7'"):
-        call_command("import_judgments", "--format", "parabank", "--references", str(ref_path), str(cand_path),
-                     "--campaign", "cli")
+        call_command(
+            "import_judgments",
+            "--format",
+            "parabank",
+            "--references",
+            str(ref_path),
+            str(cand_path),
+            "--campaign",
+            "cli",
+        )
     assert not Campaign.objects.exists()
 
 
-GENERIC_MAP = ("worker=WorkerId,reference=Input.ref,reference_text=Input.sentence,length=Input.len,"
-               "systems=Input.systems,candidate=Input.candidate,score=Answer.score,fluency=Answer.gm")
+GENERIC_MAP = (
+    "worker=WorkerId,reference=Input.ref,reference_text=Input.sentence,length=Input.len,"
+    "systems=Input.systems,candidate=Input.candidate,score=Answer.score,fluency=Answer.gm"
+)
 
 
 def _generic_csv(tmp_path, rows, name="results.csv"):
@@ -179,8 +210,11 @@ def test_generic_import_with_a_mapping(tmp_path):
     # a later file may leave the reference text out: the campaign already has the reference
     short = tmp_path / "more.tsv"
     short.write_text("w\tref\tsys\tcand\ts\tg\nA3\t1\t17\tIt is okay, now.\t70\t1\n", encoding="utf-8")
-    more = import_generic(campaign_name="g", path=short, mapping=parse_mapping(
-        "worker=w,reference=ref,systems=sys,candidate=cand,score=s,fluency=g"))
+    more = import_generic(
+        campaign_name="g",
+        path=short,
+        mapping=parse_mapping("worker=w,reference=ref,systems=sys,candidate=cand,score=s,fluency=g"),
+    )
     assert more.judgments_created == 1 and Candidate.objects.count() == 2
 
 
@@ -205,8 +239,9 @@ def test_generic_errors(tmp_path):
 def test_generic_cli(tmp_path):
     path = _generic_csv(tmp_path, GENERIC_ROWS)
     out = StringIO()
-    call_command("import_judgments", "--format", "generic", "--map", GENERIC_MAP, str(path), "--campaign", "g",
-                 stdout=out)
+    call_command(
+        "import_judgments", "--format", "generic", "--map", GENERIC_MAP, str(path), "--campaign", "g", stdout=out
+    )
     assert json.loads(out.getvalue())["judgments_created"] == 4
     with pytest.raises(CommandError, match="--map is required"):
         call_command("import_judgments", "--format", "generic", str(path), "--campaign", "g")
@@ -221,19 +256,40 @@ def test_generic_cli(tmp_path):
 def test_generic_cli_refuses_a_delimiter_that_is_not_one_plain_character(tmp_path, delimiter):
     path = _generic_csv(tmp_path, GENERIC_ROWS)
     with pytest.raises(CommandError, match=r"nothing imported: the delimiter"):
-        call_command("import_judgments", "--format", "generic", "--map", GENERIC_MAP, str(path), "--campaign", "g",
-                     "--delimiter", delimiter)
+        call_command(
+            "import_judgments",
+            "--format",
+            "generic",
+            "--map",
+            GENERIC_MAP,
+            str(path),
+            "--campaign",
+            "g",
+            "--delimiter",
+            delimiter,
+        )
     assert not Campaign.objects.exists()
 
 
 def test_generic_cli_takes_a_tab_delimiter_by_name(tmp_path):
     path = tmp_path / "results.txt"
-    path.write_text("w\tref\tsys\tcand\ts\tg\tsent\tlen\nA1\t1\t17\tIt is okay.\t70\t1\tIt is fine.\t5\n",
-                    encoding="utf-8")
+    path.write_text(
+        "w\tref\tsys\tcand\ts\tg\tsent\tlen\nA1\t1\t17\tIt is okay.\t70\t1\tIt is fine.\t5\n", encoding="utf-8"
+    )
     out = StringIO()
-    call_command("import_judgments", "--format", "generic", "--map", "worker=w,reference=ref,systems=sys,"
-                 "candidate=cand,score=s,fluency=g,reference_text=sent,length=len", str(path), "--campaign", "g",
-                 "--delimiter", "tab", stdout=out)
+    call_command(
+        "import_judgments",
+        "--format",
+        "generic",
+        "--map",
+        "worker=w,reference=ref,systems=sys,candidate=cand,score=s,fluency=g,reference_text=sent,length=len",
+        str(path),
+        "--campaign",
+        "g",
+        "--delimiter",
+        "tab",
+        stdout=out,
+    )
     assert json.loads(out.getvalue())["judgments_created"] == 1
 
 
@@ -241,11 +297,15 @@ def test_a_non_utf8_candidates_file_names_the_line_not_a_byte_offset(tmp_path):
     ref_path, cand_path = write_parabank(tmp_path)
     lines = [CAND_HEADER, *CANDS, *CANDS[:1] * 300, "1\t1\t5\t9\tIt is fine, caf\u00e9.\t0.1\t50\t2"]
     cand_path.write_bytes(("\n".join(lines) + "\n").encode("latin-1"))  # past the decoder's first 8 KiB chunk
-    with pytest.raises(CommandError, match=r"nothing imported: .*cand.tsv:309: not UTF-8 \(byte 0xe9 at byte 24 "
-                                           r"of the line\); save it as UTF-8$"):
+    with pytest.raises(
+        CommandError,
+        match=r"nothing imported: .*cand.tsv:309: not UTF-8 \(byte 0xe9 at byte 24 "
+        r"of the line\); save it as UTF-8$",
+    ):
         call_command("import_judgments", "--references", str(ref_path), str(cand_path), "--campaign", "c2")
-    ref_path.write_bytes("ref_id\tref_sent\tref_len\n1\tIt is fine now.\t5\n2\tHe left caf\u00e9.\t5\n"
-                         .encode("latin-1"))
+    ref_path.write_bytes(
+        "ref_id\tref_sent\tref_len\n1\tIt is fine now.\t5\n2\tHe left caf\u00e9.\t5\n".encode("latin-1")
+    )
     with pytest.raises(ImportFormatError, match=r"ref.tsv:3: not UTF-8"):
         import_parabank(campaign_name="c2", references_path=ref_path, candidates_path=cand_path)
     assert not Campaign.objects.exists()
@@ -255,8 +315,11 @@ def test_a_non_utf8_generic_file_names_the_line(tmp_path):
     from annotation.importers import import_generic, parse_mapping
 
     path = tmp_path / "results.csv"
-    rows = ["WorkerId,Input.ref,Input.sentence,Input.len,Input.systems,Input.candidate,Answer.score,Answer.gm",
-            *GENERIC_ROWS, 'A3,1,"It is fine, now.",5,17,"Un caf\u00e9.",50,2']
+    rows = [
+        "WorkerId,Input.ref,Input.sentence,Input.len,Input.systems,Input.candidate,Answer.score,Answer.gm",
+        *GENERIC_ROWS,
+        'A3,1,"It is fine, now.",5,17,"Un caf\u00e9.",50,2',
+    ]
     path.write_bytes(("\n".join(rows) + "\n").encode("latin-1"))
     with pytest.raises(ImportFormatError, match=r"results.csv:6: not UTF-8 \(byte 0xe9"):
         import_generic(campaign_name="g", path=path, mapping=parse_mapping(GENERIC_MAP))

@@ -30,7 +30,7 @@ def user(name):
 def token_of(page) -> str:
     text = page.content.decode()
     start = text.index('name="submission-token" content="') + len('name="submission-token" content="')
-    return text[start:text.index('"', start)]
+    return text[start : text.index('"', start)]
 
 
 def test_next_takes_a_hit_then_resumes_it(batch):
@@ -50,9 +50,11 @@ def test_full_hits_and_judged_candidates_are_skipped(batch):
     ann = taken[0].worker.user
     Assignment.objects.filter(pk=taken[0].pk).update(status=AssignmentStatus.SUBMITTED)
     from annotation.models import Judgment
+
     for item in taken[0].hit.items.all():
-        Judgment.objects.create(assignment=taken[0], candidate=item.candidate, worker=taken[0].worker, score=50,
-                                fluency=2)
+        Judgment.objects.create(
+            assignment=taken[0], candidate=item.candidate, worker=taken[0].worker, score=50, fluency=2
+        )
     nxt = local_hit_take(user=ann)
     judged = set(taken[0].hit.items.values_list("candidate_id", flat=True))
     assert nxt.hit.batch_id == second.pk
@@ -98,11 +100,19 @@ def test_the_annotator_path_login_next_page_submit(client, batch):
     page = client.get(response["Location"])
     assert page.status_code == 200 and 'id="submit"' in page.content.decode()
     assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"])
-    body = {"assignment_id": query["assignmentId"], "worker_id": query["workerId"], "token": token_of(page),
-            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
-                          for i in assignment.hit.items.all()], "comment": ""}
-    saved = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
-                        content_type="application/json")
+    body = {
+        "assignment_id": query["assignmentId"],
+        "worker_id": query["workerId"],
+        "token": token_of(page),
+        "judgments": [
+            {"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
+            for i in assignment.hit.items.all()
+        ],
+        "comment": "",
+    }
+    saved = client.post(
+        f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body), content_type="application/json"
+    )
     assert saved.status_code == 201, saved.content
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.SUBMITTED and assignment.judgments.count() == 5
@@ -114,8 +124,10 @@ def test_the_annotator_path_login_next_page_submit(client, batch):
 def test_another_user_cannot_open_or_submit_an_assignment(client, batch):
     owner, intruder = user("owner"), user("intruder")
     assignment = local_hit_take(user=owner)
-    url = (f"/hits/{assignment.hit_id}/?assignmentId={assignment.external_assignment_id}"
-           f"&hitId={assignment.hit_id}&workerId={assignment.worker.external_id}")
+    url = (
+        f"/hits/{assignment.hit_id}/?assignmentId={assignment.external_assignment_id}"
+        f"&hitId={assignment.hit_id}&workerId={assignment.worker.external_id}"
+    )
     assert client.get(url)["Location"].startswith("/annotate/login/?next=")
     client.force_login(intruder)
     page = client.get(url)
@@ -129,15 +141,20 @@ def take_from_the_page(client, name: str) -> tuple[Assignment, dict]:
     page = client.get(location)
     query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
     assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"])
-    body = {"assignment_id": query["assignmentId"], "worker_id": query["workerId"], "token": token_of(page),
-            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
-                          for i in assignment.hit.items.all()]}
+    body = {
+        "assignment_id": query["assignmentId"],
+        "worker_id": query["workerId"],
+        "token": token_of(page),
+        "judgments": [
+            {"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 80, "fluency": 2}
+            for i in assignment.hit.items.all()
+        ],
+    }
     return assignment, body
 
 
 def submit_body(client, assignment, body):
-    return client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
-                       content_type="application/json")
+    return client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body), content_type="application/json")
 
 
 def test_an_expired_local_assignment_cannot_be_submitted(client, batch):
@@ -150,8 +167,13 @@ def test_an_expired_local_assignment_cannot_be_submitted(client, batch):
 
 def test_a_barred_annotator_gets_no_hit(client, batch):
     ann = user("ann")
-    Worker.objects.create(provider="local", external_id=f"user-{ann.pk}", user=ann, disqualified=True,
-                          disqualified_reason="failed 3 of 5 attention checks")
+    Worker.objects.create(
+        provider="local",
+        external_id=f"user-{ann.pk}",
+        user=ann,
+        disqualified=True,
+        disqualified_reason="failed 3 of 5 attention checks",
+    )
     client.force_login(ann)
     response = client.post("/annotate/next/")
     text = response.content.decode()

@@ -21,7 +21,9 @@ def world():
     ref = Reference.objects.create(campaign=campaign, ref_id="1", text="It is fine now.", length_bucket=5)
     cand = Candidate.objects.create(reference=ref, text="It is okay now.")
     worker = Worker.objects.create(external_id="w1", provider="local")
-    assignment = Assignment.objects.create(campaign=campaign, worker=worker, provider="local", external_assignment_id="a1")
+    assignment = Assignment.objects.create(
+        campaign=campaign, worker=worker, provider="local", external_assignment_id="a1"
+    )
     return campaign, ref, cand, worker, assignment
 
 

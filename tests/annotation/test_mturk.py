@@ -1,5 +1,6 @@
 """The MTurk provider against botocore's Stubber: every request is validated against the real API model
 and compared with the parameters we expect; nothing leaves the machine."""
+
 from __future__ import annotations
 
 import json
@@ -87,11 +88,13 @@ def provider(client, sleeps):
 def make_batch(*, sandbox=True, hits=2, assignments=3, **settings) -> Batch:
     campaign = Campaign.objects.create(name=f"c{Campaign.objects.count()}")
     base = {"sandbox": sandbox, "public_url": PUBLIC, "reward_usd": "0.50"}
-    batch = Batch.objects.create(campaign=campaign, provider="mturk", settings={**base, **settings},
-                                 provider_state={"token_nonce": "n0"})
+    batch = Batch.objects.create(
+        campaign=campaign, provider="mturk", settings={**base, **settings}, provider_state={"token_nonce": "n0"}
+    )
     for r in range(hits):
-        ref = Reference.objects.create(campaign=campaign, ref_id=str(r), text=f"Reference {r} is here.",
-                                       length_bucket=5)
+        ref = Reference.objects.create(
+            campaign=campaign, ref_id=str(r), text=f"Reference {r} is here.", length_bucket=5
+        )
         hit = Hit.objects.create(batch=batch, reference=ref, max_assignments=assignments)
         for p in range(5):
             cand = Candidate.objects.create(reference=ref, text=f"Candidate {p} of {r}.")
@@ -102,34 +105,75 @@ def make_batch(*, sandbox=True, hits=2, assignments=3, **settings) -> Batch:
 def stored_assignment(hit: Hit, ext: str, worker_id: str, verification: str = "unverified") -> Assignment:
     """An assignment as the submission API stores it (unverified until a sync confirms it)."""
     worker, _ = Worker.objects.get_or_create(provider="mturk", external_id=worker_id)
-    return Assignment.objects.create(campaign=hit.batch.campaign, hit=hit, worker=worker, provider="mturk",
-                                     external_assignment_id=ext, verification=verification)
+    return Assignment.objects.create(
+        campaign=hit.batch.campaign,
+        hit=hit,
+        worker=worker,
+        provider="mturk",
+        external_assignment_id=ext,
+        verification=verification,
+    )
 
 
 def stub_block_qualification(stub, *, existing=True):
-    params = {"Query": "Paraforge: failed attention checks", "MustBeRequestable": False,
-              "MustBeOwnedByCaller": True, "MaxResults": 100}
+    params = {
+        "Query": "Paraforge: failed attention checks",
+        "MustBeRequestable": False,
+        "MustBeOwnedByCaller": True,
+        "MaxResults": 100,
+    }
     if existing:
-        stub.add_response("list_qualification_types", {"NumResults": 1, "QualificationTypes": [
-            {"QualificationTypeId": BLOCK, "Name": "Paraforge: failed attention checks"}]}, params)
+        stub.add_response(
+            "list_qualification_types",
+            {
+                "NumResults": 1,
+                "QualificationTypes": [{"QualificationTypeId": BLOCK, "Name": "Paraforge: failed attention checks"}],
+            },
+            params,
+        )
     else:
-        stub.add_response("list_qualification_types", {"NumResults": 1, "QualificationTypes": [
-            {"QualificationTypeId": "3OTHER", "Name": "Paraforge: failed attention checks (old)"}]}, params)
-        stub.add_response("create_qualification_type", {"QualificationType": {"QualificationTypeId": BLOCK}}, {
-            "Name": "Paraforge: failed attention checks", "Keywords": ANY, "Description": ANY,
-            "QualificationTypeStatus": "Active"})
+        stub.add_response(
+            "list_qualification_types",
+            {
+                "NumResults": 1,
+                "QualificationTypes": [
+                    {"QualificationTypeId": "3OTHER", "Name": "Paraforge: failed attention checks (old)"}
+                ],
+            },
+            params,
+        )
+        stub.add_response(
+            "create_qualification_type",
+            {"QualificationType": {"QualificationTypeId": BLOCK}},
+            {
+                "Name": "Paraforge: failed attention checks",
+                "Keywords": ANY,
+                "Description": ANY,
+                "QualificationTypeStatus": "Active",
+            },
+        )
 
 
 def question(hit: Hit) -> str:
-    return (f'<ExternalQuestion xmlns="{NS}"><ExternalURL>{PUBLIC}/hits/{hit.pk}/</ExternalURL>'
-            "<FrameHeight>0</FrameHeight></ExternalQuestion>")
+    return (
+        f'<ExternalQuestion xmlns="{NS}"><ExternalURL>{PUBLIC}/hits/{hit.pk}/</ExternalURL>'
+        "<FrameHeight>0</FrameHeight></ExternalQuestion>"
+    )
 
 
 def stub_create_hit(stub, hit: Hit, n: int):
-    stub.add_response("create_hit_with_hit_type", {"HIT": {"HITId": hit_id(n), "HITTypeId": HIT_TYPE}}, {
-        "HITTypeId": HIT_TYPE, "MaxAssignments": hit.max_assignments, "LifetimeInSeconds": 7 * 86400,
-        "Question": question(hit), "RequesterAnnotation": f"paraforge batch {hit.batch_id} hit {hit.pk}",
-        "UniqueRequestToken": f"pf-n0-hit-{hit.pk}"})
+    stub.add_response(
+        "create_hit_with_hit_type",
+        {"HIT": {"HITId": hit_id(n), "HITTypeId": HIT_TYPE}},
+        {
+            "HITTypeId": HIT_TYPE,
+            "MaxAssignments": hit.max_assignments,
+            "LifetimeInSeconds": 7 * 86400,
+            "Question": question(hit),
+            "RequesterAnnotation": f"paraforge batch {hit.batch_id} hit {hit.pk}",
+            "UniqueRequestToken": f"pf-n0-hit-{hit.pk}",
+        },
+    )
 
 
 def throttled(stub, operation: str, code: str = "Throttling"):
@@ -137,6 +181,7 @@ def throttled(stub, operation: str, code: str = "Throttling"):
 
 
 # --- costs ------------------------------------------------------------------------------------
+
 
 def test_fee_is_20_percent_and_40_percent_from_ten_assignments():
     assert assignment_fee_usd("0.50", 9) == Decimal("0.10")
@@ -159,25 +204,57 @@ def test_cost_estimate_of_a_batch(provider):
 
 # --- publishing -------------------------------------------------------------------------------
 
+
 def test_publish_creates_qualification_hit_type_and_hits(stub, client, sleeps):
-    batch = make_batch(sandbox=False, hits=2, min_approval_rate=97, min_approved_hits=500, locales=["US"],
-                       keywords="paraphrase, rating")
+    batch = make_batch(
+        sandbox=False,
+        hits=2,
+        min_approval_rate=97,
+        min_approved_hits=500,
+        locales=["US"],
+        keywords="paraphrase, rating",
+    )
     provider = MTurkProvider(sandbox=False, client=client, retry=RetryPolicy(sleep=sleeps.append))
     hits = list(batch.hits.order_by("id"))
     stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     stub_block_qualification(stub, existing=False)
-    stub.add_response("create_hit_type", {"HITTypeId": HIT_TYPE}, {
-        "AutoApprovalDelayInSeconds": 3 * 86400, "AssignmentDurationInSeconds": 1800, "Reward": "0.50",
-        "Title": ANY, "Keywords": "paraphrase, rating", "Description": ANY,
-        "QualificationRequirements": [
-            {"QualificationTypeId": QUAL_APPROVAL_RATE, "Comparator": "GreaterThanOrEqualTo", "IntegerValues": [97],
-             "ActionsGuarded": "DiscoverPreviewAndAccept"},
-            {"QualificationTypeId": QUAL_APPROVED_HITS, "Comparator": "GreaterThanOrEqualTo", "IntegerValues": [500],
-             "ActionsGuarded": "DiscoverPreviewAndAccept"},
-            {"QualificationTypeId": QUAL_LOCALE, "Comparator": "EqualTo", "LocaleValues": [{"Country": "US"}],
-             "ActionsGuarded": "DiscoverPreviewAndAccept"},
-            {"QualificationTypeId": BLOCK, "Comparator": "DoesNotExist", "ActionsGuarded": "DiscoverPreviewAndAccept"},
-        ]})
+    stub.add_response(
+        "create_hit_type",
+        {"HITTypeId": HIT_TYPE},
+        {
+            "AutoApprovalDelayInSeconds": 3 * 86400,
+            "AssignmentDurationInSeconds": 1800,
+            "Reward": "0.50",
+            "Title": ANY,
+            "Keywords": "paraphrase, rating",
+            "Description": ANY,
+            "QualificationRequirements": [
+                {
+                    "QualificationTypeId": QUAL_APPROVAL_RATE,
+                    "Comparator": "GreaterThanOrEqualTo",
+                    "IntegerValues": [97],
+                    "ActionsGuarded": "DiscoverPreviewAndAccept",
+                },
+                {
+                    "QualificationTypeId": QUAL_APPROVED_HITS,
+                    "Comparator": "GreaterThanOrEqualTo",
+                    "IntegerValues": [500],
+                    "ActionsGuarded": "DiscoverPreviewAndAccept",
+                },
+                {
+                    "QualificationTypeId": QUAL_LOCALE,
+                    "Comparator": "EqualTo",
+                    "LocaleValues": [{"Country": "US"}],
+                    "ActionsGuarded": "DiscoverPreviewAndAccept",
+                },
+                {
+                    "QualificationTypeId": BLOCK,
+                    "Comparator": "DoesNotExist",
+                    "ActionsGuarded": "DiscoverPreviewAndAccept",
+                },
+            ],
+        },
+    )
     for n, hit in enumerate(hits):
         stub_create_hit(stub, hit, n)
     report = provider.publish(batch=batch)
@@ -197,15 +274,37 @@ def test_sandbox_publish_drops_the_approved_hits_requirement_and_reuses_the_bloc
     batch = make_batch(hits=1, locales=["US", "GB"])
     stub.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
     stub_block_qualification(stub, existing=True)
-    stub.add_response("create_hit_type", {"HITTypeId": HIT_TYPE}, {
-        "AutoApprovalDelayInSeconds": ANY, "AssignmentDurationInSeconds": ANY, "Reward": "0.50", "Title": ANY,
-        "Keywords": ANY, "Description": ANY, "QualificationRequirements": [
-            {"QualificationTypeId": QUAL_APPROVAL_RATE, "Comparator": "GreaterThanOrEqualTo", "IntegerValues": [95],
-             "ActionsGuarded": "DiscoverPreviewAndAccept"},
-            {"QualificationTypeId": QUAL_LOCALE, "Comparator": "In",
-             "LocaleValues": [{"Country": "US"}, {"Country": "GB"}], "ActionsGuarded": "DiscoverPreviewAndAccept"},
-            {"QualificationTypeId": BLOCK, "Comparator": "DoesNotExist", "ActionsGuarded": "DiscoverPreviewAndAccept"},
-        ]})
+    stub.add_response(
+        "create_hit_type",
+        {"HITTypeId": HIT_TYPE},
+        {
+            "AutoApprovalDelayInSeconds": ANY,
+            "AssignmentDurationInSeconds": ANY,
+            "Reward": "0.50",
+            "Title": ANY,
+            "Keywords": ANY,
+            "Description": ANY,
+            "QualificationRequirements": [
+                {
+                    "QualificationTypeId": QUAL_APPROVAL_RATE,
+                    "Comparator": "GreaterThanOrEqualTo",
+                    "IntegerValues": [95],
+                    "ActionsGuarded": "DiscoverPreviewAndAccept",
+                },
+                {
+                    "QualificationTypeId": QUAL_LOCALE,
+                    "Comparator": "In",
+                    "LocaleValues": [{"Country": "US"}, {"Country": "GB"}],
+                    "ActionsGuarded": "DiscoverPreviewAndAccept",
+                },
+                {
+                    "QualificationTypeId": BLOCK,
+                    "Comparator": "DoesNotExist",
+                    "ActionsGuarded": "DiscoverPreviewAndAccept",
+                },
+            ],
+        },
+    )
     stub_create_hit(stub, batch.hits.get(), 0)
     provider.publish(batch=batch)
     assert batch.hits.get().external_hit_id == hit_id(0)
@@ -228,13 +327,15 @@ def test_publish_needs_an_https_public_url(provider, settings):
         provider.publish(batch=batch)
 
 
-@pytest.mark.parametrize("bad,message", [
-    ({"lifetime_s": "x"}, "'lifetime_s': expected a whole number"),
-    ({"reward_usd": "abc"}, "'reward_usd': expected an amount"),
-    ({"assignment_duration_s": -5}, "'assignment_duration_s': -5 is out of range"),
-])
-def test_a_stored_bad_setting_is_refused_naming_the_key_before_mturk_is_called(stub, client, monkeypatch, bad,
-                                                                               message):
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ({"lifetime_s": "x"}, "'lifetime_s': expected a whole number"),
+        ({"reward_usd": "abc"}, "'reward_usd': expected an amount"),
+        ({"assignment_duration_s": -5}, "'assignment_duration_s': -5 is out of range"),
+    ],
+)
+def test_a_stored_bad_setting_is_refused_naming_the_key_before_mturk_is_called(stub, client, monkeypatch, bad, message):
     monkeypatch.setattr(mturk_module.client, "mturk_client", lambda sandbox: client)
     batch = make_batch(hits=1, **bad)  # stored by hand: create_hit_batch refuses it (test_batches)
     with pytest.raises(CommandError, match=rf"batch {batch.pk}: batch setting {message}"):
@@ -263,8 +364,11 @@ def test_a_hit_created_by_a_lost_earlier_call_is_recovered_not_duplicated(stub, 
     batch.provider_state.update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
     batch.save()
     stub.add_response("get_account_balance", {"AvailableBalance": "10.00"}, {})
-    stub.add_client_error("create_hit_with_hit_type", service_error_code="RequestError",
-                          service_message=f"AWS.MechanicalTurk.HitAlreadyExists: HIT {hit_id(9)} already exists")
+    stub.add_client_error(
+        "create_hit_with_hit_type",
+        service_error_code="RequestError",
+        service_message=f"AWS.MechanicalTurk.HitAlreadyExists: HIT {hit_id(9)} already exists",
+    )
     provider.publish(batch=batch)
     assert batch.hits.get().external_hit_id == hit_id(9)
 
@@ -295,10 +399,11 @@ def test_backoff_grows_exponentially_and_is_capped():
     policy = RetryPolicy(base_delay_s=1.0, max_delay_s=5.0)
     policy.rng.seed(1)
     delays = [policy.delay(n) for n in range(8)]
-    assert all(0 <= d <= min(5.0, 2 ** n) for n, d in enumerate(delays))
+    assert all(0 <= d <= min(5.0, 2**n) for n, d in enumerate(delays))
 
 
 # --- sync -------------------------------------------------------------------------------------
+
 
 def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub, provider):
     batch = make_batch(hits=1)
@@ -311,8 +416,14 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
     accepted = datetime(2026, 1, 2, 3, 0, tzinfo=UTC)
     submitted = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
     remote = [
-        {"AssignmentId": asg_id(1), "WorkerId": "WGOOD", "HITId": hit_id(1), "AssignmentStatus": "Approved",
-         "AcceptTime": accepted, "SubmitTime": submitted},
+        {
+            "AssignmentId": asg_id(1),
+            "WorkerId": "WGOOD",
+            "HITId": hit_id(1),
+            "AssignmentStatus": "Approved",
+            "AcceptTime": accepted,
+            "SubmitTime": submitted,
+        },
         {"AssignmentId": asg_id(2), "WorkerId": "WREAL", "HITId": hit_id(1), "AssignmentStatus": "Submitted"},
         {"AssignmentId": asg_id(4), "WorkerId": "WNEVER", "HITId": hit_id(1), "AssignmentStatus": "Submitted"},
     ]
@@ -321,8 +432,12 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
     stub.add_response("list_assignments_for_hit", {"Assignments": remote[2:]}, {**listing, "NextToken": "page2"})
     stub.add_response("get_assignment", {"Assignment": remote[0]}, {"AssignmentId": asg_id(1)})
     stub.add_response("get_assignment", {"Assignment": remote[1]}, {"AssignmentId": asg_id(2)})
-    stub.add_client_error("get_assignment", service_error_code="RequestError",
-                          service_message="Assignment does not exist", expected_params={"AssignmentId": asg_id(3)})
+    stub.add_client_error(
+        "get_assignment",
+        service_error_code="RequestError",
+        service_message="Assignment does not exist",
+        expected_params={"AssignmentId": asg_id(3)},
+    )
     report = provider.sync(batch=batch)
     assert report["verified"] == 1 and report["flagged"] == 1 and report["unconfirmed"] == 1
     assert report["missing"] == 1 and report["missing_ids"] == [asg_id(4)]
@@ -339,9 +454,18 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
     # second sync: the verified one is not asked again, the flagged one stays excluded, the late one is retried
     remote[1]["AssignmentStatus"] = "Approved"  # MTurk's auto-approval must not un-flag it
     stub.add_response("list_assignments_for_hit", {"Assignments": remote}, listing)
-    stub.add_response("get_assignment", {"Assignment": {"AssignmentId": asg_id(3), "WorkerId": "WLATE",
-                                                        "HITId": hit_id(1), "AssignmentStatus": "Submitted"}},
-                      {"AssignmentId": asg_id(3)})
+    stub.add_response(
+        "get_assignment",
+        {
+            "Assignment": {
+                "AssignmentId": asg_id(3),
+                "WorkerId": "WLATE",
+                "HITId": hit_id(1),
+                "AssignmentStatus": "Submitted",
+            }
+        },
+        {"AssignmentId": asg_id(3)},
+    )
     assert provider.sync(batch=batch)["verified"] == 1
     forged.refresh_from_db(), pending.refresh_from_db()
     assert (forged.verification, forged.status) == ("flagged", AssignmentStatus.SUBMITTED)
@@ -350,7 +474,8 @@ def test_sync_verifies_flags_mismatches_reports_missing_and_copies_statuses(stub
 
 # --- payments ---------------------------------------------------------------------------------
 
-def _published_assignment(ext=asg_id(1), worker="W1") -> Assignment:
+
+def _published_assignment(ext=asg_id(1), worker="W1") -> Assignment:  # noqa: B008 - a fixed id, made once
     batch = make_batch(hits=1)
     hit = batch.hits.get()
     Hit.objects.filter(pk=hit.pk).update(external_hit_id=hit_id(1))
@@ -362,8 +487,9 @@ def test_approve_and_reject_with_feedback(stub, provider):
     first = _published_assignment()
     second = stored_assignment(first.hit, asg_id(2), "W2", verification="verified")
     stub.add_response("approve_assignment", {}, {"AssignmentId": asg_id(1)})
-    stub.add_response("reject_assignment", {}, {"AssignmentId": asg_id(2),
-                                                "RequesterFeedback": "The reference copy was scored 12."})
+    stub.add_response(
+        "reject_assignment", {}, {"AssignmentId": asg_id(2), "RequesterFeedback": "The reference copy was scored 12."}
+    )
     provider.approve(assignment=first)
     with pytest.raises(MTurkError, match="feedback"):
         provider.reject(assignment=second, feedback="  ")
@@ -380,11 +506,17 @@ def test_approve_batch_skips_flagged_and_reports_errors(stub, provider):
     stored_assignment(ok.hit, asg_id(4), "W4")  # not yet confirmed by MTurk
     refused = stored_assignment(ok.hit, asg_id(3), "W3", verification="verified")
     stub.add_response("approve_assignment", {}, {"AssignmentId": asg_id(1)})
-    stub.add_client_error("approve_assignment", service_error_code="RequestError",
-                          service_message="This operation can be called with a status of: Submitted",
-                          expected_params={"AssignmentId": asg_id(3)})
-    stub.add_response("get_assignment", {"Assignment": {"AssignmentId": asg_id(3), "AssignmentStatus": "Rejected"}},
-                      {"AssignmentId": asg_id(3)})
+    stub.add_client_error(
+        "approve_assignment",
+        service_error_code="RequestError",
+        service_message="This operation can be called with a status of: Submitted",
+        expected_params={"AssignmentId": asg_id(3)},
+    )
+    stub.add_response(
+        "get_assignment",
+        {"Assignment": {"AssignmentId": asg_id(3), "AssignmentStatus": "Rejected"}},
+        {"AssignmentId": asg_id(3)},
+    )
     report = provider.approve_batch(batch=batch)
     assert report["approved"] == 1 and report["skipped_flagged"] == 1 and list(report["errors"]) == [asg_id(3)]
     assert report["skipped_unverified"] == 1
@@ -394,8 +526,13 @@ def test_approve_batch_skips_flagged_and_reports_errors(stub, provider):
 
 def test_retried_bonus_uses_the_same_token_and_never_pays_twice(stub, provider, sleeps):
     assignment = _published_assignment()
-    params = {"WorkerId": "W1", "BonusAmount": "0.25", "AssignmentId": asg_id(1), "Reason": "Careful work",
-              "UniqueRequestToken": ANY}
+    params = {
+        "WorkerId": "W1",
+        "BonusAmount": "0.25",
+        "AssignmentId": asg_id(1),
+        "Reason": "Careful work",
+        "UniqueRequestToken": ANY,
+    }
     tokens = []
     throttled(stub, "send_bonus")
     stub.add_response("send_bonus", {}, params)
@@ -417,12 +554,25 @@ def test_retried_bonus_uses_the_same_token_and_never_pays_twice(stub, provider, 
 
 def test_bonus_already_paid_on_mturk_is_marked_sent(stub, provider):
     assignment = _published_assignment()
-    bonus = Bonus.objects.create(assignment=assignment, worker=assignment.worker, amount_usd=Decimal("1.00"),
-                                 reason="r", unique_request_token="tok-1")
-    stub.add_client_error("send_bonus", service_error_code="RequestError",
-                          service_message="The UniqueRequestToken tok-1 has already been used (request 42)",
-                          expected_params={"WorkerId": "W1", "BonusAmount": "1.00", "AssignmentId": asg_id(1),
-                                           "Reason": "r", "UniqueRequestToken": "tok-1"})
+    bonus = Bonus.objects.create(
+        assignment=assignment,
+        worker=assignment.worker,
+        amount_usd=Decimal("1.00"),
+        reason="r",
+        unique_request_token="tok-1",
+    )
+    stub.add_client_error(
+        "send_bonus",
+        service_error_code="RequestError",
+        service_message="The UniqueRequestToken tok-1 has already been used (request 42)",
+        expected_params={
+            "WorkerId": "W1",
+            "BonusAmount": "1.00",
+            "AssignmentId": asg_id(1),
+            "Reason": "r",
+            "UniqueRequestToken": "tok-1",
+        },
+    )
     provider.pay_bonus(bonus=bonus)
     bonus.refresh_from_db()
     assert bonus.sent_at is not None
@@ -439,14 +589,21 @@ def test_bonus_refused_when_invalid(provider):
 
 def test_notify_workers(stub, provider):
     workers = [Worker.objects.create(provider="mturk", external_id=f"W{i}") for i in range(3)]
-    stub.add_response("notify_workers", {"NotifyWorkersFailureStatuses": [
-        {"NotifyWorkersFailureCode": "HardFailure", "NotifyWorkersFailureMessage": "no", "WorkerId": "W2"}]},
-        {"Subject": "New HITs", "MessageText": "More paraphrases to rate.", "WorkerIds": ["W0", "W1", "W2"]})
+    stub.add_response(
+        "notify_workers",
+        {
+            "NotifyWorkersFailureStatuses": [
+                {"NotifyWorkersFailureCode": "HardFailure", "NotifyWorkersFailureMessage": "no", "WorkerId": "W2"}
+            ]
+        },
+        {"Subject": "New HITs", "MessageText": "More paraphrases to rate.", "WorkerIds": ["W0", "W1", "W2"]},
+    )
     failures = provider.notify_workers(workers=workers, subject="New HITs", message="More paraphrases to rate.")
     assert [f["WorkerId"] for f in failures] == ["W2"]
 
 
 # --- HIT lifetime -----------------------------------------------------------------------------
+
 
 def _published_batch(hits=2, assignments=3) -> Batch:
     batch = make_batch(hits=hits, assignments=assignments)
@@ -458,8 +615,9 @@ def _published_batch(hits=2, assignments=3) -> Batch:
 def test_expire_sets_expiration_in_the_past(stub, provider):
     batch = _published_batch()
     for n in range(2):
-        stub.add_response("update_expiration_for_hit", {}, {
-            "HITId": hit_id(n), "ExpireAt": datetime.fromtimestamp(0, tz=UTC)})
+        stub.add_response(
+            "update_expiration_for_hit", {}, {"HITId": hit_id(n), "ExpireAt": datetime.fromtimestamp(0, tz=UTC)}
+        )
     assert provider.expire(batch=batch) == {"batch": batch.pk, "expired": 2}
     assert all(h.expires_at is not None for h in batch.hits.all())
 
@@ -469,8 +627,11 @@ def test_extend_adds_assignments_with_tokens_after_a_balance_check(stub, provide
     hits = list(batch.hits.order_by("id"))
     stub.add_response("get_account_balance", {"AvailableBalance": "5.00"}, {})
     for n, hit in enumerate(hits):
-        stub.add_response("create_additional_assignments_for_hit", {}, {
-            "HITId": hit_id(n), "NumberOfAdditionalAssignments": 2, "UniqueRequestToken": f"pf-n0-ext-{hit.pk}-5"})
+        stub.add_response(
+            "create_additional_assignments_for_hit",
+            {},
+            {"HITId": hit_id(n), "NumberOfAdditionalAssignments": 2, "UniqueRequestToken": f"pf-n0-ext-{hit.pk}-5"},
+        )
     report = provider.extend(batch=batch, assignments=2)
     assert report["assignments_added"] == 4 and report["cost_usd"] == "2.40"
     assert sorted(batch.hits.values_list("max_assignments", flat=True)) == [5, 5]
@@ -484,13 +645,18 @@ def test_extend_refuses_to_cross_ten_assignments(provider):
 
 # --- workers ----------------------------------------------------------------------------------
 
+
 def test_disqualify_and_reinstate_through_the_block_qualification(stub, provider):
     worker = Worker.objects.create(provider="mturk", external_id="WBAD")
     stub_block_qualification(stub, existing=True)
-    stub.add_response("associate_qualification_with_worker", {}, {
-        "QualificationTypeId": BLOCK, "WorkerId": "WBAD", "IntegerValue": 1, "SendNotification": False})
-    stub.add_response("disassociate_qualification_from_worker", {}, {
-        "QualificationTypeId": BLOCK, "WorkerId": "WBAD", "Reason": ANY})
+    stub.add_response(
+        "associate_qualification_with_worker",
+        {},
+        {"QualificationTypeId": BLOCK, "WorkerId": "WBAD", "IntegerValue": 1, "SendNotification": False},
+    )
+    stub.add_response(
+        "disassociate_qualification_from_worker", {}, {"QualificationTypeId": BLOCK, "WorkerId": "WBAD", "Reason": ANY}
+    )
     provider.disqualify(worker=worker, reason="failed 3 of 10 attention checks")
     provider.reinstate(worker=worker)
     assert provider.block_qualification_id() == BLOCK  # looked up once, then remembered
@@ -498,9 +664,16 @@ def test_disqualify_and_reinstate_through_the_block_qualification(stub, provider
 
 # --- client, checks, CLI ----------------------------------------------------------------------
 
+
 def _clear_keys(monkeypatch):
-    for name in ("MTURK_ACCESS_KEY_ID", "MTURK_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                 "MTURK_SESSION_TOKEN", "AWS_SESSION_TOKEN"):
+    for name in (
+        "MTURK_ACCESS_KEY_ID",
+        "MTURK_SECRET_ACCESS_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "MTURK_SESSION_TOKEN",
+        "AWS_SESSION_TOKEN",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -544,8 +717,12 @@ def _run(*args) -> dict:
 def test_cli_balance_publish_sync_and_bonus(stub, client, monkeypatch):
     monkeypatch.setattr(mturk_module.client, "mturk_client", lambda sandbox: client)
     stub.add_response("get_account_balance", {"AvailableBalance": "10000.00", "OnHoldBalance": "0.00"}, {})
-    assert _run("balance", "--sandbox") == {"sandbox": True, "endpoint": ANY, "available_usd": "10000.00",
-                                            "on_hold_usd": "0.00"}
+    assert _run("balance", "--sandbox") == {
+        "sandbox": True,
+        "endpoint": ANY,
+        "available_usd": "10000.00",
+        "on_hold_usd": "0.00",
+    }
     batch = make_batch(hits=1)
     batch.provider_state.update(hit_type_id=HIT_TYPE, block_qualification_id=BLOCK)
     batch.save()
@@ -555,14 +732,35 @@ def test_cli_balance_publish_sync_and_bonus(stub, client, monkeypatch):
     assert _run("publish", str(batch.pk), "--sandbox")["published"] == 1
     hit.refresh_from_db()
     stored_assignment(hit, asg_id(5), "W5")
-    stub.add_response("list_assignments_for_hit", {"Assignments": []}, {
-        "HITId": hit.external_hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
-    stub.add_response("get_assignment", {"Assignment": {"AssignmentId": asg_id(5), "WorkerId": "W5",
-                                                        "HITId": hit.external_hit_id, "AssignmentStatus": "Submitted"}},
-                      {"AssignmentId": asg_id(5)})
+    stub.add_response(
+        "list_assignments_for_hit",
+        {"Assignments": []},
+        {"HITId": hit.external_hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]},
+    )
+    stub.add_response(
+        "get_assignment",
+        {
+            "Assignment": {
+                "AssignmentId": asg_id(5),
+                "WorkerId": "W5",
+                "HITId": hit.external_hit_id,
+                "AssignmentStatus": "Submitted",
+            }
+        },
+        {"AssignmentId": asg_id(5)},
+    )
     assert _run("sync", str(batch.pk))["verified"] == 1
-    stub.add_response("send_bonus", {}, {"WorkerId": "W5", "BonusAmount": "0.30", "AssignmentId": asg_id(5),
-                                         "Reason": "thanks", "UniqueRequestToken": ANY})
+    stub.add_response(
+        "send_bonus",
+        {},
+        {
+            "WorkerId": "W5",
+            "BonusAmount": "0.30",
+            "AssignmentId": asg_id(5),
+            "Reason": "thanks",
+            "UniqueRequestToken": ANY,
+        },
+    )
     paid = _run("bonus", asg_id(5), "0.3", "thanks")
     assert paid["amount_usd"] == "0.30" and paid["fee_usd"] == "0.06" and paid["paid_now"] is True
     assert _run("bonus", asg_id(5), "0.30", "thanks")["paid_now"] is False
@@ -585,16 +783,37 @@ def test_the_crowd_cli_runs_an_mturk_batch_as_the_mturk_cli_does(stub, client, m
     assert _crowd("publish", str(batch.pk))["published"] == 1
     hit.refresh_from_db()
     stored_assignment(hit, asg_id(6), "W6")
-    stub.add_response("list_assignments_for_hit", {"Assignments": []}, {
-        "HITId": hit.external_hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
-    stub.add_response("get_assignment", {"Assignment": {"AssignmentId": asg_id(6), "WorkerId": "W6",
-                                                        "HITId": hit.external_hit_id, "AssignmentStatus": "Submitted"}},
-                      {"AssignmentId": asg_id(6)})
+    stub.add_response(
+        "list_assignments_for_hit",
+        {"Assignments": []},
+        {"HITId": hit.external_hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]},
+    )
+    stub.add_response(
+        "get_assignment",
+        {
+            "Assignment": {
+                "AssignmentId": asg_id(6),
+                "WorkerId": "W6",
+                "HITId": hit.external_hit_id,
+                "AssignmentStatus": "Submitted",
+            }
+        },
+        {"AssignmentId": asg_id(6)},
+    )
     assert _crowd("sync", str(batch.pk))["verified"] == 1
     stub.add_response("approve_assignment", {}, {"AssignmentId": asg_id(6)})
     assert _crowd("approve", str(batch.pk))["approved"] == 1
-    stub.add_response("send_bonus", {}, {"WorkerId": "W6", "BonusAmount": "0.25", "AssignmentId": asg_id(6),
-                                         "Reason": "careful work", "UniqueRequestToken": ANY})
+    stub.add_response(
+        "send_bonus",
+        {},
+        {
+            "WorkerId": "W6",
+            "BonusAmount": "0.25",
+            "AssignmentId": asg_id(6),
+            "Reason": "careful work",
+            "UniqueRequestToken": ANY,
+        },
+    )
     paid = _crowd("bonus", str(batch.pk), "0.25", "careful work")
     assert (paid["paid"], paid["fee_each"]) == (1, "0.05")
     assert _crowd("bonus", str(batch.pk), "0.25", "careful work")["already_paid"] == 1  # nothing sent again
@@ -602,8 +821,12 @@ def test_the_crowd_cli_runs_an_mturk_batch_as_the_mturk_cli_does(stub, client, m
     assert _crowd("expire", str(batch.pk))["expired"] == 1
     stub.add_response("get_account_balance", {"AvailableBalance": "9999.10"}, {})
     assert _crowd("balance", str(batch.pk))["available_usd"] == "9999.10"
-    stub.add_client_error("get_account_balance", service_error_code="RequestError",
-                          service_message="Your account is suspended.", http_status_code=400)
+    stub.add_client_error(
+        "get_account_balance",
+        service_error_code="RequestError",
+        service_message="Your account is suspended.",
+        http_status_code=400,
+    )
     with pytest.raises(CommandError, match="MTurk refused: RequestError: Your account is suspended"):
         _crowd("balance", "--provider", "mturk-sandbox")
     stub.assert_no_pending_responses()
@@ -623,14 +846,18 @@ def test_cli_refuses_clearly(monkeypatch):
 def test_periodic_sync_checks_every_published_batch_and_survives_one_failing(stub, provider):
     from annotation.crowd_sync import crowd_batches_sync
 
-    ok, broken, draft = make_batch(hits=1), make_batch(hits=1), make_batch(hits=1)
+    ok, broken, _draft = make_batch(hits=1), make_batch(hits=1), make_batch(hits=1)
     Batch.objects.filter(pk__in=[ok.pk, broken.pk]).update(status=BatchStatus.PUBLISHED)
     for n, batch in enumerate((ok, broken), 1):
         Hit.objects.filter(batch=batch).update(external_hit_id=hit_id(n))
     listing = {"MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]}
     stub.add_response("list_assignments_for_hit", {"Assignments": []}, {"HITId": hit_id(1), **listing})
-    stub.add_client_error("list_assignments_for_hit", service_error_code="RequestError",
-                          service_message="The HIT does not exist", expected_params={"HITId": hit_id(2), **listing})
+    stub.add_client_error(
+        "list_assignments_for_hit",
+        service_error_code="RequestError",
+        service_message="The HIT does not exist",
+        expected_params={"HITId": hit_id(2), **listing},
+    )
     reports = crowd_batches_sync(provider_for=lambda batch: provider)
     assert set(reports) == {ok.pk, broken.pk}  # the draft batch is not on MTurk yet
     assert reports[ok.pk]["missing"] == 0 and "error" not in reports[ok.pk]

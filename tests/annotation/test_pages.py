@@ -20,14 +20,19 @@ def hit():
 
 
 def open_page(client, hit, assignment="A1", worker="W1", **extra):
-    query = {"assignmentId": assignment, "hitId": "3HIT", "workerId": worker,
-             "turkSubmitTo": "https://workersandbox.mturk.com", **extra}
+    query = {
+        "assignmentId": assignment,
+        "hitId": "3HIT",
+        "workerId": worker,
+        "turkSubmitTo": "https://workersandbox.mturk.com",
+        **extra,
+    }
     return client.get(f"/hits/{hit.pk}/", query)
 
 
 def meta_token(html: str) -> str:
     start = html.index('name="submission-token" content="') + len('name="submission-token" content="')
-    return html[start:html.index('"', start)]
+    return html[start : html.index('"', start)]
 
 
 def test_an_accepted_hit_shows_everything_and_carries_a_bound_token(client, hit):
@@ -35,7 +40,7 @@ def test_an_accepted_hit_shows_everything_and_carries_a_bound_token(client, hit)
     html = response.content.decode()
     assert response.status_code == 200
     assert "X-Frame-Options" not in response and "frame-ancestors" in response["Content-Security-Policy"]
-    assert f"<strong id=\"reference\">{hit.reference.text}</strong>" in html
+    assert f'<strong id="reference">{hit.reference.text}</strong>' in html
     for n, item in enumerate(hit.items.order_by("position"), 1):
         assert item.candidate.text in html
         assert f'data-item="{item_key(hit_id=hit.pk, candidate_id=item.candidate_id)}" id="item-{n}"' in html
@@ -69,8 +74,10 @@ def test_sentences_are_escaped(client, hit):
 
 def test_work_is_only_posted_to_mturk_hosts():
     assert external_submit_url("https://www.mturk.com") == "https://www.mturk.com/mturk/externalSubmit"
-    assert external_submit_url("https://workersandbox.mturk.com/") == \
-        "https://workersandbox.mturk.com/mturk/externalSubmit"
+    assert (
+        external_submit_url("https://workersandbox.mturk.com/")
+        == "https://workersandbox.mturk.com/mturk/externalSubmit"
+    )
     for bad in ("https://evil.example.com", "http://www.mturk.com", "javascript:alert(1)", ""):
         assert external_submit_url(bad) is None
 
@@ -81,8 +88,9 @@ def test_no_submit_for_a_worker_who_already_judged_or_a_wrong_hit_id(client, hit
     Hit.objects.filter(pk=hit.pk).update(external_hit_id="3HIT")
     assert open_page(client, hit, hitId="3OTHER").status_code == 400
     worker = Worker.objects.create(provider="mturk", external_id="W1")
-    a = Assignment.objects.create(campaign=hit.batch.campaign, hit=hit, worker=worker, provider="mturk",
-                                  external_assignment_id="A0")
+    a = Assignment.objects.create(
+        campaign=hit.batch.campaign, hit=hit, worker=worker, provider="mturk", external_assignment_id="A0"
+    )
     Judgment.objects.create(assignment=a, worker=worker, candidate=hit.items.first().candidate, score=1, fluency=2)
     html = open_page(client, hit).content.decode()
     assert "already judged" in html and meta_token(html) == ""

@@ -1,5 +1,6 @@
 """Prolific: the provider against a local API stub that checks every request against Prolific's API
 description (``prolific_stub.py``), a participant's session through the start URL, and the ``crowd`` CLI."""
+
 from __future__ import annotations
 
 import html
@@ -68,15 +69,31 @@ def provider(stub, sleeps):
     return ProlificProvider(client=ProlificClient(retry=RetryPolicy(max_attempts=3, sleep=sleeps.append)))
 
 
-def prolific_batch(*, hits_per_session: int = 2, assignments: int = 2, campaign_settings: dict | None = None,
-                   publish: bool = False, attention_rate: float = 1.0, degraded_rate: float = 0.0,
-                   **settings) -> Batch:
+def prolific_batch(
+    *,
+    hits_per_session: int = 2,
+    assignments: int = 2,
+    campaign_settings: dict | None = None,
+    publish: bool = False,
+    attention_rate: float = 1.0,
+    degraded_rate: float = 0.0,
+    **settings,
+) -> Batch:
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=3, candidates=4, settings=campaign_settings)
     make = published_batch if publish else (lambda c, **kw: hit_batch_create(campaign=c, **kw))
-    return make(campaign, provider="prolific", assignments=assignments, attention_rate=attention_rate,
-                degraded_rate=degraded_rate,
-                settings={"hits_per_session": hits_per_session, "reward_per_session": "1.20",
-                          "first_languages": ["English"], **settings})
+    return make(
+        campaign,
+        provider="prolific",
+        assignments=assignments,
+        attention_rate=attention_rate,
+        degraded_rate=degraded_rate,
+        settings={
+            "hits_per_session": hits_per_session,
+            "reward_per_session": "1.20",
+            "first_languages": ["English"],
+            **settings,
+        },
+    )
 
 
 def start(client, batch, participant, session, study="S1", *, known=True):
@@ -85,8 +102,9 @@ def start(client, batch, participant, session, study="S1", *, known=True):
     session); else the session is made up."""
     if known and session not in KNOWN["stub"].submissions:
         KNOWN["stub"].add_submission(study=study, session=session, participant=participant, status="ACTIVE")
-    return client.get(f"/prolific/{batch.pk}/start/", {"PROLIFIC_PID": participant, "STUDY_ID": study,
-                                                        "SESSION_ID": session})
+    return client.get(
+        f"/prolific/{batch.pk}/start/", {"PROLIFIC_PID": participant, "STUDY_ID": study, "SESSION_ID": session}
+    )
 
 
 def do_hit(client, response, *, copy_score=100):
@@ -97,14 +115,16 @@ def do_hit(client, response, *, copy_score=100):
     page = client.get(response["Location"])
     assert page.status_code == 200 and b'name="submission-token"' in page.content
     assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"][0])
-    body = payload(assignment.hit, assignment_id=assignment.external_assignment_id,
-                   worker_id=query["workerId"][0], score=60)
+    body = payload(
+        assignment.hit, assignment_id=assignment.external_assignment_id, worker_id=query["workerId"][0], score=60
+    )
     items = items_by_key(assignment.hit)
     for judgment in body["judgments"]:
         if items[judgment["item"]].is_attention_check:
             judgment["score"] = copy_score
-    saved = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
-                        content_type="application/json")
+    saved = client.post(
+        f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body), content_type="application/json"
+    )
     assert saved.status_code == 201, saved.content
     client.get(html.unescape(re.search(r'data-continue="([^"]+)"', page.content.decode()).group(1)))
     return assignment
@@ -113,12 +133,12 @@ def do_hit(client, response, *, copy_score=100):
 def code_of(response) -> str:
     assert response.status_code == 302
     location = urlsplit(response["Location"])
-    assert (location.scheme, location.netloc, location.path) == ("https", "app.prolific.com",
-                                                                  "/submissions/complete")
+    assert (location.scheme, location.netloc, location.path) == ("https", "app.prolific.com", "/submissions/complete")
     return parse_qs(location.query)["cc"][0]
 
 
 # --- publishing ------------------------------------------------------------------------------------
+
 
 def test_publish_creates_the_study_prolific_describes_and_publishes_it_once(stub, provider):
     batch = prolific_batch(hits_per_session=2, assignments=2)
@@ -129,9 +149,11 @@ def test_publish_creates_the_study_prolific_describes_and_publishes_it_once(stub
     assert study["status"] == "ACTIVE" and report["study"] == study["id"]
     assert study["total_available_places"] == math.ceil(hits * 2 / 2) == report["places"]
     assert study["reward"] == 120 and study["prolific_id_option"] == "url_parameters"
-    assert study["external_study_url"] == (f"{PUBLIC}/prolific/{batch.pk}/start/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
-                                           "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
-    (group_id, group), = stub.groups.items()
+    assert study["external_study_url"] == (
+        f"{PUBLIC}/prolific/{batch.pk}/start/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
+        "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+    ((group_id, group),) = stub.groups.items()
     completed, failed = study["completion_codes"]
     batch.refresh_from_db()
     assert (completed["code"], completed["code_type"]) == (batch.provider_state["completion_code"], "COMPLETED")
@@ -144,8 +166,9 @@ def test_publish_creates_the_study_prolific_describes_and_publishes_it_once(stub
     assert filters["approval_rate"]["selected_range"]["lower"] == 95
     assert batch.status == BatchStatus.PUBLISHED
     # the cost: places x reward + Prolific's fee
-    assert Decimal(report["cost_total"]) == Decimal("1.20") * hits + (Decimal("1.20") * hits * Decimal("0.3333")
-                                                                      ).quantize(Decimal("0.01"))
+    assert Decimal(report["cost_total"]) == Decimal("1.20") * hits + (
+        Decimal("1.20") * hits * Decimal("0.3333")
+    ).quantize(Decimal("0.01"))
     assert len(stub.calls_to("POST", "/transition/")) == 1
 
     again = provider.publish(batch=batch)  # idempotent: no second study, no second transition
@@ -158,8 +181,9 @@ def test_a_lost_creation_answer_reuses_the_draft_instead_of_creating_a_second_st
     provider.publish(batch=batch)
     study_id = batch.provider_state["studies"]["0"]
     stub.studies[study_id]["status"] = "UNPUBLISHED"  # as if the answer to the creation was lost
-    Batch.objects.filter(pk=batch.pk).update(provider_state={k: v for k, v in batch.provider_state.items()
-                                                             if k != "studies"})
+    Batch.objects.filter(pk=batch.pk).update(
+        provider_state={k: v for k, v in batch.provider_state.items() if k != "studies"}
+    )
     batch.refresh_from_db()
     provider.publish(batch=batch)
     assert len(stub.studies) == 1 and stub.studies[study_id]["status"] == "ACTIVE"
@@ -181,7 +205,8 @@ def test_the_cost_estimate_adds_the_fee_and_vat_on_it(stub, settings):
     rewards = Decimal("1.20") * places
     fee = (rewards * Decimal("0.3333")).quantize(Decimal("0.01"))
     assert get_provider(batch).cost_estimate_usd(batch=batch) == rewards + fee + (fee * Decimal("0.20")).quantize(
-        Decimal("0.01"))
+        Decimal("0.01")
+    )
 
 
 def test_an_unknown_country_name_is_a_clear_error(stub, provider):
@@ -207,6 +232,7 @@ def test_throttled_calls_are_retried_with_backoff(stub, provider, sleeps):
 
 # --- a participant's session -----------------------------------------------------------------------
 
+
 def test_a_participant_does_hits_per_session_hits_then_goes_back_with_the_completion_code(stub, provider, client):
     batch = prolific_batch(hits_per_session=2)
     provider.publish(batch=batch)
@@ -222,7 +248,8 @@ def test_a_participant_does_hits_per_session_hits_then_goes_back_with_the_comple
     assert code_of(start(client, batch, ALICE, "SESSION1", study)) == batch.provider_state["completion_code"]
     # stored, but nothing counts until Prolific confirms the participant and session
     assert set(Assignment.objects.filter(worker__external_id=ALICE).values_list("verification", flat=True)) == {
-        Verification.UNVERIFIED}
+        Verification.UNVERIFIED
+    }
     assert not Judgment.objects.counted().exists()
 
     stub.add_submission(study=study, session="SESSION1", participant=ALICE)
@@ -235,8 +262,12 @@ def test_the_start_url_refuses_what_cannot_lead_anywhere(stub, client):
     batch = prolific_batch(publish=True)
     assert start(client, batch, "", "S").status_code == 400
     assert start(client, batch, "bad id!", "S").status_code == 400
-    assert client.get(f"/prolific/{batch.pk + 99}/start/", {"PROLIFIC_PID": ALICE, "STUDY_ID": "S1",
-                                                             "SESSION_ID": "S"}).status_code == 404
+    assert (
+        client.get(
+            f"/prolific/{batch.pk + 99}/start/", {"PROLIFIC_PID": ALICE, "STUDY_ID": "S1", "SESSION_ID": "S"}
+        ).status_code
+        == 404
+    )
     assert start(client, batch, ALICE, "SESS").status_code == 302
     other = start(client, batch, BOB, "SESS")  # Alice's session under Bob's id
     assert other.status_code == 403 and b"another participant" in other.content
@@ -246,19 +277,34 @@ def test_the_start_url_refuses_what_cannot_lead_anywhere(stub, client):
 
 def test_a_hit_slot_held_by_one_participant_is_not_given_to_another(stub, client):
     batch = prolific_batch(publish=True, assignments=1, hits_per_session=5)
-    taken = {Assignment.objects.get(external_assignment_id=parse_qs(urlsplit(
-        start(client, batch, f"P{n:023d}", f"SESS{n}")["Location"]).query)["assignmentId"][0]).hit_id
-        for n in range(batch.hits.count())}
+    taken = {
+        Assignment.objects.get(
+            external_assignment_id=parse_qs(urlsplit(start(client, batch, f"P{n:023d}", f"SESS{n}")["Location"]).query)[
+                "assignmentId"
+            ][0]
+        ).hit_id
+        for n in range(batch.hits.count())
+    }
     assert len(taken) == batch.hits.count()  # every participant got a different HIT
     late = start(client, batch, "P" + "9" * 23, "SESS-LATE")  # none left, and they did nothing: no code
     assert late.status_code == 200 and b"return the study on Prolific" in late.content
 
 
 def test_failing_the_attention_checks_ends_the_session_with_the_other_code_and_sync_disqualifies(
-        stub, provider, client):
-    batch = prolific_batch(hits_per_session=3, campaign_settings={
-        "min_attention_checks": 2, "max_attention_failure_rate": 0.4, "min_judgments_per_worker": 1,
-        "redundancy": 1, "attention_pass_mark": 100, "min_degraded_checks": 5, "degraded_p_max": 0.05})
+    stub, provider, client
+):
+    batch = prolific_batch(
+        hits_per_session=3,
+        campaign_settings={
+            "min_attention_checks": 2,
+            "max_attention_failure_rate": 0.4,
+            "min_judgments_per_worker": 1,
+            "redundancy": 1,
+            "attention_pass_mark": 100,
+            "min_degraded_checks": 5,
+            "degraded_p_max": 0.05,
+        },
+    )
     provider.publish(batch=batch)
     study = batch.provider_state["studies"]["0"]
     do_hit(client, start(client, batch, BOB, "SESSB", study), copy_score=10)
@@ -290,8 +336,12 @@ def test_sync_counts_only_what_prolific_confirms(stub, provider, client):
     batch = prolific_batch(hits_per_session=1)
     provider.publish(batch=batch)
     study = batch.provider_state["studies"]["0"]
-    for who, session in ((ALICE, "OK"), (BOB, "RETURNED"), ("5f0a1b2c3d4e5f6a7b8c9d03", "FORGED"),
-                         ("5f0a1b2c3d4e5f6a7b8c9d04", "RUNNING")):
+    for who, session in (
+        (ALICE, "OK"),
+        (BOB, "RETURNED"),
+        ("5f0a1b2c3d4e5f6a7b8c9d03", "FORGED"),
+        ("5f0a1b2c3d4e5f6a7b8c9d04", "RUNNING"),
+    ):
         do_hit(client, start(client, batch, who, session, study))
     stub.add_submission(study=study, session="OK", participant=ALICE)
     stub.add_submission(study=study, session="RETURNED", participant=BOB, status="RETURNED")
@@ -300,8 +350,12 @@ def test_sync_counts_only_what_prolific_confirms(stub, provider, client):
     report = provider.sync(batch=batch)
     assert (report["verified"], report["flagged"], report["unconfirmed"]) == (1, 2, 1)
     verification = dict(Assignment.objects.values_list("worker__external_id", "verification"))
-    assert verification == {ALICE: "verified", BOB: "flagged", "5f0a1b2c3d4e5f6a7b8c9d03": "flagged",
-                            "5f0a1b2c3d4e5f6a7b8c9d04": "unverified"}
+    assert verification == {
+        ALICE: "verified",
+        BOB: "flagged",
+        "5f0a1b2c3d4e5f6a7b8c9d03": "flagged",
+        "5f0a1b2c3d4e5f6a7b8c9d04": "unverified",
+    }
 
     approved = provider.approve_batch(batch=batch)
     assert (approved["approved"], approved["skipped_flagged"], approved["skipped_unverified"]) == (1, 2, 1)
@@ -346,6 +400,7 @@ def test_pause_stop_and_start_again_are_study_transitions(stub, provider):
 
 # --- the crowd CLI, the same for every provider ----------------------------------------------------
 
+
 def crowd(*args) -> dict:
     out = io.StringIO()
     call_command("crowd", *args, stdout=out)
@@ -355,14 +410,32 @@ def crowd(*args) -> dict:
 def test_crowd_cli_runs_the_whole_prolific_path(stub, client):
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=3, candidates=4)
     out = io.StringIO()
-    call_command("create_hit_batch", "--campaign", campaign.name, "--provider", "prolific", "--per-length", "3",
-                 "--lengths", "5", "--assignments", "2", "--attention-rate", "0", "--degraded-rate", "0",
-                 "--batch-settings", json.dumps({"hits_per_session": 2, "reward_per_session": "2.00"}), stdout=out)
+    call_command(
+        "create_hit_batch",
+        "--campaign",
+        campaign.name,
+        "--provider",
+        "prolific",
+        "--per-length",
+        "3",
+        "--lengths",
+        "5",
+        "--assignments",
+        "2",
+        "--attention-rate",
+        "0",
+        "--degraded-rate",
+        "0",
+        "--batch-settings",
+        json.dumps({"hits_per_session": 2, "reward_per_session": "2.00"}),
+        stdout=out,
+    )
     made = json.loads(out.getvalue())
     batch = Batch.objects.get(pk=made["batch"])
     places = math.ceil(batch.hits.count() * 2 / 2)
     assert Decimal(str(made["cost_estimate_usd"])) == Decimal("2.00") * places + (
-        Decimal("2.00") * places * Decimal("0.3333")).quantize(Decimal("0.01"))
+        Decimal("2.00") * places * Decimal("0.3333")
+    ).quantize(Decimal("0.01"))
     assert batch.status == BatchStatus.DRAFT  # nothing spent without --publish
 
     published = crowd("publish", str(batch.pk))
@@ -402,8 +475,10 @@ def test_without_a_token_nothing_is_sent_and_the_error_says_what_to_set(stub, se
 
 # --- the admin, the same actions for every provider ------------------------------------------------
 
+
 def test_the_admin_suggests_a_session_time_makes_publishes_syncs_and_approves_a_prolific_batch(
-        stub, admin_client, client):
+    stub, admin_client, client
+):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -413,25 +488,48 @@ def test_the_admin_suggests_a_session_time_makes_publishes_syncs_and_approves_a_
     worker = Worker.objects.create(provider="local", external_id="user-x")
     now = timezone.now()
     for n, hit in enumerate(earlier.hits.all()[:3]):
-        Assignment.objects.create(campaign=earlier.campaign, hit=hit, worker=worker, provider="local",
-                                  external_assignment_id=f"L{n}", accepted_at=now - timedelta(seconds=90),
-                                  submitted_at=now)
+        Assignment.objects.create(
+            campaign=earlier.campaign,
+            hit=hit,
+            worker=worker,
+            provider="local",
+            external_assignment_id=f"L{n}",
+            accepted_at=now - timedelta(seconds=90),
+            submitted_at=now,
+        )
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=3, candidates=4)
     url = "/admin/annotation/campaign/"
     form = admin_client.post(url, {"action": "create_hit_batch", "_selected_action": [campaign.pk]}).content.decode()
     assert "suggested 15 min for 10 HITs from the median of 90 s per HIT" in form
-    admin_client.post(url, {"action": "create_hit_batch", "_selected_action": [campaign.pk], "confirm": "yes",
-                            "provider": "prolific", "per_length": "3", "lengths": "5", "assignments": "2",
-                            "attention_rate": "0", "degraded_rate": "0", "seed": "0", "reward_per_session": "2.40",
-                            "hits_per_session": "2", "estimated_minutes": "4", "countries": "United Kingdom"})
+    admin_client.post(
+        url,
+        {
+            "action": "create_hit_batch",
+            "_selected_action": [campaign.pk],
+            "confirm": "yes",
+            "provider": "prolific",
+            "per_length": "3",
+            "lengths": "5",
+            "assignments": "2",
+            "attention_rate": "0",
+            "degraded_rate": "0",
+            "seed": "0",
+            "reward_per_session": "2.40",
+            "hits_per_session": "2",
+            "estimated_minutes": "4",
+            "countries": "United Kingdom",
+        },
+    )
     batch = Batch.objects.get(provider="prolific")
     assert batch.settings["reward_per_session"] == "2.40" and batch.settings["countries"] == "United Kingdom"
-    preview = admin_client.post("/admin/annotation/batch/", {"action": "publish_batches",
-                                                             "_selected_action": [batch.pk]}).content.decode()
+    preview = admin_client.post(
+        "/admin/annotation/batch/", {"action": "publish_batches", "_selected_action": [batch.pk]}
+    ).content.decode()
     places = math.ceil(batch.hits.count() * 2 / 2)
     assert f"<td>{places}</td>" in preview and "USD" in preview and not stub.studies  # a preview spends nothing
-    admin_client.post("/admin/annotation/batch/", {"action": "publish_batches", "_selected_action": [batch.pk],
-                                                   "confirm": "yes"})
+    admin_client.post(
+        "/admin/annotation/batch/", {"action": "publish_batches", "_selected_action": [batch.pk], "confirm": "yes"}
+    )
     (study,) = stub.studies.values()
     assert study["status"] == "ACTIVE" and study["estimated_completion_time"] == 4
     assert {"filter_id": "current-country-of-residence", "selected_values": ["0"]} in study["filters"]
@@ -440,7 +538,8 @@ def test_the_admin_suggests_a_session_time_makes_publishes_syncs_and_approves_a_
     stub.add_submission(study=study["id"], session="S-ADMIN", participant=ALICE)
     admin_client.post("/admin/annotation/batch/", {"action": "sync_batches", "_selected_action": [batch.pk]})
     assert set(Assignment.objects.filter(worker__external_id=ALICE).values_list("verification", flat=True)) == {
-        Verification.VERIFIED}
+        Verification.VERIFIED
+    }
     admin_client.post("/admin/annotation/batch/", {"action": "approve_batches", "_selected_action": [batch.pk]})
     assert stub.submissions["S-ADMIN"]["status"] == "APPROVED"
     admin_client.post("/admin/annotation/batch/", {"action": "expire_batches", "_selected_action": [batch.pk]})
@@ -519,8 +618,10 @@ def test_a_participant_arriving_at_a_full_study_is_asked_to_return_it_and_is_nev
         assert start(client, batch, f"P{n:023d}", f"HOLD{n}", study).status_code == 302
     late = start(client, batch, BOB, "LATE", study)
     assert late.status_code == 200 and b"return the study on Prolific" in late.content
-    assert "completion_code" not in late.content.decode() and batch.provider_state["completion_code"].encode() \
-        not in late.content
+    assert (
+        "completion_code" not in late.content.decode()
+        and batch.provider_state["completion_code"].encode() not in late.content
+    )
     assert ProlificSession.objects.get(session_id="LATE").outcome == "open"
     # had Bob typed a code he found elsewhere, his session would still not be paid
     stub.submissions["LATE"]["status"] = "AWAITING REVIEW"
@@ -563,8 +664,12 @@ def test_system_check_warns_about_prolific_without_a_token(settings):
 
 
 def test_a_session_failing_only_the_degraded_test_is_paid_but_the_participant_is_blocklisted(stub, provider, client):
-    batch = prolific_batch(hits_per_session=3, attention_rate=0.0, degraded_rate=1.0, campaign_settings={
-        "min_degraded_checks": 2, "degraded_p_max": 0.05, "min_attention_checks": 5})
+    batch = prolific_batch(
+        hits_per_session=3,
+        attention_rate=0.0,
+        degraded_rate=1.0,
+        campaign_settings={"min_degraded_checks": 2, "degraded_p_max": 0.05, "min_attention_checks": 5},
+    )
     provider.publish(batch=batch)
     study = batch.provider_state["studies"]["0"]
     # degraded copies scored like the real candidates (60): the rank test fails them, no attention check did

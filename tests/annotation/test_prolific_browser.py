@@ -1,5 +1,6 @@
 """Prolific participants in headless Chromium: from the study's start URL through their HITs on the slider
 page to Prolific's completion URL; one who fails the attention checks is sent back with the other code."""
+
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -22,8 +23,9 @@ def _answer_hit(page, *, copy_score: str) -> int:
     Home key) and submit; returns the HIT's id."""
     hit_id = int(urlsplit(page.url).path.strip("/").split("/")[-1])
     shoot(page, "prolific-slider-page")
-    copies = {p + 1 for p in HitItem.objects.filter(hit_id=hit_id, is_attention_check=True)
-              .values_list("position", flat=True)}  # the page names sentences by their place (1, 2, ...)
+    copies = {
+        p + 1 for p in HitItem.objects.filter(hit_id=hit_id, is_attention_check=True).values_list("position", flat=True)
+    }  # the page names sentences by their place (1, 2, ...)
     for slider in page.locator("input[type=range]").all():
         place = int(slider.get_attribute("id").removeprefix("score-"))
         slider.focus()
@@ -59,7 +61,7 @@ def _walk(page, start: str, *, copy_score: str, max_pages: int = 10) -> str:
         if sent_back:
             return sent_back[0]
         hit_id = _answer_hit(page, copy_score=copy_score)
-        page.wait_for_url(lambda url: f"/hits/{hit_id}/" not in url, timeout=15000)
+        page.wait_for_url(lambda url, hit_id=hit_id: f"/hits/{hit_id}/" not in url, timeout=15000)
         page.wait_for_load_state()
     raise AssertionError(f"still on {page.url} after {max_pages} pages")
 
@@ -71,18 +73,30 @@ def test_participants_walk_from_the_start_url_to_their_completion_codes(live_ser
     settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = stub.url, TOKEN
     for who in (CAREFUL, CARELESS):
         stub.add_submission(study="STUDY1", session=f"SESSION-{who[-1]}", participant=who, status="ACTIVE")
-    campaign = sample_campaign(buckets=(5,), refs_per_bucket=4, candidates=4, settings={
-        "min_attention_checks": 2, "max_attention_failure_rate": 0.4})
-    batch = published_batch(campaign, provider="prolific", assignments=2, attention_rate=1.0, degraded_rate=0.0,
-                            settings={"hits_per_session": 3})
+    campaign = sample_campaign(
+        buckets=(5,),
+        refs_per_bucket=4,
+        candidates=4,
+        settings={"min_attention_checks": 2, "max_attention_failure_rate": 0.4},
+    )
+    batch = published_batch(
+        campaign,
+        provider="prolific",
+        assignments=2,
+        attention_rate=1.0,
+        degraded_rate=0.0,
+        settings={"hits_per_session": 3},
+    )
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
             ends = {}
             for who, copy_score in ((CAREFUL, "End"), (CARELESS, "Home")):
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
-                start = (f"{live_server.url}/prolific/{batch.pk}/start/?PROLIFIC_PID={who}&STUDY_ID=STUDY1"
-                         f"&SESSION_ID=SESSION-{who[-1]}")
+                start = (
+                    f"{live_server.url}/prolific/{batch.pk}/start/?PROLIFIC_PID={who}&STUDY_ID=STUDY1"
+                    f"&SESSION_ID=SESSION-{who[-1]}"
+                )
                 ends[who] = _walk(page, start, copy_score=copy_score)
                 assert page.locator("body").inner_text() == "Back on Prolific"
                 page.close()

@@ -19,9 +19,17 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def hits():
     """Six HITs of six references, each with an attention check (the reference's copy)."""
-    campaign = sample_campaign(buckets=(5,), refs_per_bucket=6, candidates=4,
-                               settings={"min_judgments_per_worker": 1, "min_attention_checks": 5,
-                                         "max_attention_failure_rate": 0.1, "attention_pass_mark": 100})
+    campaign = sample_campaign(
+        buckets=(5,),
+        refs_per_bucket=6,
+        candidates=4,
+        settings={
+            "min_judgments_per_worker": 1,
+            "min_attention_checks": 5,
+            "max_attention_failure_rate": 0.1,
+            "attention_pass_mark": 100,
+        },
+    )
     batch = published_batch(campaign, attention_rate=1.0, degraded_rate=0, assignments=3)
     hits = list(batch.hits.order_by("id"))
     assert len(hits) == 6 and all(h.items.filter(is_attention_check=True).count() == 1 for h in hits)
@@ -30,10 +38,17 @@ def hits():
 
 def submit(hit, worker, n, check_score):
     aid = f"{worker}-{n}"
-    judgments = [JudgmentInput(candidate=i.candidate_id, score=check_score if i.is_attention_check else 40,
-                               fluency=2) for i in hit.items.all()]
-    assignment_submit(hit=hit, assignment_id=aid, worker_id=worker, judgments=judgments,
-                      token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id=worker))
+    judgments = [
+        JudgmentInput(candidate=i.candidate_id, score=check_score if i.is_attention_check else 40, fluency=2)
+        for i in hit.items.all()
+    ]
+    assignment_submit(
+        hit=hit,
+        assignment_id=aid,
+        worker_id=worker,
+        judgments=judgments,
+        token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id=worker),
+    )
     platform_confirms(aid)  # the rules run on what MTurk confirmed
     return Worker.objects.get(external_id=worker).disqualified_reason or None
 
@@ -89,8 +104,7 @@ def test_admin_lists_figures_and_disqualifies_by_hand(admin_client, hits):
     assert page.status_code == 200
     text = page.content.decode().lower()
     assert "checks failed" in text and "agreement" in text and "w1" in text
-    response = admin_client.post("/admin/annotation/worker/", {"action": "disqualify",
-                                                               "_selected_action": [worker.pk]})
+    response = admin_client.post("/admin/annotation/worker/", {"action": "disqualify", "_selected_action": [worker.pk]})
     assert response.status_code == 302
     assert Worker.objects.get(pk=worker.pk).disqualified
     admin_client.post("/admin/annotation/worker/", {"action": "reinstate", "_selected_action": [worker.pk]})

@@ -1,5 +1,6 @@
 """Submission rate limits (annotation/throttles.py, limits/counters.py): the client address comes through
 PARAFORGE_TRUSTED_PROXIES trusted proxies only, and the counts are shared by every process, atomically."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,9 @@ def hit_():
 
 
 def post(client, hit, body, **extra):
-    return client.post(f"/api/hits/{hit.pk}/assignments/", data=json.dumps(body), content_type="application/json",
-                       **extra)
+    return client.post(
+        f"/api/hits/{hit.pk}/assignments/", data=json.dumps(body), content_type="application/json", **extra
+    )
 
 
 def trusted_proxies(settings, n: int) -> None:
@@ -42,11 +44,13 @@ def trusted_proxies(settings, n: int) -> None:
 
 # --- the client address ------------------------------------------------------------------------------
 
+
 def test_rotating_x_forwarded_for_does_not_escape_the_worker_limit_without_trusted_proxies(client, hit_, settings):
     # the default configuration: PARAFORGE_TRUSTED_PROXIES unset, so no proxy is trusted
     settings.ANNOTATION_SUBMISSION_RATE = "3/hour"
-    statuses = [post(client, hit_, payload(hit_), HTTP_X_FORWARDED_FOR=f"198.51.100.{i}").status_code
-                for i in range(1, 8)]
+    statuses = [
+        post(client, hit_, payload(hit_), HTTP_X_FORWARDED_FOR=f"198.51.100.{i}").status_code for i in range(1, 8)
+    ]
     assert statuses == [201, 200, 200, 429, 429, 429, 429]
     # the limit is on the real address (REMOTE_ADDR): another client with the same worker id goes on
     assert post(client, hit_, payload(hit_), REMOTE_ADDR="192.0.2.50").status_code == 200
@@ -57,26 +61,37 @@ def test_with_one_trusted_proxy_the_client_is_the_last_x_forwarded_for_entry(cli
     settings.ANNOTATION_SUBMISSION_RATE = "3/hour"
     # the proxy (REMOTE_ADDR 127.0.0.1) appends the address it was reached from; what the client wrote
     # to the left of it does not count
-    statuses = [post(client, hit_, payload(hit_), HTTP_X_FORWARDED_FOR=f"10.{i}.0.1, 203.0.113.7").status_code
-                for i in range(1, 6)]
+    statuses = [
+        post(client, hit_, payload(hit_), HTTP_X_FORWARDED_FOR=f"10.{i}.0.1, 203.0.113.7").status_code
+        for i in range(1, 6)
+    ]
     assert statuses == [201, 200, 200, 429, 429]
     assert post(client, hit_, payload(hit_), HTTP_X_FORWARDED_FOR="203.0.113.7").status_code == 429
     assert post(client, hit_, payload(hit_), HTTP_X_FORWARDED_FOR="10.1.0.1, 203.0.113.8").status_code == 200
     assert set(Counter.objects.filter(key__startswith="submission-worker:").values_list("key", flat=True)) == {
-        "submission-worker:203.0.113.7:W1/3600", "submission-worker:203.0.113.8:W1/3600"}
+        "submission-worker:203.0.113.7:W1/3600",
+        "submission-worker:203.0.113.8:W1/3600",
+    }
 
 
 # --- the per-address limit and the 429 answer -----------------------------------------------------------
 
+
 def test_the_per_address_limit_counts_every_worker_from_one_address(client, hit_, settings):
     settings.ANNOTATION_SUBMISSION_RATE = "100/hour"
     settings.ANNOTATION_SUBMISSION_IP_RATE = "3/hour"
-    statuses = [post(client, hit_, payload(hit_, worker_id=f"W{i}", assignment_id=f"A{i}"),
-                     REMOTE_ADDR="203.0.113.1").status_code for i in range(1, 6)]
+    statuses = [
+        post(
+            client, hit_, payload(hit_, worker_id=f"W{i}", assignment_id=f"A{i}"), REMOTE_ADDR="203.0.113.1"
+        ).status_code
+        for i in range(1, 6)
+    ]
     assert statuses == [201, 201, 201, 429, 429]
     # another address is counted apart
-    assert post(client, hit_, payload(hit_, worker_id="W4", assignment_id="A4"),
-                REMOTE_ADDR="203.0.113.2").status_code == 201
+    assert (
+        post(client, hit_, payload(hit_, worker_id="W4", assignment_id="A4"), REMOTE_ADDR="203.0.113.2").status_code
+        == 201
+    )
 
 
 def test_a_throttled_submission_is_429_json_with_retry_after(client, hit_, settings):
@@ -91,6 +106,7 @@ def test_a_throttled_submission_is_429_json_with_retry_after(client, hit_, setti
 
 
 # --- the counter ------------------------------------------------------------------------------------
+
 
 def test_a_counter_counts_per_key_and_starts_again_when_its_window_has_ended():
     assert [hit_count("a", 60) for _ in range(3)] == [1, 2, 3]
@@ -113,9 +129,15 @@ def test_a_long_key_is_stored_hashed_and_still_counted_apart():
 
 # --- across processes -------------------------------------------------------------------------------
 
+
 def _child_env(**extra: str) -> dict[str, str]:
-    return dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", DATABASE_URL=_database_url_of_test_db(),
-                PARAFORGE_VAR_DIR=str(django_settings.VAR_DIR), **extra)
+    return dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DATABASE_URL=_database_url_of_test_db(),
+        PARAFORGE_VAR_DIR=str(django_settings.VAR_DIR),
+        **extra,
+    )
 
 
 _HAMMER = """
@@ -135,9 +157,17 @@ print(json.dumps([hit_count("race", 3600) for _ in range(n)]))
 def test_hit_count_is_atomic_across_processes(tmp_path):
     processes, per_process, limit = 4, 40, 50
     go = tmp_path / "go"
-    children = [subprocess.Popen([sys.executable, "-c", _HAMMER, str(go), str(tmp_path / f"ready-{k}"),
-                                  str(per_process)], cwd=ROOT, env=_child_env(), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True) for k in range(processes)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _HAMMER, str(go), str(tmp_path / f"ready-{k}"), str(per_process)],
+            cwd=ROOT,
+            env=_child_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(processes)
+    ]
     try:
         deadline = time.monotonic() + 120
         while not all((tmp_path / f"ready-{k}").exists() for k in range(processes)):
@@ -165,8 +195,9 @@ def _free_port() -> int:
 
 
 def _post_json(url: str, body: dict) -> int:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status
@@ -182,9 +213,25 @@ def test_the_submission_limit_holds_across_gunicorn_workers(tmp_path):
     env = _child_env(ANNOTATION_SUBMISSION_RATE="10/hour", ANNOTATION_SUBMISSION_IP_RATE="1000/hour")
     server_log = open(tmp_path / "gunicorn.log", "wb")
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", "3", "--access-logfile", str(access_log), "--access-logformat", "%(p)s %(m)s %(s)s"],
-        cwd=ROOT, env=env, stdout=server_log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "3",
+            "--access-logfile",
+            str(access_log),
+            "--access-logformat",
+            "%(p)s %(m)s %(s)s",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=server_log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

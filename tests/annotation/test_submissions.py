@@ -20,10 +20,18 @@ def hit():
 
 def submit(hit, n, judgments=None):
     aid, wid = f"A{n}", f"W{n}"
-    judgments = judgments if judgments is not None else [
-        JudgmentInput(candidate=c, score=50, fluency=2) for c in hit.items.values_list("candidate_id", flat=True)]
-    return assignment_submit(hit=hit, assignment_id=aid, worker_id=wid, judgments=judgments,
-                             token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id=wid))
+    judgments = (
+        judgments
+        if judgments is not None
+        else [JudgmentInput(candidate=c, score=50, fluency=2) for c in hit.items.values_list("candidate_id", flat=True)]
+    )
+    return assignment_submit(
+        hit=hit,
+        assignment_id=aid,
+        worker_id=wid,
+        judgments=judgments,
+        token=submission_token_make(hit_id=hit.pk, assignment_id=aid, worker_id=wid),
+    )
 
 
 def test_the_cap_is_never_exceeded(hit):
@@ -41,8 +49,14 @@ def test_the_cap_is_never_exceeded(hit):
     assert submit(hit, 1).created is False
 
 
-values = st.one_of(st.none(), st.integers(-5, 105), st.floats(allow_nan=True), st.booleans(), st.text(max_size=3),
-                   st.sampled_from([0, 1, 2, 100]))
+values = st.one_of(
+    st.none(),
+    st.integers(-5, 105),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.text(max_size=3),
+    st.sampled_from([0, 1, 2, 100]),
+)
 
 
 def test_random_payloads_never_save_invalid_data(hit):
@@ -53,25 +67,31 @@ def test_random_payloads_never_save_invalid_data(hit):
     @settings(max_examples=50, deadline=None, database=None, derandomize=True)
     @given(data=st.data())
     def check(data):
-        rows = data.draw(st.lists(st.builds(JudgmentInput, candidate=candidate, score=values, fluency=values),
-                                  max_size=7))
+        rows = data.draw(
+            st.lists(st.builds(JudgmentInput, candidate=candidate, score=values, fluency=values), max_size=7)
+        )
         mode = data.draw(st.sampled_from(["random", "complete", "valid"]))
         if mode == "complete":  # a complete set of the HIT's candidates with random values
             score = st.one_of(st.integers(-1, 101), st.integers(0, 100), st.integers(0, 100), st.none())
-            rows = [JudgmentInput(candidate=c, score=data.draw(score),
-                                  fluency=data.draw(st.sampled_from([0, 1, 2, 2, 3]))) for c in ids]
+            rows = [
+                JudgmentInput(candidate=c, score=data.draw(score), fluency=data.draw(st.sampled_from([0, 1, 2, 2, 3])))
+                for c in ids
+            ]
         elif mode == "valid":  # a well-formed set, in a random order: it must be saved exactly as sent
             pair = st.one_of(st.tuples(st.integers(0, 100), st.sampled_from([0, 1, 2])), st.just((None, 0)))
-            rows = [JudgmentInput(candidate=c, score=s, fluency=f)
-                    for c, (s, f) in zip(data.draw(st.permutations(ids)), (data.draw(pair) for _ in ids))]
+            rows = [
+                JudgmentInput(candidate=c, score=s, fluency=f)
+                for c, (s, f) in zip(data.draw(st.permutations(ids)), (data.draw(pair) for _ in ids))
+            ]
         before = (Assignment.objects.count(), Judgment.objects.count())
         try:
             result = submit(hit, next(counter), rows)
         except SubmissionError:
             assert (Assignment.objects.count(), Judgment.objects.count()) == before
             return
-        saved = list(Judgment.objects.filter(assignment=result.assignment)
-                     .values_list("candidate_id", "score", "fluency"))
+        saved = list(
+            Judgment.objects.filter(assignment=result.assignment).values_list("candidate_id", "score", "fluency")
+        )
         assert sorted(c for c, _, _ in saved) == sorted(ids)
         for _, score, fluency in saved:
             assert fluency in (0, 1, 2)

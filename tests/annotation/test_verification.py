@@ -5,6 +5,7 @@ The attack these tests replay: an MTurk batch's slider page signs a submission t
 submissions are stored (nothing lost) but count for nothing until ``sync`` confirms them with MTurk
 (botocore's Stubber checks every request against MTurk's own API description; a call nobody queued
 fails the test, so "MTurk was not called" is asserted too)."""
+
 from __future__ import annotations
 
 import csv
@@ -48,8 +49,12 @@ def mturk(monkeypatch):
 @pytest.fixture
 def batch():
     """Six MTurk HITs, each with an attention check (the reference's copy), published."""
-    campaign = sample_campaign(buckets=(5,), refs_per_bucket=6, candidates=4,
-                               settings={"min_judgments_per_worker": 1, "min_attention_checks": 5})
+    campaign = sample_campaign(
+        buckets=(5,),
+        refs_per_bucket=6,
+        candidates=4,
+        settings={"min_judgments_per_worker": 1, "min_attention_checks": 5},
+    )
     batch = published_batch(campaign, attention_rate=1.0, assignments=3)
     for n, hit in enumerate(batch.hits.order_by("id")):
         Hit.objects.filter(pk=hit.pk).update(external_hit_id=f"3HIT{n:026d}")
@@ -69,10 +74,21 @@ def forged_body(client, hit: Hit, assignment_id: str, worker_id: str, check_scor
     query = urlencode({"assignmentId": assignment_id, "hitId": hit.external_hit_id, "workerId": worker_id})
     page = client.get(f"/hits/{hit.pk}/?{query}").content.decode()
     start = page.index('name="submission-token" content="') + len('name="submission-token" content="')
-    token = page[start:page.index('"', start)]
-    body = {"assignment_id": assignment_id, "worker_id": worker_id, "token": token, "comment": "",
-            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": check_score if i.is_attention_check else 50,
-                           "fluency": 2} for i in hit.items.all()]}
+    token = page[start : page.index('"', start)]
+    body = {
+        "assignment_id": assignment_id,
+        "worker_id": worker_id,
+        "token": token,
+        "comment": "",
+        "judgments": [
+            {
+                "item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id),
+                "score": check_score if i.is_attention_check else 50,
+                "fluency": 2,
+            }
+            for i in hit.items.all()
+        ],
+    }
     return body
 
 
@@ -94,26 +110,47 @@ def test_forged_submissions_under_a_real_workers_id_count_for_nothing(client, mt
     assert forge(client, hits[0], "REAL0", VICTIM, check_score=100).status_code == 201
 
     # sync: MTurk knows REAL0 (by the victim), FILLER0 by someone else, and nothing of the others
-    real = {"AssignmentId": "REAL0", "WorkerId": VICTIM, "HITId": hits[0].external_hit_id,
-            "AssignmentStatus": "Submitted"}
+    real = {
+        "AssignmentId": "REAL0",
+        "WorkerId": VICTIM,
+        "HITId": hits[0].external_hit_id,
+        "AssignmentStatus": "Submitted",
+    }
     for n, hit in enumerate(hits):
-        mturk.add_response("list_assignments_for_hit", {"Assignments": [real] if n == 0 else []}, {
-            "HITId": hit.external_hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+        mturk.add_response(
+            "list_assignments_for_hit",
+            {"Assignments": [real] if n == 0 else []},
+            {
+                "HITId": hit.external_hit_id,
+                "MaxResults": 100,
+                "AssignmentStatuses": ["Submitted", "Approved", "Rejected"],
+            },
+        )
     for hit in hits:
         for a in Assignment.objects.filter(hit=hit).order_by("id"):
             if a.external_assignment_id == "REAL0":
                 mturk.add_response("get_assignment", {"Assignment": real}, {"AssignmentId": "REAL0"})
             elif a.external_assignment_id == "FILLER0":
-                mturk.add_response("get_assignment", {"Assignment": {
-                    "AssignmentId": "FILLER0", "WorkerId": "A3SOMEONEELSE", "HITId": hit.external_hit_id}},
-                    {"AssignmentId": "FILLER0"})
+                mturk.add_response(
+                    "get_assignment",
+                    {
+                        "Assignment": {
+                            "AssignmentId": "FILLER0",
+                            "WorkerId": "A3SOMEONEELSE",
+                            "HITId": hit.external_hit_id,
+                        }
+                    },
+                    {"AssignmentId": "FILLER0"},
+                )
             else:
-                mturk.add_client_error("get_assignment", service_error_code="RequestError",
-                                       service_message="Assignment does not exist",
-                                       expected_params={"AssignmentId": a.external_assignment_id})
+                mturk.add_client_error(
+                    "get_assignment",
+                    service_error_code="RequestError",
+                    service_message="Assignment does not exist",
+                    expected_params={"AssignmentId": a.external_assignment_id},
+                )
     # the forged ones were stored more than the assignment's time ago: MTurk can no longer receive them
-    Assignment.objects.exclude(external_assignment_id="REAL0").update(
-        submitted_at=timezone.now() - timedelta(hours=2))
+    Assignment.objects.exclude(external_assignment_id="REAL0").update(submitted_at=timezone.now() - timedelta(hours=2))
     report = MTurkProvider(sandbox=True, retry=RetryPolicy(max_attempts=1)).sync(batch=batch)
     assert report["verified"] == 1 and report["flagged"] == 8 and report["unconfirmed"] == 0
     assert report["flagged_ids"]["FILLER0"]["mturk_worker"] == "A3SOMEONEELSE"
@@ -134,27 +171,64 @@ def test_a_worker_mturk_confirms_is_disqualified_by_their_own_failed_checks(clie
     hits = list(batch.hits.order_by("id"))
     for n, hit in enumerate(hits[:5]):
         assert forge(client, hit, f"REAL{n}", VICTIM, check_score=0).status_code == 201
-    mine = [[{"AssignmentId": f"REAL{n}", "WorkerId": VICTIM, "HITId": hit.external_hit_id,
-              "AssignmentStatus": "Submitted"}] if n < 5 else [] for n, hit in enumerate(hits)]
+    mine = [
+        [
+            {
+                "AssignmentId": f"REAL{n}",
+                "WorkerId": VICTIM,
+                "HITId": hit.external_hit_id,
+                "AssignmentStatus": "Submitted",
+            }
+        ]
+        if n < 5
+        else []
+        for n, hit in enumerate(hits)
+    ]
     for hit, listing in zip(hits, mine):
-        mturk.add_response("list_assignments_for_hit", {"Assignments": listing}, {
-            "HITId": hit.external_hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+        mturk.add_response(
+            "list_assignments_for_hit",
+            {"Assignments": listing},
+            {
+                "HITId": hit.external_hit_id,
+                "MaxResults": 100,
+                "AssignmentStatuses": ["Submitted", "Approved", "Rejected"],
+            },
+        )
     for n, listing in enumerate(mine[:5]):
         mturk.add_response("get_assignment", {"Assignment": listing[0]}, {"AssignmentId": f"REAL{n}"})
     # verified, the rule applies, and now MTurk is asked to block the worker
-    mturk.add_response("list_qualification_types", {"NumResults": 1, "QualificationTypes": [
-        {"QualificationTypeId": "3BLOCK0000000000000000000000X", "Name": "Paraforge: failed attention checks"}]}, {
-        "Query": "Paraforge: failed attention checks", "MustBeRequestable": False, "MustBeOwnedByCaller": True,
-        "MaxResults": 100})
-    mturk.add_response("associate_qualification_with_worker", {}, {
-        "QualificationTypeId": "3BLOCK0000000000000000000000X", "WorkerId": VICTIM, "IntegerValue": 1,
-        "SendNotification": False})
+    mturk.add_response(
+        "list_qualification_types",
+        {
+            "NumResults": 1,
+            "QualificationTypes": [
+                {"QualificationTypeId": "3BLOCK0000000000000000000000X", "Name": "Paraforge: failed attention checks"}
+            ],
+        },
+        {
+            "Query": "Paraforge: failed attention checks",
+            "MustBeRequestable": False,
+            "MustBeOwnedByCaller": True,
+            "MaxResults": 100,
+        },
+    )
+    mturk.add_response(
+        "associate_qualification_with_worker",
+        {},
+        {
+            "QualificationTypeId": "3BLOCK0000000000000000000000X",
+            "WorkerId": VICTIM,
+            "IntegerValue": 1,
+            "SendNotification": False,
+        },
+    )
     assert MTurkProvider(sandbox=True, retry=RetryPolicy(max_attempts=1)).sync(batch=batch)["verified"] == 5
     victim = Worker.objects.get(external_id=VICTIM)
     assert victim.disqualified and "failed 5 of 5 attention checks" in victim.disqualified_reason
 
 
 # --- local annotators: the logged-in annotator is the token's worker -----------------------------------
+
 
 @pytest.fixture
 def local_batch():
@@ -163,13 +237,21 @@ def local_batch():
 
 
 def _local_body(client, assignment) -> dict:
-    page = client.get(f"/hits/{assignment.hit_id}/?assignmentId={assignment.external_assignment_id}"
-                      f"&hitId={assignment.hit_id}&workerId={assignment.worker.external_id}").content.decode()
+    page = client.get(
+        f"/hits/{assignment.hit_id}/?assignmentId={assignment.external_assignment_id}"
+        f"&hitId={assignment.hit_id}&workerId={assignment.worker.external_id}"
+    ).content.decode()
     start = page.index('name="submission-token" content="') + len('name="submission-token" content="')
-    return {"assignment_id": assignment.external_assignment_id, "worker_id": assignment.worker.external_id,
-            "token": page[start:page.index('"', start)], "comment": "",
-            "judgments": [{"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 70, "fluency": 2}
-                          for i in assignment.hit.items.all()]}
+    return {
+        "assignment_id": assignment.external_assignment_id,
+        "worker_id": assignment.worker.external_id,
+        "token": page[start : page.index('"', start)],
+        "comment": "",
+        "judgments": [
+            {"item": item_key(hit_id=i.hit_id, candidate_id=i.candidate_id), "score": 70, "fluency": 2}
+            for i in assignment.hit.items.all()
+        ],
+    }
 
 
 def test_a_local_token_is_refused_from_another_annotators_session(client, local_batch):
@@ -197,8 +279,9 @@ def test_a_disqualified_annotator_gets_403_disqualified(client, local_batch):
     client.force_login(ann)
     body = _local_body(client, assignment)
     worker_disqualify(worker=assignment.worker, reason="disqualified by the project's staff")
-    response = client.post(f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body),
-                           content_type="application/json")
+    response = client.post(
+        f"/api/hits/{assignment.hit_id}/assignments/", json.dumps(body), content_type="application/json"
+    )
     assert response.status_code == 403 and response.json()["code"] == "disqualified"
     assert not Judgment.objects.exists()
 
@@ -213,6 +296,7 @@ def test_the_admin_does_not_tell_a_disqualified_annotator_who_disqualified_them(
 
 
 # --- what a page shows before anyone accepted it ------------------------------------------------------
+
 
 def test_a_preview_shows_only_published_crowd_hits(client):
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
@@ -237,12 +321,15 @@ def test_another_annotator_opening_a_local_hit_sees_no_sentence(client, local_ba
     owner = get_user_model().objects.create_user("owner", password="pw")
     assignment = local_hit_take(user=owner)
     client.force_login(get_user_model().objects.create_user("intruder", password="pw"))
-    page = client.get(f"/hits/{assignment.hit_id}/?assignmentId={assignment.external_assignment_id}"
-                      f"&hitId={assignment.hit_id}&workerId={assignment.worker.external_id}")
+    page = client.get(
+        f"/hits/{assignment.hit_id}/?assignmentId={assignment.external_assignment_id}"
+        f"&hitId={assignment.hit_id}&workerId={assignment.worker.external_id}"
+    )
     assert page.status_code == 403 and assignment.hit.reference.text not in page.content.decode()
 
 
 # --- taking and returning HITs ------------------------------------------------------------------------
+
 
 def test_taking_is_a_post_and_an_annotator_can_return_a_hit(client, local_batch):
     ann = get_user_model().objects.create_user("ann", password="pw")
@@ -276,4 +363,5 @@ def test_a_conflicting_replay_is_409_and_keeps_the_first(client):
     other = post(client, hit, body)
     assert other.status_code == 409 and other.json()["code"] == "conflicting_replay"
     assert sorted(Judgment.objects.values_list("score", flat=True)) == sorted(
-        100 if i.is_attention_check else 50 for i in hit.items.all())
+        100 if i.is_attention_check else 50 for i in hit.items.all()
+    )

@@ -7,6 +7,7 @@ and is disqualified), compute the reports, train the regressor, score the resour
 On PostgreSQL + Redis, the jobs run in a real Celery worker process (the ``celery_worker_process``
 fixture); on the embedded default, in that worker too, or in this process when no worker answers.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -48,10 +49,12 @@ class Annotator:
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         page = self.opener.open(f"{base_url}/annotate/login/").read().decode()
         csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-        data = urllib.parse.urlencode({"username": username, "password": password,
-                                       "csrfmiddlewaretoken": csrf}).encode()
-        req = urllib.request.Request(f"{base_url}/annotate/login/", data=data,
-                                     headers={"Referer": f"{base_url}/annotate/login/"})
+        data = urllib.parse.urlencode(
+            {"username": username, "password": password, "csrfmiddlewaretoken": csrf}
+        ).encode()
+        req = urllib.request.Request(
+            f"{base_url}/annotate/login/", data=data, headers={"Referer": f"{base_url}/annotate/login/"}
+        )
         self.opener.open(req).read()
 
     def next_hit(self) -> dict | None:
@@ -62,9 +65,11 @@ class Annotator:
             page = offer = resp.read().decode()
             if "submission-token" not in offer:  # no open assignment (else the GET went back to it)
                 csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', offer).group(1)
-                req = urllib.request.Request(f"{self.base}/annotate/next/",
-                                             data=urllib.parse.urlencode({"csrfmiddlewaretoken": csrf}).encode(),
-                                             headers={"Referer": f"{self.base}/annotate/next/"})
+                req = urllib.request.Request(
+                    f"{self.base}/annotate/next/",
+                    data=urllib.parse.urlencode({"csrfmiddlewaretoken": csrf}).encode(),
+                    headers={"Referer": f"{self.base}/annotate/next/"},
+                )
                 resp = self.opener.open(req)
                 page = resp.read().decode()
         except urllib.error.HTTPError as exc:
@@ -83,10 +88,18 @@ class Annotator:
         }
 
     def submit(self, hit: dict, judgments: list[dict]) -> int:
-        body = json.dumps({"assignment_id": hit["assignment_id"], "worker_id": hit["worker_id"],
-                           "token": hit["token"], "judgments": judgments, "comment": ""}).encode()
-        req = urllib.request.Request(self.base + hit["api"], data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
+        body = json.dumps(
+            {
+                "assignment_id": hit["assignment_id"],
+                "worker_id": hit["worker_id"],
+                "token": hit["token"],
+                "judgments": judgments,
+                "comment": "",
+            }
+        ).encode()
+        req = urllib.request.Request(
+            self.base + hit["api"], data=body, method="POST", headers={"Content-Type": "application/json"}
+        )
         try:
             return self.opener.open(req).status
         except urllib.error.HTTPError as exc:
@@ -130,8 +143,22 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
 
     # 2. a generation job over three systems (lowest-IDF ban, unconstrained, first 3 tokens banned at
     #    the start), with an evaluation sample
-    gen = _cli(capsys, "generate", "e2e", "--model", str(DEMO_MODEL), "--systems", "15,28,34",
-               "--sample-per-length", "6", "--lengths", "5,10", "--beam", "3", "--wait")
+    gen = _cli(
+        capsys,
+        "generate",
+        "e2e",
+        "--model",
+        str(DEMO_MODEL),
+        "--systems",
+        "15,28,34",
+        "--sample-per-length",
+        "6",
+        "--lengths",
+        "5,10",
+        "--beam",
+        "3",
+        "--wait",
+    )
     job_id = gen["job"]
     _assert_ran_where_expected(job_id, celery_worker_process.pid)
     campaign = Campaign.objects.get(job_id=job_id)
@@ -140,8 +167,24 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     assert campaign.references.count() == 12
 
     # 3. a local HIT batch with frequent attention checks
-    batch = _cli(capsys, "create_hit_batch", "--job", str(job_id), "--provider", "local", "--per-length", "6",
-                 "--lengths", "5,10", "--assignments", "3", "--attention-rate", "1.0", "--seed", "7")
+    batch = _cli(
+        capsys,
+        "create_hit_batch",
+        "--job",
+        str(job_id),
+        "--provider",
+        "local",
+        "--per-length",
+        "6",
+        "--lengths",
+        "5,10",
+        "--assignments",
+        "3",
+        "--attention-rate",
+        "1.0",
+        "--seed",
+        "7",
+    )
     assert batch["hits"] > 0 and batch["cost_estimate_usd"] is None
 
     # 4. three annotators through the live HTTP server; "carol" fails every attention check
@@ -167,10 +210,12 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
                 continue
             shown = Hit.objects.get(pk=hit["hit"])
             ref = shown.reference.text
-            candidate_of = {item_key(hit_id=shown.pk, candidate_id=i.candidate_id): i.candidate_id
-                            for i in shown.items.all()}  # what the test knows, not the annotator
-            judgments = _judge([candidate_of[key] for key in hit["items"]], attention, careless=name == "carol",
-                               texts=texts, ref=ref)
+            candidate_of = {
+                item_key(hit_id=shown.pk, candidate_id=i.candidate_id): i.candidate_id for i in shown.items.all()
+            }  # what the test knows, not the annotator
+            judgments = _judge(
+                [candidate_of[key] for key in hit["items"]], attention, careless=name == "carol", texts=texts, ref=ref
+            )
             key_of = {cid: key for key, cid in candidate_of.items()}
             status = person.submit(hit, [{"item": key_of[j.pop("candidate")], **j} for j in judgments])
             assert status in (200, 201, 403), status
@@ -193,8 +238,9 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     # cross-check one cell by hand: system 28 at length 5 = mean over its candidates of the counted
     # workers' scores (an output identical to its reference shares the attention copy's judgments)
     cells = []
-    for cand in Candidate.objects.filter(systems__system="28", reference__length_bucket=5,
-                                         reference__campaign=campaign).distinct():
+    for cand in Candidate.objects.filter(
+        systems__system="28", reference__length_bucket=5, reference__campaign=campaign
+    ).distinct():
         scores = [j.score for j in cand.judgments.filter(worker__disqualified=False, score__isnull=False)]
         if scores:
             cells.append(sum(scores) / len(scores))
@@ -206,6 +252,7 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     reg = _cli(capsys, "train_regressor", campaign.name, "--name", "e2e-reg", "--test-fraction", "0.3", "--seed", "1")
     assert reg["name"] == "e2e-reg" and reg["n_train"] > 0 and reg["n_test"] > 0
     from generation.models import Resource
+
     resource = Resource.objects.get(job_id=job_id)
     scored = _cli(capsys, "score_resource", resource.name, "--regressor", "e2e-reg", "--wait")
     _assert_ran_where_expected(scored["job"], celery_worker_process.pid)
@@ -216,7 +263,7 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     files = manifest["files"]
     assert files, manifest
     n_pairs = 0
-    for entry in (files.values() if isinstance(files, dict) else files):
+    for entry in files.values() if isinstance(files, dict) else files:
         name = entry["name"] if isinstance(entry, dict) and "name" in entry else entry["path"]
         path = next(out.rglob(Path(name).name))
         assert hashlib.sha256(path.read_bytes()).hexdigest() == entry["sha256"]

@@ -31,9 +31,15 @@ def test_upload_starts_an_import_job_with_a_progress_page(staff_client, storage_
     page = staff_client.get(reverse("admin:generation_corpus_changelist"))
     assert page.status_code == 200 and b"Import a corpus" in page.content
     data = gzip.compress("Hallo.\tHello.\nkein Tab\nTschüss.\tBye.\n".encode())
-    response = staff_client.post(reverse("admin:generation_corpus_import"), {
-        "file": SimpleUploadedFile("pairs.tsv.gz", data), "name": "uploaded", "format": "bitext", "on_error": "skip",
-    })
+    response = staff_client.post(
+        reverse("admin:generation_corpus_import"),
+        {
+            "file": SimpleUploadedFile("pairs.tsv.gz", data),
+            "name": "uploaded",
+            "format": "bitext",
+            "on_error": "skip",
+        },
+    )
     job = Job.objects.get(kind="import_corpus")
     assert response.status_code == 302
     assert response["Location"] == reverse("admin:generation_corpus_import_progress", args=[job.pk])
@@ -62,8 +68,10 @@ def test_upload_form_rejects_a_duplicate_name(staff_client, storage_dir, media, 
     path = tmp_path / "a.txt"
     path.write_text("one sentence\n")
     corpus_import(name="taken", path=path)
-    response = staff_client.post(reverse("admin:generation_corpus_import"), {
-        "file": SimpleUploadedFile("a.txt", b"x\n"), "name": "taken", "format": "", "on_error": "skip"})
+    response = staff_client.post(
+        reverse("admin:generation_corpus_import"),
+        {"file": SimpleUploadedFile("a.txt", b"x\n"), "name": "taken", "format": "", "on_error": "skip"},
+    )
     assert response.status_code == 200 and b"already exists" in response.content
     assert not Job.objects.exists()
 
@@ -72,8 +80,9 @@ def test_build_idf_action_and_tsv_download(staff_client, storage_dir, tmp_path, 
     path = tmp_path / "m.txt"
     path.write_text("The cat sat.\nthe dog\n")
     corpus = corpus_import(name="m", path=path)
-    response = staff_client.post(reverse("admin:generation_corpus_changelist"),
-                                 {"action": "build_idf", "_selected_action": [corpus.pk]})
+    response = staff_client.post(
+        reverse("admin:generation_corpus_changelist"), {"action": "build_idf", "_selected_action": [corpus.pk]}
+    )
     assert response.status_code == 302
     job = Job.objects.get(kind="build_idf")
     assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED

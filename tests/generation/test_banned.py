@@ -1,4 +1,5 @@
 """The word-level ban mechanism against a brute-force checker over random token sequences."""
+
 from __future__ import annotations
 
 import random
@@ -21,7 +22,7 @@ def _has(words, phrase, anchored):
     if anchored:
         return words[: len(phrase)] == phrase
     n = len(phrase)
-    return any(words[i:i + n] == phrase for i in range(len(words) - n + 1))
+    return any(words[i : i + n] == phrase for i in range(len(words) - n + 1))
 
 
 def _alphabet(info):
@@ -30,12 +31,15 @@ def _alphabet(info):
     return ids + random.Random(1).sample(range(info.size), 20)
 
 
-@pytest.mark.parametrize("phrases", [
-    [(["a", "a", "b"], False)],
-    [(["often"], False), (["a"], True)],
-    [(["a", "b"], False), (["b", "a", "a"], False), (["of", "ten"], True)],
-    [(["b"], False), (["a", "a"], True)],
-])
+@pytest.mark.parametrize(
+    "phrases",
+    [
+        [(["a", "a", "b"], False)],
+        [(["often"], False), (["a"], True)],
+        [(["a", "b"], False), (["b", "a", "a"], False), (["of", "ten"], True)],
+        [(["b"], False), (["a", "a"], True)],
+    ],
+)
 @pytest.mark.parametrize("sync_free", [False, True], ids=["cpu-writes", "gpu-writes"])
 def test_mask_equals_brute_force(tiny_marian, phrases, sync_free):
     info = tiny_marian.vocab

@@ -7,8 +7,10 @@ import pytest
 from generation.bloom import BloomFilter
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from generation.bloom import BloomFilter; "
-         "sys.stdout.write(bytes(BloomFilter.build((f'w{i}' for i in range(500)), 500).bits).hex())")
+BUILD = (
+    f"import sys; sys.path.insert(0, {str(ROOT)!r}); from generation.bloom import BloomFilter; "
+    "sys.stdout.write(bytes(BloomFilter.build((f'w{i}' for i in range(500)), 500).bits).hex())"
+)
 
 
 def test_no_false_negatives_and_few_false_positives():
@@ -29,8 +31,12 @@ def test_an_empty_filter_holds_nothing_and_a_filter_needs_bits():
 def test_the_same_filter_in_every_process():
     """A filter is stored with its index and read by other processes: its bits must not depend on the
     per-process salt of Python's hash."""
-    runs = {subprocess.run([sys.executable, "-c", BUILD], env={"PYTHONHASHSEED": seed}, capture_output=True,
-                           text=True, check=True).stdout for seed in ("1", "2")}
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", BUILD], env={"PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(runs) == 1
     bloom = BloomFilter(bytes.fromhex(runs.pop()))
     assert all(f"w{i}" in bloom for i in range(500))

@@ -14,32 +14,56 @@ from jobs.models import JobStatus
 
 pytestmark = pytest.mark.django_db
 
-TAB2 = {"proud": 11.1, "told": 7.9, "work": 7.4, "them": 6.2, "her": 5.8, "was": 4.3, "for": 3.6, "to": 2.3,
-        "earthquakes": 12.0, "occur": 9.0, "often": 7.5}
-REFERENCES = ["I told her I was proud to work for them.", "How often do earthquakes occur ?", "Hi .",
-              "<script>alert('x')</script> was proud"]
+TAB2 = {
+    "proud": 11.1,
+    "told": 7.9,
+    "work": 7.4,
+    "them": 6.2,
+    "her": 5.8,
+    "was": 4.3,
+    "for": 3.6,
+    "to": 2.3,
+    "earthquakes": 12.0,
+    "occur": 9.0,
+    "often": 7.5,
+}
+REFERENCES = [
+    "I told her I was proud to work for them.",
+    "How often do earthquakes occur ?",
+    "Hi .",
+    "<script>alert('x')</script> was proud",
+]
 
 
 def _corpus(references, shard_size=2):
     corpus = Corpus.objects.create(name="tiny", format="mono", status="ready", n_references=len(references))
     for index, start in enumerate(range(0, len(references), shard_size)):
         key = f"corpora/{corpus.pk}/shard-{index:05d}.jsonl.gz"
-        records = [{"i": i, "line": i + 1, "reference": references[i]}
-                   for i in range(start, min(len(references), start + shard_size))]
+        records = [
+            {"i": i, "line": i + 1, "reference": references[i]}
+            for i in range(start, min(len(references), start + shard_size))
+        ]
         meta = write_jsonl_gz(key, records)
-        CorpusShard.objects.create(corpus=corpus, index=index, key=key, n_records=len(records), first_record=start,
-                                   sha256=meta["sha256"], bytes=meta["bytes"])
+        CorpusShard.objects.create(
+            corpus=corpus,
+            index=index,
+            key=key,
+            n_records=len(records),
+            first_record=start,
+            sha256=meta["sha256"],
+            bytes=meta["bytes"],
+        )
     with get_storage().open_write(f"idf/tiny-{corpus.pk}.tsv") as fh:
         fh.write(("token\tidf\n" + "".join(f"{k}\t{v}\n" for k, v in TAB2.items())).encode())
-    table = IdfTable.objects.create(corpus=corpus, name=f"tiny-{corpus.pk}", key=f"idf/tiny-{corpus.pk}.tsv",
-                                    n_documents=10, n_types=len(TAB2))
+    table = IdfTable.objects.create(
+        corpus=corpus, name=f"tiny-{corpus.pk}", key=f"idf/tiny-{corpus.pk}.tsv", n_documents=10, n_types=len(TAB2)
+    )
     return corpus, table
 
 
 def test_job_writes_one_record_per_reference_and_system(storage_dir):
     corpus, table = _corpus(REFERENCES)
-    job = job_start(kind=KIND, params={"corpus": corpus.pk, "seed": 3, "systems": [18, 7, 24, 32, 34]},
-                    enqueue=False)
+    job = job_start(kind=KIND, params={"corpus": corpus.pk, "seed": 3, "systems": [18, 7, 24, 32, 34]}, enqueue=False)
     assert job.total_chunks == 2 and job.params["idf_table"] == table.pk
     job = job_run_inline(job_id=job.pk)
     assert job.status == JobStatus.SUCCEEDED, job.error
@@ -47,8 +71,13 @@ def test_job_writes_one_record_per_reference_and_system(storage_dir):
     assert len(records) == 4 * 5
     assert [(r["i"], r["system"]) for r in records[:5]] == [(0, 18), (0, 7), (0, 24), (0, 32), (0, 34)]
     first = records[0]
-    assert first == {"i": 0, "system": 18, "positive": [], "negative": [["to"], ["To"], ["for"], ["For"]],
-                     "bos_avoid": []}
+    assert first == {
+        "i": 0,
+        "system": 18,
+        "positive": [],
+        "negative": [["to"], ["To"], ["for"], ["For"]],
+        "bos_avoid": [],
+    }
     short = [r for r in records if r["i"] == 2 and r["system"] == 34][0]
     assert set(short) == {"i", "system", "no_constraint_set"}
     # same as the function (the seed is per sentence, not per batch)
@@ -88,6 +117,7 @@ def test_default_systems_and_ppdb_requirement(storage_dir):
 
 
 # --- the research page ----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def staff_client(client, django_user_model):

@@ -66,6 +66,7 @@ def test_worked_example_through_the_cli(tmp_path, capsys):
 
 # --- Tab. 1's constraint columns -------------------------------------------------------------------
 
+
 def test_tab1_how_often_do_earthquakes_occur():
     assert words(select_constraints(2, QUAKES, QUAKES_IDF).negative) == {"occur", "Occur"}  # ⊖ 2nd IDF
     assert words(select_constraints(5, QUAKES, QUAKES_IDF).negative) == {"occur", "Occur", "often", "Often"}
@@ -91,15 +92,23 @@ def test_tab1_it_didnt_mean_anything_okay():
 
 # --- selection -----------------------------------------------------------------------------------
 
+
 def test_pairs_and_triples_by_rank():
-    neg = {n: [p[0] for p in select_constraints(n, EXAMPLE, TAB2).negative if p[0].islower()]
-           for n in range(1, 22)}
+    neg = {n: [p[0] for p in select_constraints(n, EXAMPLE, TAB2).negative if p[0].islower()] for n in range(1, 22)}
     assert [neg[1], neg[2], neg[3]] == [["proud"], ["told"], ["work"]]
-    assert [neg[4], neg[5], neg[6], neg[7]] == [["proud", "told"], ["told", "work"], ["proud", "work"],
-                                                 ["proud", "told", "work"]]
+    assert [neg[4], neg[5], neg[6], neg[7]] == [
+        ["proud", "told"],
+        ["told", "work"],
+        ["proud", "work"],
+        ["proud", "told", "work"],
+    ]
     assert [neg[15], neg[16], neg[17]] == [["to"], ["for"], ["work"]]
-    assert [neg[18], neg[19], neg[20], neg[21]] == [["to", "for"], ["for", "work"], ["to", "work"],
-                                                     ["to", "for", "work"]]
+    assert [neg[18], neg[19], neg[20], neg[21]] == [
+        ["to", "for"],
+        ["for", "work"],
+        ["to", "work"],
+        ["to", "for", "work"],
+    ]
 
 
 def test_lowest_is_not_highest():
@@ -108,13 +117,30 @@ def test_lowest_is_not_highest():
 
 def test_pool_rules_window_prepositions_case_and_duplicates():
     idf = {"proud": 11.1, "rare": 18.0, "common": 3.0, "cat": 7.0, "dog": 17.0, "of": 9.0}
-    tokens = [("Proud", "ADJ"), ("cats", "NOUN"), ("cat", "NOUN"), ("CAT", "NOUN"), ("rare", "ADJ"),
-              ("common", "ADJ"), ("with", "ADP"), ("of", "ADP"), ("dog", "NOUN"), ("x1", "X"), ("unknown", "ADJ"),
-              ("proud", "ADJ"), ("Dog's", "NOUN")]
+    tokens = [
+        ("Proud", "ADJ"),
+        ("cats", "NOUN"),
+        ("cat", "NOUN"),
+        ("CAT", "NOUN"),
+        ("rare", "ADJ"),
+        ("common", "ADJ"),
+        ("with", "ADP"),
+        ("of", "ADP"),
+        ("dog", "NOUN"),
+        ("x1", "X"),
+        ("unknown", "ADJ"),
+        ("proud", "ADJ"),
+        ("Dog's", "NOUN"),
+    ]
     pool = build_pool(tokens, idf)
     # lowercased; window inclusive; prepositions whatever their IDF (missing -> 0); dedupe by lowercase
     assert [(t.word, t.idf, t.position) for t in pool] == [
-        ("dog", 17.0, 8), ("proud", 11.1, 0), ("of", 9.0, 7), ("cat", 7.0, 2), ("with", 0.0, 6)]
+        ("dog", 17.0, 8),
+        ("proud", 11.1, 0),
+        ("of", 9.0, 7),
+        ("cat", 7.0, 2),
+        ("with", 0.0, 6),
+    ]
     assert [t.word for t in build_pool(tokens, idf, min_idf=10, max_idf=20)] == ["rare", "dog", "proud", "of", "with"]
 
 
@@ -130,8 +156,14 @@ def test_pool_too_small_gives_no_constraint_set_with_reason():
     result = select_constraints(7, "I told her.", idf)
     assert isinstance(result, NoConstraintSet) and not result.is_constraint_set
     assert "pool too small" in result.reason and "needs 3" in result.reason
-    assert result.to_json() == {"system": 7, "name": result.name, "positive": [], "negative": [],
-                                "bos_avoid": [], "no_constraint_set": result.reason}
+    assert result.to_json() == {
+        "system": 7,
+        "name": result.name,
+        "positive": [],
+        "negative": [],
+        "bos_avoid": [],
+        "no_constraint_set": result.reason,
+    }
     assert isinstance(select_constraints(1, "I told her.", idf), ConstraintSet)
     assert isinstance(select_constraints(24, "I told her.", idf), NoConstraintSet)
     assert isinstance(select_constraints(34, "Hi there", idf), NoConstraintSet)  # 2 tokens, needs 3
@@ -220,12 +252,20 @@ def test_non_verb_positive_is_the_token_itself():
 
 def test_bos_systems_use_the_first_tokens_as_written():
     assert [select_constraints(n, QUAKES, QUAKES_IDF).bos_avoid for n in (32, 33, 34)] == [
-        (("How",),), (("How", "often"),), (("How", "often", "do"),)]
+        (("How",),),
+        (("How", "often"),),
+        (("How", "often", "do"),),
+    ]
 
 
 def test_baseline_28_has_no_constraints():
     assert select_constraints(28, EXAMPLE, TAB2).to_json() == {
-        "system": 28, "name": "baseline: no constraints", "positive": [], "negative": [], "bos_avoid": []}
+        "system": 28,
+        "name": "baseline: no constraints",
+        "positive": [],
+        "negative": [],
+        "bos_avoid": [],
+    }
 
 
 def test_ppdb_systems_without_ppdb_report_it():
@@ -234,9 +274,22 @@ def test_ppdb_systems_without_ppdb_report_it():
 
 
 def test_json_round_trip_and_pre_tagged_input():
-    tagged = TaggedSentence(EXAMPLE, (("I", "PRON"), ("told", "VERB"), ("her", "PRON"), ("I", "PRON"),
-                                      ("was", "AUX"), ("proud", "ADJ"), ("to", "PART"), ("work", "VERB"),
-                                      ("for", "ADP"), ("them", "PRON"), (".", "PUNCT")))
+    tagged = TaggedSentence(
+        EXAMPLE,
+        (
+            ("I", "PRON"),
+            ("told", "VERB"),
+            ("her", "PRON"),
+            ("I", "PRON"),
+            ("was", "AUX"),
+            ("proud", "ADJ"),
+            ("to", "PART"),
+            ("work", "VERB"),
+            ("for", "ADP"),
+            ("them", "PRON"),
+            (".", "PUNCT"),
+        ),
+    )
     from_text = select_for_all_systems(EXAMPLE, TAB2, seed=5)
     assert select_for_all_systems(tagged, TAB2, seed=5) == from_text
     for result in from_text:
@@ -247,6 +300,7 @@ def test_json_round_trip_and_pre_tagged_input():
 
 
 # --- CLI -----------------------------------------------------------------------------------------
+
 
 def test_cli_no_constraint_set_prints_reason_and_exits_0(tmp_path, capsys):
     idf = tmp_path / "idf.tsv"
@@ -263,14 +317,17 @@ def test_cli_seed_and_idf_window(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["negative"] == [["for"], ["For"]]  # highest left: for
 
 
-@pytest.mark.parametrize("args,match", [
-    (["--system", "38"], "unknown system 38"),
-    (["--system", "abc"], "not a number"),
-    (["--system", "35"], "needs --ppdb"),
-    (["--system", "1", "--min-idf", "20", "--max-idf", "1"], r"min-idf \(20\) > max-idf \(1\)"),
-    (["--system", "1", "--min-idf", "20"], r"min-idf \(20\) > max-idf \(17\)"),  # above the default max
-    (["--system", "1", "--max-idf", "nan"], "must be numbers, not nan"),
-])
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (["--system", "38"], "unknown system 38"),
+        (["--system", "abc"], "not a number"),
+        (["--system", "35"], "needs --ppdb"),
+        (["--system", "1", "--min-idf", "20", "--max-idf", "1"], r"min-idf \(20\) > max-idf \(1\)"),
+        (["--system", "1", "--min-idf", "20"], r"min-idf \(20\) > max-idf \(17\)"),  # above the default max
+        (["--system", "1", "--max-idf", "nan"], "must be numbers, not nan"),
+    ],
+)
 def test_cli_errors(tmp_path, args, match):
     idf = tmp_path / "idf.tsv"
     idf.write_text("told\t7.9\n")
@@ -289,14 +346,22 @@ def test_cli_exit_status_and_one_line_errors(tmp_path):
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test")
     cmd = [sys.executable, "manage.py", "constraints"]
     runs = {
-        "ok": subprocess.run(cmd + ["--idf", str(idf), "--system", "18", EXAMPLE], cwd=ROOT, env=env,
-                             capture_output=True, text=True),
-        "system": subprocess.run(cmd + ["--idf", str(idf), "--system", "99", EXAMPLE], cwd=ROOT, env=env,
-                                 capture_output=True, text=True),
-        "missing": subprocess.run(cmd + ["--idf", str(tmp_path / "nope.tsv"), "--system", "1", EXAMPLE],
-                                  cwd=ROOT, env=env, capture_output=True, text=True),
-        "malformed": subprocess.run(cmd + ["--idf", str(bad), "--system", "1", EXAMPLE], cwd=ROOT, env=env,
-                                    capture_output=True, text=True),
+        "ok": subprocess.run(
+            cmd + ["--idf", str(idf), "--system", "18", EXAMPLE], cwd=ROOT, env=env, capture_output=True, text=True
+        ),
+        "system": subprocess.run(
+            cmd + ["--idf", str(idf), "--system", "99", EXAMPLE], cwd=ROOT, env=env, capture_output=True, text=True
+        ),
+        "missing": subprocess.run(
+            cmd + ["--idf", str(tmp_path / "nope.tsv"), "--system", "1", EXAMPLE],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        ),
+        "malformed": subprocess.run(
+            cmd + ["--idf", str(bad), "--system", "1", EXAMPLE], cwd=ROOT, env=env, capture_output=True, text=True
+        ),
     }
     assert runs["ok"].returncode == 0, runs["ok"].stderr
     assert json.loads(runs["ok"].stdout)["system"] == 18

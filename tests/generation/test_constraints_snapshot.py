@@ -11,6 +11,7 @@ To re-derive the expected sets from the reference (only when a behaviour change 
 changing the reference): ``.venv/bin/python tests/generation/test_constraints_snapshot.py``; add
 ``--retag`` to also re-record the inputs (needs spaCy and bench/constraints.py's corpus).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -51,8 +52,10 @@ def _run(case, tagged, idf, ppdb, select=None):
         from generation.constraints import select_for_all_systems as select
 
     kwargs = {k: case[k] for k in ("seed", "systems", "min_idf", "max_idf") if case.get(k) is not None}
-    return [[r.to_json() for r in select(s, idf, ppdb=ppdb if case["ppdb"] else None, **kwargs)]
-            for s in tagged[:case["sentences"]]]
+    return [
+        [r.to_json() for r in select(s, idf, ppdb=ppdb if case["ppdb"] else None, **kwargs)]
+        for s in tagged[: case["sentences"]]
+    ]
 
 
 def _reference():
@@ -126,8 +129,10 @@ def test_single_systems_and_subsets_agree_with_all_systems(snapshot, ppdb_index)
         assert subset == [together[n - 1] for n in (37, 13, 25, 30, 1)]
     for n in range(1, 38):
         for sentence in tagged[:8]:
-            assert select_constraints(n, sentence, idf, seed=5, ppdb=ppdb_index) == \
-                select_for_all_systems(sentence, idf, seed=5, ppdb=ppdb_index)[n - 1]
+            assert (
+                select_constraints(n, sentence, idf, seed=5, ppdb=ppdb_index)
+                == select_for_all_systems(sentence, idf, seed=5, ppdb=ppdb_index)[n - 1]
+            )
 
 
 class _LookupOnly:
@@ -150,8 +155,9 @@ def test_any_lookup_object_and_cold_caches_give_the_same_sets(snapshot, ppdb_ind
     clear_caches()
     ppdb_index._cache.clear()
     for sentence, expected in zip(tagged, case["expected"]):
-        got = select_for_all_systems(sentence, snapshot["idf"], seed=0, ppdb=_LookupOnly(ppdb_index),
-                                     systems=[35, 36, 37, 8, 27])
+        got = select_for_all_systems(
+            sentence, snapshot["idf"], seed=0, ppdb=_LookupOnly(ppdb_index), systems=[35, 36, 37, 8, 27]
+        )
         assert [r.to_json() for r in got] == [expected[n - 1] for n in (35, 36, 37, 8, 27)], sentence.text
 
 
@@ -171,13 +177,23 @@ def test_idf_window_follows_the_settings():
 # ------------------------------------------------------------------------- recording the snapshot
 
 EDGE_CASES = [
-    "", "...", "Hi", "Hi there", "Go!", "THE DOG RAN AWAY FROM THE BIG HOUSE.", "Running runs ran run running.",
-    "I told her I was proud to work for them.", "How often do earthquakes occur?",
+    "",
+    "...",
+    "Hi",
+    "Hi there",
+    "Go!",
+    "THE DOG RAN AWAY FROM THE BIG HOUSE.",
+    "Running runs ran run running.",
+    "I told her I was proud to work for them.",
+    "How often do earthquakes occur?",
     "This myth involves three misconceptions.",
-    "The café served naïve tourists crème brûlée on the Straße.", "The the the of of of to to to.",
-    "3 dogs and 4 cats, well-known ones, sat on 5 mats in 2019.", "Is it okay if I don't say anything?",
+    "The café served naïve tourists crème brûlée on the Straße.",
+    "The the the of of of to to to.",
+    "3 dogs and 4 cats, well-known ones, sat on 5 mats in 2019.",
+    "Is it okay if I don't say anything?",
     "Meanwhile, the committee's spokeswoman reiterated that negotiations had stalled indefinitely.",
-    "About as at by for from in into of on onto over to with.", "Zebras zigzagged; xylophonists yodelled quietly.",
+    "About as at by for from in into of on onto over to with.",
+    "Zebras zigzagged; xylophonists yodelled quietly.",
     "He was taken aback, took a breath and kept taking notes about the meanings he meant.",
 ]
 
@@ -229,8 +245,9 @@ def _tagged_inputs() -> dict:  # pragma: no cover - run by hand (--retag), see t
             for other in rng.sample(words, min(3, len(words))):
                 if rng.random() < 0.15:
                     other += " " + rng.choice(words)  # a multi-word paraphrase
-                lines.append(f"[{ptb[pos]}] ||| {word} ||| {other} ||| PPDB2.0Score=1.0 ||| 0-0 ||| "
-                             f"{rng.choice(relations)}")
+                lines.append(
+                    f"[{ptb[pos]}] ||| {word} ||| {other} ||| PPDB2.0Score=1.0 ||| 0-0 ||| {rng.choice(relations)}"
+                )
     lines += ["not a rule", "[NN] ||| told ||| said ||| x ||| 0-0 ||| Bogus"]
     return {"sentences": [[s.text, [list(t) for t in s.tokens]] for s in tagged], "idf": idf, "ppdb_lines": lines}
 
@@ -250,9 +267,11 @@ def derive_snapshot(out: Path, retag: bool = False) -> None:  # pragma: no cover
         with gzip.open(out, "rt", encoding="utf-8") as fh:
             inputs = {k: v for k, v in json.load(fh).items() if k != "cases"}
     snapshot = {**inputs, "cases": {}}
-    specs = {CASES[0]: {"seed": 0, "ppdb": True, "sentences": len(inputs["sentences"])},
-             CASES[1]: {"seed": 12345, "ppdb": True, "systems": SEEDED_SYSTEMS, "sentences": len(inputs["sentences"])},
-             CASES[2]: {"seed": 7, "ppdb": False, "min_idf": 4.0, "max_idf": 8.0, "sentences": 120}}
+    specs = {
+        CASES[0]: {"seed": 0, "ppdb": True, "sentences": len(inputs["sentences"])},
+        CASES[1]: {"seed": 12345, "ppdb": True, "systems": SEEDED_SYSTEMS, "sentences": len(inputs["sentences"])},
+        CASES[2]: {"seed": 7, "ppdb": False, "min_idf": 4.0, "max_idf": 8.0, "sentences": 120},
+    }
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "paraforge-snapshot-ppdb"
     folder.mkdir(exist_ok=True)
     path = folder / "ppdb.gz"

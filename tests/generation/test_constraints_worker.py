@@ -1,6 +1,7 @@
 """A Celery worker is set up for constraint selection at start-up, not by the selection code: the
 selection tables are loaded before the pool forks, and each child takes everything loaded out of the
 garbage collector's scans and raises its young-generation threshold (config/process_tuning.py)."""
+
 from __future__ import annotations
 
 import json

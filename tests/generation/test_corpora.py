@@ -58,9 +58,11 @@ def test_import_mono_skips_blank_lines_and_keeps_line_numbers(tmp_path, storage_
     corpus = corpus_import(name="m", path=path)  # format detected: no tab -> mono
     assert corpus.format == "mono"
     records = list(corpus_records(corpus))
-    assert records == [{"i": 0, "line": 1, "reference": "That is good."},
-                       {"i": 1, "line": 2, "reference": "I am going."},
-                       {"i": 2, "line": 4, "reference": "Hello world"}]
+    assert records == [
+        {"i": 0, "line": 1, "reference": "That is good."},
+        {"i": 1, "line": 2, "reference": "I am going."},
+        {"i": 2, "line": 4, "reference": "Hello world"},
+    ]
 
 
 def test_detect_format(tmp_path):
@@ -69,13 +71,19 @@ def test_detect_format(tmp_path):
 
 
 def test_every_error_kind_is_reported_with_file_and_line(tmp_path, storage_dir):
-    raw = (b"Gut.\tGood.\n"            # 1 ok
-           b"Nur eine Seite\n"        # 2 missing tab
-           b"Leer.\t   \n"            # 3 empty reference
-           b"Ja.\tYes.\n"             # 4 ok
-           ) + b"Caf\xe9\tCaf\xc3\xa9\n" + (  # 5 invalid UTF-8 (latin-1 byte) in the middle
-           "x\t" + "y" * 50 + "\n"   # 6 too long
-           "Nein.\tNo.\n").encode()  # 7 ok
+    raw = (
+        (
+            b"Gut.\tGood.\n"  # 1 ok
+            b"Nur eine Seite\n"  # 2 missing tab
+            b"Leer.\t   \n"  # 3 empty reference
+            b"Ja.\tYes.\n"  # 4 ok
+        )
+        + b"Caf\xe9\tCaf\xc3\xa9\n"
+        + (  # 5 invalid UTF-8 (latin-1 byte) in the middle
+            "x\t" + "y" * 50 + "\n"  # 6 too long
+            "Nein.\tNo.\n"
+        ).encode()
+    )  # 7 ok
     path = _write(tmp_path / "bad.tsv", None, raw=raw)
     corpus = corpus_import(name="bad", path=path, format="bitext", max_line_chars=40)
     assert corpus.n_references == 3 and corpus.n_bad_lines == 4 and corpus.n_lines_read == 7
@@ -158,7 +166,12 @@ def test_cli_import_prints_json_and_bad_lines(tmp_path, storage_dir, capsys):
     summary = json.loads(out)
     corpus = Corpus.objects.get(name="cli")
     assert {k: summary[k] for k in ("corpus", "name", "references", "bad_lines", "shards")} == {
-        "corpus": corpus.pk, "name": "cli", "references": 3, "bad_lines": 1, "shards": 2}
+        "corpus": corpus.pk,
+        "name": "cli",
+        "references": 3,
+        "bad_lines": 1,
+        "shards": 2,
+    }
     assert f"{path}:4: {MISSING_TAB}" in err
     assert "skipped 1 bad line(s) of 4 (1 missing tab" in err
 
@@ -233,8 +246,10 @@ def test_nul_bytes_are_bad_lines_never_stored(tmp_path, storage_dir):
     corpus = corpus_import(name="nul", path=_write(tmp_path / "nul.txt", None, raw=raw), format="mono")
     assert [r["reference"] for r in corpus_records(corpus)] == ["Good line.", "Last line."]
     assert [(e["line"], e["reason"]) for e in corpus.bad_lines] == [
-        (2, f"{NUL_BYTE} at column 2 (UTF-16 file?)"), (3, f"{NUL_BYTE} at column 1 (UTF-16 file?)"),
-        (4, f"{NUL_BYTE} at column 5 (UTF-16 file?)")]
+        (2, f"{NUL_BYTE} at column 2 (UTF-16 file?)"),
+        (3, f"{NUL_BYTE} at column 1 (UTF-16 file?)"),
+        (4, f"{NUL_BYTE} at column 5 (UTF-16 file?)"),
+    ]
 
 
 @pytest.mark.parametrize("gz", [False, True])
@@ -242,13 +257,15 @@ def test_cr_only_line_endings_are_never_merged_into_one_reference(tmp_path, stor
     path = _write(tmp_path / "mac.txt", None, raw=b"line one.\rline two.\rline three.\r", gz=gz)
     with pytest.raises(CorpusImportError, match=rf"mac\.txt:1: {CR_IN_LINE} at column 10 \(CR-only line endings"):
         corpus_import(name="mac", path=path, format="mono", on_error="abort")
-    with pytest.raises(CommandError, match=r"no valid sentences to import \(1 bad line\(s\) of 1: 1 carriage return "
-                                           rf"inside the line; first: \S*mac\.txt:1: {CR_IN_LINE} at column 10"):
+    with pytest.raises(
+        CommandError,
+        match=r"no valid sentences to import \(1 bad line\(s\) of 1: 1 carriage return "
+        rf"inside the line; first: \S*mac\.txt:1: {CR_IN_LINE} at column 10",
+    ):
         call_command("import_corpus", "mac", str(path))
     assert not Corpus.objects.exists()
     # CRLF stays fine, and a huge CR-only file is reported as such, not as one over-long line
-    crlf = corpus_import(name="crlf", path=_write(tmp_path / "crlf.txt", None, raw=b"a b.\r\nc d.\r\n"),
-                         format="mono")
+    crlf = corpus_import(name="crlf", path=_write(tmp_path / "crlf.txt", None, raw=b"a b.\r\nc d.\r\n"), format="mono")
     assert [r["reference"] for r in corpus_records(crlf)] == ["a b.", "c d."]
     big = _write(tmp_path / "bigmac.txt", None, raw=b"A short line.\r" * 5000)
     with pytest.raises(CorpusImportError, match=rf"bigmac\.txt:1: {CR_IN_LINE}"):

@@ -8,6 +8,7 @@ reports every bad line by its 1-based number, or (``on_error="abort"``, or nothi
 one-line ``file:line`` error and leaves no Corpus row and no shard file behind. Deterministic
 (``derandomize``), so CI sees the same examples.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -57,13 +58,16 @@ LINE = st.one_of(
     st.integers(MAX_CHARS + 1, 3 * MAX_CHARS).map(lambda n: b"w" * n),  # too long
     st.integers(4 * MAX_CHARS, 6 * MAX_CHARS).map(lambda n: "é".encode() * n),  # too long, multibyte
     st.tuples(_sentence(), st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80abc"])).map(
-        lambda p: p[0].encode() + p[1]),  # invalid UTF-8
+        lambda p: p[0].encode() + p[1]
+    ),  # invalid UTF-8
     st.binary(max_size=12).filter(lambda b: b"\n" not in b),  # anything
 )
 
 
-GOOD = {"bitext": st.tuples(_sentence(), _sentence()).map(lambda p: f"{p[0]}\t{p[1]}".encode()),
-        "mono": _sentence().map(str.encode)}
+GOOD = {
+    "bitext": st.tuples(_sentence(), _sentence()).map(lambda p: f"{p[0]}\t{p[1]}".encode()),
+    "mono": _sentence().map(str.encode),
+}
 
 
 @st.composite
@@ -73,7 +77,7 @@ def corpus_files(draw, fmt: str = "bitext"):
     endings = [draw(st.sampled_from([b"\n", b"\r\n"])) for _ in lines]
     data = b"".join(line + end for line, end in zip(lines, endings))
     if lines and draw(st.booleans()):
-        data = data[:-len(endings[-1])]  # no newline at the end of the file
+        data = data[: -len(endings[-1])]  # no newline at the end of the file
     if draw(st.integers(0, 9)) == 0:
         data = b"\xef\xbb\xbf" + data  # a UTF-8 byte-order mark
     return data
@@ -133,12 +137,20 @@ def _files(root) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} if root.exists() else set()
 
 
-@settings(derandomize=True, max_examples=150, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(fmt_and_data=st.sampled_from(["bitext", "mono"]).flatmap(lambda f: st.tuples(st.just(f), corpus_files(f))),
-       gz=st.booleans(), on_error=st.sampled_from(["skip", "abort"]), shard_size=st.integers(1, 4))
-def test_import_keeps_exactly_the_valid_lines_or_nothing(tmp_path, storage_dir, fmt_and_data, gz, on_error,
-                                                         shard_size):
+@settings(
+    derandomize=True,
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    fmt_and_data=st.sampled_from(["bitext", "mono"]).flatmap(lambda f: st.tuples(st.just(f), corpus_files(f))),
+    gz=st.booleans(),
+    on_error=st.sampled_from(["skip", "abort"]),
+    shard_size=st.integers(1, 4),
+)
+def test_import_keeps_exactly_the_valid_lines_or_nothing(tmp_path, storage_dir, fmt_and_data, gz, on_error, shard_size):
     fmt, data = fmt_and_data
     path = tmp_path / f"in-{next(_names)}.txt{'.gz' if gz else ''}"
     path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
@@ -149,8 +161,16 @@ def test_import_keeps_exactly_the_valid_lines_or_nothing(tmp_path, storage_dir, 
     event(f"bad lines: {min(len(bad), 3)}+" if bad else "no bad lines")
 
     def import_it():
-        return corpus_import(name=path.name, path=path, format=fmt, on_error=on_error, shard_size=shard_size,
-                             max_line_chars=MAX_CHARS, display_name="upload.txt", on_bad_line=seen.append)
+        return corpus_import(
+            name=path.name,
+            path=path,
+            format=fmt,
+            on_error=on_error,
+            shard_size=shard_size,
+            max_line_chars=MAX_CHARS,
+            display_name="upload.txt",
+            on_bad_line=seen.append,
+        )
 
     if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
         with pytest.raises(CorpusImportError, match=r":1: UTF-(16|32) text \(byte-order mark\)"):
@@ -189,8 +209,13 @@ def test_import_keeps_exactly_the_valid_lines_or_nothing(tmp_path, storage_dir, 
         corpus_discard(corpus)
 
 
-@settings(derandomize=True, max_examples=25, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    derandomize=True,
+    max_examples=25,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(data=corpus_files(), cut=st.integers(1, 30), on_error=st.sampled_from(["skip", "abort"]))
 # found by this test: the stream ending while the rest of an over-long line was being skipped escaped
 # as a bare EOFError
@@ -198,11 +223,12 @@ def test_import_keeps_exactly_the_valid_lines_or_nothing(tmp_path, storage_dir, 
 def test_a_truncated_gzip_is_a_clear_error_and_leaves_nothing(tmp_path, storage_dir, data, cut, on_error):
     packed = gzip.compress(data + b"a\tb\n" * 3, mtime=0)
     path = tmp_path / f"cut-{next(_names)}.gz"
-    path.write_bytes(packed[:max(2, len(packed) - cut)])
+    path.write_bytes(packed[: max(2, len(packed) - cut)])
     corpora_before, files_before = Corpus.objects.count(), _files(storage_dir)
     with pytest.raises(CorpusImportError) as caught:
-        corpus_import(name=path.name, path=path, format="bitext", on_error=on_error, shard_size=2,
-                      max_line_chars=MAX_CHARS)
+        corpus_import(
+            name=path.name, path=path, format="bitext", on_error=on_error, shard_size=2, max_line_chars=MAX_CHARS
+        )
     assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
     assert Corpus.objects.count() == corpora_before
     assert _files(storage_dir) == files_before

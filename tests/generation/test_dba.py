@@ -1,4 +1,5 @@
 """DBA positive constraints + word-level negatives on random-weight models: constraints hold whatever the weights."""
+
 from __future__ import annotations
 
 import random
@@ -34,9 +35,12 @@ def random_constraints(rnd):
     def pick():
         return [rnd.choice(pool) for _ in range(rnd.choice([1, 1, 2]))]
 
-    c = {"positive": [pick() for _ in range(rnd.randint(0, 2))],
-         "negative": [pick() for _ in range(rnd.randint(0, 3))],
-         "bos_avoid": [pick()] if rnd.random() < 0.3 else [], "name": "ignored"}
+    c = {
+        "positive": [pick() for _ in range(rnd.randint(0, 2))],
+        "negative": [pick() for _ in range(rnd.randint(0, 3))],
+        "bos_avoid": [pick()] if rnd.random() < 0.3 else [],
+        "name": "ignored",
+    }
     return c
 
 
@@ -98,11 +102,18 @@ def test_positive_whole_word_not_inside_longer_word(tiny_marian):
 
 def test_unsatisfiable_reported(tiny_marian):
     m = tiny_marian
-    res = decode(m, ["a b", "a b", "a b"], [
-        {"positive": [["often"]], "negative": [["often"]]},           # required and banned
-        {"positive": [["a", "b", "a", "b", "a", "b", "today", "often"]]},   # cannot fit in max_length
-        {"positive": [["zzzqqq"]]},                                   # the vocab cannot spell it as a word
-    ], beam=3, nbest=1, max_length=6)
+    res = decode(
+        m,
+        ["a b", "a b", "a b"],
+        [
+            {"positive": [["often"]], "negative": [["often"]]},  # required and banned
+            {"positive": [["a", "b", "a", "b", "a", "b", "today", "often"]]},  # cannot fit in max_length
+            {"positive": [["zzzqqq"]]},  # the vocab cannot spell it as a word
+        ],
+        beam=3,
+        nbest=1,
+        max_length=6,
+    )
     assert [r.unsatisfiable for r in res] == [True, True, True]
     assert all(r.reason and r.outputs == [] for r in res)
 
@@ -115,15 +126,15 @@ def test_row_blocks_are_argmax_and_topk(V):
 
     g = torch.Generator().manual_seed(V)
     blk = _RowBlocks(V, torch.device("cpu"))
-    x = torch.randn(24, V, generator=g).round(decimals=1)                 # many ties
+    x = torch.randn(24, V, generator=g).round(decimals=1)  # many ties
     x[3] = float("-inf")
     x[4, : V // 2] = float("-inf")
-    x[5, -1] = 9.0                                                         # the maximum in the last block
-    x[6, 0] = x[6, -1] = 9.0                                               # first of two maxima
+    x[5, -1] = 9.0  # the maximum in the last block
+    x[6, 0] = x[6, -1] = 9.0  # first of two maxima
     assert torch.equal(blk.argmax(x), x.argmax(1))
     assert torch.equal(blk.argmax(x[7:9]), x[7:9].argmax(1))
     K = 3
-    y = torch.randn(8 * K, V, generator=g)                                 # no ties
+    y = torch.randn(8 * K, V, generator=g)  # no ties
     add = torch.randn(8, K, generator=g) * 10
     ref = torch.topk((y + add.view(-1, 1)).view(8, -1), 2 * K, dim=1)
     got = blk.group_topk(y, blk.maxima(y), add, 2 * K)
@@ -131,7 +142,7 @@ def test_row_blocks_are_argmax_and_topk(V):
         assert K * blk.nbt < 2 * K + 1
     else:
         assert torch.equal(got[0], ref.values) and torch.equal(got[1], ref.indices)
-    y[:K] = 0.0                                                            # a whole group of ties
+    y[:K] = 0.0  # a whole group of ties
     assert blk.group_topk(y, blk.maxima(y), add, 2 * K) is None
 
 
@@ -143,9 +154,14 @@ def test_cpu_block_path_equals_generic_path(tiny_marian, monkeypatch, beam):
 
     rnd = random.Random(beam)
     sources = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(3, 9))) for _ in range(6)]
-    cons = [None, {"positive": [["the"], ["cat"]]}, {"negative": [["a"], ["of"]]},
-            {"positive": [["today"]], "negative": [["often"]], "bos_avoid": [["a"]]}, {"positive": [["a", "b"]]},
-            {"bos_avoid": [["the"]]}]
+    cons = [
+        None,
+        {"positive": [["the"], ["cat"]]},
+        {"negative": [["a"], ["of"]]},
+        {"positive": [["today"]], "negative": [["often"]], "bos_avoid": [["a"]]},
+        {"positive": [["a", "b"]]},
+        {"bos_avoid": [["the"]]},
+    ]
 
     def run():
         res = decode(tiny_marian, sources, cons, beam=beam, nbest=beam, max_length=16, batch_size=4)

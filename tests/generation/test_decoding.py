@@ -1,4 +1,5 @@
 """Unconstrained decoding equals Hugging Face's beam search (outputs and scores); loading; n-best; re-ranking."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,10 +18,26 @@ def _hf(loaded, sources, **kw):
 
 
 def _assert_equal_to_hf(loaded, sources, K, N, max_length, lp, early):
-    out = _hf(loaded, sources, num_beams=K, num_return_sequences=N, max_length=max_length, length_penalty=lp,
-              early_stopping=early)
-    ours = decode(loaded, sources, None, beam=K, nbest=N, max_length=max_length, length_penalty=lp,
-                  early_stopping=early, batch_size=len(sources))
+    out = _hf(
+        loaded,
+        sources,
+        num_beams=K,
+        num_return_sequences=N,
+        max_length=max_length,
+        length_penalty=lp,
+        early_stopping=early,
+    )
+    ours = decode(
+        loaded,
+        sources,
+        None,
+        beam=K,
+        nbest=N,
+        max_length=max_length,
+        length_penalty=lp,
+        early_stopping=early,
+        batch_size=len(sources),
+    )
     pad = loaded.model.generation_config.pad_token_id
     eos = loaded.vocab.eos_id
     for i, r in enumerate(ours):
@@ -35,11 +52,13 @@ def _assert_equal_to_hf(loaded, sources, K, N, max_length, lp, early):
             assert ours_ids == [t for t in hf_ids if t != eos], (i, j)
             # HF's sequences_scores = sum log-prob / generated_length ** lp; ours "score" = the sum
             gen_len = len(hf_ids)
-            assert o["score"] / gen_len ** lp == pytest.approx(float(out.sequences_scores[i * N + j]), abs=1e-4)
+            assert o["score"] / gen_len**lp == pytest.approx(float(out.sequences_scores[i * N + j]), abs=1e-4)
 
 
-@pytest.mark.parametrize("K,N,max_length,lp,early", [(5, 2, 20, 1.0, False), (4, 4, 12, 0.5, True),
-                                                    (3, 1, 16, 2.0, "never"), (2, 1, 10, 1.0, False)])
+@pytest.mark.parametrize(
+    "K,N,max_length,lp,early",
+    [(5, 2, 20, 1.0, False), (4, 4, 12, 0.5, True), (3, 1, 16, 2.0, "never"), (2, 1, 10, 1.0, False)],
+)
 def test_equals_hf_beam_search_marian(tiny_marian, K, N, max_length, lp, early):
     _assert_equal_to_hf(tiny_marian, SOURCES, K, N, max_length, lp, early)
 
@@ -54,8 +73,9 @@ def _eos_loving(tiny_marian, init_std=0.5, eos_bias=2.5):
 
     tok = tiny_marian.tokenizer
     torch.manual_seed(11)
-    model = MarianMTModel(MarianConfig(**{**tiny_config_kwargs(tiny_marian.vocab.size, tok.pad_token_id),
-                                          "init_std": init_std}))
+    model = MarianMTModel(
+        MarianConfig(**{**tiny_config_kwargs(tiny_marian.vocab.size, tok.pad_token_id), "init_std": init_std})
+    )
     model.final_logits_bias[0, tiny_marian.vocab.eos_id] = eos_bias
     return from_objects(model, tok, "cpu")
 
@@ -70,6 +90,7 @@ def test_equals_hf_bart_and_constraints_hold(tiny_bart_dir):
     c = {"positive": [["cat"]], "negative": [["the"], ["a", "a"]], "bos_avoid": [["How"]]}
     res = decode(m, SOURCES[:3], [c] * 3, beam=4, nbest=2, max_length=20)
     from generation.decoding import normalise_constraints, violations
+
     for r in res:
         assert r.safety_net_dropped == 0
         for o in r.outputs:
@@ -80,6 +101,7 @@ def test_equals_hf_t5_and_constraints_hold(tiny_t5_dir):
     """T5's pad is also its decoder start and a token the model may emit, so HF's sequences are compared
     position by position over our tokens, the rest only padding or EOS."""
     from generation.decoding import normalise_constraints, violations
+
     m = load_model(tiny_t5_dir, device="cpu")
     K, N, max_length = 3, 2, 14
     out = _hf(m, SOURCES, num_beams=K, num_return_sequences=N, max_length=max_length)
@@ -90,7 +112,7 @@ def test_equals_hf_t5_and_constraints_hold(tiny_t5_dir):
             ids = m.tokenizer.convert_tokens_to_ids(o["tokens"])
             hf_ids = out.sequences[i * N + j].tolist()[1:]
             assert hf_ids[: len(ids)] == ids, (i, j)
-            assert set(hf_ids[len(ids):]) <= specials
+            assert set(hf_ids[len(ids) :]) <= specials
             gen_len = len(ids) + (len(ids) < max_length - 1)  # + EOS unless it stopped at max_length
             assert o["score"] / gen_len == pytest.approx(float(out.sequences_scores[i * N + j]), abs=1e-4)
     c = {"positive": [["cat"]], "negative": [["the"], ["a", "a"]], "bos_avoid": [["How"]]}  # "How" = "▁Ho" "w"
@@ -116,8 +138,16 @@ def test_nbest_and_rerank(tiny_marian):
     [r] = decode(tiny_marian, ["the cat sat"], [None], beam=4, nbest=3, max_length=12)
     assert len(r.outputs) == 3
     assert len({tuple(o["tokens"]) for o in r.outputs}) == 3
-    [rr] = decode(tiny_marian, ["the cat sat"], [None], beam=4, nbest=3, max_length=12, rerank_dissimilar=True,
-                  references=["the cat sat"])
+    [rr] = decode(
+        tiny_marian,
+        ["the cat sat"],
+        [None],
+        beam=4,
+        nbest=3,
+        max_length=12,
+        rerank_dissimilar=True,
+        references=["the cat sat"],
+    )
     d = [o["distance"] for o in rr.outputs]
     assert d == sorted(d, reverse=True)
     assert {o["text"] for o in rr.outputs} == {o["text"] for o in r.outputs}
@@ -170,10 +200,15 @@ def test_graph_replayed_steps_equal_eager_steps(tiny_marian, monkeypatch):
     graphs, searches = [], []
     monkeypatch.setattr(dba, "_graphs_supported", lambda dev: True)
     monkeypatch.setattr(dba, "_capture", lambda fn: graphs.append(_Replay(fn)) or graphs[-1])
-    monkeypatch.setattr(decoding, "beam_search",
-                        lambda *a, **kw: searches.append(dba.beam_search(*a, **kw)) or searches[-1])
-    cons = [None, {"positive": [["cat"]], "negative": [["mat"]]}, {"negative": [["a", "b"]], "bos_avoid": [["a"]]},
-            {"positive": [["red"], ["big"]]}]
+    monkeypatch.setattr(
+        decoding, "beam_search", lambda *a, **kw: searches.append(dba.beam_search(*a, **kw)) or searches[-1]
+    )
+    cons = [
+        None,
+        {"positive": [["cat"]], "negative": [["mat"]]},
+        {"negative": [["a", "b"]], "bos_avoid": [["a"]]},
+        {"positive": [["red"], ["big"]]},
+    ]
     m = _eos_loving(tiny_marian, 0.2, 3.0)  # hypotheses finish at many steps, not only at the last (eager) one
     # (nbest 2 of beam 4: under the default stopping rule the sentences with positive constraints end by
     # their 2-best, the others by all 4 slots, a per-sentence slot the graph reads from the device)
@@ -217,6 +252,7 @@ def test_bad_words_in_place_equal_hf_and_cache_reorder_keeps_cross_attention(tin
     used = []
     real_fast = hf_compat.FastProcessors
     import generation.decoding.dba as dba
+
     monkeypatch.setattr(dba, "FastProcessors", lambda procs: used.append(real_fast(procs)) or used[-1])
     try:
         for bad in ([[m.tokenizer.pad_token_id], [frequent]], [[m.tokenizer.pad_token_id], [frequent, 5]]):
@@ -228,8 +264,9 @@ def test_bad_words_in_place_equal_hf_and_cache_reorder_keeps_cross_attention(tin
             assert bool(in_place) == all(len(w) == 1 for w in bad)
             if in_place:
                 out = decode(m, SOURCES, None, beam=4, max_length=12)
-                assert all(frequent not in m.tokenizer.convert_tokens_to_ids(o["tokens"])
-                           for r in out for o in r.outputs)
+                assert all(
+                    frequent not in m.tokenizer.convert_tokens_to_ids(o["tokens"]) for r in out for o in r.outputs
+                )
                 assert frequent in plain[:, 1:]
     finally:
         m.model.generation_config = saved
@@ -238,8 +275,11 @@ def test_bad_words_in_place_equal_hf_and_cache_reorder_keeps_cross_attention(tin
     calls = []
     for cls in (EncoderDecoderCache, DynamicCache):
         real = cls.reorder_cache
-        monkeypatch.setattr(cls, "reorder_cache", lambda self, rows, real=real, name=cls.__name__:
-                            calls.append(name) or real(self, rows))
+        monkeypatch.setattr(
+            cls,
+            "reorder_cache",
+            lambda self, rows, real=real, name=cls.__name__: calls.append(name) or real(self, rows),
+        )
     decode(m, SOURCES, None, beam=4, nbest=2, max_length=12, fast_step=False)  # (Hugging Face's decoder and cache)
     assert calls and set(calls) == {"DynamicCache"}  # the self-attention half alone, once a step
 
@@ -256,14 +296,33 @@ def test_shrinking_batch_decodes_as_the_full_batch(tiny_marian, lp, early, shrin
     sentences are never done before the last step)."""
     m = _eos_loving(tiny_marian, 0.2, 3.0)
     sources = SOURCES + ["a b a b a b", "often today", "the the cat", "x"]
-    cons = [None, {"positive": [["often"]]}, {"negative": [["a"]], "bos_avoid": [["big"]]}, None,
-            {"positive": [["cat"], ["today"]], "negative": [["b"]]}, None, {"positive": [["a"]]}, None]
+    cons = [
+        None,
+        {"positive": [["often"]]},
+        {"negative": [["a"]], "bos_avoid": [["big"]]},
+        None,
+        {"positive": [["cat"], ["today"]], "negative": [["b"]]},
+        None,
+        {"positive": [["a"]]},
+        None,
+    ]
     for c in (None, cons):
         runs, stats = {}, {}
         for shrink in (False, True):
             stats[shrink] = {}
-            runs[shrink] = decode(m, sources, c, beam=4, nbest=3, max_length=20, length_penalty=lp,
-                                  early_stopping=early, batch_size=len(sources), stats=stats[shrink], shrink=shrink)
+            runs[shrink] = decode(
+                m,
+                sources,
+                c,
+                beam=4,
+                nbest=3,
+                max_length=20,
+                length_penalty=lp,
+                early_stopping=early,
+                batch_size=len(sources),
+                stats=stats[shrink],
+                shrink=shrink,
+            )
         full, shrunk = _tokens_scores(runs[False]), _tokens_scores(runs[True])
         assert [(u, [t for t, _ in o]) for u, o in full] == [(u, [t for t, _ in o]) for u, o in shrunk]
         for (_, a), (_, b) in zip(full, shrunk):
@@ -280,8 +339,14 @@ def test_batches_by_length_keep_input_order(tiny_marian, monkeypatch):
     them); results still come back in input order, each as its sentence alone decodes it."""
     import generation.decoding as decoding
 
-    sources = ["a", "the cat sat on the mat and the dog sat on the log .", "big red house", "a b",
-               "How often do earthquakes occur?", "x y z w v"]
+    sources = [
+        "a",
+        "the cat sat on the mat and the dog sat on the log .",
+        "big red house",
+        "a b",
+        "How often do earthquakes occur?",
+        "x y z w v",
+    ]
     seen = []
     real = decoding.beam_search
 

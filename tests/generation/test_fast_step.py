@@ -1,6 +1,7 @@
 """The lean decoder step (generation/decoding/fast_step.py, issue 20) computes what Hugging Face's decoder
 computes: logits within 1e-5 step by step (with beams reordered and sentences dropped as the beam search
 does), and the same decoded tokens with and without it."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,7 +51,7 @@ def _compare_steps(loaded, K=4, steps=14, shrink_at=(6, 10), seed=0, rtol=0.0):
     ids = torch.full((B, S), pad, dtype=torch.long)
     mask = torch.zeros(B, S, dtype=torch.long)
     for b, n in enumerate(lengths):
-        ids[b, :n - 1] = torch.randint(0, loaded.vocab.size, (n - 1,), generator=g)
+        ids[b, : n - 1] = torch.randint(0, loaded.vocab.size, (n - 1,), generator=g)
         ids[b, n - 1] = loaded.vocab.eos_id
         mask[b, :n] = 1
     enc_in = {"input_ids": ids, "attention_mask": mask}
@@ -61,8 +62,13 @@ def _compare_steps(loaded, K=4, steps=14, shrink_at=(6, 10), seed=0, rtol=0.0):
         lean = fast_step.for_model(model)
         assert lean is not None
         state = lean.start(enc.last_hidden_state, enc_in["attention_mask"], steps + 2)
-        out = model(encoder_outputs=enc, attention_mask=enc_in["attention_mask"], decoder_input_ids=start[:, None],
-                    use_cache=True, return_dict=True)
+        out = model(
+            encoder_outputs=enc,
+            attention_mask=enc_in["attention_mask"],
+            decoder_input_ids=start[:, None],
+            use_cache=True,
+            return_dict=True,
+        )
         worst = max(worst, _err(state.step(start, 0), out.logits[:, -1], rtol))
         cache = out.past_key_values
         repeat_rows(cache, K)
@@ -72,8 +78,14 @@ def _compare_steps(loaded, K=4, steps=14, shrink_at=(6, 10), seed=0, rtol=0.0):
         for pos in range(1, steps):
             H = B * K
             tok = torch.randint(0, loaded.vocab.size, (H,), generator=g)
-            out = model(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=tok[:, None], past_key_values=cache,
-                        use_cache=True, return_dict=True)
+            out = model(
+                encoder_outputs=enc,
+                attention_mask=mask,
+                decoder_input_ids=tok[:, None],
+                past_key_values=cache,
+                use_cache=True,
+                return_dict=True,
+            )
             cache = out.past_key_values
             ours = state.step(tok, pos)
             assert ours.shape == out.logits[:, -1].shape
@@ -118,8 +130,9 @@ def test_lean_logits_equal_hf_demo_model_past_the_first_capacity(demo, projectio
     """The demo model (scaled embeddings, swish, tied lm_head, final_logits_bias; logits of magnitude ~10),
     past 16 positions (the static cache doubles from 4 to 32). With F.linear within 1e-5; with oneDNN's products
     (another summation order) within 1e-5 + 1e-6 x |logit| (a few float32 ulps: 1.1e-5 was seen)."""
-    worst = _compare_steps(demo, K=5, steps=24, shrink_at=(3, 17), seed=seed,
-                           rtol=1e-6 if projections == "onednn" else 0.0)
+    worst = _compare_steps(
+        demo, K=5, steps=24, shrink_at=(3, 17), seed=seed, rtol=1e-6 if projections == "onednn" else 0.0
+    )
     assert worst <= 1e-5
 
 
@@ -141,9 +154,16 @@ def test_decode_identical_with_and_without_lean_step(demo, projections, constrai
     sources += corpus(17, seed=5)[:17]
     cons = None
     if constrained:
-        pool = [{"positive": [["often"]]}, {"positive": [["cat"], ["mat"]], "negative": [["the"]]},
-                {"negative": [["a", "a"]]}, None, {"positive": [["guitar"]]}, {"bos_avoid": [["The"]]},
-                {"positive": [["dogs"], ["field"], ["run"]]}, {"positive": [["day"], ["time"], ["world"], ["people"]]}]
+        pool = [
+            {"positive": [["often"]]},
+            {"positive": [["cat"], ["mat"]], "negative": [["the"]]},
+            {"negative": [["a", "a"]]},
+            None,
+            {"positive": [["guitar"]]},
+            {"bos_avoid": [["The"]]},
+            {"positive": [["dogs"], ["field"], ["run"]]},
+            {"positive": [["day"], ["time"], ["world"], ["people"]]},
+        ]
         cons = [pool[i % len(pool)] for i in range(len(sources))]
     runs = {}
     for lean in (False, True):
@@ -178,7 +198,7 @@ def test_which_models_take_the_lean_step(tiny_marian, tiny_t5_dir, monkeypatch):
         fresh = fast_step.for_model(model)
         assert fresh is not lean
         d = w.shape[0]
-        assert torch.equal(fresh.layers[0].w_qkv[d:2 * d], w)
+        assert torch.equal(fresh.layers[0].w_qkv[d : 2 * d], w)
     finally:
         with torch.no_grad():
             w.copy_(saved)
@@ -270,13 +290,17 @@ def test_int8_step_is_close_to_float32_and_decodes_mostly_the_same(demo):
         b = lean8.start(enc, enc_in["attention_mask"], 8).step(start, 0)
     assert not torch.equal(a, b)  # (int8 arithmetic, not a silent float32 fallback)
     assert (a - b).abs().max().item() < 0.05 * a.abs().max().item()
-    sources = SOURCES + [line for line in (DEMO.parent / "corpus.txt").read_text().splitlines()
-                         if 5 <= len(line.split()) <= 12][:28]
-    cons = [{"positive": [[s.split()[0]]], "negative": [["the"]]} if i % 3 == 0 else None
-            for i, s in enumerate(sources)]
+    sources = (
+        SOURCES
+        + [line for line in (DEMO.parent / "corpus.txt").read_text().splitlines() if 5 <= len(line.split()) <= 12][:28]
+    )
+    cons = [
+        {"positive": [[s.split()[0]]], "negative": [["the"]]} if i % 3 == 0 else None for i, s in enumerate(sources)
+    ]
     r32 = decode(demo, sources, cons, beam=5, nbest=1, max_length=40)
     r8 = decode(demo, sources, cons, beam=5, nbest=1, max_length=40, int8=True)
     from generation.decoding import normalise_constraints, violations
+
     for r, c in zip(r8, cons):
         assert r.safety_net_dropped == 0
         for o in r.outputs:

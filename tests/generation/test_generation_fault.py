@@ -1,5 +1,6 @@
 """Issue 6's fault: a Celery worker killed (SIGKILL) in the middle of a generation chunk. After
 ``job_resume`` a fresh worker completes the job, and every output is there exactly once."""
+
 from __future__ import annotations
 
 import os
@@ -23,9 +24,16 @@ from tests.conftest import ROOT, _database_url_of_test_db
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
-SENTENCES = ["the cat sat on the mat", "a dog runs in the house", "she walked to the car",
-             "they talk about the big tree", "the red sun was in the sky", "he ran with the small dog",
-             "we walk in the green world", "how often do earthquakes occur today"]
+SENTENCES = [
+    "the cat sat on the mat",
+    "a dog runs in the house",
+    "she walked to the car",
+    "they talk about the big tree",
+    "the red sun was in the sky",
+    "he ran with the small dog",
+    "we walk in the green world",
+    "how often do earthquakes occur today",
+]
 SYSTEMS = [28, 34]
 
 
@@ -43,12 +51,37 @@ def _one_torch_thread_per_worker():
 
 def _start_worker(log_path: Path) -> subprocess.Popen:
     """A second worker process, like the ``celery_worker_process`` fixture's (which this test kills)."""
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", DATABASE_URL=_database_url_of_test_db(),
-               PARAFORGE_VAR_DIR=str(settings.VAR_DIR), CELERY_BROKER_URL=settings.CELERY_BROKER_URL)
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DATABASE_URL=_database_url_of_test_db(),
+        PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-P", "solo", "--without-gossip",
-         "--without-mingle", "-n", f"test-fresh-{os.getpid()}@%h", "-l", "INFO"],
-        cwd=ROOT, env=env, stdout=open(log_path, "wb"), stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "cpu,gpu",
+            "-P",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"test-fresh-{os.getpid()}@%h",
+            "-l",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log_path, "wb"),
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 120
     while not workers_available(timeout=1.0):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -71,9 +104,19 @@ def _corpus(tmp_path):
 
 def test_worker_killed_mid_chunk_then_resumed_outputs_exactly_once(celery_worker_process, tiny_marian_dir, tmp_path):
     corpus = _corpus(tmp_path)
-    job = job_start(kind=KIND, params={
-        "corpus": corpus.pk, "model": str(tiny_marian_dir), "systems": SYSTEMS, "beam": 2, "max_length": 12,
-        "batch_size": 1, "device": "cpu", "pause_per_batch": 0.3})
+    job = job_start(
+        kind=KIND,
+        params={
+            "corpus": corpus.pk,
+            "model": str(tiny_marian_dir),
+            "systems": SYSTEMS,
+            "beam": 2,
+            "max_length": 12,
+            "batch_size": 1,
+            "device": "cpu",
+            "pause_per_batch": 0.3,
+        },
+    )
     assert job.total_chunks == 2
 
     # Wait until the worker is inside chunk 0, some of its references decoded, then kill it outright.

@@ -1,5 +1,6 @@
 """The ``generate`` job kind and CLI: candidate shards in the Resource format, constraints obeyed, identical
 outputs merged, the evaluation sample as an annotation campaign, idempotent chunks, CLI shape and errors."""
+
 from __future__ import annotations
 
 import json
@@ -33,22 +34,43 @@ pytestmark = pytest.mark.django_db
 SYSTEMS = [17, 21, 28, 31, 34]
 # Made of the tiny test tokenizer's words (tests/generation/conftest.py); spaCy token counts in comments.
 SENTENCES = [
-    "the cat sat on the mat",                                           # 6
-    "a dog runs in the house",                                          # 6
-    "she walked to the car",                                            # 5
-    "they talk about the big tree",                                     # 6
-    "the red sun was in the sky",                                       # 7
-    "he ran with the small dog to the blue house",                      # 10
-    "we walk in the green world and talk with people",                  # 10
-    "the government work is a big question for the company",           # 10
-    "it was a day of fire and water , wind and earth",                  # 12
+    "the cat sat on the mat",  # 6
+    "a dog runs in the house",  # 6
+    "she walked to the car",  # 5
+    "they talk about the big tree",  # 6
+    "the red sun was in the sky",  # 7
+    "he ran with the small dog to the blue house",  # 10
+    "we walk in the green world and talk with people",  # 10
+    "the government work is a big question for the company",  # 10
+    "it was a day of fire and water , wind and earth",  # 12
     "you run to the house for the time of the week and the night is big and the moon "
-    "is red and the sky was blue with the sun",                         # 29
-    "how often do earthquakes occur today",                             # 6
-    "this program is work",                                             # 4
+    "is red and the sky was blue with the sun",  # 29
+    "how often do earthquakes occur today",  # 6
+    "this program is work",  # 4
 ]
-FUNCTION_WORDS = {"the", "a", "is", "was", "it", "and", "of", "to", "in", "for", "with", "that", "this", "he",
-                  "she", "they", "we", "you", "on", "how", "do"}
+FUNCTION_WORDS = {
+    "the",
+    "a",
+    "is",
+    "was",
+    "it",
+    "and",
+    "of",
+    "to",
+    "in",
+    "for",
+    "with",
+    "that",
+    "this",
+    "he",
+    "she",
+    "they",
+    "we",
+    "you",
+    "on",
+    "how",
+    "do",
+}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -80,8 +102,18 @@ def corpus(tmp_path, storage_dir):
 
 
 def _params(corpus, model_dir, **extra):
-    return {"corpus": corpus.pk, "model": str(model_dir), "systems": SYSTEMS, "beam": 3, "nbest": 1,
-            "max_length": 16, "batch_size": 8, "device": "cpu", "seed": 1, **extra}
+    return {
+        "corpus": corpus.pk,
+        "model": str(model_dir),
+        "systems": SYSTEMS,
+        "beam": 3,
+        "nbest": 1,
+        "max_length": 16,
+        "batch_size": 8,
+        "device": "cpu",
+        "seed": 1,
+        **extra,
+    }
 
 
 def _records(job):
@@ -95,8 +127,9 @@ def _check_record(record, idf_table):
     assert record["source"] == "" and record["reference"] == SENTENCES[record["ref_index"]]
     doc = load_pipeline(tagger=False)(record["reference"])
     assert record["length"] == sum(1 for t in doc if not t.is_space)
-    expected = {str(s.system): s for s in select_for_all_systems(record["reference"], idf_table, seed=1,
-                                                                   systems=SYSTEMS)}
+    expected = {
+        str(s.system): s for s in select_for_all_systems(record["reference"], idf_table, seed=1, systems=SYSTEMS)
+    }
     assert record["no_constraints"] == [n for n, s in expected.items() if not s.is_constraint_set]
     texts = [c["text"] for c in record["candidates"]]
     assert len(texts) == len(set(texts)) and all(t.strip() for t in texts)
@@ -124,16 +157,19 @@ def test_job_writes_documented_shards_obeying_constraints_and_merging_systems(co
     job = job_run_inline(job_id=job.pk)
     assert job.status == JobStatus.SUCCEEDED, job.error
 
-    idf = {line.split("\t")[0]: float(line.split("\t")[1]) for line in
-           get_storage().open_read(corpus.idf_tables.get().key).read().decode().splitlines()[1:]}
+    idf = {
+        line.split("\t")[0]: float(line.split("\t")[1])
+        for line in get_storage().open_read(corpus.idf_tables.get().key).read().decode().splitlines()[1:]
+    }
     records = _records(job)
     assert [r["ref_index"] for r in records] == list(range(len(SENTENCES)))
     produced = [_check_record(r, idf) for r in records]
     per_system = job.result["per_system"]
     assert sorted(per_system, key=int) == [str(s) for s in SYSTEMS]
     assert sum(len(p) for p in produced) == sum(v["outputs"] for v in per_system.values())
-    assert sum(v["unsatisfiable"] + v["empty"] for v in per_system.values()) == \
-        sum(len(SYSTEMS) - len(r["no_constraints"]) - len(p) for r, p in zip(records, produced))
+    assert sum(v["unsatisfiable"] + v["empty"] for v in per_system.values()) == sum(
+        len(SYSTEMS) - len(r["no_constraints"]) - len(p) for r, p in zip(records, produced)
+    )
     # identical outputs of different systems are one candidate listing both (the baseline 28 and a
     # system whose banned words the unconstrained output does not contain, at least)
     assert any(len(c["systems"]) > 1 for r in records for c in r["candidates"])
@@ -146,8 +182,15 @@ def test_job_writes_documented_shards_obeying_constraints_and_merging_systems(co
     assert resource.n_pairs == sum(len(r["candidates"]) for r in records) == sum(s.n_pairs for s in shards)
     s = resource.settings
     assert s["model"] == str(tiny_marian_dir) and s["model_sha256"] == model_fingerprint(str(tiny_marian_dir))
-    assert (s["systems"], s["beam"], s["nbest"], s["stop"], s["max_length"], s["length_penalty"], s["seed"]) == \
-        (SYSTEMS, 3, 1, "auto", 16, 1.0, 1)
+    assert (s["systems"], s["beam"], s["nbest"], s["stop"], s["max_length"], s["length_penalty"], s["seed"]) == (
+        SYSTEMS,
+        3,
+        1,
+        "auto",
+        16,
+        1.0,
+        1,
+    )
     assert s["idf_table"] == corpus.idf_tables.get().pk and s["idf_table_name"] == "tiny-gen"
     assert not Campaign.objects.filter(job=job).exists()  # the whole corpus stays in shards
 
@@ -168,8 +211,9 @@ def test_stop_rule_is_checked_and_a_job_planned_without_one_keeps_hugging_faces(
 
 
 def test_rerunning_a_chunk_rewrites_the_same_shard_and_row(corpus, tiny_marian_dir):
-    job = job_run_inline(job_id=job_start(kind=KIND, params=_params(corpus, tiny_marian_dir, systems=[28, 34]),
-                                          enqueue=False).pk)
+    job = job_run_inline(
+        job_id=job_start(kind=KIND, params=_params(corpus, tiny_marian_dir, systems=[28, 34]), enqueue=False).pk
+    )
     assert job.status == JobStatus.SUCCEEDED, job.error
     before = list(read_jsonl_gz(candidate_shard_key(job.pk, 1)))
     row = ResourceShard.objects.get(resource__job=job, index=1)
@@ -192,8 +236,9 @@ def test_evaluation_sample_goes_into_a_campaign(corpus, tiny_marian_dir):
     assert set(by_bucket[10]) <= {5, 6, 7} and by_bucket[20] == [9]  # 12 tokens -> 10; 29 -> 20
     assert job.total_chunks == 2
     again = job_start(kind=KIND, params={**params, "name": "again"}, enqueue=False)
-    assert [r["i"] for c in again.chunks.order_by("index") for r in c.params["references"]] == \
-        [r["i"] for r in sample]  # deterministic by seed
+    assert [r["i"] for c in again.chunks.order_by("index") for r in c.params["references"]] == [
+        r["i"] for r in sample
+    ]  # deterministic by seed
 
     job = job_run_inline(job_id=job.pk)
     assert job.status == JobStatus.SUCCEEDED, job.error
@@ -207,8 +252,10 @@ def test_evaluation_sample_goes_into_a_campaign(corpus, tiny_marian_dir):
         assert ref.length_bucket == r["bucket"] and ref.text == SENTENCES[r["i"]]
         assert ref.extra["length"] == r["length"]
     for record in records:
-        got = {c.text: (c.nll, sorted(s.system for s in c.systems.all()))
-               for c in Candidate.objects.filter(reference=refs[str(record["ref_index"])])}
+        got = {
+            c.text: (c.nll, sorted(s.system for s in c.systems.all()))
+            for c in Candidate.objects.filter(reference=refs[str(record["ref_index"])])
+        }
         assert got == {c["text"]: (pytest.approx(c["nll"]), sorted(c["systems"])) for c in record["candidates"]}
     counts = (Reference.objects.count(), Candidate.objects.count(), CandidateSystem.objects.count())
     assert counts[1] == sum(len(r["candidates"]) for r in records) > 0
@@ -219,27 +266,65 @@ def test_evaluation_sample_goes_into_a_campaign(corpus, tiny_marian_dir):
 
 
 def test_length_bucket_rule():
-    assert [length_bucket(n, (5, 10, 20, 40)) for n in (1, 5, 7, 8, 15, 16, 30, 31, 90)] == \
-        [5, 5, 5, 10, 10, 20, 20, 40, 40]
+    assert [length_bucket(n, (5, 10, 20, 40)) for n in (1, 5, 7, 8, 15, 16, 30, 31, 90)] == [
+        5,
+        5,
+        5,
+        10,
+        10,
+        20,
+        20,
+        40,
+        40,
+    ]
 
 
 # --- the CLI ------------------------------------------------------------------------------------
 
 
 def test_cli_with_the_demo_model_prints_the_job_and_waits(corpus, capsys):
-    call_command("generate", "tiny-gen", "--model", "generation/demo/model", "--systems", "28,31,34",
-                 "--sample-per-length", "1", "--lengths", "5,10", "--beam", "4", "--nbest", "2", "--device", "cpu",
-                 "--max-length", "24", "--name", "demo-sample", "--wait")
+    call_command(
+        "generate",
+        "tiny-gen",
+        "--model",
+        "generation/demo/model",
+        "--systems",
+        "28,31,34",
+        "--sample-per-length",
+        "1",
+        "--lengths",
+        "5,10",
+        "--beam",
+        "4",
+        "--nbest",
+        "2",
+        "--device",
+        "cpu",
+        "--max-length",
+        "24",
+        "--name",
+        "demo-sample",
+        "--wait",
+    )
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     job = Job.objects.get(pk=out["job"])
     # progress on stderr (not a terminal here: plain lines), counting the sampled references
     assert captured.err.splitlines()[-1].startswith(
-        f"job {job.pk} generate succeeded: 1/1 chunks, 2/2 references (100%)")
-    assert out == {"job": job.pk, "status": "succeeded", "corpus": corpus.pk,
-                   "resource": Resource.objects.get(name="demo-sample").pk, "name": "demo-sample",
-                   "campaign": Campaign.objects.get(job=job).pk, "chunks": 1, "references": 2,
-                   "pairs": out["pairs"], "sample": {"5": 1, "10": 1}}
+        f"job {job.pk} generate succeeded: 1/1 chunks, 2/2 references (100%)"
+    )
+    assert out == {
+        "job": job.pk,
+        "status": "succeeded",
+        "corpus": corpus.pk,
+        "resource": Resource.objects.get(name="demo-sample").pk,
+        "name": "demo-sample",
+        "campaign": Campaign.objects.get(job=job).pk,
+        "chunks": 1,
+        "references": 2,
+        "pairs": out["pairs"],
+        "sample": {"5": 1, "10": 1},
+    }
     assert job.params["nbest"] == 2 and out["pairs"] >= 2
     for record in _records(job):  # real paraphrases: words, under the constraints
         for cand in record["candidates"]:
@@ -257,30 +342,43 @@ def test_cli_without_wait_only_queues(corpus, tiny_marian_dir, capsys, django_ca
     assert out["name"] == f"tiny-gen-job{out['job']}" and len(callbacks) == 1  # the enqueue after commit
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nope", "--model", "{model}", "--systems", "28"], "no corpus named or numbered 'nope'"),
-    (["tiny-gen", "--model", "{tmp}/missing", "--systems", "28"], "does not exist"),
-    (["tiny-gen", "--model", "{tmp}", "--systems", "28"], "has no config.json"),
-    (["tiny-gen", "--model", "{model}", "--systems", "17,99"], "unknown system 99"),
-    (["tiny-gen", "--model", "{model}", "--systems", "17,x"], "'x' is not a number"),
-    (["tiny-gen", "--model", "{model}", "--systems", "35"], "need a PPDB file"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--beam", "2", "--nbest", "3"], "cannot exceed beam"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--idf", "nope"], "no IDF table named"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--stop", "first"], "--stop: invalid choice: 'first'"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--sample-per-length", "0"], "at least 1"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--lengths", "5,x", "--sample-per-length", "2"],
-     "length must be an integer"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--lengths", "abc"],  # checked even when unused
-     "length must be an integer"),
-    (["tiny-gen", "--model", "{tmp}/notes.txt", "--systems", "28"], r"model folder '.*notes\.txt' is not a folder"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--length-penalty", "nan"],
-     "length_penalty must be a finite number, not nan"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--length-penalty", "inf"],
-     "length_penalty must be a finite number, not inf"),
-    (["tiny-gen", "--model", "{model}", "--systems", "28", "--pause-per-batch", "inf"],
-     "pause_per_batch must be a finite number"),
-    (["tiny-gen", "--model", "{model}", "--systems", "35", "--ppdb", "{tmp}"], "is a directory, not a file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nope", "--model", "{model}", "--systems", "28"], "no corpus named or numbered 'nope'"),
+        (["tiny-gen", "--model", "{tmp}/missing", "--systems", "28"], "does not exist"),
+        (["tiny-gen", "--model", "{tmp}", "--systems", "28"], "has no config.json"),
+        (["tiny-gen", "--model", "{model}", "--systems", "17,99"], "unknown system 99"),
+        (["tiny-gen", "--model", "{model}", "--systems", "17,x"], "'x' is not a number"),
+        (["tiny-gen", "--model", "{model}", "--systems", "35"], "need a PPDB file"),
+        (["tiny-gen", "--model", "{model}", "--systems", "28", "--beam", "2", "--nbest", "3"], "cannot exceed beam"),
+        (["tiny-gen", "--model", "{model}", "--systems", "28", "--idf", "nope"], "no IDF table named"),
+        (["tiny-gen", "--model", "{model}", "--systems", "28", "--stop", "first"], "--stop: invalid choice: 'first'"),
+        (["tiny-gen", "--model", "{model}", "--systems", "28", "--sample-per-length", "0"], "at least 1"),
+        (
+            ["tiny-gen", "--model", "{model}", "--systems", "28", "--lengths", "5,x", "--sample-per-length", "2"],
+            "length must be an integer",
+        ),
+        (
+            ["tiny-gen", "--model", "{model}", "--systems", "28", "--lengths", "abc"],  # checked even when unused
+            "length must be an integer",
+        ),
+        (["tiny-gen", "--model", "{tmp}/notes.txt", "--systems", "28"], r"model folder '.*notes\.txt' is not a folder"),
+        (
+            ["tiny-gen", "--model", "{model}", "--systems", "28", "--length-penalty", "nan"],
+            "length_penalty must be a finite number, not nan",
+        ),
+        (
+            ["tiny-gen", "--model", "{model}", "--systems", "28", "--length-penalty", "inf"],
+            "length_penalty must be a finite number, not inf",
+        ),
+        (
+            ["tiny-gen", "--model", "{model}", "--systems", "28", "--pause-per-batch", "inf"],
+            "pause_per_batch must be a finite number",
+        ),
+        (["tiny-gen", "--model", "{model}", "--systems", "35", "--ppdb", "{tmp}"], "is a directory, not a file"),
+    ],
+)
 def test_cli_errors_create_nothing(corpus, tiny_marian_dir, tmp_path, args, message):
     (tmp_path / "notes.txt").write_text("not a model")
     args = [a.format(model=tiny_marian_dir, tmp=tmp_path) for a in args]
@@ -306,8 +404,7 @@ def test_cli_name_taken_and_corpus_without_idf(corpus, tiny_marian_dir, tmp_path
 def test_admin_lists_resources_with_progress_shards_and_settings(corpus, tiny_marian_dir, client, django_user_model):
     from django.urls import reverse
 
-    client.force_login(django_user_model.objects.create_user("staff", password="pw", is_staff=True,
-                                                             is_superuser=True))
+    client.force_login(django_user_model.objects.create_user("staff", password="pw", is_staff=True, is_superuser=True))
     job = job_start(kind=KIND, params=_params(corpus, tiny_marian_dir, systems=[28]), enqueue=False)
     resource = Resource.objects.get(job=job)
     page = client.get(reverse("admin:generation_resource_changelist")).content.decode()
@@ -322,8 +419,9 @@ def test_admin_lists_resources_with_progress_shards_and_settings(corpus, tiny_ma
 def test_cancelling_stops_a_chunk_at_its_next_batch_without_writing(corpus, tiny_marian_dir):
     from jobs.execution import JobCancelled, _progress_recorder, job_cancel
 
-    job = job_start(kind=KIND, params=_params(corpus, tiny_marian_dir, batch_size=2, pause_per_batch=0.1),
-                    enqueue=False)
+    job = job_start(
+        kind=KIND, params=_params(corpus, tiny_marian_dir, batch_size=2, pause_per_batch=0.1), enqueue=False
+    )
     chunk = job.chunks.get(index=0)
     record = _progress_recorder(chunk)
     seen = []
@@ -341,12 +439,15 @@ def test_cancelling_stops_a_chunk_at_its_next_batch_without_writing(corpus, tiny
     assert not get_storage().exists(candidate_shard_key(job.pk, 0)) and not ResourceShard.objects.exists()
 
 
-def test_a_bitext_corpus_decodes_the_source_under_the_references_constraints(tmp_path, storage_dir, tiny_marian,
-                                                                              tiny_marian_dir):
+def test_a_bitext_corpus_decodes_the_source_under_the_references_constraints(
+    tmp_path, storage_dir, tiny_marian, tiny_marian_dir
+):
     from generation.decoding import decode
 
-    pairs = [("how often do earthquakes occur today", "the cat sat on the mat"),
-             ("the red sun was in the sky", "a dog runs in the house")]
+    pairs = [
+        ("how often do earthquakes occur today", "the cat sat on the mat"),
+        ("the red sun was in the sky", "a dog runs in the house"),
+    ]
     path = tmp_path / "pairs.tsv"
     path.write_text("".join(f"{s}\t{r}\n" for s, r in pairs))
     corpus = corpus_import(name="tiny-bitext", path=path, format="bitext")
@@ -355,8 +456,11 @@ def test_a_bitext_corpus_decodes_the_source_under_the_references_constraints(tmp
         fh.write("".join(f"{w}\t{_idf_value(w)}\n" for s, r in pairs for w in r.split()).encode())
     idf = {w: _idf_value(w) for _, r in pairs for w in r.split()}
     IdfTable.objects.create(corpus=corpus, name="tiny-bitext", key=key, n_documents=2, n_types=len(idf))
-    job = job_run_inline(job_id=job_start(kind=KIND, params={**_params(corpus, tiny_marian_dir, systems=[17, 28]),
-                                                               "batch_size": 1}, enqueue=False).pk)
+    job = job_run_inline(
+        job_id=job_start(
+            kind=KIND, params={**_params(corpus, tiny_marian_dir, systems=[17, 28]), "batch_size": 1}, enqueue=False
+        ).pk
+    )
     assert job.status == JobStatus.SUCCEEDED, job.error
 
     def best(text):

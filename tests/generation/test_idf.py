@@ -103,8 +103,12 @@ def test_idf_on_s3(tmp_path, settings):
     _, done = _build(_corpus(tmp_path, shard_size=3))
     assert done.status == JobStatus.SUCCEEDED, done.error
     table = IdfTable.objects.get(pk=done.result["idf_table"])
-    keys = [o["Key"] for o in boto3.client("s3", region_name="us-east-1").list_objects_v2(
-        Bucket="bucket", Prefix="prefix/idf/")["Contents"]]
+    keys = [
+        o["Key"]
+        for o in boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket="bucket", Prefix="prefix/idf/")[
+            "Contents"
+        ]
+    ]
     assert keys == [f"prefix/idf/{table.pk}.tsv"]
     assert idf_table_load(table) == pytest.approx({t: math.log(4 / df) for t, df in EXPECTED_DF.items()})
 
@@ -169,17 +173,20 @@ def test_a_byte_order_mark_is_dropped_with_or_without_the_header(tmp_path, stora
         assert idf_table_load(idf_table_import(name, path)) == {"the": 1.5, "cat": 8.0}
 
 
-@pytest.mark.parametrize("raw, message", [
-    ("the\t1.5\ncaf\xe9\t8.0\n".encode("latin-1"), r"bad\.tsv:2: not UTF-8"),
-    (b"the\t1.5\ncat\t2.0\nthe\t9.0\n", r"bad\.tsv:3: token 'the' appears twice"),
-    (b"the\t1.5\ncat\tnan\n", r"bad\.tsv:2: IDF 'nan' is not a finite number >= 0"),
-    (b"the\t1.5\ncat\tinf\n", r"bad\.tsv:2: IDF 'inf' is not a finite number >= 0"),
-    (b"the\t1.5\ncat\t1e999\n", r"bad\.tsv:2: IDF '1e999' is not a finite number >= 0"),
-    (b"the\t-3\n", r"bad\.tsv:1: IDF '-3' is not a finite number >= 0"),
-    (b"the\t1.5\n\t8.0\n", r"bad\.tsv:2: empty token"),
-    (b"the\t1.5\nmy word\t9\n", r"bad\.tsv:2: token 'my word' holds whitespace"),
-    (b"the 1.5\n", r"bad\.tsv:1: expected token<TAB>idf"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("the\t1.5\ncaf\xe9\t8.0\n".encode("latin-1"), r"bad\.tsv:2: not UTF-8"),
+        (b"the\t1.5\ncat\t2.0\nthe\t9.0\n", r"bad\.tsv:3: token 'the' appears twice"),
+        (b"the\t1.5\ncat\tnan\n", r"bad\.tsv:2: IDF 'nan' is not a finite number >= 0"),
+        (b"the\t1.5\ncat\tinf\n", r"bad\.tsv:2: IDF 'inf' is not a finite number >= 0"),
+        (b"the\t1.5\ncat\t1e999\n", r"bad\.tsv:2: IDF '1e999' is not a finite number >= 0"),
+        (b"the\t-3\n", r"bad\.tsv:1: IDF '-3' is not a finite number >= 0"),
+        (b"the\t1.5\n\t8.0\n", r"bad\.tsv:2: empty token"),
+        (b"the\t1.5\nmy word\t9\n", r"bad\.tsv:2: token 'my word' holds whitespace"),
+        (b"the 1.5\n", r"bad\.tsv:1: expected token<TAB>idf"),
+    ],
+)
 def test_a_bad_idf_file_names_the_line_and_stores_nothing(tmp_path, storage_dir, raw, message, capsys):
     path = tmp_path / "bad.tsv"
     path.write_bytes(raw)

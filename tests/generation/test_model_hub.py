@@ -5,6 +5,7 @@ The cache is a folder each test builds in the layout ``huggingface_hub`` writes
 filled with the shipped demo model's files; ``HF_HUB_CACHE``/``HF_HOME`` point at it and ``HF_HUB_OFFLINE=1``
 keeps everything off the network.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,8 +62,25 @@ def _paraphrase(tmp_path, model: str, name: str) -> list[dict]:
     inp.write_text("\n".join(LINES) + "\n")
     cons = tmp_path / "c.jsonl"
     cons.write_text(json.dumps(CONSTRAINTS) + "\n{}\n")
-    call_command("paraphrase", "--model", model, "--input", str(inp), "--output", str(out), "--constraints",
-                 str(cons), "--beam", "4", "--nbest", "2", "--max-length", "32", "--device", "cpu")
+    call_command(
+        "paraphrase",
+        "--model",
+        model,
+        "--input",
+        str(inp),
+        "--output",
+        str(out),
+        "--constraints",
+        str(cons),
+        "--beam",
+        "4",
+        "--nbest",
+        "2",
+        "--max-length",
+        "32",
+        "--device",
+        "cpu",
+    )
     return [json.loads(x) for x in out.read_text().splitlines()]
 
 
@@ -92,8 +110,16 @@ def test_model_folder_rule(tmp_path, hf_cache, monkeypatch):
     assert model_folder(str(DEMO_MODEL)) == DEMO_MODEL
     assert model_folder("demo/model", base_dir=ROOT / "generation") == ROOT / "generation" / "demo" / "model"
     # not a hub id: a missing folder, as before
-    for value in (str(tmp_path / "missing"), "./missing/model", "a/b/c", "org--x/name", "org/.name", "-org/name",
-                  "org/name@../../x", "org/name/"):
+    for value in (
+        str(tmp_path / "missing"),
+        "./missing/model",
+        "a/b/c",
+        "org--x/name",
+        "org/.name",
+        "-org/name",
+        "org/name@../../x",
+        "org/name/",
+    ):
         assert hub_id(value) is None
         with pytest.raises(ModelFolderError, match="does not exist"):
             model_folder(value)
@@ -105,8 +131,15 @@ def test_an_id_not_in_the_cache_while_offline_is_a_clear_error(tmp_path, hf_cach
     inp = tmp_path / "in.txt"
     inp.write_text("x\n")
     with pytest.raises(CommandError) as caught:
-        call_command("paraphrase", "--model", "Helsinki-NLP/opus-mt-en-de", "--input", str(inp),
-                     "--output", str(tmp_path / "out.jsonl"))
+        call_command(
+            "paraphrase",
+            "--model",
+            "Helsinki-NLP/opus-mt-en-de",
+            "--input",
+            str(inp),
+            "--output",
+            str(tmp_path / "out.jsonl"),
+        )
     message = str(caught.value)
     assert "'Helsinki-NLP/opus-mt-en-de' is neither a local folder nor in the Hugging Face cache" in message
     assert str(hf_cache) in message and "offline" in message

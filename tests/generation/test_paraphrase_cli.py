@@ -1,4 +1,5 @@
 """``manage.py paraphrase``: output shape and order, constraint files, errors."""
+
 from __future__ import annotations
 
 import io
@@ -13,8 +14,23 @@ def _run(tmp_path, model_dir, lines, constraints=None, *extra, stderr=None):
     inp = tmp_path / "in.txt"
     inp.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.jsonl"
-    args = ["--model", str(model_dir), "--input", str(inp), "--output", str(out), "--beam", "3", "--nbest", "2",
-            "--max-length", "16", "--device", "cpu", *extra]
+    args = [
+        "--model",
+        str(model_dir),
+        "--input",
+        str(inp),
+        "--output",
+        str(out),
+        "--beam",
+        "3",
+        "--nbest",
+        "2",
+        "--max-length",
+        "16",
+        "--device",
+        "cpu",
+        *extra,
+    ]
     if constraints is not None:
         cf = tmp_path / "c.jsonl"
         cf.write_text("\n".join(constraints) + "\n")
@@ -25,9 +41,19 @@ def _run(tmp_path, model_dir, lines, constraints=None, *extra, stderr=None):
 
 def test_cli_shape_and_order(tmp_path, tiny_marian_dir):
     lines = ["How often do earthquakes occur?\tHow often do earthquakes occur?", "the cat sat", "a b"]
-    cons = [json.dumps({"system": 18, "name": "x", "positive": [["today"]], "negative": [["often"], ["earthquakes"]],
-                        "bos_avoid": []}), json.dumps({"positive": [], "negative": [["the"]], "bos_avoid": [["a"]]}),
-            "{}"]
+    cons = [
+        json.dumps(
+            {
+                "system": 18,
+                "name": "x",
+                "positive": [["today"]],
+                "negative": [["often"], ["earthquakes"]],
+                "bos_avoid": [],
+            }
+        ),
+        json.dumps({"positive": [], "negative": [["the"]], "bos_avoid": [["a"]]}),
+        "{}",
+    ]
     rows = _run(tmp_path, tiny_marian_dir, lines, cons)
     assert [r["source"] for r in rows] == ["How often do earthquakes occur?", "the cat sat", "a b"]
     for r in rows:
@@ -79,8 +105,10 @@ def test_cli_int8(tmp_path, tiny_marian_dir):
     cons = [json.dumps({"positive": [["today"]], "negative": [["often"]]})] * 2
     for r in _run(tmp_path, tiny_marian_dir, ["how often", "the cat sat"], cons, "--int8"):
         assert r["unsatisfiable"] is False and r["outputs"]
-        assert all("today" in re.findall(r"\w+", o["text"]) and "often" not in re.findall(r"\w+", o["text"])
-                   for o in r["outputs"])
+        assert all(
+            "today" in re.findall(r"\w+", o["text"]) and "often" not in re.findall(r"\w+", o["text"])
+            for o in r["outputs"]
+        )
     with pytest.raises(CommandError, match="--int8 runs on the CPU only"):
         _run(tmp_path, tiny_marian_dir, ["x"], None, "--int8", "--device", "cuda")
 

@@ -45,9 +45,24 @@ def sample_ppdb(request, tmp_path):
 
 def test_coarse_pos_classes():
     assert [coarse_pos_of_ptb(t) for t in ("[NN]", "[NNS]", "[VB]", "[VBD]", "[JJ]", "[JJR]", "[RB]", "[IN]")] == [
-        "noun", "noun", "verb", "verb", "adj", "adj", "adv", "other"]
+        "noun",
+        "noun",
+        "verb",
+        "verb",
+        "adj",
+        "adj",
+        "adv",
+        "other",
+    ]
     assert [coarse_pos_of_spacy(p) for p in ("NOUN", "PROPN", "VERB", "AUX", "ADJ", "ADV", "ADP")] == [
-        "noun", "noun", "verb", "verb", "adj", "adv", "other"]
+        "noun",
+        "noun",
+        "verb",
+        "verb",
+        "adj",
+        "adv",
+        "other",
+    ]
 
 
 def test_index_lookups_and_malformed_lines_counted(sample_ppdb, caplog):
@@ -79,8 +94,11 @@ def test_index_groups_sorts_and_deduplicates_each_phrases_paraphrases(tmp_path):
     path = tmp_path / "ppdb-lexical"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     index = open_ppdb(path)
-    expected = {("noun", "Equivalence"): ("home", "homes"), ("verb", "ForwardEntailment"): ("accommodate", "lodge"),
-                ("noun", "ReverseEntailment"): ("dwelling",)}
+    expected = {
+        ("noun", "Equivalence"): ("home", "homes"),
+        ("verb", "ForwardEntailment"): ("accommodate", "lodge"),
+        ("noun", "ReverseEntailment"): ("dwelling",),
+    }
     assert index.entries("house") == expected
     assert index.entries("tremor") == {} and index.entries("bad") == {}
     assert index.stats["phrases"] == 1 and index.stats["kept"] == 6
@@ -155,17 +173,23 @@ def test_missing_or_broken_file(tmp_path):
     assert not list((Path(settings.VAR_DIR) / "ppdb-index").glob(".*.tmp*"))  # nor its staged rules
 
 
-@pytest.mark.parametrize("content, lines, first", [
-    (b"often\tfrequently\nmyth\tlegend\n\nquake\ttremor\n", 4, "line 1: expected 6 '|||'-separated fields, found 1"),
-    (b"", 0, None),
-])
+@pytest.mark.parametrize(
+    "content, lines, first",
+    [
+        (
+            b"often\tfrequently\nmyth\tlegend\n\nquake\ttremor\n",
+            4,
+            "line 1: expected 6 '|||'-separated fields, found 1",
+        ),
+        (b"", 0, None),
+    ],
+)
 def test_a_file_with_no_valid_rule_is_refused_every_time(tmp_path, monkeypatch, capsys, content, lines, first):
     """A PPDB 1.0 pairs file (or an empty one) used to give every PPDB system "no paraphrase", and once
     its index was cached, not even a warning."""
     path = tmp_path / "ppdb-1.0-lexical-pairs.tsv"
     path.write_bytes(content)
-    message = rf"not a PPDB 2\.0 lexical file: no valid rule in {lines} lines" + (
-        rf" \({first}\)" if first else "$")
+    message = rf"not a PPDB 2\.0 lexical file: no valid rule in {lines} lines" + (rf" \({first}\)" if first else "$")
     with pytest.raises(PpdbError, match=message):
         open_ppdb(path)
     with pytest.raises(PpdbError, match=message):  # this process's open index

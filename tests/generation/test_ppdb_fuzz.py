@@ -5,6 +5,7 @@ random bytes with invalid UTF-8 and NUL), \\r\\n endings, plain or gzipped: the 
 counts every malformed line and reports the first ones by their 1-based line numbers, and every valid
 rule of a wanted relation can be looked up.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -16,8 +17,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from generation.ppdb import MAX_REPORTED, PpdbError, PpdbIndex, build_index, coarse_pos_of_ptb, open_ppdb
 from generation.systems import PPDB_RELATIONS
 
-RELATIONS = ("Equivalence", "ForwardEntailment", "ReverseEntailment", "Exclusion", "OtherRelated",
-             "Independent")
+RELATIONS = ("Equivalence", "ForwardEntailment", "ReverseEntailment", "Exclusion", "OtherRelated", "Independent")
 TAGS = ("[NN]", "[NNS]", "[VB]", "[VBZ]", "[JJ]", "[RB]", "[X]", "[IN]")
 PHRASE = st.lists(st.text(alphabet="abcXYZéß漢\x00-'", min_size=1, max_size=6), min_size=1, max_size=3).map(" ".join)
 FEATURES = "PPDB2.0Score=3.1 AGigaSim=0.6"
@@ -35,9 +35,11 @@ def valid_rule(draw):
 MALFORMED = st.one_of(
     st.tuples(PHRASE, PHRASE).map(lambda p: f"[NN] ||| {p[0]} ||| {p[1]} ||| {FEATURES}"),  # too few fields
     st.tuples(st.sampled_from(["NN", "[]", "[NN", "", "x"]), PHRASE, PHRASE).map(
-        lambda p: f"{p[0]} ||| {p[1]} ||| {p[2]} ||| {FEATURES} ||| 0-0 ||| Equivalence"),  # bad LHS
+        lambda p: f"{p[0]} ||| {p[1]} ||| {p[2]} ||| {FEATURES} ||| 0-0 ||| Equivalence"
+    ),  # bad LHS
     st.tuples(PHRASE, PHRASE, st.sampled_from(["Bogus", "", "equivalence"])).map(
-        lambda p: f"[NN] ||| {p[0]} ||| {p[1]} ||| {FEATURES} ||| 0-0 ||| {p[2]}"),  # unknown relation
+        lambda p: f"[NN] ||| {p[0]} ||| {p[1]} ||| {FEATURES} ||| 0-0 ||| {p[2]}"
+    ),  # unknown relation
     PHRASE.map(lambda p: f"[NN] |||  ||| {p} ||| {FEATURES} ||| 0-0 ||| Equivalence"),  # empty phrase
 ).map(str.encode)
 # random bytes with no '|' at all: malformed unless blank once decoded (U+FFFD for invalid UTF-8)
@@ -60,8 +62,13 @@ def ppdb_files(draw):
     return b"".join(lines), len(lines), rules, malformed
 
 
-@settings(derandomize=True, max_examples=120, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    derandomize=True,
+    max_examples=120,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(file=ppdb_files(), gz=st.booleans())
 def test_index_build_counts_malformed_lines_and_finds_every_valid_rule(tmp_path, file, gz):
     data, n_lines, rules, malformed = file
@@ -90,14 +97,19 @@ def test_index_build_counts_malformed_lines_and_finds_every_valid_rule(tmp_path,
     assert list(target.parent.glob(".*.tmp*")) == []  # no half-written index (or staged rules) left beside it
 
 
-@settings(derandomize=True, max_examples=20, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    derandomize=True,
+    max_examples=20,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(file=ppdb_files(), cut=st.integers(1, 30))
 def test_a_truncated_gzip_is_a_clear_error_and_leaves_no_index(tmp_path, file, cut):
     data = file[0] + f"[NN] ||| myth ||| legend ||| {FEATURES} ||| 0-0 ||| Equivalence\n".encode() * 3
     packed = gzip.compress(data, mtime=0)
     source, cache_dir = tmp_path / f"cut-{next(_names)}.gz", tmp_path / "cache"
-    source.write_bytes(packed[:max(2, len(packed) - cut)])
+    source.write_bytes(packed[: max(2, len(packed) - cut)])
     with pytest.raises(PpdbError, match=f"cannot read PPDB file {source}"):
         open_ppdb(source, cache_dir=cache_dir)
     assert not cache_dir.exists() or list(cache_dir.iterdir()) == []

@@ -1,6 +1,7 @@
 """The monolingual rewriter: tiny training runs (loss falls, checkpoints, resumption, export that
 loads with the Auto classes), pairs-file errors, the CLI, the synthetic demo pairs and the shipped
 demo model."""
+
 from __future__ import annotations
 
 import gzip
@@ -17,14 +18,37 @@ from generation import rewriter
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_MODEL = ROOT / "generation" / "demo" / "model"
 
-SUBJECTS = ["A man", "A woman", "The boy", "A girl", "Two dogs", "The cat", "A child", "An old man",
-            "The chef", "A musician"]
-VERBS = [("is playing", "is strumming"), ("is cutting", "is slicing"), ("is eating", "is consuming"),
-         ("is holding", "is carrying"), ("is watching", "is looking at")]
+SUBJECTS = [
+    "A man",
+    "A woman",
+    "The boy",
+    "A girl",
+    "Two dogs",
+    "The cat",
+    "A child",
+    "An old man",
+    "The chef",
+    "A musician",
+]
+VERBS = [
+    ("is playing", "is strumming"),
+    ("is cutting", "is slicing"),
+    ("is eating", "is consuming"),
+    ("is holding", "is carrying"),
+    ("is watching", "is looking at"),
+]
 OBJECTS = ["a guitar", "an onion", "a ball", "some bread", "a red apple"]
 
-TINY = {"config": {"d_model": 32, "layers": 1, "ffn_dim": 64, "heads": 2}, "vocab_size": 200,
-        "batch_size": 16, "lr": 3e-3, "warmup": 2, "threads": 1, "valid_size": 8, "seed": 3}
+TINY = {
+    "config": {"d_model": 32, "layers": 1, "ffn_dim": 64, "heads": 2},
+    "vocab_size": 200,
+    "batch_size": 16,
+    "lr": 3e-3,
+    "warmup": 2,
+    "threads": 1,
+    "valid_size": 8,
+    "seed": 3,
+}
 
 
 def _made_up_pairs(n=100, seed=0):
@@ -46,8 +70,7 @@ def pairs_file(tmp_path):
 def test_tiny_training_checkpoints_resumes_and_exports(tmp_path, pairs_file):
     out = tmp_path / "run"
     seen = []
-    first = rewriter.train(pairs_file, out, steps=20, stop_after=10, checkpoint_every=5,
-                           progress=seen.append, **TINY)
+    first = rewriter.train(pairs_file, out, steps=20, stop_after=10, checkpoint_every=5, progress=seen.append, **TINY)
     # stopped like a kill after 10 steps: checkpointed, nothing exported yet
     assert first.step == 10 and first.start_step == 0 and not first.exported
     ckpts = sorted(p.name for p in (out / "checkpoints").iterdir() if not p.name.startswith("."))
@@ -103,11 +126,19 @@ def test_malformed_pairs_name_the_line(tmp_path):
     with pytest.raises(rewriter.PairsFileError, match=r":2: empty"):
         rewriter.read_pairs(empty_side)
     with pytest.raises(CommandError, match=r"bad\.tsv:4:"):
-        call_command("train_rewriter", "--pairs", str(bad), "--out", str(tmp_path / "o"), stdout=StringIO(),
-                     stderr=StringIO())
+        call_command(
+            "train_rewriter", "--pairs", str(bad), "--out", str(tmp_path / "o"), stdout=StringIO(), stderr=StringIO()
+        )
     with pytest.raises(CommandError, match="not found"):
-        call_command("train_rewriter", "--pairs", str(tmp_path / "missing.tsv"), "--out", str(tmp_path / "o"),
-                     stdout=StringIO(), stderr=StringIO())
+        call_command(
+            "train_rewriter",
+            "--pairs",
+            str(tmp_path / "missing.tsv"),
+            "--out",
+            str(tmp_path / "o"),
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
 
 
 def test_gz_pairs_are_read(tmp_path):
@@ -119,9 +150,30 @@ def test_gz_pairs_are_read(tmp_path):
 
 def test_cli_trains_resumes_and_prints_json(tmp_path, pairs_file):
     out = tmp_path / "cli"
-    args = ["--pairs", str(pairs_file), "--out", str(out), "--d-model", "32", "--layers", "1", "--heads", "2",
-            "--vocab-size", "200", "--batch-size", "16", "--warmup", "2", "--threads", "1",
-            "--checkpoint-every", "2", "--steps", "6"]
+    args = [
+        "--pairs",
+        str(pairs_file),
+        "--out",
+        str(out),
+        "--d-model",
+        "32",
+        "--layers",
+        "1",
+        "--heads",
+        "2",
+        "--vocab-size",
+        "200",
+        "--batch-size",
+        "16",
+        "--warmup",
+        "2",
+        "--threads",
+        "1",
+        "--checkpoint-every",
+        "2",
+        "--steps",
+        "6",
+    ]
     stdout, stderr = StringIO(), StringIO()
     call_command("train_rewriter", *args, "--stop-after", "4", stdout=stdout, stderr=stderr)
     first = json.loads(stdout.getvalue().strip().splitlines()[-1])
@@ -142,16 +194,22 @@ def test_synthetic_pairs_from_a_small_data_dir(tmp_path):
     (d / "ppdb").mkdir()
     (d / "stsb" / "sts-train.csv").write_text(
         "main-captions\tMSRvid\t2012test\t0001\t5.000\tA man is playing a guitar.\tA man plays a guitar.\n"
-        "main-news\tx\t2014\t0002\t1.0\tThe big dog runs fast.\tA small cat sleeps.\textra\tcols\n")
+        "main-news\tx\t2014\t0002\t1.0\tThe big dog runs fast.\tA small cat sleeps.\textra\tcols\n"
+    )
     (d / "sick" / "SICK.txt").write_text(
         "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
-        "1\tA woman is slicing an onion\tA man is playing a guitar.\t1.0\tNEUTRAL\n")
+        "1\tA woman is slicing an onion\tA man is playing a guitar.\t1.0\tNEUTRAL\n"
+    )
     (d / "ppdb" / "ppdb-1.0-xxxl-lexical-synonym-pairs.tsv").write_text(
-        "man\tguy\nguitar\tbanjo\ndog\tpuppy\nbig\tlarge\nslicing\tcutting\n12\t13\nthe\ta\n")
+        "man\tguy\nguitar\tbanjo\ndog\tpuppy\nbig\tlarge\nslicing\tcutting\n12\t13\nthe\ta\n"
+    )
     # the synonyms must be attested words of the corpus (PPDB XXXL is noisy): add them
     (d / "stsb" / "sts-dev.csv").write_text(
-        "".join(f"g\tf\t2012\t{i}\t1.0\tA guy and a banjo and a puppy {i}.\tIt is large and cutting {i}.\n"
-                for i in range(3)))
+        "".join(
+            f"g\tf\t2012\t{i}\t1.0\tA guy and a banjo and a puppy {i}.\tIt is large and cutting {i}.\n"
+            for i in range(3)
+        )
+    )
     out = tmp_path / "pairs.tsv"
     summary = rewriter.build_synthetic_pairs(d, out, seed=1, copies=2, p_sub=1.0)
     assert summary["sentences"] == 11
@@ -162,15 +220,15 @@ def test_synthetic_pairs_from_a_small_data_dir(tmp_path):
     rewriter.build_synthetic_pairs(d, again, seed=1, copies=2, p_sub=1.0)
     assert again.read_text() == out.read_text()  # seeded
     stdout = StringIO()
-    call_command("train_rewriter", "--make-demo-pairs", str(tmp_path / "cli.tsv"), "--data-dir", str(d),
-                 stdout=stdout)
+    call_command("train_rewriter", "--make-demo-pairs", str(tmp_path / "cli.tsv"), "--data-dir", str(d), stdout=stdout)
     assert json.loads(stdout.getvalue())["pairs"] > 0
 
 
 def test_noise_keeps_capitalisation_and_punctuation():
     rng = random.Random(0)
-    out = rewriter.noise_sentence("Dogs run fast.", rng, {"dogs": ["hounds"], "fast": ["quickly"]},
-                                  p_sub=1.0, p_drop=0.0, p_swap=0.0)
+    out = rewriter.noise_sentence(
+        "Dogs run fast.", rng, {"dogs": ["hounds"], "fast": ["quickly"]}, p_sub=1.0, p_drop=0.0, p_swap=0.0
+    )
     assert out == "Hounds run quickly."
 
 
@@ -215,19 +273,22 @@ def test_no_resume_with_bad_pairs_or_settings_keeps_the_previous_run(tmp_path, p
     assert rewriter.latest_checkpoint(out).name == "step-0000002"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--batch-size", "0"], "--batch-size must be at least 1, not 0"),
-    (["--checkpoint-every", "0"], "--checkpoint-every must be at least 1, not 0"),
-    (["--steps", "0"], "--steps must be at least 1, not 0"),
-    (["--steps", "-5"], "--steps must be at least 1, not -5"),
-    (["--max-len", "0"], "--max-len must be at least 2, not 0"),
-    (["--vocab-size", "0"], "--vocab-size must be at least 1, not 0"),
-    (["--lr", "-1"], "--lr must be a positive number, not -1.0"),
-    (["--lr", "nan"], "--lr must be a positive number, not nan"),
-    (["--device", "bogus"], "--device 'bogus' is not a device"),
-    (["--stop-after", "0"], "--stop-after must be at least 1, not 0"),
-    (["--d-model", "0"], "--d-model must be at least 1, not 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch-size", "0"], "--batch-size must be at least 1, not 0"),
+        (["--checkpoint-every", "0"], "--checkpoint-every must be at least 1, not 0"),
+        (["--steps", "0"], "--steps must be at least 1, not 0"),
+        (["--steps", "-5"], "--steps must be at least 1, not -5"),
+        (["--max-len", "0"], "--max-len must be at least 2, not 0"),
+        (["--vocab-size", "0"], "--vocab-size must be at least 1, not 0"),
+        (["--lr", "-1"], "--lr must be a positive number, not -1.0"),
+        (["--lr", "nan"], "--lr must be a positive number, not nan"),
+        (["--device", "bogus"], "--device 'bogus' is not a device"),
+        (["--stop-after", "0"], "--stop-after must be at least 1, not 0"),
+        (["--d-model", "0"], "--d-model must be at least 1, not 0"),
+    ],
+)
 def test_cli_refuses_settings_that_cannot_train(tmp_path, pairs_file, args, message):
     out = tmp_path / "o"
     with pytest.raises(CommandError, match=message):
@@ -248,8 +309,9 @@ def test_non_utf8_pairs_name_the_line(tmp_path, gz):
     data = b"A man runs.\tA man is running.\n" * 3 + "Caf\xe9 noir.\tA black coffee.\n".encode("latin-1")
     path = tmp_path / ("latin1.tsv.gz" if gz else "latin1.tsv")
     path.write_bytes(gzip.compress(data) if gz else data)
-    with pytest.raises(rewriter.PairsFileError,
-                       match=r"latin1\.tsv(\.gz)?:4: not UTF-8 text \(byte 0xe9 at column 4\)"):
+    with pytest.raises(
+        rewriter.PairsFileError, match=r"latin1\.tsv(\.gz)?:4: not UTF-8 text \(byte 0xe9 at column 4\)"
+    ):
         rewriter.read_pairs(path)
     with pytest.raises(CommandError, match=r":4: not UTF-8"):
         _cli("--pairs", str(path), "--out", str(tmp_path / "o"))

@@ -1,6 +1,7 @@
 """When a sentence's search ends (``decode(..., stop=)``): Hugging Face's rule over all K finished slots
 ("beam"), the same heuristic over the n-best returned ("nbest"), and "auto" (nbest for sentences with
 positive constraints, beam for the others)."""
+
 from __future__ import annotations
 
 import random

@@ -43,7 +43,10 @@ def test_every_row_of_tab3(numbers, kind, selection, params, lex):
 def test_ppdb_systems_name_their_relation():
     assert PPDB_SYSTEMS == (35, 36, 37)
     assert [get_system(n).ppdb_relation for n in PPDB_SYSTEMS] == [
-        "Equivalence", "ForwardEntailment", "ReverseEntailment"]
+        "Equivalence",
+        "ForwardEntailment",
+        "ReverseEntailment",
+    ]
     assert all(get_system(n).kind == "ppdb" and get_system(n).lex == "none" for n in PPDB_SYSTEMS)
 
 

@@ -1,6 +1,7 @@
 """Progress of ``--wait`` on stderr: plain lines with counts off a terminal, a tqdm bar on one; stdout keeps
 the commands' JSON. Both ways a job runs: inline in the calling process, and in a worker that ``job_wait``
 polls (here a stand-in worker runs one chunk between two polls; tests/jobs/test_worker.py has the real one)."""
+
 import io
 import json
 import os
@@ -33,8 +34,15 @@ def _halves(job, chunk, progress):
     return {}
 
 
-register(JobKind(name="test-progress", plan=lambda job: [{"units": u} for u in job.params["units"]],
-                 run_chunk=_halves, finish=lambda job, chunks: {"ok": True}, unit="widgets"))
+register(
+    JobKind(
+        name="test-progress",
+        plan=lambda job: [{"units": u} for u in job.params["units"]],
+        run_chunk=_halves,
+        finish=lambda job, chunks: {"ok": True},
+        unit="widgets",
+    )
+)
 
 
 class Terminal(io.StringIO):
@@ -132,10 +140,10 @@ def test_plain_lines_come_at_chunk_ends_moves_after_an_interval_and_as_a_heartbe
         show(job.pk)
 
     show(job.pk)
-    at(1, 10)                    # moved, but too soon after the last line: nothing
-    at(PLAIN_EVERY_S, 20)        # moved and the interval passed: a line, with a rate and the time left
-    at(PLAIN_EVERY_S, 20)        # nothing moved: nothing
-    at(PLAIN_HEARTBEAT_S, 20)    # a heartbeat even so
+    at(1, 10)  # moved, but too soon after the last line: nothing
+    at(PLAIN_EVERY_S, 20)  # moved and the interval passed: a line, with a rate and the time left
+    at(PLAIN_EVERY_S, 20)  # nothing moved: nothing
+    at(PLAIN_HEARTBEAT_S, 20)  # a heartbeat even so
     lines = err.getvalue().splitlines()
     assert len(lines) == 3, lines
     assert "0/2 chunks, 20 widgets so far (10%)" in lines[1]
@@ -157,10 +165,15 @@ def test_on_a_terminal_a_bar_with_counts_rate_and_time_left():
     screen = err.getvalue()
     assert "\r" in screen  # redrawn in place
     frames = [f for f in screen.split("\r") if f.strip()]
-    assert any(re.search(rf"job {job} selftest:\s+50%\|.*\| \[\d\d:\d\d<\d\d:\d\d, 2/4 chunks, 100 numbers so far", f)
-               for f in frames), frames
-    assert re.search(rf"job {job} selftest: 100%\|#+\| \[\d\d:\d\d<\d\d:\d\d, 4/4 chunks, 200/200 numbers, "
-                     r"[\d,.]+ numbers/s\]", screen)
+    assert any(
+        re.search(rf"job {job} selftest:\s+50%\|.*\| \[\d\d:\d\d<\d\d:\d\d, 2/4 chunks, 100 numbers so far", f)
+        for f in frames
+    ), frames
+    assert re.search(
+        rf"job {job} selftest: 100%\|#+\| \[\d\d:\d\d<\d\d:\d\d, 4/4 chunks, 200/200 numbers, "
+        r"[\d,.]+ numbers/s\]",
+        screen,
+    )
     assert screen.endswith(f"job {job} selftest succeeded: 4/4 chunks, 200/200 numbers (100%) in 0s\n")
 
 
@@ -168,9 +181,15 @@ def test_on_a_terminal_a_bar_with_counts_rate_and_time_left():
 @pytest.mark.django_db(transaction=True)
 def test_a_real_terminal_gets_the_bar_and_a_pipe_gets_plain_lines():
     """``manage.py selftest --wait`` in a subprocess: stderr on a pseudo-terminal, stdout a pipe."""
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", DATABASE_URL=_database_url_of_test_db(),
-               PARAFORGE_VAR_DIR=str(settings.VAR_DIR), CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-               PARAFORGE_INLINE_WITHOUT_WORKER="1", COLUMNS="100")
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DATABASE_URL=_database_url_of_test_db(),
+        PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        PARAFORGE_INLINE_WITHOUT_WORKER="1",
+        COLUMNS="100",
+    )
     command = [sys.executable, "manage.py", "selftest", "--wait", "--n", "1000"]
     leader, follower = pty.openpty()
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=follower)
@@ -202,8 +221,14 @@ def test_a_real_terminal_gets_the_bar_and_a_pipe_gets_plain_lines():
 
 
 def test_durations():
-    assert [duration(s) for s in (0, 59.4, 61, 3599, 3600, 7 * 3600 + 5 * 60)] == \
-        ["0s", "59s", "1m01s", "59m59s", "1h00m", "7h05m"]
+    assert [duration(s) for s in (0, 59.4, 61, 3599, 3600, 7 * 3600 + 5 * 60)] == [
+        "0s",
+        "59s",
+        "1m01s",
+        "59m59s",
+        "1h00m",
+        "7h05m",
+    ]
 
 
 @pytest.mark.django_db
@@ -215,8 +240,9 @@ def test_score_resource_wait_shows_pairs_per_shard_and_keeps_its_json(storage_di
     build_resource()  # 3 shards of 8, 6 and 4 pairs
     monkeypatch.setattr(scoring_job, "load_regressor", lambda name: OverlapScorer())
     out, err = io.StringIO(), io.StringIO()
-    call_command("score_resource", "res", "--regressor", "overlap", "--wait", "--batch-size", "2",
-                 stdout=out, stderr=err)
+    call_command(
+        "score_resource", "res", "--regressor", "overlap", "--wait", "--batch-size", "2", stdout=out, stderr=err
+    )
     result = json.loads(out.getvalue())
     assert set(result) == {"job", "status", "resource", "regressor", "scored_resource", "n_pairs", "n_skipped"}
     assert result["status"] == "succeeded" and result["n_pairs"] == 18
@@ -237,5 +263,4 @@ def test_build_idf_wait_shows_sentences_per_shard(tmp_path, storage_dir):
     result = json.loads(out.getvalue())
     assert set(result) == {"job", "status", "corpus", "idf_table", "name", "documents", "types"}
     shards = -(-len(SENTENCES) // 2)
-    assert parsed(err.getvalue())[-1] == ("succeeded", shards, shards, len(SENTENCES), len(SENTENCES), "sentences",
-                                          100)
+    assert parsed(err.getvalue())[-1] == ("succeeded", shards, shards, len(SENTENCES), len(SENTENCES), "sentences", 100)

@@ -1,4 +1,5 @@
 """A real Celery worker process takes chunks from the real broker (Redis, or the embedded one)."""
+
 import json
 
 import pytest

@@ -1,5 +1,6 @@
 """A small generated resource built in code, in the candidate-shard record format documented on
 ``generation.models.Resource``, and helpers to score it, for the scoring-job and release tests."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,11 +23,17 @@ REFERENCES = [
     "We need more time to finish the report.",
 ]
 PARAPHRASES = [
-    ["How frequently do earthquakes happen in this area?", "How often do earthquakes occur in this region?",
-     "Earthquakes occur here how often?"],
+    [
+        "How frequently do earthquakes happen in this area?",
+        "How often do earthquakes occur in this region?",
+        "Earthquakes occur here how often?",
+    ],
     ["He departed from home very early today.", "He left the home very early this morning."],
-    ["Yesterday the committee passed the new budget.", "The new budget was approved by the committee.",
-     "The committee approved the budget."],
+    [
+        "Yesterday the committee passed the new budget.",
+        "The new budget was approved by the committee.",
+        "The committee approved the budget.",
+    ],
     ["She was unable to locate her keys.", "Her keys could not be found anywhere."],
     ["Last spring the river flooded the entire valley.", "The whole valley was flooded by the river."],
     ["They chose to delay the meeting until Friday.", "The meeting was postponed to Friday."],
@@ -40,21 +47,38 @@ def record(i: int, reference: str, paraphrases: list[str]) -> dict:
     candidates = []
     for j, text in enumerate(paraphrases):
         systems = [str(17 + 4 * (j % 3))] + (["28"] if j == 0 else [])
-        candidates.append({"text": text, "nll": round(1.5 + 0.25 * j + 0.01 * i, 4), "systems": systems,
-                           "constraints": {s: {"positive": [[reference.split()[0].lower()]], "negative": [],
-                                               "bos_avoid": []} for s in systems}})
-    return {"ref_index": i, "reference": reference, "source": f"Quelle {i}.", "length": len(reference.split()),
-            "candidates": candidates, "no_constraints": []}
+        candidates.append(
+            {
+                "text": text,
+                "nll": round(1.5 + 0.25 * j + 0.01 * i, 4),
+                "systems": systems,
+                "constraints": {
+                    s: {"positive": [[reference.split()[0].lower()]], "negative": [], "bos_avoid": []} for s in systems
+                },
+            }
+        )
+    return {
+        "ref_index": i,
+        "reference": reference,
+        "source": f"Quelle {i}.",
+        "length": len(reference.split()),
+        "candidates": candidates,
+        "no_constraints": [],
+    }
 
 
 def records(n: int | None = None) -> list[dict]:
-    refs = REFERENCES if n is None else [REFERENCES[i % len(REFERENCES)] + f" #{i}" * (i >= len(REFERENCES))
-                                         for i in range(n)]
+    refs = (
+        REFERENCES
+        if n is None
+        else [REFERENCES[i % len(REFERENCES)] + f" #{i}" * (i >= len(REFERENCES)) for i in range(n)]
+    )
     return [record(i, r, PARAPHRASES[i % len(PARAPHRASES)]) for i, r in enumerate(refs)]
 
 
-def build_resource(*, name: str = "res", shards: list[list[dict]] | None = None, job: Job | None = None,
-                   corpus: Corpus | None = None) -> Resource:
+def build_resource(
+    *, name: str = "res", shards: list[list[dict]] | None = None, job: Job | None = None, corpus: Corpus | None = None
+) -> Resource:
     """A Resource whose candidate shards are written to the configured storage (default: 3 shards)."""
     if shards is None:
         all_records = records()
@@ -66,8 +90,9 @@ def build_resource(*, name: str = "res", shards: list[list[dict]] | None = None,
         key = f"resources/{resource.pk}/shard-{index:05d}.jsonl.gz"
         info = write_jsonl_gz(key, recs)
         pairs = sum(len(r["candidates"]) for r in recs)
-        ResourceShard.objects.create(resource=resource, index=index, key=key, n_references=len(recs),
-                                     n_pairs=pairs, sha256=info["sha256"])
+        ResourceShard.objects.create(
+            resource=resource, index=index, key=key, n_references=len(recs), n_pairs=pairs, sha256=info["sha256"]
+        )
         n_refs, n_pairs = n_refs + len(recs), n_pairs + pairs
     resource.n_references, resource.n_pairs = n_refs, n_pairs
     resource.save(update_fields=["n_references", "n_pairs"])
@@ -96,18 +121,25 @@ class OverlapScorer:
 
 
 def make_regressor(name: str = "overlap", campaign=None, rho: float = 0.71) -> Regressor:
-    return Regressor.objects.create(name=name, campaign=campaign, key=f"regressors/{name}.joblib",
-                                    metrics={"spearman_test": rho, "n_train": 80, "n_test": 20},
-                                    signature={"features": "lexical", "estimator": "test"})
+    return Regressor.objects.create(
+        name=name,
+        campaign=campaign,
+        key=f"regressors/{name}.joblib",
+        metrics={"spearman_test": rho, "n_train": 80, "n_test": 20},
+        signature={"features": "lexical", "estimator": "test"},
+    )
 
 
 def score_with(resource: Resource, regressor: Regressor, scorer) -> ScoredResource:
     """Score every shard through ``score_shard`` with an injected scorer and record a completed job."""
-    job = Job.objects.create(kind="score_resource", status=JobStatus.SUCCEEDED,
-                             params={"resource": resource.pk, "regressor": regressor.name})
+    job = Job.objects.create(
+        kind="score_resource", status=JobStatus.SUCCEEDED, params={"resource": resource.pk, "regressor": regressor.name}
+    )
     scored = ScoredResource.objects.create(resource=resource, regressor=regressor, job=job)
-    scored.shards = [score_shard(shard=shard, scored=scored, job_id=job.pk, regressor=scorer, batch_size=4)
-                     for shard in resource.shards.order_by("index")]
+    scored.shards = [
+        score_shard(shard=shard, scored=scored, job_id=job.pk, regressor=scorer, batch_size=4)
+        for shard in resource.shards.order_by("index")
+    ]
     scored.n_pairs = sum(e["n_pairs"] for e in scored.shards)
     scored.save(update_fields=["shards", "n_pairs"])
     return scored

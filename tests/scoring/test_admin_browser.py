@@ -1,6 +1,7 @@
 """The admin's scoring path in headless Chromium: train a regressor, score a resource with it, export a
 release, each page's progress bar following its job (run here, as a worker would) until the page shows
 what the job made."""
+
 import re
 
 import pytest
@@ -17,8 +18,14 @@ from .test_regressor import build_campaign
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 
 def run_latest(kind: str) -> Job:

@@ -1,5 +1,6 @@
 """Issue 27 (Low): scoring's admin forms take numbers in digits 0-9 only, and a regressor name (it names a
 file) is printable ASCII wherever it is typed: the train form, ``manage.py train_regressor``, the job."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
@@ -29,12 +30,14 @@ def boss(client):
 
 
 def test_number_fields_take_ascii_digits_only(boss, campaign):
-    for field, value, message in (("seed", ARABIC_12, "Enter a whole number written in digits 0-9."),
-                                  ("min_judgments", ARABIC_12, "Enter a whole number written in digits 0-9."),
-                                  ("seed", "1_2", "Enter a whole number written in digits 0-9."),
-                                  ("seed", "\u00b2", "Enter a whole number written in digits 0-9."),
-                                  ("test_fraction", "\u0660.\u0662", "Enter a number written in digits 0-9"),
-                                  ("test_fraction", "inf", "Enter a number written in digits 0-9")):
+    for field, value, message in (
+        ("seed", ARABIC_12, "Enter a whole number written in digits 0-9."),
+        ("min_judgments", ARABIC_12, "Enter a whole number written in digits 0-9."),
+        ("seed", "1_2", "Enter a whole number written in digits 0-9."),
+        ("seed", "\u00b2", "Enter a whole number written in digits 0-9."),
+        ("test_fraction", "\u0660.\u0662", "Enter a number written in digits 0-9"),
+        ("test_fraction", "inf", "Enter a number written in digits 0-9"),
+    ):
         response = boss.post(TRAIN, train_form(campaign, **{field: value}))
         assert response.status_code == 200 and message in response.content.decode(), (field, value)
     assert not Job.objects.exists()
@@ -46,22 +49,37 @@ def test_number_fields_take_ascii_digits_only(boss, campaign):
     assert not Job.objects.exists()
 
     scored = ScoredResource.objects.create(resource=resource, regressor=regressor)
-    response = boss.post(f"/admin/scoring/scoredresource/{scored.pk}/export/",
-                         {"version": "v1", "format": "tsv", "min_score": "\u0665\u0660"})
+    response = boss.post(
+        f"/admin/scoring/scoredresource/{scored.pk}/export/",
+        {"version": "v1", "format": "tsv", "min_score": "\u0665\u0660"},
+    )
     assert response.status_code == 200 and "Enter a number written in digits 0-9" in response.content.decode()
     assert not Job.objects.exists()
 
     # ASCII still works, spaces around it too, and the ranges still speak for themselves
-    assert boss.post(TRAIN, train_form(campaign, seed=" 12 ", min_judgments="+3", test_fraction="0.25")
-                     ).status_code == 302
+    assert (
+        boss.post(TRAIN, train_form(campaign, seed=" 12 ", min_judgments="+3", test_fraction="0.25")).status_code == 302
+    )
     train = Job.objects.get().params["train"]
     assert (train["seed"], train["min_judgments"], train["test_fraction"]) == (12, 3, 0.25)
     response = boss.post(TRAIN, train_form(campaign, name="other", min_judgments="9" * 30))
     assert response.status_code == 200 and "less than or equal to" in response.content.decode()
 
 
-BAD_NAMES = ["a\nb", "a\u200fb", "\u202eexe.txt", ".hidden", "-x", "a b", "a/b", "a\\b", "..", "r\u00e9g",
-             "x" * 101, "a\tb"]
+BAD_NAMES = [
+    "a\nb",
+    "a\u200fb",
+    "\u202eexe.txt",
+    ".hidden",
+    "-x",
+    "a b",
+    "a/b",
+    "a\\b",
+    "..",
+    "r\u00e9g",
+    "x" * 101,
+    "a\tb",
+]
 
 
 def test_regressor_names_are_printable_ascii_in_the_form(boss, campaign):

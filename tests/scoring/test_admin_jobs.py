@@ -1,5 +1,6 @@
 """The admin's whole scoring path: train a regressor on a campaign, score a resource with it, export a
 release; each a form (permissions, CSRF, clear errors) that starts a job and shows its progress bar."""
+
 import re
 
 import pytest
@@ -46,8 +47,16 @@ def bar_of(html: str) -> str:
 
 
 def train_form(of, **changes):
-    return {"campaign": of.pk, "name": "admin-reg", "test_fraction": "0.2", "seed": "0", "min_judgments": "",
-            "target": "raw", "recipe": "base", **changes}  # with_embeddings unticked (absent from a POST)
+    return {
+        "campaign": of.pk,
+        "name": "admin-reg",
+        "test_fraction": "0.2",
+        "seed": "0",
+        "min_judgments": "",
+        "target": "raw",
+        "recipe": "base",
+        **changes,
+    }  # with_embeddings unticked (absent from a POST)
 
 
 def test_the_whole_path_from_the_admin(boss, campaign):
@@ -60,9 +69,16 @@ def test_the_whole_path_from_the_admin(boss, campaign):
     response = boss.post(TRAIN, train_form(campaign))
     job = Job.objects.get(kind="train_regressor")
     assert response.status_code == 302 and response["Location"] == f"{TRAIN}{job.pk}/"
-    assert job.params["train"] == {"campaign": "synthetic", "name": "admin-reg", "test_fraction": 0.2, "seed": 0,
-                                   "with_embeddings": False, "replace": False, "min_judgments": None,
-                                   "target": "raw"}
+    assert job.params["train"] == {
+        "campaign": "synthetic",
+        "name": "admin-reg",
+        "test_fraction": 0.2,
+        "seed": 0,
+        "with_embeddings": False,
+        "replace": False,
+        "min_judgments": None,
+        "target": "raw",
+    }
     waiting = boss.get(response["Location"]).content.decode()
     assert bar_of(waiting) == str(job.pk) and f'data-reload-when-done="{job.pk}"' in waiting
     assert "job-progress.js" in waiting and "Waiting for a worker" in waiting
@@ -134,11 +150,12 @@ def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign):
 
     resource = build_resource()
     empty = build_resource(name="empty", shards=[])
-    for data, message in (({"resource": empty.pk, "regressor": 1, "batch_size": "4"}, "Select a valid choice"),
-                          ({"resource": resource.pk, "regressor": 999, "batch_size": "4"}, "Select a valid choice"),
-                          ({"resource": resource.pk, "batch_size": "0"}, "This field is required."),
-                          ({"resource": "x", "regressor": "y", "batch_size": "z"},
-                           "Enter a whole number written in digits 0-9.")):
+    for data, message in (
+        ({"resource": empty.pk, "regressor": 1, "batch_size": "4"}, "Select a valid choice"),
+        ({"resource": resource.pk, "regressor": 999, "batch_size": "4"}, "Select a valid choice"),
+        ({"resource": resource.pk, "batch_size": "0"}, "This field is required."),
+        ({"resource": "x", "regressor": "y", "batch_size": "z"}, "Enter a whole number written in digits 0-9."),
+    ):
         response = boss.post(SCORE, data)
         assert response.status_code == 200 and message in response.content.decode(), (data, message)
     regressor = Regressor.objects.get(name="taken")

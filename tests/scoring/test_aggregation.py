@@ -29,7 +29,7 @@ def test_similarity_by_hand(campaign):
     assert rows["28"]["avg"] == pytest.approx(79.5)
     assert rows["28"]["by_length"]["10"] is None and set(rows["28"]["by_length"]) == {"5", "10", "20", "40"}
     # sample SD over the candidate means 99 and 60
-    assert rows["28"]["std"] == pytest.approx(math.sqrt(2 * 19.5 ** 2))
+    assert rows["28"]["std"] == pytest.approx(math.sqrt(2 * 19.5**2))
     assert rows["28"]["n"] == 2
     assert "0" not in rows and list(rows) == ["17", "21", "28"]
 
@@ -39,7 +39,7 @@ def test_fluency_by_hand(campaign):
     # 28: both candidates all-2 -> 100%; 17: 'okay' has a 1 -> 50%; 21: both flagged (a 1, and the N/A 0) -> 0%
     assert {k: r["avg"] for k, r in rows.items()} == {"28": 100.0, "17": 50.0, "21": 0.0}
     assert rows["17"]["by_length"]["5"] == 50.0 and rows["17"]["n"] == 2
-    assert rows["17"]["std"] == pytest.approx(math.sqrt(2 * 50 ** 2))
+    assert rows["17"]["std"] == pytest.approx(math.sqrt(2 * 50**2))
     assert "0" not in rows
 
 
@@ -93,8 +93,12 @@ def test_avg_is_the_mean_of_bucket_means(tmp_path):
 
 
 def test_other_buckets_are_kept(tmp_path):
-    import_contract(tmp_path, campaign="odd", refs=["1\tIt is fine now.\t4\t1.0", REFS[1]],
-                    cands=[c.replace("1\t5\t", "1\t4\t", 1) if c.split("\t")[1] == "1" else c for c in CANDS])
+    import_contract(
+        tmp_path,
+        campaign="odd",
+        refs=["1\tIt is fine now.\t4\t1.0", REFS[1]],
+        cands=[c.replace("1\t5\t", "1\t4\t", 1) if c.split("\t")[1] == "1" else c for c in CANDS],
+    )
     data = load_campaign(Campaign.objects.get(name="odd"), min_judgments=0)
     assert data.buckets == [4, 5, 10, 20, 40]
     assert _by_system(similarity_rows(data))["28"]["by_length"]["4"] == pytest.approx(99.0)

@@ -21,8 +21,11 @@ def campaign(tmp_path):
     import_contract(tmp_path, cands=CANDS + ["3\t1\t5\t35\tIt's fine now.\t\t90\t2"])
     c = Campaign.objects.get(name="contract")
     c.name = "contract <b>bold</b>"
-    c.settings = {**c.settings, "min_judgments_per_worker": 0,
-                  "system_names": {**c.settings["system_names"], "17": EVIL}}
+    c.settings = {
+        **c.settings,
+        "min_judgments_per_worker": 0,
+        "system_names": {**c.settings["system_names"], "17": EVIL},
+    }
     c.save()
     return c
 
@@ -56,8 +59,9 @@ def test_campaign_list_links_to_the_dashboard(staff_client, campaign):
     assert 'href="/research/campaigns/"' in staff_client.get("/").content.decode()  # the header link
 
 
-@pytest.mark.parametrize("plot", ["similarity-diversity", "similarity-by-length", "fluency-by-length",
-                                  "diversity-by-length"])
+@pytest.mark.parametrize(
+    "plot", ["similarity-diversity", "similarity-by-length", "fluency-by-length", "diversity-by-length"]
+)
 def test_plots_are_real_pngs(staff_client, campaign, plot):
     response = staff_client.get(f"/research/campaigns/{campaign.pk}/plots/{plot}.png?download=1")
     assert response.status_code == 200 and response["Content-Type"] == "image/png"
@@ -92,9 +96,12 @@ def test_min_judgments_parameter(staff_client, campaign):
 def test_refused_to_anonymous_and_non_staff(client, campaign, who):
     if who == "annotator":
         client.force_login(get_user_model().objects.create_user("ann", password="pw"))
-    for url in (f"/research/campaigns/{campaign.pk}/", "/research/campaigns/",
-                f"/research/campaigns/{campaign.pk}/plots/similarity-diversity.png",
-                f"/research/campaigns/{campaign.pk}/tables/similarity.csv"):
+    for url in (
+        f"/research/campaigns/{campaign.pk}/",
+        "/research/campaigns/",
+        f"/research/campaigns/{campaign.pk}/plots/similarity-diversity.png",
+        f"/research/campaigns/{campaign.pk}/tables/similarity.csv",
+    ):
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), url
 
@@ -113,8 +120,9 @@ def test_estimate_switch_changes_the_similarity_table_and_its_downloads(staff_cl
     assert z_json in html and f"{base}plots/similarity-by-length.png?min_judgments=0&amp;estimate=zscore" in html
     assert f'{base}tables/fluency.csv?min_judgments=0"' in html
     out = io.StringIO()
-    call_command("report", campaign.name, "--table", "similarity", "--estimate", "zscore", "--min-judgments", "0",
-                 stdout=out)
+    call_command(
+        "report", campaign.name, "--table", "similarity", "--estimate", "zscore", "--min-judgments", "0", stdout=out
+    )
     response = staff_client.get(z_json.replace("&amp;", "&"))
     assert response.json() == json.loads(out.getvalue()) and response.json()["estimate"] == "zscore"
     assert f'filename="campaign-{campaign.pk}-similarity-zscore.json"' in response["Content-Disposition"]
@@ -122,9 +130,17 @@ def test_estimate_switch_changes_the_similarity_table_and_its_downloads(staff_cl
     assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
 
 
-@pytest.mark.parametrize("url", ["?estimate=bias", "?estimate=", "tables/similarity.csv?estimate=ZSCORE",
-                                 "tables/fluency.csv?estimate=zscore", "tables/reliability.json?estimate=raw",
-                                 "plots/fluency-by-length.png?estimate=zscore"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "?estimate=bias",
+        "?estimate=",
+        "tables/similarity.csv?estimate=ZSCORE",
+        "tables/fluency.csv?estimate=zscore",
+        "tables/reliability.json?estimate=raw",
+        "plots/fluency-by-length.png?estimate=zscore",
+    ],
+)
 def test_bad_estimate_is_a_400(staff_client, campaign, url):
     response = staff_client.get(f"/research/campaigns/{campaign.pk}/{url}")
     if url == "?estimate=":  # an empty value is the default, as for min_judgments

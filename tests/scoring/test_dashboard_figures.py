@@ -1,6 +1,7 @@
 """The dashboard's cost, reliability and per-rater figures: the PNGs the views serve, the values drawn in them
 (read back from the matplotlib figures) and the tables on the page, against figures computed here by hand
 or by independent code (quality's per-worker queries, the krippendorff package, the plain split-half oracle)."""
+
 import io
 import itertools
 import re
@@ -63,13 +64,21 @@ def _judge(assignment: Assignment, hit: Hit) -> None:
             score = degraded
         else:
             score = real + 5 * (item.position - 1)
-        Judgment.objects.create(assignment=assignment, candidate=item.candidate, worker=assignment.worker,
-                                score=score, fluency=2)
+        Judgment.objects.create(
+            assignment=assignment, candidate=item.candidate, worker=assignment.worker, score=score, fluency=2
+        )
 
 
 def _assign(hit: Hit, worker: Worker, status: str, verification: str = Verification.VERIFIED) -> Assignment:
-    a = Assignment.objects.create(campaign=hit.batch.campaign, hit=hit, worker=worker, provider=worker.provider,
-                                  external_assignment_id=f"A{next(_IDS)}", status=status, verification=verification)
+    a = Assignment.objects.create(
+        campaign=hit.batch.campaign,
+        hit=hit,
+        worker=worker,
+        provider=worker.provider,
+        external_assignment_id=f"A{next(_IDS)}",
+        status=status,
+        verification=verification,
+    )
     _judge(a, hit)
     return a
 
@@ -78,23 +87,40 @@ def _assign(hit: Hit, worker: Worker, status: str, verification: str = Verificat
 def campaign():
     """4 references (3 real candidates, an attention copy, a degraded copy each); an MTurk sandbox batch of 4
     HITs x 3 assignments at $0.40 and a local batch of 2 HITs x 2; assignments in every state; bonuses."""
-    c = Campaign.objects.create(name="qc", settings={"min_judgments_per_worker": 0, "min_degraded_checks": 2,
-                                                     "degraded_p_max": 0.05, "attention_pass_mark": 100,
-                                                     "max_attention_failure_rate": 0.2})
+    c = Campaign.objects.create(
+        name="qc",
+        settings={
+            "min_judgments_per_worker": 0,
+            "min_degraded_checks": 2,
+            "degraded_p_max": 0.05,
+            "attention_pass_mark": 100,
+            "max_attention_failure_rate": 0.2,
+        },
+    )
     hits_items = []
     for r in range(4):
-        ref = Reference.objects.create(campaign=c, ref_id=f"r{r}", length_bucket=10,
-                                       text=f"The reference sentence number {r} is here today.")
+        ref = Reference.objects.create(
+            campaign=c, ref_id=f"r{r}", length_bucket=10, text=f"The reference sentence number {r} is here today."
+        )
         items = []
-        for system, text in [("1", f"Paraphrase one of {r}."), ("2", f"Paraphrase two of {r}."),
-                             ("3", f"Paraphrase three of {r}."), ("0", ref.text),
-                             ("degraded", f"The reference sentence banana {r} is here today.")]:
+        for system, text in [
+            ("1", f"Paraphrase one of {r}."),
+            ("2", f"Paraphrase two of {r}."),
+            ("3", f"Paraphrase three of {r}."),
+            ("0", ref.text),
+            ("degraded", f"The reference sentence banana {r} is here today."),
+        ]:
             cand = Candidate.objects.create(reference=ref, text=text)
             CandidateSystem.objects.create(candidate=cand, system=system)
             items.append((cand, system))
         hits_items.append((ref, items))
-    mturk = Batch.objects.create(campaign=c, provider="mturk", status=BatchStatus.PUBLISHED, label="first",
-                                 settings={"sandbox": True, "reward_usd": str(REWARD)})
+    mturk = Batch.objects.create(
+        campaign=c,
+        provider="mturk",
+        status=BatchStatus.PUBLISHED,
+        label="first",
+        settings={"sandbox": True, "reward_usd": str(REWARD)},
+    )
     local = Batch.objects.create(campaign=c, provider="local", status=BatchStatus.PUBLISHED)
     hits = {}
     for batch, refs, slots in ((mturk, range(4), 3), (local, range(2), 2)):
@@ -102,24 +128,43 @@ def campaign():
             ref, items = hits_items[r]
             hit = Hit.objects.create(batch=batch, reference=ref, max_assignments=slots)
             for position, (cand, system) in enumerate(items, start=1):
-                HitItem.objects.create(hit=hit, candidate=cand, position=position, is_attention_check=system == "0",
-                                       is_degraded_check=system == "degraded")
+                HitItem.objects.create(
+                    hit=hit,
+                    candidate=cand,
+                    position=position,
+                    is_attention_check=system == "0",
+                    is_degraded_check=system == "degraded",
+                )
             hits[batch.provider, r] = hit
     w1, w2, w3 = (Worker.objects.create(external_id=w, provider="mturk") for w in ("W1", "W2", "W3"))
     l1 = Worker.objects.create(external_id="L1", provider="local")
     first = [_assign(hits["mturk", r], w1, AssignmentStatus.APPROVED) for r in range(4)]
-    for r, status in enumerate((AssignmentStatus.APPROVED, AssignmentStatus.APPROVED, AssignmentStatus.SUBMITTED,
-                                AssignmentStatus.REJECTED)):
+    for r, status in enumerate(
+        (AssignmentStatus.APPROVED, AssignmentStatus.APPROVED, AssignmentStatus.SUBMITTED, AssignmentStatus.REJECTED)
+    ):
         _assign(hits["mturk", r], w2, status)
     _assign(hits["mturk", 0], w3, AssignmentStatus.SUBMITTED, Verification.FLAGGED)  # never paid, never counted
     _assign(hits["mturk", 1], w3, AssignmentStatus.SUBMITTED, Verification.UNVERIFIED)  # awaits, not counted
     local_work = [_assign(hits["local", r], l1, AssignmentStatus.APPROVED) for r in range(2)]
-    Bonus.objects.create(assignment=first[0], worker=w1, amount_usd=Decimal("0.25"), reason="r",
-                         unique_request_token="b1", sent_at="2026-01-01T00:00:00Z")
-    Bonus.objects.create(assignment=first[1], worker=w1, amount_usd=Decimal("0.10"), reason="r",
-                         unique_request_token="b2")
-    Bonus.objects.create(assignment=local_work[0], worker=l1, amount_usd=Decimal("0.50"), reason="r",
-                         unique_request_token="b3", sent_at="2026-01-01T00:00:00Z")
+    Bonus.objects.create(
+        assignment=first[0],
+        worker=w1,
+        amount_usd=Decimal("0.25"),
+        reason="r",
+        unique_request_token="b1",
+        sent_at="2026-01-01T00:00:00Z",
+    )
+    Bonus.objects.create(
+        assignment=first[1], worker=w1, amount_usd=Decimal("0.10"), reason="r", unique_request_token="b2"
+    )
+    Bonus.objects.create(
+        assignment=local_work[0],
+        worker=l1,
+        amount_usd=Decimal("0.50"),
+        reason="r",
+        unique_request_token="b3",
+        sent_at="2026-01-01T00:00:00Z",
+    )
     Worker.objects.filter(pk=w2.pk).update(disqualified=True)
     return c
 
@@ -130,8 +175,7 @@ def bars(ax) -> list[Rectangle]:
 
 def test_cost_so_far_per_batch(campaign):
     # MTurk, by the README's rule: each assignment costs the reward plus 20% (at least $0.01), to the cent
-    per_assignment = REWARD + max(Decimal("0.01"), (REWARD * Decimal("0.20")).quantize(Decimal("0.01"),
-                                                                                      ROUND_HALF_UP))
+    per_assignment = REWARD + max(Decimal("0.01"), (REWARD * Decimal("0.20")).quantize(Decimal("0.01"), ROUND_HALF_UP))
     estimate = 4 * 3 * per_assignment  # 4 HITs x 3 assignments
     paid = 6 * per_assignment  # W1's four and W2's two approved assignments
     awaiting = 2 * per_assignment  # W2's submitted one and W3's unverified one (the flagged one never)
@@ -163,7 +207,12 @@ def test_rater_figures_match_quality_per_worker(campaign):
     for r in raters:
         q = worker_quality(worker=workers[r.worker_id], campaign=campaign, figures=False)
         assert (r.judgments, r.attention_passed, r.attention_failed, r.degraded_checks, r.real_judged) == (
-            q.judgments, q.attention_passed, q.attention_failed, q.degraded_checks, q.real_judged)
+            q.judgments,
+            q.attention_passed,
+            q.attention_failed,
+            q.degraded_checks,
+            q.real_judged,
+        )
         assert r.degraded_p == pytest.approx(q.degraded_p)
         real, _, degraded = SCORES[workers[r.worker_id].external_id]
         assert r.real_mean == pytest.approx(real + 5)  # positions 1-3 -> real, real + 5, real + 10
@@ -191,8 +240,11 @@ def test_reliability_figure_draws_each_split_and_the_three_figures(tmp_path):
     assert splits["raw"] == pytest.approx([p[1] for p in per_split])
     assert splits["zscore"] == pytest.approx([p[2] for p in per_split])
     # alpha from the krippendorff package on a workers x candidates matrix (one judgment per pair here)
-    cands = [c for c in data.candidates if c.text != c.reference_text and "0" not in c.systems
-             and "degraded" not in c.systems and c.scores]
+    cands = [
+        c
+        for c in data.candidates
+        if c.text != c.reference_text and "0" not in c.systems and "degraded" not in c.systems and c.scores
+    ]
     workers = sorted({w for c in cands for w in c.workers})
     matrix = np.full((len(workers), len(cands)), np.nan)
     for j, c in enumerate(cands):
@@ -204,7 +256,8 @@ def test_reliability_figure_draws_each_split_and_the_three_figures(tmp_path):
     assert [b.get_height() for b in bars(ax)] == pytest.approx([raw, z, alpha])
     dots = [c.get_offsets()[:, 1] for c in ax.collections]
     assert list(dots[0]) == pytest.approx([p[1] for p in per_split]) and list(dots[1]) == pytest.approx(
-        [p[2] for p in per_split])
+        [p[2] for p in per_split]
+    )
     assert [t.get_text() for t in ax.texts] == [f"{raw:.3f}", f"{z:.3f}", f"{alpha:.3f}"]
     assert f"{n} candidates" in ax.get_title()
 
@@ -212,11 +265,17 @@ def test_reliability_figure_draws_each_split_and_the_three_figures(tmp_path):
 def test_an_empty_campaign_draws_and_says_so():
     empty = Campaign.objects.create(name="empty")
     data = load_campaign(empty, 0)
-    for fig in (cost_figure(campaign_batch_costs(empty)), raters_figure([], min_pass_rate=0.9, p_max=0.05),
-                reliability_figure(reliability(data), split_rhos(data))):
+    for fig in (
+        cost_figure(campaign_batch_costs(empty)),
+        raters_figure([], min_pass_rate=0.9, p_max=0.05),
+        reliability_figure(reliability(data), split_rhos(data)),
+    ):
         assert fig.axes  # drawn, nothing raised
     assert [t.get_text() for t in reliability_figure(reliability(data), split_rhos(data)).axes[0].texts] == [
-        "n/a", "n/a", "n/a"]
+        "n/a",
+        "n/a",
+        "n/a",
+    ]
 
 
 @pytest.mark.parametrize("plot", ["cost-per-batch", "reliability", "raters"])

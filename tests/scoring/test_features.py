@@ -12,8 +12,9 @@ def row(ref, para, nll=None, constraints=None) -> dict:
 
 
 def test_identical_pair():
-    fb = pair_features([{"reference": "The cat sat on the mat.", "paraphrase": "The cat sat on the mat."}],
-                       with_embeddings=True)
+    fb = pair_features(
+        [{"reference": "The cat sat on the mat.", "paraphrase": "The cat sat on the mat."}], with_embeddings=True
+    )
     f = dict(zip(fb.names, fb.matrix[0]))
     assert fb.keep.tolist() == [True]
     assert f["pinc"] == 0.0 and f["bleu"] == pytest.approx(100.0)
@@ -65,17 +66,22 @@ def test_constraints_counts_one_set_and_per_system():
 def test_references_over_100_subwords_are_skipped():
     at_limit, over = "hello " * 100, "hello " * 101
     assert subword_lengths([at_limit, over]).tolist() == [100, 101]
-    pairs = [{"reference": at_limit, "paraphrase": "hello"}, {"reference": over, "paraphrase": "hello"},
-             {"reference": "short", "paraphrase": "hello " * 150}]   # only the reference's length counts
+    pairs = [
+        {"reference": at_limit, "paraphrase": "hello"},
+        {"reference": over, "paraphrase": "hello"},
+        {"reference": "short", "paraphrase": "hello " * 150},
+    ]  # only the reference's length counts
     fb = pair_features(pairs, with_embeddings=True)
     assert fb.keep.tolist() == [True, False, True]
     assert np.isnan(fb.matrix[1]).all() and not np.isnan(fb.matrix[[0, 2]]).any()
 
 
 def test_batch_equals_one_by_one_and_shares_references():
-    pairs = [("A man is playing a guitar.", "A man plays the guitar."),
-             ("A man is playing a guitar.", "A woman is slicing an onion."),
-             ("Kids run in a park.", "Children are running in a park.")]
+    pairs = [
+        ("A man is playing a guitar.", "A man plays the guitar."),
+        ("A man is playing a guitar.", "A woman is slicing an onion."),
+        ("Kids run in a park.", "Children are running in a park."),
+    ]
     batch = pair_cosines([a for a, _ in pairs], [b for _, b in pairs])
     single = [pair_cosines([a], [b])[0] for a, b in pairs]
     assert batch == pytest.approx(single, abs=1e-5)
@@ -93,11 +99,14 @@ def test_without_embeddings_has_no_cosine():
     assert "cosine" not in fb.names and fb.matrix.shape == (1, len(LEXICAL_FEATURES))
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"reference": "a"}, "pair 0: 'reference' and 'paraphrase'"),
-    ({"reference": "a", "paraphrase": "b", "nll": "x"}, "pair 0: nll 'x' is not a number"),
-    (("a", "b"), "pair 0: expected a dict"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"reference": "a"}, "pair 0: 'reference' and 'paraphrase'"),
+        ({"reference": "a", "paraphrase": "b", "nll": "x"}, "pair 0: nll 'x' is not a number"),
+        (("a", "b"), "pair 0: expected a dict"),
+    ],
+)
 def test_bad_pairs_are_named(bad, message):
     with pytest.raises(PairError, match=message):
         pair_features([bad], with_embeddings=False)

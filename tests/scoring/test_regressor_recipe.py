@@ -1,5 +1,6 @@
 """``train_regressor --recipe v2`` and ``v3`` (issue 17): the optional feature families, the systems a judged
 candidate came from, the signature naming the recipe, and score_pairs' optional constraints column."""
+
 import io
 import json
 
@@ -27,8 +28,8 @@ def features_of(pairs, families, *, with_embeddings=False) -> list[dict]:
 def test_family_names_and_order():
     base = feature_names(with_embeddings=True)
     v2 = feature_names(with_embeddings=True, families=("agree", "nll2", "group", "systems"))
-    assert v2[:len(base)] == base  # appended, in FAMILIES order whatever order they are given in
-    assert v2[len(base):len(base) + 5] == ["nll_valid", "nll_total", "nll_rel_min", "nll_rank", "nll_z"]
+    assert v2[: len(base)] == base  # appended, in FAMILIES order whatever order they are given in
+    assert v2[len(base) : len(base) + 5] == ["nll_valid", "nll_total", "nll_rel_min", "nll_rank", "nll_z"]
     assert v2[-3:] == ["agree_mean", "agree_max", "agree_centroid"] and "grp_cosine_rank" in v2
     lexical = feature_names(with_embeddings=False, families=FAMILIES)
     assert "grp_cosine_rank" not in lexical and "agree_mean" not in lexical and "grp_bleu_rank" in lexical
@@ -37,10 +38,12 @@ def test_family_names_and_order():
 
 
 def test_nll_features_are_relative_to_the_references_other_candidates():
-    pairs = [{"reference": REF, "paraphrase": "The old man walked the dog in the park.", "nll": 0.5},
-             {"reference": REF, "paraphrase": "An old man walked his dog in a park.", "nll": 1.5},
-             {"reference": REF, "paraphrase": "The elderly man took his dog to the park.", "nll": -1},  # ParaNMT's -1
-             {"reference": OTHER, "paraphrase": "She bought three apples at the market.", "nll": 2.0}]
+    pairs = [
+        {"reference": REF, "paraphrase": "The old man walked the dog in the park.", "nll": 0.5},
+        {"reference": REF, "paraphrase": "An old man walked his dog in a park.", "nll": 1.5},
+        {"reference": REF, "paraphrase": "The elderly man took his dog to the park.", "nll": -1},  # ParaNMT's -1
+        {"reference": OTHER, "paraphrase": "She bought three apples at the market.", "nll": 2.0},
+    ]
     f = features_of(pairs, ("nll2",))
     assert [r["nll_valid"] for r in f] == [1, 1, 0, 1]
     assert f[0]["nll_total"] == pytest.approx(0.5 * 9) and f[2]["nll_total"] == 0
@@ -51,11 +54,19 @@ def test_nll_features_are_relative_to_the_references_other_candidates():
 
 
 def test_systems_features_read_the_constraints_keys():
-    pairs = [{"reference": REF, "paraphrase": "The old man walked the dog.",
-              "constraints": {"1": {"negative": [["park"]]}, "28": {}, "16": {}, "99": {}}},
-             {"reference": REF, "paraphrase": "An old man walked a dog.", "constraints": {"33": {}}},
-             {"reference": REF, "paraphrase": "A man walked.",
-              "constraints": {"positive": [["man"]], "negative": [], "bos_avoid": []}}]  # one set: no system
+    pairs = [
+        {
+            "reference": REF,
+            "paraphrase": "The old man walked the dog.",
+            "constraints": {"1": {"negative": [["park"]]}, "28": {}, "16": {}, "99": {}},
+        },
+        {"reference": REF, "paraphrase": "An old man walked a dog.", "constraints": {"33": {}}},
+        {
+            "reference": REF,
+            "paraphrase": "A man walked.",
+            "constraints": {"positive": [["man"]], "negative": [], "bos_avoid": []},
+        },
+    ]  # one set: no system
     f = features_of(pairs, ("systems",))
     assert f[0]["sys_n"] == 3 and f[0]["sys_baseline"] == 1  # "99" is no system
     assert (f[0]["sys_neg_high"], f[0]["sys_neg_low"], f[0]["sys_bos"], f[0]["sys_pos"]) == (1, 1, 0, 0)
@@ -65,10 +76,12 @@ def test_systems_features_read_the_constraints_keys():
 
 
 def test_group_features_compare_with_the_batch_pairs_of_the_same_reference():
-    pairs = [{"reference": REF, "paraphrase": REF},
-             {"reference": REF, "paraphrase": "The old man walked the cat."},
-             {"reference": REF, "paraphrase": "Nobody was there."},
-             {"reference": OTHER, "paraphrase": OTHER}]
+    pairs = [
+        {"reference": REF, "paraphrase": REF},
+        {"reference": REF, "paraphrase": "The old man walked the cat."},
+        {"reference": REF, "paraphrase": "Nobody was there."},
+        {"reference": OTHER, "paraphrase": OTHER},
+    ]
     f = features_of(pairs, ("group",))
     bleu = [r["bleu"] for r in f[:3]]
     assert f[0]["grp_bleu_dmax"] == 0 and f[1]["grp_bleu_dmax"] == pytest.approx(bleu[1] - bleu[0])
@@ -79,8 +92,11 @@ def test_group_features_compare_with_the_batch_pairs_of_the_same_reference():
 
 
 def test_agreement_features_are_cosines_with_the_other_candidates():
-    paras = ["The old man walked his dog in the park.", "An old man walks his dog in a park.",
-             "Stock prices fell sharply on Monday."]
+    paras = [
+        "The old man walked his dog in the park.",
+        "An old man walks his dog in a park.",
+        "Stock prices fell sharply on Monday.",
+    ]
     pairs = [{"reference": REF, "paraphrase": p} for p in paras] + [{"reference": OTHER, "paraphrase": paras[0]}]
     f = features_of(pairs, ("agree",), with_embeddings=True)
     v = embed(paras).astype(np.float64)
@@ -128,14 +144,24 @@ def test_train_regressor_recipe_v2_is_recorded_and_predicts(campaign):
     sig = row.signature
     assert sig["recipe"] == "v2" and sig["families"] == ["nll2", "systems", "group", "agree"]
     assert sig["features"][-1] == "agree_centroid" and "grp_size" in sig["features"] and sig["groups"]
-    assert set(sig["cv_spearman"]) == {"hist_gradient_boosting", "gradient_boosting", "ridge", "ridge_cv",
-                                     "ridge_cv+gradient_boosting"}
+    assert set(sig["cv_spearman"]) == {
+        "hist_gradient_boosting",
+        "gradient_boosting",
+        "ridge",
+        "ridge_cv",
+        "ridge_cv+gradient_boosting",
+    }
     fitted = regressor_load("v2")
     assert fitted.families == ("nll2", "systems", "group", "agree")
     ref = "River mountain teacher window garden yellow quickly market."
-    pairs = [{"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz.",
-              "constraints": {"18": {"negative": [["market"]]}}},
-             {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz market.", "nll": 5.0}]
+    pairs = [
+        {
+            "reference": ref,
+            "paraphrase": "River mountain teacher window garden yellow quickly zzz.",
+            "constraints": {"18": {"negative": [["market"]]}},
+        },
+        {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz market.", "nll": 5.0},
+    ]
     together = fitted.predict(pairs)
     assert 0 <= together[1] < together[0] <= 100
     alone = fitted.predict(pairs[1:])
@@ -153,19 +179,30 @@ def test_train_regressor_recipe_v3_adds_the_svr_and_the_mean_of_three(campaign):
     assert result["spearman_test"] > 0.5
     sig = Regressor.objects.get(name="v3").signature
     assert sig["recipe"] == "v3" and sig["families"] == ["nll2", "systems", "group", "agree"]
-    assert set(sig["cv_spearman"]) == {"hist_gradient_boosting", "gradient_boosting", "ridge", "ridge_cv",
-                                     "ridge_cv+gradient_boosting", "svr", "ridge_cv+gradient_boosting+svr"}
+    assert set(sig["cv_spearman"]) == {
+        "hist_gradient_boosting",
+        "gradient_boosting",
+        "ridge",
+        "ridge_cv",
+        "ridge_cv+gradient_boosting",
+        "svr",
+        "ridge_cv+gradient_boosting+svr",
+    }
     assert "|feats:lex28+nll2+systems+group+agree|" in result["signature"]  # (agree: no columns without embeddings)
     fitted = regressor_load("v3")
     ref = "River mountain teacher window garden yellow quickly market."
-    scores = fitted.predict([
-        {"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz."},
-        {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz market."}])
+    scores = fitted.predict(
+        [
+            {"reference": ref, "paraphrase": "River mountain teacher window garden yellow quickly zzz."},
+            {"reference": ref, "paraphrase": "zzz mountain zzz window zzz yellow zzz market."},
+        ]
+    )
     assert 0 <= scores[1] < scores[0] <= 100
 
 
 class Recorder:
     """A stand-in regressor: records each predict batch, scores a pair by its number of constraints keys."""
+
     name = "recorder"
 
     def __init__(self):
@@ -178,10 +215,12 @@ class Recorder:
 
 def test_score_pairs_reads_an_optional_constraints_column(tmp_path):
     cons = json.dumps({"17": {"positive": [], "negative": [["park"]], "bos_avoid": []}, "28": {}})
-    lines = [f"{REF}\tThe old man walked the dog.\t0.7\t{cons}",
-             f"{REF}\tAn old man walked a dog.\t\t",   # empty constraints field: none
-             f"{REF}\tA man walked.",
-             f"{OTHER}\tShe bought apples.\t1.5\t{{\"positive\": [[\"apples\"]]}}"]
+    lines = [
+        f"{REF}\tThe old man walked the dog.\t0.7\t{cons}",
+        f"{REF}\tAn old man walked a dog.\t\t",  # empty constraints field: none
+        f"{REF}\tA man walked.",
+        f'{OTHER}\tShe bought apples.\t1.5\t{{"positive": [["apples"]]}}',
+    ]
     src, dst = tmp_path / "pairs.tsv", tmp_path / "scored.tsv"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     rec = Recorder()
@@ -200,18 +239,20 @@ def test_score_pairs_reads_an_optional_constraints_column(tmp_path):
 def test_score_pairs_constraints_errors(campaign, tmp_path):
     train("synthetic", "--name", "syn", "--no-embeddings", "--recipe", "v2")
     src, dst = tmp_path / "pairs.tsv", tmp_path / "scored.tsv"
-    src.write_text(f"{REF}\ta\t1\t{{\"17\": {{}}}}\n{REF}\tb\t1\tnot json\n{REF}\tc\t\t[1, 2]\n"
-                   f"{REF}\td\t\t{{}}\textra\n", encoding="utf-8")
+    src.write_text(
+        f'{REF}\ta\t1\t{{"17": {{}}}}\n{REF}\tb\t1\tnot json\n{REF}\tc\t\t[1, 2]\n{REF}\td\t\t{{}}\textra\n',
+        encoding="utf-8",
+    )
     with pytest.raises(CommandError) as err:
-        call_command("score_pairs", "--regressor", "syn", "--input", str(src), "--output", str(dst),
-                     stdout=io.StringIO())
+        call_command(
+            "score_pairs", "--regressor", "syn", "--input", str(src), "--output", str(dst), stdout=io.StringIO()
+        )
     message = str(err.value)
     assert "3 malformed line(s)" in message and f"{src}:1" not in message
     assert f"{src}:2: constraints are not JSON" in message
     assert f"{src}:3: constraints must be a JSON object, not list" in message
     assert f"{src}:4: expected reference<TAB>paraphrase[<TAB>nll], found 5" in message and not dst.exists()
-    src.write_text(f"{REF}\tThe old man walked the dog.\t0.7\t{{\"17\": {{}}}}\n{REF}\tA man walked.\n",
-                   encoding="utf-8")
+    src.write_text(f'{REF}\tThe old man walked the dog.\t0.7\t{{"17": {{}}}}\n{REF}\tA man walked.\n', encoding="utf-8")
     out = io.StringIO()
     call_command("score_pairs", "--regressor", "syn", "--input", str(src), "--output", str(dst), stdout=out)
     assert json.loads(out.getvalue())["scored"] == 2
@@ -222,8 +263,18 @@ def test_recipe_goes_through_the_training_job(campaign):
     from jobs.models import Job
 
     out = io.StringIO()
-    call_command("train_regressor", "synthetic", "--name", "j", "--no-embeddings", "--recipe", "v2", "--wait",
-                 stdout=out, stderr=io.StringIO())
+    call_command(
+        "train_regressor",
+        "synthetic",
+        "--name",
+        "j",
+        "--no-embeddings",
+        "--recipe",
+        "v2",
+        "--wait",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     assert json.loads(out.getvalue())["status"] == "succeeded"
     assert Job.objects.get().params["train"]["recipe"] == "v2"
     assert Regressor.objects.get(name="j").signature["recipe"] == "v2"

@@ -1,4 +1,5 @@
 """``train_regressor --target raw|zscore``: the bias-corrected target trains and is recorded."""
+
 import io
 import json
 
@@ -31,8 +32,10 @@ def campaign(tmp_path, storage_dir):
         refs.append(f"{ref.ref_id}\t{ref.text}\t10\t1.0")
         for c in ref.candidates.exclude(text=ref.text):
             mean = np.mean([j.score for j in c.judgments.all()])
-            cands.append(f"5\t{ref.ref_id}\t10\t{' '.join(s.system for s in c.systems.all())}\t{c.text}\t\t"
-                         f"{int(max(0, mean - 30))}\t2")
+            cands.append(
+                f"5\t{ref.ref_id}\t10\t{' '.join(s.system for s in c.systems.all())}\t{c.text}\t\t"
+                f"{int(max(0, mean - 30))}\t2"
+            )
         cands.append(f"5\t{ref.ref_id}\t10\tdegraded\tzzz {ref.text}\t\t0\t0")
     ref_path, cand_path = write_parabank(tmp_path, refs, cands)
     import_parabank(campaign_name=campaign.name, references_path=ref_path, candidates_path=cand_path)

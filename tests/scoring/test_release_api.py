@@ -33,10 +33,11 @@ def with_perms(user, *perms):
 @pytest.fixture
 def users():
     User = get_user_model()
-    return {"staff": with_perms(User.objects.create_user("staff", password="pw", is_staff=True),
-                                *RELEASE_VIEW_PERMS),
-            "alice": User.objects.create_user("alice", password="pw"),
-            "bob": User.objects.create_user("bob", password="pw")}
+    return {
+        "staff": with_perms(User.objects.create_user("staff", password="pw", is_staff=True), *RELEASE_VIEW_PERMS),
+        "alice": User.objects.create_user("alice", password="pw"),
+        "bob": User.objects.create_user("bob", password="pw"),
+    }
 
 
 def as_user(client, user):
@@ -76,8 +77,11 @@ def test_staff_without_the_release_permission_sees_no_more_than_the_admin_shows(
     assert c.get("/admin/scoring/release/").status_code == 403
     assert c.get(f"/admin/scoring/release/{v2.pk}/change/").status_code == 403
     assert [r["version"] for r in c.get("/api/releases/").json()] == ["v1"]
-    for url in (f"/api/releases/{v2.pk}/", f"/api/releases/{v2.pk}/files/pairs.tsv.gz",
-                f"/api/releases/{v2.pk}/files/manifest.json"):
+    for url in (
+        f"/api/releases/{v2.pk}/",
+        f"/api/releases/{v2.pk}/files/pairs.tsv.gz",
+        f"/api/releases/{v2.pk}/files/manifest.json",
+    ):
         response = c.get(url)
         assert response.status_code == 404 and response.json()["code"] == "not_found", url
     assert c.get(f"/api/releases/{v1.pk}/files/pairs.tsv.gz").status_code == 200

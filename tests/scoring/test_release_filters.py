@@ -1,5 +1,6 @@
 """BLEU, repetition-rate and bidirectional-entailment release filters (Wieting et al. 2017; Klemen &
 Robnik-Sikonja), with a tiny random BERT NLI model built in code (no network)."""
+
 import gzip
 import hashlib
 import json
@@ -24,6 +25,7 @@ LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 
 # --- BLEU -------------------------------------------------------------------------------------------------
 
+
 def test_sentence_bleu_smooths_every_order_and_the_brevity_penalty():
     # matches/n-grams by order: 5/6, 3/5, 2/4, 1/3 -> smoothed (m+1)/(t+1): 6/7, 4/6, 3/5, 2/4; same length: BP 1
     assert sentence_bleu("the cat sat on the mat", "the cat sat on a mat") == pytest.approx(100 * (6 / 35) ** 0.25)
@@ -34,12 +36,20 @@ def test_sentence_bleu_smooths_every_order_and_the_brevity_penalty():
 
 
 def test_bleu_filter_keeps_pairs_within_bounds():
-    record = {"reference": "the cat sat on the mat", "length": 6,
-              "candidates": [{"text": "the cat sat on the mat"}, {"text": "the cat sat on a mat"},
-                             {"text": "the cat"}, {"text": "a dog ran"}]}
+    record = {
+        "reference": "the cat sat on the mat",
+        "length": 6,
+        "candidates": [
+            {"text": "the cat sat on the mat"},
+            {"text": "the cat sat on a mat"},
+            {"text": "the cat"},
+            {"text": "a dog ran"},
+        ],
+    }
     # BLEU: 100, 64.3, 26.4, and "a dog ran" 21.3 (1/4, 1/3, 1/2, 1/1; BP exp(1 - 7/4))
     assert sentence_bleu("the cat sat on the mat", "a dog ran") == pytest.approx(
-        100 * (1 / 24) ** 0.25 * math.exp(-3 / 4))
+        100 * (1 / 24) ** 0.25 * math.exp(-3 / 4)
+    )
     kept = filter_candidates(parse_filters("bleu=25-70"), record)
     assert [c["text"] for c in kept] == ["the cat sat on a mat", "the cat"]
     assert [c["text"] for c in filter_candidates(parse_filters("bleu=-25"), record)] == ["a dog ran"]
@@ -47,6 +57,7 @@ def test_bleu_filter_keeps_pairs_within_bounds():
 
 
 # --- repetition -------------------------------------------------------------------------------------------
+
 
 def test_repetition_rate_is_the_share_of_already_seen_words():
     # words of >= 3 characters: the cat saw the cat and the dog -> 3 repeats of 8
@@ -59,25 +70,48 @@ def test_repetition_rate_is_the_share_of_already_seen_words():
 
 
 def test_repetition_filter_drops_repetitive_paraphrases():
-    record = {"reference": "we will go there and see", "length": 6,
-              "candidates": [{"text": "we will go and see"}, {"text": "we will go and we will go"},
-                             {"text": "see see see"}, {"text": "go"}]}
+    record = {
+        "reference": "we will go there and see",
+        "length": 6,
+        "candidates": [
+            {"text": "we will go and see"},
+            {"text": "we will go and we will go"},
+            {"text": "see see see"},
+            {"text": "go"},
+        ],
+    }
     # unigram rates: 0, 2/4, 2/3, none (passes)
     assert [c["text"] for c in filter_candidates(parse_filters("repetition=-0.5"), record)] == [
-        "we will go and see", "we will go and we will go", "go"]
+        "we will go and see",
+        "we will go and we will go",
+        "go",
+    ]
     # trigram rates: 0, 1/5, 0, none
     assert [c["text"] for c in filter_candidates(parse_filters("repetition3=-0.1"), record)] == [
-        "we will go and see", "see see see", "go"]
+        "we will go and see",
+        "see see see",
+        "go",
+    ]
     assert parse_filters("repetition=-0.1,repetition3=-0.2").as_dict()["repetition"] == {
-        "1": {"min": None, "max": 0.1}, "3": {"min": None, "max": 0.2}}
+        "1": {"min": None, "max": 0.1},
+        "3": {"min": None, "max": 0.2},
+    }
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("bleu=10-200", "between 0 and 100"), ("bleu=70-10", "lower bound is above"), ("bleu=x", "expected a range"),
-    ("repetition=-5", "fractions between 0 and 1"), ("repetition=-0.1,repetition1=-0.2", "given twice"),
-    ("repetition2=-0.1", "unknown filter"), ("entailment=1.5", "argmax or a probability threshold"),
-    ("entailment=maybe", "argmax or a probability threshold"), ("entailment=0.75", "--entailment-model DIR"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("bleu=10-200", "between 0 and 100"),
+        ("bleu=70-10", "lower bound is above"),
+        ("bleu=x", "expected a range"),
+        ("repetition=-5", "fractions between 0 and 1"),
+        ("repetition=-0.1,repetition1=-0.2", "given twice"),
+        ("repetition2=-0.1", "unknown filter"),
+        ("entailment=1.5", "argmax or a probability threshold"),
+        ("entailment=maybe", "argmax or a probability threshold"),
+        ("entailment=0.75", "--entailment-model DIR"),
+    ],
+)
 def test_bad_new_filters_have_one_line_errors(spec, message):
     with pytest.raises(FilterError, match=message) as err:
         parse_filters(spec)
@@ -85,6 +119,7 @@ def test_bad_new_filters_have_one_line_errors(spec, message):
 
 
 # --- entailment -------------------------------------------------------------------------------------------
+
 
 def _write_nli_model(folder, *, id2label=LABELS, seed=0):
     """A 1-layer random BERT sequence classifier with a WordPiece vocabulary of the test sentences; the
@@ -95,12 +130,21 @@ def _write_nli_model(folder, *, id2label=LABELS, seed=0):
 
     folder.mkdir(parents=True)
     words = sorted({w for text in REFERENCES + sum(PARAPHRASES, []) for w in tokens(text)})
-    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", "."] + words)
-                                      + "\n")
+    (folder / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", "."] + words) + "\n"
+    )
     tokenizer = BertTokenizer(vocab_file=str(folder / "vocab.txt"))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64, initializer_range=0.4,
-                        id2label=id2label, label2id={v: k for k, v in id2label.items()})
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        initializer_range=0.4,
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+    )
     torch.manual_seed(seed)
     model = BertForSequenceClassification(config).eval()
     margins = []
@@ -136,8 +180,11 @@ def _direct_probabilities(folder, premise, hypothesis):
 @pytest.fixture(scope="module")
 def directional(nli_model):
     """(reference, paraphrase) -> (P(classes) ref->para, P(classes) para->ref), computed directly."""
-    return {(r, p): (_direct_probabilities(nli_model, r, p), _direct_probabilities(nli_model, p, r))
-            for r, paras in zip(REFERENCES, PARAPHRASES) for p in paras}
+    return {
+        (r, p): (_direct_probabilities(nli_model, r, p), _direct_probabilities(nli_model, p, r))
+        for r, paras in zip(REFERENCES, PARAPHRASES)
+        for p in paras
+    }
 
 
 def _kept(filters):
@@ -189,8 +236,10 @@ def test_export_with_entailment_records_the_model_and_is_deterministic(scored, n
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
     weights = hashlib.sha256((nli_model / "model.safetensors").read_bytes()).hexdigest()
     assert manifest["filters"]["entailment"] == {
-        "rule": "argmax", "directions": "both",
-        "model": {"folder": str(nli_model.resolve()), "weights_sha256": {"model.safetensors": weights}}}
+        "rule": "argmax",
+        "directions": "both",
+        "model": {"folder": str(nli_model.resolve()), "weights_sha256": {"model.safetensors": weights}},
+    }
 
     rows = tsv_rows(tmp_path / "a" / "pairs.tsv.gz")[1:]
     kept = {(r[1], r[4]) for r in rows}
@@ -199,10 +248,15 @@ def test_export_with_entailment_records_the_model_and_is_deterministic(scored, n
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("problem, message", [
-    ("missing", "no such folder"), ("no_label", "no single 'entailment' label"), ("no_filter", "without an"),
-    ("no_weights", "no weight file"),
-])
+@pytest.mark.parametrize(
+    "problem, message",
+    [
+        ("missing", "no such folder"),
+        ("no_label", "no single 'entailment' label"),
+        ("no_filter", "without an"),
+        ("no_weights", "no weight file"),
+    ],
+)
 def test_bad_entailment_model_is_refused_before_writing(scored, nli_model, tmp_path, problem, message):
     spec = "entailment=0.75"
     if problem == "missing":
@@ -231,9 +285,9 @@ def test_manifest_filters_without_new_filters_stay_null(scored, tmp_path):
 
 
 @pytest.mark.django_db
-def test_the_admin_exports_with_entailment_and_loads_the_model_only_in_the_job(client, scored, nli_model,
-                                                                               directional, tmp_path, monkeypatch,
-                                                                               settings):
+def test_the_admin_exports_with_entailment_and_loads_the_model_only_in_the_job(
+    client, scored, nli_model, directional, tmp_path, monkeypatch, settings
+):
     from django.contrib.auth import get_user_model
 
     from jobs.execution import job_run_inline
@@ -248,14 +302,17 @@ def test_the_admin_exports_with_entailment_and_loads_the_model_only_in_the_job(c
 
     settings.PARAFORGE_MODEL_ROOTS = [str(nli_model.parent)]  # the form takes models under the model roots
     monkeypatch.setattr(EntailmentJudge, "__init__", no_loading_in_the_request)
-    for fields, message in (({"entailment_model": str(nli_model.parent / "nowhere")}, "no such folder"),
-                            ({"entailment_model": str(tmp_path / "nowhere")}, "not an allowed model folder"),
-                            ({}, "give the NLI model")):
+    for fields, message in (
+        ({"entailment_model": str(nli_model.parent / "nowhere")}, "no such folder"),
+        ({"entailment_model": str(tmp_path / "nowhere")}, "not an allowed model folder"),
+        ({}, "give the NLI model"),
+    ):
         bad = client.post(url, {"version": "v1", "format": "tsv", "filters": "entailment=argmax", **fields})
         assert bad.status_code == 200 and message in bad.content.decode()
         assert not Job.objects.filter(kind="export_release").exists()
-    response = client.post(url, {"version": "v1", "format": "tsv", "filters": "entailment=argmax",
-                                 "entailment_model": str(nli_model)})
+    response = client.post(
+        url, {"version": "v1", "format": "tsv", "filters": "entailment=argmax", "entailment_model": str(nli_model)}
+    )
     assert response.status_code == 302
     job = Job.objects.get(kind="export_release")
     assert job.params["entailment_model"] == str(nli_model)

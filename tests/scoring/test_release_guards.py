@@ -1,5 +1,6 @@
 """Issue 27 (Low), releases: a version is a safe folder name wherever it is typed, one export per version,
 and the export form's entailment model field says nothing about folders outside the model roots."""
+
 import html
 import json
 import re
@@ -37,11 +38,14 @@ def export_url(scored):  # noqa: F811
 
 def errors_of(response) -> list[str]:
     """The form's error messages, unescaped."""
-    return [html.unescape(re.sub(r"<[^>]+>", "", m)) for m in
-            re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', response.content.decode(), re.S)]
+    return [
+        html.unescape(re.sub(r"<[^>]+>", "", m))
+        for m in re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', response.content.decode(), re.S)
+    ]
 
 
 # --- the version -----------------------------------------------------------------------------------------
+
 
 def test_the_export_form_refuses_an_unsafe_version_before_queuing(boss, scored):  # noqa: F811
     for version in BAD_VERSIONS:
@@ -60,6 +64,7 @@ def test_the_job_and_the_command_refuse_an_unsafe_version(scored, tmp_path, vers
         export_release_start(resource=scored.resource, version=version)
     assert not exports().exists()
     from django.core.management import CommandError
+
     with pytest.raises(CommandError, match="starting with a letter or digit") as err:
         export("res", "--out", str(tmp_path / "out"), f"--version={version}")
     assert "\n" not in str(err.value)
@@ -68,13 +73,15 @@ def test_the_job_and_the_command_refuse_an_unsafe_version(scored, tmp_path, vers
 
 # --- one export per version ----------------------------------------------------------------------------------
 
+
 def test_a_second_export_of_a_version_being_exported_is_refused(boss, scored):  # noqa: F811
     assert boss.post(export_url(scored), {"version": "v1", "format": "tsv"}).status_code == 302
     first = exports().get()
     second = boss.post(export_url(scored), {"version": "v1", "format": "jsonl"})
     assert second.status_code == 200
-    assert errors_of(second) == [f"release 'v1' of 'res' is already being exported in job {first.pk}: wait for it, "
-                                 f"or choose another version"]
+    assert errors_of(second) == [
+        f"release 'v1' of 'res' is already being exported in job {first.pk}: wait for it, or choose another version"
+    ]
     assert exports().count() == 1
     # the default-export action asks for the next version, which is the same one: refused the same way
     boss.post("/admin/scoring/scoredresource/", {"action": "export_default_release", "_selected_action": [scored.pk]})
@@ -106,6 +113,7 @@ def test_an_export_job_does_not_pass_off_another_exports_release_as_its_own(boss
     made = Release.objects.get(version="v2")
     assert made.job_id == job.pk
     from scoring.release_job import _run_chunk
+
     assert _run_chunk(job, job.chunks.get(), lambda done, total: None)["release"] == made.pk
 
 
@@ -118,6 +126,7 @@ def test_of_two_exports_that_both_passed_the_checks_the_second_fails_clearly(sco
 
 
 # --- the entailment model field ------------------------------------------------------------------------------
+
 
 def fake_model(folder):
     """What the request checks of an NLI model folder (config.json and a weight file); never loaded here."""
@@ -138,10 +147,18 @@ def roots(tmp_path, settings):
 
 
 def outside_values(tmp_path, outside):
-    return {"exists": str(outside), "missing": str(tmp_path / "elsewhere" / "nothing"),
-            "a file": str(outside / "config.json"), "system": "/etc", "dotdot": "../elsewhere/nli",
-            "dotdot missing": "../elsewhere/nothing", "link out": "escape", "nul": "a\0b", "root parent": "..",
-            "through a file": str(outside / "config.json") + "/../../../models/../elsewhere/nli"}
+    return {
+        "exists": str(outside),
+        "missing": str(tmp_path / "elsewhere" / "nothing"),
+        "a file": str(outside / "config.json"),
+        "system": "/etc",
+        "dotdot": "../elsewhere/nli",
+        "dotdot missing": "../elsewhere/nothing",
+        "link out": "escape",
+        "nul": "a\0b",
+        "root parent": "..",
+        "through a file": str(outside / "config.json") + "/../../../models/../elsewhere/nli",
+    }
 
 
 def test_the_model_field_answers_alike_for_every_folder_outside_the_roots(tmp_path, roots):
@@ -168,17 +185,22 @@ def test_the_export_form_does_not_say_whether_a_server_folder_exists(boss, score
     for value in outside_values(tmp_path, outside).values():
         if "\0" in value:
             continue  # (a form field refuses a NUL byte itself: "Null characters are not allowed.")
-        response = boss.post(export_url(scored), {"version": "v1", "format": "tsv", "filters": "entailment=argmax",
-                                                  "entailment_model": value})
+        response = boss.post(
+            export_url(scored),
+            {"version": "v1", "format": "tsv", "filters": "entailment=argmax", "entailment_model": value},
+        )
         assert response.status_code == 200, value
         seen.add(tuple(e.replace(repr(value), "VALUE") for e in errors_of(response)))
     assert len(seen) == 1 and "not an allowed model folder" in next(iter(seen))[0], seen
     assert not exports().exists()
-    response = boss.post(export_url(scored), {"version": "v1", "format": "tsv", "filters": "entailment=argmax",
-                                              "entailment_model": "nli"})
+    response = boss.post(
+        export_url(scored),
+        {"version": "v1", "format": "tsv", "filters": "entailment=argmax", "entailment_model": "nli"},
+    )
     assert response.status_code == 302 and exports().get().params["entailment_model"] == "nli"
     # the job's own check at its start says the same for a folder outside
     with pytest.raises(FilterError, match="not an allowed model folder"):
-        export_release_start(resource=scored.resource, version="v2", filters="entailment=argmax",
-                             entailment_model=str(outside))
+        export_release_start(
+            resource=scored.resource, version="v2", filters="entailment=argmax", entailment_model=str(outside)
+        )
     assert exports().count() == 1

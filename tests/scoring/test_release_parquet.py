@@ -1,5 +1,6 @@
 """``export_release --format parquet``: typed Parquet files and a Hugging Face dataset card, loaded back with
 ``datasets`` (offline) and pandas and checked cell by cell against the TSV export of the same release."""
+
 import csv
 import gzip
 import hashlib
@@ -42,8 +43,12 @@ def scored(storage_dir, tmp_path):
 @pytest.fixture
 def offline_datasets(tmp_path, monkeypatch):
     """``datasets`` with no network and a cache of its own (what a researcher's offline load does)."""
-    for var, value in (("HF_DATASETS_OFFLINE", "1"), ("HF_HUB_OFFLINE", "1"), ("HF_HOME", str(tmp_path / "hf")),
-                       ("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))):
+    for var, value in (
+        ("HF_DATASETS_OFFLINE", "1"),
+        ("HF_HUB_OFFLINE", "1"),
+        ("HF_HOME", str(tmp_path / "hf")),
+        ("HF_DATASETS_CACHE", str(tmp_path / "hf-cache")),
+    ):
         monkeypatch.setenv(var, value)
     import datasets
 
@@ -77,16 +82,33 @@ def same(a, b) -> bool:
 
 
 def pair_from_tsv(row: dict) -> dict:
-    return {"ref_index": int(row["ref_index"]), "reference": row["reference"], "source": row["source"],
-            "length": int(row["length"]), "paraphrase": row["paraphrase"], "systems": row["systems"].split(),
-            "nll": number(row["nll"]), "score": number(row["score"]), "constraints": json.loads(row["constraints"])}
+    return {
+        "ref_index": int(row["ref_index"]),
+        "reference": row["reference"],
+        "source": row["source"],
+        "length": int(row["length"]),
+        "paraphrase": row["paraphrase"],
+        "systems": row["systems"].split(),
+        "nll": number(row["nll"]),
+        "score": number(row["score"]),
+        "constraints": json.loads(row["constraints"]),
+    }
 
 
 def judgment_from_tsv(row: dict) -> dict:
-    return {"campaign": row["campaign"], "worker_id_anon": int(row["worker_id_anon"]),
-            "counted": row["counted"] == "1", "ref_id": row["ref_id"], "ref_len": int(row["ref_len"]),
-            "ref_sent": row["ref_sent"], "sys_id": row["sys_id"].split(), "candidate": row["candidate"],
-            "NLL": number(row["NLL"]), "human_score": number(row["human_score"], int), "gm": int(row["gm"])}
+    return {
+        "campaign": row["campaign"],
+        "worker_id_anon": int(row["worker_id_anon"]),
+        "counted": row["counted"] == "1",
+        "ref_id": row["ref_id"],
+        "ref_len": int(row["ref_len"]),
+        "ref_sent": row["ref_sent"],
+        "sys_id": row["sys_id"].split(),
+        "candidate": row["candidate"],
+        "NLL": number(row["NLL"]),
+        "human_score": number(row["human_score"], int),
+        "gm": int(row["gm"]),
+    }
 
 
 def constraints_as_dict(value) -> dict:
@@ -115,8 +137,12 @@ def test_parquet_release_loads_with_datasets_and_pandas_as_the_tsv_export_says(s
     tsv = export("res", "--out", str(tmp_path / "tsv"))
     result = export("res", "--out", str(tmp_path / "pq"), "--format", "parquet", "--license", "cc-by-4.0")
     folder = tmp_path / "pq"
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "judgments.parquet", "manifest.json",
-                                                       "pairs.parquet"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md",
+        "judgments.parquet",
+        "manifest.json",
+        "pairs.parquet",
+    ]
     assert result["counts"] == tsv["counts"] and result["version"] == "v2"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["pairs_format"] == "parquet" and manifest["license"] == "cc-by-4.0"
@@ -142,16 +168,21 @@ def test_parquet_release_loads_with_datasets_and_pandas_as_the_tsv_export_says(s
     # datasets: the parquet builder on the files, and the folder itself (its card's configs)
     from datasets import List, Value
 
-    loaded = offline_datasets.load_dataset("parquet", data_files={"train": str(folder / "pairs.parquet")},
-                                           split="train", cache_dir=str(tmp_path / "hf-cache"))
+    loaded = offline_datasets.load_dataset(
+        "parquet",
+        data_files={"train": str(folder / "pairs.parquet")},
+        split="train",
+        cache_dir=str(tmp_path / "hf-cache"),
+    )
     assert loaded.features["ref_index"] == Value("int64") and loaded.features["score"] == Value("float64")
     assert loaded.features["systems"] == List(Value("string"))
     assert loaded.features["constraints"].feature["positive"] == List(List(Value("string")))
     assert_matches(list(loaded), pairs)
     by_card = offline_datasets.load_dataset(str(folder), split="train", cache_dir=str(tmp_path / "hf-cache"))
     assert_matches(list(by_card), pairs)  # the default config is the pairs
-    jloaded = offline_datasets.load_dataset(str(folder), "judgments", split="train",
-                                            cache_dir=str(tmp_path / "hf-cache"))
+    jloaded = offline_datasets.load_dataset(
+        str(folder), "judgments", split="train", cache_dir=str(tmp_path / "hf-cache")
+    )
     assert jloaded.features["counted"] == Value("bool") and jloaded.features["human_score"] == Value("int32")
     assert jloaded.features["sys_id"] == List(Value("string"))
     assert_matches(list(jloaded), judgments)
@@ -160,8 +191,19 @@ def test_parquet_release_loads_with_datasets_and_pandas_as_the_tsv_export_says(s
 
 
 def test_dataset_card_yaml_and_facts(scored, tmp_path):
-    export("res", "--out", str(tmp_path / "c"), "--format", "parquet", "--min-score", "20",
-           "--filters", "len=5-40", "--version", "2026.1")
+    export(
+        "res",
+        "--out",
+        str(tmp_path / "c"),
+        "--format",
+        "parquet",
+        "--min-score",
+        "20",
+        "--filters",
+        "len=5-40",
+        "--version",
+        "2026.1",
+    )
     manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
     card = (tmp_path / "c" / "README.md").read_text()
     assert card.startswith("---\n")
@@ -174,7 +216,8 @@ def test_dataset_card_yaml_and_facts(scored, tmp_path):
     assert 0 < counts["pairs"] < 18 and header["size_categories"] == ["n<1K"]
     assert header["configs"] == [
         {"config_name": "pairs", "data_files": [{"split": "train", "path": "pairs.parquet"}], "default": True},
-        {"config_name": "judgments", "data_files": [{"split": "train", "path": "judgments.parquet"}]}]
+        {"config_name": "judgments", "data_files": [{"split": "train", "path": "judgments.parquet"}]},
+    ]
     body = card.split("---\n", 2)[2]
     assert f"| references | {counts['references_read']:,} | {counts['references']:,} |" in body
     assert f"| pairs | {counts['pairs_read']:,} | {counts['pairs']:,} |" in body
@@ -189,9 +232,19 @@ def test_dataset_card_yaml_and_facts(scored, tmp_path):
     assert "AAAI" in body and "Hu, J. Edward" in body
 
 
-@pytest.mark.parametrize("n, category", [(0, "n<1K"), (999, "n<1K"), (1000, "1K<n<10K"), (99_999, "10K<n<100K"),
-                                         (100_000, "100K<n<1M"), (5_000_000, "1M<n<10M"),
-                                         (50_000_000, "10M<n<100M"), (10**12, "n>1T")])
+@pytest.mark.parametrize(
+    "n, category",
+    [
+        (0, "n<1K"),
+        (999, "n<1K"),
+        (1000, "1K<n<10K"),
+        (99_999, "10K<n<100K"),
+        (100_000, "100K<n<1M"),
+        (5_000_000, "1M<n<10M"),
+        (50_000_000, "10M<n<100M"),
+        (10**12, "n>1T"),
+    ],
+)
 def test_size_categories_are_the_hubs(n, category):
     assert size_category(n) == category
 
@@ -199,10 +252,22 @@ def test_size_categories_are_the_hubs(n, category):
 def test_parquet_bytes_are_reproducible_in_fixed_row_groups(scored, tmp_path, monkeypatch):
     monkeypatch.setattr(release_parquet, "ROW_GROUP_ROWS", 5)
     filters = "len=5-40,overlap=0-0.95,rerank=score"
-    a = release_write(scored=scored, out_dir=tmp_path / "a", version="v7", fmt="parquet",
-                      filters=parse_filters(filters), license="mit")
-    b = release_write(scored=scored, out_dir=tmp_path / "b", version="v7", fmt="parquet",
-                      filters=parse_filters(filters), license="mit")
+    a = release_write(
+        scored=scored,
+        out_dir=tmp_path / "a",
+        version="v7",
+        fmt="parquet",
+        filters=parse_filters(filters),
+        license="mit",
+    )
+    b = release_write(
+        scored=scored,
+        out_dir=tmp_path / "b",
+        version="v7",
+        fmt="parquet",
+        filters=parse_filters(filters),
+        license="mit",
+    )
     assert a == b
     for name in ("pairs.parquet", "judgments.parquet", "README.md", "manifest.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
@@ -226,8 +291,9 @@ def test_parquet_refusals(scored, tmp_path):
 def _peak(scored, out):
     tracemalloc.start()
     try:
-        manifest = release_write(scored=scored, out_dir=out, version="v1", fmt="parquet",
-                                 filters=parse_filters("plen=0-5"))
+        manifest = release_write(
+            scored=scored, out_dir=out, version="v1", fmt="parquet", filters=parse_filters("plen=0-5")
+        )
         return manifest, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -260,8 +326,7 @@ def test_the_release_job_and_api_serve_a_parquet_release(client, scored):
     staff.user_permissions.add(Permission.objects.get(content_type__app_label="scoring", codename="view_release"))
     client.force_login(staff)  # (RELEASE_VIEW_PERMS: the admin's release pages ask the same)
     listed = client.get("/api/releases/").json()[0]
-    assert [f["name"] for f in listed["files"]] == ["README.md", "judgments.parquet", "pairs.parquet",
-                                                   "manifest.json"]
+    assert [f["name"] for f in listed["files"]] == ["README.md", "judgments.parquet", "pairs.parquet", "manifest.json"]
     for name in ("pairs.parquet", "README.md"):
         body = b"".join(client.get(f"/api/releases/{release.pk}/files/{name}").streaming_content)
         assert hashlib.sha256(body).hexdigest() == release.manifest["files"][name]["sha256"]

@@ -58,8 +58,15 @@ def test_export_tsv_release_files_and_manifest(scored, tmp_path):
     for name, described in manifest["files"].items():
         assert described["name"] == name and described["sha256"] == sha256(out / name)
         assert described["bytes"] == (out / name).stat().st_size
-    assert manifest["counts"] == {"references_read": 8, "pairs_read": 18, "references": 8, "pairs": 18,
-                                  "pairs_unscored": 2, "judgments": 7, "campaigns": 1}
+    assert manifest["counts"] == {
+        "references_read": 8,
+        "pairs_read": 18,
+        "references": 8,
+        "pairs": 18,
+        "pairs_unscored": 2,
+        "judgments": 7,
+        "campaigns": 1,
+    }
     assert manifest["regressor"]["name"] == "overlap" and manifest["regressor"]["spearman_test"] == 0.71
     assert manifest["regressor"]["signature"] == {"features": "lexical", "estimator": "test"}
     assert manifest["generation"]["beam"] == 4 and manifest["campaigns"] == ["contract"]
@@ -94,10 +101,20 @@ def test_export_tsv_release_files_and_manifest(scored, tmp_path):
 
 
 def test_same_inputs_give_identical_bytes(scored, tmp_path):
-    a = release_write(scored=scored, out_dir=tmp_path / "a", version="v7", fmt="jsonl",
-                      filters=parse_filters("len=5-40,overlap=0-0.95,rerank=dissimilar"))
-    b = release_write(scored=scored, out_dir=tmp_path / "b", version="v7", fmt="jsonl",
-                      filters=parse_filters("len=5-40,overlap=0-0.95,rerank=dissimilar"))
+    a = release_write(
+        scored=scored,
+        out_dir=tmp_path / "a",
+        version="v7",
+        fmt="jsonl",
+        filters=parse_filters("len=5-40,overlap=0-0.95,rerank=dissimilar"),
+    )
+    b = release_write(
+        scored=scored,
+        out_dir=tmp_path / "b",
+        version="v7",
+        fmt="jsonl",
+        filters=parse_filters("len=5-40,overlap=0-0.95,rerank=dissimilar"),
+    )
     assert a == b
     for name in ("pairs.jsonl.gz", "judgments.tsv.gz", "manifest.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
@@ -147,11 +164,20 @@ def test_ngram_overlap_is_wietings():
     assert ngram_overlap("a", "a b", 2) is None
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("len=40-5", "lower bound is above"), ("overlap=0.2-8", "fractions"), ("colour=red", "unknown filter"),
-    ("rerank=random", "one of dissimilar"), ("top=0", "positive integer"), ("len", "key=value"),
-    ("len=5-40,len=1-2", "given twice"), ("score=200", "run from 0 to 100"), ("score=-5", "run from 0 to 100"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("len=40-5", "lower bound is above"),
+        ("overlap=0.2-8", "fractions"),
+        ("colour=red", "unknown filter"),
+        ("rerank=random", "one of dissimilar"),
+        ("top=0", "positive integer"),
+        ("len", "key=value"),
+        ("len=5-40,len=1-2", "given twice"),
+        ("score=200", "run from 0 to 100"),
+        ("score=-5", "run from 0 to 100"),
+    ],
+)
 def test_bad_filters_are_refused_before_writing(scored, tmp_path, spec, message):
     with pytest.raises(CommandError, match=message):
         export("res", "--out", str(tmp_path / "bad"), "--filters", spec)
@@ -200,8 +226,11 @@ def test_upload_to_s3(scored, tmp_path):
     result = export("res", "--out", str(tmp_path / "s"), "--upload", "s3://releases/paraforge/res/v1")
     assert result["location"] == "s3://releases/paraforge/res/v1"
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="releases")["Contents"])
-    assert keys == ["paraforge/res/v1/judgments.tsv.gz", "paraforge/res/v1/manifest.json",
-                    "paraforge/res/v1/pairs.tsv.gz"]
+    assert keys == [
+        "paraforge/res/v1/judgments.tsv.gz",
+        "paraforge/res/v1/manifest.json",
+        "paraforge/res/v1/pairs.tsv.gz",
+    ]
     body = s3.get_object(Bucket="releases", Key="paraforge/res/v1/pairs.tsv.gz")["Body"].read()
     assert hashlib.sha256(body).hexdigest() == result["files"]["pairs.tsv.gz"]
     with pytest.raises(CommandError, match="already holds a release"):
@@ -216,13 +245,23 @@ def _scored_resource_of(n_refs: int, name: str) -> ScoredResource:
     entries = []
     per_shard = n_refs // 2
     for index in range(2):
+
         def gen(index=index):
             for i in range(index * per_shard, (index + 1) * per_shard):
                 rec = records(1)[0]
                 rec["ref_index"], rec["reference"] = i, f"reference number {i} is here today"
-                rec["candidates"] = [{"text": f"paraphrase {j} of number {i}", "nll": 1.0 + j, "systems": ["17"],
-                                      "constraints": {}, "score": float(j * 10)} for j in range(10)]
+                rec["candidates"] = [
+                    {
+                        "text": f"paraphrase {j} of number {i}",
+                        "nll": 1.0 + j,
+                        "systems": ["17"],
+                        "constraints": {},
+                        "score": float(j * 10),
+                    }
+                    for j in range(10)
+                ]
                 yield rec
+
         info = write_jsonl_gz(f"scored/{scored.pk}/shard-{index:05d}.jsonl.gz", gen())
         entries.append({"index": index, "key": info["key"], "n_pairs": per_shard * 10, "sha256": info["sha256"]})
     scored.shards, scored.n_pairs = entries, n_refs * 10
@@ -255,16 +294,23 @@ def test_admin_pages_and_the_export_release_form(client, scored, tmp_path):
     from jobs.execution import job_run_inline
 
     client.force_login(get_user_model().objects.create_superuser("boss", password="pw"))
-    for url in ("/admin/scoring/regressor/", f"/admin/scoring/regressor/{scored.regressor.pk}/change/",
-                "/admin/scoring/scoredresource/", f"/admin/scoring/scoredresource/{scored.pk}/change/"):
+    for url in (
+        "/admin/scoring/regressor/",
+        f"/admin/scoring/regressor/{scored.regressor.pk}/change/",
+        "/admin/scoring/scoredresource/",
+        f"/admin/scoring/scoredresource/{scored.pk}/change/",
+    ):
         assert client.get(url).status_code == 200, url
     form = client.get(f"/admin/scoring/scoredresource/{scored.pk}/export/")
     assert form.status_code == 200 and 'value="v1"' in form.content.decode()
-    bad = client.post(f"/admin/scoring/scoredresource/{scored.pk}/export/",
-                      {"version": "v1", "format": "tsv", "filters": "len=9-1"})
+    bad = client.post(
+        f"/admin/scoring/scoredresource/{scored.pk}/export/", {"version": "v1", "format": "tsv", "filters": "len=9-1"}
+    )
     assert bad.status_code == 200 and "lower bound is above" in bad.content.decode()
-    response = client.post(f"/admin/scoring/scoredresource/{scored.pk}/export/",
-                           {"version": "v1", "format": "jsonl", "min_score": "50", "filters": "top=2"})
+    response = client.post(
+        f"/admin/scoring/scoredresource/{scored.pk}/export/",
+        {"version": "v1", "format": "jsonl", "min_score": "50", "filters": "top=2"},
+    )
     assert response.status_code == 302
     job = Job.objects.get(kind="export_release")
     assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error

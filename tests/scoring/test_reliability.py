@@ -1,5 +1,6 @@
 """Bias-corrected (z-score) similarity, split-half reliability and Krippendorff's alpha, on hand-made
 campaigns in ParaBank's release format (imported judgments are verified, so they count)."""
+
 import csv
 import io
 import json
@@ -53,15 +54,17 @@ def offsets(tmp_path):
 
 
 def test_zscore_removes_a_workers_offset_by_hand(offsets):
-    raw = {r["system"]: r["avg"] for r in json.loads(report("offsets", "--table", "similarity",
-                                                             "--min-judgments", "0"))["rows"]}
+    raw = {
+        r["system"]: r["avg"]
+        for r in json.loads(report("offsets", "--table", "similarity", "--min-judgments", "0"))["rows"]
+    }
     result = json.loads(report("offsets", "--table", "similarity", "--estimate", "zscore", "--min-judgments", "0"))
     z = {r["system"]: r["avg"] for r in result["rows"]}
     # raw: worker 2's harshness makes 19 look worse than 17 (and worker 3's 50s pull 17 and 18 together)
     assert raw == {"17": 65.0, "18": 55.0, "19": 60.0, "20": 40.0}
     # z: workers 1 and 2 have mean 70 / 50 and population SD 10, so z = +1, -1 for both; worker 3 (SD 0)
     # is left out; mapped back with M = 60, S = pstdev(80, 60, 60, 40) = sqrt(200)
-    s = 200 ** 0.5
+    s = 200**0.5
     assert z == pytest.approx({"17": 60 + s, "18": 60 - s, "19": 60 + s, "20": 60 - s})
     assert result["estimate"] == "zscore" and result["workers_sd0"] == 1
     assert "degraded" not in z and "0" not in z  # quality-control pseudo-systems are never rows
@@ -71,10 +74,20 @@ def test_zscore_report_says_how_many_workers_were_left_out(offsets):
     md = report("offsets", "--table", "similarity", "--estimate", "zscore", "--format", "md", "--min-judgments", "0")
     assert "bias-corrected" in md and "1 worker(s) with SD 0 left out of the z-score estimate." in md
     err = io.StringIO()
-    text = report("offsets", "--table", "similarity", "--estimate", "zscore", "--format", "csv",
-                  "--min-judgments", "0", stderr=err)
+    text = report(
+        "offsets",
+        "--table",
+        "similarity",
+        "--estimate",
+        "zscore",
+        "--format",
+        "csv",
+        "--min-judgments",
+        "0",
+        stderr=err,
+    )
     rows = {r["system"]: r for r in csv.DictReader(io.StringIO(text))}
-    assert float(rows["19"]["avg"]) == pytest.approx(60 + 200 ** 0.5)
+    assert float(rows["19"]["avg"]) == pytest.approx(60 + 200**0.5)
     assert "1 worker(s) with SD 0" in err.getvalue()
     # the raw table is ParaBank's and says which estimate it is
     raw = json.loads(report("offsets", "--table", "similarity", "--min-judgments", "0"))
@@ -87,7 +100,7 @@ def test_degraded_items_are_no_row_no_aggregate_and_marked_in_releases(offsets):
         assert [r["system"] for r in result["rows"]] == ["17", "18", "19", "20"]
     # worker 1's 0 on the degraded copy does not enter their scale: z of a, b stays +1, -1
     est = zscore_estimates(load_campaign(offsets, 0))
-    assert est.mean == pytest.approx(60.0) and est.sd == pytest.approx(200 ** 0.5)
+    assert est.mean == pytest.approx(60.0) and est.sd == pytest.approx(200**0.5)
     assert all("mat sat on the cat" not in p["paraphrase"] for p in training_data(offsets, min_judgments=0).pairs)
     lines = []
     _write_judgments(lines.append, [offsets], {"judgments": 0})
@@ -100,8 +113,10 @@ def test_degraded_items_are_no_row_no_aggregate_and_marked_in_releases(offsets):
 
 # --- split-half reliability ----------------------------------------------------------------------------
 
-def _crowd(tmp_path, *, name="crowd", n_refs=30, offsets=(0, -30, 25, -15, 10, -25), noise=4.0, seed=7,
-           per_candidate=4):
+
+def _crowd(
+    tmp_path, *, name="crowd", n_refs=30, offsets=(0, -30, 25, -15, 10, -25), noise=4.0, seed=7, per_candidate=4
+):
     """n_refs references x 3 candidates with a true similarity each; ``per_candidate`` of the workers judge
     each candidate, worker w reporting true + offsets[w] + noise (clipped to 0-100). Every reference has an
     attention copy, a system output identical to the reference and a degraded copy, all judged 4 times."""
@@ -121,8 +136,17 @@ def _crowd(tmp_path, *, name="crowd", n_refs=30, offsets=(0, -30, 25, -15, 10, -
 
 def _oracle(data, seeds=range(20)):
     """The split-half rule written out plainly, for comparison."""
-    cands = sorted((c for c in data.candidates if c.text != c.reference_text and "0" not in c.systems
-                    and "degraded" not in c.systems and len(c.scores) >= 4), key=lambda c: c.id)
+    cands = sorted(
+        (
+            c
+            for c in data.candidates
+            if c.text != c.reference_text
+            and "0" not in c.systems
+            and "degraded" not in c.systems
+            and len(c.scores) >= 4
+        ),
+        key=lambda c: c.id,
+    )
     by_worker = {}
     for c in data.candidates:
         if c.text != c.reference_text and "0" not in c.systems and "degraded" not in c.systems:
@@ -135,10 +159,11 @@ def _oracle(data, seeds=range(20)):
         halves = {"raw": ([], []), "z": ([], [])}
         for c in cands:
             order = rng.permutation(len(c.scores))
-            for side, idx in zip((0, 1), (order[:len(order) // 2], order[len(order) // 2:])):
+            for side, idx in zip((0, 1), (order[: len(order) // 2], order[len(order) // 2 :])):
                 halves["raw"][side].append(np.mean([c.scores[i] for i in idx]))
-                halves["z"][side].append(np.mean([(c.scores[i] - scale[c.workers[i]][0]) / scale[c.workers[i]][1]
-                                                  for i in idx]))
+                halves["z"][side].append(
+                    np.mean([(c.scores[i] - scale[c.workers[i]][0]) / scale[c.workers[i]][1] for i in idx])
+                )
         raw.append(spearmanr(*halves["raw"])[0])
         z.append(spearmanr(*halves["z"])[0])
     return len(cands), float(np.mean(raw)), float(np.mean(z))
@@ -157,7 +182,8 @@ def test_split_half_follows_the_rule_and_zscore_wins_with_worker_offsets(tmp_pat
     # large worker offsets: standardising each worker makes the two halves agree much more
     assert result["split_half"]["zscore"] > result["split_half"]["raw"] + 0.1
     assert report("crowd", "--table", "reliability", "--min-judgments", "0") == report(
-        "crowd", "--table", "reliability", "--min-judgments", "0")  # seeded: the same figures every run
+        "crowd", "--table", "reliability", "--min-judgments", "0"
+    )  # seeded: the same figures every run
 
 
 def test_split_half_needs_four_judgments_and_averages_twenty_seeded_splits():
@@ -166,8 +192,10 @@ def test_split_half_needs_four_judgments_and_averages_twenty_seeded_splits():
     assert data_rho == pytest.approx(np.mean([split_half(five, seeds=[s])["raw"] for s in range(20)]))
     # one permutation per candidate in order, floor(n/2) first: seed 0 by hand
     rng = np.random.default_rng(0)
-    halves = [(np.mean([v[i] for i in p[:2]]), np.mean([v[i] for i in p[2:]]))
-              for v, p in ((v, rng.permutation(5)) for v in five)]
+    halves = [
+        (np.mean([v[i] for i in p[:2]]), np.mean([v[i] for i in p[2:]]))
+        for v, p in ((v, rng.permutation(5)) for v in five)
+    ]
     assert split_half(five, seeds=[0])["raw"] == pytest.approx(spearmanr(*zip(*halves))[0])
     assert split_half(three)["raw"] is None  # fewer than 3 candidates: undefined, not a number
 
@@ -182,11 +210,14 @@ def test_candidates_with_fewer_than_four_judgments_are_left_out(tmp_path):
 # --- Krippendorff's alpha --------------------------------------------------------------------------------
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", 4 observers x 12 units with gaps
-KRIPPENDORFF_2011 = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
-    [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan]])
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
+        [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan],
+    ]
+)
 
 
 def _units(matrix):
@@ -216,27 +247,31 @@ def test_campaign_alpha_matches_the_package_on_the_same_matrix(tmp_path):
 
 # --- the CLI ---------------------------------------------------------------------------------------------
 
+
 def test_reliability_markdown_and_csv(tmp_path):
     _crowd(tmp_path)
     figures = json.loads(report("crowd", "--table", "reliability", "--min-judgments", "0"))
     md = report("crowd", "--table", "reliability", "--format", "md", "--min-judgments", "0")
     assert f"| {figures['split_half']['raw']:.3f} | {figures['split_half']['zscore']:.3f} |" in md
     assert f"Krippendorff's alpha (interval) | {figures['krippendorff_alpha']:.3f} |" in md and "90 candidates" in md
-    rows = dict(csv.reader(io.StringIO(report("crowd", "--table", "reliability", "--format", "csv",
-                                              "--min-judgments", "0"))))
+    rows = dict(
+        csv.reader(io.StringIO(report("crowd", "--table", "reliability", "--format", "csv", "--min-judgments", "0")))
+    )
     assert rows["measure"] == "value"
     assert float(rows["split_half_zscore"]) == pytest.approx(figures["split_half"]["zscore"])
     assert float(rows["krippendorff_alpha"]) == pytest.approx(figures["krippendorff_alpha"])
     assert rows["n_candidates"] == "90"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--table", "fluency", "--estimate", "zscore"], "applies only to the similarity table"),
-    (["--table", "reliability", "--estimate", "raw"], "reports both estimates"),
-    (["--table", "similarity", "--estimate", "bias"], "invalid choice: 'bias'"),
-    (["--table", "reliabilty"], "invalid choice: 'reliabilty'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--table", "fluency", "--estimate", "zscore"], "applies only to the similarity table"),
+        (["--table", "reliability", "--estimate", "raw"], "reports both estimates"),
+        (["--table", "similarity", "--estimate", "bias"], "invalid choice: 'bias'"),
+        (["--table", "reliabilty"], "invalid choice: 'reliabilty'"),
+    ],
+)
 def test_bad_arguments_are_clear_errors(offsets, args, message):
     with pytest.raises(CommandError, match=message):
         report("offsets", *args)
-

@@ -59,8 +59,9 @@ def tiny_regressor(tmp_path, name="tiny"):
         return row
     with get_storage().open_write(_TRAINED["key"]) as fh:
         fh.write(_TRAINED["payload"])
-    return Regressor.objects.create(name=name, key=_TRAINED["key"], signature=_TRAINED["signature"],
-                                    metrics=_TRAINED["metrics"])
+    return Regressor.objects.create(
+        name=name, key=_TRAINED["key"], signature=_TRAINED["signature"], metrics=_TRAINED["metrics"]
+    )
 
 
 def score(*args):
@@ -70,8 +71,9 @@ def score(*args):
 
 
 def pairs_of_shards(keys):
-    return [(r["ref_index"], c["text"], c.get("score")) for key in keys for r in read_jsonl_gz(key)
-            for c in r["candidates"]]
+    return [
+        (r["ref_index"], c["text"], c.get("score")) for key in keys for r in read_jsonl_gz(key) for c in r["candidates"]
+    ]
 
 
 @pytest.mark.django_db
@@ -93,8 +95,9 @@ def test_score_resource_writes_mirrored_scored_shards(storage_dir, tmp_path):
         # record for record the same, each candidate gaining a score: the regressor's own prediction
         for a, b in zip(original, scored_records, strict=True):
             assert [{k: v for k, v in c.items() if k != "score"} for c in b["candidates"]] == a["candidates"]
-            assert {k: v for k, v in b.items() if k != "candidates"} == {k: v for k, v in a.items()
-                                                                         if k != "candidates"}
+            assert {k: v for k, v in b.items() if k != "candidates"} == {
+                k: v for k, v in a.items() if k != "candidates"
+            }
             expected = fitted.predict([pair_of(a, c) for c in a["candidates"]])
             assert [c["score"] for c in b["candidates"]] == pytest.approx(list(expected), abs=1e-4)
     # higher predicted similarity for a close paraphrase than for a loose one
@@ -131,8 +134,9 @@ def test_rerun_rewrites_the_same_files_without_duplicates(storage_dir, tmp_path,
 
 
 @pytest.mark.django_db
-def test_a_new_scoring_replaces_the_old_only_once_it_succeeds(storage_dir, tmp_path,
-                                                              django_capture_on_commit_callbacks):
+def test_a_new_scoring_replaces_the_old_only_once_it_succeeds(
+    storage_dir, tmp_path, django_capture_on_commit_callbacks
+):
     from jobs.execution import job_cancel, job_run_inline
     from scoring.releases import scoring_for
 
@@ -162,8 +166,9 @@ def test_a_new_scoring_replaces_the_old_only_once_it_succeeds(storage_dir, tmp_p
     now = scoring_for(resource, "tiny")
     assert now.job_id == third["job"] and now.n_pairs == 18
     assert not any((storage_dir / e["key"]).exists() for e in done.shards) and not orphan.exists()
-    assert sorted(str(p.relative_to(storage_dir)) for p in (storage_dir / "scored").rglob("*.gz")) == \
-        sorted(e["key"] for e in now.shards)
+    assert sorted(str(p.relative_to(storage_dir)) for p in (storage_dir / "scored").rglob("*.gz")) == sorted(
+        e["key"] for e in now.shards
+    )
 
 
 @pytest.mark.django_db
@@ -187,6 +192,7 @@ def test_a_retrained_regressor_needs_a_new_scoring(storage_dir, tmp_path):
     regressor.signature = {**regressor.signature, "trained_at": regressor.signature["trained_at"] + 1}
     regressor.save(update_fields=["signature"])
     from jobs.execution import job_run_inline
+
     job = job_run_inline(job_id=queued["job"])
     assert job.status == "failed" and "was retrained since" in job.error
     score("res", "--regressor", "tiny", "--wait")
@@ -235,13 +241,38 @@ def test_a_regressor_returning_the_wrong_count_is_an_error():
 
 
 def _start_worker(log_name):
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test", DATABASE_URL=_database_url_of_test_db(),
-               PARAFORGE_VAR_DIR=str(settings.VAR_DIR), CELERY_BROKER_URL=settings.CELERY_BROKER_URL)
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DATABASE_URL=_database_url_of_test_db(),
+        PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+    )
     log = open(Path(settings.VAR_DIR) / log_name, "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-P", "solo",
-         "--without-gossip", "--without-mingle", "-n", f"second-{os.getpid()}@%h", "-l", "INFO"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "cpu,gpu",
+            "-P",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"second-{os.getpid()}@%h",
+            "-l",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 60
     while not workers_available(timeout=1.0):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -290,7 +321,11 @@ def test_worker_killed_mid_chunk_then_resumed_scores_every_pair_once(celery_work
     scored.refresh_from_db()
     assert [e["index"] for e in scored.shards] == [0, 1, 2] and scored.n_pairs == 18
     got = pairs_of_shards(e["key"] for e in scored.shards)
-    expected = [(r["ref_index"], c["text"]) for s in resource.shards.order_by("index") for r in read_jsonl_gz(s.key)
-                for c in r["candidates"]]
+    expected = [
+        (r["ref_index"], c["text"])
+        for s in resource.shards.order_by("index")
+        for r in read_jsonl_gz(s.key)
+        for c in r["candidates"]
+    ]
     assert [(i, t) for i, t, _ in got] == expected  # every pair exactly once, in order
     assert all(s is not None for _, _, s in got)

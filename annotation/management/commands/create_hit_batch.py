@@ -5,6 +5,7 @@
 ``{"batch": <id>, "hits": <n>, "cost_estimate_usd": <x or null>}``. Local batches are live at once
 (nothing is spent); MTurk batches stay drafts until ``--publish`` or the admin's Publish action.
 """
+
 import json
 
 from django.conf import settings
@@ -35,32 +36,60 @@ def _lengths(value: str) -> tuple[int, ...]:
 
 
 class Command(BaseCommand):
-    help = ("Build a HIT batch (one reference + five candidates per HIT, attention checks at a rate) from a "
-            "job's evaluation sample; prints {\"batch\", \"hits\", \"cost_estimate_usd\"}.")
+    help = (
+        "Build a HIT batch (one reference + five candidates per HIT, attention checks at a rate) from a "
+        'job\'s evaluation sample; prints {"batch", "hits", "cost_estimate_usd"}.'
+    )
 
     def add_arguments(self, parser):
         which = parser.add_mutually_exclusive_group(required=True)
         which.add_argument("--job", type=int, help="the generation job whose evaluation sample is the campaign")
         which.add_argument("--campaign", help="the campaign's name (instead of --job)")
-        parser.add_argument("--provider", choices=PROVIDER_NAMES,
-                            help="default: the PARAFORGE_HIT_PROVIDER setting (local unless set)")
+        parser.add_argument(
+            "--provider", choices=PROVIDER_NAMES, help="default: the PARAFORGE_HIT_PROVIDER setting (local unless set)"
+        )
         parser.add_argument("--per-length", type=int, default=100, help="references per length bucket")
         parser.add_argument("--lengths", default="5,10,20,40", help="length buckets, comma-separated")
         parser.add_argument("--assignments", type=int, default=3, help="different workers per HIT (R)")
         parser.add_argument("--attention-rate", type=float, default=0.1, help="share of HITs with an attention check")
-        parser.add_argument("--degraded-rate", type=float, default=None,
-                            help="share of HITs with a degraded copy of the reference (default 0.1, or the "
-                                 "--batch-settings degraded_rate)")
+        parser.add_argument(
+            "--degraded-rate",
+            type=float,
+            default=None,
+            help="share of HITs with a degraded copy of the reference (default 0.1, or the "
+            "--batch-settings degraded_rate)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--baseline", help="TSV of baseline outputs (ref_id, candidate[, sys_id]) to add first")
         parser.add_argument("--baseline-system", default="35", help="system id of --baseline rows without sys_id")
         parser.add_argument("--label", default="")
-        parser.add_argument("--batch-settings", dest="batch_settings", default="{}",
-                            help="JSON batch settings (reward_usd, assignment_duration_s, ...)")
+        parser.add_argument(
+            "--batch-settings",
+            dest="batch_settings",
+            default="{}",
+            help="JSON batch settings (reward_usd, assignment_duration_s, ...)",
+        )
         parser.add_argument("--publish", action="store_true", help="publish MTurk batches now (spends money)")
 
-    def handle(self, *args, job, campaign, provider, per_length, lengths, assignments, attention_rate, seed,
-               baseline, baseline_system, label, batch_settings, publish, degraded_rate=None, **options):
+    def handle(
+        self,
+        *args,
+        job,
+        campaign,
+        provider,
+        per_length,
+        lengths,
+        assignments,
+        attention_rate,
+        seed,
+        baseline,
+        baseline_system,
+        label,
+        batch_settings,
+        publish,
+        degraded_rate=None,
+        **options,
+    ):
         provider = provider or settings.PARAFORGE_HIT_PROVIDER
         try:
             extra = json.loads(batch_settings)
@@ -80,9 +109,19 @@ class Command(BaseCommand):
                 if paid:
                     batch_publish_check(provider=provider, settings=extra)
                 batch = hit_batch_create(
-                    campaign=target, provider=provider, per_length=per_length, lengths=_lengths(lengths),
-                    assignments=assignments, attention_rate=attention_rate, seed=seed, baseline=baseline,
-                    baseline_system=baseline_system, label=label, settings=extra, degraded_rate=degraded_rate)
+                    campaign=target,
+                    provider=provider,
+                    per_length=per_length,
+                    lengths=_lengths(lengths),
+                    assignments=assignments,
+                    attention_rate=attention_rate,
+                    seed=seed,
+                    baseline=baseline,
+                    baseline_system=baseline_system,
+                    label=label,
+                    settings=extra,
+                    degraded_rate=degraded_rate,
+                )
                 cost = batch_cost_estimate_usd(batch=batch)
                 if paid and cost is not None:
                     batch_publish_check(provider=provider, settings=batch.settings, cost_usd=cost)
@@ -90,8 +129,15 @@ class Command(BaseCommand):
             raise CommandError(f"no batch created: {exc}") from exc
         if provider == "local" or publish:
             self._publish(batch)
-        self.stdout.write(json.dumps({"batch": batch.pk, "hits": batch.hits.count(),
-                                      "cost_estimate_usd": None if cost is None else float(cost)}))
+        self.stdout.write(
+            json.dumps(
+                {
+                    "batch": batch.pk,
+                    "hits": batch.hits.count(),
+                    "cost_estimate_usd": None if cost is None else float(cost),
+                }
+            )
+        )
 
     @staticmethod
     def _publish(batch) -> None:
@@ -101,8 +147,10 @@ class Command(BaseCommand):
             batch_publish(batch=batch)
         except (BatchError, ProviderError, *provider.transport_errors) as exc:
             text = provider.error_text(exc) if isinstance(exc, provider.transport_errors) else str(exc)
-            raise CommandError(f"batch {batch.pk} was created but not published ({text}); it is a draft: publish it "
-                               f"with `python manage.py crowd publish {batch.pk}`") from exc
+            raise CommandError(
+                f"batch {batch.pk} was created but not published ({text}); it is a draft: publish it "
+                f"with `python manage.py crowd publish {batch.pk}`"
+            ) from exc
 
     @staticmethod
     def _campaign(job, name) -> Campaign:
@@ -115,8 +163,10 @@ class Command(BaseCommand):
                 raise CommandError(f"no campaign named {name!r}") from None
         found = list(Campaign.objects.filter(job_id=job).order_by("id")[:2])
         if not found:
-            raise CommandError(f"job {job} has no evaluation sample (no campaign with job_id={job}): run "
-                               "generate with --sample-per-length first, or give --campaign NAME")
+            raise CommandError(
+                f"job {job} has no evaluation sample (no campaign with job_id={job}): run "
+                "generate with --sample-per-length first, or give --campaign NAME"
+            )
         if len(found) > 1:
             raise CommandError(f"job {job} has several campaigns: choose one with --campaign NAME")
         return found[0]

@@ -6,6 +6,7 @@
 ``python manage.py crowd pause BATCH`` (Prolific: pause the study; ``publish`` starts it again)
 Each is one method of the batch's provider (``annotation.providers.HitProvider``).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,16 +19,17 @@ from annotation.providers import ProviderError, get_provider
 
 
 class Command(BaseCommand):
-    help = ("Crowd batches on any provider: publish | sync | approve | bonus | expire | balance | pause "
-            "(JSON output).")
+    help = "Crowd batches on any provider: publish | sync | approve | bonus | expire | balance | pause (JSON output)."
 
     def add_arguments(self, parser):
         actions = parser.add_subparsers(dest="action", required=True)
-        for name, text in (("publish", "publish the batch (MTurk HITs, a Prolific study; balance checked first)"),
-                           ("sync", "verify stored submissions with the platform, copy its statuses"),
-                           ("approve", "pay verified submissions (Prolific: reject failed attention checks)"),
-                           ("expire", "no new work: expire the HITs (MTurk) or stop the study (Prolific)"),
-                           ("pause", "pause the batch's Prolific study")):
+        for name, text in (
+            ("publish", "publish the batch (MTurk HITs, a Prolific study; balance checked first)"),
+            ("sync", "verify stored submissions with the platform, copy its statuses"),
+            ("approve", "pay verified submissions (Prolific: reject failed attention checks)"),
+            ("expire", "no new work: expire the HITs (MTurk) or stop the study (Prolific)"),
+            ("pause", "pause the batch's Prolific study"),
+        ):
             actions.add_parser(name, help=text).add_argument("batch", type=int)
         bonus = actions.add_parser("bonus", help="pay AMOUNT once to each worker with verified work in the batch")
         bonus.add_argument("batch", type=int)

@@ -5,6 +5,7 @@
 "stopped": false}``, or ``{"batch": id, "stopped": true, "reason": "...", ...}`` when the stopping rule
 says the batch is done.
 """
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -32,8 +33,14 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if created is None:
             status = easl_status(batch=found)
-            result = {"batch": found.pk, "stopped": True, "reason": status["stop_reason"], "rounds": status["rounds"],
-                      "judgments": status["judgments"], "max_variance": status["max_variance"]}
+            result = {
+                "batch": found.pk,
+                "stopped": True,
+                "reason": status["stop_reason"],
+                "rounds": status["rounds"],
+                "judgments": status["judgments"],
+                "max_variance": status["max_variance"],
+            }
         else:
             result = {**created, "stopped": False}
         self.stdout.write(json.dumps(result))

@@ -1,8 +1,10 @@
 """Import human judgments into a campaign (created if needed); prints a JSON summary.
 
 ``python manage.py import_judgments --format parabank --references REF.tsv CANDIDATES.tsv --campaign NAME``
-``python manage.py import_judgments --format generic --map worker=WorkerId,reference=Input.ref,... FILE --campaign NAME``
+``python manage.py import_judgments --format generic --map worker=WorkerId,reference=Input.ref,... FILE \
+--campaign NAME``
 """
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -11,10 +13,12 @@ from annotation.importers import ImportArgumentError, ImportFormatError, import_
 
 
 class Command(BaseCommand):
-    help = ("Import human judgments into a campaign (created if needed); prints a JSON summary. parabank: "
-            "ParaBank's release (--references ref.tsv + the candidates TSV). generic: a CSV/TSV, one judgment a "
-            "row, with --map field=Column,... (fields worker, reference, systems, candidate, score, fluency; "
-            "optional reference_text, length, nll). Re-importing the same files duplicates nothing.")
+    help = (
+        "Import human judgments into a campaign (created if needed); prints a JSON summary. parabank: "
+        "ParaBank's release (--references ref.tsv + the candidates TSV). generic: a CSV/TSV, one judgment a "
+        "row, with --map field=Column,... (fields worker, reference, systems, candidate, score, fluency; "
+        "optional reference_text, length, nll). Re-importing the same files duplicates nothing."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("candidates", help="the judged candidates (one judgment per line)")
@@ -29,7 +33,9 @@ class Command(BaseCommand):
             if format == "parabank":
                 if not references:
                     raise CommandError("--references is required with --format parabank")
-                summary = import_parabank(campaign_name=campaign, references_path=references, candidates_path=candidates)
+                summary = import_parabank(
+                    campaign_name=campaign, references_path=references, candidates_path=candidates
+                )
             else:
                 if not mapping:
                     raise CommandError("--map is required with --format generic")
@@ -38,8 +44,13 @@ class Command(BaseCommand):
                 except ValueError as exc:
                     raise CommandError(f"--map: {exc}") from exc
                 delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
-                summary = import_generic(campaign_name=campaign, path=candidates, mapping=fields,
-                                         references_path=references, delimiter=delimiter)
+                summary = import_generic(
+                    campaign_name=campaign,
+                    path=candidates,
+                    mapping=fields,
+                    references_path=references,
+                    delimiter=delimiter,
+                )
         except (ImportArgumentError, ImportFormatError) as exc:
             raise CommandError(f"nothing imported: {exc}") from exc
         self.stdout.write(json.dumps(summary.as_dict()))

@@ -7,6 +7,7 @@
 A batch's own provider settings decide sandbox or production; ``--sandbox`` picks the sandbox for
 ``balance`` and, given with a batch command, insists that the batch is a sandbox one.
 """
+
 import argparse
 import json
 
@@ -19,22 +20,27 @@ from annotation.providers.mturk import MTurkError, MTurkProvider, bonus_fee_usd,
 
 
 class Command(BaseCommand):
-    help = "Mechanical Turk: balance | publish BATCH | sync BATCH | approve BATCH | expire BATCH | extend BATCH N | " \
-           "bonus ASSIGNMENT AMOUNT REASON (JSON output)."
+    help = (
+        "Mechanical Turk: balance | publish BATCH | sync BATCH | approve BATCH | expire BATCH | extend BATCH N | "
+        "bonus ASSIGNMENT AMOUNT REASON (JSON output)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--sandbox", action="store_true", help="the requester sandbox (balance; checks batches)")
         actions = parser.add_subparsers(dest="action", required=True)
+
         def add(name, text):
             sub = actions.add_parser(name, help=text)
             sub.add_argument("--sandbox", action="store_true", default=argparse.SUPPRESS, help="the requester sandbox")
             return sub
 
         add("balance", "the account's available balance")
-        for name, text in (("publish", "create the batch's unpublished HITs (balance checked first)"),
-                           ("sync", "check stored assignments against MTurk, report missing ones, copy statuses"),
-                           ("approve", "approve every submitted, unflagged assignment"),
-                           ("expire", "take the batch's HITs off MTurk now")):
+        for name, text in (
+            ("publish", "create the batch's unpublished HITs (balance checked first)"),
+            ("sync", "check stored assignments against MTurk, report missing ones, copy statuses"),
+            ("approve", "approve every submitted, unflagged assignment"),
+            ("expire", "take the batch's HITs off MTurk now"),
+        ):
             add(name, text).add_argument("batch", type=int)
         sub = add("extend", "add N assignments to each published HIT")
         sub.add_argument("batch", type=int)
@@ -100,6 +106,12 @@ class Command(BaseCommand):
             raise CommandError(f"no MTurk assignment {assignment!r}")
         _, provider = self._provider_for(found.hit.batch_id, sandbox)
         bonus, paid_now = bonus_grant(assignment=found, amount_usd=amount, reason=reason, provider=provider)
-        return {"bonus": bonus.pk, "assignment": found.external_assignment_id, "worker": bonus.worker.external_id,
-                "amount_usd": str(bonus.amount_usd), "fee_usd": str(bonus_fee_usd(bonus.amount_usd)),
-                "sent_at": bonus.sent_at.isoformat() if bonus.sent_at else None, "paid_now": paid_now}
+        return {
+            "bonus": bonus.pk,
+            "assignment": found.external_assignment_id,
+            "worker": bonus.worker.external_id,
+            "amount_usd": str(bonus.amount_usd),
+            "fee_usd": str(bonus_fee_usd(bonus.amount_usd)),
+            "sent_at": bonus.sent_at.isoformat() if bonus.sent_at else None,
+            "paid_now": paid_now,
+        }

@@ -5,6 +5,7 @@ botocore's own retry modes (``standard``, ``adaptive``) are not used: MTurk repo
 ``Stubber`` answers before its retry loop, so their retries could not be tested. ``call_with_retry``
 (``annotation.providers.retry``) with ``is_transient`` below does both.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,10 +19,19 @@ REGION = "us-east-1"
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
 PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
 
-TRANSIENT_ERROR_CODES = frozenset({
-    "Throttling", "ThrottlingException", "ThrottledException", "TooManyRequestsException",
-    "RequestLimitExceeded", "ServiceUnavailable", "ServiceFault", "InternalError", "InternalFailure",
-})
+TRANSIENT_ERROR_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "ServiceUnavailable",
+        "ServiceFault",
+        "InternalError",
+        "InternalFailure",
+    }
+)
 _RATE_WORDS = ("rate exceeded", "throttl", "too many requests", "try again", "temporarily unavailable")
 
 
@@ -76,8 +86,8 @@ def mturk_client(*, sandbox: bool):
     if creds is None:
         raise MTurkConfigurationError(
             "no MTurk credentials: set MTURK_ACCESS_KEY_ID and MTURK_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY) in the environment")
+            "AWS_SECRET_ACCESS_KEY) in the environment"
+        )
     config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60)
     session = boto3.session.Session(region_name=REGION, **creds)
     return session.client("mturk", region_name=REGION, endpoint_url=mturk_endpoint(sandbox=sandbox), config=config)
-

@@ -1,4 +1,5 @@
 """MTurk's commission and the cost of HITs and bonuses, in US dollars (pure: no client, no database)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -65,4 +66,3 @@ def hit_cost_usd(reward_usd: Any, assignments: int) -> Decimal:
 
 def batch_cost_usd(reward_usd: Any, assignments_per_hit: Iterable[int]) -> Decimal:
     return sum((hit_cost_usd(reward_usd, n) for n in assignments_per_hit), Decimal("0.00"))
-

@@ -12,9 +12,10 @@ bonuses), so a retried call -- by ``mturk_retry`` or by a person re-running a co
 twice within MTurk's 24-hour token window.
 
 Provider state lives in ``Batch.provider_state`` (hit type, block qualification, token nonce,
-missing assignment ids, last sync; an assignment's verification is its own field); batch configuration is the top level of
-``Batch.settings`` (see ``BATCH_SETTING_KEYS``), defaults from the ``MTURK_*`` Django settings.
+missing assignment ids, last sync; an assignment's verification is its own field); batch configuration is
+the top level of ``Batch.settings`` (see ``BATCH_SETTING_KEYS``), defaults from the ``MTURK_*`` Django settings.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,7 +59,9 @@ QUAL_APPROVED_HITS = "00000000000000000040"  # NumberHITsApproved
 QUAL_LOCALE = "00000000000000000071"  # Worker_Locale
 
 
-EXTERNAL_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
+EXTERNAL_QUESTION_NS = (
+    "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
+)
 ASSIGNMENT_STATUSES = ["Submitted", "Approved", "Rejected"]
 NOTIFY_BATCH = 100  # notify_workers takes at most 100 workers a call
 _HIT_ID = re.compile(r"\b[A-Z0-9]{30}\b")
@@ -66,10 +69,19 @@ _DUPLICATE_TURK_CODES = {"AWS.MechanicalTurk.HitAlreadyExists", "AWS.MechanicalT
 
 # Batch.settings keys this provider reads (top level), with their defaults in ``batch_mturk_config``.
 BATCH_SETTING_KEYS = (
-    "reward_usd", "assignment_duration_s", "auto_approval_delay_s", "lifetime_s", "title", "description",
-    "keywords", "min_approval_rate", "min_approved_hits", "locales", "frame_height", "public_url",
+    "reward_usd",
+    "assignment_duration_s",
+    "auto_approval_delay_s",
+    "lifetime_s",
+    "title",
+    "description",
+    "keywords",
+    "min_approval_rate",
+    "min_approved_hits",
+    "locales",
+    "frame_height",
+    "public_url",
 )
-
 
 
 def batch_mturk_config(batch: Batch, *, sandbox: bool) -> dict:
@@ -81,8 +93,10 @@ def batch_mturk_config(batch: Batch, *, sandbox: bool) -> dict:
         "auto_approval_delay_s": settings.MTURK_AUTO_APPROVAL_DELAY_S,
         "lifetime_s": settings.MTURK_LIFETIME_S,
         "title": "Rate how well sentences paraphrase a reference sentence",
-        "description": ("Read a sentence and five rewrites of it; move a slider to say how close in meaning each "
-                        "rewrite is, and whether it is fluent English."),
+        "description": (
+            "Read a sentence and five rewrites of it; move a slider to say how close in meaning each "
+            "rewrite is, and whether it is fluent English."
+        ),
         "keywords": "paraphrase, similarity, sentence, rating, slider, English",
         "min_approval_rate": settings.MTURK_MIN_APPROVAL_RATE,
         "min_approved_hits": 0 if sandbox else settings.MTURK_MIN_APPROVED_HITS,
@@ -96,8 +110,14 @@ def batch_mturk_config(batch: Batch, *, sandbox: bool) -> dict:
         raise MTurkConfigurationError(f"batch {batch.pk}: {exc}") from exc
     config = {key: default if given.get(key) is None else given[key] for key, default in defaults.items()}
     config["reward_usd"] = _usd(config["reward_usd"])
-    for key in ("assignment_duration_s", "auto_approval_delay_s", "lifetime_s", "min_approval_rate",
-                "min_approved_hits", "frame_height"):
+    for key in (
+        "assignment_duration_s",
+        "auto_approval_delay_s",
+        "lifetime_s",
+        "min_approval_rate",
+        "min_approved_hits",
+        "frame_height",
+    ):
         config[key] = int(config[key])
     if isinstance(config["locales"], str):
         config["locales"] = [c.strip() for c in config["locales"].split(",") if c.strip()]
@@ -105,9 +125,11 @@ def batch_mturk_config(batch: Batch, *, sandbox: bool) -> dict:
 
 
 def external_question_xml(url: str, *, frame_height: int) -> str:
-    return (f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}">'
-            f"<ExternalURL>{escape(url)}</ExternalURL><FrameHeight>{int(frame_height)}</FrameHeight>"
-            "</ExternalQuestion>")
+    return (
+        f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}">'
+        f"<ExternalURL>{escape(url)}</ExternalURL><FrameHeight>{int(frame_height)}</FrameHeight>"
+        "</ExternalQuestion>"
+    )
 
 
 def hit_page_url(public_url: str, hit: Hit) -> str:
@@ -118,20 +140,38 @@ def qualification_requirements(config: dict, *, block_qualification_id: str) -> 
     guard = "DiscoverPreviewAndAccept"
     reqs = []
     if config["min_approval_rate"] > 0:
-        reqs.append({"QualificationTypeId": QUAL_APPROVAL_RATE, "Comparator": "GreaterThanOrEqualTo",
-                     "IntegerValues": [config["min_approval_rate"]], "ActionsGuarded": guard})
+        reqs.append(
+            {
+                "QualificationTypeId": QUAL_APPROVAL_RATE,
+                "Comparator": "GreaterThanOrEqualTo",
+                "IntegerValues": [config["min_approval_rate"]],
+                "ActionsGuarded": guard,
+            }
+        )
     if config["min_approved_hits"] > 0:
-        reqs.append({"QualificationTypeId": QUAL_APPROVED_HITS, "Comparator": "GreaterThanOrEqualTo",
-                     "IntegerValues": [config["min_approved_hits"]], "ActionsGuarded": guard})
+        reqs.append(
+            {
+                "QualificationTypeId": QUAL_APPROVED_HITS,
+                "Comparator": "GreaterThanOrEqualTo",
+                "IntegerValues": [config["min_approved_hits"]],
+                "ActionsGuarded": guard,
+            }
+        )
     locales = [{"Country": c.upper()} for c in config["locales"]]
     if len(locales) == 1:
-        reqs.append({"QualificationTypeId": QUAL_LOCALE, "Comparator": "EqualTo", "LocaleValues": locales,
-                     "ActionsGuarded": guard})
+        reqs.append(
+            {
+                "QualificationTypeId": QUAL_LOCALE,
+                "Comparator": "EqualTo",
+                "LocaleValues": locales,
+                "ActionsGuarded": guard,
+            }
+        )
     elif locales:
-        reqs.append({"QualificationTypeId": QUAL_LOCALE, "Comparator": "In", "LocaleValues": locales,
-                     "ActionsGuarded": guard})
-    reqs.append({"QualificationTypeId": block_qualification_id, "Comparator": "DoesNotExist",
-                 "ActionsGuarded": guard})
+        reqs.append(
+            {"QualificationTypeId": QUAL_LOCALE, "Comparator": "In", "LocaleValues": locales, "ActionsGuarded": guard}
+        )
+    reqs.append({"QualificationTypeId": block_qualification_id, "Comparator": "DoesNotExist", "ActionsGuarded": guard})
     return reqs
 
 
@@ -210,17 +250,23 @@ class MTurkProvider:
         return self._client
 
     def _call(self, operation: str, **params):
-        return call_with_retry(lambda: getattr(self.client, operation)(**params), policy=self.retry,
-                               transient=is_transient)
+        return call_with_retry(
+            lambda: getattr(self.client, operation)(**params), policy=self.retry, transient=is_transient
+        )
 
     # --- account and set-up --------------------------------------------------------------------
 
     def balance(self) -> dict:
         """{"provider", "sandbox", "endpoint", "currency", "available_usd", "on_hold_usd"} as MTurk reports it."""
         response = self._call("get_account_balance")
-        return {"provider": self.name, "sandbox": self.sandbox, "endpoint": mturk_endpoint(sandbox=self.sandbox),
-                "currency": self.currency, "available_usd": response.get("AvailableBalance"),
-                "on_hold_usd": response.get("OnHoldBalance")}
+        return {
+            "provider": self.name,
+            "sandbox": self.sandbox,
+            "endpoint": mturk_endpoint(sandbox=self.sandbox),
+            "currency": self.currency,
+            "available_usd": response.get("AvailableBalance"),
+            "on_hold_usd": response.get("OnHoldBalance"),
+        }
 
     def balance_usd(self) -> Decimal:
         return Decimal(str(self.balance()["available_usd"] or "0"))
@@ -231,7 +277,8 @@ class MTurkProvider:
         if available < cost_usd:
             raise InsufficientBalance(
                 f"the MTurk account has ${available} available but this costs ${cost_usd} (rewards plus MTurk's "
-                "fee); add funds or publish fewer HITs")
+                "fee); add funds or publish fewer HITs"
+            )
         return available
 
     def block_qualification_id(self) -> str:
@@ -250,10 +297,15 @@ class MTurkProvider:
                 break
             params["NextToken"] = response["NextToken"]
         response = self._call(
-            "create_qualification_type", Name=name, Keywords="paraforge, block, attention",
-            Description=("Workers who failed too many attention checks on Paraforge paraphrase-rating HITs; "
-                         "they may not take further HITs."),
-            QualificationTypeStatus="Active")
+            "create_qualification_type",
+            Name=name,
+            Keywords="paraforge, block, attention",
+            Description=(
+                "Workers who failed too many attention checks on Paraforge paraphrase-rating HITs; "
+                "they may not take further HITs."
+            ),
+            QualificationTypeStatus="Active",
+        )
         self._block_qualification_id = response["QualificationType"]["QualificationTypeId"]
         return self._block_qualification_id
 
@@ -267,8 +319,11 @@ class MTurkProvider:
             AutoApprovalDelayInSeconds=config["auto_approval_delay_s"],
             AssignmentDurationInSeconds=config["assignment_duration_s"],
             Reward=str(config["reward_usd"]),
-            Title=config["title"], Keywords=config["keywords"], Description=config["description"],
-            QualificationRequirements=qualification_requirements(config, block_qualification_id=block))
+            Title=config["title"],
+            Keywords=config["keywords"],
+            Description=config["description"],
+            QualificationRequirements=qualification_requirements(config, block_qualification_id=block),
+        )
         _save_state(batch, hit_type_id=response["HITTypeId"], block_qualification_id=block)
         return response["HITTypeId"]
 
@@ -276,8 +331,11 @@ class MTurkProvider:
         """Could a batch with these batch settings be published now? The https public URL and the
         credentials (a client is made; nothing is sent), and given ``cost_usd`` the balance (one read-only
         call). Raises ``MTurkConfigurationError`` / ``InsufficientBalance``; nothing is spent."""
-        public_url_check((batch_settings or {}).get("public_url") or settings.PARAFORGE_PUBLIC_URL, platform="MTurk",
-                         error=MTurkConfigurationError)
+        public_url_check(
+            (batch_settings or {}).get("public_url") or settings.PARAFORGE_PUBLIC_URL,
+            platform="MTurk",
+            error=MTurkConfigurationError,
+        )
         self.client  # noqa: B018 - makes the client: no credentials -> MTurkConfigurationError
         if cost_usd is not None:
             self.check_balance(cost_usd=cost_usd)
@@ -297,9 +355,15 @@ class MTurkProvider:
         _require_mturk_batch(batch, self.sandbox)
         config = batch_mturk_config(batch, sandbox=self.sandbox)
         pending = list(batch.hits.filter(external_hit_id="").order_by("id"))
-        report = {"batch": batch.pk, "sandbox": self.sandbox, "published": 0, "already_published":
-                  batch.hits.exclude(external_hit_id="").count(), "cost_usd": "0.00", "balance_usd": None,
-                  "hit_type_id": _state(batch).get("hit_type_id")}
+        report = {
+            "batch": batch.pk,
+            "sandbox": self.sandbox,
+            "published": 0,
+            "already_published": batch.hits.exclude(external_hit_id="").count(),
+            "cost_usd": "0.00",
+            "balance_usd": None,
+            "hit_type_id": _state(batch).get("hit_type_id"),
+        }
         if not pending:
             return report
         public_url = public_url_check(config["public_url"], platform="MTurk", error=MTurkConfigurationError)
@@ -310,8 +374,13 @@ class MTurkProvider:
         report["hit_type_id"] = hit_type
         nonce = _state(batch).get("token_nonce") or _save_state(batch, token_nonce=secrets.token_hex(6))["token_nonce"]
         for hit in pending:
-            self._create_hit(hit=hit, hit_type=hit_type, config=config, token=f"pf-{nonce}-hit-{hit.pk}",
-                             url=hit_page_url(public_url, hit))
+            self._create_hit(
+                hit=hit,
+                hit_type=hit_type,
+                config=config,
+                token=f"pf-{nonce}-hit-{hit.pk}",
+                url=hit_page_url(public_url, hit),
+            )
             report["published"] += 1
         if batch.status != BatchStatus.PUBLISHED:
             batch.status = BatchStatus.PUBLISHED
@@ -321,10 +390,14 @@ class MTurkProvider:
     def _create_hit(self, *, hit: Hit, hit_type: str, config: dict, token: str, url: str) -> None:
         try:
             response = self._call(
-                "create_hit_with_hit_type", HITTypeId=hit_type, MaxAssignments=hit.max_assignments,
+                "create_hit_with_hit_type",
+                HITTypeId=hit_type,
+                MaxAssignments=hit.max_assignments,
                 LifetimeInSeconds=config["lifetime_s"],
                 Question=external_question_xml(url, frame_height=config["frame_height"]),
-                RequesterAnnotation=f"paraforge batch {hit.batch_id} hit {hit.pk}", UniqueRequestToken=token)
+                RequesterAnnotation=f"paraforge batch {hit.batch_id} hit {hit.pk}",
+                UniqueRequestToken=token,
+            )
             hit_id = response["HIT"]["HITId"]
             expiration = response["HIT"].get("Expiration")
         except ClientError as exc:
@@ -360,8 +433,15 @@ class MTurkProvider:
         remote = response.get("Assignment", {})
         hit = assignment.hit
         if remote.get("WorkerId") != assignment.worker.external_id or remote.get("HITId") != hit.external_hit_id:
-            return Confirmation("denied", {"hit": hit.pk, "stored_worker": assignment.worker.external_id,
-                                           "mturk_worker": remote.get("WorkerId"), "mturk_hit": remote.get("HITId")})
+            return Confirmation(
+                "denied",
+                {
+                    "hit": hit.pk,
+                    "stored_worker": assignment.worker.external_id,
+                    "mturk_worker": remote.get("WorkerId"),
+                    "mturk_hit": remote.get("HITId"),
+                },
+            )
         _fill_times(assignment, remote)
         return Confirmation("confirmed", {"AssignmentStatus": remote.get("AssignmentStatus")})
 
@@ -371,8 +451,11 @@ class MTurkProvider:
         from annotation.models import Assignment, AssignmentStatus, Verification
 
         _require_mturk_batch(batch, self.sandbox)
-        status_of = {"Submitted": AssignmentStatus.SUBMITTED, "Approved": AssignmentStatus.APPROVED,
-                     "Rejected": AssignmentStatus.REJECTED}
+        status_of = {
+            "Submitted": AssignmentStatus.SUBMITTED,
+            "Approved": AssignmentStatus.APPROVED,
+            "Rejected": AssignmentStatus.REJECTED,
+        }
         # a worker who saved on our page has at most the assignment's time left to submit it on MTurk
         deadline = timedelta(seconds=batch_mturk_config(batch, sandbox=self.sandbox)["assignment_duration_s"])
         missing: list[str] = []
@@ -399,8 +482,11 @@ class MTurkProvider:
         report.verified, report.flagged = len(verification.verified), len(verification.flagged)
         report.missing, report.unconfirmed = len(missing), len(verification.pending)
         _save_state(batch, missing=missing, last_sync=timezone.now().isoformat())
-        flagged_ids = dict(Assignment.objects.filter(hit__batch=batch, verification=Verification.FLAGGED)
-                           .order_by("id").values_list("external_assignment_id", "verification_detail"))
+        flagged_ids = dict(
+            Assignment.objects.filter(hit__batch=batch, verification=Verification.FLAGGED)
+            .order_by("id")
+            .values_list("external_assignment_id", "verification_detail")
+        )
         return report.as_dict(flagged_ids=flagged_ids, missing_ids=missing, unconfirmed_ids=verification.pending)
 
     # --- payments ------------------------------------------------------------------------------
@@ -430,13 +516,18 @@ class MTurkProvider:
         from annotation.models import Assignment, AssignmentStatus, Verification
 
         _require_mturk_batch(batch, self.sandbox)
-        todo = (Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
-                .exclude(hit__external_hit_id="").select_related("worker").order_by("id"))
+        todo = (
+            Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
+            .exclude(hit__external_hit_id="")
+            .select_related("worker")
+            .order_by("id")
+        )
         report = {"batch": batch.pk, "approved": 0, "skipped_flagged": 0, "skipped_unverified": 0, "errors": {}}
         for assignment in todo:
             if assignment.verification != Verification.VERIFIED:
-                report["skipped_flagged" if assignment.verification == Verification.FLAGGED
-                       else "skipped_unverified"] += 1
+                report[
+                    "skipped_flagged" if assignment.verification == Verification.FLAGGED else "skipped_unverified"
+                ] += 1
                 continue
             try:
                 self.approve(assignment=assignment)
@@ -451,8 +542,9 @@ class MTurkProvider:
         feedback = (feedback or "").strip()
         if not feedback:
             raise MTurkError("a rejection needs feedback that tells the worker why")
-        self._call("reject_assignment", AssignmentId=assignment.external_assignment_id,
-                   RequesterFeedback=feedback[:1024])
+        self._call(
+            "reject_assignment", AssignmentId=assignment.external_assignment_id, RequesterFeedback=feedback[:1024]
+        )
         assignment.status, assignment.feedback = AssignmentStatus.REJECTED, feedback[:1024]
         assignment.save(update_fields=["status", "feedback"])
 
@@ -464,9 +556,14 @@ class MTurkProvider:
         if bonus.sent_at is not None:
             return
         try:
-            self._call("send_bonus", WorkerId=bonus.worker.external_id, BonusAmount=str(_usd(bonus.amount_usd)),
-                       AssignmentId=bonus.assignment.external_assignment_id, Reason=bonus.reason,
-                       UniqueRequestToken=bonus.unique_request_token)
+            self._call(
+                "send_bonus",
+                WorkerId=bonus.worker.external_id,
+                BonusAmount=str(_usd(bonus.amount_usd)),
+                AssignmentId=bonus.assignment.external_assignment_id,
+                Reason=bonus.reason,
+                UniqueRequestToken=bonus.unique_request_token,
+            )
         except ClientError as exc:
             if not _is_duplicate_request(exc):
                 raise
@@ -476,8 +573,16 @@ class MTurkProvider:
         """Pay ``amount`` once to each worker (all with a verified assignment in the batch, or those named),
         on their latest verified assignment; the same command again pays nobody twice (``bonus_grant``)."""
         _require_mturk_batch(batch, self.sandbox)
-        report = {"batch": batch.pk, "provider": self.name, "currency": self.currency, "amount": str(_usd(amount)),
-                  "fee_each": str(bonus_fee_usd(amount)), "paid": 0, "already_paid": 0, "errors": {}}
+        report = {
+            "batch": batch.pk,
+            "provider": self.name,
+            "currency": self.currency,
+            "amount": str(_usd(amount)),
+            "fee_each": str(bonus_fee_usd(amount)),
+            "paid": 0,
+            "already_paid": 0,
+            "errors": {},
+        }
         for assignment in bonus_recipients(batch, workers):
             try:
                 _, paid_now = bonus_grant(assignment=assignment, amount_usd=amount, reason=reason, provider=self)
@@ -492,8 +597,12 @@ class MTurkProvider:
         ids = [w.external_id for w in workers]
         failures: list[dict] = []
         for start in range(0, len(ids), NOTIFY_BATCH):
-            response = self._call("notify_workers", Subject=subject[:200], MessageText=message[:4096],
-                                  WorkerIds=ids[start:start + NOTIFY_BATCH])
+            response = self._call(
+                "notify_workers",
+                Subject=subject[:200],
+                MessageText=message[:4096],
+                WorkerIds=ids[start : start + NOTIFY_BATCH],
+            )
             failures.extend(response.get("NotifyWorkersFailureStatuses", []))
         return failures
 
@@ -505,8 +614,9 @@ class MTurkProvider:
         now = timezone.now()
         expired = 0
         for hit in batch.hits.exclude(external_hit_id="").order_by("id"):
-            self._call("update_expiration_for_hit", HITId=hit.external_hit_id,
-                       ExpireAt=datetime.fromtimestamp(0, tz=UTC))
+            self._call(
+                "update_expiration_for_hit", HITId=hit.external_hit_id, ExpireAt=datetime.fromtimestamp(0, tz=UTC)
+            )
             hit.expires_at = now
             hit.save(update_fields=["expires_at"])
             expired += 1
@@ -520,11 +630,19 @@ class MTurkProvider:
         hits = list(batch.hits.exclude(external_hit_id="").order_by("id"))
         crossing = [h.pk for h in hits if h.max_assignments < LARGE_HIT_ASSIGNMENTS <= h.max_assignments + assignments]
         if crossing:
-            raise MTurkError(f"MTurk cannot extend a HIT created with fewer than {LARGE_HIT_ASSIGNMENTS} assignments "
-                             f"to {LARGE_HIT_ASSIGNMENTS} or more (HITs {crossing[:5]}); publish a new batch instead")
+            raise MTurkError(
+                f"MTurk cannot extend a HIT created with fewer than {LARGE_HIT_ASSIGNMENTS} assignments "
+                f"to {LARGE_HIT_ASSIGNMENTS} or more (HITs {crossing[:5]}); publish a new batch instead"
+            )
         config = batch_mturk_config(batch, sandbox=self.sandbox)
-        cost = sum((hit_cost_usd(config["reward_usd"], h.max_assignments + assignments)
-                    - hit_cost_usd(config["reward_usd"], h.max_assignments) for h in hits), Decimal("0.00"))
+        cost = sum(
+            (
+                hit_cost_usd(config["reward_usd"], h.max_assignments + assignments)
+                - hit_cost_usd(config["reward_usd"], h.max_assignments)
+                for h in hits
+            ),
+            Decimal("0.00"),
+        )
         report = {"batch": batch.pk, "extended": 0, "assignments_added": 0, "cost_usd": str(cost)}
         if not hits:
             return report
@@ -533,9 +651,12 @@ class MTurkProvider:
         for hit in hits:
             target = hit.max_assignments + assignments
             try:
-                self._call("create_additional_assignments_for_hit", HITId=hit.external_hit_id,
-                           NumberOfAdditionalAssignments=assignments,
-                           UniqueRequestToken=f"pf-{nonce}-ext-{hit.pk}-{target}")
+                self._call(
+                    "create_additional_assignments_for_hit",
+                    HITId=hit.external_hit_id,
+                    NumberOfAdditionalAssignments=assignments,
+                    UniqueRequestToken=f"pf-{nonce}-ext-{hit.pk}-{target}",
+                )
             except ClientError as exc:
                 if not _is_duplicate_request(exc):
                     raise
@@ -549,12 +670,21 @@ class MTurkProvider:
 
     def disqualify(self, *, worker: Worker, reason: str) -> None:
         """Associate the block qualification (silently). ``Worker.disqualified`` is ``annotation.quality``'s."""
-        self._call("associate_qualification_with_worker", QualificationTypeId=self.block_qualification_id(),
-                   WorkerId=worker.external_id, IntegerValue=1, SendNotification=False)
+        self._call(
+            "associate_qualification_with_worker",
+            QualificationTypeId=self.block_qualification_id(),
+            WorkerId=worker.external_id,
+            IntegerValue=1,
+            SendNotification=False,
+        )
 
     def reinstate(self, *, worker: Worker) -> None:
-        self._call("disassociate_qualification_from_worker", QualificationTypeId=self.block_qualification_id(),
-                   WorkerId=worker.external_id, Reason="reinstated after review")
+        self._call(
+            "disassociate_qualification_from_worker",
+            QualificationTypeId=self.block_qualification_id(),
+            WorkerId=worker.external_id,
+            Reason="reinstated after review",
+        )
 
 
 def bonus_token(*, assignment: Assignment, amount_usd: Decimal, reason: str) -> str:
@@ -563,8 +693,7 @@ def bonus_token(*, assignment: Assignment, amount_usd: Decimal, reason: str) -> 
     return f"pf-bonus-{assignment.pk}-{digest}"
 
 
-def bonus_grant(*, assignment: Assignment, amount_usd: Any, reason: str,
-                provider: MTurkProvider) -> tuple[Bonus, bool]:
+def bonus_grant(*, assignment: Assignment, amount_usd: Any, reason: str, provider: MTurkProvider) -> tuple[Bonus, bool]:
     """Record and pay a bonus; returns (bonus, paid now). Running it again with the same arguments pays nothing."""
     from annotation.models import Bonus
 
@@ -577,11 +706,14 @@ def bonus_grant(*, assignment: Assignment, amount_usd: Any, reason: str,
     if assignment.hit_id is None or assignment.hit.batch.provider != "mturk":
         raise MTurkError(f"assignment {assignment.external_assignment_id} is not an MTurk assignment")
     if assignment.verification != "verified":
-        raise MTurkError(f"assignment {assignment.external_assignment_id} is {assignment.verification}: only an "
-                         "assignment MTurk confirmed (run `mturk sync`) can get a bonus")
+        raise MTurkError(
+            f"assignment {assignment.external_assignment_id} is {assignment.verification}: only an "
+            "assignment MTurk confirmed (run `mturk sync`) can get a bonus"
+        )
     bonus, _ = Bonus.objects.get_or_create(
         unique_request_token=bonus_token(assignment=assignment, amount_usd=amount, reason=reason),
-        defaults={"assignment": assignment, "worker": assignment.worker, "amount_usd": amount, "reason": reason})
+        defaults={"assignment": assignment, "worker": assignment.worker, "amount_usd": amount, "reason": reason},
+    )
     already = bonus.sent_at is not None
     provider.pay_bonus(bonus=bonus)
     bonus.refresh_from_db()

@@ -3,6 +3,7 @@
 description). Calls that failed for a passing reason (429, 5xx, the network) are retried with backoff
 (``annotation.providers.retry``); any other error answer raises ``ProlificError`` with Prolific's message.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -48,8 +49,14 @@ def _error_text(response: requests.Response) -> str:
 class ProlificClient:
     """``request(method, path, json=..., params=...)`` -> the decoded JSON answer (None for an empty one)."""
 
-    def __init__(self, *, token: str | None = None, base_url: str | None = None, retry: RetryPolicy | None = None,
-                 timeout_s: float = 30.0):
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        base_url: str | None = None,
+        retry: RetryPolicy | None = None,
+        timeout_s: float = 30.0,
+    ):
         self.token = token if token is not None else settings.PROLIFIC_API_TOKEN
         self.base_url = (base_url or settings.PROLIFIC_API_URL).rstrip("/")
         self.retry = retry or RetryPolicy(max_attempts=settings.PROLIFIC_MAX_ATTEMPTS)
@@ -59,14 +66,15 @@ class ProlificClient:
     def check(self) -> None:
         """Raise ``ProviderConfigurationError`` when no token is set (nothing is sent)."""
         if not self.token:
-            raise ProviderConfigurationError("no Prolific API token: set PROLIFIC_API_TOKEN in the environment "
-                                             "(Prolific: Workspace settings > API tokens)")
+            raise ProviderConfigurationError(
+                "no Prolific API token: set PROLIFIC_API_TOKEN in the environment "
+                "(Prolific: Workspace settings > API tokens)"
+            )
 
     def request(self, method: str, path: str, *, json: Any = None, params: dict | None = None) -> Any:
         self.check()
         url = path if path.startswith("http") else f"{self.base_url}{path}"
-        return call_with_retry(lambda: self._send(method, url, json, params), policy=self.retry,
-                               transient=is_transient)
+        return call_with_retry(lambda: self._send(method, url, json, params), policy=self.retry, transient=is_transient)
 
     def _send(self, method: str, url: str, json: Any, params: dict | None) -> Any:
         if self._session is None:
@@ -77,11 +85,15 @@ class ProlificClient:
         except requests.RequestException as exc:
             raise ProlificUnavailable(f"Prolific could not be reached: {exc}") from exc
         if response.status_code in TRANSIENT_STATUSES:
-            raise ProlificUnavailable(f"Prolific answered {response.status_code}: {_error_text(response)}",
-                                      status=response.status_code)
+            raise ProlificUnavailable(
+                f"Prolific answered {response.status_code}: {_error_text(response)}", status=response.status_code
+            )
         if response.status_code >= 400:
-            raise ProlificError(f"Prolific refused {method} {url.removeprefix(self.base_url)}: "
-                                f"{response.status_code} {_error_text(response)}", status=response.status_code)
+            raise ProlificError(
+                f"Prolific refused {method} {url.removeprefix(self.base_url)}: "
+                f"{response.status_code} {_error_text(response)}",
+                status=response.status_code,
+            )
         if not response.content:
             return None
         try:

@@ -5,6 +5,7 @@ A batch is one study; a participant's session is ``hits_per_session`` HITs in a 
 adds its service fee (``PROLIFIC_SERVICE_FEE_RATE`` of rewards and bonuses) and, for accounts that pay
 it, VAT on that fee (``PROLIFIC_VAT_RATE``). Amounts are in the account's currency, to the cent.
 """
+
 from __future__ import annotations
 
 import math

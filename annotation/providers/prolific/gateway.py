@@ -22,6 +22,7 @@ Prolific has never heard of once the study's maximum time has passed, is flagged
 Prolific has no idempotency tokens. Creating a study looks for a draft with this batch's internal name
 first; a bonus batch is created once and its id stored before it is paid, so a re-run pays the same one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -60,9 +61,12 @@ if TYPE_CHECKING:
 REJECT_MESSAGE_MIN = 100  # Prolific asks a rejection message to explain itself in at least 100 characters
 # What a participant rejected for the instructed attention check reads: that check only (the instructions
 # announce it), never the session's full reason, which may name the hidden degraded-copy test.
-ATTENTION_REJECTION = ("Your submission was rejected because it failed the study's attention checks: the "
-                       "instructions ask for a score of 100 on a sentence identical to the reference, and too many "
-                       "of those sentences got less.")
+ATTENTION_REJECTION = (
+    "Your submission was rejected because it failed the study's attention checks: the "
+    "instructions ask for a score of 100 on a sentence identical to the reference, and too many "
+    "of those sentences got less."
+)
+
 
 class ProlificProvider:
     """``HitProvider`` on Prolific; ``client`` may be given (tests pass one aimed at the stub)."""
@@ -93,7 +97,8 @@ class ProlificProvider:
         found = (self.client.request("GET", "/api/v1/workspaces/") or {}).get("results") or []
         if len(found) != 1:
             raise ProviderConfigurationError(
-                f"the Prolific account has {len(found)} workspaces: set PROLIFIC_WORKSPACE_ID to the one to use")
+                f"the Prolific account has {len(found)} workspaces: set PROLIFIC_WORKSPACE_ID to the one to use"
+            )
         self._workspace_id = found[0]["id"]
         return self._workspace_id
 
@@ -105,15 +110,21 @@ class ProlificProvider:
         def major(cents):
             return None if cents is None else str((Decimal(cents) / 100).quantize(Decimal("0.01")))
 
-        return {"provider": self.name, "workspace": self.workspace_id(), "currency": currency,
-                "available": major(answer.get("available_balance")), "total": major(answer.get("total_balance"))}
+        return {
+            "provider": self.name,
+            "workspace": self.workspace_id(),
+            "currency": currency,
+            "available": major(answer.get("available_balance")),
+            "total": major(answer.get("total_balance")),
+        }
 
     def check_balance(self, *, cost: Decimal) -> Decimal:
         available = Decimal(self.balance()["available"] or "0")
         if available < cost:
             raise InsufficientBalance(
                 f"the Prolific workspace has {available} {self.currency} available but this study costs {cost} "
-                f"{self.currency} (rewards, Prolific's fee and VAT); add funds or publish fewer HITs")
+                f"{self.currency} (rewards, Prolific's fee and VAT); add funds or publish fewer HITs"
+            )
         return available
 
     def blocklist_group_id(self) -> str:
@@ -122,15 +133,22 @@ class ProlificProvider:
             return self._blocklist_group_id
         name = settings.PROLIFIC_BLOCKLIST_GROUP_NAME
         workspace = self.workspace_id()
-        groups = (self.client.request("GET", "/api/v1/participant-groups/", params={"workspace_id": workspace})
-                  or {}).get("results") or []
+        groups = (
+            self.client.request("GET", "/api/v1/participant-groups/", params={"workspace_id": workspace}) or {}
+        ).get("results") or []
         for group in groups:
             if group.get("name") == name and not group.get("is_deleted"):
                 self._blocklist_group_id = group["id"]
                 return self._blocklist_group_id
-        created = self.client.request("POST", "/api/v1/participant-groups/", json={
-            "name": name, "workspace_id": workspace,
-            "description": "Participants who failed Paraforge's quality checks; Paraforge's studies exclude them."})
+        created = self.client.request(
+            "POST",
+            "/api/v1/participant-groups/",
+            json={
+                "name": name,
+                "workspace_id": workspace,
+                "description": "Participants who failed Paraforge's quality checks; Paraforge's studies exclude them.",
+            },
+        )
         self._blocklist_group_id = created["id"]
         return self._blocklist_group_id
 
@@ -147,10 +165,12 @@ class ProlificProvider:
 
     def cost(self, *, batch: Batch, rounds: Iterable[int] | None = None) -> dict[str, Decimal]:
         config = batch_prolific_config(batch.settings)
-        return prolific_cost(reward=config["reward_per_session"],
-                             places=self.places(batch=batch, config=config, rounds=rounds),
-                             fee_rate=Decimal(settings.PROLIFIC_SERVICE_FEE_RATE),
-                             vat_rate=Decimal(settings.PROLIFIC_VAT_RATE))
+        return prolific_cost(
+            reward=config["reward_per_session"],
+            places=self.places(batch=batch, config=config, rounds=rounds),
+            fee_rate=Decimal(settings.PROLIFIC_SERVICE_FEE_RATE),
+            vat_rate=Decimal(settings.PROLIFIC_VAT_RATE),
+        )
 
     def cost_estimate_usd(self, *, batch: Batch) -> Decimal:
         """The study's total in the account's currency (``currency``): rewards + Prolific's fee + VAT."""
@@ -171,20 +191,27 @@ class ProlificProvider:
         given by Prolific's name or id and resolved against its filter list), the blocklist group."""
         filters: list[dict] = []
         if config["min_approval_rate"] > 0:
-            filters.append({"filter_id": "approval_rate",
-                            "selected_range": {"lower": config["min_approval_rate"], "upper": 100}})
+            filters.append(
+                {"filter_id": "approval_rate", "selected_range": {"lower": config["min_approval_rate"], "upper": 100}}
+            )
         if config["min_approved_submissions"] > 0:
-            filters.append({"filter_id": "approval_numbers",
-                            "selected_range": {"lower": config["min_approved_submissions"]}})
+            filters.append(
+                {"filter_id": "approval_numbers", "selected_range": {"lower": config["min_approved_submissions"]}}
+            )
         wanted = {"first-language": config["first_languages"], "current-country-of-residence": config["countries"]}
         if any(wanted.values()):
-            listing = (self.client.request("GET", "/api/v1/filters/", params={"workspace_id": self.workspace_id()})
-                       or {}).get("results") or []
+            listing = (
+                self.client.request("GET", "/api/v1/filters/", params={"workspace_id": self.workspace_id()}) or {}
+            ).get("results") or []
             choices = {f.get("filter_id"): f.get("choices") or {} for f in listing}
             for filter_id, names in wanted.items():
                 if names:
-                    filters.append({"filter_id": filter_id,
-                                    "selected_values": self._choice_ids(filter_id, names, choices.get(filter_id, {}))})
+                    filters.append(
+                        {
+                            "filter_id": filter_id,
+                            "selected_values": self._choice_ids(filter_id, names, choices.get(filter_id, {})),
+                        }
+                    )
         filters.append({"filter_id": "participant_group_blocklist", "selected_values": [blocklist]})
         return filters
 
@@ -195,11 +222,13 @@ class ProlificProvider:
         for name in names:
             key = name if name in choices else by_label.get(name.casefold())
             if key is None:
-                close = sorted(label for label in map(str, choices.values()) if label.casefold().startswith(
-                    name[:3].casefold()))[:5]
+                close = sorted(
+                    label for label in map(str, choices.values()) if label.casefold().startswith(name[:3].casefold())
+                )[:5]
                 raise ProviderConfigurationError(
-                    f"Prolific's filter {filter_id!r} has no choice {name!r}" + (f" (did you mean {close}?)" if close
-                                                                                 else ""))
+                    f"Prolific's filter {filter_id!r} has no choice {name!r}"
+                    + (f" (did you mean {close}?)" if close else "")
+                )
             ids.append(key)
         return ids
 
@@ -209,16 +238,25 @@ class ProlificProvider:
     def _study_payload(self, *, batch: Batch, round_number: int, config: dict, places: int, group: str) -> dict:
         state = provider_state(batch)
         return {
-            "name": config["title"], "internal_name": self._internal_name(batch, round_number),
+            "name": config["title"],
+            "internal_name": self._internal_name(batch, round_number),
             "description": config["description"],
             "external_study_url": start_url(public_url_check(config["public_url"], platform="Prolific"), batch.pk),
             "prolific_id_option": "url_parameters",
             "completion_codes": [
-                {"code": state["completion_code"], "code_type": "COMPLETED",
-                 "actions": [{"action": "MANUALLY_REVIEW"}]},
-                {"code": state["failed_code"], "code_type": "FAILED_ATTENTION_CHECK",
-                 "actions": [{"action": "ADD_TO_PARTICIPANT_GROUP", "participant_group": group},
-                             {"action": "MANUALLY_REVIEW"}]},
+                {
+                    "code": state["completion_code"],
+                    "code_type": "COMPLETED",
+                    "actions": [{"action": "MANUALLY_REVIEW"}],
+                },
+                {
+                    "code": state["failed_code"],
+                    "code_type": "FAILED_ATTENTION_CHECK",
+                    "actions": [
+                        {"action": "ADD_TO_PARTICIPANT_GROUP", "participant_group": group},
+                        {"action": "MANUALLY_REVIEW"},
+                    ],
+                },
             ],
             "total_available_places": places,
             "estimated_completion_time": config["estimated_minutes"],
@@ -229,7 +267,7 @@ class ProlificProvider:
         }
 
     def _find_draft(self, batch: Batch, round_number: int) -> dict | None:
-        listing = (self.client.request("GET", "/api/v1/studies/", params={"state": "UNPUBLISHED"}) or {})
+        listing = self.client.request("GET", "/api/v1/studies/", params={"state": "UNPUBLISHED"}) or {}
         name = self._internal_name(batch, round_number)
         return next((s for s in listing.get("results") or [] if s.get("internal_name") == name), None)
 
@@ -250,34 +288,57 @@ class ProlificProvider:
             group = self.blocklist_group_id()
             places = self.places(batch=batch, config=config, rounds=[round_number])
             study = self._find_draft(batch, round_number) or self.client.request(
-                "POST", "/api/v1/studies/", json=self._study_payload(batch=batch, round_number=round_number,
-                                                                        config=config, places=places, group=group))
+                "POST",
+                "/api/v1/studies/",
+                json=self._study_payload(
+                    batch=batch, round_number=round_number, config=config, places=places, group=group
+                ),
+            )
             studies[round_number] = study["id"]
-            state = provider_state_save(batch, studies={str(r): sid for r, sid in studies.items()},
-                                        blocklist_group_id=group)
-        report = {"batch": batch.pk, "provider": self.name, "places": self.places(batch=batch, config=config),
-                  "hits_per_session": config["hits_per_session"],
-                  "reward_per_session": str(config["reward_per_session"]),
-                  "estimated_minutes": config["estimated_minutes"], "currency": self.currency,
-                  **{f"cost_{k}": str(v) for k, v in self.cost(batch=batch).items()},
-                  "completion_code": state["completion_code"], "external_study_url": start_url(public_url, batch.pk),
-                  "studies": {}}
+            state = provider_state_save(
+                batch, studies={str(r): sid for r, sid in studies.items()}, blocklist_group_id=group
+            )
+        report = {
+            "batch": batch.pk,
+            "provider": self.name,
+            "places": self.places(batch=batch, config=config),
+            "hits_per_session": config["hits_per_session"],
+            "reward_per_session": str(config["reward_per_session"]),
+            "estimated_minutes": config["estimated_minutes"],
+            "currency": self.currency,
+            **{f"cost_{k}": str(v) for k, v in self.cost(batch=batch).items()},
+            "completion_code": state["completion_code"],
+            "external_study_url": start_url(public_url, batch.pk),
+            "studies": {},
+        }
         for round_number, study_id in sorted(studies.items()):
             status = (self.client.request("GET", f"/api/v1/studies/{study_id}/") or {}).get("status")
             if status in ("UNPUBLISHED", "PAUSED"):
                 places = self.places(batch=batch, config=config, rounds=[round_number])
-                quote = self.client.request("POST", "/api/v1/study-cost-calculator/", json={
-                    "reward": to_cents(config["reward_per_session"]), "total_available_places": places}) or {}
+                quote = (
+                    self.client.request(
+                        "POST",
+                        "/api/v1/study-cost-calculator/",
+                        json={"reward": to_cents(config["reward_per_session"]), "total_available_places": places},
+                    )
+                    or {}
+                )
                 if quote.get("total_cost") is not None:
                     report["cost_prolific_quote"] = str((Decimal(quote["total_cost"]) / 100).quantize(Decimal("0.01")))
                 round_cost = self.cost(batch=batch, rounds=[round_number])["total"]
                 report["balance"] = str(self.check_balance(cost=round_cost if status == "UNPUBLISHED" else Decimal(0)))
-                self.client.request("POST", f"/api/v1/studies/{study_id}/transition/",
-                                    json={"action": "PUBLISH" if status == "UNPUBLISHED" else "START"})
+                self.client.request(
+                    "POST",
+                    f"/api/v1/studies/{study_id}/transition/",
+                    json={"action": "PUBLISH" if status == "UNPUBLISHED" else "START"},
+                )
                 status = "ACTIVE"
             report["studies"][round_number] = {"study": study_id, "study_status": status}
-        report["study"], report["study_status"] = (report["studies"][max(studies)]["study"],
-                                                   report["studies"][max(studies)]["study_status"]) if studies else (None, None)
+        report["study"], report["study_status"] = (
+            (report["studies"][max(studies)]["study"], report["studies"][max(studies)]["study_status"])
+            if studies
+            else (None, None)
+        )
         if batch.status == BatchStatus.DRAFT:
             batch.status = BatchStatus.PUBLISHED
             batch.save(update_fields=["status"])
@@ -291,8 +352,9 @@ class ProlificProvider:
             current = (self.client.request("GET", f"/api/v1/studies/{study}/") or {}).get("status")
             done = {"PAUSE": {"PAUSED", "AWAITING REVIEW", "COMPLETED"}, "STOP": {"AWAITING REVIEW", "COMPLETED"}}
             if current not in done.get(action, set()):
-                current = (self.client.request("POST", f"/api/v1/studies/{study}/transition/",
-                                               json={"action": action}) or {}).get("status")
+                current = (
+                    self.client.request("POST", f"/api/v1/studies/{study}/transition/", json={"action": action}) or {}
+                ).get("status")
             report["studies"][round_number] = {"study": study, "study_status": current}
         report["study_status"] = report["studies"][max(report["studies"])]["study_status"]
         return report
@@ -337,14 +399,26 @@ class ProlificProvider:
         participant = remote.get("participant_id") or remote.get("participant")
         status = remote.get("status")
         if participant != assignment.worker.external_id:
-            return Confirmation("denied", {"session": session, "stored_participant": assignment.worker.external_id,
-                                           "prolific_participant": participant})
+            return Confirmation(
+                "denied",
+                {
+                    "session": session,
+                    "stored_participant": assignment.worker.external_id,
+                    "prolific_participant": participant,
+                },
+            )
         if status in FINISHED:
             return Confirmation("confirmed", {"status": status})
         if status in RUNNING:
             return Confirmation("pending")
-        return Confirmation("denied", {"session": session, "prolific_status": status,
-                                       "reason": "the participant withdrew from the study on Prolific"})
+        return Confirmation(
+            "denied",
+            {
+                "session": session,
+                "prolific_status": status,
+                "reason": "the participant withdrew from the study on Prolific",
+            },
+        )
 
     def session_live(self, *, participant: str, study: str, session_id: str) -> str:
         """What Prolific says of a session a participant arrives with: ``live`` (a running submission of this
@@ -357,8 +431,9 @@ class ProlificProvider:
             if exc.status in (400, 404):
                 return "unknown"
             raise
-        if (remote.get("participant_id") or remote.get("participant")) != participant or \
-                remote.get("study_id") != study:
+        if (remote.get("participant_id") or remote.get("participant")) != participant or remote.get(
+            "study_id"
+        ) != study:
             return "unknown"
         return "live" if remote.get("status") in RUNNING else "ended"
 
@@ -372,11 +447,16 @@ class ProlificProvider:
         self._submissions = submissions = self.study_submissions(batch)
         on_prolific = len(submissions)
         try:
-            stored = list(Assignment.objects.filter(hit__batch=batch).exclude(status=AssignmentStatus.ACCEPTED)
-                          .exclude(status=AssignmentStatus.EXPIRED).select_related("worker", "hit", "campaign")
-                          .order_by("id"))
-            result = submissions_verify(assignments=stored, confirm=self.confirm,
-                                        deadline=timedelta(minutes=config["max_minutes"]))
+            stored = list(
+                Assignment.objects.filter(hit__batch=batch)
+                .exclude(status=AssignmentStatus.ACCEPTED)
+                .exclude(status=AssignmentStatus.EXPIRED)
+                .select_related("worker", "hit", "campaign")
+                .order_by("id")
+            )
+            result = submissions_verify(
+                assignments=stored, confirm=self.confirm, deadline=timedelta(minutes=config["max_minutes"])
+            )
             updated = 0
             status_of = {"APPROVED": AssignmentStatus.APPROVED, "REJECTED": AssignmentStatus.REJECTED}
             for assignment in stored:
@@ -385,25 +465,41 @@ class ProlificProvider:
                 if assignment.verification == Verification.VERIFIED and new and new != assignment.status:
                     Assignment.objects.filter(pk=assignment.pk).update(status=new)
                     updated += 1
-            ours = {session_id(ext) for ext in Assignment.objects.filter(hit__batch=batch)
-                    .values_list("external_assignment_id", flat=True)}
+            ours = {
+                session_id(ext)
+                for ext in Assignment.objects.filter(hit__batch=batch).values_list("external_assignment_id", flat=True)
+            }
             missing = sorted(sid for sid, s in submissions.items() if sid not in ours and s.get("status") in FINISHED)
         finally:
             self._submissions = None
         provider_state_save(batch, missing=missing, last_sync=timezone.now().isoformat())
-        flagged = dict(Assignment.objects.filter(hit__batch=batch, verification=Verification.FLAGGED)
-                       .order_by("id").values_list("external_assignment_id", "verification_detail"))
+        flagged = dict(
+            Assignment.objects.filter(hit__batch=batch, verification=Verification.FLAGGED)
+            .order_by("id")
+            .values_list("external_assignment_id", "verification_detail")
+        )
         by_study: dict[str, list[str]] = {}
         for submission in submissions.values():
             by_study.setdefault(submission["study"], []).append(submission["id"])
         for study, sessions in by_study.items():  # the study Prolific has each session in, not the URL's
             ProlificSession.objects.filter(batch=batch, session_id__in=sessions).exclude(study_id=study).update(
-                study_id=study)
-        return {"batch": batch.pk, "provider": self.name, "studies": sorted(studies_required(batch).values()),
-                "submissions_on_prolific": on_prolific, "stored": len(stored),
-                "verified": len(result.verified), "flagged": len(result.flagged), "unconfirmed": len(result.pending),
-                "missing": len(missing), "statuses_updated": updated, "flagged_ids": flagged,
-                "missing_ids": missing, "unconfirmed_ids": result.pending}
+                study_id=study
+            )
+        return {
+            "batch": batch.pk,
+            "provider": self.name,
+            "studies": sorted(studies_required(batch).values()),
+            "submissions_on_prolific": on_prolific,
+            "stored": len(stored),
+            "verified": len(result.verified),
+            "flagged": len(result.flagged),
+            "unconfirmed": len(result.pending),
+            "missing": len(missing),
+            "statuses_updated": updated,
+            "flagged_ids": flagged,
+            "missing_ids": missing,
+            "unconfirmed_ids": result.pending,
+        }
 
     # --- payments --------------------------------------------------------------------------------
 
@@ -412,12 +508,18 @@ class ProlificProvider:
         while Paraforge still has the session open (``approve_batch``'s rule)."""
         from annotation.models import AssignmentStatus, ProlificSession, SessionOutcome
 
-        if not ProlificSession.objects.filter(batch_id=assignment.hit.batch_id, session_id=session_of(assignment)) \
-                .exclude(outcome=SessionOutcome.OPEN).exists():
-            raise ProviderError(f"Prolific session {session_of(assignment)} is still open here: it is paid once it "
-                                "has done its HITs (see `crowd approve`'s incomplete_sessions)")
-        self.client.request("POST", f"/api/v1/submissions/{session_of(assignment)}/transition/",
-                            json={"action": "APPROVE"})
+        if (
+            not ProlificSession.objects.filter(batch_id=assignment.hit.batch_id, session_id=session_of(assignment))
+            .exclude(outcome=SessionOutcome.OPEN)
+            .exists()
+        ):
+            raise ProviderError(
+                f"Prolific session {session_of(assignment)} is still open here: it is paid once it "
+                "has done its HITs (see `crowd approve`'s incomplete_sessions)"
+            )
+        self.client.request(
+            "POST", f"/api/v1/submissions/{session_of(assignment)}/transition/", json={"action": "APPROVE"}
+        )
         session_assignments(assignment).update(status=AssignmentStatus.APPROVED)
 
     def reject(self, *, assignment: Assignment, feedback: str) -> None:
@@ -428,10 +530,15 @@ class ProlificProvider:
         if not feedback:
             raise ProviderError("a rejection needs a reason that tells the participant why")
         if len(feedback) < REJECT_MESSAGE_MIN:
-            feedback += (" The study's instructions asked for a score of 100 on a sentence identical to the "
-                         "reference; these checks were failed.")
-        self.client.request("POST", f"/api/v1/submissions/{session_of(assignment)}/transition/", json={
-            "action": "REJECT", "message": feedback[:2000], "rejection_category": "FAILED_CHECK"})
+            feedback += (
+                " The study's instructions asked for a score of 100 on a sentence identical to the "
+                "reference; these checks were failed."
+            )
+        self.client.request(
+            "POST",
+            f"/api/v1/submissions/{session_of(assignment)}/transition/",
+            json={"action": "REJECT", "message": feedback[:2000], "rejection_category": "FAILED_CHECK"},
+        )
         session_assignments(assignment).update(status=AssignmentStatus.REJECTED, feedback=feedback[:1024])
 
     def approve_batch(self, *, batch: Batch) -> dict:
@@ -445,20 +552,33 @@ class ProlificProvider:
 
         prolific_batch_required(batch)
         studies_required(batch)
-        todo = (Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
-                .select_related("worker", "hit").order_by("id"))
-        ended = {s.session_id: s for s in ProlificSession.objects.filter(batch=batch)
-                 .exclude(outcome=SessionOutcome.OPEN)}
-        report = {"batch": batch.pk, "provider": self.name, "approved": 0, "rejected": 0,
-                  "skipped_flagged": 0, "skipped_unverified": 0, "skipped_incomplete": 0,
-                  "incomplete_sessions": {}, "errors": {}}
+        todo = (
+            Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
+            .select_related("worker", "hit")
+            .order_by("id")
+        )
+        ended = {
+            s.session_id: s for s in ProlificSession.objects.filter(batch=batch).exclude(outcome=SessionOutcome.OPEN)
+        }
+        report = {
+            "batch": batch.pk,
+            "provider": self.name,
+            "approved": 0,
+            "rejected": 0,
+            "skipped_flagged": 0,
+            "skipped_unverified": 0,
+            "skipped_incomplete": 0,
+            "incomplete_sessions": {},
+            "errors": {},
+        }
         approve: dict[str, list[int]] = {}
         reject: dict[str, Assignment] = {}
         open_sessions: dict[str, int] = {}
         for assignment in todo:
             if assignment.verification != Verification.VERIFIED:
-                report["skipped_flagged" if assignment.verification == Verification.FLAGGED
-                       else "skipped_unverified"] += 1
+                report[
+                    "skipped_flagged" if assignment.verification == Verification.FLAGGED else "skipped_unverified"
+                ] += 1
                 continue
             session = session_of(assignment)
             if session not in ended:
@@ -469,15 +589,17 @@ class ProlificProvider:
                 approve.setdefault(session, []).append(assignment.pk)
         hits = int(batch_prolific_config(batch.settings)["hits_per_session"])
         report["skipped_incomplete"] = len(open_sessions)
-        report["incomplete_sessions"] = {s: f"{n} of {hits} HITs done; the session is still open"
-                                         for s, n in sorted(open_sessions.items())}
+        report["incomplete_sessions"] = {
+            s: f"{n} of {hits} HITs done; the session is still open" for s, n in sorted(open_sessions.items())
+        }
         if approve:
             sessions = sorted(approve)
             for start in range(0, len(sessions), 500):
-                chunk = sessions[start:start + 500]
+                chunk = sessions[start : start + 500]
                 self.client.request("POST", "/api/v1/submissions/bulk-approve/", json={"submission_ids": chunk})
                 Assignment.objects.filter(pk__in=[pk for s in chunk for pk in approve[s]]).update(
-                    status=AssignmentStatus.APPROVED)
+                    status=AssignmentStatus.APPROVED
+                )
                 report["approved"] += len(chunk)
         for session, assignment in reject.items():
             try:
@@ -496,8 +618,9 @@ class ProlificProvider:
         bulk_id = (state.get("bonus_payments") or {}).get(key)
         if bulk_id is None:
             csv_rows = "\n".join(f"{b.worker.external_id},{Decimal(b.amount_usd):.2f}" for b in bonuses)
-            created = self.client.request("POST", "/api/v1/submissions/bonus-payments/", json={
-                "study_id": study, "csv_bonuses": csv_rows})
+            created = self.client.request(
+                "POST", "/api/v1/submissions/bonus-payments/", json={"study_id": study, "csv_bonuses": csv_rows}
+            )
             bulk_id = created["id"]
             provider_state_save(batch, bonus_payments={**(state.get("bonus_payments") or {}), key: bulk_id})
         self.client.request("POST", f"/api/v1/bulk-bonus-payments/{bulk_id}/pay/")
@@ -508,8 +631,9 @@ class ProlificProvider:
         from annotation.models import ProlificSession
 
         sessions = {session_of(b.assignment) for b in bonuses}
-        study_of = dict(ProlificSession.objects.filter(batch=batch, session_id__in=sessions)
-                        .values_list("session_id", "study_id"))
+        study_of = dict(
+            ProlificSession.objects.filter(batch=batch, session_id__in=sessions).values_list("session_id", "study_id")
+        )
         fallback = max(studies_required(batch).items())[1]
         by_study: dict[str, list] = {}
         for bonus in bonuses:
@@ -541,27 +665,50 @@ class ProlificProvider:
         if not reason:
             raise ProviderError("a bonus needs a reason (kept with the payment)")
         digest = hashlib.sha256(f"{amount}|{reason}".encode()).hexdigest()[:16]
-        bonuses = [Bonus.objects.get_or_create(
-            unique_request_token=f"pf-prolific-{batch.pk}-{a.worker_id}-{digest}",
-            defaults={"assignment": a, "worker": a.worker, "amount_usd": amount, "reason": reason})[0]
-            for a in bonus_recipients(batch, workers)]
-        unsent = [b for b in Bonus.objects.filter(pk__in=[b.pk for b in bonuses], sent_at__isnull=True)
-                  .select_related("assignment", "worker").order_by("id")]
-        fee = prolific_cost(reward=amount, places=len(unsent), fee_rate=Decimal(settings.PROLIFIC_SERVICE_FEE_RATE),
-                            vat_rate=Decimal(settings.PROLIFIC_VAT_RATE))
+        bonuses = [
+            Bonus.objects.get_or_create(
+                unique_request_token=f"pf-prolific-{batch.pk}-{a.worker_id}-{digest}",
+                defaults={"assignment": a, "worker": a.worker, "amount_usd": amount, "reason": reason},
+            )[0]
+            for a in bonus_recipients(batch, workers)
+        ]
+        unsent = [
+            b
+            for b in Bonus.objects.filter(pk__in=[b.pk for b in bonuses], sent_at__isnull=True)
+            .select_related("assignment", "worker")
+            .order_by("id")
+        ]
+        fee = prolific_cost(
+            reward=amount,
+            places=len(unsent),
+            fee_rate=Decimal(settings.PROLIFIC_SERVICE_FEE_RATE),
+            vat_rate=Decimal(settings.PROLIFIC_VAT_RATE),
+        )
         if unsent:
             self._pay(batch, unsent)
-        return {"batch": batch.pk, "provider": self.name, "currency": self.currency, "amount": str(amount),
-                "paid": len(unsent), "already_paid": len(bonuses) - len(unsent),
-                **{f"cost_{k}": str(v) for k, v in fee.items()}}
+        return {
+            "batch": batch.pk,
+            "provider": self.name,
+            "currency": self.currency,
+            "amount": str(amount),
+            "paid": len(unsent),
+            "already_paid": len(bonuses) - len(unsent),
+            **{f"cost_{k}": str(v) for k, v in fee.items()},
+        }
 
     # --- participants ----------------------------------------------------------------------------
 
     def disqualify(self, *, worker: Worker, reason: str) -> None:
         """Put the participant in the blocklist group every Paraforge study excludes."""
-        self.client.request("POST", f"/api/v1/participant-groups/{self.blocklist_group_id()}/participants/",
-                            json={"participant_ids": [worker.external_id]})
+        self.client.request(
+            "POST",
+            f"/api/v1/participant-groups/{self.blocklist_group_id()}/participants/",
+            json={"participant_ids": [worker.external_id]},
+        )
 
     def reinstate(self, *, worker: Worker) -> None:
-        self.client.request("DELETE", f"/api/v1/participant-groups/{self.blocklist_group_id()}/participants/",
-                            json={"participant_ids": [worker.external_id]})
+        self.client.request(
+            "DELETE",
+            f"/api/v1/participant-groups/{self.blocklist_group_id()}/participants/",
+            json={"participant_ids": [worker.external_id]},
+        )

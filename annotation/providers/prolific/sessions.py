@@ -22,6 +22,7 @@ The checks that end a session run on the participant's verified judgments plus t
 Prolific has not confirmed as finished yet. Their ``Worker`` is disqualified only once ``sync`` has
 verified the session.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -88,7 +89,8 @@ def _ids(participant: str, study: str, session: str) -> None:
 
 def _end(session: ProlificSession, outcome: str, reason: str = "", failed_attention: bool = False) -> ProlificSession:
     ProlificSession.objects.filter(pk=session.pk, outcome=SessionOutcome.OPEN).update(
-        outcome=outcome, reason=reason, failed_attention=failed_attention, ended_at=timezone.now())
+        outcome=outcome, reason=reason, failed_attention=failed_attention, ended_at=timezone.now()
+    )
     session.refresh_from_db()
     return session
 
@@ -101,31 +103,47 @@ def _step_for(session: ProlificSession, codes: dict) -> SessionStep:
 
 def confirming_provider() -> ProlificProvider:
     """The provider the start URL asks: a short timeout and one retry, since a participant is waiting."""
-    return ProlificProvider(client=ProlificClient(
-        timeout_s=float(settings.PROLIFIC_START_TIMEOUT_S),
-        retry=RetryPolicy(max_attempts=2, base_delay_s=0.2, max_delay_s=0.5)))
+    return ProlificProvider(
+        client=ProlificClient(
+            timeout_s=float(settings.PROLIFIC_START_TIMEOUT_S),
+            retry=RetryPolicy(max_attempts=2, base_delay_s=0.2, max_delay_s=0.5),
+        )
+    )
 
 
 def _session_confirm(platform: ProlificProvider | None, *, participant: str, study: str, session_id: str) -> None:
     """Raise ``SessionError`` unless Prolific says the session is a running submission of this participant in
     this study. Every refusal reads the same whatever the reason (nobody learns whose sessions exist)."""
     try:
-        answer = (platform or confirming_provider()).session_live(participant=participant, study=study,
-                                                                   session_id=session_id)
+        answer = (platform or confirming_provider()).session_live(
+            participant=participant, study=study, session_id=session_id
+        )
     except ProviderError as exc:
         log.warning("could not confirm Prolific session %s: %s", session_id, exc)
-        raise SessionError("We could not reach Prolific to confirm your session. Please reload this page in a "
-                           "minute.", status=503) from exc
+        raise SessionError(
+            "We could not reach Prolific to confirm your session. Please reload this page in a minute.", status=503
+        ) from exc
     if answer == "ended":
-        raise SessionError("Prolific says this session has ended (returned, timed out or already submitted), so "
-                           "it cannot take work any more.", status=410)
+        raise SessionError(
+            "Prolific says this session has ended (returned, timed out or already submitted), so "
+            "it cannot take work any more.",
+            status=410,
+        )
     if answer != "live":
-        raise SessionError("Prolific does not know this session: open the study from your Prolific account.",
-                           status=403)
+        raise SessionError(
+            "Prolific does not know this session: open the study from your Prolific account.", status=403
+        )
 
 
-def session_next(*, batch_id: int, participant: str, study: str, session_id: str,
-                 now: dt.datetime | None = None, platform: ProlificProvider | None = None) -> SessionStep:
+def session_next(
+    *,
+    batch_id: int,
+    participant: str,
+    study: str,
+    session_id: str,
+    now: dt.datetime | None = None,
+    platform: ProlificProvider | None = None,
+) -> SessionStep:
     """The participant's next step in their session (see the module docstring); ``SessionError`` when the
     address cannot lead anywhere (bad ids, no such open study, a session Prolific does not know as theirs).
     ``platform``: the provider that confirms a new session (default: ``confirming_provider()``)."""
@@ -153,8 +171,9 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
     mine = Assignment.objects.filter(worker=worker, hit__batch=batch, external_assignment_id__startswith=prefix)
     if worker.disqualified:
         return _step_for(_end(session, SessionOutcome.FAILED, worker.disqualified_reason), codes)
-    reason, attention = session_check(worker=worker, campaign=batch.campaign,
-                                      assignment_ids=list(mine.values_list("pk", flat=True)))
+    reason, attention = session_check(
+        worker=worker, campaign=batch.campaign, assignment_ids=list(mine.values_list("pk", flat=True))
+    )
     if reason:
         mine.filter(status=AssignmentStatus.ACCEPTED).update(status=AssignmentStatus.RETURNED)
         return _step_for(_end(session, SessionOutcome.FAILED, reason, failed_attention=attention), codes)
@@ -165,13 +184,19 @@ def session_next(*, batch_id: int, participant: str, study: str, session_id: str
     elsewhere = open_assignment(worker, now)
     if elsewhere is not None and not elsewhere.external_assignment_id.startswith(prefix):
         Assignment.objects.filter(pk=elsewhere.pk, status=AssignmentStatus.ACCEPTED).update(
-            status=AssignmentStatus.RETURNED)
+            status=AssignmentStatus.RETURNED
+        )
     duration = int((batch.settings or {}).get("assignment_duration_s") or 3600)
     hits = batch.hits.filter(round=studies[study]) if studies else batch.hits.all()  # an EASL round: its study
-    assignment = hit_take(worker=worker, hits=hits, now=now, verification=Verification.UNVERIFIED,
-                          theirs=Q(external_assignment_id__startswith=prefix),
-                          duration_s=lambda hit: duration,
-                          external_id=lambda hit: f"{session_id}:{hit.pk}:{uuid.uuid4().hex[:8]}")
+    assignment = hit_take(
+        worker=worker,
+        hits=hits,
+        now=now,
+        verification=Verification.UNVERIFIED,
+        theirs=Q(external_assignment_id__startswith=prefix),
+        duration_s=lambda hit: duration,
+        external_id=lambda hit: f"{session_id}:{hit.pk}:{uuid.uuid4().hex[:8]}",
+    )
     if assignment is not None:
         return SessionStep("hit", assignment=assignment, session=session)
     if done:  # they worked until nothing was left: the work is done, through no fault of theirs
@@ -184,15 +209,16 @@ def session_hits(batch: Batch) -> int:
     return int((batch.settings or {}).get("hits_per_session") or settings.PROLIFIC_HITS_PER_SESSION)
 
 
-def _session_record(batch: Batch, *, participant: str, study: str, session_id: str,
-                    now: dt.datetime) -> ProlificSession:
+def _session_record(
+    batch: Batch, *, participant: str, study: str, session_id: str, now: dt.datetime
+) -> ProlificSession:
     """The confirmed session's row (and its participant's), made once even when two requests race."""
     worker, _ = Worker.objects.get_or_create(provider=Provider.PROLIFIC, external_id=participant)
     try:
         with transaction.atomic():
             session, _ = ProlificSession.objects.get_or_create(
-                batch=batch, session_id=session_id,
-                defaults={"worker": worker, "study_id": study, "confirmed_at": now})
+                batch=batch, session_id=session_id, defaults={"worker": worker, "study_id": study, "confirmed_at": now}
+            )
     except IntegrityError:
         session = ProlificSession.objects.get(batch=batch, session_id=session_id)
     if session.worker_id != worker.pk:

@@ -1,6 +1,7 @@
 """A batch's Prolific study, without talking to Prolific: its settings with their defaults, its two completion
 codes, its studies (one per EASL round), the study's external URL, and how a session's assignments are named.
 ``gateway`` (the API calls) and ``sessions`` (a participant's way through the HITs) both read them here."""
+
 from __future__ import annotations
 
 import secrets
@@ -24,8 +25,10 @@ RUNNING = {"ACTIVE", "RESERVED", "PROCESSING"}
 
 def start_url(public_url: str, batch_id: int) -> str:
     """The study's external URL with Prolific's placeholders."""
-    return (f"{public_url}/prolific/{batch_id}/start/"
-            "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+    return (
+        f"{public_url}/prolific/{batch_id}/start/"
+        "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
 
 
 def completion_url(code: str) -> str:
@@ -45,8 +48,11 @@ def session_assignments(assignment: Assignment):
     """Every assignment of the session ``assignment`` belongs to (Prolific pays and rejects per session)."""
     from annotation.models import Assignment
 
-    return Assignment.objects.filter(hit__batch_id=assignment.hit.batch_id, worker=assignment.worker,
-                                     external_assignment_id__startswith=f"{session_of(assignment)}:")
+    return Assignment.objects.filter(
+        hit__batch_id=assignment.hit.batch_id,
+        worker=assignment.worker,
+        external_assignment_id__startswith=f"{session_of(assignment)}:",
+    )
 
 
 def suggested_minutes(*, hits_per_session: int, seconds_per_hit: float | None = None) -> int:
@@ -78,11 +84,16 @@ def batch_prolific_config(batch_settings: dict) -> dict:
     estimated = given.get("estimated_minutes") or suggested_minutes(hits_per_session=hits_per_session)
     return {
         "title": pick("title", "Rate how well sentences paraphrase a reference sentence"),
-        "description": pick("description", (
-            "Read a sentence and five rewrites of it; move a slider to say how close in meaning each rewrite is, "
-            f"and whether it is fluent English. You will do {hits_per_session} such pages in a row.")),
-        "reward_per_session": reward_usd_check(pick("reward_per_session", settings.PROLIFIC_REWARD_PER_SESSION),
-                                               key="reward_per_session"),
+        "description": pick(
+            "description",
+            (
+                "Read a sentence and five rewrites of it; move a slider to say how close in meaning each rewrite is, "
+                f"and whether it is fluent English. You will do {hits_per_session} such pages in a row."
+            ),
+        ),
+        "reward_per_session": reward_usd_check(
+            pick("reward_per_session", settings.PROLIFIC_REWARD_PER_SESSION), key="reward_per_session"
+        ),
         "hits_per_session": hits_per_session,
         "estimated_minutes": int(estimated),
         "max_minutes": int(given.get("max_minutes") or max(4 * int(estimated), 60)),
@@ -100,8 +111,9 @@ def study_codes(batch: Batch) -> dict:
     state = provider_state(batch)
     if state.get("completion_code") and state.get("failed_code"):
         return state
-    return provider_state_save(batch, completion_code=f"C{secrets.token_hex(4).upper()}",
-                               failed_code=f"F{secrets.token_hex(4).upper()}")
+    return provider_state_save(
+        batch, completion_code=f"C{secrets.token_hex(4).upper()}", failed_code=f"F{secrets.token_hex(4).upper()}"
+    )
 
 
 def prolific_batch_required(batch: Batch) -> None:
@@ -117,6 +129,8 @@ def batch_studies(batch: Batch) -> dict[int, str]:
 def studies_required(batch: Batch) -> dict[int, str]:
     studies = batch_studies(batch)
     if not studies:
-        raise ProviderError(f"batch {batch.pk} has no Prolific study yet: publish it first "
-                            f"(`python manage.py crowd publish {batch.pk}`)")
+        raise ProviderError(
+            f"batch {batch.pk} has no Prolific study yet: publish it first "
+            f"(`python manage.py crowd publish {batch.pk}`)"
+        )
     return studies

@@ -6,6 +6,7 @@ with the shipped demo model under five ParaBank systems (resource and campaign `
 local HIT batch of it; three local annotator accounts whose fresh passwords are printed. All of it runs in
 this process (under a minute on a laptop CPU). Re-runs keep what exists and reset the passwords.
 """
+
 import secrets
 from pathlib import Path
 
@@ -52,18 +53,27 @@ class Command(BaseCommand):
             corpus_discard(corpus)  # an import that died half-way: start again
             corpus = None
         if corpus is None:
-            job = job_start(kind="import_corpus", label=f"import {DEMO_CORPUS}", enqueue=False, params={
-                "name": DEMO_CORPUS, "path": str(DEMO_CORPUS_FILE), "format": "mono", "on_error": "skip",
-                "display_name": "generation/demo/corpus.txt",
-            })
+            job = job_start(
+                kind="import_corpus",
+                label=f"import {DEMO_CORPUS}",
+                enqueue=False,
+                params={
+                    "name": DEMO_CORPUS,
+                    "path": str(DEMO_CORPUS_FILE),
+                    "format": "mono",
+                    "on_error": "skip",
+                    "display_name": "generation/demo/corpus.txt",
+                },
+            )
             job = job_run_inline(job_id=job.pk)
             if job.status != "succeeded":
                 raise CommandError(f"importing the demo corpus failed: {job.error}")
             corpus = Corpus.objects.get(name=DEMO_CORPUS)
             self.stdout.write(f"demo corpus: {corpus.n_references} references")
         if not corpus.idf_tables.exists():
-            job = job_start(kind="build_idf", params={"corpus": corpus.pk}, label=f"IDF of {DEMO_CORPUS}",
-                            enqueue=False)
+            job = job_start(
+                kind="build_idf", params={"corpus": corpus.pk}, label=f"IDF of {DEMO_CORPUS}", enqueue=False
+            )
             job = job_run_inline(job_id=job.pk)
             if job.status != "succeeded":
                 raise CommandError(f"building the demo IDF table failed: {job.error}")
@@ -84,19 +94,37 @@ class Command(BaseCommand):
             Campaign.objects.filter(name=DEMO_SAMPLE).delete()
             resource = None
         if resource is None:
-            params = generation_params(corpus=corpus, model=str(DEMO_MODEL), systems=DEMO_SYSTEMS, beam=4,
-                                       sample_per_length=3, lengths=DEMO_LENGTHS, name=DEMO_SAMPLE, device="cpu")
+            params = generation_params(
+                corpus=corpus,
+                model=str(DEMO_MODEL),
+                systems=DEMO_SYSTEMS,
+                beam=4,
+                sample_per_length=3,
+                lengths=DEMO_LENGTHS,
+                name=DEMO_SAMPLE,
+                device="cpu",
+            )
             job = job_start(kind=KIND, params=params, label=f"generate {DEMO_SAMPLE}", enqueue=False)
             job = job_run_inline(job_id=job.pk)
             if job.status != "succeeded":
                 raise CommandError(f"decoding the demo sample failed: {job.error}")
             resource = Resource.objects.get(name=DEMO_SAMPLE)
-            self.stdout.write(f"demo sample: {resource.n_references} references, {resource.n_pairs} paraphrases "
-                              f"(systems {','.join(map(str, DEMO_SYSTEMS))}; generation job {job.pk})")
+            self.stdout.write(
+                f"demo sample: {resource.n_references} references, {resource.n_pairs} paraphrases "
+                f"(systems {','.join(map(str, DEMO_SYSTEMS))}; generation job {job.pk})"
+            )
         campaign = Campaign.objects.get(job_id=resource.job_id)
         if not Batch.objects.filter(campaign=campaign).exists():
-            batch = hit_batch_create(campaign=campaign, provider="local", per_length=3, lengths=DEMO_LENGTHS,
-                                     assignments=3, attention_rate=0.2, seed=0, label="demo")
+            batch = hit_batch_create(
+                campaign=campaign,
+                provider="local",
+                per_length=3,
+                lengths=DEMO_LENGTHS,
+                assignments=3,
+                attention_rate=0.2,
+                seed=0,
+                label="demo",
+            )
             batch_publish(batch=batch)
             self.stdout.write(f"demo HIT batch {batch.pk}: {batch.hits.count()} HITs for local annotators")
 

@@ -1,4 +1,5 @@
 """``build_idf CORPUS [--wait] [--name NAME]``: IDF = ln(N/df) over the corpus's English side."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -10,8 +11,10 @@ from jobs.progress import job_progress_display
 
 
 class Command(BaseCommand):
-    help = ("Build the IDF table of a corpus (one Celery task per shard, merged). With --wait, block until "
-            "it is done and exit non-zero if it failed (on the embedded default with no worker, run it here).")
+    help = (
+        "Build the IDF table of a corpus (one Celery task per shard, merged). With --wait, block until "
+        "it is done and exit non-zero if it failed (on the embedded default with no worker, run it here)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("corpus", help="corpus name or id")
@@ -32,11 +35,16 @@ class Command(BaseCommand):
         if name:
             params["name"] = name
         with job_progress_display(self.stderr, enabled=wait) as show:
-            job = job_launch(kind="build_idf", params=params, label=f"IDF of {found.name}", wait=wait,
-                             on_progress=show)
-        out = {"job": job.pk, "status": job.status, "corpus": found.pk,
-               "idf_table": job.result.get("idf_table"), "name": job.result.get("name"),
-               "documents": job.result.get("documents"), "types": job.result.get("types")}
+            job = job_launch(kind="build_idf", params=params, label=f"IDF of {found.name}", wait=wait, on_progress=show)
+        out = {
+            "job": job.pk,
+            "status": job.status,
+            "corpus": found.pk,
+            "idf_table": job.result.get("idf_table"),
+            "name": job.result.get("name"),
+            "documents": job.result.get("documents"),
+            "types": job.result.get("types"),
+        }
         self.stdout.write(json.dumps(out))
         if wait and job.status != "succeeded":
             raise CommandError(f"IDF job {job.pk} ended {job.status}: {job.error}")

@@ -14,6 +14,7 @@ status is still 0. A bad system number, an unreadable IDF file, ``--min-idf`` ab
 PPDB system (35-37) without ``--ppdb``, or a ``--ppdb`` file with no valid PPDB 2.0 rule exits non-zero
 with a one-line error on stderr.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,6 +65,7 @@ class Command(BaseCommand):
                 ppdb = open_ppdb(options["ppdb"])
             except (PpdbError, OSError) as exc:
                 raise CommandError(_one_line(exc)) from None
-        result = select_constraints(system, options["sentence"], idf, seed=options["seed"], ppdb=ppdb,
-                                    min_idf=min_idf, max_idf=max_idf)
+        result = select_constraints(
+            system, options["sentence"], idf, seed=options["seed"], ppdb=ppdb, min_idf=min_idf, max_idf=max_idf
+        )
         self.stdout.write(json.dumps(result.to_json(), ensure_ascii=False))

@@ -1,4 +1,5 @@
 """``export_idf NAME_OR_ID OUT.tsv``: write an IDF table as token<TAB>idf lines, sorted by token."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError

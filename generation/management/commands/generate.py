@@ -10,6 +10,7 @@ Every setting is checked before anything is created (see generation/generation_j
 one-line error and a non-zero exit. With ``--wait`` it blocks until the job ends and exits non-zero if it
 failed.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,34 +39,51 @@ def _int_list(value: str, what: str) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = ("Decode a corpus (or, with --sample-per-length, its evaluation sample) under ParaBank constraint "
-            "systems into a paraphrase resource, as a chunked job on the gpu queue.")
+    help = (
+        "Decode a corpus (or, with --sample-per-length, its evaluation sample) under ParaBank constraint "
+        "systems into a paraphrase resource, as a chunked job on the gpu queue."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("corpus", help="corpus name or id")
         parser.add_argument("--model", required=True, help=MODEL_HELP)
         parser.add_argument("--systems", required=True, help="comma-separated system numbers (1-37, Tab. 3)")
-        parser.add_argument("--sample-per-length", type=int, default=None,
-                            help="decode only this many references per length bucket (the evaluation sample)")
-        parser.add_argument("--lengths", default=None,
-                            help="length buckets of the sample (spaCy tokens; default 5,10,20,40); "
-                                 "used with --sample-per-length")
+        parser.add_argument(
+            "--sample-per-length",
+            type=int,
+            default=None,
+            help="decode only this many references per length bucket (the evaluation sample)",
+        )
+        parser.add_argument(
+            "--lengths",
+            default=None,
+            help="length buckets of the sample (spaCy tokens; default 5,10,20,40); used with --sample-per-length",
+        )
         parser.add_argument("--beam", type=int, default=5)
         parser.add_argument("--nbest", type=int, default=1)
         parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT, help=STOP_HELP)
-        parser.add_argument("--max-length", type=int, default=128,
-                            help="maximum output length in subword tokens, decoder start token included")
+        parser.add_argument(
+            "--max-length",
+            type=int,
+            default=128,
+            help="maximum output length in subword tokens, decoder start token included",
+        )
         parser.add_argument("--length-penalty", type=float, default=1.0)
         parser.add_argument("--batch-size", type=int, default=32)
-        parser.add_argument("--device", choices=["cpu", "cuda"], default=None,
-                            help="default: CUDA where the worker has it, else CPU")
+        parser.add_argument(
+            "--device", choices=["cpu", "cuda"], default=None, help="default: CUDA where the worker has it, else CPU"
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--ppdb", default=None, help="PPDB 2.0 lexical file (systems 35-37)")
         parser.add_argument("--idf", default=None, help="IDF table name or id (default: the corpus's latest)")
         parser.add_argument("--name", default=None, help="the resource's name (default: <corpus>-job<id>)")
         parser.add_argument("--sample-chunk-size", type=int, default=50, help="sampled references per chunk")
-        parser.add_argument("--pause-per-batch", type=float, default=0.0,
-                            help="seconds to sleep after each decoded batch (throttles a shared GPU)")
+        parser.add_argument(
+            "--pause-per-batch",
+            type=float,
+            default=0.0,
+            help="seconds to sleep after each decoded batch (throttles a shared GPU)",
+        )
         parser.add_argument("--wait", action="store_true", help="block until the job ends; non-zero exit on failure")
 
     def handle(self, *args, **o) -> None:
@@ -79,27 +97,50 @@ class Command(BaseCommand):
             except IdfFileError as exc:
                 raise CommandError(_one_line(exc)) from None
         if o["lengths"] is not None and o["sample_per_length"] is None:
-            self.stderr.write("note: --lengths only sets the evaluation sample's buckets; without "
-                              "--sample-per-length the whole corpus is decoded")
+            self.stderr.write(
+                "note: --lengths only sets the evaluation sample's buckets; without "
+                "--sample-per-length the whole corpus is decoded"
+            )
         lengths = _int_list(o["lengths"], "--lengths") if o["lengths"] is not None else list(DEFAULT_LENGTHS)
         try:
             params = generation_params(
-                corpus=corpus, model=o["model"], systems=_int_list(o["systems"], "--systems"), idf_table=table,
-                beam=o["beam"], nbest=o["nbest"], stop=o["stop"], max_length=o["max_length"],
+                corpus=corpus,
+                model=o["model"],
+                systems=_int_list(o["systems"], "--systems"),
+                idf_table=table,
+                beam=o["beam"],
+                nbest=o["nbest"],
+                stop=o["stop"],
+                max_length=o["max_length"],
                 length_penalty=o["length_penalty"],
-                batch_size=o["batch_size"], device=o["device"], seed=o["seed"], ppdb=o["ppdb"],
-                sample_per_length=o["sample_per_length"], lengths=lengths, name=o["name"],
-                sample_chunk_size=o["sample_chunk_size"], pause_per_batch=o["pause_per_batch"])
+                batch_size=o["batch_size"],
+                device=o["device"],
+                seed=o["seed"],
+                ppdb=o["ppdb"],
+                sample_per_length=o["sample_per_length"],
+                lengths=lengths,
+                name=o["name"],
+                sample_chunk_size=o["sample_chunk_size"],
+                pause_per_batch=o["pause_per_batch"],
+            )
             with job_progress_display(self.stderr, enabled=o["wait"]) as show:
-                job = job_launch(kind=KIND, params=params, label=f"generate {corpus.name}", wait=o["wait"],
-                                 on_progress=show)
+                job = job_launch(
+                    kind=KIND, params=params, label=f"generate {corpus.name}", wait=o["wait"], on_progress=show
+                )
         except (GenerationSettingsError, ValueError) as exc:
             raise CommandError(_one_line(exc)) from None
         resource = Resource.objects.filter(job=job).first()
-        out = {"job": job.pk, "status": job.status, "corpus": corpus.pk,
-               "resource": resource.pk if resource else None, "name": resource.name if resource else None,
-               "campaign": job.result.get("campaign"), "chunks": job.total_chunks,
-               "references": job.result.get("references"), "pairs": job.result.get("pairs")}
+        out = {
+            "job": job.pk,
+            "status": job.status,
+            "corpus": corpus.pk,
+            "resource": resource.pk if resource else None,
+            "name": resource.name if resource else None,
+            "campaign": job.result.get("campaign"),
+            "chunks": job.total_chunks,
+            "references": job.result.get("references"),
+            "pairs": job.result.get("pairs"),
+        }
         if "sample" in job.params:
             out["sample"] = job.params["sample"]
         self.stdout.write(json.dumps(out))

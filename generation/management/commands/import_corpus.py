@@ -1,4 +1,5 @@
 """``import_corpus NAME FILE [--format bitext|mono] [--on-error skip|abort] [--shard-size N] [--max-line-chars N]``"""
+
 import json
 from pathlib import Path
 
@@ -11,21 +12,38 @@ from jobs.execution import job_launch
 
 
 class Command(BaseCommand):
-    help = ("Import a corpus from a file (plain or .gz): a bitext (source<TAB>reference a line) or English "
-            "sentences one a line. Prints a JSON summary; bad lines go to stderr as FILE:LINE: reason.")
+    help = (
+        "Import a corpus from a file (plain or .gz): a bitext (source<TAB>reference a line) or English "
+        "sentences one a line. Prints a JSON summary; bad lines go to stderr as FILE:LINE: reason."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("file")
-        parser.add_argument("--format", choices=["bitext", "mono"], default=None,
-                            help="default: bitext if the first non-empty line holds a tab, else mono")
-        parser.add_argument("--on-error", choices=["skip", "abort"], default="skip",
-                            help="skip bad lines (reported) or abort, keeping nothing (default: skip)")
-        parser.add_argument("--shard-size", type=int, default=None,
-                            help=f"references per shard (default PARAFORGE_SHARD_SIZE={settings.PARAFORGE_SHARD_SIZE})")
-        parser.add_argument("--max-line-chars", type=int, default=None,
-                            help=f"longer lines are bad (default PARAFORGE_MAX_LINE_CHARS="
-                                 f"{settings.PARAFORGE_MAX_LINE_CHARS})")
+        parser.add_argument(
+            "--format",
+            choices=["bitext", "mono"],
+            default=None,
+            help="default: bitext if the first non-empty line holds a tab, else mono",
+        )
+        parser.add_argument(
+            "--on-error",
+            choices=["skip", "abort"],
+            default="skip",
+            help="skip bad lines (reported) or abort, keeping nothing (default: skip)",
+        )
+        parser.add_argument(
+            "--shard-size",
+            type=int,
+            default=None,
+            help=f"references per shard (default PARAFORGE_SHARD_SIZE={settings.PARAFORGE_SHARD_SIZE})",
+        )
+        parser.add_argument(
+            "--max-line-chars",
+            type=int,
+            default=None,
+            help=f"longer lines are bad (default PARAFORGE_MAX_LINE_CHARS={settings.PARAFORGE_MAX_LINE_CHARS})",
+        )
 
     def handle(self, *args, name, file, format, on_error, shard_size, max_line_chars, **options):
         if shard_size is not None and shard_size < 1:
@@ -40,10 +58,20 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if Corpus.objects.filter(name=name).exists():
             raise CommandError(f"a corpus named {name!r} already exists")
-        job = job_launch(kind="import_corpus", label=f"import {name}", wait=True, params={
-            "name": name, "path": str(Path(file).resolve()), "format": fmt, "on_error": on_error,
-            "shard_size": shard_size, "max_line_chars": max_line_chars, "display_name": str(file),
-        })
+        job = job_launch(
+            kind="import_corpus",
+            label=f"import {name}",
+            wait=True,
+            params={
+                "name": name,
+                "path": str(Path(file).resolve()),
+                "format": fmt,
+                "on_error": on_error,
+                "shard_size": shard_size,
+                "max_line_chars": max_line_chars,
+                "display_name": str(file),
+            },
+        )
         corpus = Corpus.objects.filter(name=name, import_job=job).first()
         if corpus is not None:
             for error in corpus.bad_lines:
@@ -51,19 +79,31 @@ class Command(BaseCommand):
             if corpus.n_bad_lines > len(corpus.bad_lines):
                 self.stderr.write(f"... and {corpus.n_bad_lines - len(corpus.bad_lines)} more bad line(s)")
             if corpus.n_bad_lines:
-                reasons = ", ".join(f"{n} {reason}" for reason, n in
-                                    sorted((job.result or {}).get("bad_line_reasons", {}).items()))
-                self.stderr.write(f"{file}: skipped {corpus.n_bad_lines} bad line(s) of {corpus.n_lines_read}"
-                                  + (f" ({reasons})" if reasons else ""))
+                reasons = ", ".join(
+                    f"{n} {reason}" for reason, n in sorted((job.result or {}).get("bad_line_reasons", {}).items())
+                )
+                self.stderr.write(
+                    f"{file}: skipped {corpus.n_bad_lines} bad line(s) of {corpus.n_lines_read}"
+                    + (f" ({reasons})" if reasons else "")
+                )
         if job.status != "succeeded":
             message = job.error.split(": ", 1)[-1] if job.error.startswith("chunk ") else job.error
             if message.startswith("CorpusImportError: "):
-                message = message[len("CorpusImportError: "):]
+                message = message[len("CorpusImportError: ") :]
             raise CommandError(f"import failed (job {job.pk}): {message}")
         result = job.result
-        self.stdout.write(json.dumps({
-            "corpus": result["corpus"], "name": result["name"], "format": result["format"],
-            "references": result["references"], "bad_lines": result["bad_lines"], "shards": result["shards"],
-            "lines_read": result["lines_read"], "bad_line_reasons": result.get("bad_line_reasons", {}),
-            "job": job.pk,
-        }))
+        self.stdout.write(
+            json.dumps(
+                {
+                    "corpus": result["corpus"],
+                    "name": result["name"],
+                    "format": result["format"],
+                    "references": result["references"],
+                    "bad_lines": result["bad_lines"],
+                    "shards": result["shards"],
+                    "lines_read": result["lines_read"],
+                    "bad_line_reasons": result.get("bad_line_reasons", {}),
+                    "job": job.pk,
+                }
+            )
+        )

@@ -1,4 +1,5 @@
 """``import_idf NAME FILE.tsv``: store a token<TAB>idf file as a new IDF table (no corpus)."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError

@@ -21,6 +21,7 @@ blocks of ``16 x --batch-size`` lines, each block's rows written as it finishes 
 stderr; ``OUT.jsonl`` appears (atomically) only once every line is decoded. Corpora too big for one
 process go through ``manage.py generate`` (chunked, resumable Celery jobs).
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,9 @@ def read_constraints(path: str, n_inputs: int) -> list[dict]:
 
     lines = _text_lines(path)
     if len(lines) != n_inputs:
-        raise CommandError(f"{path}: {len(lines)} constraint lines for {n_inputs} input lines "
-                           "(one per input line needed)")
+        raise CommandError(
+            f"{path}: {len(lines)} constraint lines for {n_inputs} input lines (one per input line needed)"
+        )
     out = []
     for no, line in enumerate(lines, 1):
         try:
@@ -80,8 +82,9 @@ def read_constraints(path: str, n_inputs: int) -> list[dict]:
     return out
 
 
-def system_constraints(system_number: str, idf_path: str, seed: int = 0, ppdb_path: str | None = None
-                       ) -> Callable[[str, str | None], dict]:
+def system_constraints(
+    system_number: str, idf_path: str, seed: int = 0, ppdb_path: str | None = None
+) -> Callable[[str, str | None], dict]:
     """``constraints_for_input(source, reference) -> dict`` for ParaBank system N (Tab. 3)."""
     from generation.constraints import select_constraints
     from generation.idf import read_idf_tsv
@@ -100,6 +103,7 @@ def system_constraints(system_number: str, idf_path: str, seed: int = 0, ppdb_pa
     ppdb = None
     if ppdb_path:
         from generation.ppdb import PpdbError, open_ppdb
+
         try:
             ppdb = open_ppdb(ppdb_path)
         except PpdbError as exc:
@@ -127,15 +131,25 @@ class Command(BaseCommand):
         parser.add_argument("--nbest", type=int, default=1)
         parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT, help=STOP_HELP)
         parser.add_argument("--batch-size", type=int, default=32)
-        parser.add_argument("--max-length", type=int, default=128,
-                            help="maximum output length in subword tokens, decoder start token included")
+        parser.add_argument(
+            "--max-length",
+            type=int,
+            default=128,
+            help="maximum output length in subword tokens, decoder start token included",
+        )
         parser.add_argument("--length-penalty", type=float, default=1.0)
         parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
-        parser.add_argument("--int8", action="store_true",
-                            help="CPU, Marian/BART: the decoder's products on dynamic int8 weights (faster; outputs "
-                                 "can differ from float32's)")
-        parser.add_argument("--rerank-dissimilar", action="store_true",
-                            help="order each n-best list by word Levenshtein distance to the reference (ties: score)")
+        parser.add_argument(
+            "--int8",
+            action="store_true",
+            help="CPU, Marian/BART: the decoder's products on dynamic int8 weights (faster; outputs "
+            "can differ from float32's)",
+        )
+        parser.add_argument(
+            "--rerank-dissimilar",
+            action="store_true",
+            help="order each n-best list by word Levenshtein distance to the reference (ties: score)",
+        )
 
     def handle(self, *args, **o) -> None:
         from generation.decoding import ModelFolderError, decode, load_model
@@ -169,6 +183,7 @@ class Command(BaseCommand):
             raise CommandError("--int8 runs on the CPU only (give --device cpu or leave --device out)")
         if o["device"] == "cuda":
             import torch
+
             if not torch.cuda.is_available():
                 raise CommandError("--device cuda: no CUDA device is available")
         try:
@@ -190,11 +205,20 @@ class Command(BaseCommand):
         # interrupted or failed: no half-written file left beside OUT
         with atomic_write(out, "w", encoding="utf-8") as fh:
             for k in range(0, len(sources), block):
-                results = decode(model, sources[k:k + block], cons[k:k + block], beam=o["beam"],
-                                 nbest=o["nbest"], stop=o["stop"], max_length=o["max_length"],
-                                 length_penalty=o["length_penalty"], batch_size=o["batch_size"],
-                                 rerank_dissimilar=o["rerank_dissimilar"], references=refs[k:k + block],
-                                 int8=o["int8"])
+                results = decode(
+                    model,
+                    sources[k : k + block],
+                    cons[k : k + block],
+                    beam=o["beam"],
+                    nbest=o["nbest"],
+                    stop=o["stop"],
+                    max_length=o["max_length"],
+                    length_penalty=o["length_penalty"],
+                    batch_size=o["batch_size"],
+                    rerank_dissimilar=o["rerank_dissimilar"],
+                    references=refs[k : k + block],
+                    int8=o["int8"],
+                )
                 for r in results:
                     fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
                 n_unsat += sum(r.unsatisfiable for r in results)

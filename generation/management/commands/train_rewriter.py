@@ -8,6 +8,7 @@
 Progress goes to stderr (a bar on a terminal, a line every ``--log-every`` steps otherwise); one
 line of JSON on stdout summarises the run.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,20 +31,28 @@ def _fmt_s(sec) -> str:
 
 
 class Command(BaseCommand):
-    help = ("Train an English->English Marian-style seq2seq rewriter on sentence<TAB>paraphrase pairs "
-            "(checkpoints, automatic resumption) and save a Hugging Face folder.")
+    help = (
+        "Train an English->English Marian-style seq2seq rewriter on sentence<TAB>paraphrase pairs "
+        "(checkpoints, automatic resumption) and save a Hugging Face folder."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--pairs", help="sentence<TAB>paraphrase file (.tsv or .tsv.gz)")
         parser.add_argument("--out", help="training folder: checkpoints/, tokenizer/ and the final export")
-        parser.add_argument("--export", dest="export_dir",
-                            help="write the final Hugging Face folder here instead of --out")
-        parser.add_argument("--export-only", action="store_true",
-                            help="export the latest checkpoint in --out without training")
+        parser.add_argument(
+            "--export", dest="export_dir", help="write the final Hugging Face folder here instead of --out"
+        )
+        parser.add_argument(
+            "--export-only", action="store_true", help="export the latest checkpoint in --out without training"
+        )
         parser.add_argument("--fp16", action="store_true", help="export float16 weights (half the size)")
         parser.add_argument("--steps", type=int, default=3000, help="total optimizer steps (default 3000)")
-        parser.add_argument("--stop-after", type=int, default=None,
-                            help="stop this run after N new steps (checkpointed); re-run to resume")
+        parser.add_argument(
+            "--stop-after",
+            type=int,
+            default=None,
+            help="stop this run after N new steps (checkpointed); re-run to resume",
+        )
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument("--lr", type=float, default=7e-4, help="peak learning rate")
         parser.add_argument("--warmup", type=int, default=400, help="linear warm-up steps")
@@ -60,16 +69,21 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
         parser.add_argument("--seed", type=int, default=13)
         parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda when available)")
-        parser.add_argument("--no-resume", action="store_true",
-                            help="start afresh (deletes --out/checkpoints and --out/tokenizer)")
-        parser.add_argument("--log-every", type=int, default=25,
-                            help="progress line interval when stderr is not a terminal")
+        parser.add_argument(
+            "--no-resume", action="store_true", help="start afresh (deletes --out/checkpoints and --out/tokenizer)"
+        )
+        parser.add_argument(
+            "--log-every", type=int, default=25, help="progress line interval when stderr is not a terminal"
+        )
         parser.add_argument("--data-note", default=None, help="free text recorded in paraforge_training.json")
-        parser.add_argument("--make-demo-pairs", metavar="OUT.tsv",
-                            help="build synthetic demo pairs (STS-B + SICK sentences noised with PPDB "
-                                 "synonyms) into OUT.tsv and exit")
-        parser.add_argument("--data-dir", default=None,
-                            help="public data for --make-demo-pairs (default ../shared/data)")
+        parser.add_argument(
+            "--make-demo-pairs",
+            metavar="OUT.tsv",
+            help="build synthetic demo pairs (STS-B + SICK sentences noised with PPDB synonyms) into OUT.tsv and exit",
+        )
+        parser.add_argument(
+            "--data-dir", default=None, help="public data for --make-demo-pairs (default ../shared/data)"
+        )
         parser.add_argument("--demo-copies", type=int, default=2, help="noised copies per sentence")
 
     def handle(self, *args, **o):
@@ -78,8 +92,9 @@ class Command(BaseCommand):
         if o["make_demo_pairs"]:
             data_dir = Path(o["data_dir"] or Path(settings.BASE_DIR).parent / "shared" / "data")
             try:
-                summary = rewriter.build_synthetic_pairs(data_dir, o["make_demo_pairs"], seed=o["seed"],
-                                                         copies=o["demo_copies"])
+                summary = rewriter.build_synthetic_pairs(
+                    data_dir, o["make_demo_pairs"], seed=o["seed"], copies=o["demo_copies"]
+                )
             except FileNotFoundError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(json.dumps(summary))
@@ -111,8 +126,10 @@ class Command(BaseCommand):
 
         def progress(info):
             step, total = info["step"], info["total"]
-            line = (f"step {step}/{total} loss {info['loss']:.3f} (avg {info['avg_loss']:.3f}) "
-                    f"lr {info['lr']:.2e} {info['steps_per_s']:.2f} steps/s ETA {_fmt_s(info['eta_s'])}")
+            line = (
+                f"step {step}/{total} loss {info['loss']:.3f} (avg {info['avg_loss']:.3f}) "
+                f"lr {info['lr']:.2e} {info['steps_per_s']:.2f} steps/s ETA {_fmt_s(info['eta_s'])}"
+            )
             if info.get("valid_loss") is not None:
                 line += f" valid {info['valid_loss']:.3f}"
             if tty:
@@ -127,16 +144,35 @@ class Command(BaseCommand):
                 err.write(line + "\n")
                 err.flush()
 
-        command = "python manage.py train_rewriter " + shlex.join(sys.argv[2:]) \
-            if len(sys.argv) > 1 and sys.argv[1] == "train_rewriter" else None
+        command = (
+            "python manage.py train_rewriter " + shlex.join(sys.argv[2:])
+            if len(sys.argv) > 1 and sys.argv[1] == "train_rewriter"
+            else None
+        )
         train_config = rewriter.TrainConfig(
-            o["pairs"], o["out"], architecture=config, steps=o["steps"], batch_size=o["batch_size"],
-            lr=o["lr"], warmup=o["warmup"], schedule=o["schedule"],
-            label_smoothing=o["label_smoothing"], vocab_size=o["vocab_size"], max_len=o["max_len"],
-            checkpoint_every=o["checkpoint_every"], keep_checkpoints=o["keep_checkpoints"],
-            seed=o["seed"], threads=o["threads"], resume=not o["no_resume"],
-            export_dir=o["export_dir"], export_only=o["export_only"], half=o["fp16"],
-            command=command, data_note=o["data_note"], stop_after=o["stop_after"], device=o["device"],
+            o["pairs"],
+            o["out"],
+            architecture=config,
+            steps=o["steps"],
+            batch_size=o["batch_size"],
+            lr=o["lr"],
+            warmup=o["warmup"],
+            schedule=o["schedule"],
+            label_smoothing=o["label_smoothing"],
+            vocab_size=o["vocab_size"],
+            max_len=o["max_len"],
+            checkpoint_every=o["checkpoint_every"],
+            keep_checkpoints=o["keep_checkpoints"],
+            seed=o["seed"],
+            threads=o["threads"],
+            resume=not o["no_resume"],
+            export_dir=o["export_dir"],
+            export_only=o["export_only"],
+            half=o["fp16"],
+            command=command,
+            data_note=o["data_note"],
+            stop_after=o["stop_after"],
+            device=o["device"],
         )
         try:
             result = rewriter.train_with(train_config, progress=progress)

@@ -18,8 +18,14 @@ class Command(BaseCommand):
     def handle(self, *args, queue: str, n: int, wait: bool, timeout: float | None, **options):
         kind = "selftest" if queue == "cpu" else "selftest-gpu"
         with job_progress_display(self.stderr, enabled=wait) as show:
-            job = job_launch(kind=kind, params={"n": n, "chunks": 4}, label=f"selftest {queue}", wait=wait,
-                             timeout=timeout, on_progress=show)
+            job = job_launch(
+                kind=kind,
+                params={"n": n, "chunks": 4},
+                label=f"selftest {queue}",
+                wait=wait,
+                timeout=timeout,
+                on_progress=show,
+            )
         self.stdout.write(json.dumps(job_progress(job)))
         if wait and job.status != "succeeded":
             raise CommandError(f"job {job.pk} ended {job.status}: {job.error}")

@@ -1,5 +1,6 @@
 """``export_release RESOURCE --out DIR [--min-score X] [--format tsv|jsonl|parquet] [--filters ...]
 [--entailment-model DIR] [--regressor NAME] [--version V] [--upload s3://bucket/prefix] [--license ID]``"""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -11,10 +12,12 @@ from .score_resource import find_resource
 
 
 class Command(BaseCommand):
-    help = ("Export a versioned, gzip-compressed release of a scored resource: pairs (per reference: "
-            "paraphrases, systems, constraints, model score, predicted similarity), the human judgments, and "
-            "manifest.json (counts, SHA-256 of each file, regressor and its held-out rho, generation settings, "
-            "filters). Same inputs -> byte-identical files.")
+    help = (
+        "Export a versioned, gzip-compressed release of a scored resource: pairs (per reference: "
+        "paraphrases, systems, constraints, model score, predicted similarity), the human judgments, and "
+        "manifest.json (counts, SHA-256 of each file, regressor and its held-out rho, generation settings, "
+        "filters). Same inputs -> byte-identical files."
+    )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         # --version names the release here, replacing Django's "print Django's version" option
@@ -23,30 +26,63 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("resource", help="resource name or id")
         parser.add_argument("--out", required=True, help="folder to write the release into (must not hold one)")
-        parser.add_argument("--min-score", type=float, default=None, dest="min_score",
-                            help="keep only pairs with a predicted similarity >= X (0-100)")
-        parser.add_argument("--format", choices=FORMATS, default="tsv",
-                            help="pairs file format (default tsv); parquet writes typed pairs.parquet and "
-                                 "judgments.parquet and a README.md dataset card for the Hugging Face hub")
-        parser.add_argument("--filters", nargs="+", default=None,
-                            help="key=value items, comma- or space-separated: len=LO-HI (reference tokens), "
-                                 "plen=LO-HI (paraphrase words), overlap[1-3]=LO-HI (n-gram overlap fraction), "
-                                 "bleu=LO-HI (smoothed sentence BLEU 0-100), repetition[1|3]=LO-HI (repetition rate "
-                                 "fraction), entailment=argmax|P (both directions; needs --entailment-model), "
-                                 "score=X, rerank=dissimilar|score, top=K; e.g. "
-                                 "len=5-40,overlap=0.2-0.8,rerank=dissimilar")
-        parser.add_argument("--entailment-model", default=None, dest="entailment_model",
-                            help="local Hugging Face NLI sequence-classification folder for entailment=...")
-        parser.add_argument("--regressor", default=None,
-                            help="which scoring to release (default: the latest completed one)")
+        parser.add_argument(
+            "--min-score",
+            type=float,
+            default=None,
+            dest="min_score",
+            help="keep only pairs with a predicted similarity >= X (0-100)",
+        )
+        parser.add_argument(
+            "--format",
+            choices=FORMATS,
+            default="tsv",
+            help="pairs file format (default tsv); parquet writes typed pairs.parquet and "
+            "judgments.parquet and a README.md dataset card for the Hugging Face hub",
+        )
+        parser.add_argument(
+            "--filters",
+            nargs="+",
+            default=None,
+            help="key=value items, comma- or space-separated: len=LO-HI (reference tokens), "
+            "plen=LO-HI (paraphrase words), overlap[1-3]=LO-HI (n-gram overlap fraction), "
+            "bleu=LO-HI (smoothed sentence BLEU 0-100), repetition[1|3]=LO-HI (repetition rate "
+            "fraction), entailment=argmax|P (both directions; needs --entailment-model), "
+            "score=X, rerank=dissimilar|score, top=K; e.g. "
+            "len=5-40,overlap=0.2-0.8,rerank=dissimilar",
+        )
+        parser.add_argument(
+            "--entailment-model",
+            default=None,
+            dest="entailment_model",
+            help="local Hugging Face NLI sequence-classification folder for entailment=...",
+        )
+        parser.add_argument(
+            "--regressor", default=None, help="which scoring to release (default: the latest completed one)"
+        )
         parser.add_argument("--version", default=None, help="release version (default: v1, v2, ...)")
         parser.add_argument("--upload", default=None, help="also copy the files to s3://bucket/prefix")
-        parser.add_argument("--license", default=None,
-                            help="--format parquet: the dataset card's Hugging Face licence id, e.g. cc-by-4.0 "
-                                 "(default unknown)")
+        parser.add_argument(
+            "--license",
+            default=None,
+            help="--format parquet: the dataset card's Hugging Face licence id, e.g. cc-by-4.0 (default unknown)",
+        )
 
-    def handle(self, *args, resource, out, min_score, format, filters, regressor, version, upload,
-               entailment_model=None, license=None, **options):
+    def handle(
+        self,
+        *args,
+        resource,
+        out,
+        min_score,
+        format,
+        filters,
+        regressor,
+        version,
+        upload,
+        entailment_model=None,
+        license=None,
+        **options,
+    ):
         found = find_resource(resource)
         if upload and not upload.startswith("s3://"):
             raise CommandError(f"--upload {upload!r}: expected s3://bucket/prefix")
@@ -54,14 +90,32 @@ class Command(BaseCommand):
             if version is not None:  # before the filters load an NLI model
                 release_version_check(version)
             parsed = parse_filters(filters, min_score=min_score, entailment_model=entailment_model)
-            release = release_export(resource=found, out_dir=out, version=version, fmt=format, filters=parsed,
-                                     regressor=regressor, upload=upload, license=license)
+            release = release_export(
+                resource=found,
+                out_dir=out,
+                version=version,
+                fmt=format,
+                filters=parsed,
+                regressor=regressor,
+                upload=upload,
+                license=license,
+            )
         except (FilterError, ReleaseError) as exc:
             raise CommandError(str(exc)) from None
         m = release.manifest
-        self.stdout.write(json.dumps({
-            "release": release.pk, "resource": found.name, "version": release.version,
-            "location": release.location, "out": out, "counts": m["counts"],
-            "files": {name: f["sha256"] for name, f in m["files"].items()},
-            "regressor": m["regressor"]["name"], "spearman_test": m["regressor"]["spearman_test"],
-        }, ensure_ascii=False))
+        self.stdout.write(
+            json.dumps(
+                {
+                    "release": release.pk,
+                    "resource": found.name,
+                    "version": release.version,
+                    "location": release.location,
+                    "out": out,
+                    "counts": m["counts"],
+                    "files": {name: f["sha256"] for name, f in m["files"].items()},
+                    "regressor": m["regressor"]["name"],
+                    "spearman_test": m["regressor"]["spearman_test"],
+                },
+                ensure_ascii=False,
+            )
+        )

@@ -1,5 +1,6 @@
 """``python manage.py report CAMPAIGN --table similarity|fluency|diversity|reliability [--format json|md|csv]
 [--min-judgments N] [--estimate raw|zscore]``"""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -10,21 +11,32 @@ from scoring.tables import REPORT_TABLES, EstimateError, build_table, check_esti
 
 
 class Command(BaseCommand):
-    help = ("Print a campaign's ParaBank-style table: similarity (Tab. 4 top), fluency = meaningful-and-"
-            "grammatical rate (Tab. 5) or diversity = BLEU without brevity penalty (Tab. 4 bottom), by system "
-            "x length bucket; or reliability = split-half reliability of the raw and z-score similarity "
-            "estimates and Krippendorff's alpha.")
+    help = (
+        "Print a campaign's ParaBank-style table: similarity (Tab. 4 top), fluency = meaningful-and-"
+        "grammatical rate (Tab. 5) or diversity = BLEU without brevity penalty (Tab. 4 bottom), by system "
+        "x length bucket; or reliability = split-half reliability of the raw and z-score similarity "
+        "estimates and Krippendorff's alpha."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("campaign", help="campaign name")
         parser.add_argument("--table", required=True, choices=list(REPORT_TABLES))
         parser.add_argument("--format", choices=["json", "md", "csv"], default="json")
-        parser.add_argument("--min-judgments", type=int, default=None, dest="min_judgments",
-                            help="count only workers with at least N judgments in the campaign "
-                                 "(default: the campaign's min_judgments_per_worker, 25)")
-        parser.add_argument("--estimate", choices=list(ESTIMATES), default=None,
-                            help="similarity table only: raw = mean score (ParaBank's, the default) or zscore = "
-                                 "worker-standardised scores mapped back to 0-100")
+        parser.add_argument(
+            "--min-judgments",
+            type=int,
+            default=None,
+            dest="min_judgments",
+            help="count only workers with at least N judgments in the campaign "
+            "(default: the campaign's min_judgments_per_worker, 25)",
+        )
+        parser.add_argument(
+            "--estimate",
+            choices=list(ESTIMATES),
+            default=None,
+            help="similarity table only: raw = mean score (ParaBank's, the default) or zscore = "
+            "worker-standardised scores mapped back to 0-100",
+        )
 
     def handle(self, *args, campaign, table, format, min_judgments, estimate, **options):
         try:

@@ -1,5 +1,6 @@
 """``score_pairs --regressor NAME --input PAIRS.tsv --output SCORED.tsv [--batch-size N]``; PAIRS.tsv lines are
 reference<TAB>paraphrase[<TAB>nll[<TAB>constraints]] (constraints: a JSON object, optional)."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -8,10 +9,12 @@ from scoring.regressor import PairsFileError, RegressorError, pairs_file_score, 
 
 
 class Command(BaseCommand):
-    help = ("Predict the similarity (0-100) of each reference<TAB>paraphrase[<TAB>nll[<TAB>constraints JSON]] line of "
-            "PAIRS.tsv; "
-            "SCORED.tsv gets each input line plus a TAB and the score, in order (empty score: reference over "
-            "100 subword tokens, skipped). Any malformed line aborts before anything is written.")
+    help = (
+        "Predict the similarity (0-100) of each reference<TAB>paraphrase[<TAB>nll[<TAB>constraints JSON]] line of "
+        "PAIRS.tsv; "
+        "SCORED.tsv gets each input line plus a TAB and the score, in order (empty score: reference over "
+        "100 subword tokens, skipped). Any malformed line aborts before anything is written."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--regressor", required=True, help="name of a trained regressor (train_regressor)")
@@ -24,8 +27,9 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be >= 1")
         try:
             fitted = regressor_load(regressor)
-            summary = pairs_file_score(regressor=fitted, input_path=input_path, output_path=output_path,
-                                       batch_size=batch_size)
+            summary = pairs_file_score(
+                regressor=fitted, input_path=input_path, output_path=output_path, batch_size=batch_size
+            )
         except (RegressorError, PairsFileError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(json.dumps(summary))

@@ -1,4 +1,5 @@
 """``score_resource RESOURCE --regressor NAME [--wait] [--batch-size N] [--throttle S]``"""
+
 import json
 import math
 
@@ -19,18 +20,29 @@ def find_resource(name_or_id: str) -> Resource:
 
 
 class Command(BaseCommand):
-    help = ("Predict the human similarity of every pair of a resource with a trained regressor (one Celery "
-            "task per candidate shard, resumable). With --wait, block until it is done and exit non-zero if "
-            "it failed (on the embedded default with no worker, run it here).")
+    help = (
+        "Predict the human similarity of every pair of a resource with a trained regressor (one Celery "
+        "task per candidate shard, resumable). With --wait, block until it is done and exit non-zero if "
+        "it failed (on the embedded default with no worker, run it here)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("resource", help="resource name or id")
         parser.add_argument("--regressor", required=True, help="name of a trained regressor (train_regressor)")
         parser.add_argument("--wait", action="store_true")
-        parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, dest="batch_size",
-                            help=f"pairs per prediction batch (default {DEFAULT_BATCH_SIZE})")
-        parser.add_argument("--throttle", type=float, default=0.0,
-                            help="seconds to sleep after each batch (demos and fault drills; default 0)")
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=DEFAULT_BATCH_SIZE,
+            dest="batch_size",
+            help=f"pairs per prediction batch (default {DEFAULT_BATCH_SIZE})",
+        )
+        parser.add_argument(
+            "--throttle",
+            type=float,
+            default=0.0,
+            help="seconds to sleep after each batch (demos and fault drills; default 0)",
+        )
 
     def handle(self, *args, resource, regressor, wait, batch_size, throttle, **options):
         found = find_resource(resource)
@@ -41,14 +53,26 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be >= 1 and --throttle a finite number >= 0")
         try:
             with job_progress_display(self.stderr, enabled=wait) as show:
-                job = score_resource_launch(resource=found, regressor=model, wait=wait, batch_size=batch_size,
-                                            throttle_s=throttle, on_progress=show)
+                job = score_resource_launch(
+                    resource=found,
+                    regressor=model,
+                    wait=wait,
+                    batch_size=batch_size,
+                    throttle_s=throttle,
+                    on_progress=show,
+                )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         scored = ScoredResource.objects.filter(resource=found, regressor=model).first()
-        out = {"job": job.pk, "status": job.status, "resource": found.name, "regressor": model.name,
-               "scored_resource": scored.pk if scored else None, "n_pairs": job.result.get("n_pairs"),
-               "n_skipped": job.result.get("n_skipped")}
+        out = {
+            "job": job.pk,
+            "status": job.status,
+            "resource": found.name,
+            "regressor": model.name,
+            "scored_resource": scored.pk if scored else None,
+            "n_pairs": job.result.get("n_pairs"),
+            "n_skipped": job.result.get("n_skipped"),
+        }
         self.stdout.write(json.dumps(out))
         if wait and job.status != "succeeded":
             raise CommandError(f"scoring job {job.pk} ended {job.status}: {job.error}")

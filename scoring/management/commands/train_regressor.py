@@ -5,6 +5,7 @@ Without ``--wait`` / ``--async`` it trains here and prints the result (as it alw
 starts a ``train_regressor`` job and prints ``{"job", "status", "name", "campaign"}`` at once; ``--wait``
 starts it and blocks until it ends (progress on stderr), then prints the result with ``job`` and
 ``status``, exiting non-zero if it failed."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -16,45 +17,98 @@ from scoring.regressor_job import SUMMARY_KEYS, regressor_summary, train_regress
 
 
 class Command(BaseCommand):
-    help = ("Train the similarity regressor (ParaBank §5.1) on a campaign's judgments, evaluate it on held-out "
-            "references (Spearman's rho, bootstrap 95% interval), refit on all and save it under NAME.")
+    help = (
+        "Train the similarity regressor (ParaBank §5.1) on a campaign's judgments, evaluate it on held-out "
+        "references (Spearman's rho, bootstrap 95% interval), refit on all and save it under NAME."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("campaign", help="campaign name")
         parser.add_argument("--name", required=True, help="name of the regressor to create")
-        parser.add_argument("--test-fraction", type=float, default=0.2, dest="test_fraction",
-                            help="share of references held out for the test (default 0.2)")
+        parser.add_argument(
+            "--test-fraction",
+            type=float,
+            default=0.2,
+            dest="test_fraction",
+            help="share of references held out for the test (default 0.2)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--replace", action="store_true", help="overwrite an existing regressor of that name")
-        parser.add_argument("--no-embeddings", action="store_false", dest="with_embeddings",
-                            help="leave out the sentence-embedding cosine (faster, less accurate)")
-        parser.add_argument("--min-judgments", type=int, default=None, dest="min_judgments",
-                            help="count only workers with at least N judgments (default: the campaign's minimum)")
-        parser.add_argument("--target", choices=list(ESTIMATES), default="raw",
-                            help="what to predict: raw = mean similarity (ParaBank's, the default) or zscore = the "
-                                 "bias-corrected estimate (worker z-scores mapped back to 0-100)")
-        parser.add_argument("--recipe", choices=list(RECIPES), default="base",
-                            help="features and estimators: base (lexical + embedding features, the default) or v2 "
-                                 "(plus the NLL relative to the reference's other candidates, the systems that "
-                                 "produced the text, group-relative and agreement features, a tuned ridge) or v3 "
-                                 "(v2's features; an RBF-kernel SVR and the mean of ridge, boosting and SVR join the "
-                                 "selection) or v4 (v3 plus the features of the encoder's STS-tuned top layers, "
-                                 "scoring.encoder_head; README 'Similarity regressor')")
+        parser.add_argument(
+            "--no-embeddings",
+            action="store_false",
+            dest="with_embeddings",
+            help="leave out the sentence-embedding cosine (faster, less accurate)",
+        )
+        parser.add_argument(
+            "--min-judgments",
+            type=int,
+            default=None,
+            dest="min_judgments",
+            help="count only workers with at least N judgments (default: the campaign's minimum)",
+        )
+        parser.add_argument(
+            "--target",
+            choices=list(ESTIMATES),
+            default="raw",
+            help="what to predict: raw = mean similarity (ParaBank's, the default) or zscore = the "
+            "bias-corrected estimate (worker z-scores mapped back to 0-100)",
+        )
+        parser.add_argument(
+            "--recipe",
+            choices=list(RECIPES),
+            default="base",
+            help="features and estimators: base (lexical + embedding features, the default) or v2 "
+            "(plus the NLL relative to the reference's other candidates, the systems that "
+            "produced the text, group-relative and agreement features, a tuned ridge) or v3 "
+            "(v2's features; an RBF-kernel SVR and the mean of ridge, boosting and SVR join the "
+            "selection) or v4 (v3 plus the features of the encoder's STS-tuned top layers, "
+            "scoring.encoder_head; README 'Similarity regressor')",
+        )
         as_job = parser.add_mutually_exclusive_group()
-        as_job.add_argument("--wait", action="store_true",
-                            help="train as a background job (resumable, cancellable, in the admin) and block until "
-                                 "it ends, with progress on stderr (on the embedded default with no worker, here)")
-        as_job.add_argument("--async", action="store_true", dest="run_async",
-                            help="start the training as a background job and print its id at once")
+        as_job.add_argument(
+            "--wait",
+            action="store_true",
+            help="train as a background job (resumable, cancellable, in the admin) and block until "
+            "it ends, with progress on stderr (on the embedded default with no worker, here)",
+        )
+        as_job.add_argument(
+            "--async",
+            action="store_true",
+            dest="run_async",
+            help="start the training as a background job and print its id at once",
+        )
 
-    def handle(self, *args, campaign, name, test_fraction, seed, replace, with_embeddings, min_judgments, target,
-               wait=False, run_async=False, recipe="base", **options):
+    def handle(
+        self,
+        *args,
+        campaign,
+        name,
+        test_fraction,
+        seed,
+        replace,
+        with_embeddings,
+        min_judgments,
+        target,
+        wait=False,
+        run_async=False,
+        recipe="base",
+        **options,
+    ):
         try:
             name = regressor_name_check(name)
         except RegressorError as exc:
             raise CommandError(str(exc)) from None
-        train = dict(campaign=campaign, name=name, test_fraction=test_fraction, seed=seed,
-                     with_embeddings=with_embeddings, replace=replace, min_judgments=min_judgments, target=target)
+        train = dict(
+            campaign=campaign,
+            name=name,
+            test_fraction=test_fraction,
+            seed=seed,
+            with_embeddings=with_embeddings,
+            replace=replace,
+            min_judgments=min_judgments,
+            target=target,
+        )
         if recipe != "base":  # (the default stays out of a job's params, as before the option existed)
             train["recipe"] = recipe
         if wait or run_async:
@@ -75,11 +129,22 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if not wait:
-            self.stdout.write(json.dumps({"job": job.pk, "status": job.status, "name": job.params["train"]["name"],
-                                          "campaign": train["campaign"]}))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "job": job.pk,
+                        "status": job.status,
+                        "name": job.params["train"]["name"],
+                        "campaign": train["campaign"],
+                    }
+                )
+            )
             return
-        result = {**dict.fromkeys(SUMMARY_KEYS), "name": job.params["train"]["name"],
-                  **(job.result if job.status == "succeeded" else {})}
+        result = {
+            **dict.fromkeys(SUMMARY_KEYS),
+            "name": job.params["train"]["name"],
+            **(job.result if job.status == "succeeded" else {}),
+        }
         self.stdout.write(json.dumps({"job": job.pk, "status": job.status, **result}))
         if job.status != "succeeded":
             raise CommandError(f"training job {job.pk} ended {job.status}: {job.error}")
