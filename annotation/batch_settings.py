@@ -50,7 +50,7 @@ EASL_FLOAT_SETTINGS: dict[str, tuple[float, bool]] = {
 
 TEXT_SETTINGS = ("title", "description", "keywords", "public_url")
 LIST_SETTINGS = ("locales", "countries", "first_languages")
-FLAG_SETTINGS = ("sandbox",)
+FLAG_SETTINGS = ("sandbox", "slider_must_move")
 MODES = ("fixed", "easl")
 # key -> what it holds (the schema; numbers also have their ranges above)
 SCHEMA: dict[str, str] = {
@@ -67,6 +67,8 @@ SCHEMA: dict[str, str] = {
     "countries": "countries of residence participants must be in, as Prolific names them (Prolific)",
     "first_languages": "participants' first languages, as Prolific names them (Prolific)",
     "sandbox": "true on MTurk's requester sandbox",
+    "slider_must_move": "true (the default): a worker moves or clicks every slider before Submit, so an untouched "
+    "slider is never stored as a judgment; false: ParaBank's page (sliders start at 50 and count as set)",
     "mode": "fixed (R workers per HIT) or easl (rounds)",
     "easl": "EASL options (a JSON object)",
     # recorded by hit_batch_create: how the batch was made

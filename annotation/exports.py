@@ -5,8 +5,10 @@ Like the file MTurk's requester site gives for a batch: ``HITId``, ``AssignmentI
 reference and, per position, candidate id, text, whether it is the attention check and whether it is a
 degraded copy of the reference, ``Input.candK_degraded``: quality control, never a system's output) and
 ``Answer.*`` (per position the slider score, empty when N/A, and the fluency 0/1/2; the comment), and
-last ``Verification``: ``verified``, ``unverified`` (a crowd submission the platform has not confirmed
-yet) or ``flagged`` (the platform denied it): only verified rows count anywhere else.
+``Verification``: ``verified``, ``unverified`` (a crowd submission the platform has not confirmed yet) or
+``flagged`` (the platform denied it): only verified rows count anywhere else; last, per position,
+``Answer.candK_moved``: 1 when the worker moved the slider, 0 when they clicked it to keep its starting
+value, empty when the page did not say.
 Only submitted, approved and rejected assignments are written. The file is opened in spreadsheets and
 holds text from workers and corpora, so it is written by ``annotation.csv_safety`` (no text cell becomes
 a formula; text cells quoted, numbers as numbers).
@@ -51,6 +53,8 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
     for k in range(1, width + 1):
         header += [f"Answer.cand{k}_score", f"Answer.cand{k}_fluency"]
     header += ["Answer.comment", "Verification"]
+    # last, so that the MTurk-style columns keep their places: 1 moved, 0 clicked to keep its value, empty unknown
+    header += [f"Answer.cand{k}_moved" for k in range(1, width + 1)]
     writer = spreadsheet_csv_writer(out, lineterminator="\n")
     writer.writerow(header)
     rows = 0
@@ -88,6 +92,9 @@ def batch_results_csv(*, batch: Batch, out: TextIO) -> int:
             j = given.get(items[k].candidate_id) if k < len(items) else None
             row += ["" if j is None or j.score is None else j.score, "" if j is None else j.fluency]
         row += [a.comment, a.verification]
+        for k in range(width):
+            j = given.get(items[k].candidate_id) if k < len(items) else None
+            row.append("" if j is None or j.slider_moved is None else int(j.slider_moved))
         writer.writerow(row)
         rows += 1
     return rows

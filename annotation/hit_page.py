@@ -15,6 +15,7 @@ Two parts, because they change at different speeds:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -23,7 +24,7 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
-from .models import Assignment, Batch, Hit, HitItem, Judgment, Verification, Worker
+from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit, HitItem, Judgment, Verification, Worker
 from .tokens import item_key
 
 
@@ -44,6 +45,8 @@ class HitPageFacts:
     worker_exists: bool  # a worker with the page's workerId exists on this provider
     worker_disqualified: bool
     worker_has_judged: bool  # ... and has judged one of this HIT's candidates (verified judgments only)
+    worker_has_submitted: bool  # ... and has submitted any HIT before (the instructions start open until then)
+    batch_settings: dict  # Batch.settings: pay, session length, whether sliders must be moved
 
 
 def _table(model) -> str:
@@ -61,6 +64,7 @@ def _facts_sql(vendor: str) -> str:
         _table(m) for m in (Hit, Batch, Assignment, Worker, Judgment, HitItem)
     )
     h, b, a, aw, w = "h", "b", "a", "aw", "w"
+    submitted = ", ".join(f"'{status.value}'" for status in SUBMITTED_STATUSES)
     return (
         f"SELECT {h}.{_col(Hit, 'id')}, {h}.{_col(Hit, 'external_hit_id')}, {h}.{_col(Hit, 'created_at')}, "
         f"{h}.{_col(Hit, 'expires_at')}, {b}.{_col(Batch, 'status')}, {b}.{_col(Batch, 'provider')}, "
@@ -71,7 +75,10 @@ def _facts_sql(vendor: str) -> str:
         f"j.{_col(Judgment, 'candidate')} JOIN {assignment} ja ON ja.{_col(Assignment, 'id')} = "
         f"j.{_col(Judgment, 'assignment')} WHERE i.{_col(HitItem, 'hit')} = {h}.{_col(Hit, 'id')} "
         f"AND j.{_col(Judgment, 'worker')} = {w}.{_col(Worker, 'id')} "
-        f"AND ja.{_col(Assignment, 'verification')} = '{Verification.VERIFIED.value}') END "
+        f"AND ja.{_col(Assignment, 'verification')} = '{Verification.VERIFIED.value}') END, "
+        f"CASE WHEN EXISTS (SELECT 1 FROM {assignment} sa WHERE sa.{_col(Assignment, 'worker')} = "
+        f"{w}.{_col(Worker, 'id')} AND sa.{_col(Assignment, 'status')} IN ({submitted})) THEN 1 ELSE 0 END, "
+        f"{b}.{_col(Batch, 'settings')} "
         f"FROM {hit} {h} JOIN {batch} {b} ON {b}.{_col(Batch, 'id')} = {h}.{_col(Hit, 'batch')} "
         f"LEFT JOIN {assignment} {a} ON {a}.{_col(Assignment, 'provider')} = {b}.{_col(Batch, 'provider')} "
         f"AND {a}.{_col(Assignment, 'external_assignment_id')} = %s "
@@ -113,6 +120,8 @@ def hit_page_facts(*, hit_id: int, assignment_id: str, worker_id: str) -> HitPag
         w_pk,
         w_disqualified,
         judged,
+        submitted_before,
+        batch_settings,
     ) = row
     return HitPageFacts(
         hit_id=pk,
@@ -128,22 +137,31 @@ def hit_page_facts(*, hit_id: int, assignment_id: str, worker_id: str) -> HitPag
         worker_exists=w_pk is not None,
         worker_disqualified=bool(w_disqualified),
         worker_has_judged=bool(judged),
+        worker_has_submitted=bool(submitted_before),
+        batch_settings=(json.loads(batch_settings) if isinstance(batch_settings, str) else batch_settings) or {},
     )
 
 
-def hit_content_html(facts: HitPageFacts) -> SafeString:
+@dataclass(frozen=True, slots=True)
+class HitContent:
+    html: SafeString  # the reference and the sentences to rate
+    sentences: int  # how many sentences the worker rates (the instructions say so)
+
+
+def hit_content(facts: HitPageFacts) -> HitContent:
     """The reference and candidates of the HIT as HTML (escaped; rendered once per HIT and process)."""
     return _content(facts.hit_id, facts.created_at)
 
 
 @lru_cache(maxsize=4096)
-def _content(hit_id: int, created_at: datetime) -> SafeString:
+def _content(hit_id: int, created_at: datetime) -> HitContent:
     hit = Hit.objects.select_related("reference").get(pk=hit_id)
     items = [
         {"key": item_key(hit_id=hit.pk, candidate_id=item.candidate_id), "text": item.candidate.text}
         for item in hit.items.select_related("candidate").order_by("position")
     ]
-    return SafeString(render_to_string("annotation/hit_content.html", {"hit": hit, "items": items}))
+    html = render_to_string("annotation/hit_content.html", {"hit": hit, "items": items})
+    return HitContent(html=SafeString(html), sentences=len(items))
 
 
 hit_content_cache_clear = _content.cache_clear

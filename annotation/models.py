@@ -444,6 +444,12 @@ class Judgment(models.Model):
     )
     score = models.PositiveSmallIntegerField(null=True, blank=True)
     fluency = models.PositiveSmallIntegerField(choices=Fluency.choices)
+    slider_moved = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="the worker moved the slider (false: clicked it to keep where it started; empty: not recorded, "
+        "e.g. imported judgments or a page that did not ask)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = JudgmentQuerySet.as_manager()

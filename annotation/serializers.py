@@ -26,6 +26,12 @@ class JudgmentInSerializer(serializers.Serializer):
     item = serializers.CharField(max_length=64, help_text="The sentence's key on the HIT page (data-item).")
     score = StrictIntegerField(min_value=0, max_value=100, allow_null=True)
     fluency = StrictIntegerField(min_value=0, max_value=2)
+    moved = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The worker moved the slider (false: clicked it to keep its starting value; null: not recorded).",
+    )
     # judgment_value_error's rule in the API description (config.openapi.AutoSchema): a null score (N/A)
     # only with fluency 0 (nonsensical)
     openapi_request_rule = {

@@ -71,6 +71,7 @@ class JudgmentInput:
     score: Any = None
     fluency: Any = None
     item: Any = None
+    moved: Any = None  # whether the worker moved the slider (None: the page did not say)
 
 
 @dataclasses.dataclass
@@ -111,6 +112,8 @@ def judgments_check(judgments: list[JudgmentInput], hit_candidates: list[int], *
         problem = judgment_value_error(j.score, j.fluency)
         if problem:
             raise SubmissionError(f"{where}.{problem}")
+        if j.moved not in (None, True, False):
+            raise SubmissionError(f"{where}.moved must be true, false or null")
         resolved.append(dataclasses.replace(j, candidate=candidate, item=None))
     missing = [place[cid] for cid in hit_candidates if cid not in seen]
     if missing:
@@ -282,7 +285,12 @@ def assignment_submit(
         Judgment.objects.bulk_create(
             [
                 Judgment(
-                    assignment=assignment, candidate_id=j.candidate, worker=worker, score=j.score, fluency=j.fluency
+                    assignment=assignment,
+                    candidate_id=j.candidate,
+                    worker=worker,
+                    score=j.score,
+                    fluency=j.fluency,
+                    slider_moved=j.moved,
                 )
                 for j in judgments
             ]

@@ -41,6 +41,25 @@ def open_assignment(worker: Worker, now: dt.datetime) -> Assignment | None:
     )
 
 
+def takeable_hits(*, worker: Worker, hits: QuerySet, now: dt.datetime, theirs: Q | None = None) -> QuerySet:
+    """Those of ``hits`` the worker may take now (the module's rules), in the order they are given out;
+    ``theirs`` as for ``hit_take``. Also how the slider page counts what is left for a local annotator."""
+    known = Q(verification=Verification.VERIFIED) | (theirs or Q(pk__in=[]))
+    mine = Assignment.objects.filter(known, worker=worker)
+    judged = Judgment.objects.filter(assignment__in=mine).values("candidate_id")
+    done_or_returned = mine.filter(status__in=(*SLOT_STATUSES, AssignmentStatus.RETURNED), hit__isnull=False).values(
+        "hit_id"
+    )
+    return (
+        hits.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .exclude(items__candidate_id__in=judged)
+        .exclude(pk__in=done_or_returned)
+        .annotate(live=Count("assignments", filter=live_assignments_q(now, "assignments__"), distinct=True))
+        .filter(live__lt=F("max_assignments"))
+        .order_by("batch_id", "id")
+    )
+
+
 def hit_take(
     *,
     worker: Worker,
@@ -63,20 +82,7 @@ def hit_take(
     open_one = open_assignment(worker, now)
     if open_one is not None:
         return open_one
-    known = Q(verification=Verification.VERIFIED) | (theirs or Q(pk__in=[]))
-    mine = Assignment.objects.filter(known, worker=worker)
-    judged = Judgment.objects.filter(assignment__in=mine).values("candidate_id")
-    done_or_returned = mine.filter(status__in=(*SLOT_STATUSES, AssignmentStatus.RETURNED), hit__isnull=False).values(
-        "hit_id"
-    )
-    candidates = (
-        hits.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-        .exclude(items__candidate_id__in=judged)
-        .exclude(pk__in=done_or_returned)
-        .annotate(live=Count("assignments", filter=live_assignments_q(now, "assignments__"), distinct=True))
-        .filter(live__lt=F("max_assignments"))
-        .order_by("batch_id", "id")
-    )
+    candidates = takeable_hits(worker=worker, hits=hits, now=now, theirs=theirs)
     for hit_id in candidates.values_list("id", flat=True)[:20]:
         try:
             with transaction.atomic():

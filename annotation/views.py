@@ -17,7 +17,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from limits.client import client_ip
 from limits.counters import over_limit
 
-from .hit_page import HitPageFacts, hit_content_html, hit_page_facts
+from .hit_guide import worker_guide
+from .hit_page import HitPageFacts, hit_content, hit_page_facts
 from .models import SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
 from .providers.local import WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment, local_worker
 from .providers.prolific import completion_url, session_id
@@ -113,9 +114,14 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         if facts.worker_disqualified:
             status = 403
     can_submit = not preview and blocked is None
+    content = hit_content(facts) if public or own else None
     context = {
         # the sentences: for a published crowd HIT (its preview shows them anyway) or to the local owner
-        "content": hit_content_html(facts) if public or own else "",
+        "content": content.html if content else "",
+        "sentences": content.sentences if content else 0,
+        "guide": worker_guide(facts, assignment_id=assignment_id, worker_id=worker_id) if can_submit else None,
+        "saved": request.GET.get("saved") == "1" and can_submit,
+        "way_on": _way_on(facts, blocked=blocked, preview=preview),
         "preview": preview,
         "blocked": blocked,
         "can_submit": can_submit,
@@ -136,15 +142,26 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
     return response
 
 
-def _to_assignment(assignment) -> HttpResponse:
-    query = urlencode(
-        {
-            "assignmentId": assignment.external_assignment_id,
-            "hitId": assignment.hit_id,
-            "workerId": assignment.worker.external_id,
-        }
-    )
-    return redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{query}")
+def _way_on(facts: HitPageFacts, *, blocked: str | None, preview: bool) -> dict | None:
+    """Where a worker who cannot submit this page can go instead (a link and its words), by platform."""
+    if not blocked or preview:
+        return None
+    if facts.provider == Provider.LOCAL:
+        return {"url": reverse("annotate-next"), "text": "Go to your next HIT"}
+    if facts.provider == Provider.PROLIFIC:
+        return {"url": "https://app.prolific.com/submissions", "text": "Back to your submissions on Prolific"}
+    return {"url": "https://worker.mturk.com/tasks", "text": "Back to your HITs on Mechanical Turk"}
+
+
+def _to_assignment(assignment, *, saved: bool = False) -> HttpResponse:
+    query = {
+        "assignmentId": assignment.external_assignment_id,
+        "hitId": assignment.hit_id,
+        "workerId": assignment.worker.external_id,
+    }
+    if saved:  # the page says the previous HIT was saved
+        query["saved"] = "1"
+    return redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{urlencode(query)}")
 
 
 @login_required(login_url="annotate-login")
@@ -157,14 +174,17 @@ def annotate_next(request: HttpRequest) -> HttpResponse:
         return render(request, "annotation/barred.html", {"reason": WORKER_BARRED_MESSAGE}, status=403)
     if request.method == "GET":
         open_one = local_open_assignment(worker)
-        return _to_assignment(open_one) if open_one else render(request, "annotation/take.html")
+        if open_one:
+            return _to_assignment(open_one)
+        return render(request, "annotation/take.html", {"returned": request.GET.get("returned") == "1"})
+    saved = request.POST.get("saved") == "1"
     try:
         assignment = local_hit_take(user=request.user)
     except WorkerBarred as exc:
         return render(request, "annotation/barred.html", {"reason": str(exc)}, status=403)
     if assignment is None:
-        return render(request, "annotation/none_left.html")
-    return _to_assignment(assignment)
+        return render(request, "annotation/none_left.html", {"saved": saved})
+    return _to_assignment(assignment, saved=saved)
 
 
 @login_required(login_url="annotate-login")
@@ -172,8 +192,8 @@ def annotate_next(request: HttpRequest) -> HttpResponse:
 def annotate_return(request: HttpRequest) -> HttpResponse:
     """Local annotators give back their open HIT (its slot goes back to the pool; it is not offered to
     them again), then see the page to take the next one."""
-    local_assignment_return(user=request.user, assignment_id=request.POST.get("assignment", ""))
-    return redirect("annotate-next")
+    returned = local_assignment_return(user=request.user, assignment_id=request.POST.get("assignment", ""))
+    return redirect(f"{reverse('annotate-next')}?returned=1" if returned else reverse("annotate-next"))
 
 
 def _prolific_continue_url(request: HttpRequest, facts: HitPageFacts, worker_id: str, assignment_id: str) -> str:
@@ -183,7 +203,12 @@ def _prolific_continue_url(request: HttpRequest, facts: HitPageFacts, worker_id:
         return ""
     batch_id = Hit.objects.filter(pk=facts.hit_id).values_list("batch_id", flat=True).first()
     query = urlencode(
-        {"PROLIFIC_PID": worker_id, "STUDY_ID": request.GET.get("studyId", ""), "SESSION_ID": session_id(assignment_id)}
+        {
+            "PROLIFIC_PID": worker_id,
+            "STUDY_ID": request.GET.get("studyId", ""),
+            "SESSION_ID": session_id(assignment_id),
+            "saved": "1",  # only the page's own navigation after a save: the next page says it was saved
+        }
     )
     return f"{reverse('prolific-start', args=[batch_id])}?{query}"
 
@@ -220,15 +245,15 @@ def prolific_start(request: HttpRequest, batch_id: int) -> HttpResponse:
         response = render(request, "annotation/prolific_full.html", {"reload_url": request.get_full_path()})
     elif step.kind == "hit":
         assignment = step.assignment
-        query = urlencode(
-            {
-                "assignmentId": assignment.external_assignment_id,
-                "hitId": assignment.hit_id,
-                "workerId": assignment.worker.external_id,
-                "studyId": study,
-            }
-        )
-        response = redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{query}")
+        query = {
+            "assignmentId": assignment.external_assignment_id,
+            "hitId": assignment.hit_id,
+            "workerId": assignment.worker.external_id,
+            "studyId": study,
+        }
+        if request.GET.get("saved") == "1":
+            query["saved"] = "1"
+        response = redirect(f"{reverse('hit-page', args=[assignment.hit_id])}?{urlencode(query)}")
     else:
         response = redirect(completion_url(step.code))
     response["Cache-Control"] = "no-store"

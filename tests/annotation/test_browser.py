@@ -4,6 +4,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from annotation.models import Assignment, Judgment
+from tests.screens import shoot
 
 from .builders import published_batch, sample_campaign
 
@@ -19,7 +20,8 @@ CHROMIUM_ARGS = [
 ]
 
 
-def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_server, monkeypatch):
+@pytest.mark.parametrize("viewport", [(390, 844), (1280, 900)], ids=["phone", "desktop"])
+def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_server, monkeypatch, viewport):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     hit = published_batch(campaign, attention_rate=0).hits.get()
@@ -33,7 +35,7 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
             page.route(
                 "https://workersandbox.mturk.com/**",
                 lambda route: (
@@ -44,6 +46,7 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
             page.goto(url)
             assert page.locator("#reference").inner_text() == hit.reference.text
             assert page.locator("input[type=range]").count() == 5
+            shoot(page, "mturk-slider-page-" + ("phone" if viewport[0] < 600 else "desktop"))
 
             # submitting before every fluency is chosen is refused in the page
             page.click("#submit")
@@ -60,7 +63,8 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
                 if k == 4:
                     page.keyboard.press("End")
                 wanted[cid] = 100 if k == 4 else 50 + k * 5
-                assert page.locator(f"#score-{n}-value").inner_text() == str(wanted[cid])
+                shown = str(wanted[cid]) if k else "not set"  # a slider nobody moved reads unset, not 50
+                assert page.locator(f"#score-{n}-value").inner_text() == shown
                 page.locator(f"input[name='fluency-{n}'][value='{1 if k == 1 else 2}']").check()
             # the first sentence is nonsensical: its slider is disabled and reads N/A
             page.locator("input[name='fluency-1'][value='0']").check()
@@ -80,3 +84,65 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
     expected[items[0].candidate_id] = (None, 0)  # the first sentence, marked nonsensical
     assert stored == expected
     assert external and "assignmentId=ASG1" in external[0]
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_a_local_annotator_must_set_every_slider_sees_the_save_and_can_return_a_hit(live_server, monkeypatch, viewport):
+    """Issue 29: an untouched slider is no judgment; a click keeps its value (recorded as not moved); the next
+    page says the HIT was saved; Return asks first and says what it did."""
+    from django.conf import settings as django_settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
+    ann = get_user_model().objects.create_user("ann", password="pw-ann-123456")
+    campaign = sample_campaign(buckets=(5,), refs_per_bucket=3, candidates=5)
+    published_batch(campaign, provider="local", attention_rate=0, degraded_rate=0, assignments=1)
+    session = Client()
+    session.force_login(ann)
+    cookie = session.cookies[django_settings.SESSION_COOKIE_NAME].value
+    name = "desktop" if viewport[0] > 600 else "phone"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+            context.add_cookies(
+                [{"name": django_settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}]
+            )
+            page = context.new_page()
+            page.goto(f"{live_server.url}/annotate/next/")
+            page.click("#take")
+            page.wait_for_selector("#hit-form")
+            assert "2 more HITs for you after this one" in page.locator("#guide").inner_text()
+            assert page.locator("#instructions").get_attribute("open") is not None  # a first HIT
+            assert page.locator("#score-1-value").inner_text() == "not set"  # not "50"
+            for n in range(1, 6):
+                page.locator(f"input[name='fluency-{n}'][value='2']").check()
+            page.evaluate("window.scrollTo(0, 0)")
+            shoot(page, f"local-slider-page-{name}")
+            page.click("#submit")
+            message = page.locator("#hit-message").inner_text()
+            assert "move the slider of sentence 1, 2, 3, 4, 5" in message.lower()
+            assert not Assignment.objects.filter(status="submitted").exists()
+            for n in range(1, 5):  # four moved by keyboard
+                page.locator(f"#score-{n}").focus()
+                page.keyboard.press("ArrowRight")
+            page.locator("#score-5").scroll_into_view_if_needed()
+            box = page.locator("#score-5").bounding_box()  # the fifth clicked at its middle: kept at 50
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            assert page.locator("#score-5-value").inner_text() == "50"
+            page.click("#submit")
+            page.wait_for_selector("#saved-notice")
+            assert "Saved" in page.locator("#saved-notice").inner_text()
+            stored = sorted(Judgment.objects.values_list("score", "slider_moved"))
+            assert stored == [(50, False)] + [(51, True)] * 4
+            # Return: asked first (dismissed: nothing happens), then accepted
+            page.once("dialog", lambda dialog: dialog.dismiss())
+            page.click("#return")
+            assert page.locator("#hit-form").count() == 1
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.click("#return")
+            page.wait_for_selector("#returned-notice")
+            assert Assignment.objects.filter(status="returned").count() == 1
+        finally:
+            browser.close()

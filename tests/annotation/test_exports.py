@@ -53,6 +53,7 @@ def test_results_csv_has_one_row_per_assignment_with_inputs_and_answers(batch):
     assert first["Answer.cand1_score"] == "" and first["Answer.cand1_fluency"] == "0"
     assert first["Answer.cand2_score"] == "10" and first["Answer.cand2_fluency"] == "2"
     assert first["Answer.comment"].startswith('note, "W')
+    assert first["Answer.cand1_moved"] == ""  # submitted by code that did not say; the page always says
     assert sum(r[f"Input.cand{k}_attention"] == "1" for r in rows for k in range(1, 6)) == 4
 
 

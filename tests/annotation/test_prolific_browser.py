@@ -22,7 +22,7 @@ def _answer_hit(page, *, copy_score: str) -> int:
     """Rate every sentence of the open slider page (the copy of the reference gets ``copy_score``: the End or
     Home key) and submit; returns the HIT's id."""
     hit_id = int(urlsplit(page.url).path.strip("/").split("/")[-1])
-    shoot(page, "prolific-slider-page")
+    shoot(page, "prolific-slider-page" + ("-phone" if page.viewport_size["width"] < 600 else ""))
     copies = {
         p + 1 for p in HitItem.objects.filter(hit_id=hit_id, is_attention_check=True).values_list("position", flat=True)
     }  # the page names sentences by their place (1, 2, ...)
@@ -66,7 +66,8 @@ def _walk(page, start: str, *, copy_score: str, max_pages: int = 10) -> str:
     raise AssertionError(f"still on {page.url} after {max_pages} pages")
 
 
-def test_participants_walk_from_the_start_url_to_their_completion_codes(live_server, monkeypatch, settings):
+@pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_participants_walk_from_the_start_url_to_their_completion_codes(live_server, monkeypatch, settings, viewport):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
     stub = ProlificStub()  # Prolific's API, which confirms each session the start URL is opened with
     server = serve(stub)
@@ -92,7 +93,7 @@ def test_participants_walk_from_the_start_url_to_their_completion_codes(live_ser
         try:
             ends = {}
             for who, copy_score in ((CAREFUL, "End"), (CARELESS, "Home")):
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
                 start = (
                     f"{live_server.url}/prolific/{batch.pk}/start/?PROLIFIC_PID={who}&STUDY_ID=STUDY1"
                     f"&SESSION_ID=SESSION-{who[-1]}"
