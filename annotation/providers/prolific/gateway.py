@@ -29,16 +29,27 @@ import hashlib
 from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from annotation.batch_settings import BatchSettingsError, reward_usd_check
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Batch,
+    BatchStatus,
+    Bonus,
+    ProlificSession,
+    Verification,
+    Worker,
+)
 from annotation.verification import Confirmation, submissions_verify
 
 from ..common import bonus_recipients, provider_state, provider_state_save, public_url_check
 from ..errors import InsufficientBalance, ProviderConfigurationError, ProviderError
+from .approval import ATTENTION_REJECTION, REJECT_MESSAGE_MIN, approval_plan, session_payable
 from .client import ProlificClient, ProlificError
 from .fees import prolific_cost, study_places, to_cents
 from .study import (
@@ -53,18 +64,6 @@ from .study import (
     start_url,
     studies_required,
     study_codes,
-)
-
-if TYPE_CHECKING:
-    from annotation.models import Assignment, Batch, Bonus, Worker
-
-REJECT_MESSAGE_MIN = 100  # Prolific asks a rejection message to explain itself in at least 100 characters
-# What a participant rejected for the instructed attention check reads: that check only (the instructions
-# announce it), never the session's full reason, which may name the hidden degraded-copy test.
-ATTENTION_REJECTION = (
-    "Your submission was rejected because it failed the study's attention checks: the "
-    "instructions ask for a score of 100 on a sentence identical to the reference, and too many "
-    "of those sentences got less."
 )
 
 
@@ -274,8 +273,6 @@ class ProlificProvider:
     def publish(self, *, batch: Batch) -> dict:
         """Create a study for each round that has none (once), check the balance, then publish them (or start
         them again when paused). A fixed batch is one study; each EASL round's new HITs make one more."""
-        from annotation.models import BatchStatus
-
         prolific_batch_required(batch)
         config = batch_prolific_config(batch.settings)
         state = study_codes(batch)
@@ -440,8 +437,6 @@ class ProlificProvider:
     def sync(self, *, batch: Batch) -> dict:
         """Verify the batch's unverified assignments against the study's submissions, copy Prolific's approvals
         and rejections to the verified ones, and list the sessions Prolific has that sent us nothing."""
-        from annotation.models import Assignment, AssignmentStatus, ProlificSession, Verification
-
         prolific_batch_required(batch)
         config = batch_prolific_config(batch.settings)
         self._submissions = submissions = self.study_submissions(batch)
@@ -506,13 +501,7 @@ class ProlificProvider:
     def approve(self, *, assignment: Assignment) -> None:
         """Approve the assignment's session (Prolific pays per session, so every HIT of it is approved); refused
         while Paraforge still has the session open (``approve_batch``'s rule)."""
-        from annotation.models import AssignmentStatus, ProlificSession, SessionOutcome
-
-        if (
-            not ProlificSession.objects.filter(batch_id=assignment.hit.batch_id, session_id=session_of(assignment))
-            .exclude(outcome=SessionOutcome.OPEN)
-            .exists()
-        ):
+        if not session_payable(assignment):
             raise ProviderError(
                 f"Prolific session {session_of(assignment)} is still open here: it is paid once it "
                 "has done its HITs (see `crowd approve`'s incomplete_sessions)"
@@ -524,8 +513,6 @@ class ProlificProvider:
 
     def reject(self, *, assignment: Assignment, feedback: str) -> None:
         """Reject the assignment's session for failed checks, with the reason (Prolific's ``FAILED_CHECK``)."""
-        from annotation.models import AssignmentStatus
-
         feedback = " ".join((feedback or "").split())
         if not feedback:
             raise ProviderError("a rejection needs a reason that tells the participant why")
@@ -542,66 +529,37 @@ class ProlificProvider:
         session_assignments(assignment).update(status=AssignmentStatus.REJECTED, feedback=feedback[:1024])
 
     def approve_batch(self, *, batch: Batch) -> dict:
-        """Pay each session for what its HITs say was done: approve, in bulk, the verified sessions that
-        Paraforge ended as completed (every HIT done, or work ran out after at least one) or as failed by the
-        degraded-copy test alone; reject those that failed ParaBank's instructed attention check. A session
-        still open here is not paid, whatever code its participant gave Prolific (the study's codes are the
-        same for every session, so a code proves nothing): it is listed under ``incomplete_sessions`` with
-        the HITs it did. Unverified and flagged ones wait for ``sync`` / are never paid."""
-        from annotation.models import Assignment, AssignmentStatus, ProlificSession, SessionOutcome, Verification
-
+        """Approve in bulk the verified sessions ``approval.approval_plan`` pays, reject those that failed the
+        instructed attention check, and list the sessions still open here (never paid: ``approval``)."""
         prolific_batch_required(batch)
         studies_required(batch)
-        todo = (
+        plan = approval_plan(
             Assignment.objects.filter(hit__batch=batch, status=AssignmentStatus.SUBMITTED)
             .select_related("worker", "hit")
-            .order_by("id")
+            .order_by("id"),
+            sessions=ProlificSession.objects.filter(batch=batch),
         )
-        ended = {
-            s.session_id: s for s in ProlificSession.objects.filter(batch=batch).exclude(outcome=SessionOutcome.OPEN)
-        }
+        hits = int(batch_prolific_config(batch.settings)["hits_per_session"])
         report = {
             "batch": batch.pk,
             "provider": self.name,
             "approved": 0,
             "rejected": 0,
-            "skipped_flagged": 0,
-            "skipped_unverified": 0,
-            "skipped_incomplete": 0,
-            "incomplete_sessions": {},
+            "skipped_flagged": plan.skipped_flagged,
+            "skipped_unverified": plan.skipped_unverified,
+            "skipped_incomplete": len(plan.open_sessions),
+            "incomplete_sessions": plan.incomplete(hits),
             "errors": {},
         }
-        approve: dict[str, list[int]] = {}
-        reject: dict[str, Assignment] = {}
-        open_sessions: dict[str, int] = {}
-        for assignment in todo:
-            if assignment.verification != Verification.VERIFIED:
-                report[
-                    "skipped_flagged" if assignment.verification == Verification.FLAGGED else "skipped_unverified"
-                ] += 1
-                continue
-            session = session_of(assignment)
-            if session not in ended:
-                open_sessions[session] = open_sessions.get(session, 0) + 1
-            elif ended[session].outcome == SessionOutcome.FAILED and ended[session].failed_attention:
-                reject.setdefault(session, assignment)
-            else:
-                approve.setdefault(session, []).append(assignment.pk)
-        hits = int(batch_prolific_config(batch.settings)["hits_per_session"])
-        report["skipped_incomplete"] = len(open_sessions)
-        report["incomplete_sessions"] = {
-            s: f"{n} of {hits} HITs done; the session is still open" for s, n in sorted(open_sessions.items())
-        }
-        if approve:
-            sessions = sorted(approve)
-            for start in range(0, len(sessions), 500):
-                chunk = sessions[start : start + 500]
-                self.client.request("POST", "/api/v1/submissions/bulk-approve/", json={"submission_ids": chunk})
-                Assignment.objects.filter(pk__in=[pk for s in chunk for pk in approve[s]]).update(
-                    status=AssignmentStatus.APPROVED
-                )
-                report["approved"] += len(chunk)
-        for session, assignment in reject.items():
+        sessions = sorted(plan.approve)
+        for start in range(0, len(sessions), 500):
+            chunk = sessions[start : start + 500]
+            self.client.request("POST", "/api/v1/submissions/bulk-approve/", json={"submission_ids": chunk})
+            Assignment.objects.filter(pk__in=[pk for s in chunk for pk in plan.approve[s]]).update(
+                status=AssignmentStatus.APPROVED
+            )
+            report["approved"] += len(chunk)
+        for session, assignment in plan.reject.items():
             try:
                 self.reject(assignment=assignment, feedback=ATTENTION_REJECTION)
                 report["rejected"] += 1
@@ -611,8 +569,6 @@ class ProlificProvider:
 
     def _bonus_bulk(self, batch: Batch, study: str, bonuses: list[Bonus]) -> None:
         """Create (once: its id is kept) and pay one Prolific bulk bonus of one study for these unsent bonuses."""
-        from annotation.models import Bonus
-
         key = hashlib.sha256("|".join(sorted(b.unique_request_token for b in bonuses)).encode()).hexdigest()[:16]
         state = provider_state(batch)
         bulk_id = (state.get("bonus_payments") or {}).get(key)
@@ -628,8 +584,6 @@ class ProlificProvider:
 
     def _pay(self, batch: Batch, bonuses: list[Bonus]) -> None:
         """Pay unsent bonuses, one bulk payment per study (the study each participant's session was in)."""
-        from annotation.models import ProlificSession
-
         sessions = {session_of(b.assignment) for b in bonuses}
         study_of = dict(
             ProlificSession.objects.filter(batch=batch, session_id__in=sessions).values_list("session_id", "study_id")
@@ -642,8 +596,6 @@ class ProlificProvider:
             self._bonus_bulk(batch, study, group)
 
     def pay_bonus(self, *, bonus: Bonus) -> None:
-        from annotation.models import Bonus
-
         bonus = Bonus.objects.select_related("assignment__hit__batch", "worker").get(pk=bonus.pk)
         if bonus.sent_at is None:
             self._pay(bonus.assignment.hit.batch, [bonus])
@@ -651,8 +603,6 @@ class ProlificProvider:
     def bonus_batch(self, *, batch: Batch, amount: Any, reason: str, workers: Iterable[str] | None = None) -> dict:
         """Pay ``amount`` once to each participant with verified work in the batch (or those named), as one
         Prolific bulk bonus per study; running it again with the same arguments pays nobody twice."""
-        from annotation.models import Bonus
-
         prolific_batch_required(batch)
         studies_required(batch)
         try:
