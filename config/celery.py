@@ -15,6 +15,7 @@ TASK_ROUTES: dict[str, dict[str, str]] = {
     "jobs.tasks.run_chunk_cpu": {"queue": "cpu"},
     "jobs.tasks.run_chunk_gpu": {"queue": "gpu"},
     "jobs.tasks.finish_job": {"queue": "cpu"},
+    "jobs.tasks.requeue_lost_chunks": {"queue": "cpu"},
     "annotation.tasks.expire_local_assignments": {"queue": "cpu"},
     "annotation.tasks.sync_mturk_batches": {"queue": "cpu"},
 }

@@ -1,8 +1,12 @@
+"""The jobs' admin: every job with its progress, chunks and result; a finished job's result shows as a page
+(``jobs.results``: what it made, its figures and links, the raw result behind a disclosure)."""
+
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from .execution import job_cancel, job_progress, job_resume
 from .models import Job, JobChunk
+from .results import job_outcome_html
 
 
 class JobChunkInline(admin.TabularInline):
@@ -33,7 +37,6 @@ class JobAdmin(admin.ModelAdmin):
         "label",
         "params",
         "status",
-        "result",
         "error",
         "total_chunks",
         "created_at",
@@ -41,8 +44,15 @@ class JobAdmin(admin.ModelAdmin):
         "finished_at",
         "progress_bar",
     )
+    exclude = ("result",)  # shown as the result page above the fields (change_form.html), raw JSON in it too
     inlines = [JobChunkInline]
     actions = ["resume_jobs", "cancel_jobs"]
+    change_form_template = "admin/jobs/job/change_form.html"
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        job = self.get_object(request, object_id)
+        extra = {"outcome_html": job_outcome_html(job, request.user)} if job is not None else {}
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
     @admin.display(description="progress")
     def progress_bar(self, job: Job) -> str:

@@ -1,18 +1,29 @@
-"""Starting, running, finishing, resuming, cancelling and waiting for chunked jobs."""
+"""Starting, running, finishing, resuming, cancelling and waiting for chunked jobs.
+
+A worker can be lost whole (a preempted GPU machine, a SIGKILL, a power cut): its chunk's message stays
+unacknowledged in the broker until the visibility timeout, hours later. So a running chunk holds a lease
+(``JobChunk.lease_expires_at``, ``JOBS_CHUNK_LEASE_S`` ahead) that a heartbeat thread of its worker renews
+a few times per lease; ``chunks_requeue_lost`` (the beat, every ``JOBS_LEASE_CHECK_S``) puts a chunk whose
+lease ran out back to pending and sends it again. A kind writes each output once (``registry.JobKind``), so
+a chunk that runs twice -- the lost worker was only slow, or its message comes back too -- changes nothing.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import socket
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -47,6 +58,12 @@ def job_start(*, kind: str, params: dict[str, Any], label: str = "", enqueue: bo
     return job
 
 
+def _chunk_task(job: Job):
+    from . import tasks
+
+    return tasks.run_chunk_gpu if get_kind(job.kind).queue == "gpu" else tasks.run_chunk_cpu
+
+
 def job_enqueue(*, job_id: int) -> int:
     """Send one task per unfinished chunk (or the finishing task if none is left). Returns the count."""
     from . import tasks
@@ -54,7 +71,7 @@ def job_enqueue(*, job_id: int) -> int:
     job = Job.objects.get(pk=job_id)
     if job.is_terminal:
         return 0
-    task = tasks.run_chunk_gpu if get_kind(job.kind).queue == "gpu" else tasks.run_chunk_cpu
+    task = _chunk_task(job)
     pending = list(job.chunks.exclude(status=JobStatus.SUCCEEDED).values_list("pk", flat=True))
     for chunk_id in pending:
         task.delay(chunk_id)
@@ -80,6 +97,64 @@ def _progress_recorder(chunk: JobChunk, on_progress: ProgressListener | None = N
     return record
 
 
+def lease_seconds() -> float:
+    return float(settings.JOBS_CHUNK_LEASE_S)
+
+
+@contextmanager
+def chunk_lease(chunk_id: int, holder: str) -> Iterator[None]:
+    """Renew the chunk's lease every third of ``JOBS_CHUNK_LEASE_S`` while the block runs (from a thread: a
+    chunk may spend minutes loading a model without reporting progress). The thread's database connection
+    is its own, and closed when it stops."""
+    stop = threading.Event()
+
+    def renew() -> None:
+        try:
+            while not stop.wait(lease_seconds() / 3):
+                try:
+                    JobChunk.objects.filter(pk=chunk_id, status=JobStatus.RUNNING, ran_on=holder).update(
+                        lease_expires_at=timezone.now() + dt.timedelta(seconds=lease_seconds())
+                    )
+                except Exception:
+                    logger.warning("could not renew the lease of chunk %s", chunk_id, exc_info=True)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=renew, name=f"lease-chunk-{chunk_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def chunks_requeue_lost(*, now: dt.datetime | None = None) -> list[int]:
+    """Put back to pending, and send again, the running chunks whose lease ran out (their worker is gone)
+    while their job goes on; returns their ids. Each chunk is taken back by one conditional update, so two
+    beats at once send it once."""
+    now = now or timezone.now()
+    lost = list(
+        JobChunk.objects.filter(status=JobStatus.RUNNING, lease_expires_at__lt=now)
+        .exclude(job__status__in=TERMINAL_STATUSES)
+        .select_related("job")
+    )
+    requeued = []
+    for chunk in lost:
+        with transaction.atomic():
+            taken = JobChunk.objects.filter(
+                pk=chunk.pk, status=JobStatus.RUNNING, lease_expires_at=chunk.lease_expires_at
+            ).update(status=JobStatus.PENDING, lease_expires_at=None)
+            if taken:
+                logger.warning(
+                    "chunk %s of job %s: its worker %s was lost; queued again", chunk.index, chunk.job_id, chunk.ran_on
+                )
+                task = _chunk_task(chunk.job)
+                transaction.on_commit(lambda task=task, pk=chunk.pk: task.delay(pk))
+                requeued.append(chunk.pk)
+    return requeued
+
+
 def chunk_run(*, chunk_id: int, on_progress: ProgressListener | None = None) -> bool:
     """Run one chunk unless it already succeeded or its job ended. Returns True if the job is now complete.
 
@@ -93,17 +168,20 @@ def chunk_run(*, chunk_id: int, on_progress: ProgressListener | None = None) -> 
         if chunk.status == JobStatus.SUCCEEDED or job.status in TERMINAL_STATUSES:
             return False
         now = timezone.now()
+        holder = f"{socket.gethostname()}:{os.getpid()}"
         JobChunk.objects.filter(pk=chunk.pk).update(
             status=JobStatus.RUNNING,
             attempts=F("attempts") + 1,
             started_at=now,
             error="",
-            ran_on=f"{socket.gethostname()}:{os.getpid()}",
+            ran_on=holder,
+            lease_expires_at=now + dt.timedelta(seconds=lease_seconds()),
         )
         Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(status=JobStatus.RUNNING, started_at=now)
     kind = get_kind(job.kind)
     try:
-        result = kind.run_chunk(job, chunk, _progress_recorder(chunk, on_progress))
+        with chunk_lease(chunk.pk, holder):
+            result = kind.run_chunk(job, chunk, _progress_recorder(chunk, on_progress))
     except JobCancelled:
         JobChunk.objects.filter(pk=chunk.pk).update(status=JobStatus.CANCELLED, finished_at=timezone.now())
         return False
@@ -124,6 +202,7 @@ def chunk_run(*, chunk_id: int, on_progress: ProgressListener | None = None) -> 
             result=result,
             finished_at=timezone.now(),
             done_units=F("total_units"),
+            lease_expires_at=None,
         )
         remaining = JobChunk.objects.filter(job_id=job.pk).exclude(status=JobStatus.SUCCEEDED).exists()
     return not remaining

@@ -6,6 +6,7 @@ worker process takes chunks from the real broker.
 
 import os
 import socket
+import time
 
 from .models import Job, JobChunk
 from .registry import JobKind, ProgressFn, register
@@ -17,9 +18,17 @@ def _plan(job: Job) -> list[dict]:
     return [{"start": s, "stop": min(n, s + step)} for s in range(0, n, step)]
 
 
+MAX_SECONDS_PER_CHUNK = 120.0
+
+
 def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     start, stop = chunk.params["start"], chunk.params["stop"]
     progress(0, stop - start)
+    # ``seconds_per_chunk``: how long each chunk takes (a worker killed mid-chunk, in the tests)
+    end = time.monotonic() + min(MAX_SECONDS_PER_CHUNK, float(job.params.get("seconds_per_chunk", 0)))
+    while time.monotonic() < end:
+        time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+        progress(0, stop - start)
     return {"sum": sum(range(start, stop)), "host": socket.gethostname(), "pid": os.getpid()}
 
 

@@ -54,6 +54,12 @@ class JobChunk(models.Model):
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="a running chunk's worker renews this while it works; past it, the worker is taken for lost and "
+        "the chunk is queued again (jobs.execution.chunks_requeue_lost)",
+    )
 
     class Meta:
         ordering = ["job_id", "index"]

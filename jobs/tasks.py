@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.db import transaction
 
-from .execution import TRANSIENT_ERRORS, chunk_run, job_finish
+from .execution import TRANSIENT_ERRORS, chunk_run, chunks_requeue_lost, job_finish
 
 # Chunks are idempotent (outputs keyed by job and chunk, written once), so they may be acknowledged
 # late and redelivered when a worker dies mid-chunk.
@@ -42,3 +42,9 @@ def run_chunk_gpu(self, chunk_id: int) -> None:
 )
 def finish_job(job_id: int) -> None:
     job_finish(job_id=job_id)
+
+
+@shared_task(name="jobs.tasks.requeue_lost_chunks")
+def requeue_lost_chunks() -> list[int]:
+    """The beat's check for chunks whose worker was lost (``chunks_requeue_lost``)."""
+    return chunks_requeue_lost()

@@ -38,6 +38,70 @@ def _database_url_of_test_db() -> str:
     return f"postgres://{auth}{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
+class CeleryWorker:
+    """A real ``celery worker`` process (solo pool) on the configured broker and the test database."""
+
+    def __init__(self, name: str, **env: str):
+        database_url = _database_url_of_test_db()
+        self.hostname = f"test-{name}-{os.getpid()}"
+        environment = dict(
+            os.environ,
+            DJANGO_SETTINGS_MODULE="config.settings.test",
+            DATABASE_URL=database_url,
+            PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
+            CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+            **env,
+        )
+        self.log_path = Path(settings.VAR_DIR) / f"celery-worker-{name}.log"
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-Q",
+                "cpu,gpu",
+                "-P",
+                "solo",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"{self.hostname}@%h",
+                "-l",
+                "INFO",
+            ],
+            cwd=ROOT,
+            env=environment,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self.pid = self.proc.pid
+
+    def wait_ready(self, timeout: float = 60) -> CeleryWorker:
+        from config.celery import app
+
+        deadline = time.monotonic() + timeout
+        while True:
+            replies = app.control.ping(timeout=1.0) or []
+            if any(name.startswith(f"{self.hostname}@") for reply in replies for name in reply):
+                return self
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise RuntimeError("the Celery worker did not start:\n" + self.log_path.read_text()[-3000:])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._log.close()
+
+
 @pytest.fixture(scope="module")
 def celery_worker_process(django_db_setup, django_db_blocker):
     """A real ``celery worker`` process on the configured broker and the test database.
@@ -45,50 +109,6 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     Module-scoped: once it stops, later tests' ``--wait`` commands run inline again instead of queueing
     work that a worker cannot see (their rows sit in an uncommitted test transaction)."""
     with django_db_blocker.unblock():
-        database_url = _database_url_of_test_db()
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="config.settings.test",
-        DATABASE_URL=database_url,
-        PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
-        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-    )
-    log = open(Path(settings.VAR_DIR) / "celery-worker.log", "wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "-Q",
-            "cpu,gpu",
-            "-P",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "-n",
-            f"test-{os.getpid()}@%h",
-            "-l",
-            "INFO",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    from jobs.execution import workers_available
-
-    deadline = time.monotonic() + 60
-    while not workers_available(timeout=1.0):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("the Celery worker did not start:\n" + Path(log.name).read_text()[-3000:])
-    yield proc
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        worker = CeleryWorker("main").wait_ready()
+    yield worker.proc
+    worker.stop()

@@ -196,7 +196,14 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "cache")}
 }
 
+# A running chunk's lease: its worker renews it every third of this; a chunk whose lease ran out (its worker
+# died with it) is queued again by the beat, which looks every JOBS_LEASE_CHECK_S (jobs/execution.py)
+JOBS_CHUNK_LEASE_S = env_int("JOBS_CHUNK_LEASE_S", 120)
+JOBS_LEASE_CHECK_S = env_float("JOBS_LEASE_CHECK_S", 60.0)
+
 CELERY_BEAT_SCHEDULE: dict = {
+    # chunks whose worker was lost (a killed or preempted machine) go back to the queue
+    "jobs-requeue-lost-chunks": {"task": "jobs.tasks.requeue_lost_chunks", "schedule": JOBS_LEASE_CHECK_S},
     # local annotators' assignments whose allotted time ran out go back to the pool
     "annotation-expire-local-assignments": {"task": "annotation.tasks.expire_local_assignments", "schedule": 60.0},
     # MTurk: verify submitted assignments against get_assignment, copy statuses, report missing work
@@ -267,6 +274,11 @@ PROLIFIC_VAT_RATE = env_str("PROLIFIC_VAT_RATE", "0")  # VAT on the fee (0.20 fo
 PROLIFIC_REWARD_PER_SESSION = env_str("PROLIFIC_REWARD_PER_SESSION", "1.50")
 PROLIFIC_HITS_PER_SESSION = env_int("PROLIFIC_HITS_PER_SESSION", 10)
 PROLIFIC_SECONDS_PER_HIT = env_int("PROLIFIC_SECONDS_PER_HIT", 60)  # until a median has been measured
+PROLIFIC_MIN_SECONDS_PER_HIT = env_int("PROLIFIC_MIN_SECONDS_PER_HIT", 30)  # no careful human is faster
+# Prolific's minimum reward per hour in the account's currency (its published minimum: GBP 6.00, USD 8.00)
+PROLIFIC_MIN_HOURLY_REWARD = env_str(
+    "PROLIFIC_MIN_HOURLY_REWARD", "6.00" if PROLIFIC_CURRENCY.upper() == "GBP" else "8.00"
+)
 PROLIFIC_MIN_APPROVAL_RATE = env_int("PROLIFIC_MIN_APPROVAL_RATE", 95)  # percent
 PROLIFIC_MIN_APPROVED_SUBMISSIONS = env_int("PROLIFIC_MIN_APPROVED_SUBMISSIONS", 100)
 PROLIFIC_FIRST_LANGUAGES = env_list("PROLIFIC_FIRST_LANGUAGES", ["English"])

@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from generation.corpora import corpus_import
 from generation.generation_job import KIND, candidate_shard_key
 from generation.models import IdfTable, ResourceShard
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
-from jobs.execution import job_resume, job_start, job_wait, workers_available
+from jobs.execution import job_resume, job_start, job_wait
 from jobs.models import JobChunk, JobStatus
-from tests.conftest import ROOT, _database_url_of_test_db
+from tests.conftest import CeleryWorker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -47,47 +43,6 @@ def _one_torch_thread_per_worker():
         os.environ.pop("OMP_NUM_THREADS", None)
     else:
         os.environ["OMP_NUM_THREADS"] = before
-
-
-def _start_worker(log_path: Path) -> subprocess.Popen:
-    """A second worker process, like the ``celery_worker_process`` fixture's (which this test kills)."""
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="config.settings.test",
-        DATABASE_URL=_database_url_of_test_db(),
-        PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
-        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-    )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "-Q",
-            "cpu,gpu",
-            "-P",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "-n",
-            f"test-fresh-{os.getpid()}@%h",
-            "-l",
-            "INFO",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=open(log_path, "wb"),
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 120
-    while not workers_available(timeout=1.0):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("the fresh Celery worker did not start:\n" + log_path.read_text()[-3000:])
-    return proc
 
 
 def _corpus(tmp_path):
@@ -138,12 +93,11 @@ def test_worker_killed_mid_chunk_then_resumed_outputs_exactly_once(celery_worker
     assert not job.is_terminal
 
     job_resume(job_id=job.pk)
-    fresh = _start_worker(tmp_path / "fresh-worker.log")
+    fresh = CeleryWorker("fresh").wait_ready(timeout=120)  # another worker, like the fixture's (killed above)
     try:
         job = job_wait(job_id=job.pk, timeout=240)
     finally:
-        fresh.terminate()
-        fresh.wait(timeout=20)
+        fresh.stop()
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert JobChunk.objects.get(job=job, index=0).attempts >= 2
 
