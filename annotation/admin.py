@@ -1,16 +1,23 @@
 """Read-only admin views of the evaluation data (editing goes through imports, batches and providers).
 
-Actions: create a HIT batch from a campaign (a draft), publish batches after a cost preview, export a
-batch's results CSV, expire batches; disqualify or reinstate workers (their quality figures are listed).
+A campaign's page links its dashboard and its batch form (*Create a HIT batch*: a draft, with a power, cost
+and time preview before anything is made; the changelist's action leads there too). Batch actions: publish
+after a cost preview, export a batch's results CSV, expire; disqualify or reinstate workers (their quality
+figures are listed).
 """
 
 import io
+from decimal import Decimal
 
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.http import HttpResponse
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from config.forms import AsciiDecimalField, AsciiFloatField, AsciiIntegerField
 
@@ -27,10 +34,9 @@ from .models import (
     Judgment,
     Reference,
     Worker,
-    visible_id,
 )
 from .providers import get_provider
-from .quality import worker_disqualify, worker_quality, worker_reinstate
+from .quality import rater_name, worker_disqualify, worker_quality, worker_reinstate, workers_quality
 
 
 def _can_change(model_name: str):
@@ -63,6 +69,9 @@ class ReadOnlyInline(admin.TabularInline):
 
 
 class BatchForm(forms.Form):
+    """The batch the researcher designs; ``FIELDSETS`` group its fields by the provider that reads them (the page
+    shows only the chosen provider's, and all of them without JavaScript)."""
+
     provider = forms.ChoiceField(
         choices=[(p, p) for p in PROVIDER_NAMES], initial=lambda: settings.PARAFORGE_HIT_PROVIDER
     )
@@ -81,7 +90,11 @@ class BatchForm(forms.Form):
         min_value=0, decimal_places=2, initial="0.10", required=False, help_text="MTurk: reward per assignment"
     )
     reward_per_session = AsciiDecimalField(
-        min_value=0, decimal_places=2, required=False, help_text="Prolific: reward per session (the account's currency)"
+        min_value=0,
+        decimal_places=2,
+        required=False,
+        initial=lambda: settings.PROLIFIC_REWARD_PER_SESSION,
+        help_text="Prolific: reward per session (the account's currency)",
     )
     hits_per_session = AsciiIntegerField(
         min_value=1, max_value=1000, required=False, help_text="Prolific: HITs a participant does in one session"
@@ -92,24 +105,51 @@ class BatchForm(forms.Form):
     countries = forms.CharField(required=False, help_text="Prolific: countries of residence, comma-separated")
     first_languages = forms.CharField(required=False, help_text="Prolific: first languages, comma-separated")
     label = forms.CharField(required=False)
+    raters_at_once = AsciiIntegerField(
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        help_text="preview only: people working at the same time, for the time to finish (empty: as many as "
+        "have done this campaign's HITs, else the assignments per HIT)",
+    )
 
-    def __init__(self, *args, **kwargs):
+    # (legend, the providers that read them or "" for every provider, fields)
+    FIELDSETS = (
+        ("The batch", "", ("provider", "per_length", "lengths", "assignments", "attention_rate", "degraded_rate")),
+        ("", "", ("seed", "label")),
+        ("Mechanical Turk", "mturk-sandbox mturk", ("reward_usd",)),
+        (
+            "Prolific",
+            "prolific",
+            ("reward_per_session", "hits_per_session", "estimated_minutes", "countries", "first_languages"),
+        ),
+        ("Preview", "", ("raters_at_once",)),
+    )
+
+    def __init__(self, *args, campaign: Campaign | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        from .providers.prolific import median_seconds_per_hit
+        from .preview import hourly_pay, pace_seconds_per_hit, prolific_minimum_hourly
         from .providers.prolific.study import suggested_minutes
 
-        per_hit = median_seconds_per_hit()
+        per_hit, source = pace_seconds_per_hit(campaign)
         hits = settings.PROLIFIC_HITS_PER_SESSION
         minutes = suggested_minutes(hits_per_session=hits, seconds_per_hit=per_hit)
         self.fields["hits_per_session"].initial = hits
         self.fields["estimated_minutes"].initial = minutes
-        measured = (
-            f"the median of {per_hit:.0f} s per HIT measured so far"
-            if per_hit
-            else f"{settings.PROLIFIC_SECONDS_PER_HIT} s per HIT until one is measured"
+        currency = settings.PROLIFIC_CURRENCY
+        pay = hourly_pay(Decimal(str(settings.PROLIFIC_REWARD_PER_SESSION)), minutes)
+        self.fields["estimated_minutes"].help_text = (
+            f"Prolific: a session's estimated time; suggested {minutes} min for {hits} HITs from {source}. The "
+            f"default reward then pays {pay} {currency} an hour (Prolific's minimum: {prolific_minimum_hourly()} "
+            f"{currency}); Preview shows the pay of what you enter"
         )
-        suggestion = f"suggested {minutes} min for {hits} HITs from {measured}"
-        self.fields["estimated_minutes"].help_text = f"Prolific: a session's estimated time; {suggestion}"
+
+    def fieldsets(self) -> list[dict]:
+        """``FIELDSETS`` with their bound fields, for the template."""
+        return [
+            {"legend": legend, "providers": providers, "fields": [self[name] for name in names]}
+            for legend, providers, names in self.FIELDSETS
+        ]
 
     def provider_settings(self) -> dict:
         """The batch settings the chosen provider reads, from the fields given."""
@@ -125,6 +165,21 @@ class BatchForm(forms.Form):
                     chosen[key] = data[key]
         return chosen
 
+    def create_arguments(self) -> dict:
+        """``hit_batch_create``'s arguments (all but the campaign) from the cleaned form."""
+        data = self.cleaned_data
+        return {
+            "provider": data["provider"],
+            "per_length": data["per_length"],
+            "lengths": data["lengths"],
+            "assignments": data["assignments"],
+            "attention_rate": data["attention_rate"],
+            "degraded_rate": data["degraded_rate"],
+            "seed": data["seed"],
+            "label": data["label"],
+            "settings": self.provider_settings(),
+        }
+
     def clean_lengths(self):
         try:
             lengths = tuple(int(x) for x in self.cleaned_data["lengths"].split(",") if x.strip())
@@ -137,11 +192,39 @@ class BatchForm(forms.Form):
 
 @admin.register(Campaign)
 class CampaignAdmin(ReadOnlyAdmin):
-    list_display = ("name", "created_at", "job")
+    list_display = ("name", "created_at", "job", "dashboard_link", "create_batch_link")
     search_fields = ("name",)
     actions = ["create_hit_batch"]
+    change_form_template = "admin/annotation/campaign/change_form.html"
 
     has_create_batch_permission = _can_change("batch")
+
+    def get_urls(self):
+        return [
+            path(
+                "<path:object_id>/batch/",
+                self.admin_site.admin_view(self.create_batch_view),
+                name="annotation_campaign_create_batch",
+            ),
+        ] + super().get_urls()
+
+    @admin.display(description="dashboard")
+    def dashboard_link(self, obj: Campaign) -> str:
+        return format_html('<a href="{}">dashboard</a>', reverse("campaign_dashboard", args=[obj.pk]))
+
+    @admin.display(description="HIT batch")
+    def create_batch_link(self, obj: Campaign) -> str:
+        return format_html(
+            '<a href="{}">create a HIT batch…</a>', reverse("admin:annotation_campaign_create_batch", args=[obj.pk])
+        )
+
+    def get_list_display(self, request):
+        shown = list(super().get_list_display(request))
+        return shown if self.has_create_batch_permission(request) else [f for f in shown if f != "create_batch_link"]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra = {"may_create_batch": self.has_create_batch_permission(request)}
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
     @admin.action(
         description="Create a HIT batch (draft, cost preview before publishing)…", permissions=["create_batch"]
@@ -150,44 +233,85 @@ class CampaignAdmin(ReadOnlyAdmin):
         if queryset.count() != 1:
             self.message_user(request, "Choose exactly one campaign.", messages.ERROR)
             return None
-        campaign = queryset.get()
-        form = BatchForm(request.POST if request.POST.get("confirm") else None)
+        # the campaign's batch form (it posts to create_batch_view); a post of the form the way this action's
+        # page once sent it (``confirm``) is still taken
+        return self._batch_form(request, queryset.get(), bound=bool(request.POST.get("confirm")))
+
+    def create_batch_view(self, request, object_id: str):
+        """The batch form of one campaign: *Preview* shows its power, cost and time and makes nothing; *Create
+        draft batch* makes the draft (publishing, with its cost preview, is the batch list's)."""
+        if not (self.has_view_permission(request) and self.has_create_batch_permission(request)):
+            raise PermissionDenied
+        campaign = self.get_object(request, unquote(object_id))
+        if campaign is None:
+            raise Http404("no such campaign")
+        return self._batch_form(request, campaign, bound=request.method == "POST")
+
+    def _batch_form(self, request, campaign: Campaign, *, bound: bool):
+        form = BatchForm(request.POST if bound else None, campaign=campaign)
+        preview = None
         if form.is_bound and form.is_valid():
-            data = form.cleaned_data
-            settings = form.provider_settings()
-            try:
-                batch = hit_batch_create(
-                    campaign=campaign,
-                    provider=data["provider"],
-                    per_length=data["per_length"],
-                    lengths=data["lengths"],
-                    assignments=data["assignments"],
-                    attention_rate=data["attention_rate"],
-                    degraded_rate=data["degraded_rate"],
-                    seed=data["seed"],
-                    label=data["label"],
-                    settings=settings,
-                )
-            except (BatchError, ImportError) as exc:
-                self.message_user(request, f"No batch created: {exc}", messages.ERROR)
-                return None
-            self.message_user(
-                request,
-                f"Draft batch {batch.pk} created with {batch.hits.count()} HITs: "
-                "publish it from the batch list (with its cost preview).",
-                messages.SUCCESS,
-            )
-            return None
+            if "preview" in request.POST:
+                preview = self._preview(form, campaign)
+            elif self._create(request, form, campaign) is not None:
+                return HttpResponseRedirect(reverse("admin:annotation_batch_changelist"))
         return TemplateResponse(
             request,
             "annotation/create_batch.html",
             {
                 **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "original": campaign,
                 "campaign": campaign,
                 "form": form,
-                "title": "Create a HIT batch",
+                "form_url": reverse("admin:annotation_campaign_create_batch", args=[campaign.pk]),
+                "preview": preview,
+                "title": f"Create a HIT batch for {campaign}",
             },
         )
+
+    @staticmethod
+    def _preview(form: BatchForm, campaign: Campaign):
+        from .preview import batch_preview
+        from .providers import ProviderError
+
+        try:
+            return batch_preview(
+                campaign=campaign, raters_at_once=form.cleaned_data["raters_at_once"], **form.create_arguments()
+            )
+        except (BatchError, ProviderError, ImportError) as exc:
+            form.add_error(None, f"No preview: {exc}")
+            return None
+
+    def _create(self, request, form: BatchForm, campaign: Campaign) -> Batch | None:
+        from .preview import prolific_pay
+        from .providers import ProviderError
+
+        arguments = form.create_arguments()
+        try:
+            batch = hit_batch_create(campaign=campaign, **arguments)
+        except (BatchError, ImportError) as exc:
+            form.add_error(None, f"No batch created: {exc}")
+            return None
+        self.message_user(
+            request,
+            f"Draft batch {batch.pk} created with {batch.hits.count()} HITs: "
+            "publish it from the batch list (with its cost preview).",
+            messages.SUCCESS,
+        )
+        if arguments["provider"] == "prolific":
+            try:
+                pay = prolific_pay(arguments["settings"])
+            except ProviderError:
+                pay = None
+            if pay is not None and pay.below_minimum:
+                self.message_user(
+                    request,
+                    f"Batch {batch.pk} pays {pay.per_hour} {pay.currency} an hour, below Prolific's minimum of "
+                    f"{pay.minimum} {pay.currency}: raise its reward or estimated time before publishing.",
+                    messages.WARNING,
+                )
+        return batch
 
 
 @admin.register(Reference)
@@ -220,7 +344,7 @@ def _quality(worker):
 @admin.register(Worker)
 class WorkerAdmin(ReadOnlyAdmin):
     list_display = (
-        "worker_id",
+        "name",
         "provider",
         "judgments",
         "checks_passed",
@@ -235,15 +359,33 @@ class WorkerAdmin(ReadOnlyAdmin):
         "user",
     )
     list_filter = ("provider", "disqualified")
-    search_fields = ("external_id",)
+    search_fields = ("external_id", "user__username")
+    list_select_related = ("user",)
     list_per_page = 50
     actions = ["disqualify", "reinstate"]
 
     has_manage_permission = _can_change("worker")
 
-    @admin.display(description="worker id", ordering="external_id")
-    def worker_id(self, obj):
-        return visible_id(obj.external_id)  # an id stored before ids were checked: escapes, never raw
+    def get_changelist(self, request, **kwargs):
+        """A list whose page of workers gets its quality figures in one pass (``workers_quality``), not a few
+        queries per row and column."""
+        from django.contrib.admin.views.main import ChangeList
+
+        class WorkerChangeList(ChangeList):
+            def get_results(self, request):
+                super().get_results(request)
+                figures = workers_quality(self.result_list)
+                for worker in self.result_list:
+                    worker._quality_cache = figures[worker.pk]
+
+        return WorkerChangeList
+
+    @admin.display(description="rater", ordering="external_id")
+    def name(self, obj):
+        # the name the dashboard and ``report`` use; platform ids stored before ids were checked read as escapes
+        return rater_name(
+            provider=obj.provider, external_id=obj.external_id, username=obj.user.username if obj.user else None
+        )
 
     @admin.display(description="judgments")
     def judgments(self, obj):

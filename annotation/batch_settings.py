@@ -50,7 +50,7 @@ EASL_FLOAT_SETTINGS: dict[str, tuple[float, bool]] = {
 
 TEXT_SETTINGS = ("title", "description", "keywords", "public_url")
 LIST_SETTINGS = ("locales", "countries", "first_languages")
-FLAG_SETTINGS = ("sandbox", "slider_must_move")
+FLAG_SETTINGS = ("sandbox", "slider_must_move", "drop_non_words")
 MODES = ("fixed", "easl")
 # key -> what it holds (the schema; numbers also have their ranges above)
 SCHEMA: dict[str, str] = {
@@ -71,12 +71,14 @@ SCHEMA: dict[str, str] = {
     "slider is never stored as a judgment; false: ParaBank's page (sliders start at 50 and count as set)",
     "mode": "fixed (R workers per HIT) or easl (rounds)",
     "easl": "EASL options (a JSON object)",
+    "drop_non_words": "false keeps candidates with non-words in the HITs, as ParaBank did (default true: left out)",
     # recorded by hit_batch_create: how the batch was made
     "per_length": "references per length bucket",
     "lengths": "the length buckets",
     "assignments": "workers per HIT (R)",
     "seed": "the sampling seed",
     "hit_size": "candidates per HIT",
+    "non_words": "the candidates left out for non-words: how many, a few examples, the vocabulary checked against",
 }
 
 

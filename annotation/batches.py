@@ -16,6 +16,13 @@ or with no phrase that makes a new text, get none. Raters spot checks that clust
 check are spread evenly over the batch's order (the order the local pool serves them in) and the check
 takes a random place in its HIT.
 
+Candidates with non-words (batch setting ``drop_non_words``, on by default): a candidate with a word that
+is neither in the vocabulary of the corpus the campaign was generated from nor in its reference
+(``generation.vocabulary``: "reachinging", "foesity") is left out of the HITs, not deleted; the batch's
+settings record how many (``non_words``: count, examples, the vocabulary used). A campaign with no known
+corpus (imported judgments, a sample built by hand) keeps every candidate and says so there; with the
+setting false every candidate is kept, as ParaBank did.
+
 Everything random comes from ``random.Random(seed)`` (a degraded text from its own generator seeded by
 the seed and the reference's id): the same campaign, arguments and seed give the same HITs.
 """
@@ -27,6 +34,7 @@ import random
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 
@@ -47,11 +55,15 @@ from .models import (
     Reference,
 )
 
+if TYPE_CHECKING:
+    from generation.models import Corpus
+
 PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk", "prolific")
 HIT_SIZE = 5
 DEFAULT_ASSIGNMENT_DURATION_S = 3600
 DEFAULT_DEGRADED_RATE = 0.1
 MIN_DEGRADED_TOKENS = 4  # a span of 2 between a kept first and last token
+NON_WORD_EXAMPLES = 5  # left-out candidates recorded in the batch's settings, to show what the rule did
 
 
 class BatchError(ValueError):
@@ -222,6 +234,58 @@ def _is_degraded(candidate: Candidate) -> bool:
     return any(s.system == DEGRADED_SYSTEM for s in candidate.systems.all())
 
 
+def campaign_corpus(campaign: Campaign) -> Corpus | None:
+    """The corpus the campaign's candidates were generated from (its ``generate`` job's), or None for a
+    campaign made otherwise (imported judgments, a sample built by hand): its vocabulary is unknown."""
+    from generation.models import Corpus
+
+    job = campaign.job
+    if job is None or job.kind != "generate" or not (job.params or {}).get("corpus"):
+        return None
+    return Corpus.objects.filter(pk=job.params["corpus"]).first()
+
+
+def non_word_screen(campaign: Campaign, references: Sequence[Reference], *, drop: bool = True) -> tuple[set[int], dict]:
+    """(pks of the candidates to leave out of HITs, the record kept in ``Batch.settings["non_words"]``).
+
+    A real candidate (not the attention copy, not a degraded copy) of the sampled ``references`` is left out
+    when it has a non-word (``generation.vocabulary``) against the campaign's corpus vocabulary; without
+    ``drop``, a known corpus or its IDF table, nothing is left out and the record says why."""
+    if not drop:
+        return set(), {"left_out": 0, "vocabulary": None, "note": "drop_non_words is false: every candidate kept"}
+    corpus = campaign_corpus(campaign)
+    if corpus is None:
+        note = "no known corpus (the campaign was not generated here): every candidate kept"
+        return set(), {"left_out": 0, "vocabulary": None, "note": note}
+    from generation.vocabulary import corpus_vocabulary, non_words, text_words
+
+    found = corpus_vocabulary(corpus)
+    if found is None:
+        note = f"corpus {corpus.name!r} has no IDF table (its vocabulary): every candidate kept"
+        return set(), {"left_out": 0, "vocabulary": None, "note": note}
+    table, vocabulary = found
+    candidates = [
+        c
+        for c in Candidate.objects.filter(reference__in=references)
+        .select_related("reference")
+        .prefetch_related("systems")
+        .order_by("reference_id", "id")
+        if c.text != c.reference.text and not _is_degraded(c)
+    ]
+    refs = sorted({c.reference for c in candidates}, key=lambda r: r.pk)
+    ref_words = dict(zip((r.pk for r in refs), text_words(r.text for r in refs)))
+    left_out: set[int] = set()
+    examples: list[dict] = []
+    for cand, words in zip(candidates, text_words(c.text for c in candidates)):
+        invented = non_words(words, ref_words[cand.reference_id], vocabulary)
+        if invented:
+            left_out.add(cand.pk)
+            if len(examples) < NON_WORD_EXAMPLES:
+                examples.append({"ref_id": cand.reference.ref_id, "text": cand.text, "non_words": invented})
+    source = f"IDF table {table.name!r} of corpus {corpus.name!r} ({table.n_types} types)"
+    return left_out, {"left_out": len(left_out), "vocabulary": source, "examples": examples}
+
+
 def _plan(
     references: list[Reference],
     *,
@@ -230,13 +294,15 @@ def _plan(
     rng: random.Random,
     degraded_rate: float = 0.0,
     seed: int = 0,
+    left_out: set[int] | frozenset[int] = frozenset(),
 ) -> list[tuple[Reference, list[Candidate], bool, str | None]]:
-    """(reference, real candidates, has_attention_check, degraded text or None) per HIT, checks spread."""
+    """(reference, real candidates, has_attention_check, degraded text or None) per HIT, checks spread; the
+    candidates in ``left_out`` (non-words) are in no HIT."""
     pools: list[tuple[Reference, list[Candidate]]] = []
     texts: dict[int, set[str]] = {}
     for ref in references:
         every = list(ref.candidates.all().prefetch_related("systems").order_by("id"))
-        cands = [c for c in every if c.text != ref.text and not _is_degraded(c)]
+        cands = [c for c in every if c.text != ref.text and not _is_degraded(c) and c.pk not in left_out]
         texts[ref.pk] = {c.text for c in every if not _is_degraded(c)}
         rng.shuffle(cands)
         pools.append((ref, cands))
@@ -301,7 +367,8 @@ def hit_batch_create(
     durations, qualifications for MTurk; ``assignment_duration_s`` for the local provider; ``mode`` and
     ``easl`` for EASL rounds): every number in them is checked first (``batch_settings_check``), so a bad
     value is refused before anything is written. ``degraded_rate`` (None: the settings' ``degraded_rate``,
-    else 0.1) is the share of HITs with a degraded copy of the reference."""
+    else 0.1) is the share of HITs with a degraded copy of the reference. Candidates with non-words are left
+    out unless the setting ``drop_non_words`` is false (``non_word_screen``)."""
     settings = batch_settings_check(settings)
     given = settings.get("degraded_rate")
     if degraded_rate is not None and given is not None and float(degraded_rate) != given:
@@ -332,6 +399,8 @@ def hit_batch_create(
         baseline_candidates_import(campaign=campaign, path=baseline, system=baseline_system)
     rng = random.Random(seed)
     references = _sample_references(campaign, lengths, per_length, rng)
+    drop_non_words = settings.get("drop_non_words") is not False
+    left_out, non_words = non_word_screen(campaign, references, drop=drop_non_words)
     plan = _plan(
         references,
         hit_size=hit_size,
@@ -339,10 +408,16 @@ def hit_batch_create(
         rng=rng,
         degraded_rate=float(degraded_rate),
         seed=seed,
+        left_out=left_out,
     )
     if not plan:
+        dropped = (
+            f" ({len(left_out)} left out for non-words; the batch setting drop_non_words false keeps them)"
+            if left_out
+            else ""
+        )
         raise BatchError(
-            f"campaign {campaign.name!r} has no candidates in length buckets {', '.join(map(str, lengths))}"
+            f"campaign {campaign.name!r} has no candidates in length buckets {', '.join(map(str, lengths))}" + dropped
         )
     batch_settings = {
         "assignment_duration_s": DEFAULT_ASSIGNMENT_DURATION_S,
@@ -355,6 +430,8 @@ def hit_batch_create(
         "degraded_rate": float(degraded_rate),
         "seed": seed,
         "hit_size": hit_size,
+        "drop_non_words": drop_non_words,
+        "non_words": non_words,
     }
     with transaction.atomic():
         batch = Batch.objects.create(
@@ -384,6 +461,34 @@ def hit_batch_create(
             )
         HitItem.objects.bulk_create(items, batch_size=1000)
     return batch
+
+
+def non_words_summary(campaign: Campaign) -> dict:
+    """How many candidates the campaign's batches left out of their HITs for non-words, in all and per batch
+    (each batch's ``settings["non_words"]``; a batch made before the rule kept every candidate)."""
+    batches = []
+    for batch in Batch.objects.filter(campaign=campaign).order_by("pk"):
+        record = (batch.settings or {}).get("non_words") or {
+            "left_out": 0,
+            "vocabulary": None,
+            "note": "made before non-word screening: every candidate kept",
+        }
+        batches.append({"batch": batch.pk, "label": batch.label, **record})
+    return {"left_out": sum(int(b["left_out"]) for b in batches), "batches": batches}
+
+
+def non_words_line(summary: dict) -> str:
+    """The summary as one sentence for a report."""
+    parts = [
+        f"batch {b['batch']}: {b['left_out']}"
+        + (f" against {b['vocabulary']}" if b.get("vocabulary") else f" ({b.get('note', 'every candidate kept')})")
+        for b in summary["batches"]
+    ]
+    return (
+        f"{summary['left_out']} candidate(s) with non-words left out of the HITs"
+        + (f" ({'; '.join(parts)})" if parts else " (no batch yet)")
+        + "."
+    )
 
 
 def batch_cost_estimate_usd(*, batch: Batch) -> Decimal | None:

@@ -21,7 +21,14 @@ from django.utils import timezone
 
 from annotation import easl
 from annotation.batch_settings import BatchSettingsError, easl_settings_clean, rate_check
-from annotation.batches import DEFAULT_DEGRADED_RATE, attention_copy, degraded_copy, degraded_text, spread_order
+from annotation.batches import (
+    DEFAULT_DEGRADED_RATE,
+    attention_copy,
+    degraded_copy,
+    degraded_text,
+    non_word_screen,
+    spread_order,
+)
 from annotation.models import (
     DEGRADED_SYSTEM,
     JUDGED_STATUSES,
@@ -69,7 +76,8 @@ def _is_quality_control(candidate: Candidate, systems: set[str]) -> bool:
 
 
 def batch_items(batch: Batch) -> dict[int, list[int]]:
-    """{reference pk: [candidate pks]} of the items EASL scores (attention and degraded copies left out)."""
+    """{reference pk: [candidate pks]} of the items EASL scores (attention and degraded copies, and candidates
+    with non-words unless the batch keeps them, left out)."""
     ref_ids = set(batch.hits.values_list("reference_id", flat=True))
     refs = Reference.objects.filter(pk__in=ref_ids) if ref_ids else Reference.objects.filter(campaign=batch.campaign)
     systems: dict[int, set[str]] = defaultdict(set)
@@ -77,9 +85,13 @@ def batch_items(batch: Batch) -> dict[int, list[int]]:
         "candidate_id", "system"
     ):
         systems[cand_id].add(system)
+    # the candidates the batch left out of its first HITs as non-words stay out of every later round too
+    left_out, _ = non_word_screen(
+        batch.campaign, list(refs), drop=(batch.settings or {}).get("drop_non_words") is not False
+    )
     groups: dict[int, list[int]] = defaultdict(list)
     for cand in Candidate.objects.filter(reference__in=refs).select_related("reference").order_by("id"):
-        if not _is_quality_control(cand, systems[cand.pk]):
+        if not _is_quality_control(cand, systems[cand.pk]) and cand.pk not in left_out:
             groups[cand.reference_id].append(cand.pk)
     return dict(groups)
 

@@ -29,13 +29,14 @@ from .systems import PPDB_SYSTEMS, SYSTEMS, get_system
 
 KIND = "select_constraints"
 
-_IDF_CACHE: dict[tuple[int, str], IdfValues] = {}
+_IDF_CACHE: dict[tuple, IdfValues] = {}
 _IDF_LOCK = threading.Lock()
 
 
 def load_idf_table(table: IdfTable) -> IdfValues:
-    """The IDF values of a stored table (read once per process and cached)."""
-    key = (table.pk, table.key)
+    """The IDF values of a stored table (read once per process and cached; keyed by its creation time too,
+    so a reused id -- a test database rolled back, a table rebuilt under the same key -- is read afresh)."""
+    key = (table.pk, table.key, table.created_at)
     with _IDF_LOCK:
         cached = _IDF_CACHE.get(key)
     if cached is not None:

@@ -127,7 +127,7 @@ def test_cli_prints_the_exact_summary_and_local_batches_are_live():
         "--seed",
         "1",
     )
-    assert list(result) == ["batch", "hits", "cost_estimate_usd"]
+    assert list(result) == ["batch", "hits", "cost_estimate_usd", "non_words_left_out"]
     batch = Batch.objects.get(pk=result["batch"])
     assert result["hits"] == batch.hits.count() == 4 and result["cost_estimate_usd"] is None
     assert batch.status == BatchStatus.PUBLISHED
@@ -419,3 +419,109 @@ def test_mturk_state_moves_out_of_the_settings_into_its_own_field():
     old.refresh_from_db()
     assert old.settings == {"reward_usd": "0.50", "sandbox": True}
     assert old.provider_state == {"hit_type_id": "3HT", "token_nonce": "ab"}
+
+
+# --- candidates with non-words (issue 29) ------------------------------------------------------------------
+
+CORPUS = [
+    "The council meets today.",
+    "The council gathers in the hall.",
+    "A man is playing a guitar.",
+    "A woman is slicing an onion.",
+    "A woman is playing the piano in the hall.",
+]
+NON_WORD_CANDIDATES = {
+    "The Zorblax council meets today.": [
+        "The Zorblax council gathers today.",  # "Zorblax" is the reference's own rare word
+        "The zorblax council meets today, 300!",  # another case, a number, punctuation: words all
+        "The Zorblax councilers meets today.",
+        "SomeBA council meets today.",
+    ],
+    "A man is playing a guitar.": ["A woman is playing a guitar.", "A man is playinging a guitar."],
+}
+
+
+@pytest.fixture
+def generated_campaign(tmp_path, storage_dir):
+    """A campaign generated from a corpus (its generate job names it) whose IDF table build_idf counted."""
+    from annotation.models import Campaign, Reference
+    from generation.corpora import corpus_import
+    from jobs.execution import job_run_inline, job_start
+
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(CORPUS) + "\n")
+    corpus = corpus_import(name="small", path=path, format="mono")
+    idf = job_run_inline(job_id=job_start(kind="build_idf", params={"corpus": corpus.pk}, enqueue=False).pk)
+    assert idf.status == "succeeded"
+    job = Job.objects.create(kind="generate", params={"corpus": corpus.pk}, status="succeeded")
+    campaign = Campaign.objects.create(name="generated", job=job)
+    for i, (text, outputs) in enumerate(NON_WORD_CANDIDATES.items()):
+        ref = Reference.objects.create(campaign=campaign, ref_id=str(i), length_bucket=5, text=text)
+        for k, output in enumerate(outputs):
+            CandidateSystem.objects.create(candidate=Candidate.objects.create(reference=ref, text=output), system=k)
+    return campaign
+
+
+def shown(batch) -> set[str]:
+    items = HitItem.objects.filter(hit__batch=batch, is_attention_check=False, is_degraded_check=False)
+    return set(items.values_list("candidate__text", flat=True))
+
+
+def test_candidates_with_non_words_are_left_out_of_the_hits_and_counted(generated_campaign):
+    result = run_cli("--campaign", "generated", "--provider", "local", "--lengths", "5", "--attention-rate", "0")
+    batch = Batch.objects.get(pk=result["batch"])
+    # a word of the reference (any case), numbers and punctuation are never non-words
+    assert shown(batch) == {
+        "The Zorblax council gathers today.",
+        "The zorblax council meets today, 300!",
+        "A woman is playing a guitar.",
+    }
+    assert result["non_words_left_out"] == 3 and batch.settings["drop_non_words"] is True
+    record = batch.settings["non_words"]
+    assert record["left_out"] == 3 and "IDF table 'small' of corpus 'small'" in record["vocabulary"]
+    assert {(e["text"], tuple(e["non_words"])) for e in record["examples"]} == {
+        ("The Zorblax councilers meets today.", ("councilers",)),
+        ("SomeBA council meets today.", ("someba",)),
+        ("A man is playinging a guitar.", ("playinging",)),
+    }
+    assert Candidate.objects.filter(text="SomeBA council meets today.").exists()  # left out, not deleted
+    out = StringIO()
+    call_command("report", "generated", "--table", "similarity", "--format", "md", stdout=out)
+    assert "3 candidate(s) with non-words left out of the HITs (batch" in out.getvalue()
+
+
+def test_drop_non_words_false_keeps_every_candidate_as_parabank_did(generated_campaign):
+    batch = hit_batch_create(
+        campaign=generated_campaign,
+        provider="local",
+        lengths=(5,),
+        attention_rate=0,
+        settings={"drop_non_words": False},
+    )
+    assert shown(batch) == {text for outputs in NON_WORD_CANDIDATES.values() for text in outputs}
+    assert batch.settings["drop_non_words"] is False and batch.settings["non_words"]["left_out"] == 0
+    with pytest.raises(BatchError, match="'drop_non_words': expected true or false"):
+        hit_batch_create(campaign=generated_campaign, provider="local", settings={"drop_non_words": "no"})
+
+
+def test_a_campaign_with_no_known_corpus_keeps_every_candidate_and_says_so():
+    campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=0)
+    for k, text in enumerate(["Reachinging the foesity.", "SomeBA is here."]):
+        cand = Candidate.objects.create(reference=campaign.references.get(), text=text)
+        CandidateSystem.objects.create(candidate=cand, system=str(k + 1))
+    result = run_cli("--campaign", "sample", "--provider", "local", "--attention-rate", "0", "--lengths", "5")
+    batch = Batch.objects.get(pk=result["batch"])
+    assert shown(batch) == {"Reachinging the foesity.", "SomeBA is here."} and result["non_words_left_out"] == 0
+    assert "no known corpus" in batch.settings["non_words"]["note"]
+    err = StringIO()
+    call_command("report", "sample", "--table", "fluency", stdout=StringIO(), stderr=err)
+    assert "0 candidate(s) with non-words left out" in err.getvalue() and "no known corpus" in err.getvalue()
+
+
+def test_a_sample_of_nothing_but_non_words_says_why_it_has_no_candidates(generated_campaign):
+    from annotation.models import Reference
+
+    Reference.objects.filter(campaign=generated_campaign, ref_id="0").delete()
+    Candidate.objects.filter(text="A woman is playing a guitar.").delete()
+    with pytest.raises(BatchError, match="1 left out for non-words; the batch setting drop_non_words false"):
+        hit_batch_create(campaign=generated_campaign, provider="local", lengths=(5,))

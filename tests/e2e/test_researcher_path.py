@@ -142,7 +142,7 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     capsys.readouterr()
 
     # 2. a generation job over three systems (lowest-IDF ban, unconstrained, first 3 tokens banned at
-    #    the start), with an evaluation sample
+    #    the start), 2 outputs each (the batch leaves out those with non-words), with an evaluation sample
     gen = _cli(
         capsys,
         "generate",
@@ -157,6 +157,8 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
         "5,10",
         "--beam",
         "3",
+        "--nbest",
+        "2",
         "--wait",
     )
     job_id = gen["job"]

@@ -2,8 +2,10 @@
 
 ``python manage.py create_hit_batch --job JOB --provider local|mturk-sandbox|mturk [--per-length 100]
 [--lengths 5,10,20,40] [--assignments 3] [--attention-rate 0.1] [--degraded-rate 0.1] [--seed S]`` prints
-``{"batch": <id>, "hits": <n>, "cost_estimate_usd": <x or null>}``. Local batches are live at once
-(nothing is spent); MTurk batches stay drafts until ``--publish`` or the admin's Publish action.
+``{"batch": <id>, "hits": <n>, "cost_estimate_usd": <x or null>, "non_words_left_out": <n>}`` (the
+candidates with non-words left out of the HITs; ``--batch-settings '{"drop_non_words": false}'`` keeps
+them). Local batches are live at once (nothing is spent); MTurk batches stay drafts until ``--publish`` or
+the admin's Publish action.
 """
 
 import json
@@ -38,7 +40,7 @@ def _lengths(value: str) -> tuple[int, ...]:
 class Command(BaseCommand):
     help = (
         "Build a HIT batch (one reference + five candidates per HIT, attention checks at a rate) from a "
-        'job\'s evaluation sample; prints {"batch", "hits", "cost_estimate_usd"}.'
+        'job\'s evaluation sample; prints {"batch", "hits", "cost_estimate_usd", "non_words_left_out"}.'
     )
 
     def add_arguments(self, parser):
@@ -135,6 +137,7 @@ class Command(BaseCommand):
                     "batch": batch.pk,
                     "hits": batch.hits.count(),
                     "cost_estimate_usd": None if cost is None else float(cost),
+                    "non_words_left_out": batch.settings["non_words"]["left_out"],
                 }
             )
         )

@@ -4,10 +4,13 @@ codes, its studies (one per EASL round), the study's external URL, and how a ses
 
 from __future__ import annotations
 
+import math
 import secrets
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.db.models import DurationField, ExpressionWrapper, F
 
 from annotation.batch_settings import BatchSettingsError, batch_settings_clean, reward_usd_check, setting_list
 from annotation.quality import median_seconds
@@ -16,7 +19,7 @@ from ..common import provider_state, provider_state_save
 from ..errors import ProviderConfigurationError, ProviderError
 
 if TYPE_CHECKING:
-    from annotation.models import Assignment, Batch
+    from annotation.models import Assignment, Batch, Campaign
 
 # Prolific's submission statuses: finished (identity and work confirmed), still running, withdrawn
 FINISHED = {"AWAITING REVIEW", "APPROVED", "REJECTED"}
@@ -56,18 +59,33 @@ def session_assignments(assignment: Assignment):
 
 
 def suggested_minutes(*, hits_per_session: int, seconds_per_hit: float | None = None) -> int:
-    """A session's estimated time: the median seconds per HIT measured so far (``median_seconds_per_hit``),
-    else ``PROLIFIC_SECONDS_PER_HIT``, times the session's HITs, in whole minutes."""
-    per_hit = seconds_per_hit or settings.PROLIFIC_SECONDS_PER_HIT
-    return max(1, round(per_hit * hits_per_session / 60))
+    """A session's estimated time: ``seconds_per_hit`` (the measured ``median_seconds_per_hit``), else
+    ``PROLIFIC_SECONDS_PER_HIT``, never under ``PROLIFIC_MIN_SECONDS_PER_HIT``, times the session's HITs, in
+    whole minutes rounded up (an estimate that is too short underpays: Prolific pays by the estimate)."""
+    per_hit = max(float(seconds_per_hit or settings.PROLIFIC_SECONDS_PER_HIT), settings.PROLIFIC_MIN_SECONDS_PER_HIT)
+    return max(1, math.ceil(per_hit * hits_per_session / 60 - 1e-9))
 
 
-def median_seconds_per_hit() -> float | None:
-    """The median time from taking to submitting a HIT over the latest 5,000 verified HIT assignments
-    (quality's rule, ``annotation.quality.median_seconds``)."""
-    from annotation.models import Assignment
+def median_seconds_per_hit(*, campaign: Campaign | None = None) -> float | None:
+    """The median time from taking to submitting a HIT over the latest 5,000 HIT assignments that show a human's
+    pace: verified (quality's rule, ``annotation.quality.median_seconds``: not unverified, not flagged), done on
+    a HIT here (not imported), by a worker who is not disqualified, and not faster than
+    ``PROLIFIC_MIN_SECONDS_PER_HIT`` (no careful human is: a script, or someone who did not read). ``campaign``:
+    only its assignments. None when none qualifies."""
+    from annotation.models import Assignment, Provider
 
-    return median_seconds(Assignment.objects.filter(hit__isnull=False).order_by("-id"), limit=5000)
+    took = ExpressionWrapper(F("submitted_at") - F("accepted_at"), output_field=DurationField())
+    assignments = (
+        Assignment.objects.filter(
+            hit__isnull=False, worker__disqualified=False, accepted_at__isnull=False, submitted_at__isnull=False
+        )
+        .exclude(provider=Provider.IMPORT)
+        .annotate(took=took)
+        .filter(took__gte=timedelta(seconds=settings.PROLIFIC_MIN_SECONDS_PER_HIT))
+    )
+    if campaign is not None:
+        assignments = assignments.filter(campaign=campaign)
+    return median_seconds(assignments.order_by("-id"), limit=5000)
 
 
 def batch_prolific_config(batch_settings: dict) -> dict:

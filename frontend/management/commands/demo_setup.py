@@ -2,24 +2,27 @@
 
 Demo data, so that a person sees the researcher's whole path at once: the monolingual corpus ``demo``
 (generation/demo/corpus.txt, 3,000 STS Benchmark sentences) and its IDF table; an evaluation sample decoded
-with the shipped demo model under five ParaBank systems (resource and campaign ``demo-sample``); a published
-local HIT batch of it; three local annotator accounts whose fresh passwords are printed. All of it runs in
-this process (under a minute on a laptop CPU). Re-runs keep what exists and reset the passwords.
+with the shipped demo model under five ParaBank systems, 2 outputs each (resource and campaign ``demo-sample``;
+the settings are ``generation.demo_settings``); a published local HIT batch of it, candidates with non-words
+left out; three local annotator accounts whose fresh passwords are printed. All of it runs in this process
+(under a minute on a laptop CPU). Re-runs keep what exists and reset the passwords.
 """
 
 import secrets
-from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-DEMO_CORPUS = "demo"
-DEMO_CORPUS_FILE = Path(__file__).resolve().parents[3] / "generation" / "demo" / "corpus.txt"
-DEMO_MODEL = Path(__file__).resolve().parents[3] / "generation" / "demo" / "model"
-DEMO_SAMPLE = "demo-sample"
-# lowest-IDF ban, one random ban, unconstrained, a required verb variant, the first 3 tokens banned at BOS
-DEMO_SYSTEMS = [15, 22, 28, 29, 34]
-DEMO_LENGTHS = [5, 10, 20]
+from generation.demo_settings import (
+    DEMO_CORPUS,
+    DEMO_CORPUS_FILE,
+    DEMO_LENGTHS,
+    DEMO_PER_LENGTH,
+    DEMO_SAMPLE,
+    DEMO_SYSTEMS,
+    demo_generation_params,
+)
+
 DEMO_ANNOTATORS = ("annotator1", "annotator2", "annotator3")
 
 
@@ -84,7 +87,7 @@ class Command(BaseCommand):
         """Decode an evaluation sample with the demo model and put it on a published local HIT batch."""
         from annotation.batches import batch_publish, hit_batch_create
         from annotation.models import Batch, Campaign
-        from generation.generation_job import KIND, generation_params
+        from generation.generation_job import KIND
         from generation.models import Resource
         from jobs.execution import job_run_inline, job_start
 
@@ -94,16 +97,7 @@ class Command(BaseCommand):
             Campaign.objects.filter(name=DEMO_SAMPLE).delete()
             resource = None
         if resource is None:
-            params = generation_params(
-                corpus=corpus,
-                model=str(DEMO_MODEL),
-                systems=DEMO_SYSTEMS,
-                beam=4,
-                sample_per_length=3,
-                lengths=DEMO_LENGTHS,
-                name=DEMO_SAMPLE,
-                device="cpu",
-            )
+            params = demo_generation_params(corpus, name=DEMO_SAMPLE)
             job = job_start(kind=KIND, params=params, label=f"generate {DEMO_SAMPLE}", enqueue=False)
             job = job_run_inline(job_id=job.pk)
             if job.status != "succeeded":
@@ -118,7 +112,7 @@ class Command(BaseCommand):
             batch = hit_batch_create(
                 campaign=campaign,
                 provider="local",
-                per_length=3,
+                per_length=DEMO_PER_LENGTH,
                 lengths=DEMO_LENGTHS,
                 assignments=3,
                 attention_rate=0.2,
@@ -126,7 +120,10 @@ class Command(BaseCommand):
                 label="demo",
             )
             batch_publish(batch=batch)
-            self.stdout.write(f"demo HIT batch {batch.pk}: {batch.hits.count()} HITs for local annotators")
+            self.stdout.write(
+                f"demo HIT batch {batch.pk}: {batch.hits.count()} HITs for local annotators "
+                f"({batch.settings['non_words']['left_out']} candidates with non-words left out)"
+            )
 
     def demo_annotators(self) -> None:
         User = get_user_model()

@@ -1,0 +1,462 @@
+"""Before publishing: what a HIT batch being designed should give, cost and take (the batch form's *Preview*).
+
+Reliability model. Each real candidate has a true similarity drawn from a normal distribution of variance
+``between_var``; each rating is that plus independent noise of variance ``noise_var`` (the noise holds the
+rater's own offset too: a candidate's R ratings come from R different people). Ratings are not clipped to
+0-100 (reliability is a ratio of variances; the clipping of real sliders mostly shrinks both). One rating
+then has reliability rho1 = between / (between + noise), and a candidate's mean of R ratings
+R rho1 / (1 + (R - 1) rho1) (Spearman-Brown): ``expected_reliability``.
+
+What a researcher computes from the collected table is its split-half reliability: split each candidate's R
+ratings in two halves, correlate the half means across the candidates, and step the correlation up to R
+ratings. ``split_half_draws`` simulates exactly that for the batch's own number of candidates, so the preview
+shows the spread a batch of that size gives, not only the expectation; odd R splits into R//2 and R - R//2
+ratings (``rho1_from_halves`` inverts the unequal-halves correlation before stepping up).
+
+The variances come from the campaign's own counted judgments of real candidates when it has enough of them
+(``variance_components``: one-way random-effects ANOVA over candidates), else from ParaBank's released
+judgments (``PARABANK_NOISE``).
+
+Time: the measured pace (``pace_seconds_per_hit``) x HITs x assignments, shared by the raters working at
+once, each working without pause; a HIT needs that many different raters, so fewer than the assignments per
+HIT cannot finish it. Pay (Prolific): reward per session / estimated minutes x 60 against Prolific's minimum
+hourly reward (``PROLIFIC_MIN_HOURLY_REWARD``).
+
+The model functions at the top are pure; the gatherers at the bottom read the database (and never write:
+the batch is planned inside a transaction that is rolled back).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from decimal import ROUND_HALF_UP, ROUND_UP, Decimal
+
+import numpy as np
+
+# --- the model (pure) ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseModel:
+    """Variance components of ratings on the 0-100 slider, and where they come from."""
+
+    between_var: float  # variance of the candidates' true similarity
+    noise_var: float  # variance of one rating around its candidate's true similarity
+    source: str
+
+    @property
+    def rho1(self) -> float:
+        """Reliability of one rating."""
+        total = self.between_var + self.noise_var
+        return self.between_var / total if total > 0 else 0.0
+
+
+# ParaBank's released development judgments (../shared/data/parabank-eval/candidates.tsv, Hu et al. 2019:
+# 300 references, 17,385 judgments, 44 workers), real candidates only (attention copies and N/A sliders out),
+# merged by (reference, text): 3,929 candidates, 3,921 of them judged by 2 or more workers (mostly 3).
+# ``variance_components`` over them gives 296.4 and 468.9, so one rating's reliability is 0.39 and a mean
+# of 3 ratings' 0.65 (tests/annotation/test_preview.py recomputes them from that file when it is there).
+PARABANK_BETWEEN_VAR = 296.4
+PARABANK_NOISE_VAR = 468.9
+PARABANK_NOISE = NoiseModel(
+    between_var=PARABANK_BETWEEN_VAR,
+    noise_var=PARABANK_NOISE_VAR,
+    source="typical values from ParaBank's released judgments (no campaign judgments to estimate them from)",
+)
+MIN_OWN_CANDIDATES = 20  # candidates judged at least twice before a campaign's own variances are used
+LOW_RELIABILITY = 0.7  # below it the preview says how many assignments would reach 0.8
+SIMULATION_VALUES = 1_000_000  # true scores drawn at once by split_half_draws (x 3 arrays of float64)
+
+
+def variance_components(ratings: Iterable[Sequence[float]]) -> tuple[float, float, int] | None:
+    """(between_var, noise_var, candidates judged twice or more) by one-way random-effects ANOVA (method of
+    moments, unbalanced: n0 = (N - sum n_i^2 / N) / (k - 1)) over the candidates' lists of ratings; the
+    between part is clipped at 0. None when there is nothing to separate (fewer than two candidates, or no
+    candidate judged twice)."""
+    groups = [np.asarray(g, dtype=float) for g in ratings if len(g) > 0]
+    k = len(groups)
+    n = np.array([len(g) for g in groups], dtype=float)
+    total = float(n.sum()) if k else 0.0
+    repeated = int((n >= 2).sum()) if k else 0
+    if k < 2 or total - k <= 0 or repeated == 0:
+        return None
+    means = np.array([g.mean() for g in groups])
+    grand = float(np.concatenate(groups).mean())
+    within = sum(float(((g - m) ** 2).sum()) for g, m in zip(groups, means)) / (total - k)
+    between_ms = float((n * (means - grand) ** 2).sum()) / (k - 1)
+    n0 = (total - float((n**2).sum()) / total) / (k - 1)
+    between = max(0.0, (between_ms - within) / n0) if n0 > 0 else 0.0
+    return between, within, repeated
+
+
+def spearman_brown(rho1: float, raters: int) -> float:
+    """Reliability of a mean of ``raters`` ratings whose single reliability is ``rho1``."""
+    return raters * rho1 / (1 + (raters - 1) * rho1) if raters > 0 else 0.0
+
+
+def expected_reliability(model: NoiseModel, raters: int) -> float:
+    """The expected reliability of a candidate's mean similarity over ``raters`` ratings."""
+    return spearman_brown(model.rho1, raters)
+
+
+def raters_for(model: NoiseModel, target: float) -> int | None:
+    """The fewest ratings per candidate whose expected reliability reaches ``target``; None if none can."""
+    rho1 = model.rho1
+    if rho1 <= 0 or not 0 < target < 1:
+        return None
+    return max(1, math.ceil(target * (1 - rho1) / (rho1 * (1 - target)) - 1e-9))
+
+
+def half_correlation(rho1: float, a: int, b: int) -> float:
+    """The correlation across candidates of the mean of ``a`` ratings with the mean of ``b`` other ratings."""
+    if rho1 <= 0:
+        return 0.0
+    return rho1 / math.sqrt((rho1 + (1 - rho1) / a) * (rho1 + (1 - rho1) / b))
+
+
+def rho1_from_halves(r: float, a: int, b: int) -> float:
+    """``half_correlation`` inverted: the single-rating reliability behind a half correlation ``r`` (0 for r <= 0).
+
+    Solves [ab - r^2 (a-1)(b-1)] u^2 - r^2 (a+b-2) u - r^2 = 0 for its positive root."""
+    if r <= 0:
+        return 0.0
+    r = min(r, 1.0)
+    r2 = r * r
+    qa = a * b - r2 * (a - 1) * (b - 1)
+    qb = r2 * (a + b - 2)
+    return min(1.0, (qb + math.sqrt(qb * qb + 4 * qa * r2)) / (2 * qa))
+
+
+def split_half_reliability(r: float, a: int, b: int) -> float:
+    """A split-half correlation (halves of ``a`` and ``b`` ratings) stepped up to all a + b ratings."""
+    return spearman_brown(rho1_from_halves(r, a, b), a + b)
+
+
+def _rowwise_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    denominator = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (x * y).sum(axis=1) / denominator, 0.0)
+
+
+def split_half_draws(
+    model: NoiseModel, *, candidates: int, raters: int, draws: int = 400, seed: int = 0
+) -> np.ndarray | None:
+    """The split-half reliability (stepped up to ``raters``) of ``draws`` simulated batches of ``candidates``
+    candidates each judged ``raters`` times; None with fewer than 2 raters or 3 candidates (nothing to split
+    or correlate). The half means are drawn directly (a mean of k draws of N(0, v) is N(0, v/k))."""
+    if raters < 2 or candidates < 3:
+        return None
+    a, b = raters // 2, raters - raters // 2
+    rng = np.random.default_rng(seed)
+    correlations: list[float] = []
+    step = max(1, SIMULATION_VALUES // candidates)  # batches drawn at once: memory stays bounded
+    for start in range(0, draws, step):
+        shape = (min(step, draws - start), candidates)
+        true = rng.normal(0.0, math.sqrt(model.between_var), size=shape)
+        half_a = true + rng.normal(0.0, math.sqrt(model.noise_var / a), size=shape)
+        half_b = true + rng.normal(0.0, math.sqrt(model.noise_var / b), size=shape)
+        correlations.extend(float(r) for r in _rowwise_correlation(half_a, half_b))
+    return np.array([split_half_reliability(r, a, b) for r in correlations])
+
+
+@dataclasses.dataclass(frozen=True)
+class ReliabilityPreview:
+    expected: float  # Spearman-Brown expectation
+    median: float | None  # of the simulated split-half reliabilities (None: one rater, nothing to split)
+    low: float | None  # 5th percentile
+    high: float | None  # 95th percentile
+    raters: int
+    candidates: int
+    rho1: float
+    for_080: int | None  # ratings per candidate for an expected 0.8
+    for_090: int | None
+    source: str
+
+
+def reliability_preview(model: NoiseModel, *, candidates: int, raters: int, seed: int = 0) -> ReliabilityPreview:
+    """The expected and simulated split-half reliability of a batch's similarity table (see the module docstring)."""
+    draws = split_half_draws(model, candidates=candidates, raters=raters, seed=seed)
+    low = median = high = None
+    if draws is not None:
+        low, median, high = (float(x) for x in np.percentile(draws, [5, 50, 95]))
+    return ReliabilityPreview(
+        expected=expected_reliability(model, raters),
+        median=median,
+        low=low,
+        high=high,
+        raters=raters,
+        candidates=candidates,
+        rho1=model.rho1,
+        for_080=raters_for(model, 0.8),
+        for_090=raters_for(model, 0.9),
+        source=model.source,
+    )
+
+
+def finish_hours(*, seconds_per_hit: float, hits: int, assignments: int, raters_at_once: int) -> float | None:
+    """Hours until every assignment is done when ``raters_at_once`` raters work without pause at the measured
+    pace; None when fewer raters than assignments per HIT (a HIT needs that many different people)."""
+    if raters_at_once < max(1, assignments):
+        return None
+    return seconds_per_hit * hits * assignments / raters_at_once / 3600
+
+
+def duration_text(hours: float) -> str:
+    """Hours as a person reads them: minutes under an hour, days from two days on."""
+    if hours < 1:
+        return f"{max(1, round(hours * 60))} min"
+    if hours < 48:
+        return f"{hours:.1f} hours"
+    return f"{hours / 24:.1f} days"
+
+
+CENT = Decimal("0.01")
+
+
+def hourly_pay(reward_per_session: Decimal, minutes: int) -> Decimal:
+    """What a session's reward pays per hour at its estimated time (as Prolific computes it)."""
+    return (Decimal(reward_per_session) * 60 / Decimal(max(1, int(minutes)))).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def pay_below_minimum(pay_per_hour: Decimal, minimum: Decimal) -> bool:
+    return Decimal(pay_per_hour) < Decimal(minimum)
+
+
+def reward_for_hourly(per_hour: Decimal, minutes: int) -> Decimal:
+    """The least reward per session, to the cent, that pays ``per_hour`` at ``minutes`` (rounded up)."""
+    return (Decimal(per_hour) * max(1, int(minutes)) / 60).quantize(CENT, rounding=ROUND_UP)
+
+
+# --- gatherers (read the database) ---------------------------------------------------------------------
+
+
+def campaign_noise(campaign) -> NoiseModel:
+    """The campaign's own variance components from its counted judgments of real candidates by workers not
+    disqualified (N/A out), when at least ``MIN_OWN_CANDIDATES`` candidates were judged twice; else
+    ``PARABANK_NOISE``, saying why."""
+    from .models import Judgment
+    from .quality import real_judgments
+
+    rows = real_judgments(
+        Judgment.objects.counted().filter(
+            candidate__reference__campaign=campaign, worker__disqualified=False, score__isnull=False
+        )
+    ).values_list("candidate_id", "score")
+    by_candidate: dict[int, list[float]] = defaultdict(list)
+    for candidate, score in rows.iterator(chunk_size=5000):
+        by_candidate[candidate].append(float(score))
+    found = variance_components(by_candidate.values())
+    if found is None or found[2] < MIN_OWN_CANDIDATES:
+        repeated = 0 if found is None else found[2]
+        return dataclasses.replace(
+            PARABANK_NOISE,
+            source=(
+                f"typical values from ParaBank's released judgments (candidates judged twice or more in this "
+                f"campaign: {repeated}; its own are used from {MIN_OWN_CANDIDATES})"
+            ),
+        )
+    between, noise, repeated = found
+    return NoiseModel(
+        between_var=between,
+        noise_var=noise,
+        source=f"this campaign's own judgments ({repeated} candidates judged twice or more)",
+    )
+
+
+def pace_seconds_per_hit(campaign=None) -> tuple[float, str]:
+    """(seconds per HIT, how it was found, as a phrase): the median of verified human timings
+    (``median_seconds_per_hit``) of the campaign, else of every campaign, else ``PROLIFIC_SECONDS_PER_HIT``;
+    never under ``PROLIFIC_MIN_SECONDS_PER_HIT``."""
+    from django.conf import settings
+
+    from .providers.prolific.study import median_seconds_per_hit
+
+    floor = float(settings.PROLIFIC_MIN_SECONDS_PER_HIT)
+    measured, scope = None, "all campaigns'"
+    if campaign is not None:
+        measured, scope = median_seconds_per_hit(campaign=campaign), "this campaign's"
+    if measured is None:
+        measured, scope = median_seconds_per_hit(), "all campaigns'"
+    if measured is not None:
+        how = f"the median of {measured:.0f} s per HIT of {scope} verified human work"
+    else:
+        measured = float(settings.PROLIFIC_SECONDS_PER_HIT)
+        how = f"{measured:.0f} s per HIT until one is measured (PROLIFIC_SECONDS_PER_HIT)"
+    if measured < floor:
+        return floor, f"{floor:.0f} s per HIT, the floor (PROLIFIC_MIN_SECONDS_PER_HIT; {how})"
+    return measured, how
+
+
+def campaign_raters(campaign) -> int:
+    """People who did verified HIT work on the campaign (not imported, not disqualified): the default of how
+    many work at once."""
+    from .models import Assignment, Provider
+
+    return (
+        Assignment.objects.counted()
+        .filter(campaign=campaign, hit__isnull=False, worker__disqualified=False)
+        .exclude(provider=Provider.IMPORT)
+        .values("worker")
+        .distinct()
+        .count()
+    )
+
+
+def prolific_minimum_hourly() -> Decimal:
+    """``PROLIFIC_MIN_HOURLY_REWARD`` (Prolific's published minimum: GBP 6.00 / USD 8.00 an hour)."""
+    from django.conf import settings
+
+    return Decimal(str(settings.PROLIFIC_MIN_HOURLY_REWARD))
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedBatch:
+    hits: int
+    real_candidates: int  # real candidates shown (each in one HIT), judged ``assignments`` times each
+    attention_checks: int
+    degraded_checks: int
+    cost: Decimal | None  # the provider's estimate (None: free)
+    currency: str
+    places: int | None  # Prolific: places of the study
+
+
+class _RollBack(Exception):
+    pass
+
+
+def batch_plan(*, campaign, **create) -> PlannedBatch:
+    """What ``hit_batch_create(campaign=campaign, **create)`` would make and the provider's cost estimate of it
+    (``batch_cost_estimate_usd``), made inside a transaction that is then rolled back: nothing stays. Raises
+    what they raise (``BatchError``, a provider's error for settings it cannot price)."""
+    from django.db import transaction
+
+    from .batches import batch_cost_estimate_usd, hit_batch_create
+    from .models import HitItem
+    from .providers import get_provider
+
+    found: list[PlannedBatch] = []
+    try:
+        with transaction.atomic():
+            batch = hit_batch_create(campaign=campaign, **create)
+            items = HitItem.objects.filter(hit__batch=batch)
+            provider = get_provider(batch)
+            cost = batch_cost_estimate_usd(batch=batch)
+            found.append(
+                PlannedBatch(
+                    hits=batch.hits.count(),
+                    real_candidates=items.filter(is_attention_check=False, is_degraded_check=False).count(),
+                    attention_checks=items.filter(is_attention_check=True).count(),
+                    degraded_checks=items.filter(is_degraded_check=True).count(),
+                    cost=None if cost is None else Decimal(cost),
+                    currency=str(getattr(provider, "currency", "USD")),
+                    places=provider.places(batch=batch) if hasattr(provider, "places") else None,
+                )
+            )
+            raise _RollBack
+    except _RollBack:
+        pass
+    return found[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProlificPay:
+    reward_per_session: Decimal
+    estimated_minutes: int
+    per_hour: Decimal
+    minimum: Decimal
+    currency: str
+
+    @property
+    def below_minimum(self) -> bool:
+        return pay_below_minimum(self.per_hour, self.minimum)
+
+
+def prolific_pay(batch_settings: dict) -> ProlificPay:
+    """The hourly pay a Prolific batch's settings imply (their defaults filled in as the study will be made)."""
+    from django.conf import settings
+
+    from .providers.prolific.study import batch_prolific_config
+
+    config = batch_prolific_config(batch_settings)
+    return ProlificPay(
+        reward_per_session=config["reward_per_session"],
+        estimated_minutes=config["estimated_minutes"],
+        per_hour=hourly_pay(config["reward_per_session"], config["estimated_minutes"]),
+        minimum=prolific_minimum_hourly(),
+        currency=settings.PROLIFIC_CURRENCY,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchPreview:
+    plan: PlannedBatch
+    assignments: int
+    reliability: ReliabilityPreview
+    seconds_per_hit: float
+    pace_source: str
+    raters_at_once: int
+    raters_source: str
+    hours: float | None
+    pay: ProlificPay | None
+    warnings: list[str]  # what makes the batch fail: pay below Prolific's minimum, too few people to finish
+    advice: list[str]  # what would make it better: more assignments for a low reliability
+
+    @property
+    def duration(self) -> str | None:
+        return None if self.hours is None else duration_text(self.hours)
+
+
+def batch_preview(*, campaign, raters_at_once: int | None = None, **create) -> BatchPreview:
+    """The power, cost and time of the batch ``hit_batch_create(campaign=campaign, **create)`` would make,
+    without making it (see the module docstring for the model and what it assumes)."""
+    plan = batch_plan(campaign=campaign, **create)
+    assignments = int(create.get("assignments", 3))
+    reliability = reliability_preview(campaign_noise(campaign), candidates=plan.real_candidates, raters=assignments)
+    seconds, pace_source = pace_seconds_per_hit(campaign)
+    if raters_at_once:
+        raters, raters_source = raters_at_once, "as given"
+    else:
+        known = campaign_raters(campaign)
+        raters, raters_source = (
+            (known, "the people who have done this campaign's HITs so far")
+            if known
+            else (assignments, "the assignments per HIT: the fewest people who can finish it")
+        )
+    hours = finish_hours(seconds_per_hit=seconds, hits=plan.hits, assignments=assignments, raters_at_once=raters)
+    pay = prolific_pay(create.get("settings") or {}) if create.get("provider") == "prolific" else None
+    warnings = []
+    if pay is not None and pay.below_minimum:
+        warnings.append(
+            f"{pay.reward_per_session} {pay.currency} for {pay.estimated_minutes} min pays {pay.per_hour} "
+            f"{pay.currency} an hour, below Prolific's minimum of {pay.minimum} {pay.currency}: Prolific will "
+            f"not accept the study; raise the reward to at least "
+            f"{reward_for_hourly(pay.minimum, pay.estimated_minutes)} {pay.currency}"
+        )
+    if hours is None:
+        warnings.append(
+            f"{raters} people working at once cannot finish it: each HIT needs {assignments} different people"
+        )
+    advice = []
+    if reliability.expected < LOW_RELIABILITY and reliability.for_080:
+        advice.append(
+            f"expected reliability {reliability.expected:.2f} is low: {reliability.for_080} assignments per HIT "
+            "would reach 0.8"
+        )
+    return BatchPreview(
+        plan=plan,
+        assignments=assignments,
+        reliability=reliability,
+        seconds_per_hit=seconds,
+        pace_source=pace_source,
+        raters_at_once=raters,
+        raters_source=raters_source,
+        hours=hours,
+        pay=pay,
+        warnings=warnings,
+        advice=advice,
+    )
