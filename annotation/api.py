@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 from django.contrib.auth import get_user
 from django.http import HttpResponse
@@ -25,9 +26,18 @@ from rest_framework.response import Response
 from config.openapi import api_errors
 from config.permissions import staff_with_perms
 
+from .batches import BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
 from .exports import RESULTS_PERMS, batch_results_csv
-from .models import Batch, Hit
-from .serializers import AssignmentOutSerializer, HitOutSerializer, SubmissionInSerializer
+from .models import Batch, Campaign, Hit
+from .providers import ProviderError, get_provider
+from .serializers import (
+    AssignmentOutSerializer,
+    BatchCreatedOutSerializer,
+    BatchCreateInSerializer,
+    HitOutSerializer,
+    ProviderReportOutSerializer,
+    SubmissionInSerializer,
+)
 from .submissions import JudgmentInput, SubmissionError, assignment_submit
 from .throttles import SubmissionIPThrottle, SubmissionThrottle
 
@@ -145,3 +155,113 @@ def batch_results(request: Request, batch_id: int) -> HttpResponse:
     response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="batch-{batch.pk}-results.csv"'
     return response
+
+
+# --- the researcher's path over HTTP: batches -----------------------------------------------------------
+# The admin's permissions (``annotation.admin``: creating and running batches needs change_batch) and the same
+# services as the admin and the ``create_hit_batch`` / ``crowd`` commands, so every rule is checked once.
+
+BATCH_PERMS = ("annotation.view_campaign", "annotation.view_batch", "annotation.change_batch")
+
+
+def _platform_error(provider, exc: Exception) -> Response | None:
+    """A platform's refusal (409 ``provider_refused``) or absence (503 ``provider_unavailable``)."""
+    if isinstance(exc, (ProviderError, BatchError)):
+        return Response({"detail": str(exc), "code": "provider_refused"}, status=status.HTTP_409_CONFLICT)
+    if provider is not None and isinstance(exc, provider.transport_errors):
+        return Response(
+            {"detail": provider.error_text(exc), "code": "provider_unavailable"},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+    return None
+
+
+@extend_schema(
+    operation_id="batch_create",
+    tags=["annotation"],
+    request=BatchCreateInSerializer,
+    summary="Create a draft HIT batch from a campaign's sample (staff; as create_hit_batch and the admin).",
+    description="Nothing is spent: the batch is a draft until published. `settings` are the batch settings "
+    "(a bad value is refused, naming the key).",
+    responses={
+        201: OpenApiResponse(BatchCreatedOutSerializer, description="The draft batch and its cost estimate."),
+        **api_errors(400, 404, 413, 415, said={400: "Invalid arguments or batch settings (`invalid`)."}),
+    },
+)
+@api_view(["POST"])
+@permission_classes([staff_with_perms(*BATCH_PERMS)])
+def campaign_batch_create(request: Request, campaign_id: int) -> Response:
+    """POST /api/campaigns/<id>/batches/: 201 with the draft batch."""
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    incoming = BatchCreateInSerializer(data=request.data)
+    if not incoming.is_valid():
+        return Response(
+            {"detail": "invalid batch", "code": "invalid", "errors": incoming.errors},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    arguments = {k: v for k, v in incoming.validated_data.items() if v is not None}
+    try:
+        batch = hit_batch_create(campaign=campaign, **arguments)
+    except BatchError as exc:
+        return Response({"detail": str(exc), "code": "invalid"}, status=status.HTTP_400_BAD_REQUEST)
+    try:
+        cost = batch_cost_estimate_usd(batch=batch)
+    except ProviderError:
+        cost = None  # the estimate needs the platform's settings; publishing checks them again
+    return Response(
+        BatchCreatedOutSerializer({"batch": batch, "cost_estimate_usd": None if cost is None else str(cost)}).data,
+        status=status.HTTP_201_CREATED,
+    )
+
+
+def _batch_operation(operation: str, summary: str):
+    """A view running one ``HitProvider`` operation on a batch (``crowd OPERATION BATCH`` over HTTP)."""
+
+    @extend_schema(
+        operation_id=f"batch_{operation}",
+        tags=["annotation"],
+        request=None,
+        summary=summary,
+        responses={
+            200: OpenApiResponse(ProviderReportOutSerializer, description="The platform's report."),
+            **api_errors(
+                404,
+                409,
+                503,
+                said={
+                    409: "The platform refused, or is not set up (`provider_refused`): no credentials, not enough "
+                    "balance, a cancelled batch.",
+                    503: "The platform could not be reached (`provider_unavailable`): try again later.",
+                },
+            ),
+        },
+    )
+    @api_view(["POST"])
+    @permission_classes([staff_with_perms(*BATCH_PERMS)])
+    def view(request: Request, batch_id: int) -> Response:
+        batch = get_object_or_404(Batch, pk=batch_id)
+        provider = None
+        try:
+            if operation == "publish":
+                report = batch_publish(batch=batch)
+            else:
+                provider = get_provider(batch)
+                report = getattr(provider, {"approve": "approve_batch"}.get(operation, operation))(batch=batch)
+        except Exception as exc:
+            answer = _platform_error(provider, exc)
+            if answer is None:
+                raise
+            return answer
+        data = json.loads(json.dumps(report or {}, default=str))
+        return Response(
+            ProviderReportOutSerializer({"batch": batch.pk, "provider": batch.provider, "report": data}).data
+        )
+
+    view.__name__ = view.__qualname__ = f"batch_{operation}"
+    return view
+
+
+batch_publish_view = _batch_operation("publish", "Publish a batch on its platform, balance checked first (staff).")
+batch_sync_view = _batch_operation("sync", "Verify a batch's submissions with its platform (staff).")
+batch_approve_view = _batch_operation("approve", "Pay a batch's verified work (staff; Prolific: sessions done).")
+batch_expire_view = _batch_operation("expire", "No new work on a batch: expire its HITs or stop its study (staff).")

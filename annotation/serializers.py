@@ -5,18 +5,12 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .models import Assignment, Hit, judgment_value_error
+from config.api_fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
+
+from .batches import PROVIDER_NAMES
+from .models import Assignment, Batch, Hit, judgment_value_error
 from .submissions import MAX_COMMENT
 from .tokens import item_key
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer only: "50", 50.0 and true are refused (a slider gives whole numbers)."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class JudgmentInSerializer(serializers.Serializer):
@@ -26,7 +20,7 @@ class JudgmentInSerializer(serializers.Serializer):
     item = serializers.CharField(max_length=64, help_text="The sentence's key on the HIT page (data-item).")
     score = StrictIntegerField(min_value=0, max_value=100, allow_null=True)
     fluency = StrictIntegerField(min_value=0, max_value=2)
-    moved = serializers.BooleanField(
+    moved = StrictBooleanField(
         required=False,
         allow_null=True,
         default=None,
@@ -110,3 +104,49 @@ class HitOutSerializer(serializers.ModelSerializer):
     @extend_schema_field(HitCandidateOutSerializer(many=True))
     def get_candidates(self, obj: Hit) -> list[dict]:
         return [{"id": item.candidate_id, "text": item.candidate.text} for item in obj.items.all()]
+
+
+class BatchCreateInSerializer(serializers.Serializer):
+    """``hit_batch_create``'s arguments, as ``create_hit_batch`` and the admin's batch form take them."""
+
+    provider = serializers.ChoiceField(choices=PROVIDER_NAMES)
+    per_length = StrictIntegerField(min_value=1, max_value=100_000, default=100)
+    lengths = serializers.ListField(
+        child=StrictIntegerField(min_value=1, max_value=1000), min_length=1, max_length=20, required=False
+    )
+    assignments = StrictIntegerField(min_value=1, max_value=100, default=3)
+    attention_rate = StrictFloatField(min_value=0, max_value=1, default=0.1)
+    degraded_rate = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True, default=None)
+    seed = StrictIntegerField(min_value=0, max_value=2**31 - 1, default=0)
+    label = StrictCharField(max_length=200, allow_blank=True, default="")
+    settings = serializers.DictField(
+        required=False, default=dict, help_text="the batch settings (reference: batch settings)"
+    )
+
+
+class BatchOutSerializer(serializers.ModelSerializer):
+    """A batch: its provider, status, settings and how many HITs it has."""
+
+    hits = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Batch
+        fields = ["id", "campaign", "provider", "label", "status", "settings", "hits", "created_at"]
+
+    def get_hits(self, obj: Batch) -> int:
+        return obj.hits.count()
+
+
+class BatchCreatedOutSerializer(serializers.Serializer):
+    """The new draft batch and what publishing it would cost (null for local annotators)."""
+
+    batch = BatchOutSerializer()
+    cost_estimate_usd = serializers.CharField(allow_null=True)
+
+
+class ProviderReportOutSerializer(serializers.Serializer):
+    """What the batch's platform did (the ``crowd`` command's JSON report; its keys depend on the platform)."""
+
+    batch = serializers.IntegerField()
+    provider = serializers.CharField()
+    report = serializers.JSONField()

@@ -11,9 +11,7 @@ release API does."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
@@ -21,34 +19,28 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from annotation.models import Campaign
-from config.forms import AsciiFloatField, AsciiIntegerField
 from config.permissions import staff_has_perms
-from generation.models import Resource
 from jobs.models import Job
+from jobs.results import job_outcome_html
 from jobs.widgets import PROGRESS_JS, progress_bar
 
-from .aggregation import ESTIMATES
+from . import job_results  # noqa: F401  (the result pages of the scoring and generation jobs)
+from .forms import EXPORT_PERMS, SCORE_PERMS, TRAIN_PERMS, ExportReleaseForm, ScoreResourceForm, TrainRegressorForm
 from .models import Regressor, Release, ScoredResource
-from .regressor import NAME_MAX_LENGTH, RECIPES, RegressorError, regressor_train_check
 from .regressor_job import KIND as TRAIN_KIND, train_regressor_launch
-from .release_filters import FilterError, parse_filters
-from .release_job import KIND as EXPORT_KIND, export_release_start
+from .release_filters import FilterError
+from .release_job import KIND as EXPORT_KIND, export_release_for
 from .releases import (
-    FORMATS,
     ReleaseError,
-    card_license,
     next_version,
     release_files,
-    release_version_check,
-    scoring_for,
     sees_every_release,
 )
-from .scoring_job import DEFAULT_BATCH_SIZE, KIND as SCORE_KIND, score_resource_launch, scoring_job_running
-
-TRAIN_PERMS = ("scoring.add_regressor", "jobs.view_job")
-SCORE_PERMS = ("scoring.add_scoredresource", "jobs.view_job")
-EXPORT_PERMS = ("scoring.add_release", "jobs.view_job")
+from .scoring_job import (
+    KIND as SCORE_KIND,
+    score_resource_launch,
+    scoring_job_running,
+)
 
 
 def may(request, perms: tuple[str, ...]) -> bool:
@@ -61,11 +53,9 @@ def require(request, perms: tuple[str, ...]) -> None:
         raise PermissionDenied
 
 
-def job_progress_page(
-    model_admin: admin.ModelAdmin, request, job_id: int, *, kind: str, title: str, done: dict[str, Any] | None = None
-):
+def job_progress_page(model_admin: admin.ModelAdmin, request, job_id: int, *, kind: str, title: str):
     """The page a job form leads to: the job's live bar (it reloads itself when the job ends), then what the
-    job made (``done``: ``{"text", "url"}`` and optional ``next_text`` / ``next_url``) or why it stopped."""
+    job made (``jobs.results``: the kind's outcome, ``scoring.job_results``) or why it stopped."""
     require(request, ("jobs.view_job",))
     job = get_object_or_404(Job, pk=job_id, kind=kind)
     context = {
@@ -74,88 +64,10 @@ def job_progress_page(
         "job": job,
         "progress": progress_bar(job),
         "title": title,
-        "done": done if job.status == "succeeded" else None,
-        "result_json": json.dumps(job.result, indent=2, sort_keys=True, ensure_ascii=False),
+        "outcome_html": job_outcome_html(job, request.user),
         "media": model_admin.media,
     }
     return render(request, "scoring/admin_job_progress.html", context)
-
-
-class TrainRegressorForm(forms.Form):
-    campaign = forms.ModelChoiceField(
-        queryset=Campaign.objects.order_by("name"), help_text="its counted judgments are the training data"
-    )
-    name = forms.CharField(
-        max_length=NAME_MAX_LENGTH,
-        help_text="the regressor's name (score_resource --regressor NAME): letters, digits, "
-        "'.', '_' or '-', starting with a letter or digit",
-    )
-    test_fraction = AsciiFloatField(initial=0.2, help_text="share of references held out for the test (0-1)")
-    seed = AsciiIntegerField(initial=0, min_value=0, max_value=2**32 - 1)
-    min_judgments = AsciiIntegerField(
-        required=False,
-        min_value=0,
-        help_text="count only workers with at least N judgments (empty: the campaign's minimum)",
-    )
-    target = forms.ChoiceField(
-        choices=[(e, e) for e in ESTIMATES],
-        initial="raw",
-        help_text="raw = mean similarity (ParaBank's); zscore = bias-corrected estimate",
-    )
-    with_embeddings = forms.BooleanField(
-        required=False, initial=True, help_text="sentence-embedding features (slower, more accurate)"
-    )
-    recipe = forms.ChoiceField(
-        choices=[(r, r) for r in RECIPES],
-        initial="base",
-        help_text="base = lexical + embedding features; v2 and v3 add the group, NLL and "
-        "systems features, v4 those of the STS-tuned encoder head "
-        "(README 'Similarity regressor')",
-    )
-    replace = forms.BooleanField(required=False, help_text="overwrite the regressor of that name")
-
-    def clean(self):
-        data = super().clean()
-        if self.errors:
-            return data
-        try:
-            data["name"], _ = regressor_train_check(
-                campaign=data["campaign"].name,
-                name=data["name"],
-                test_fraction=data["test_fraction"],
-                replace=data["replace"],
-                min_judgments=data["min_judgments"],
-                target=data["target"],
-                recipe=data["recipe"],
-            )
-        except RegressorError as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return data
-
-    def train_arguments(self) -> dict[str, Any]:
-        d = self.cleaned_data
-        return {
-            "campaign": d["campaign"].name,
-            "name": d["name"],
-            "test_fraction": d["test_fraction"],
-            "seed": d["seed"],
-            "with_embeddings": d["with_embeddings"],
-            "replace": d["replace"],
-            "min_judgments": d["min_judgments"],
-            "target": d["target"],
-            **({"recipe": d["recipe"]} if d["recipe"] != "base" else {}),
-        }  # as the command: base stays implicit
-
-
-class ScoreResourceForm(forms.Form):
-    resource = forms.ModelChoiceField(
-        queryset=Resource.objects.filter(shards__isnull=False).distinct().order_by("name"),
-        help_text="a generated resource with candidate shards",
-    )
-    regressor = forms.ModelChoiceField(queryset=Regressor.objects.order_by("name"))
-    batch_size = AsciiIntegerField(
-        initial=DEFAULT_BATCH_SIZE, min_value=1, max_value=100_000, help_text="pairs per prediction batch"
-    )
 
 
 @admin.register(Regressor)
@@ -229,19 +141,8 @@ class RegressorAdmin(admin.ModelAdmin):
 
     def train_progress_view(self, request, job_id: int):
         job = Job.objects.filter(pk=job_id, kind=TRAIN_KIND).first()
-        row = Regressor.objects.filter(name=(job.result or {}).get("name")).first() if job else None
-        done = (
-            None
-            if row is None
-            else {
-                "text": f"regressor {row.name}",
-                "url": reverse("admin:scoring_regressor_change", args=[row.pk]),
-                "next_text": "score a resource with it…",
-                "next_url": f"{reverse('admin:scoring_scoredresource_score')}?regressor={row.pk}",
-            }
-        )
         name = job.params.get("train", {}).get("name") if job else ""
-        return job_progress_page(self, request, job_id, kind=TRAIN_KIND, title=f"Training regressor {name}", done=done)
+        return job_progress_page(self, request, job_id, kind=TRAIN_KIND, title=f"Training regressor {name}")
 
     @admin.display(description="held-out Spearman's rho")
     def spearman_test(self, obj: Regressor):
@@ -262,54 +163,6 @@ class RegressorAdmin(admin.ModelAdmin):
     @admin.display(description="signature")
     def signature_json(self, obj: Regressor) -> str:
         return format_html("<pre>{}</pre>", json.dumps(obj.signature, indent=2, sort_keys=True))
-
-
-class ExportReleaseForm(forms.Form):
-    version = forms.CharField(
-        max_length=64, help_text="letters, digits, '.', '_' or '-', starting with a letter or digit"
-    )
-    format = forms.ChoiceField(choices=[(f, f) for f in FORMATS], initial="tsv")
-    min_score = AsciiFloatField(required=False, min_value=0, max_value=100, help_text="predicted similarity 0-100")
-    filters = forms.CharField(
-        required=False,
-        help_text="e.g. len=5-40,overlap=0.2-0.8,rerank=dissimilar,top=5",
-        widget=forms.TextInput(attrs={"size": 60}),
-    )
-    entailment_model = forms.CharField(
-        required=False,
-        max_length=500,
-        widget=forms.TextInput(attrs={"size": 60}),
-        help_text="for entailment=argmax or entailment=THRESHOLD: a local NLI model folder (Hugging Face "
-        "sequence classifier) that the workers can read, under the model folders "
-        "(PARAFORGE_MODEL_ROOTS; a path relative to one, or absolute)",
-    )
-    license = forms.CharField(
-        required=False,
-        max_length=100,
-        help_text="parquet: the dataset card's licence, a Hugging Face id such as cc-by-4.0 (default unknown)",
-    )
-
-    def clean_version(self):
-        try:
-            return release_version_check(self.cleaned_data["version"])
-        except ReleaseError as exc:
-            raise forms.ValidationError(str(exc)) from None
-
-    def clean(self):
-        data = super().clean()
-        try:
-            parse_filters(
-                data.get("filters") or "",
-                min_score=data.get("min_score"),
-                entailment_model=data.get("entailment_model") or None,
-                load_model=False,
-                confined=True,
-            )
-            if data.get("format"):
-                card_license(data["format"], data.get("license") or None)
-        except (FilterError, ReleaseError) as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return data
 
 
 @admin.register(ScoredResource)
@@ -389,9 +242,7 @@ class ScoredResourceAdmin(admin.ModelAdmin):
 
     @staticmethod
     def _launch(scored: ScoredResource, **options) -> Job:
-        """Start the export job; ReleaseError, FilterError or ValueError if it cannot start (nothing queued)."""
-        scoring_for(scored.resource, scored.regressor.name)
-        return export_release_start(resource=scored.resource, regressor=scored.regressor.name, **options)
+        return export_release_for(scored, **options)
 
     def _announce(self, request, scored: ScoredResource, job: Job) -> None:
         self.message_user(
@@ -451,19 +302,8 @@ class ScoredResourceAdmin(admin.ModelAdmin):
 
     def export_progress_view(self, request, job_id: int):
         job = Job.objects.filter(pk=job_id, kind=EXPORT_KIND).first()
-        release = Release.objects.filter(pk=(job.result or {}).get("release")).first() if job else None
-        done = (
-            None
-            if release is None
-            else {
-                "text": f"release {release.version} of {release.resource.name}",
-                "url": reverse("admin:scoring_release_change", args=[release.pk]),
-            }
-        )
         version = job.params.get("version", "") if job else ""
-        return job_progress_page(
-            self, request, job_id, kind=EXPORT_KIND, title=f"Exporting release {version}", done=done
-        )
+        return job_progress_page(self, request, job_id, kind=EXPORT_KIND, title=f"Exporting release {version}")
 
     def score_view(self, request):
         require(request, SCORE_PERMS)
@@ -498,27 +338,8 @@ class ScoredResourceAdmin(admin.ModelAdmin):
 
     def score_progress_view(self, request, job_id: int):
         job = Job.objects.filter(pk=job_id, kind=SCORE_KIND).first()
-        scored = (
-            ScoredResource.objects.filter(pk=(job.result or {}).get("scored_resource"))
-            .select_related("resource")
-            .first()
-            if job
-            else None
-        )
-        done = (
-            None
-            if scored is None
-            else {
-                "text": f"{scored.resource.name} scored ({scored.n_pairs} pairs)",
-                "url": reverse("admin:scoring_scoredresource_change", args=[scored.pk]),
-                "next_text": "export a release…",
-                "next_url": reverse("admin:scoring_scoredresource_export", args=[scored.pk]),
-            }
-        )
         label = job.label if job else ""
-        return job_progress_page(
-            self, request, job_id, kind=SCORE_KIND, title=label.capitalize() or "Scoring", done=done
-        )
+        return job_progress_page(self, request, job_id, kind=SCORE_KIND, title=label.capitalize() or "Scoring")
 
 
 @admin.register(Release)

@@ -60,7 +60,7 @@ def release_detail(request: Request, release_id: int) -> Response:
             OpenApiTypes.BINARY, description="pairs.parquet, judgments.parquet (format parquet)"
         ),
         (200, "text/markdown"): OpenApiResponse(
-            OpenApiTypes.STR, description="README.md, the dataset card (format parquet)"
+            OpenApiTypes.STR, description="README.md, the release's card (every format)"
         ),
         (200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT, description="manifest.json"),
         **api_errors(404),

@@ -2,7 +2,8 @@
 
 One chunk. Params: ``resource`` (id), ``version`` (``releases.release_version_check``), ``format`` (tsv,
 jsonl, parquet), ``filters`` (the ``--filters`` text), ``min_score``, ``regressor`` (name or null),
-``license`` (parquet's dataset card; null: unknown), ``entailment_model`` (an NLI model folder the workers
+``license`` (an SPDX id; null: NOASSERTION, said so on the card), ``keep_copies`` (keep paraphrases identical
+to their reference; absent in older jobs: false), ``entailment_model`` (an NLI model folder the workers
 can read, under ``PARAFORGE_MODEL_ROOTS``, for ``entailment=``; checked when the job starts, loaded only in
 the worker). The files are written to a temporary folder and copied to the configured storage under
 ``releases/<resource id>/<version>/`` (the Release's location).
@@ -72,6 +73,7 @@ def _plan(job: Job) -> list[dict]:
         entailment_model=job.params.get("entailment_model"),
         load_model=False,
         confined=True,
+        keep_copies=bool(job.params.get("keep_copies")),
     )
     scoring_for(resource, job.params.get("regressor"))
     card_license(job.params.get("format") or "tsv", job.params.get("license"))
@@ -95,6 +97,7 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
             min_score=job.params.get("min_score"),
             entailment_model=job.params.get("entailment_model"),
             confined=True,
+            keep_copies=bool(job.params.get("keep_copies")),
         )
         with tempfile.TemporaryDirectory(prefix="release-") as tmp:
             existing = release_export(
@@ -130,6 +133,7 @@ def export_release_start(
     regressor: str | None = None,
     entailment_model: str | None = None,
     license: str | None = None,
+    keep_copies: bool = False,
 ) -> Job:
     from jobs.execution import job_start
 
@@ -142,8 +146,16 @@ def export_release_start(
         "regressor": regressor,
         "entailment_model": entailment_model or None,
         "license": license or None,
+        "keep_copies": bool(keep_copies),
     }
     return job_start(kind=KIND, params=params, label=f"release {params['version']} of {resource.name}")
+
+
+def export_release_for(scored, **options) -> Job:
+    """Start the export of a scored resource (the admin's form and the API): ``ReleaseError``, ``FilterError`` or
+    ``ValueError`` when it cannot start, with nothing queued."""
+    scoring_for(scored.resource, scored.regressor.name)
+    return export_release_start(resource=scored.resource, regressor=scored.regressor.name, **options)
 
 
 register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="cpu"))

@@ -4,12 +4,15 @@ from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)
 
-from . import api, views
+from . import api, jobs_api, views
 
 urlpatterns = [
     path("api/releases/", api.release_list, name="release-list"),
     path("api/releases/<id:release_id>/", api.release_detail, name="release-detail"),
     path("api/releases/<id:release_id>/files/<str:name>", api.release_file, name="release-file"),
+    path("api/regressors/", jobs_api.regressor_train, name="regressor-train"),
+    path("api/scored-resources/", jobs_api.resource_score, name="resource-score"),
+    path("api/scored-resources/<id:scored_resource_id>/releases/", jobs_api.release_export, name="release-export"),
     path("research/campaigns/", views.campaign_list, name="campaign_list"),
     path("research/campaigns/<id:campaign_id>/", views.campaign_dashboard, name="campaign_dashboard"),
     path(

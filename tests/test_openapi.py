@@ -4,7 +4,7 @@ schemathesis generates requests for every operation from the description (valid 
 fixed number per operation, derandomized) and sends them to a live server, anonymously and as staff; every
 answer must be no 5xx, a documented status and content type, and a body that fits the documented schema.
 Each generated request is also sent with its ids pointed at real rows (and, for submissions, a valid
-token and the HIT's candidates), so the success answers are checked too, not only the 403s and 404s.
+token and the HIT's sentences' keys), so the success answers are checked too, not only the 403s and 404s.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, settings as hypothesis_settings
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from annotation.models import Hit
-from annotation.tokens import submission_token_make
+from annotation.tokens import item_key, submission_token_make
 from jobs.models import Job, JobStatus
 from scoring.models import Release
 from scoring.releases import release_export, release_files
@@ -99,7 +99,10 @@ def _real_ids(case, rows: Rows):
         judgments = body.get("judgments")
         if isinstance(judgments, list) and judgments and all(isinstance(j, dict) for j in judgments):
             candidates = rows.hit.items.order_by("position").values_list("candidate_id", flat=True)
-            body["judgments"] = [dict(judgments[k % len(judgments)], candidate=c) for k, c in enumerate(candidates)]
+            body["judgments"] = [
+                dict(judgments[k % len(judgments)], item=item_key(hit_id=rows.hit.pk, candidate_id=c))
+                for k, c in enumerate(candidates)
+            ]
     return case.operation.Case(
         path_parameters=path, query=case.query, headers=case.headers, body=body, media_type=case.media_type
     )

@@ -10,9 +10,10 @@ from django.test import Client
 
 from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
+from scoring import scoring_job
 from scoring.models import Regressor, Release, ScoredResource
 
-from .resource_data import build_resource
+from .resource_data import OverlapScorer, build_resource
 from .test_regressor import build_campaign
 
 pytestmark = pytest.mark.django_db
@@ -104,9 +105,9 @@ def test_the_whole_path_from_the_admin(boss, campaign):
     export_url = f"/admin/scoring/scoredresource/{scored.pk}/export/"
     assert export_url in done
 
-    # 3. export a release (a licence goes only into a parquet release's dataset card)
-    refused = boss.post(export_url, {"version": "v1", "format": "tsv", "license": "cc-by-4.0"})
-    assert refused.status_code == 200 and "give --format parquet" in refused.content.decode()
+    # 3. export a release (its licence an SPDX id, written into every format's card)
+    refused = boss.post(export_url, {"version": "v1", "format": "tsv", "license": "CC BY 4.0"})
+    assert refused.status_code == 200 and "not an SPDX id" in refused.content.decode()
     assert not Job.objects.filter(kind="export_release").exists()
     response = boss.post(export_url, {"version": "v1", "format": "tsv"})
     job = Job.objects.get(kind="export_release")
@@ -119,7 +120,7 @@ def test_the_whole_path_from_the_admin(boss, campaign):
     assert f"/admin/scoring/release/{release.pk}/change/" in done and "release v1 of res" in done
 
 
-def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign):
+def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign, monkeypatch):
     cases = [
         (train_form(campaign, test_fraction="1.5"), "--test-fraction must be between 0 and 1"),
         (train_form(campaign, test_fraction="nan"), "Enter a number written in digits 0-9"),
@@ -159,6 +160,10 @@ def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign):
         response = boss.post(SCORE, data)
         assert response.status_code == 200 and message in response.content.decode(), (data, message)
     regressor = Regressor.objects.get(name="taken")
+    response = boss.post(SCORE, {"resource": resource.pk, "regressor": regressor.pk, "batch_size": "4"})
+    assert "regressor &#x27;taken&#x27;: its model file is missing" in response.content.decode()  # (a bare row)
+    assert not Job.objects.filter(kind="score_resource").exists()
+    monkeypatch.setattr(scoring_job, "load_regressor", lambda name: OverlapScorer())  # as if its file were there
     assert boss.post(SCORE, {"resource": resource.pk, "regressor": regressor.pk, "batch_size": "4"}).status_code == 302
     response = boss.post(SCORE, {"resource": resource.pk, "regressor": regressor.pk, "batch_size": "4"})
     assert response.status_code == 200 and "already being scored" in response.content.decode()
