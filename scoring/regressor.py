@@ -22,7 +22,9 @@ Training (``regressor_train``):
   judgment. ``signature["refit"] == "all"`` records it.
 * Saved with joblib to storage at ``regressors/<name>.joblib``; a ``Regressor`` row keeps the signature
   (features, estimator and parameters, campaign, seed, test fraction, package versions, and a
-  sacrebleu-style one-line string) and metrics (spearman_test, its interval, n_train, n_test, ...).
+  sacrebleu-style one-line string) and metrics (spearman_test, its interval, n_train, n_test, ..., and the
+  held-out calibration: per score threshold, the held-out pairs above it and how many people judged similar,
+  ``scoring.held_out``).
 
 Use: ``regressor_load(name).predict(pairs)`` -> scores clipped to 0-100, NaN for skipped pairs.
 """
@@ -50,6 +52,7 @@ from infra.textfiles import PairsFileError, atomic_write, open_text, undecodable
 from .aggregation import ESTIMATES, load_campaign, zscore_estimates
 from .embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
 from .features import EMBEDDING_FEATURES, family_names, feature_names, pair_features
+from .held_out import calibration_counts
 from .models import Regressor
 
 FORMAT_VERSION = 1
@@ -242,6 +245,25 @@ def training_data(campaign: Campaign, *, min_judgments: int | None = None, targe
     return TrainingData(pairs, np.asarray(y, dtype=np.float64), np.asarray(groups, dtype=np.int64))
 
 
+def training_data_check(
+    groups: np.ndarray, *, campaign: str, minimum: int, test_fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Enough judged candidates (``groups``: each one's reference) to train on and to hold some out: at least
+    ``MIN_CANDIDATES`` of ``MIN_REFERENCES`` references, and a split by reference with 2 training references
+    and 3 test candidates. Returns the split (train and test rows); a RegressorError naming the figures."""
+    n_refs = len(np.unique(groups))
+    if len(groups) < MIN_CANDIDATES or n_refs < MIN_REFERENCES:
+        raise RegressorError(
+            f"campaign {campaign!r} has {len(groups)} judged candidates of {n_refs} references "
+            f"(counted workers, min judgments {minimum}); need at least {MIN_CANDIDATES} "
+            f"candidates of {MIN_REFERENCES} references"
+        )
+    train, test = group_split(groups, test_fraction=test_fraction, seed=seed)
+    if len(np.unique(groups[train])) < 2 or len(test) < 3:
+        raise RegressorError(f"too few references for a {test_fraction} held-out split ({n_refs} references)")
+    return train, test
+
+
 def reference_batches(pairs: Sequence[Mapping], batch: int) -> list[tuple[int, int]]:
     """(start, stop) slices of about ``batch`` pairs that never cut a run of pairs sharing a reference
     (the group features compare a candidate with the reference's others in its batch)."""
@@ -395,16 +417,9 @@ def regressor_train(
         data.pairs, with_embeddings=with_embeddings, families=families, progress=features_done
     )
     X, y, groups = X[keep], data.y[keep], data.groups[keep]
-    n_refs = len(np.unique(groups))
-    if len(y) < MIN_CANDIDATES or n_refs < MIN_REFERENCES:
-        raise RegressorError(
-            f"campaign {campaign!r} has {len(y)} judged candidates of {n_refs} references "
-            f"(counted workers, min judgments {minimum}); need at least {MIN_CANDIDATES} "
-            f"candidates of {MIN_REFERENCES} references"
-        )
-    train, test = group_split(groups, test_fraction=test_fraction, seed=seed)
-    if len(np.unique(groups[train])) < 2 or len(test) < 3:
-        raise RegressorError(f"too few references for a {test_fraction} held-out split ({n_refs} references)")
+    train, test = training_data_check(
+        groups, campaign=campaign, minimum=minimum, test_fraction=test_fraction, seed=seed
+    )
     chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=seed, recipe=recipe)
     report(batches[0] + 1, batches[0] + MODEL_STEPS)
     estimator = _estimators(len(train), seed, recipe)[chosen]
@@ -467,6 +482,9 @@ def regressor_train(
         "n_skipped_long_references": int((~keep).sum()),
         "n_fit_final": int(len(y)),
         "target": target,
+        # how often held-out pairs above a score were judged similar: the release card's calibration table
+        # (scoring.held_out; absent for regressors trained before it was kept)
+        "calibration": calibration_counts(y[test], pred),
     }
     key = storage_key(name)
     payload = {

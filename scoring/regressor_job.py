@@ -22,12 +22,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from annotation.models import Campaign
 from jobs.execution import ProgressListener, job_launch
 from jobs.models import TERMINAL_STATUSES, Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .models import Regressor
-from .regressor import RegressorError, regressor_train, regressor_train_check
+from .regressor import RegressorError, regressor_train, regressor_train_check, training_data, training_data_check
 
 KIND = "train_regressor"
 
@@ -67,11 +68,83 @@ def _trained_at(name: str) -> float | None:
     return None if row is None else (row.signature or {}).get("trained_at")
 
 
+def _enough_data(campaign: Campaign, *, min_judgments: int, target: str, test_fraction: float, seed: int) -> None:
+    """``regressor.training_data_check`` on the campaign's training data at this minimum of judgments per
+    worker (before the features: pairs the encoder skips, references over its subword limit, are still in)."""
+    data = training_data(campaign, min_judgments=min_judgments, target=target)
+    training_data_check(
+        data.groups, campaign=campaign.name, minimum=min_judgments, test_fraction=test_fraction, seed=seed
+    )
+
+
+def _largest_minimum_that_works(campaign: Campaign, below: int, **check: Any) -> int | None:
+    """The largest minimum of judgments per worker under ``below`` with enough data, or None (fewer workers
+    count as the minimum rises, so the answer is found by bisection)."""
+    low, high, found = 0, below - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        try:
+            _enough_data(campaign, min_judgments=middle, **check)
+        except RegressorError:
+            high = middle - 1
+        else:
+            found, low = middle, middle + 1
+    return found
+
+
+def train_start_check(
+    *,
+    campaign: str,
+    name: str,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    replace: bool = False,
+    min_judgments: int | None = None,
+    target: str = "raw",
+    recipe: str = "base",
+) -> tuple[str, Campaign]:
+    """Whether a training can succeed, checked before any job is queued: the settings
+    (``regressor_train_check``) and enough counted judgments (``regressor.training_data_check``); when there
+    are too few, the message names the minimum of judgments per worker that would give enough, if one does.
+    Returns (the cleaned name, the campaign); a RegressorError otherwise. The job's plan and the admin's
+    form both call it."""
+    name, found = regressor_train_check(
+        campaign=campaign,
+        name=name,
+        test_fraction=test_fraction,
+        replace=replace,
+        min_judgments=min_judgments,
+        target=target,
+        recipe=recipe,
+    )
+    minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
+    check = {"target": target, "test_fraction": test_fraction, "seed": seed}
+    try:
+        _enough_data(found, min_judgments=minimum, **check)
+    except RegressorError as exc:
+        works = _largest_minimum_that_works(found, minimum, **check) if minimum > 0 else None
+        if works is None:
+            everyone = ""
+            if minimum > 0:
+                data = training_data(found, min_judgments=0, target=target)
+                everyone = (
+                    f"; counting every worker (min judgments 0) it has {len(data.groups)} judged candidates of "
+                    f"{len(set(data.groups.tolist()))} references"
+                )
+            raise RegressorError(f"{exc}{everyone}: judge more HITs first") from None
+        data = training_data(found, min_judgments=works, target=target)
+        raise RegressorError(
+            f"{exc}. With a minimum of {works} judgments per worker (--min-judgments {works}) it has "
+            f"{len(data.groups)} judged candidates of {len(set(data.groups.tolist()))} references: enough"
+        ) from None
+    return name, found
+
+
 def _plan(job: Job) -> list[dict]:
     train = job.params["train"]
     try:
-        checked = _arguments(regressor_train_check)
-        name, _ = regressor_train_check(**{k: v for k, v in train.items() if k in checked})
+        checked = _arguments(train_start_check)
+        name, _ = train_start_check(**{k: v for k, v in train.items() if k in checked})
     except RegressorError as exc:
         raise ValueError(str(exc)) from None
     other = training_job_running(name, exclude_job=job.pk)

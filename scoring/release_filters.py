@@ -16,10 +16,15 @@ Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, 
                       sentence-level variant Wieting et al. §5.7 use (see ``sentence_bleu``)
     repetition=-0.1   maximum unigram repetition rate of the paraphrase (Wieting et al. §5.6, see
                       ``repetition_rate``); repetition3 for trigrams (repetition1 = repetition)
+    copies=keep       keep paraphrases identical to their reference (``is_copy``), which are left out by
+                      default (``copies=drop``; ``export_release --keep-copies``)
     entailment=0.75   bidirectional entailment (Klemen & Robnik-Sikonja): P(entailment) >= 0.75 in both
                       directions, or entailment=argmax; needs an NLI model (--entailment-model DIR,
                       scoring.entailment)
 
+A paraphrase identical to its reference is not a paraphrase (the decoder's unconstrained or lightly constrained
+systems often return the reference itself, and a regressor scores such a copy near 100, so it would top every
+sorted release): unless ``copies=keep``, it is left out before every other filter. The rule is ``is_copy``.
 A pair too short to have an n-gram of order n passes that order's bounds (nothing to measure).
 Entailment runs last (after the cheap filters), batched over each reference's remaining paraphrases.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import unicodedata
 from collections import Counter
 from typing import Any
 
@@ -40,7 +46,13 @@ RERANKS = ("dissimilar", "score")
 _RANGE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)?\s*-\s*([0-9]+(?:\.[0-9]+)?)?\s*$")  # ASCII digits only
 _OVERLAP_KEYS = {"overlap": 1, "overlap1": 1, "overlap2": 2, "overlap3": 3}
 _REPETITION_KEYS = {"repetition": 1, "repetition1": 1, "repetition3": 3}
-_KNOWN = "len, plen, overlap, overlap1-3, bleu, repetition, repetition3, entailment, score, rerank, top"
+_KNOWN = "len, plen, overlap, overlap1-3, bleu, repetition, repetition3, entailment, score, rerank, top, copies"
+COPIES = ("drop", "keep")
+COPY_RULE = (
+    "a paraphrase is a copy of its reference when both are equal after Unicode NFKC normalisation, case folding "
+    "and collapsing every run of whitespace to one space (leading and trailing whitespace dropped); punctuation "
+    "and every other character count"
+)
 _SENTENCE_BLEU = BLEU(tokenize="none", lowercase=False, smooth_method="none", effective_order=False)
 BLEU_ORDER = 4
 MIN_REPEAT_CHARS = 3
@@ -64,6 +76,7 @@ class ReleaseFilters:
     bleu: Range | None = None
     repetition: tuple[tuple[int, Range], ...] = ()
     entailment: float | str | None = None  # a threshold on P(entailment) or "argmax"
+    keep_copies: bool = False  # paraphrases identical to their reference (is_copy) stay in
     # the loaded NLI model (scoring.entailment.EntailmentJudge) that entailment= runs on
     judge: Any = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -90,6 +103,7 @@ class ReleaseFilters:
             "bleu": rng(self.bleu),
             "repetition": {str(n): rng(r) for n, r in self.repetition},
             "entailment": entailment,
+            "keep_copies": self.keep_copies,
         }
 
     @property
@@ -131,6 +145,19 @@ def _parse_entailment(text: str) -> float | str:
     return value
 
 
+def copy_key(text: str) -> str:
+    """The text as ``is_copy`` compares it (``COPY_RULE``)."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def is_copy(reference: str, paraphrase: str) -> bool:
+    """Whether ``paraphrase`` is its reference again (``COPY_RULE``): "The cat sat." and " the  CAT sat." are
+    copies; "The cat sat" (no full stop) is not. Only case and spacing are forgiven, because a change of
+    punctuation can be a change of meaning ("Let's eat, Grandma."), and the overlap and BLEU filters exist for
+    near-copies."""
+    return copy_key(reference) == copy_key(paraphrase)
+
+
 def parse_filters(
     spec: str | list[str] | None,
     *,
@@ -138,8 +165,10 @@ def parse_filters(
     entailment_model: str | None = None,
     load_model: bool = True,
     confined: bool = False,
+    keep_copies: bool = False,
 ) -> ReleaseFilters:
-    """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``,
+    """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``, ``keep_copies``
+    is ``--keep-copies`` (the same as ``copies=keep``),
     ``entailment_model`` is ``--entailment-model`` (loaded here, so a bad folder fails before any writing;
     with ``load_model=False`` only its folder is checked and the filters carry no judge: for validating
     a request whose export runs elsewhere). ``confined``: a folder typed into a web form, taken only under
@@ -190,12 +219,18 @@ def parse_filters(
             if value not in RERANKS:
                 raise FilterError(f"rerank={value!r}: one of {', '.join(RERANKS)}")
             values[key] = value
+        elif key == "copies":
+            if value not in COPIES:
+                raise FilterError(f"copies={value!r}: one of {', '.join(COPIES)}")
+            values[key] = value
         elif key == "top":
             if not (value.isascii() and value.isdigit()) or int(value) < 1:  # "²".isdigit(), int("²") raises
                 raise FilterError(f"top={value!r}: expected a positive integer")
             values[key] = int(value)
         else:
             raise FilterError(f"unknown filter {key!r} (known: {_KNOWN})")
+    if keep_copies and values.get("copies") == "drop":
+        raise FilterError("--keep-copies and copies=drop disagree: give one")
     if min_score is not None and "score" in values and float(min_score) != values["score"]:
         raise FilterError(f"--min-score {min_score} and score={values['score']} disagree: give it once")
     score = float(min_score) if min_score is not None else values.get("score")
@@ -229,6 +264,7 @@ def parse_filters(
         repetition=tuple(sorted(repetition.items())),
         entailment=values.get("entailment"),
         judge=judge,
+        keep_copies=keep_copies or values.get("copies") == "keep",
     )
 
 
@@ -313,8 +349,13 @@ def filter_candidates(f: ReleaseFilters, record: dict[str, Any]) -> list[dict[st
     """The candidates of one (scored) shard record that pass ``f``, in release order."""
     if f.length is not None and not _inside(record.get("length") or 0, f.length):
         return []
-    ref_tokens = tokens(record["reference"]) if f.overlap else []
-    kept = [c for c in record.get("candidates") or [] if _keep(f, ref_tokens, c, record["reference"])]
+    reference = record["reference"]
+    ref_tokens = tokens(reference) if f.overlap else []
+    kept = [
+        c
+        for c in record.get("candidates") or []
+        if (f.keep_copies or not is_copy(reference, c["text"])) and _keep(f, ref_tokens, c, reference)
+    ]
     if f.entailment is not None and kept:
         if f.judge is None:
             raise FilterError(f"entailment={f.entailment}: no NLI model loaded (--entailment-model DIR)")

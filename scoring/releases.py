@@ -1,22 +1,29 @@
 """Scored releases: a resource's pairs with their predicted similarity, the human judgments behind the
-regressor, and a manifest, as versioned, gzip-compressed, reproducible files.
+regressor, a card and a manifest, as versioned, gzip-compressed, reproducible files.
 
 A release folder holds:
 
 * ``pairs.tsv.gz`` (one line per pair, grouped by reference, header first: ``PAIR_COLUMNS``; tabs and
   newlines inside a text become spaces) or ``pairs.jsonl.gz`` (one JSON object per reference:
-  ``ref_index, reference, source, length, paraphrases: [{text, systems, constraints, nll, score}]``);
+  ``JSONL_REFERENCE_KEYS``, its ``paraphrases`` a list of ``JSONL_PARAPHRASE_KEYS`` objects);
 * ``judgments.tsv.gz``: every verified judgment (a crowd submission the platform never confirmed is
   left out) of the campaigns linked to the resource (those whose ``job``
-  is the resource's generation job, and the regressor's training campaign), in ParaBank's release
-  columns plus the campaign and whether the worker counted (``JUDGMENT_COLUMNS``; workers anonymised
-  as 1, 2, ... per campaign in order of appearance);
-* ``manifest.json``: version, counts, ``files`` (name -> ``{name, sha256, bytes}``), the regressor (name, held-out
-  Spearman's rho, metrics, signature), the generation settings (``Resource.settings``), the filters.
+  is the resource's generation job, and the regressor's training campaign), one row per judgment
+  (``JUDGMENT_COLUMNS``: the pairs' names for what both files hold, ParaBank's for the rest; workers
+  anonymised as 1, 2, ... per campaign in order of appearance);
+* ``README.md``: the card (``scoring.release_card``): licence, files and columns, the held-out rho with its n
+  and interval, the calibration table, counts, limitations, provenance;
+* ``manifest.json``: version, licence (SPDX), counts, ``files`` (name -> ``{name, sha256, bytes}``), provenance
+  by name, the regressor (name, held-out rho with n and interval, metrics with the calibration, signature),
+  the generation settings (``Resource.settings``, paths turned into names), the filters.
+
+A paraphrase identical to its reference (``release_filters.is_copy``) is left out unless the filters keep copies;
+the manifest counts them either way (``copies_read``, ``copies``). Files are 0644 and the folder 0755: a release
+is for others to read (storage writes its own files owner-only).
 
 Format ``parquet`` (``scoring.release_parquet``) writes the same rows as typed ``pairs.parquet`` and
 ``judgments.parquet`` instead of the two gzip files (texts exact, lists for systems, structs for the
-constraints), plus a ``README.md`` dataset card the Hugging Face hub reads; the manifest adds ``license``.
+constraints); its card's YAML header declares them as the Hugging Face hub's configurations.
 
 Streaming: pairs are read from the scored shards one record at a time and written as they go, and
 judgments come from a database cursor, so memory stays flat whatever the resource's size.
@@ -30,12 +37,14 @@ import contextlib
 import gzip
 import io
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import pyarrow.types as pa_types
 from django.db import IntegrityError, transaction
 
 from annotation.models import Campaign, CandidateSystem, Judgment
@@ -46,23 +55,26 @@ from infra.storage import LocalStorage, S3Storage, get_storage, storage_from_url
 from jobs.models import JobStatus
 
 from .aggregation import counted_workers, system_sort_key
+from .held_out import held_out_rho
 from .models import Release, ScoredResource
-from .release_filters import ReleaseFilters, filter_candidates
+from .release_card import CARD_FILE, dataset_card, license_check, local_name, without_local_paths
+from .release_filters import COPY_RULE, ReleaseFilters, filter_candidates, is_copy
 from .release_parquet import (
-    CARD_FILE,
+    JUDGMENT_MEANINGS,
     JUDGMENTS_PARQUET,
     JUDGMENTS_SCHEMA,
+    PAIR_MEANINGS,
     PAIRS_PARQUET,
     PAIRS_SCHEMA,
     ParquetRows,
-    dataset_card,
-    license_check,
     pair_row,
     schema_columns,
 )
 from .scoring_job import regressor_version
 
-RELEASE_FORMAT = "paraforge-release/1"
+# 2: one vocabulary (the judgments' ref_sent/candidate/sys_id/NLL/ref_len became reference/paraphrase/systems/
+# nll/length_bucket, the JSONL paraphrases' text became paraphrase), a card in every format, copies left out
+RELEASE_FORMAT = "paraforge-release/2"
 FORMATS = ("tsv", "jsonl", "parquet")
 PAIR_COLUMNS = ("ref_index", "reference", "source", "length", "paraphrase", "systems", "nll", "score", "constraints")
 JUDGMENT_COLUMNS = (
@@ -70,14 +82,17 @@ JUDGMENT_COLUMNS = (
     "worker_id_anon",
     "counted",
     "ref_id",
-    "ref_len",
-    "ref_sent",
-    "sys_id",
-    "candidate",
-    "NLL",
+    "length_bucket",
+    "reference",
+    "systems",
+    "paraphrase",
+    "nll",
     "human_score",
     "gm",
 )
+JSONL_REFERENCE_KEYS = ("ref_index", "reference", "source", "length", "paraphrases")
+JSONL_PARAPHRASE_KEYS = ("paraphrase", "systems", "constraints", "nll", "score")
+FILE_MODE, FOLDER_MODE = 0o644, 0o755
 JUDGMENTS_FILE = "judgments.tsv.gz"
 MANIFEST_FILE = "manifest.json"
 # a version names a folder (releases/<resource id>/<version>/): no separators, no "." or "..", no newline
@@ -196,14 +211,18 @@ def _kept_records(
     storage = get_storage()
     for entry in sorted(scored.shards, key=lambda e: e["index"]):
         for record in read_jsonl_gz(entry["key"], storage=storage):
+            candidates = record.get("candidates") or []
             counts["references_read"] += 1
-            counts["pairs_read"] += len(record.get("candidates") or [])
+            counts["pairs_read"] += len(candidates)
+            counts["copies_read"] += sum(is_copy(record["reference"], c["text"]) for c in candidates)
             kept = filter_candidates(filters, record)
             if not kept:
                 continue
             counts["references"] += 1
             counts["pairs"] += len(kept)
             counts["pairs_unscored"] += sum(c.get("score") is None for c in kept)
+            if filters.keep_copies:
+                counts["copies"] += sum(is_copy(record["reference"], c["text"]) for c in kept)
             yield record, kept
 
 
@@ -216,7 +235,7 @@ def _write_pairs(
         if fmt == "jsonl":
             paraphrases = [
                 {
-                    "text": c["text"],
+                    "paraphrase": c["text"],
                     "systems": c.get("systems") or [],
                     "constraints": c.get("constraints") or {},
                     "nll": c.get("nll"),
@@ -325,19 +344,100 @@ def _write_parquet(
         rows.close()
 
 
-def card_license(fmt: str, license: str | None) -> str | None:
-    """The format checked, and the licence of a parquet release's dataset card (default ``unknown``); a
-    licence with another format is refused (only the card states one)."""
+def card_license(fmt: str, license: str | None) -> str:
+    """The format checked, and the release's licence as its SPDX id (``release_card.license_check``; none given:
+    ``NOASSERTION``, stated as such on the card and in the manifest), for every format: the one check of the
+    command, the admin's form and the job."""
     if fmt not in FORMATS:
         raise ReleaseError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    if fmt != "parquet":
-        if license is not None:
-            raise ReleaseError("a licence goes into the dataset card of a parquet release: give --format parquet")
-        return None
     try:
         return license_check(license)
     except ValueError as exc:
         raise ReleaseError(str(exc)) from None
+
+
+def release_provenance(scored: ScoredResource) -> dict[str, Any]:
+    """Where the release comes from, by name (never a path of this machine: ``release_card.local_name``): the
+    corpus and the file it was imported from, the paraphrase model and its weights' SHA-256, the IDF table, the
+    PPDB file, the regressor and its training campaign."""
+    resource, regressor = scored.resource, scored.regressor
+    generation, signature = resource.settings or {}, regressor.signature or {}
+    corpus = resource.corpus
+    return {
+        "corpus": {
+            "name": corpus.name,
+            "source": local_name(corpus.source_name) or None,
+            "format": corpus.format,
+            "references": corpus.n_references,
+        },
+        "model": {"name": local_name(generation.get("model")), "weights_sha256": generation.get("model_sha256")},
+        "idf_table": generation.get("idf_table_name"),
+        "ppdb": local_name(generation.get("ppdb")),
+        "regressor": {
+            "name": regressor.name,
+            "campaign": signature.get("campaign"),
+            "estimator": signature.get("estimator"),
+            "encoder": signature.get("encoder"),
+            "signature": signature.get("string"),
+        },
+    }
+
+
+def _text_kind(field: Any, *, jsonl: bool = False) -> str:
+    """How a column's Arrow type is written in a TSV cell (or a JSONL value)."""
+    kind = field.type
+    if pa_types.is_integer(kind):
+        return "integer"
+    if pa_types.is_floating(kind):
+        return "number or null" if jsonl else "number (empty: null)"
+    if pa_types.is_boolean(kind):
+        return "true/false" if jsonl else "0 or 1"
+    if field.name == "constraints":
+        return "object" if jsonl else "JSON object"
+    if pa_types.is_list(kind):
+        return "list of strings" if jsonl else "space-separated"
+    return "string" if jsonl else "text"
+
+
+def _card_columns(fmt: str, names: dict[str, str]) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Per file, its ``(column, type, meaning)`` rows for the card: the Arrow types for parquet, how the text writes
+    them else (one schema, ``release_parquet``, for every format)."""
+    pairs_fields = {f.name: f for f in PAIRS_SCHEMA}
+    if fmt == "parquet":
+        return [
+            (names["pairs"], [(f.name, str(f.type), PAIR_MEANINGS[f.name]) for f in PAIRS_SCHEMA]),
+            (names["judgments"], [(f.name, str(f.type), JUDGMENT_MEANINGS[f.name]) for f in JUDGMENTS_SCHEMA]),
+        ]
+    judgments = [(f.name, _text_kind(f), JUDGMENT_MEANINGS[f.name]) for f in JUDGMENTS_SCHEMA]
+    if fmt == "jsonl":
+        pairs = [
+            (k, _text_kind(pairs_fields[k], jsonl=True), PAIR_MEANINGS[k])
+            if k in pairs_fields
+            else (k, "list of objects", "the reference's paraphrases, each an object with the keys below")
+            for k in JSONL_REFERENCE_KEYS
+        ]
+        pairs += [
+            (f"paraphrases[].{k}", _text_kind(pairs_fields[k], jsonl=True), PAIR_MEANINGS[k])
+            for k in JSONL_PARAPHRASE_KEYS
+        ]
+        return [(names["pairs"], pairs), (names["judgments"], judgments)]
+    return [
+        (names["pairs"], [(f.name, _text_kind(f), PAIR_MEANINGS[f.name]) for f in PAIRS_SCHEMA]),
+        (names["judgments"], judgments),
+    ]
+
+
+def _make_readable(folder: Path, names: list[str], *, up_to: Path | None = None) -> None:
+    """The release's files 0644 and its folder 0755 (and, with ``up_to``, the folders between ``up_to`` and it):
+    a release is for others to read, while storage creates its files owner-only."""
+    for name in names:
+        os.chmod(folder / name, FILE_MODE)
+    os.chmod(folder, FOLDER_MODE)
+    if up_to is not None:
+        for parent in folder.parents:
+            if parent == up_to or up_to not in parent.parents:
+                break
+            os.chmod(parent, FOLDER_MODE)
 
 
 def release_write(
@@ -350,7 +450,7 @@ def release_write(
     license: str | None = None,
 ) -> dict[str, Any]:
     """Write a release's files into ``out_dir`` (which must not hold a release yet); returns the manifest.
-    ``license`` (a Hugging Face licence id, default ``unknown``) goes into the parquet format's dataset card."""
+    ``license``: an SPDX id (``card_license``), stated on the card and in the manifest."""
     license = card_license(fmt, license)
     release_version_check(version)
     filters = filters or ReleaseFilters()
@@ -361,7 +461,19 @@ def release_write(
     out = LocalStorage(Path(out_dir))
     if out.exists(MANIFEST_FILE):
         raise ReleaseError(f"{out_dir} already holds a release ({MANIFEST_FILE}); choose an empty folder")
-    counts = dict.fromkeys(("references_read", "pairs_read", "references", "pairs", "pairs_unscored", "judgments"), 0)
+    counts = dict.fromkeys(
+        (
+            "references_read",
+            "pairs_read",
+            "references",
+            "pairs",
+            "pairs_unscored",
+            "copies_read",
+            "copies",
+            "judgments",
+        ),
+        0,
+    )
     files: dict[str, dict] = {}
     pairs_name = pairs_file_name(fmt)
     if fmt == "parquet":
@@ -377,39 +489,49 @@ def release_write(
         with _gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
             _write_judgments(write, campaigns, counts)
         columns = {
-            pairs_name: list(PAIR_COLUMNS) if fmt == "tsv" else "one JSON object per reference",
+            pairs_name: list(PAIR_COLUMNS)
+            if fmt == "tsv"
+            else {"object": list(JSONL_REFERENCE_KEYS), "paraphrases": list(JSONL_PARAPHRASE_KEYS)},
             JUDGMENTS_FILE: list(JUDGMENT_COLUMNS),
         }
     regressor = scored.regressor
-    manifest = {
-        "format": RELEASE_FORMAT,
-        "resource": scored.resource.name,
-        "version": version,
-        "pairs_format": fmt,
-        "columns": columns,
-        "files": files,
-        "counts": {**counts, "campaigns": len(campaigns)},
-        "campaigns": [c.name for c in campaigns],
-        "regressor": {
-            "name": regressor.name,
-            "spearman_test": (regressor.metrics or {}).get("spearman_test"),
-            "metrics": regressor.metrics,
-            "signature": regressor.signature,
-        },
-        "scored_shards": [
-            {"index": e["index"], "n_pairs": e["n_pairs"], "sha256": e["sha256"]}
-            for e in sorted(scored.shards, key=lambda e: e["index"])
-        ],
-        "generation": scored.resource.settings,
-        "filters": filters.as_dict(),
-    }
-    if fmt == "parquet":
-        manifest["license"] = license
-        files[CARD_FILE] = {"name": CARD_FILE}
-        with _hashed(out, CARD_FILE, files[CARD_FILE]) as sink:
-            sink.write(dataset_card(manifest).encode("utf-8"))
+    judgments_name = JUDGMENTS_PARQUET if fmt == "parquet" else JUDGMENTS_FILE
+    manifest = without_local_paths(
+        {
+            "format": RELEASE_FORMAT,
+            "resource": scored.resource.name,
+            "version": version,
+            "license": license,
+            "pairs_format": fmt,
+            "columns": columns,
+            "files": files,
+            "counts": {**counts, "campaigns": len(campaigns)},
+            "copy_rule": COPY_RULE,
+            "campaigns": [c.name for c in campaigns],
+            "provenance": release_provenance(scored),
+            "regressor": {
+                "name": regressor.name,
+                "spearman_test": (regressor.metrics or {}).get("spearman_test"),
+                "held_out": held_out_rho(regressor.metrics).as_dict(),
+                "metrics": regressor.metrics,
+                "signature": regressor.signature,
+            },
+            "scored_shards": [
+                {"index": e["index"], "n_pairs": e["n_pairs"], "sha256": e["sha256"]}
+                for e in sorted(scored.shards, key=lambda e: e["index"])
+            ],
+            "generation": scored.resource.settings,
+            "filters": filters.as_dict(),
+        }
+    )
+    files[CARD_FILE] = {"name": CARD_FILE}
+    card = dataset_card(manifest, _card_columns(fmt, {"pairs": pairs_name, "judgments": judgments_name}))
+    with _hashed(out, CARD_FILE, files[CARD_FILE]) as sink:
+        sink.write(card.encode("utf-8"))
+    manifest["files"] = files
     with out.open_write(MANIFEST_FILE) as fh:
         fh.write((json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n").encode("utf-8"))
+    _make_readable(Path(out_dir), release_files(manifest))
     return manifest
 
 
@@ -431,6 +553,9 @@ def _upload(out_dir: Path, names: list[str], target: LocalStorage | S3Storage) -
     for name in names:
         with open(out_dir / name, "rb") as src, target.open_write(name) as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
+    if isinstance(target, LocalStorage):  # readable by others there too, up to the configured storage's root
+        storage = get_storage()
+        _make_readable(target.root, names, up_to=storage.root if isinstance(storage, LocalStorage) else None)
 
 
 def release_export(

@@ -185,6 +185,26 @@ def _scored_of(job: Job, *, for_update: bool = False) -> ScoredResource:
     return rows.get(resource_id=job.params["resource"], regressor__name=job.params["regressor"])
 
 
+def score_start_check(*, resource: Resource, regressor: Regressor) -> None:
+    """Whether a scoring can succeed, checked before any job is queued: the resource has candidate shards, and
+    this installation can apply the regressor (its model file loads, with the encoder head it was trained
+    with, and this code computes the features it was trained on). A ValueError (``RegressorError`` is one)
+    naming what is missing. The job's plan and the admin's form both call it."""
+    from .features import feature_names
+    from .regressor import RegressorError
+
+    if not resource.shards.exists():
+        raise ValueError(f"resource {resource.name!r} has no candidate shards yet: generate it first")
+    fitted = load_regressor(regressor.name)
+    trained_on = getattr(fitted, "features", None)  # (a PairScorer that is not a FittedRegressor has none)
+    if trained_on is not None and list(trained_on) != feature_names(
+        with_embeddings=fitted.with_embeddings, families=fitted.families
+    ):
+        raise RegressorError(
+            f"regressor {regressor.name!r} was trained on other features than this code computes: retrain it"
+        )
+
+
 def _plan(job: Job) -> list[dict]:
     try:
         resource = Resource.objects.get(pk=job.params["resource"])
@@ -194,9 +214,8 @@ def _plan(job: Job) -> list[dict]:
         regressor = Regressor.objects.get(name=job.params["regressor"])
     except Regressor.DoesNotExist:
         raise ValueError(f"no regressor named {job.params['regressor']!r}") from None
+    score_start_check(resource=resource, regressor=regressor)
     shards = list(resource.shards.order_by("index"))
-    if not shards:
-        raise ValueError(f"resource {resource.name!r} has no candidate shards yet")
     ScoredResource.objects.select_for_update().get_or_create(resource=resource, regressor=regressor)
     other = scoring_job_running(resource_id=resource.pk, regressor_name=regressor.name, exclude_job=job.pk)
     if other is not None:

@@ -106,11 +106,11 @@ def test_settings_are_checked_before_any_job_exists(campaign):
     assert not Job.objects.exists()
 
 
-def test_a_training_fails_on_too_little_data_and_the_command_exits_non_zero(tmp_path, storage_dir):
+def test_a_training_on_too_little_data_is_refused_before_any_job_exists(tmp_path, storage_dir):
     build_campaign(tmp_path, name="tiny", n_refs=3)
-    with pytest.raises(CommandError, match="ended failed: chunk 0: RegressorError: .*12 judged candidates"):
+    with pytest.raises(CommandError, match="has 12 judged candidates .* judge more HITs first"):
         train("tiny", "--name", "x", "--min-judgments", "0", "--wait")
-    assert not Regressor.objects.filter(name="x").exists()
+    assert not Regressor.objects.filter(name="x").exists() and not Job.objects.exists()
 
 
 def test_cancel_stops_the_training_before_anything_is_written(campaign, monkeypatch):

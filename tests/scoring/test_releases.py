@@ -25,8 +25,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def scored(storage_dir, tmp_path):
-    """A 3-shard resource of 8 references / 18 pairs, scored (reference 1 skipped), with the contract campaign
-    linked to its job."""
+    """A 3-shard resource of 8 references / 18 pairs (one a copy of its reference), scored (reference 1 skipped),
+    with the contract campaign linked to its job."""
     job = Job.objects.create(kind="generate", status=JobStatus.SUCCEEDED)
     import_contract(tmp_path)
     Campaign.objects.filter(name="contract").update(job=job)
@@ -52,8 +52,8 @@ def sha256(path):
 def test_export_tsv_release_files_and_manifest(scored, tmp_path):
     out = tmp_path / "rel"
     result = export("res", "--out", str(out))
-    assert result["version"] == "v1" and result["counts"]["pairs"] == 18 and result["regressor"] == "overlap"
-    assert sorted(p.name for p in out.iterdir()) == ["judgments.tsv.gz", "manifest.json", "pairs.tsv.gz"]
+    assert result["version"] == "v1" and result["counts"]["pairs"] == 17 and result["regressor"] == "overlap"
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "judgments.tsv.gz", "manifest.json", "pairs.tsv.gz"]
     manifest = json.loads((out / "manifest.json").read_text())
     for name, described in manifest["files"].items():
         assert described["name"] == name and described["sha256"] == sha256(out / name)
@@ -62,8 +62,10 @@ def test_export_tsv_release_files_and_manifest(scored, tmp_path):
         "references_read": 8,
         "pairs_read": 18,
         "references": 8,
-        "pairs": 18,
+        "pairs": 17,
         "pairs_unscored": 2,
+        "copies_read": 1,
+        "copies": 0,
         "judgments": 7,
         "campaigns": 1,
     }
@@ -73,7 +75,7 @@ def test_export_tsv_release_files_and_manifest(scored, tmp_path):
     assert [s["index"] for s in manifest["scored_shards"]] == [0, 1, 2]
 
     rows = tsv_rows(out / "pairs.tsv.gz")
-    assert tuple(rows[0]) == PAIR_COLUMNS and len(rows) == 19
+    assert tuple(rows[0]) == PAIR_COLUMNS and len(rows) == 18
     first = dict(zip(PAIR_COLUMNS, rows[1]))
     assert first["ref_index"] == "0" and first["paraphrase"] == "How frequently do earthquakes happen in this area?"
     assert first["systems"] == "17 28" and first["source"] == "Quelle 0."
@@ -90,10 +92,10 @@ def test_export_tsv_release_files_and_manifest(scored, tmp_path):
     by = [dict(zip(JUDGMENT_COLUMNS, r)) for r in judgments[1:]]
     assert {r["campaign"] for r in by} == {"contract"}
     assert sorted({r["worker_id_anon"] for r in by}) == ["1", "2", "3"]
-    na = [r for r in by if r["candidate"] == "He left very soon." and r["human_score"] == ""]
+    na = [r for r in by if r["paraphrase"] == "He left very soon." and r["human_score"] == ""]
     assert len(na) == 1 and na[0]["gm"] == "0"  # the N/A slider stays empty, not 0
-    merged = [r for r in by if r["candidate"] == "It is fine now."]
-    assert {r["sys_id"] for r in merged} == {"0 28"}
+    merged = [r for r in by if r["paraphrase"] == "It is fine now."]
+    assert {r["systems"] for r in merged} == {"0 28"}
 
     release = Release.objects.get()
     assert release.version == "v1" and release.location == str(out.resolve())
@@ -116,13 +118,14 @@ def test_same_inputs_give_identical_bytes(scored, tmp_path):
         filters=parse_filters("len=5-40,overlap=0-0.95,rerank=dissimilar"),
     )
     assert a == b
-    for name in ("pairs.jsonl.gz", "judgments.tsv.gz", "manifest.json"):
+    for name in ("pairs.jsonl.gz", "judgments.tsv.gz", "README.md", "manifest.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     # and through the CLI: two versions, the same data files and SHA-256s
     one = export("res", "--out", str(tmp_path / "c"))
     two = export("res", "--out", str(tmp_path / "d"))
     assert (one["version"], two["version"]) == ("v1", "v2")
-    assert one["files"] == two["files"]
+    card = one["files"].pop("README.md") != two["files"].pop("README.md")  # the card names its version
+    assert one["files"] == two["files"] and card
     assert (tmp_path / "c" / "pairs.tsv.gz").read_bytes() == (tmp_path / "d" / "pairs.tsv.gz").read_bytes()
 
 
@@ -131,8 +134,8 @@ def test_jsonl_groups_paraphrases_per_reference(scored, tmp_path):
     with gzip.open(tmp_path / "j" / "pairs.jsonl.gz", "rt") as fh:
         refs = [json.loads(line) for line in fh]
     assert len(refs) == 8 and refs[0]["reference"] == "How often do earthquakes occur in this region?"
-    assert [p["text"] for p in refs[2]["paraphrases"]][0] == "Yesterday the committee passed the new budget."
-    assert set(refs[0]["paraphrases"][0]) == {"text", "systems", "constraints", "nll", "score"}
+    assert [p["paraphrase"] for p in refs[2]["paraphrases"]][0] == "Yesterday the committee passed the new budget."
+    assert set(refs[0]["paraphrases"][0]) == {"paraphrase", "systems", "constraints", "nll", "score"}
     assert Release.objects.get().version == "2026.1"
 
 
@@ -227,6 +230,7 @@ def test_upload_to_s3(scored, tmp_path):
     assert result["location"] == "s3://releases/paraforge/res/v1"
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="releases")["Contents"])
     assert keys == [
+        "paraforge/res/v1/README.md",
         "paraforge/res/v1/judgments.tsv.gz",
         "paraforge/res/v1/manifest.json",
         "paraforge/res/v1/pairs.tsv.gz",

@@ -1,12 +1,15 @@
-"""``export_release RESOURCE --out DIR [--min-score X] [--format tsv|jsonl|parquet] [--filters ...]
-[--entailment-model DIR] [--regressor NAME] [--version V] [--upload s3://bucket/prefix] [--license ID]``"""
+"""``export_release RESOURCE --out DIR [--license SPDX-ID] [--min-score X] [--format tsv|jsonl|parquet]
+[--filters ...] [--keep-copies] [--entailment-model DIR] [--regressor NAME] [--version V]
+[--upload s3://bucket/prefix]``"""
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from scoring.held_out import held_out_rho
+from scoring.release_card import LICENSE_HELP, NO_LICENSE
 from scoring.release_filters import FilterError, parse_filters
-from scoring.releases import FORMATS, ReleaseError, release_export, release_version_check
+from scoring.releases import FORMATS, ReleaseError, card_license, release_export, release_version_check
 
 from .score_resource import find_resource
 
@@ -14,9 +17,11 @@ from .score_resource import find_resource
 class Command(BaseCommand):
     help = (
         "Export a versioned, gzip-compressed release of a scored resource: pairs (per reference: "
-        "paraphrases, systems, constraints, model score, predicted similarity), the human judgments, and "
-        "manifest.json (counts, SHA-256 of each file, regressor and its held-out rho, generation settings, "
-        "filters). Same inputs -> byte-identical files."
+        "paraphrases, systems, constraints, model score, predicted similarity; paraphrases identical to "
+        "their reference left out unless --keep-copies), the human judgments, a README.md card (licence, "
+        "held-out rho with n and interval, calibration table, limitations, provenance) and manifest.json "
+        "(counts, SHA-256 of each file, regressor, generation settings, filters). Same inputs -> "
+        "byte-identical files."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -48,7 +53,7 @@ class Command(BaseCommand):
             "plen=LO-HI (paraphrase words), overlap[1-3]=LO-HI (n-gram overlap fraction), "
             "bleu=LO-HI (smoothed sentence BLEU 0-100), repetition[1|3]=LO-HI (repetition rate "
             "fraction), entailment=argmax|P (both directions; needs --entailment-model), "
-            "score=X, rerank=dissimilar|score, top=K; e.g. "
+            "score=X, rerank=dissimilar|score, top=K, copies=keep|drop; e.g. "
             "len=5-40,overlap=0.2-0.8,rerank=dissimilar",
         )
         parser.add_argument(
@@ -62,10 +67,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--version", default=None, help="release version (default: v1, v2, ...)")
         parser.add_argument("--upload", default=None, help="also copy the files to s3://bucket/prefix")
+        parser.add_argument("--license", default=None, help=LICENSE_HELP)
         parser.add_argument(
-            "--license",
-            default=None,
-            help="--format parquet: the dataset card's Hugging Face licence id, e.g. cc-by-4.0 (default unknown)",
+            "--keep-copies",
+            action="store_true",
+            dest="keep_copies",
+            help="keep paraphrases identical to their reference (after Unicode NFKC, case folding and whitespace "
+            "collapsing), which are left out by default; counted in the manifest either way",
         )
 
     def handle(
@@ -81,6 +89,7 @@ class Command(BaseCommand):
         upload,
         entailment_model=None,
         license=None,
+        keep_copies=False,
         **options,
     ):
         found = find_resource(resource)
@@ -89,7 +98,10 @@ class Command(BaseCommand):
         try:
             if version is not None:  # before the filters load an NLI model
                 release_version_check(version)
-            parsed = parse_filters(filters, min_score=min_score, entailment_model=entailment_model)
+            license = card_license(format, license)
+            parsed = parse_filters(
+                filters, min_score=min_score, entailment_model=entailment_model, keep_copies=keep_copies
+            )
             release = release_export(
                 resource=found,
                 out_dir=out,
@@ -103,6 +115,14 @@ class Command(BaseCommand):
         except (FilterError, ReleaseError) as exc:
             raise CommandError(str(exc)) from None
         m = release.manifest
+        rho = held_out_rho(m["regressor"].get("metrics"))
+        if m["license"] == NO_LICENSE:
+            self.stderr.write(
+                f"warning: no --license given: the card and the manifest state {NO_LICENSE} (no licence), so "
+                "nobody may redistribute this release; export it again with --license SPDX-ID before publishing"
+            )
+        if rho.warning():
+            self.stderr.write(f"warning: {rho.warning()}")
         self.stdout.write(
             json.dumps(
                 {
@@ -115,6 +135,8 @@ class Command(BaseCommand):
                     "files": {name: f["sha256"] for name, f in m["files"].items()},
                     "regressor": m["regressor"]["name"],
                     "spearman_test": m["regressor"]["spearman_test"],
+                    "held_out": m["regressor"]["held_out"],
+                    "license": m["license"],
                 },
                 ensure_ascii=False,
             )
