@@ -273,17 +273,8 @@ class ScoredResourceAdmin(admin.ModelAdmin):
         if request.method == "POST":
             form = ExportReleaseForm(request.POST)
             if form.is_valid():
-                d = form.cleaned_data
                 try:  # the job's start checks the version is free (and not being exported) under a lock
-                    job = self._launch(
-                        scored,
-                        version=d["version"],
-                        fmt=d["format"],
-                        filters=d["filters"],
-                        min_score=d["min_score"],
-                        entailment_model=d["entailment_model"] or None,
-                        license=d["license"] or None,
-                    )
+                    job = self._launch(scored, **form.export_options())
                 except (ReleaseError, FilterError, ValueError) as exc:
                     form.add_error(None, str(exc))
                 else:

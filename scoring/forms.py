@@ -176,3 +176,15 @@ class ExportReleaseForm(forms.Form):
             # the job reads its filters text: the box travels as the filter it stands for
             data["filters"] = ",".join(f for f in ((data.get("filters") or "").strip(), "copies=keep") if f)
         return data
+
+    def export_options(self) -> dict[str, Any]:
+        """``release_job.export_release_for``'s options from the cleaned form (the admin's and the API's)."""
+        d = self.cleaned_data
+        return {
+            "version": d["version"],
+            "fmt": d["format"],
+            "filters": d["filters"],
+            "min_score": d["min_score"],
+            "entailment_model": d["entailment_model"] or None,
+            "license": d["license"] or None,
+        }

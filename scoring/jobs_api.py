@@ -170,17 +170,8 @@ def release_export(request: Request, scored_resource_id: int) -> Response:
     form, refused = _checked(request, ExportInSerializer, ExportReleaseForm)
     if refused is not None:
         return refused
-    d = form.cleaned_data
     try:
-        job = export_release_for(
-            scored,
-            version=d["version"],
-            fmt=d["format"],
-            filters=d["filters"],
-            min_score=d["min_score"],
-            entailment_model=d["entailment_model"] or None,
-            license=d["license"] or None,
-        )
+        job = export_release_for(scored, **form.export_options())
     except ReleaseError as exc:
         return Response({"detail": str(exc), "code": "conflict"}, status=status.HTTP_409_CONFLICT)
     except (FilterError, ValueError) as exc:

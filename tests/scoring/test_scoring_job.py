@@ -3,26 +3,22 @@ import io
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from django.conf import settings
 from django.core.management import CommandError, call_command
 from threadpoolctl import threadpool_limits
 
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
-from jobs.execution import job_resume, job_wait, workers_available
+from jobs.execution import job_resume, job_wait
 from jobs.models import Job, JobChunk, JobStatus
 from scoring.models import Regressor, ScoredResource
 from scoring.regressor import regressor_load, regressor_train
 from scoring.scoring_job import pair_of, score_records, score_shard, scored_shard_key
 from tests.annotation.parabank_data import import_contract
-from tests.conftest import ROOT, _database_url_of_test_db
+from tests.conftest import CeleryWorker
 
 from .resource_data import PARAPHRASES, REFERENCES, OverlapScorer, build_resource, make_regressor, records
 
@@ -240,47 +236,6 @@ def test_a_regressor_returning_the_wrong_count_is_an_error():
         list(score_records(records(), regressor=Short(), batch_size=100))
 
 
-def _start_worker(log_name):
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="config.settings.test",
-        DATABASE_URL=_database_url_of_test_db(),
-        PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
-        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-    )
-    log = open(Path(settings.VAR_DIR) / log_name, "wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "-Q",
-            "cpu,gpu",
-            "-P",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "-n",
-            f"second-{os.getpid()}@%h",
-            "-l",
-            "INFO",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while not workers_available(timeout=1.0):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("the second worker did not start:\n" + Path(log.name).read_text()[-3000:])
-    return proc, log
-
-
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_worker_killed_mid_chunk_then_resumed_scores_every_pair_once(celery_worker_process, tmp_path):
@@ -307,14 +262,12 @@ def test_worker_killed_mid_chunk_then_resumed_scores_every_pair_once(celery_work
     assert not get_storage().exists(scored_shard_key(scored.pk, running.params["index"], job_id))
     assert Job.objects.get(pk=job_id).status == JobStatus.RUNNING
 
-    proc, log = _start_worker("celery-worker-2.log")
+    second = CeleryWorker("second").wait_ready()
     try:
         job_resume(job_id=job_id)
         job = job_wait(job_id=job_id, timeout=120)
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
+        second.stop()
     assert job.status == JobStatus.SUCCEEDED, job.error
     running.refresh_from_db()
     assert running.status == JobStatus.SUCCEEDED and running.attempts == 2
