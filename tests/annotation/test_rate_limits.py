@@ -153,6 +153,7 @@ print(json.dumps([hit_count("race", 3600) for _ in range(n)]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_hit_count_is_atomic_across_processes(tmp_path):
     processes, per_process, limit = 4, 40, 50
