@@ -4,7 +4,7 @@
         [--beams 5,10,20] [--batches 1,32] [--sentences 64] [--steps 24]
         [--preset opus-mt-cs-en] [--d-model 256] [--layers 6] [--ffn 1024] [--heads 8] [--vocab 8000]
         [--repeat 3] [--stat best|median] [--no-ct2] [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
-        [--hf-step off|none|all] [--stop-beam off|c8|all] [--int8]
+        [--hf-step off|none|all] [--stop-beam off|c8|all] [--int8] [--dtype float16,float32,bfloat16]
 
 Without ``--model`` a Marian config with random weights is built (sizes above; ``--preset opus-mt-cs-en``:
 opus-mt-cs-en's shape, 6+6 layers, d 512, 8 heads, FFN 2048, a 58,101-token vocabulary). Its EOS is
@@ -41,6 +41,12 @@ is equal.
 and with 20 negative phrases, "... (int8)", and CTranslate2 with ``compute_type="int8"``, "CTranslate2 beam
 search (int8)"; it prints how many best outputs each engine's int8 decode shares with its own float32 one,
 and ours' int8 rows against CTranslate2's int8 time.
+
+``--dtype D1,D2,...`` (float32, float16, bfloat16; half precision on a GPU only, a clear error on the CPU): the
+model's floating-point types. D1 decodes every row (default: the device's, float16 on a GPU and float32 on the
+CPU); each other D adds "HF beam search (D)", "ours, no constraints (D)", "ours, C=8 positive (D)" and
+"ours, 20 negative phrases (D)" with the model in D (constraints checked as in every row), prints how many
+best outputs (no constraints) equal D1's, and a summary of D's time against D1's.
 
 ``--save-model DIR`` builds the random model into DIR and keeps it. ``--hf456-python PY`` also runs
 bench/decoding_hf_constrained.py under PY (a venv with transformers 4.56, the last with ``force_words_ids``
@@ -168,6 +174,12 @@ def main(argv=None):
         help="also ours with dynamic int8 weights (none, C=8, 20 negative) and CTranslate2 in int8",
     )
     ap.add_argument(
+        "--dtype",
+        default=None,
+        help="comma-separated model dtypes (float32, float16, bfloat16; half precision: GPU only): the first "
+        "decodes every row (default: the device's), each other adds rows in that dtype",
+    )
+    ap.add_argument(
         "--hf-step",
         choices=("off", "none", "all"),
         default="none",
@@ -183,6 +195,7 @@ def main(argv=None):
         a.d_model, a.ffn, a.layers, a.heads, a.vocab = 512, 2048, 6, 8, 58101
     import torch
 
+    from generation.decode_options import DTYPES, DecodeOptionsError
     from generation.decoding import decode, load_model, normalise_constraints, violations
     from generation.model_source import ModelFolderError, model_folder
 
@@ -193,7 +206,14 @@ def main(argv=None):
         model_dir = model_folder(a.model) if a.model else build_random_model(Path(a.save_model or tmp.name), a)
     except ModelFolderError as exc:
         ap.error(str(exc))
-    m = load_model(model_dir, device=a.device)
+    dtypes = [d.strip() for d in a.dtype.split(",")] if a.dtype else [None]
+    if a.dtype and (any(d not in DTYPES for d in dtypes) or len(set(dtypes)) < len(dtypes)):
+        ap.error(f"--dtype: distinct values among {', '.join(DTYPES)}")
+    try:
+        m = load_model(model_dir, device=a.device, dtype=dtypes[0])
+        in_dtype = {d: load_model(model_dir, device=a.device, dtype=d) for d in dtypes[1:]}  # the extra rows' models
+    except DecodeOptionsError as exc:
+        ap.error(exc.option_message)
     from conftest import WORDS
 
     rnd = random.Random(1)
@@ -214,7 +234,8 @@ def main(argv=None):
         f"device={m.device} model={shown}"
         f" ({n_params / 1e6:.1f}M parameters) sentences={len(sources)}"
         f" ({'STS-B dev' if a.model and STSB_DEV.is_file() else 'random words'})"
-        f" max_length={max_length} torch_threads={torch.get_num_threads()}"
+        f" max_length={max_length} torch_threads={torch.get_num_threads()} dtype={m.dtype}"
+        f"{''.join(f' (+ rows in {d})' for d in in_dtype)}"
     )
     ct2 = None if a.no_ct2 else Ct2Runner.build(model_dir, Path(tmp.name) / "ct2", m, torch.get_num_threads())
     if ct2 is not None:
@@ -247,12 +268,12 @@ def main(argv=None):
 
     last_none = {}
 
-    def run_ours(beam, bs, kind, n, fast_step=None, stop="auto", int8=False):
+    def run_ours(beam, bs, kind, n, fast_step=None, stop="auto", int8=False, dtype=None):
         cons = cons_for(kind, n)
         stats = {}
         t = time.perf_counter()
         res = decode(
-            m,
+            in_dtype.get(dtype, m),
             sources,
             cons,
             beam=beam,
@@ -266,7 +287,7 @@ def main(argv=None):
         )
         dt = time.perf_counter() - t
         if kind == "none" and fast_step is None:
-            last_none[beam, bs, int8] = res
+            last_none[beam, bs, int8, dtype] = res
         sat = viol = 0
         for r, c in zip(res, cons):
             nc = normalise_constraints(c)
@@ -278,12 +299,13 @@ def main(argv=None):
             viol += r.safety_net_dropped
         return len(sources) / dt, sat, viol, dt / stats["sentence_steps"]
 
-    def run_hf(beam, bs):
+    def run_hf(beam, bs, dtype=None):
+        mm = in_dtype.get(dtype, m)
         t = time.perf_counter()
         for k in range(0, len(sources), bs):
-            enc = m.tokenizer(sources[k : k + bs], return_tensors="pt", padding=True).to(m.device)
+            enc = mm.tokenizer(sources[k : k + bs], return_tensors="pt", padding=True).to(mm.device)
             with torch.no_grad():
-                m.model.generate(**enc, num_beams=beam, max_length=max_length, early_stopping=False)
+                mm.model.generate(**enc, num_beams=beam, max_length=max_length, early_stopping=False)
         return len(sources) / (time.perf_counter() - t)
 
     if m.device.type == "cuda":  # the graph must change nothing but time
@@ -313,6 +335,13 @@ def main(argv=None):
             ("pos", f"ours, C=8 positive {INT8}", 8),
             ("neg", f"ours, 20 negative phrases {INT8}", 20),
         ]
+    for d in in_dtype:  # the model in another dtype: HF's and ours, with and without constraints
+        rows += [
+            ("hf", f"HF beam search ({d})", 0),
+            ("none", f"ours, no constraints ({d})", 0),
+            ("pos", f"ours, C=8 positive ({d})", 8),
+            ("neg", f"ours, 20 negative phrases ({d})", 20),
+        ]
     if a.hf_step != "off":  # the same decoder with Hugging Face's step (fast_step=False): the lean step's effect
         rows += [
             (kind, f"{label} (HF step)", n)
@@ -321,12 +350,14 @@ def main(argv=None):
         ]
     hf456 = run_hf456(a, model_dir, sources, max_length, cons_for, torch.get_num_threads()) if a.hf456_python else {}
     all_ok = True
-    summary, ct2_summary, hf_step_summary, stop_summary, int8_summary = [], [], [], [], []
+    summary, ct2_summary, hf_step_summary, stop_summary, int8_summary, dtype_summary = [], [], [], [], [], []
     for beam in [int(x) for x in a.beams.split(",")]:
         for bs in [int(x) for x in a.batches.split(",")]:
             run_ours(beam, bs, "none", 0)  # warm-up
             if a.int8:  # (and the int8 twin's one-time weight quantisation, out of the timed rows)
                 run_ours(beam, bs, "none", 0, int8=True)
+            for d in in_dtype:
+                run_ours(beam, bs, "none", 0, dtype=d)
             print(f"\nbeam={beam} batch={bs}")
             print(
                 f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s}"
@@ -336,7 +367,7 @@ def main(argv=None):
             for _ in range(a.repeat):  # rows interleaved, then each row's best (or median) of its runs
                 for kind, label, n in rows:
                     if kind == "hf":
-                        sp, sat, viol = run_hf(beam, bs), None, None
+                        sp, sat, viol = run_hf(beam, bs, dtype_of(label)), None, None
                     elif kind == "ct2":
                         runner = ct2_int8 if label.endswith(INT8) else ct2
                         sp, sat, viol = runner.run(sources, beam, bs, max_length), None, None
@@ -349,6 +380,7 @@ def main(argv=None):
                             False if label.endswith("(HF step)") else None,
                             "beam" if label.endswith(STOP_BEAM) else "auto",
                             label.endswith(INT8),
+                            dtype_of(label),
                         )
                         runs_step.setdefault(label, []).append(per_step)
                     runs_sp.setdefault(label, []).append(sp)
@@ -383,7 +415,7 @@ def main(argv=None):
                         )
                     )
             if ct2 is not None:
-                same, total, mean_len = ct2.compare(last_none[beam, bs, False], sources, beam, bs, max_length)
+                same, total, mean_len = ct2.compare(last_none[beam, bs, False, None], sources, beam, bs, max_length)
                 print(
                     f"  CTranslate2 best output = ours (no constraints), token for token: {same}/{total}"
                     f" (ours: mean {mean_len:.1f} output tokens)"
@@ -416,7 +448,7 @@ def main(argv=None):
             if a.int8:
                 ours_same = sum(
                     [o["tokens"] for o in x.outputs[:1]] == [o["tokens"] for o in y.outputs[:1]]
-                    for x, y in zip(last_none[beam, bs, False], last_none[beam, bs, True])
+                    for x, y in zip(last_none[beam, bs, False, None], last_none[beam, bs, True, None])
                 )
                 line = f"  int8 best output = float32's, no constraints: ours {ours_same}/{len(sources)}"
                 if ct2_int8 is not None:
@@ -434,6 +466,27 @@ def main(argv=None):
                         ct2_speed(speeds, INT8) / worst8 if ct2_int8 else None,
                         ct2_speed(speeds) / none8 if ct2 else None,
                         speeds["ours, no constraints"] / none8,
+                    )
+                )
+            for d in in_dtype:
+                same_d = sum(
+                    [o["tokens"] for o in x.outputs[:1]] == [o["tokens"] for o in y.outputs[:1]]
+                    for x, y in zip(last_none[beam, bs, False, None], last_none[beam, bs, False, d])
+                )
+                print(f"  {d} best output = {m.dtype}'s, no constraints: ours {same_d}/{len(sources)}")
+                dtype_summary.append(
+                    (
+                        beam,
+                        bs,
+                        d,
+                        speeds["ours, no constraints"] / speeds[f"ours, no constraints ({d})"],
+                        max(
+                            speeds[f"ours, no constraints ({d})"] / speeds[f"ours, {c} ({d})"]
+                            for c in ("C=8 positive", "20 negative phrases")
+                        ),
+                        speeds["HF beam search"] / speeds[f"HF beam search ({d})"],
+                        speeds[f"HF beam search ({d})"] / speeds[f"ours, no constraints ({d})"],
+                        same_d,
                     )
                 )
             for r in hf456.get((beam, bs), []):  # other process, same model/sentences; own baseline: its first row
@@ -498,6 +551,14 @@ def main(argv=None):
                 f"worst constrained int8/CT2 int8="
                 f"{f(r_worst)} ours-none int8/CT2 float32={f(r_f32)} ours-none int8/ours-none float32={r_self:.2f}"
             )
+    if dtype_summary:
+        print(f"Model dtype against {m.dtype} (time ratios: below 1 = faster than {m.dtype})")
+        for beam, bs, d, r_ours, r_cons, r_hf, r_vs_hf, same in dtype_summary:
+            print(
+                f"  beam={beam:<3d} batch={bs:<3d} {d:8s} ours-none={r_ours:.2f} HF={r_hf:.2f}"
+                f"  in {d}: worst constrained/ours-none={r_cons:.2f} ours-none/HF={r_vs_hf:.2f}"
+                f"  same best output as {m.dtype}: {same}/{len(sources)}"
+            )
     if hf_step_summary:
         print("Hugging Face's decoder step instead of the lean one (time ratios)")
         for beam, bs, label, r_ct2, r_lean in hf_step_summary:
@@ -518,7 +579,14 @@ INT8 = "(int8)"
 
 def variant(label: str) -> bool:
     """A row decoded another way than the product's default (kept out of the summaries' worst rows)."""
-    return label.endswith("(HF step)") or label.endswith(STOP_BEAM) or label.endswith(INT8)
+    return label.endswith("(HF step)") or label.endswith(STOP_BEAM) or label.endswith(INT8) or bool(dtype_of(label))
+
+
+def dtype_of(label: str) -> str | None:
+    """The dtype of a row with the model in another dtype ("... (float16)"), None for the others."""
+    from generation.decode_options import DTYPES
+
+    return next((d for d in DTYPES if label.endswith(f"({d})")), None)
 
 
 def ct2_speed(speeds: dict, suffix: str = "") -> float:

@@ -6,8 +6,10 @@ Params (validated by :func:`generation_params`, which the CLI and any other call
 (numbers, Tab. 3), ``idf_table`` (id; default the corpus's latest), ``beam`` (5), ``nbest`` (1),
 ``max_length`` (128), ``length_penalty`` (1.0), ``stop`` ("auto": when a sentence's search ends, see
 ``generation.decoding.decode``; a job planned before it existed has none and keeps "beam", the rule its
-first chunks ran under), ``batch_size`` (32), ``device`` (None: CUDA when the
-worker has it), ``seed`` (0), ``ppdb`` (PPDB 2.0 file, needed by 35-37), ``name`` (the Resource's; default
+first chunks ran under), ``batch_size`` (None: each chunk takes the device's, 32 on the CPU and from the
+free memory on a GPU: ``generation.decoding.batching``; its result says which), ``device`` (None: CUDA when
+the worker has it), ``dtype`` (None: float16 on a GPU, float32 on the CPU; float16 and bfloat16 need a GPU),
+``seed`` (0), ``ppdb`` (PPDB 2.0 file, needed by 35-37), ``name`` (the Resource's; default
 ``<corpus>-job<id>``), ``sample_per_length`` + ``lengths`` (the evaluation sample; absent = the whole
 corpus), ``sample_chunk_size`` (references per chunk of a sample, 50) and ``pause_per_batch`` (seconds to
 sleep after each decoded batch, 0: throttles a GPU shared with other work; the fault test uses it to kill a
@@ -16,7 +18,8 @@ worker mid-chunk).
 The ``Resource`` row is created with the job (``plan``), which also records the model's weights hash, so
 that every chunk (and a resumed job) decodes with the same weights. Chunks: one per corpus shard, or one
 per slice of the sample. A chunk tags its references with spaCy, selects each system's constraints
-(:mod:`generation.constraints`), decodes every distinct (input, constraints) once, merges identical outputs
+(:mod:`generation.constraints`; on a GPU for the next window in a background thread while the current one
+decodes), decodes every distinct (input, constraints) once, merges identical outputs
 per reference keeping which systems produced them, and writes ONE candidate shard at
 ``candidates/<job>/shard-<chunk>.jsonl.gz`` in the record format of :class:`generation.models.Resource`
 (candidates ordered by nll, then text), then upserts its ``ResourceShard``. A chunk that runs again
@@ -33,13 +36,17 @@ that in a finish hook it registers (``annotation/campaigns.py``), which fills in
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import json
 import math
+import queue
+import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +57,10 @@ from infra.shards import batched, read_jsonl_gz, write_jsonl_gz
 from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
-from .beam_sizes import STOP_DEFAULT, beam_nbest_error, stop_rule_error
+from .beam_sizes import STOP_DEFAULT
 from .constraint_job import load_idf_table
 from .constraints import resolve_systems, select_for_all_systems, tag_sentences
+from .decode_options import DecodeOptions, DecodeOptionsError
 from .hooks import name_taken
 from .model_source import ModelFolderError, model_folder
 from .models import Corpus, CorpusFormat, CorpusStatus, IdfTable, Resource, ResourceShard
@@ -178,8 +186,9 @@ def generation_params(
     nbest: int = 1,
     max_length: int = 128,
     length_penalty: float = 1.0,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     device: str | None = None,
+    dtype: str | None = None,
     seed: int = 0,
     ppdb: str | None = None,
     sample_per_length: int | None = None,
@@ -189,9 +198,23 @@ def generation_params(
     pause_per_batch: float = 0.0,
     stop: str = STOP_DEFAULT,
 ) -> dict[str, Any]:
-    """Check every setting (nothing is created) and return the job's params. Raises GenerationSettingsError."""
+    """Check every setting (nothing is created) and return the job's params. Raises GenerationSettingsError.
+    The decoding settings are checked as one ``DecodeOptions`` (the rules ``paraphrase`` and ``decode`` use)."""
     if corpus.status != CorpusStatus.READY:
         raise GenerationSettingsError(f"corpus {corpus.name!r} is {corpus.status}, not ready")
+    try:
+        options = DecodeOptions(
+            beam=beam,
+            nbest=nbest,
+            stop=stop,
+            max_length=max_length,
+            length_penalty=length_penalty,
+            batch_size=batch_size,
+            device=device,
+            dtype=dtype,
+        )
+    except DecodeOptionsError as exc:
+        raise GenerationSettingsError(str(exc)) from None
     _check_model_folder(model)
     model_fingerprint(model)
     numbers = parse_systems(systems)
@@ -205,24 +228,12 @@ def generation_params(
         idf_table = corpus.idf_tables.order_by("-created_at", "-pk").first()
         if idf_table is None:
             raise GenerationSettingsError(f"corpus {corpus.name!r} has no IDF table (run build_idf first)")
-    beam, nbest = _int(beam, "beam"), _int(nbest, "nbest")
-    problem = beam_nbest_error(beam, nbest) or stop_rule_error(stop)
-    if problem:
-        raise GenerationSettingsError(problem)
-    if device not in (None, "", "cpu", "cuda"):
-        raise GenerationSettingsError(f"device must be cpu or cuda, not {device!r}")
     params: dict[str, Any] = {
         "corpus": corpus.pk,
         "model": str(model),
         "systems": numbers,
         "idf_table": idf_table.pk,
-        "beam": beam,
-        "nbest": nbest,
-        "stop": stop,
-        "max_length": _int(max_length, "max_length", 2),
-        "length_penalty": _finite(length_penalty, "length_penalty"),
-        "batch_size": _int(batch_size, "batch_size"),
-        "device": device or None,
+        **options.job_params(),
         "seed": _int(seed, "seed", 0),
         "ppdb": str(ppdb) if ppdb else None,
         "sample_chunk_size": _int(sample_chunk_size, "sample_chunk_size"),
@@ -332,6 +343,7 @@ def _plan(job: Job) -> list[dict[str, Any]]:
                 "length_penalty",
                 "batch_size",
                 "device",
+                "dtype",
                 "seed",
                 "ppdb",
                 "sample_per_length",
@@ -369,14 +381,28 @@ def _plan(job: Job) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------ chunk
 
 _MODEL_LOCK = threading.Lock()
-_MODEL: dict[tuple[str, str | None], Any] = {}
+_MODEL: dict[tuple[str, str | None, str | None], Any] = {}
+# Windows prepared (tagged, constraints selected) ahead of the one decoding, in a background thread: the
+# bounded queue's size; 0: prepare each window only when it is its turn (the sequential version). None:
+# 1 where the model is on a GPU, 0 on the CPU, where the decoder itself keeps the cores and the GIL busy
+# (bench/generate_chunk.py measured the overlapped chunk slower there: bench/results/generate-chunk-*.txt).
+PREPARE_AHEAD: int | None = None
+# While a chunk overlaps, the interpreter hands the GIL over every this many seconds (Python's default:
+# 0.005). Why: the decoding thread gives the GIL up whenever it waits for the GPU and must get it back as
+# soon as the GPU is done; with 5 ms slices it could wait longer than a decoding step takes.
+PREPARE_SWITCH_INTERVAL = 0.0002
+BATCH_RULE = "given by the job's batch_size"
+DEVICE_BATCH_RULE = (
+    "follows the device: 32 on the CPU; on a GPU the largest power of two <= half the usable memory over "
+    "one sentence's estimated bytes, at most 512 (generation/decoding/batching.py)"
+)
 
 
-def loaded_model(path: str, device: str | None):
+def loaded_model(path: str, device: str | None, dtype: str | None = None):
     """The decoder's model, loaded once per process (one model kept at a time)."""
     from .decoding import load_model
 
-    key = (str(resolve_model_folder(path)), device)
+    key = (str(resolve_model_folder(path)), device, dtype)
     with _MODEL_LOCK:
         if key not in _MODEL:
             if device == "cuda":
@@ -385,7 +411,7 @@ def loaded_model(path: str, device: str | None):
                 if not torch.cuda.is_available():
                     raise RuntimeError("device 'cuda' was asked for but this worker has no CUDA device")
             _MODEL.clear()
-            _MODEL[key] = load_model(key[0], device=device)
+            _MODEL[key] = load_model(key[0], device=device, dtype=dtype)
         return _MODEL[key]
 
 
@@ -395,30 +421,83 @@ def _chunk_records(chunk: JobChunk) -> Iterator[dict[str, Any]]:
     return read_jsonl_gz(chunk.params["key"])
 
 
-def decode_references(
-    records: list[dict[str, Any]], *, params: dict[str, Any], is_bitext: bool, progress: ProgressFn
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-    """Resource records (one per reference) and per-system counts for a window of corpus records.
+def job_decode_options(params: dict[str, Any]) -> DecodeOptions:
+    """The decoding options of a job's params (a job planned before some option existed gets the value its
+    first chunks ran under: ``job_stop_rule``; no dtype, the device's; no batch_size, the device's rule)."""
+    return DecodeOptions.from_values({**params, "stop": job_stop_rule(params)})
 
-    ``progress(decoded, to_decode)`` counts distinct (input, constraints) decodings, after each batch."""
-    from .decoding import decode
+
+@dataclass
+class ChunkSetup:
+    """What every window of a chunk uses, loaded once per chunk in the worker's own thread (the only one that
+    reads the database): the systems, IDF values, PPDB index, spaCy pipeline, model and decoding options
+    (``batch_size`` resolved: the job's, or the device's rule, ``batch`` says which)."""
+
+    params: dict[str, Any]
+    is_bitext: bool
+    systems: list
+    idf: Any
+    ppdb: Any
+    nlp: Any
+    model: Any
+    options: DecodeOptions
+    batch: Any  # decoding.BatchChoice
+
+
+def chunk_setup(params: dict[str, Any], is_bitext: bool) -> ChunkSetup:
+    from .decoding import BatchChoice, default_batch_size
     from .nlp import load_pipeline
 
-    systems = resolve_systems(params["systems"])
-    numbers = [str(s.number) for s in systems]
-    model = loaded_model(params["model"], params.get("device"))
+    options = job_decode_options(params)
+    model = loaded_model(params["model"], options.device, options.dtype)
     if model_fingerprint(params["model"]) != params["model_sha256"]:
         raise RuntimeError(f"the weights in {params['model']!r} changed since the job started")
-    idf = load_idf_table(IdfTable.objects.get(pk=params["idf_table"]))
+    options = options.on_device(model.device.type)
+    if options.batch_size is None:
+        batch = default_batch_size(model, options)
+        options = options.replace(batch_size=batch.size)
+    else:
+        batch = BatchChoice(options.batch_size, BATCH_RULE)
     ppdb = None
     if params.get("ppdb"):
         from .ppdb import open_ppdb
 
         ppdb = open_ppdb(params["ppdb"])
-    tagged = tag_sentences([r["reference"] for r in records], nlp=load_pipeline(tagger=True))
+    return ChunkSetup(
+        params=params,
+        is_bitext=is_bitext,
+        systems=resolve_systems(params["systems"]),
+        idf=load_idf_table(IdfTable.objects.get(pk=params["idf_table"])),
+        ppdb=ppdb,
+        nlp=load_pipeline(tagger=True),
+        model=model,
+        options=options,
+        batch=batch,
+    )
+
+
+@dataclass
+class PreparedWindow:
+    """A window's CPU work before decoding: its output records (candidates still empty), per-system counts
+    so far, and each distinct (input, constraints) to decode once, in decoding order (``unique``; ``jobs``:
+    (record position, system, constraints, index of its input in ``inputs``))."""
+
+    out_records: list[dict[str, Any]]
+    counts: dict[str, dict[str, int]]
+    jobs: list[tuple[int, str, dict, int]]
+    inputs: dict[tuple[str, str], int]
+    unique: list[tuple[str, str]]
+
+
+def prepare_window(records: list[dict[str, Any]], setup: ChunkSetup) -> PreparedWindow:
+    """Tag a window's references with spaCy and select every system's constraints (no database, no model:
+    this runs in the background thread while the previous window decodes)."""
+    numbers = [str(s.number) for s in setup.systems]
+    tagged = tag_sentences([r["reference"] for r in records], nlp=setup.nlp)
     counts = {n: {"outputs": 0, "no_constraints": 0, "unsatisfiable": 0, "empty": 0} for n in numbers}
-    out_records, jobs = [], []  # jobs: (record position, system, constraints, input key)
+    out_records, jobs = [], []
     inputs: dict[tuple[str, str], int] = {}
+    seed = setup.params["seed"]
     for pos, (record, sentence) in enumerate(zip(records, tagged)):
         out_records.append(
             {
@@ -430,8 +509,8 @@ def decode_references(
                 "no_constraints": [],
             }
         )
-        source = record.get("source") if is_bitext else record["reference"]
-        for selected in select_for_all_systems(sentence, idf, seed=params["seed"], ppdb=ppdb, systems=systems):
+        source = record.get("source") if setup.is_bitext else record["reference"]
+        for selected in select_for_all_systems(sentence, setup.idf, seed=seed, ppdb=setup.ppdb, systems=setup.systems):
             system = str(selected.system)
             if not selected.is_constraint_set:
                 out_records[-1]["no_constraints"].append(system)
@@ -443,28 +522,29 @@ def decode_references(
             jobs.append((pos, system, cons, inputs.setdefault(key, len(inputs))))
     # Each distinct (input, constraints) is decoded once, shortest inputs first (less padding per batch).
     unique = sorted(inputs, key=lambda k: (len(k[0]), inputs[k]))
+    return PreparedWindow(out_records, counts, jobs, inputs, unique)
+
+
+def decode_window(
+    window: PreparedWindow, setup: ChunkSetup, progress: ProgressFn
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Decode a prepared window and merge its outputs into resource records (one per reference) and per-system
+    counts. ``progress(decoded, to_decode)`` counts distinct (input, constraints) decodings, after each batch."""
+    from .decoding import decode
+
+    unique, counts = window.unique, window.counts
     results: dict[int, Any] = {}
-    batch, pause = int(params["batch_size"]), float(params.get("pause_per_batch") or 0)
+    batch, pause = setup.options.batch_size, float(setup.params.get("pause_per_batch") or 0)
     for k in range(0, len(unique), batch):
         part = unique[k : k + batch]
-        decoded = decode(
-            model,
-            [s for s, _ in part],
-            [json.loads(c) for _, c in part],
-            beam=params["beam"],
-            nbest=params["nbest"],
-            max_length=params["max_length"],
-            stop=job_stop_rule(params),
-            length_penalty=params["length_penalty"],
-            batch_size=batch,
-        )
+        decoded = decode(setup.model, [s for s, _ in part], [json.loads(c) for _, c in part], options=setup.options)
         for key, result in zip(part, decoded):
-            results[inputs[key]] = result
+            results[window.inputs[key]] = result
         if pause:
             time.sleep(pause)
         progress(min(k + batch, len(unique)), len(unique))
-    merged: list[dict[str, dict]] = [{} for _ in records]
-    for pos, system, cons, index in jobs:
+    merged: list[dict[str, dict]] = [{} for _ in window.out_records]
+    for pos, system, cons, index in window.jobs:
         result = results[index]
         if result.unsatisfiable:
             counts[system]["unsatisfiable"] += 1
@@ -481,42 +561,128 @@ def decode_references(
             if system not in entry["systems"]:
                 entry["systems"].append(system)
                 entry["constraints"][system] = cons
-    order = {n: i for i, n in enumerate(sorted(numbers, key=int))}
-    for record, entries in zip(out_records, merged):
+    order = {str(s.number): i for i, s in enumerate(sorted(setup.systems, key=lambda s: s.number))}
+    for record, entries in zip(window.out_records, merged):
         for entry in entries.values():
             entry["systems"].sort(key=order.__getitem__)
         record["candidates"] = sorted(entries.values(), key=lambda e: (e["nll"], e["text"]))
         record["no_constraints"].sort(key=order.__getitem__)
-    return out_records, counts
+    return window.out_records, counts
+
+
+def decode_references(
+    records: list[dict[str, Any]], *, params: dict[str, Any], is_bitext: bool, progress: ProgressFn
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Resource records (one per reference) and per-system counts for a window of corpus records, prepared
+    and decoded one after the other (a chunk overlaps the two: :func:`prepared_ahead`)."""
+    setup = chunk_setup(params, is_bitext)
+    return decode_window(prepare_window(records, setup), setup, progress)
+
+
+_END = object()
+
+
+def prepared_ahead(items: Iterator[Any], prepare: Callable[[Any], Any], ahead: int) -> Iterator[Any]:
+    """``prepare(item)`` for each item, in order. With ``ahead`` > 0 a background thread prepares the next
+    items while the caller works on the current one, at most ``ahead`` of them waiting in a bounded queue
+    (and one more being prepared): why, a GPU decodes while the CPU tags and selects the next window
+    instead of idling through it. An exception in the thread is raised here, at the item it failed on;
+    closing this generator (the caller stopped: a cancelled job) stops the thread and waits for it."""
+    if ahead <= 0:
+        for item in items:
+            yield prepare(item)
+        return
+    ready: queue.Queue = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
+
+    def put(entry) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if stop.is_set() or not put((prepare(item), None)):
+                    return
+            put((_END, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, raised there
+            put((None, exc))
+
+    thread = threading.Thread(target=work, name="generate-prepare", daemon=True)
+    thread.start()
+    try:
+        while True:
+            value, error = ready.get()
+            if error is not None:
+                raise error
+            if value is _END:
+                return
+            yield value
+    finally:
+        stop.set()
+        thread.join()
+
+
+def prepare_ahead_for(device_type: str) -> int:
+    """How many windows a chunk prepares ahead of the one decoding (``PREPARE_AHEAD``)."""
+    if PREPARE_AHEAD is not None:
+        return PREPARE_AHEAD
+    return 1 if device_type == "cuda" else 0
+
+
+@contextlib.contextmanager
+def short_gil_slices(seconds: float) -> Iterator[None]:
+    """``sys.setswitchinterval`` at most ``seconds`` inside the block, as it was after it."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(min(before, seconds))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any]:
     """Decode a chunk's references window by window (memory stays flat on a 100,000-reference shard) into
-    one shard, written atomically: a chunk stopped half-way leaves nothing behind."""
+    one shard, written atomically: a chunk stopped half-way leaves nothing behind. On a GPU the next window
+    is tagged and its constraints selected in a background thread while the current one decodes
+    (``PREPARE_AHEAD``); outputs are those of the sequential version (each window's preparation is the same
+    whenever it runs)."""
     params = job.params
-    is_bitext = Corpus.objects.get(pk=params["corpus"]).format == CorpusFormat.BITEXT
+    setup = chunk_setup(params, Corpus.objects.get(pk=params["corpus"]).format == CorpusFormat.BITEXT)
     total = int(chunk.params.get("n_records") or len(chunk.params.get("references") or ()))
     counts: dict[str, dict[str, int]] = {}
     done = {"references": 0, "pairs": 0}
 
+    ahead = prepare_ahead_for(setup.model.device.type)
+
     def records() -> Iterator[dict[str, Any]]:
         progress(0, total)
-        for window in batched(_chunk_records(chunk), WINDOW):
-            window_size = len(window)
+        windows = prepared_ahead(batched(_chunk_records(chunk), WINDOW), lambda w: prepare_window(w, setup), ahead)
+        try:
+            for window in windows:
+                window_size = len(window.out_records)
 
-            def window_progress(decoded: int, of: int, n=window_size) -> None:
-                progress(done["references"] + (n * decoded // of if of else 0), max(total, done["references"] + n))
+                def window_progress(decoded: int, of: int, n=window_size) -> None:
+                    progress(done["references"] + (n * decoded // of if of else 0), max(total, done["references"] + n))
 
-            out, window_counts = decode_references(window, params=params, is_bitext=is_bitext, progress=window_progress)
-            for system, n in window_counts.items():
-                row = counts.setdefault(system, dict.fromkeys(n, 0))
-                for key, value in n.items():
-                    row[key] += value
-            done["references"] += len(out)
-            done["pairs"] += sum(len(r["candidates"]) for r in out)
-            yield from out
+                out, window_counts = decode_window(window, setup, window_progress)
+                for system, n in window_counts.items():
+                    row = counts.setdefault(system, dict.fromkeys(n, 0))
+                    for key, value in n.items():
+                        row[key] += value
+                done["references"] += len(out)
+                done["pairs"] += sum(len(r["candidates"]) for r in out)
+                yield from out
+        finally:
+            windows.close()
 
-    written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records())
+    with short_gil_slices(PREPARE_SWITCH_INTERVAL) if ahead else contextlib.nullcontext():
+        written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records())
     with transaction.atomic():
         ResourceShard.objects.update_or_create(
             resource_id=params["resource"],
@@ -534,6 +700,9 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
         "references": done["references"],
         "pairs": done["pairs"],
         "per_system": dict(sorted(counts.items(), key=lambda kv: int(kv[0]))),
+        "batch_size": setup.batch.size,
+        "batch_rule": setup.batch.rule,
+        "dtype": setup.model.dtype,
     }
 
 
@@ -589,6 +758,17 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
         "shards": [c.result["key"] for c in chunks],
         "campaign": None,  # an evaluation sample's campaign: filled in by annotation's finish hook
         "per_system": dict(sorted(per_system.items(), key=lambda kv: int(kv[0]))),
+        "decoding": _decoding_summary(params, chunks),
+    }
+
+
+def _decoding_summary(params: dict[str, Any], chunks: list[JobChunk]) -> dict[str, Any]:
+    """How the chunks decoded: their batch sizes and dtypes (each chunk's own figures are in its result;
+    chunks that ran before these were recorded state none)."""
+    return {
+        "batch_size": sorted({c.result["batch_size"] for c in chunks if "batch_size" in c.result}),
+        "batch_rule": BATCH_RULE if params.get("batch_size") else DEVICE_BATCH_RULE,
+        "dtype": sorted({c.result["dtype"] for c in chunks if "dtype" in c.result}),
     }
 
 

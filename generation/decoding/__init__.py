@@ -4,6 +4,7 @@
     m = load_model("generation/demo/model")            # ModelFolderError if missing / not a seq2seq checkpoint
     [r] = decode(m, ["How often do earthquakes occur?"],
                  [{"positive": [["today"]], "negative": [["often"]], "bos_avoid": [["How"]]}], beam=5, nbest=2)
+    decode(m, sources, options=DecodeOptions(beam=5, nbest=2, batch_size=64))   # the same options, as one value
     r.outputs   # [{"text", "tokens", "score", "satisfied"}]; r.unsatisfiable, r.reason
 
 ``score`` is the sum of the log-probabilities of the output tokens (EOS included) under the model, as the
@@ -15,13 +16,16 @@ dissimilarity with ``rerank_dissimilar``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
-from ..beam_sizes import STOP_DEFAULT, beam_nbest_error, stop_rule_error
+from ..decode_options import DecodeOptions, DecodeOptionsError
 from .banned import build_negative_tables
-from .dba import beam_search, build_positive_tables
+from .batching import BatchChoice, default_batch_size
+from .dba import beam_search
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
+from .positive import build_positive_tables
 from .rerank import rerank_dissimilar, word_levenshtein
 from .vocab import PhraseError, encode_phrase, words_of
 
@@ -29,7 +33,11 @@ __all__ = [
     "load_model",
     "from_objects",
     "decode",
+    "DecodeOptions",
+    "DecodeOptionsError",
     "DecodeResult",
+    "BatchChoice",
+    "default_batch_size",
     "LoadedModel",
     "ModelFolderError",
     "ConstraintError",
@@ -121,42 +129,30 @@ def decode(
     sources: list[str],
     constraints: list[dict | None] | None = None,
     *,
-    beam: int = 5,
-    nbest: int = 1,
-    max_length: int = 128,
-    length_penalty: float = 1.0,
-    early_stopping=False,
-    batch_size: int = 32,
-    rerank_dissimilar: bool = False,
+    options: DecodeOptions | None = None,
     references: list[str] | None = None,
     stats: dict | None = None,
-    cuda_graph: bool | None = None,
-    shrink: bool | None = None,
-    fast_step: bool | None = None,
-    stop: str = STOP_DEFAULT,
-    int8: bool = False,
+    **changes: Any,
 ) -> list[DecodeResult]:
-    """Decode ``sources`` (one constraint value per source, None = unconstrained). ``max_length`` counts the
-    decoder start token, as in ``transformers``. Never returns an output violating its constraints.
-    ``stats["steps"]``, if given, grows by the decoder steps run over all batches. ``cuda_graph``: replay each
-    step's bookkeeping as a CUDA graph (default: on a GPU; see ``dba.beam_search``). ``shrink``: drop a
-    batch's sentences from the model's inputs and the search as they finish (default: where no graph is
-    replayed). ``fast_step``: run the decoder with the lean step of ``fast_step.py`` where the model is
-    supported (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1``: off / on anywhere; see ``dba.beam_search``).
-    ``stop``: when a sentence's search ends - ``"beam"`` Hugging Face's rule over all ``beam`` finished
-    hypotheses, ``"nbest"`` the same heuristic over the ``nbest`` returned, ``"auto"`` (default) ``"nbest"``
-    for sentences with positive constraints, ``"beam"`` for the others (the reasons: ``dba``'s docstring).
-    ``int8``: the lean step's products on dynamic int8 weights (CPU; Marian and BART; see ``fast_step.py``):
-    faster, and outputs that can differ from float32's."""
+    """Decode ``sources`` (one constraint value per source, None = unconstrained) as ``options`` say
+    (:class:`DecodeOptions`; ``changes``: fields of it by name, ``decode(m, s, beam=4)``, on top of
+    ``options`` or the defaults). Never returns an output violating its constraints. ``references``: what
+    ``rerank_dissimilar`` measures against (default: the sources). ``stats["steps"]``, if given, grows by the
+    decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None follows the
+    device (``batching.default_batch_size``)."""
     from . import rerank as _rr
 
+    options = options or DecodeOptions()
+    if changes:
+        options = options.replace(**changes)
+    options = options.on_device(loaded.device.type)
+    if options.dtype is not None and options.dtype != loaded.dtype:
+        raise DecodeOptionsError(f"the options ask for dtype {options.dtype}, the model is in {loaded.dtype}")
+    batch_size = options.batch_size or default_batch_size(loaded, options).size
     if constraints is None:
         constraints = [None] * len(sources)
     if len(constraints) != len(sources):
         raise ValueError("one constraint value per source is needed")
-    problem = beam_nbest_error(beam, nbest) or stop_rule_error(stop)
-    if problem:
-        raise ValueError(problem)
     norm = [normalise_constraints(c) for c in constraints]
     results: list[DecodeResult | None] = [None] * len(sources)
     todo = []
@@ -186,24 +182,7 @@ def decode(
             [[(p, False) for p in norm[i]["negative"]] + [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
             loaded.device,
         )
-        rows = beam_search(
-            loaded,
-            input_ids,
-            am,
-            beam=beam,
-            max_length=max_length,
-            length_penalty=length_penalty,
-            early_stopping=early_stopping,
-            pos=pos,
-            neg=neg,
-            stats=stats,
-            cuda_graph=cuda_graph,
-            shrink=shrink,
-            fast_step=fast_step,
-            nbest=nbest,
-            stop=stop,
-            int8=int8,
-        )
+        rows = beam_search(loaded, input_ids, am, options=options, pos=pos, neg=neg, stats=stats)
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:
@@ -214,8 +193,8 @@ def decode(
                     dropped.append(bad)
                     continue
                 outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw, "satisfied": True})
-            outs = outs[:nbest]
-            if rerank_dissimilar:
+            outs = outs[: options.nbest]
+            if options.rerank_dissimilar:
                 ref = references[i] if references and references[i] else sources[i]
                 outs = _rr.rerank_dissimilar(outs, ref)
             r = DecodeResult(source=sources[i], outputs=outs, safety_net_dropped=len(dropped))

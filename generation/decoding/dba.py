@@ -32,9 +32,8 @@ almost nothing (577 against 574 sentence-steps there) and keeps ``generate``'s o
 On a GPU, steps 1 (after the model and its processors) to 5 are captured once per batch as a CUDA graph
 and replayed: they are many tiny kernels, and launching them cost more than running them.
 
-A positive phrase is the token sequence of its words with the leading-space marker followed by a
-*boundary element* (a token starting with a non-word character, or EOS / the end of the output): a phrase
-started must continue; otherwise its progress is undone - so a met phrase is always a run of whole words.
+The constraints' own state lives beside this module: required phrases in ``positive.py``, banned and
+BOS-anchored ones in ``banned.py``; the options of a search in ``generation.decode_options.DecodeOptions``.
 """
 
 from __future__ import annotations
@@ -44,8 +43,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..beam_sizes import STOP_DEFAULT, stop_rule_error
+from ..decode_options import DecodeOptions
 from . import fast_step as lean_step
+from .banned import NegativeState, NegativeTables
 from .hf_compat import (
     FastProcessors,
     generation_config_for,
@@ -55,145 +55,11 @@ from .hf_compat import (
     repeat_rows,
     select_rows,
 )
+from .positive import PositiveState, PositiveTables
 
 logger = logging.getLogger(__name__)
 
-BOUNDARY = -1
-PAD = -2
 NEG = -1.0e9
-
-
-@dataclass
-class PositiveTables:
-    C: torch.Tensor  # [B, T] token id, BOUNDARY, or PAD
-    first: torch.Tensor  # [B, T] bool
-    last: torch.Tensor  # [B, T] bool
-    pstart: torch.Tensor  # [B, T] long
-    valid: torch.Tensor  # [B, T] bool
-
-    @property
-    def T(self):
-        return self.C.shape[1]
-
-
-def build_positive_tables(batch: list[list[list[int]]], device) -> PositiveTables:
-    """``batch[b]`` = token-id sequences of the required phrases of sentence b. Rows are built as lists and
-    moved to the device once per table (element-wise tensor writes cost more than a GPU's decoding)."""
-    B = len(batch)
-    T = max(1, max((sum(len(p) + 1 for p in phrases) for phrases in batch), default=0))
-    C = [[PAD] * T for _ in range(B)]
-    first = [[False] * T for _ in range(B)]
-    last = [[False] * T for _ in range(B)]
-    pstart = [[0] * T for _ in range(B)]
-    for b, phrases in enumerate(batch):
-        i = 0
-        for p in phrases:
-            n = len(p) + 1
-            C[b][i : i + n] = list(p) + [BOUNDARY]
-            first[b][i] = True
-            last[b][i + n - 1] = True
-            pstart[b][i : i + n] = [i] * n
-            i += n
-    C = torch.tensor(C, dtype=torch.long, device=device)
-    return PositiveTables(
-        C,
-        torch.tensor(first, dtype=torch.bool, device=device),
-        torch.tensor(last, dtype=torch.bool, device=device),
-        torch.tensor(pstart, dtype=torch.long, device=device),
-        C != PAD,
-    )
-
-
-class PositiveState:
-    def __init__(self, tables: PositiveTables, bidx: torch.Tensor, boundary: torch.Tensor):
-        self.t = tables
-        self.bidx = bidx
-        self.boundary = boundary
-        H = len(bidx)
-        self.met = torch.zeros(H, tables.T, dtype=torch.bool, device=bidx.device)
-        self.cur = torch.full((H,), -1, dtype=torch.long, device=bidx.device)
-        self.idx = torch.arange(tables.T, device=bidx.device)
-        # the token that starts each phrase (PAD elsewhere): one comparison finds the phrases a token starts
-        self.first_tok = torch.where(tables.first, tables.C, torch.full_like(tables.C, PAD))
-        self.n_valid = tables.valid.sum(1)
-        self.C_flat, self.pstart_flat, self.last_flat = tables.C.view(-1), tables.pstart.view(-1), tables.last.view(-1)
-        # each phrase's first element and its token, phrases in order ([B, P], P the most phrases of a
-        # sentence; a padding phrase's token is PAD): the extra candidates are per phrase, not per element
-        n_phr = max(1, int(tables.first.sum(1).max()))
-        fpos = torch.sort((~tables.first).to(torch.int8), dim=1, stable=True)[1][:, :n_phr]
-        self.phrase_first = fpos
-        self.phrase_tok = tables.C.gather(1, fpos).masked_fill(~tables.first.gather(1, fpos), PAD)
-        self._by_len: dict[int, dict[str, torch.Tensor]] = {}
-        self.done = self.finish_ok(self.met, self.cur, bidx)
-
-    def advance(self, src, tok, bidx):
-        t = self.t
-        rows = self._rows(bidx)
-        base = rows["base"]  # (the tables' rows read through flat indices: one index, not two)
-        met = self.met[src]  # (advanced indexing: a copy)
-        cur = self.cur[src]
-        idx = self.idx
-        in_prog = cur >= 0
-        nxt = (cur + 1).clamp(max=t.T - 1)
-        nxt_tok = self.C_flat[base + nxt]
-        match = in_prog & ((nxt_tok == tok) | ((nxt_tok == BOUNDARY) & self.boundary[tok]))
-        undo = in_prog > match  # (bools: a > b is a & ~b, in one pass)
-        ps = self.pstart_flat[base + cur.clamp(min=0)]
-        met.masked_fill_(undo[:, None] & (idx >= ps[:, None]) & (idx <= cur[:, None]), False)
-        # (one element per row set: read, or, written back, instead of a [rows, T] mask)
-        met.scatter_(1, nxt[:, None], met.gather(1, nxt[:, None]) | match[:, None])
-        is_last = self.last_flat[base + nxt]
-        new_cur = nxt.masked_fill(~match | is_last, -1)
-        # the first phrase this token starts (max's index: the first maximum, 0 where none)
-        any_s, j = ((rows["first_tok"] == tok[:, None]) > met).to(torch.int8).max(1)
-        any_s = (any_s > 0) & (~match | is_last)
-        met.scatter_(1, j[:, None], met.gather(1, j[:, None]) | any_s[:, None])
-        new_cur = torch.where(any_s, j, new_cur)
-        return met, new_cur
-
-    def finish_ok(self, met, cur, bidx, n_met=None):
-        """All elements met, counting a pending boundary as met (the output ends there). ``n_met``: the
-        rows' counts of met elements, if known. (For the current hypotheses this is ``self.done``, kept
-        from the step that chose them: EOS, a boundary, may end a hypothesis exactly when this holds.)"""
-        t = self.t
-        rows = self._rows(bidx)
-        n = rows["n_valid"] - (met.sum(1) if n_met is None else n_met)
-        nxt = (cur + 1).clamp(max=t.T - 1)
-        pending = ((cur >= 0) & (self.C_flat[rows["base"] + nxt] == BOUNDARY)) > met.gather(1, nxt[:, None])[:, 0]
-        return (n == 0) | ((n == 1) & pending)
-
-    def next_tokens(self):
-        """[H, P] token ids of every unmet constraint's next token (PAD where none): per phrase the token
-        that starts it while it is unmet and no phrase is in progress, and in the first column the next
-        token of the phrase in progress (none when a boundary element is next). Over phrases rather than
-        elements: a hypothesis has at most P such tokens, and the valid ones keep their order (phrase
-        order is element order)."""
-        rows = self._rows(self.bidx)
-        in_prog = (self.cur >= 0)[:, None]
-        nt = rows["phrase_tok"].masked_fill(self.met.gather(1, rows["phrase_first"]) | in_prog, PAD)
-        nxt = self.t.C[self.bidx, (self.cur + 1).clamp(max=self.t.T - 1)][:, None]  # [H, 1]
-        first = torch.where(in_prog, nxt.masked_fill(nxt < 0, PAD), nt[:, :1])
-        return torch.cat([first, nt[:, 1:]], 1)
-
-    def keep_rows(self, rows: torch.Tensor, bidx: torch.Tensor) -> None:
-        """Keep hypotheses ``rows`` only, now of sentences ``bidx`` (``BeamSearch.keep``)."""
-        self.bidx = bidx
-        self.met, self.cur, self.done = self.met[rows], self.cur[rows], self.done[rows]
-        self._by_len = {}  # new layouts: their lengths may equal old ones'
-
-    def _rows(self, bidx):
-        """The tables' rows for a row layout ``bidx``, gathered once (a decoder's layouts are
-        sentence-major and fixed in length, so the length identifies the layout)."""
-        rows = self._by_len.get(len(bidx))
-        if rows is None:
-            rows = self._by_len[len(bidx)] = {
-                "first_tok": self.first_tok[bidx],
-                "n_valid": self.n_valid[bidx],
-                "base": bidx * self.t.T,
-                "phrase_first": self.phrase_first[bidx],
-                "phrase_tok": self.phrase_tok[bidx],
-            }
-        return rows
 
 
 _GRAPH_FAILURES: list[str] = []  # why a capture failed in this process (then steps run eagerly)
@@ -208,75 +74,53 @@ def beam_search(
     loaded,
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
+    options: DecodeOptions,
     *,
-    beam: int,
-    max_length: int,
-    length_penalty: float = 1.0,
-    early_stopping: bool | str = False,
     pos: PositiveTables | None = None,
-    neg=None,
+    neg: NegativeTables | None = None,
     stats: dict | None = None,
-    cuda_graph: bool | None = None,
-    shrink: bool | None = None,
-    fast_step: bool | None = None,
-    nbest: int | None = None,
-    stop: str = STOP_DEFAULT,
-    int8: bool = False,
 ) -> list[list[tuple]]:
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
-    score); at most ``beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``, if
-    given, grows by the decoder steps run (so a benchmark can tell cost per step from output length), and
+    score); at most ``options.beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``,
+    if given, grows by the decoder steps run (so a benchmark can tell cost per step from output length), and
     ``stats["sentence_steps"]`` by the sentences each of those steps decoded.
 
-    ``stop`` ("auto", "beam" or "nbest"; see the module's docstring) and ``nbest`` (the hypotheses the
-    caller will use; default ``beam``) say when a sentence's search ends.
+    ``options.stop`` ("auto", "beam" or "nbest"; see the module's docstring) and ``options.nbest`` (the
+    hypotheses the caller will use) say when a sentence's search ends.
 
-    ``shrink`` (default: on where no CUDA graph is replayed) drops a sentence from the model's inputs, its
-    cache and the search state once its finished hypotheses can no longer change (as CTranslate2 drops
+    ``options.shrink`` (default: on where no CUDA graph is replayed) drops a sentence from the model's inputs,
+    its cache and the search state once its finished hypotheses can no longer change (as CTranslate2 drops
     finished sentences): the rest of the batch then costs what its unfinished sentences cost, not what the
     whole batch did. Outputs are those of the full batch; the model's arithmetic on fewer rows may differ
     in the last bits (a matrix product's blocking depends on its row count), as it does in ``generate``
     for a sentence decoded in another batch.
 
-    ``cuda_graph`` (default: on when the model is on a GPU) replays each step's bookkeeping - everything
-    after the model's step and its logits processors - as one captured CUDA graph. On a GPU those are a
-    hundred-odd tiny kernels whose launches cost far more than their work, and more with constraints than
-    without: replayed, constraints cost almost nothing per step. The graph is captured at the second step
-    of each call (the first runs eagerly and builds the per-layout tables), the last step runs eagerly,
+    ``options.cuda_graph`` (default: on when the model is on a GPU) replays each step's bookkeeping -
+    everything after the model's step and its logits processors - as one captured CUDA graph. On a GPU those
+    are a hundred-odd tiny kernels whose launches cost far more than their work, and more with constraints
+    than without: replayed, constraints cost almost nothing per step. The graph is captured at the second
+    step of each call (the first runs eagerly and builds the per-layout tables), the last step runs eagerly,
     and a capture that fails falls back to eager steps (recorded in ``_GRAPH_FAILURES``).
 
-    ``fast_step`` (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1`` in the environment: off / on on any
-    device) runs the decoder's steps with ``fast_step.LeanDecoder`` where the model is one it reproduces
-    (Marian, BART): the same arithmetic as Hugging Face's decoder as plain functional calls on a static
-    key/value cache, without its per-module and cache-class overhead. Other models (T5, ...) run Hugging
-    Face's decoder. ``int8``: the lean step's products on dynamic int8 weights (CPU, Marian and BART only;
-    a ValueError elsewhere): about half their time, outputs no longer Hugging Face's."""
+    ``options.fast_step`` (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1`` in the environment: off / on
+    on any device) runs the decoder's steps with ``fast_step.LeanDecoder`` where the model is one it
+    reproduces (Marian, BART): the same arithmetic as Hugging Face's decoder as plain functional calls on a
+    static key/value cache, without its per-module and cache-class overhead. Other models (T5, ...) run
+    Hugging Face's decoder. ``options.int8``: the lean step's products on dynamic int8 weights (CPU, Marian
+    and BART only; a ValueError elsewhere): about half their time, outputs no longer Hugging Face's."""
     model = loaded.model
     dev = loaded.device
-    gen_cfg = generation_config_for(model, beam, max_length, length_penalty, early_stopping, dev)
+    beam, max_length, early_stopping = options.beam, options.max_length, options.early_stopping
+    gen_cfg = generation_config_for(model, beam, max_length, options.length_penalty, early_stopping, dev)
     processors = FastProcessors(logits_processors(model, gen_cfg, input_ids))
-    use_graph = _graphs_supported(dev) if cuda_graph is None else bool(cuda_graph)
+    use_graph = _graphs_supported(dev) if options.cuda_graph is None else options.cuda_graph
     if use_graph and not _graphs_supported(dev):
         raise ValueError("cuda_graph needs the model on a CUDA device")
-    shrink = not use_graph if shrink is None else bool(shrink)
+    shrink = not use_graph if options.shrink is None else options.shrink
     if shrink and use_graph:
         raise ValueError("shrink and cuda_graph exclude each other (a graph replays fixed shapes)")
-    problem = stop_rule_error(stop)
-    if problem:
-        raise ValueError(problem)
-    search = BeamSearch(
-        loaded,
-        gen_cfg,
-        input_ids.shape[0],
-        beam=beam,
-        max_length=max_length,
-        length_penalty=length_penalty,
-        early_stopping=early_stopping,
-        pos=pos,
-        neg=neg,
-        nbest=nbest,
-        stop=stop,
-    )
+    search = BeamSearch(loaded, gen_cfg, input_ids.shape[0], options, pos=pos, neg=neg)
+    int8, fast_step = options.int8, options.fast_step
 
     lean = None
     if fast_step is None:
@@ -405,26 +249,20 @@ class BeamSearch:
         loaded,
         gen_cfg,
         batch_size: int,
+        options: DecodeOptions,
         *,
-        beam: int,
-        max_length: int,
-        length_penalty: float,
-        early_stopping: bool | str,
         pos: PositiveTables | None,
-        neg,
-        nbest: int | None = None,
-        stop: str = STOP_DEFAULT,
+        neg: NegativeTables | None,
     ) -> None:
-        from .banned import NegativeState
-
         dev = self.dev = loaded.device
-        B, K = self.B, self.K = batch_size, beam
+        B, K = self.B, self.K = batch_size, options.beam
+        max_length, length_penalty = options.max_length, options.length_penalty
         self.V = loaded.vocab.size
         self.H = H = B * K
         self.eos = eos = loaded.vocab.eos_id
         self.max_length = max_length
         self.length_penalty = length_penalty
-        self.early_stopping = early_stopping
+        self.early_stopping = early_stopping = options.early_stopping
         self.pos = pos
         start = gen_cfg.decoder_start_token_id
         if start is None:
@@ -455,13 +293,8 @@ class BeamSearch:
         self.fin_ok = torch.zeros(B, K, dtype=torch.bool, device=dev)  # returned
         self.is_fin = torch.zeros(B, K, dtype=torch.bool, device=dev)  # slot filled
         self.unsat_heur = torch.ones(B, 1, dtype=torch.bool, device=dev)  # sentence still searching
-        self.stop_slot = _stop_slots(
-            stop,
-            K,
-            K if nbest is None else nbest,  # [B, 1] the slot read
-            pos.valid.any(1) if constrained_pos else None,
-            B,
-            dev,
+        self.stop_slot = _stop_slots(  # [B, 1] the slot read
+            options.stop, K, options.nbest, pos.valid.any(1) if constrained_pos else None, B, dev
         )
         self.cur_t = torch.ones((), dtype=torch.long, device=dev)  # cur_len on the device, for the graph
         self.src_sel = torch.zeros(H, dtype=torch.long, device=dev)  # each new hypothesis' source row (cache)

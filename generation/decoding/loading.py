@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
 from ..model_source import ModelFolderError, model_folder
 from .vocab import VocabInfo, build_vocab_info
 
@@ -22,6 +23,11 @@ class LoadedModel:
     @property
     def eos_id(self) -> int:
         return self.vocab.eos_id
+
+    @property
+    def dtype(self) -> str:
+        """The model's floating-point type by name ("float32", "float16", "bfloat16")."""
+        return str(next(self.model.parameters()).dtype).removeprefix("torch.")
 
 
 def _eos_id(model) -> int:
@@ -60,13 +66,26 @@ def keep_freed_memory_in_heap() -> bool:
     return _HEAP_KEPT
 
 
-def from_objects(model, tokenizer, device=None, path: str = "<memory>") -> LoadedModel:
+def model_dtype(device_type: str, dtype: str | None) -> torch.dtype:
+    """The torch dtype a model is put in on ``device_type``: on a GPU ``dtype``, float16 when it is None
+    (``DEFAULT_CUDA_DTYPE``: what the decoder has always run there); on the CPU float32 (a checkpoint saved in
+    float16 included), and half precision asked for there is a ``DecodeOptionsError``
+    (``decode_options.dtype_device_error``, the one rule)."""
+    if dtype is not None and dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    problem = dtype_device_error(dtype, device_type)
+    if problem:
+        raise problem
+    return getattr(torch, dtype or (DEFAULT_CUDA_DTYPE if device_type == "cuda" else "float32"))
+
+
+def from_objects(model, tokenizer, device=None, path: str = "<memory>", dtype: str | None = None) -> LoadedModel:
+    """``model`` on ``device`` (default: CUDA where there is one) in ``dtype`` (see :func:`model_dtype`)."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    to_dtype = model_dtype(device.type, dtype)
     if device.type == "cpu":
         keep_freed_memory_in_heap()
-    model = model.to(device)
-    if device.type == "cuda":
-        model = model.half()
+    model = model.to(device=device, dtype=to_dtype)
     model.eval()
     size = (
         model.get_output_embeddings().weight.shape[0]
@@ -82,9 +101,12 @@ def from_objects(model, tokenizer, device=None, path: str = "<memory>") -> Loade
     )
 
 
-def load_model(path, device=None) -> LoadedModel:
+def load_model(path, device=None, dtype: str | None = None) -> LoadedModel:
     """``path``: a local checkpoint folder or a hub id (``org/name[@revision]``, see generation/model_source.py).
-    The files are then read from that folder only (``local_files_only``: nothing else is fetched)."""
+    The files are then read from that folder only (``local_files_only``: nothing else is fetched). ``device``
+    and ``dtype``: as :func:`from_objects` takes them (a dtype the device refuses fails before loading)."""
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model_dtype(device.type, dtype)
     p = model_folder(path)
     if not p.is_dir():
         raise ModelFolderError(f"model folder {str(path)!r} is not a folder")
@@ -99,4 +121,4 @@ def load_model(path, device=None) -> LoadedModel:
         raise ModelFolderError(f"cannot load a seq2seq model from {str(path)!r}: {type(exc).__name__}: {exc}") from None
     if not getattr(model.config, "is_encoder_decoder", False):
         raise ModelFolderError(f"{str(path)!r} is not an encoder-decoder model")
-    return from_objects(model, tokenizer, device, str(p))
+    return from_objects(model, tokenizer, device, str(p), dtype)

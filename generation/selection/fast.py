@@ -40,6 +40,7 @@ from .values import (
     _SLOTS,
     _UNPACK_HALF,
     NO_PPDB_FILE,
+    NO_WORD_REASON,
     PREPOSITIONS,
     ConstraintSet,
     NoConstraintSet,
@@ -50,9 +51,11 @@ from .values import (
     TaggedSentence,
     as_tagged,
     draw_table,
+    holds_word,
     no_ppdb_match_reason,
     odd_case_forms,
     pool_too_small_reason,
+    positional_phrase,
     reference_too_short_reason,
     resolve_ppdb,
     settings_idf_window,
@@ -392,6 +395,10 @@ def _run_position_blocks(s: _Sentence, blocks, out: list) -> None:
             _run_position(s, members, out)
         return
     first = (tokens[0][0], tokens[1][0], tokens[2][0])
+    if not holds_word(first[0]):  # (punctuation first: each system's own phrase, positional_phrase)
+        for members in blocks:
+            _run_position(s, members, out)
+        return
     one, two = (first[:1],), (first[:2],)
     for (n1, m1, _, _), (n2, m2, _, _), (n3, m3, _, _) in blocks:
         out += (
@@ -402,14 +409,16 @@ def _run_position_blocks(s: _Sentence, blocks, out: list) -> None:
 
 
 def _run_position(s: _Sentence, members, out: list) -> None:
-    tokens, first = s.tokens, ()
+    tokens = s.tokens
     for number, name, _, n in members:
         if len(tokens) < n:
             out.append(NoConstraintSet(number, name, reference_too_short_reason(len(tokens), n)))
+            continue
+        phrase = positional_phrase([t[0] for t in tokens[:n]], n) or positional_phrase([t[0] for t in tokens], n)
+        if phrase is None:
+            out.append(NoConstraintSet(number, name, NO_WORD_REASON))
         else:
-            if len(first) < n:
-                first = tuple([t[0] for t in tokens[: max(n, 3)]])
-            out.append(ConstraintSet(number, name, (), (), (first[:n],)))
+            out.append(ConstraintSet(number, name, (), (), (phrase,)))
 
 
 def _run_ranked_negative(s: _Sentence, members, out: list) -> None:

@@ -30,6 +30,7 @@ from ..ppdb import coarse_pos_of_spacy
 from ..systems import SYSTEMS, System, get_system
 from .values import (
     NO_PPDB_FILE,
+    NO_WORD_REASON,
     PREPOSITIONS,
     ConstraintSet,
     NoConstraintSet,
@@ -42,6 +43,7 @@ from .values import (
     no_ppdb_match_reason,
     odd_case_forms,
     pool_too_small_reason,
+    positional_phrase,
     reference_too_short_reason,
     resolve_ppdb,
     settings_idf_window,
@@ -133,11 +135,15 @@ def ranked_positive(system: System, ref: Reference) -> Selected:
 
 
 def positional(system: System, ref: Reference) -> Selected:
-    """Systems 32-34: the output must not start with the reference's first ``count`` tokens, as written."""
+    """Systems 32-34: the output must not start with the reference's first ``count`` tokens, as written
+    (carried on through the first word when they are all punctuation: ``positional_phrase``)."""
     tokens = ref.tagged.tokens
     if len(tokens) < system.count:
         return NoConstraintSet(system.number, system.name, reference_too_short_reason(len(tokens), system.count))
-    return ConstraintSet(system.number, system.name, bos_avoid=(tuple(text for text, _ in tokens[: system.count]),))
+    phrase = positional_phrase([text for text, _ in tokens], system.count)
+    if phrase is None:
+        return NoConstraintSet(system.number, system.name, NO_WORD_REASON)
+    return ConstraintSet(system.number, system.name, bos_avoid=(phrase,))
 
 
 def ppdb_pair(system: System, ref: Reference) -> Selected:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -132,6 +133,32 @@ def pool_too_small_reason(pool_words: Sequence[str], needed: int) -> str:
 def reference_too_short_reason(tokens: int, needed: int) -> str:
     """Why a positional system that bans the first ``needed`` tokens has no constraint set."""
     return f"reference has {tokens} token(s), system needs {needed}"
+
+
+NO_WORD_REASON = "reference has no word (only punctuation): no start to keep the output from"
+
+_WORD_CHAR = re.compile(r"\w")
+
+
+def holds_word(token: str) -> bool:
+    """Whether a token holds a word as the decoder counts words (``\\w+`` runs: generation/decoding/vocab.py)."""
+    return _WORD_CHAR.search(token) is not None
+
+
+def positional_phrase(tokens: Sequence[str], count: int) -> Phrase | None:
+    """What systems 32-34 keep the output from starting with: the reference's first ``count`` tokens as
+    written, carried on through the first token that holds a word when none of them does (``"``, ``--``).
+    Why: the decoder matches words, so a phrase of punctuation alone bans nothing it can see (it was an
+    empty phrase, an error that failed the whole job), and the rule is about how the output begins in
+    words - ``"The figures ...`` gives ``('"', 'The')``: not starting with "The". None when the reference
+    holds no word at all (then there is no constraint set)."""
+    phrase = tuple(tokens[:count])
+    if any(holds_word(t) for t in phrase):
+        return phrase
+    for end in range(count, len(tokens)):
+        if holds_word(tokens[end]):
+            return tuple(tokens[: end + 1])
+    return None
 
 
 NO_PPDB_FILE = "no PPDB file given"

@@ -2,13 +2,15 @@
 
     python manage.py generate CORPUS --model DIR|ORG/NAME --systems 17,21,28,31,34 [--sample-per-length N]
         [--lengths 5,10,20,40] [--beam K] [--wait] [--nbest N] [--stop auto|beam|nbest]
-        [--name NAME] [--device cpu|cuda] [--seed S]
+        [--name NAME] [--device cpu|cuda] [--dtype float32|float16|bfloat16] [--seed S]
         [--ppdb FILE] [--batch-size B] [--max-length L] [--length-penalty LP] [--idf TABLE]
         [--sample-chunk-size R] [--pause-per-batch SECONDS]
 
-Every setting is checked before anything is created (see generation/generation_job.py); a bad one is a
-one-line error and a non-zero exit. With ``--wait`` it blocks until the job ends and exits non-zero if it
-failed.
+Every setting is checked before anything is created (see generation/generation_job.py; the decoding ones as
+one ``generation.decode_options.DecodeOptions``, the rules ``paraphrase`` follows); a bad one is a one-line
+error and a non-zero exit. ``--batch-size`` left out: each chunk takes the device's batch (32 on the CPU,
+from the free memory on a GPU) and its result says which. With ``--wait`` it blocks until the job ends and
+exits non-zero if it failed.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.beam_sizes import STOP_DEFAULT, STOP_HELP, STOP_RULES
 from generation.corpora import corpus_get
+from generation.decode_options import add_arguments
 from generation.generation_job import DEFAULT_LENGTHS, KIND, GenerationSettingsError, generation_params
 from generation.idf import IdfFileError, idf_table_get
 from generation.model_source import MODEL_HELP
@@ -59,20 +61,7 @@ class Command(BaseCommand):
             default=None,
             help="length buckets of the sample (spaCy tokens; default 5,10,20,40); used with --sample-per-length",
         )
-        parser.add_argument("--beam", type=int, default=5)
-        parser.add_argument("--nbest", type=int, default=1)
-        parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT, help=STOP_HELP)
-        parser.add_argument(
-            "--max-length",
-            type=int,
-            default=128,
-            help="maximum output length in subword tokens, decoder start token included",
-        )
-        parser.add_argument("--length-penalty", type=float, default=1.0)
-        parser.add_argument("--batch-size", type=int, default=32)
-        parser.add_argument(
-            "--device", choices=["cpu", "cuda"], default=None, help="default: CUDA where the worker has it, else CPU"
-        )
+        add_arguments(parser, device_help="default: CUDA where the worker has it, else CPU")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--ppdb", default=None, help="PPDB 2.0 lexical file (systems 35-37)")
         parser.add_argument("--idf", default=None, help="IDF table name or id (default: the corpus's latest)")
@@ -115,6 +104,7 @@ class Command(BaseCommand):
                 length_penalty=o["length_penalty"],
                 batch_size=o["batch_size"],
                 device=o["device"],
+                dtype=o["dtype"],
                 seed=o["seed"],
                 ppdb=o["ppdb"],
                 sample_per_length=o["sample_per_length"],

@@ -2,7 +2,7 @@
 
     python manage.py paraphrase --model DIR|ORG/NAME --input FILE --output OUT.jsonl [--constraints FILE.jsonl]
         [--beam K] [--nbest N] [--stop auto|beam|nbest] [--batch-size B] [--max-length L] [--length-penalty LP]
-        [--device cpu|cuda] [--int8]
+        [--device cpu|cuda] [--dtype float32|float16|bfloat16] [--int8]
         [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
 
 ``FILE``: one input per line, ``source`` or ``source<TAB>reference``. ``--constraints``: one JSON object per
@@ -16,8 +16,10 @@ line, in order::
 
 (``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty.)
 
-Every constraint line is checked before the model loads (errors name the line). Inputs are decoded in
-blocks of ``16 x --batch-size`` lines, each block's rows written as it finishes with a progress line on
+The decoding options are one ``generation.decode_options.DecodeOptions``, checked before anything is read
+(``--dtype float16`` / ``bfloat16``: a GPU's only; ``--batch-size`` left out: 32 on the CPU, from the free
+memory on a GPU). Every constraint line is checked before the model loads (errors name the line). Inputs
+are decoded in blocks of ``16 x`` the batch size lines, each block's rows written as it finishes with a progress line on
 stderr; ``OUT.jsonl`` appears (atomically) only once every line is decoded. Corpora too big for one
 process go through ``manage.py generate`` (chunked, resumable Celery jobs).
 """
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.beam_sizes import STOP_DEFAULT, STOP_HELP, STOP_RULES, beam_nbest_error
+from generation.decode_options import DecodeOptions, DecodeOptionsError, add_arguments
 from generation.model_source import MODEL_HELP
 from infra.textfiles import TextFileError, atomic_write, read_lines
 
@@ -127,18 +129,7 @@ class Command(BaseCommand):
         parser.add_argument("--idf", help="IDF table (token<TAB>idf) for --system")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--ppdb", help="PPDB 2.0 lexical file for systems 35-37")
-        parser.add_argument("--beam", type=int, default=5)
-        parser.add_argument("--nbest", type=int, default=1)
-        parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT, help=STOP_HELP)
-        parser.add_argument("--batch-size", type=int, default=32)
-        parser.add_argument(
-            "--max-length",
-            type=int,
-            default=128,
-            help="maximum output length in subword tokens, decoder start token included",
-        )
-        parser.add_argument("--length-penalty", type=float, default=1.0)
-        parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
+        add_arguments(parser)
         parser.add_argument(
             "--int8",
             action="store_true",
@@ -152,15 +143,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **o) -> None:
-        from generation.decoding import ModelFolderError, decode, load_model
+        from generation.decoding import ModelFolderError, decode, default_batch_size, load_model
 
-        problem = beam_nbest_error(o["beam"], o["nbest"])
-        if problem:
-            raise CommandError(f"{problem} (need 1 <= --nbest <= --beam)")
-        if o["batch_size"] < 1:
-            raise CommandError("--batch-size must be at least 1")
-        if o["max_length"] < 2:
-            raise CommandError("--max-length must be at least 2 (it counts the decoder start token)")
+        try:
+            options = DecodeOptions.from_values(o)
+        except DecodeOptionsError as exc:
+            raise CommandError(exc.option_message) from None
         if o["constraints"] and o["system"]:
             raise CommandError("give either --constraints or --system, not both")
         if o["system"] and not o["idf"]:
@@ -179,18 +167,19 @@ class Command(BaseCommand):
             cons = [pick(s, r) for s, r in zip(sources, refs)]
         else:
             cons = [None] * len(sources)
-        if o["int8"] and o["device"] == "cuda":
-            raise CommandError("--int8 runs on the CPU only (give --device cpu or leave --device out)")
-        if o["device"] == "cuda":
+        if options.device == "cuda":
             import torch
 
             if not torch.cuda.is_available():
                 raise CommandError("--device cuda: no CUDA device is available")
         try:
-            model = load_model(o["model"], device="cpu" if o["int8"] else o["device"])
+            model = load_model(o["model"], device=options.model_device, dtype=options.dtype)
+            options = options.on_device(model.device.type)
         except ModelFolderError as exc:
             raise CommandError(_one_line(exc)) from None
-        if o["int8"]:
+        except DecodeOptionsError as exc:  # (half precision where the default device turned out a CPU)
+            raise CommandError(exc.option_message) from None
+        if options.int8:
             from generation.decoding import fast_step
 
             try:  # (the int8 weights are made now, once: the decoder's own checks, before any output)
@@ -199,25 +188,16 @@ class Command(BaseCommand):
                 raise CommandError(_one_line(f"--int8: {exc}")) from None
             if lean is None:
                 raise CommandError("--int8 needs a Marian or BART model (the lean decoder step)")
+        if options.batch_size is None:
+            options = options.replace(batch_size=default_batch_size(model, options).size)
         out = Path(o["output"])
-        block = BLOCK_BATCHES * o["batch_size"]
+        block = BLOCK_BATCHES * options.batch_size
         n_unsat, started = 0, time.monotonic()
         # interrupted or failed: no half-written file left beside OUT
         with atomic_write(out, "w", encoding="utf-8") as fh:
             for k in range(0, len(sources), block):
                 results = decode(
-                    model,
-                    sources[k : k + block],
-                    cons[k : k + block],
-                    beam=o["beam"],
-                    nbest=o["nbest"],
-                    stop=o["stop"],
-                    max_length=o["max_length"],
-                    length_penalty=o["length_penalty"],
-                    batch_size=o["batch_size"],
-                    rerank_dissimilar=o["rerank_dissimilar"],
-                    references=refs[k : k + block],
-                    int8=o["int8"],
+                    model, sources[k : k + block], cons[k : k + block], options=options, references=refs[k : k + block]
                 )
                 for r in results:
                     fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
