@@ -34,9 +34,10 @@ from .models import (
     Judgment,
     Reference,
     Worker,
+    rater_name,
 )
 from .providers import get_provider
-from .quality import rater_name, worker_disqualify, worker_quality, worker_reinstate, workers_quality
+from .quality import worker_disqualify, worker_quality, worker_reinstate, workers_quality
 
 
 def _can_change(model_name: str):
@@ -578,6 +579,7 @@ class AssignmentAdmin(ReadOnlyAdmin):
         "submitted_at",
     )
     list_filter = ("provider", "status", "verification", "campaign")
+    list_select_related = ("campaign", "worker__user")
     search_fields = ("external_assignment_id", "worker__external_id")
     inlines = [JudgmentInline]
 
@@ -586,4 +588,4 @@ class AssignmentAdmin(ReadOnlyAdmin):
 class JudgmentAdmin(ReadOnlyAdmin):
     list_display = ("id", "worker", "candidate", "score", "fluency", "created_at")
     list_filter = ("fluency", "candidate__reference__campaign")
-    list_select_related = ("worker", "candidate")
+    list_select_related = ("worker__user", "candidate")

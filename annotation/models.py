@@ -201,7 +201,8 @@ class Worker(models.Model):
         constraints = [models.UniqueConstraint(fields=["provider", "external_id"], name="unique_worker_per_provider")]
 
     def __str__(self) -> str:
-        return f"{self.provider}:{visible_id(self.external_id)}"
+        username = self.user.username if self.user_id else None  # (lists select the user with the worker)
+        return f"{self.provider}:{rater_name(provider=self.provider, external_id=self.external_id, username=username)}"
 
 
 class BatchStatus(models.TextChoices):
@@ -409,6 +410,18 @@ def visible_id(value: str) -> str:
     zero-width characters, look-alike letters) written as a ``\\uXXXX`` escape. Ids are checked when they
     arrive (``WORKER_ID``); rows stored before that are shown this way."""
     return "".join(ch if ch.isascii() and ch.isprintable() else ascii(ch)[1:-1] for ch in str(value))
+
+
+def rater_name(*, provider: str, external_id: str, username: str | None = None) -> str:
+    """The one name a rater goes by on every screen and file (the admin's worker list, the dashboard's tables
+    and plots, ``report``), so that a researcher can follow one person across them: a local annotator's
+    login name, a crowd worker's platform id, an imported rater's id in the file (without the campaign
+    namespace ``c<pk>:`` the importer adds). Platform and file ids are shown escaped (``visible_id``)."""
+    if provider == Provider.LOCAL and username:
+        return username
+    if provider == Provider.IMPORT and re.match(r"c\d+:", external_id):
+        external_id = external_id.split(":", 1)[1]
+    return visible_id(external_id)
 
 
 def judgment_value_error(score, fluency) -> str | None:

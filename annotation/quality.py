@@ -27,7 +27,7 @@ import logging
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from django.db.models import Q
 from django.dispatch import Signal
@@ -39,10 +39,12 @@ from .models import (
     DEGRADED_SYSTEM,
     Assignment,
     Campaign,
+    Candidate,
     Judgment,
     Verification,
     Worker,
     attention_copy_q,
+    rater_name,
 )
 
 log = logging.getLogger(__name__)
@@ -213,12 +215,114 @@ def worker_quality(
     return quality
 
 
+def rater_names(worker_ids: Iterable[int]) -> dict[int, str]:
+    """``rater_name`` of each of these workers, in one query."""
+    rows = Worker.objects.filter(pk__in=list(worker_ids)).values_list("pk", "provider", "external_id", "user__username")
+    return {pk: rater_name(provider=p, external_id=e, username=u) for pk, p, e, u in rows}
+
+
+def workers_quality(workers: Iterable[Worker]) -> dict[int, WorkerQuality]:
+    """``worker_quality(worker=w)`` of each worker (across campaigns, with time per HIT and agreement) from a
+    few queries over all their judgments at once instead of several per worker: the admin's worker list
+    shows a page of them. The same rules: each attention check against its campaign's pass mark, the
+    degraded test from the smallest minimum among the worker's campaigns, agreement with the other workers'
+    mean over the real candidates they scored (a candidate judged twice by the worker: the later judgment)."""
+    ids = [w.pk for w in workers]
+    quality = {pk: WorkerQuality(worker_id=pk) for pk in ids}
+    # a judgment's campaign is its assignment's (the same as its candidate's, by construction), sparing joins
+    rows = list(
+        Judgment.objects.counted()
+        .filter(worker_id__in=ids)
+        .order_by("assignment_id", "id")
+        .values_list("worker_id", "candidate_id", "score", "assignment__campaign_id")
+    )
+    campaigns = {c.pk: c for c in Campaign.objects.filter(pk__in={row[3] for row in rows})}
+    candidates = Candidate.objects.filter(reference__campaign_id__in=list(campaigns))
+    attention = set(candidates.filter(attention_copy_q()).values_list("pk", flat=True))
+    degraded = set(candidates.filter(systems__system=DEGRADED_SYSTEM).values_list("pk", flat=True))
+    pass_marks = {pk: int(c.setting("attention_pass_mark")) for pk, c in campaigns.items()}
+    min_checks = {pk: int(c.setting("min_degraded_checks")) for pk, c in campaigns.items()}
+    seen: dict[int, set[int]] = defaultdict(set)  # the campaigns each worker judged in
+    scores: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: {"degraded": [], "real": []})
+    mine: dict[int, dict[int, int]] = defaultdict(dict)  # worker -> real candidate -> score
+    for worker_id, candidate_id, score, campaign_id in rows:
+        q = quality[worker_id]
+        q.judgments += 1
+        seen[worker_id].add(campaign_id)
+        if candidate_id in attention:
+            if attention_passed(score, pass_marks[campaign_id]):
+                q.attention_passed += 1
+            else:
+                q.attention_failed += 1
+        if candidate_id in degraded:
+            scores[worker_id]["degraded"].append(score)
+        elif candidate_id not in attention:
+            scores[worker_id]["real"].append(score)
+            if score is not None:
+                mine[worker_id][candidate_id] = score
+    for worker_id, q in quality.items():
+        q.min_degraded_checks = min((min_checks[c] for c in seen[worker_id]), default=q.min_degraded_checks)
+        low, high = scores[worker_id]["degraded"], scores[worker_id]["real"]
+        q.degraded_checks, q.real_judged = len(low), len(high)
+        q.degraded_p = degraded_test(low, high, min_checks=q.min_degraded_checks)
+    spans: dict[int, list[float]] = defaultdict(list)
+    timed = Assignment.objects.filter(
+        worker_id__in=ids, verification=Verification.VERIFIED, accepted_at__isnull=False, submitted_at__isnull=False
+    ).values_list("worker_id", "accepted_at", "submitted_at")
+    for worker_id, accepted, submitted in timed:
+        if (seconds := (submitted - accepted).total_seconds()) >= 0:
+            spans[worker_id].append(seconds)
+    for worker_id, values in spans.items():
+        quality[worker_id].seconds_per_hit = statistics.median(values)
+    for worker_id, agreement in _agreements(mine).items():
+        quality[worker_id].agreement = agreement
+    return quality
+
+
+def _agreements(mine: dict[int, dict[int, int]]) -> dict[int, float | None]:
+    """Each worker's Pearson r with the other workers' mean over the real candidates they scored (``_agreement``
+    for many workers): every counted score of those candidates read once, each worker's own taken out."""
+    total: dict[int, list[int]] = {}  # candidate -> [sum, n] over every counted worker
+    own: dict[tuple[int, int], list[int]] = {}  # (candidate, worker) -> [sum, n]
+    scored = {c for scores in mine.values() for c in scores}
+    theirs = Judgment.objects.filter(worker_id__in=list(mine)).values("candidate_id")
+    # every judgment of the candidates these workers judged (a subquery: a page of workers judged thousands),
+    # its assignment's verification read rather than filtered on: SQLite then plans from the candidates
+    rows = (
+        Judgment.objects.filter(candidate_id__in=theirs, score__isnull=False)
+        .order_by()
+        .values_list("candidate_id", "worker_id", "score", "assignment__verification")
+    )
+    for candidate_id, worker_id, score, verification in rows:
+        if verification != Verification.VERIFIED or candidate_id not in scored:  # not counted, or not real
+            continue
+        t = total.setdefault(candidate_id, [0, 0])
+        t[0] += score
+        t[1] += 1
+        if worker_id in mine:
+            o = own.setdefault((candidate_id, worker_id), [0, 0])
+            o[0] += score
+            o[1] += 1
+    result = {}
+    for worker_id, their_scores in mine.items():
+        xs, ys = [], []
+        for candidate_id, score in their_scores.items():
+            s, n = total[candidate_id]
+            s_own, n_own = own[candidate_id, worker_id]
+            if n > n_own:
+                xs.append(score)
+                ys.append((s - s_own) / (n - n_own))
+        result[worker_id] = _pearson(xs, ys)
+    return result
+
+
 @dataclasses.dataclass
 class RaterFigures:
     """One worker's quality-control figures in a campaign (the dashboard's per-rater plot and table)."""
 
     worker_id: int
     disqualified: bool
+    name: str = ""  # ``rater_name``
     judgments: int = 0
     attention_passed: int = 0
     attention_failed: int = 0
@@ -242,8 +346,6 @@ def campaign_rater_figures(campaign: Campaign) -> list[RaterFigures]:
     by worker id, with the same rules as ``worker_quality``: attention checks against the campaign's pass
     mark, the degraded-copy Mann-Whitney p-value from the campaign's minimum of checks, plus the mean scores
     the test compares. One query over the campaign's judgments instead of several per worker."""
-    from .models import Candidate
-
     candidates = Candidate.objects.filter(reference__campaign=campaign)
     attention = set(candidates.filter(attention_copy_q()).values_list("pk", flat=True))
     degraded = set(candidates.filter(systems__system=DEGRADED_SYSTEM).values_list("pk", flat=True))
@@ -274,6 +376,9 @@ def campaign_rater_figures(campaign: Campaign) -> list[RaterFigures]:
         rater.degraded_p = degraded_test(low, high, min_checks=min_checks)
         rater.degraded_mean = statistics.fmean([s or 0 for s in low]) if low else None
         rater.real_mean = statistics.fmean([s or 0 for s in high]) if high else None
+    names = rater_names(figures)
+    for worker_id, rater in figures.items():
+        rater.name = names[worker_id]
     return [figures[w] for w in sorted(figures)]
 
 

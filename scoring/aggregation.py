@@ -81,6 +81,7 @@ class CampaignData:
     min_judgments: int
     counted_workers: set
     candidates: list
+    most_judgments: int = 0  # the most counted judgments any rater in good standing has (what would count them)
 
     @property
     def buckets(self) -> list[int]:
@@ -102,21 +103,31 @@ def system_sort_key(system: str):
     return (0, int(system), "") if system.isdigit() else (1, 0, system)
 
 
-def counted_workers(campaign: Campaign, min_judgments: int | None = None) -> set[int]:
-    """Pks of the workers whose judgments count in the campaign."""
-    minimum = campaign.min_judgments_per_worker if min_judgments is None else int(min_judgments)
+def worker_judgment_counts(campaign: Campaign) -> dict[int, int]:
+    """Counted judgments in the campaign per worker who is not disqualified: what the minimum is held against."""
     counts = (
         Judgment.objects.counted()
         .filter(candidate__reference__campaign=campaign, worker__disqualified=False)
         .values("worker")
         .annotate(n=Count("id"))
     )
-    return {row["worker"] for row in counts if row["n"] >= minimum}
+    return {row["worker"]: row["n"] for row in counts}
+
+
+def counted_workers(campaign: Campaign, min_judgments: int | None = None) -> set[int]:
+    """Pks of the workers whose judgments count in the campaign."""
+    minimum = campaign.min_judgments_per_worker if min_judgments is None else int(min_judgments)
+    return _at_least(worker_judgment_counts(campaign), minimum)
+
+
+def _at_least(counts: dict[int, int], minimum: int) -> set[int]:
+    return {worker for worker, n in counts.items() if n >= minimum}
 
 
 def load_campaign(campaign: Campaign, min_judgments: int | None = None) -> CampaignData:
     minimum = campaign.min_judgments_per_worker if min_judgments is None else int(min_judgments)
-    workers = counted_workers(campaign, minimum)
+    counts = worker_judgment_counts(campaign)
+    workers = _at_least(counts, minimum)
     systems = defaultdict(set)
     pairs = CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list(
         "candidate_id", "system"
@@ -145,7 +156,7 @@ def load_campaign(campaign: Campaign, min_judgments: int | None = None) -> Campa
             c.scores.append(score)
             c.workers.append(worker)
         c.fluencies.append(fluency)
-    return CampaignData(campaign, minimum, workers, list(candidates.values()))
+    return CampaignData(campaign, minimum, workers, list(candidates.values()), max(counts.values(), default=0))
 
 
 def _mean(values):

@@ -2,11 +2,13 @@
 PNG bytes. Inputs are the dicts of ``scoring.tables.build_table``, and for the cost, reliability and rater
 plots the figures of ``annotation.costs``, ``scoring.reliability`` and ``annotation.quality``; each plot is a
 ``*_figure`` function (what the tests read the drawn values from) and its PNG. PNG metadata carries no
-date, so the same figures give the same bytes."""
+date, so the same figures give the same bytes. ``campaign_plot_png`` draws a campaign's plot once per change
+of its tables (cached with them)."""
 
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -14,6 +16,11 @@ matplotlib.use("Agg")
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from annotation.costs import campaign_batch_costs
+
+if TYPE_CHECKING:
+    from .tables import CampaignTables
 
 TABLE_PLOTS = ("similarity-diversity", "similarity-by-length", "fluency-by-length", "diversity-by-length")
 PLOTS = (*TABLE_PLOTS, "cost-per-batch", "reliability", "raters")
@@ -223,16 +230,12 @@ def reliability_png(figures: dict, splits: dict) -> bytes:
     return _png(reliability_figure(figures, splits))
 
 
-def rater_label(worker_id: int) -> str:
-    """Raters by database id (the admin's worker page), never the platform's worker id: a picture travels."""
-    return f"w{worker_id}"
-
-
 def raters_figure(raters: list, *, min_pass_rate: float, p_max: float) -> Figure:
     """Per rater (``annotation.quality.RaterFigures``), three panels: the attention-check pass rate (line:
     the lowest rate the campaign's rule keeps), the degraded-copy Mann-Whitney p-value on a log scale
     (line: the campaign's ``degraded_p_max``; "untested" below the minimum of checks), and the mean score of
-    the degraded copies against the real candidates. Disqualified raters are drawn in red."""
+    the degraded copies against the real candidates. Disqualified raters are drawn in red; raters go by
+    their one name (``annotation.models.rater_name``)."""
     n = len(raters)
     fig = Figure(figsize=(max(8.5, 0.45 * n + 4.0), 9))
     attention, degraded, means = fig.subplots(3, 1, sharex=True)
@@ -297,7 +300,7 @@ def raters_figure(raters: list, *, min_pass_rate: float, p_max: float) -> Figure
     )
     means.set_ylim(0, 105)
     means.set_ylabel("mean score (N/A as 0)")
-    means.set_xticks(xs, [rater_label(r.worker_id) for r in raters], rotation=90, fontsize=8)
+    means.set_xticks(xs, [_text(r.name) for r in raters], rotation=90, fontsize=8)
     for label, color in zip(means.get_xticklabels(), colors):
         label.set_color(color)
     for ax in (attention, degraded, means):
@@ -309,3 +312,29 @@ def raters_figure(raters: list, *, min_pass_rate: float, p_max: float) -> Figure
 
 def raters_png(raters: list, *, min_pass_rate: float, p_max: float) -> bytes:
     return _png(raters_figure(raters, min_pass_rate=min_pass_rate, p_max=p_max))
+
+
+def campaign_plot_png(tables: CampaignTables, plot: str, estimate: str | None = None) -> bytes:
+    """The dashboard's ``plot`` of a campaign (``tables``: its ``scoring.tables.CampaignTables``) as PNG bytes,
+    drawn once per change of the tables it shows and cached with them; the cost plot follows payments, not
+    judgments, and is drawn each time (it reads a few rows per batch)."""
+    if plot not in PLOTS:
+        raise ValueError(f"unknown plot {plot!r} (one of {', '.join(PLOTS)})")
+    if plot == "cost-per-batch":
+        return cost_png(campaign_batch_costs(tables.campaign))
+    return tables.cached(f"plot:{plot}:{estimate or 'raw'}", lambda: _draw(tables, plot, estimate))
+
+
+def _draw(tables: CampaignTables, plot: str, estimate: str | None) -> bytes:
+    campaign = tables.campaign
+    if plot == "similarity-diversity":
+        return similarity_vs_diversity_png(tables.table("similarity", estimate), tables.table("diversity"))
+    if plot == "reliability":
+        return reliability_png(*tables.reliability())
+    if plot == "raters":
+        return raters_png(
+            tables.raters(),
+            min_pass_rate=1 - float(campaign.setting("max_attention_failure_rate")),
+            p_max=float(campaign.setting("degraded_p_max")),
+        )
+    return by_length_png(tables.table(plot.split("-")[0], estimate))

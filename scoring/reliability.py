@@ -60,30 +60,70 @@ def split_half(
     """Mean split-half Spearman's rho of the raw estimate (and of the z-score one when ``zscores`` is given:
     the same judgments' z-scores, None for a left-out worker). ``scores`` holds the eligible candidates'
     judgments, in the order the permutations apply to (rules in the module docstring)."""
+    per_seed = split_rhos_of(scores, zscores, seeds=seeds)
+    result = {"raw": _mean_rho(per_seed["raw"])}
+    if zscores is not None:
+        result["zscore"] = _mean_rho(per_seed["zscore"])
+    return result
+
+
+def _mean_rho(rhos: Sequence[float | None]) -> float | None:
+    defined = [r for r in rhos if r is not None]
+    return float(np.mean(defined)) if defined else None
+
+
+def split_rhos_of(
+    scores: Sequence[Sequence[float]],
+    zscores: Sequence[Sequence[float | None]] | None = None,
+    *,
+    seeds: Sequence[int] = SPLIT_SEEDS,
+) -> dict[str, list[float | None]]:
+    """Each seed's split-half rho (None where undefined), raw and z-score (an empty list without ``zscores``).
+
+    The permutations are drawn one candidate after another, as the rule says; the half means are then taken
+    for all candidates with the same number of judgments at once (numpy's mean of each row: the same
+    figures as one candidate at a time, a campaign of 40,000 candidates in about a second)."""
+    sizes = [len(v) for v in scores]
+    groups = {n: np.array([i for i, size in enumerate(sizes) if size == n]) for n in set(sizes)}
+    raw = {n: np.array([scores[i] for i in idx], dtype=np.float64).reshape(len(idx), n) for n, idx in groups.items()}
+    # z-scores of candidates with no left-out worker go the same way; the others one at a time
+    partial = [i for i in range(len(scores)) if zscores is not None and None in zscores[i]]
+    z = (
+        {
+            n: np.array([[v if v is not None else np.nan for v in zscores[i]] for i in idx], dtype=np.float64).reshape(
+                len(idx), n
+            )
+            for n, idx in groups.items()
+        }
+        if zscores is not None
+        else {}
+    )
     raw_rhos, z_rhos = [], []
     for seed in seeds:
         rng = np.random.default_rng(seed)
-        raw_a, raw_b, z_a, z_b = [], [], [], []
-        for i, values in enumerate(scores):
-            n = len(values)
-            order = rng.permutation(n)
-            first, rest = order[: n // 2], order[n // 2 :]
-            raw_a.append(float(np.mean([values[k] for k in first])))
-            raw_b.append(float(np.mean([values[k] for k in rest])))
-            if zscores is not None:
-                za = [zscores[i][k] for k in first if zscores[i][k] is not None]
-                zb = [zscores[i][k] for k in rest if zscores[i][k] is not None]
-                if za and zb:
-                    z_a.append(float(np.mean(za)))
-                    z_b.append(float(np.mean(zb)))
-        for rhos, a, b in ((raw_rhos, raw_a, raw_b), (z_rhos, z_a, z_b)):
-            rho = _spearman(a, b)
-            if rho is not None:
-                rhos.append(rho)
-    result = {"raw": float(np.mean(raw_rhos)) if raw_rhos else None}
-    if zscores is not None:
-        result["zscore"] = float(np.mean(z_rhos)) if z_rhos else None
-    return result
+        orders = [rng.permutation(n) for n in sizes]
+        raw_a, raw_b = np.empty(len(scores)), np.empty(len(scores))
+        z_a, z_b = np.full(len(scores), np.nan), np.full(len(scores), np.nan)
+        for n, idx in groups.items():
+            order = np.array([orders[i] for i in idx], dtype=np.intp).reshape(len(idx), n)
+            halves = np.take_along_axis(raw[n], order, axis=1)
+            with warnings.catch_warnings():  # an empty half (one judgment) is NaN, as before
+                warnings.simplefilter("ignore", RuntimeWarning)
+                raw_a[idx], raw_b[idx] = halves[:, : n // 2].mean(axis=1), halves[:, n // 2 :].mean(axis=1)
+            if zscores is not None and 0 < n // 2 < n:
+                zh = np.take_along_axis(z[n], order, axis=1)
+                z_a[idx], z_b[idx] = zh[:, : n // 2].mean(axis=1), zh[:, n // 2 :].mean(axis=1)
+        raw_rhos.append(_spearman(raw_a.tolist(), raw_b.tolist()))
+        if zscores is None:
+            continue
+        for i in partial:  # a half of only left-out workers sits the split out (NaN)
+            n = sizes[i]
+            za = [zscores[i][k] for k in orders[i][: n // 2] if zscores[i][k] is not None]
+            zb = [zscores[i][k] for k in orders[i][n // 2 :] if zscores[i][k] is not None]
+            z_a[i], z_b[i] = (float(np.mean(za)), float(np.mean(zb))) if za and zb else (np.nan, np.nan)
+        kept = ~np.isnan(z_a)
+        z_rhos.append(_spearman(z_a[kept].tolist(), z_b[kept].tolist()))
+    return {"raw": raw_rhos, "zscore": z_rhos}
 
 
 def krippendorff_alpha_interval(units: Sequence[Sequence[float]]) -> float | None:
@@ -123,27 +163,34 @@ def _split_inputs(data: CampaignData, min_per_candidate: int):
     return candidates, scores, zscores, workers_sd0
 
 
-def split_rhos(
+def reliability_and_splits(
     data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE, seeds: Sequence[int] = SPLIT_SEEDS
-) -> dict[str, list[float | None]]:
-    """Each split's Spearman's rho, raw and z-score (None where undefined): the spread behind the means of
-    ``reliability`` (the dashboard's reliability plot draws them)."""
-    _, scores, zscores, _ = _split_inputs(data, min_per_candidate)
-    per_seed = [split_half(scores, zscores, seeds=[seed]) for seed in seeds]
-    return {"raw": [h["raw"] for h in per_seed], "zscore": [h["zscore"] for h in per_seed]}
-
-
-def reliability(
-    data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE, seeds: Sequence[int] = SPLIT_SEEDS
-) -> dict:
-    """The reliability figures of a loaded campaign (rules in the module docstring)."""
+) -> tuple[dict, dict[str, list[float | None]]]:
+    """The reliability figures of a loaded campaign (rules in the module docstring) and each split's rho, raw
+    and z-score (None where undefined): the spread behind the means, which the dashboard's plot draws. One
+    pass over the splits gives both."""
     candidates, scores, zscores, workers_sd0 = _split_inputs(data, min_per_candidate)
-    halves = split_half(scores, zscores, seeds=seeds)
-    return {
-        "split_half": {"raw": halves["raw"], "zscore": halves["zscore"]},
+    splits = split_rhos_of(scores, zscores, seeds=seeds)
+    figures = {
+        "split_half": {"raw": _mean_rho(splits["raw"]), "zscore": _mean_rho(splits["zscore"])},
         "n_candidates": len(scores),
         "krippendorff_alpha": krippendorff_alpha_interval([c.scores for c in candidates]),
         "workers_sd0": workers_sd0,
         "n_splits": len(seeds),
         "min_judgments_per_candidate": min_per_candidate,
     }
+    return figures, splits
+
+
+def split_rhos(
+    data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE, seeds: Sequence[int] = SPLIT_SEEDS
+) -> dict[str, list[float | None]]:
+    """Each split's Spearman's rho, raw and z-score (None where undefined)."""
+    return reliability_and_splits(data, min_per_candidate=min_per_candidate, seeds=seeds)[1]
+
+
+def reliability(
+    data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE, seeds: Sequence[int] = SPLIT_SEEDS
+) -> dict:
+    """The reliability figures of a loaded campaign (rules in the module docstring)."""
+    return reliability_and_splits(data, min_per_candidate=min_per_candidate, seeds=seeds)[0]

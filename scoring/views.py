@@ -8,12 +8,14 @@ of each, downloadable.
 ``?min_judgments=N`` like the CLI's ``--min-judgments``, and ``?estimate=raw|zscore`` like ``--estimate``:
 the dashboard applies it to the similarity table and the similarity plots (its raw / bias-corrected
 switch is two links, the pages allow no inline script); a download refuses it (400) for a table or plot
-without similarity, as the CLI does.
+without similarity, as the CLI does. A table left empty by the minimum says so and links the minimum that
+fills it. Tables and plots come from ``scoring.tables.CampaignTables`` (computed once per change).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 from django.contrib.admin.views.decorators import staff_member_required
@@ -24,14 +26,22 @@ from django.urls import reverse
 
 from annotation.costs import campaign_batch_costs
 from annotation.models import Campaign
-from annotation.quality import campaign_rater_figures
 from config.numbers import ascii_int
 
-from .aggregation import ESTIMATES, load_campaign
+from .aggregation import ESTIMATES
 from .diversity import LEVENSHTEIN_BINS
-from .plots import PLOTS, by_length_png, cost_png, rater_label, raters_png, reliability_png, similarity_vs_diversity_png
-from .reliability import reliability as reliability_figures, split_rhos
-from .tables import REPORT_TABLES, TABLES, TITLES, ZSCORE_TITLE, EstimateError, build_table, check_estimate, render_csv
+from .plots import PLOTS, campaign_plot_png
+from .tables import (
+    REPORT_TABLES,
+    TABLES,
+    TITLES,
+    ZSCORE_TITLE,
+    CampaignTables,
+    EstimateError,
+    check_estimate,
+    empty_reason,
+    render_csv,
+)
 
 # the dashboards show every campaign's judgments aggregated: the admin permissions that show them there
 RESEARCH_PERMS = ("annotation.view_campaign", "annotation.view_judgment")
@@ -71,8 +81,8 @@ def _fmt3(value) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def _display(table: dict) -> dict:
-    """Rows as formatted cells for the template (autoescaped there)."""
+def _display(table: dict, fill_url: Callable[[int], str]) -> dict:
+    """Rows as formatted cells for the template (autoescaped there), and why the table is empty (``_empty``)."""
     rows = []
     for r in table["rows"]:
         cells = [_fmt(r["by_length"].get(b)) for b in table["buckets"]] + [_fmt(r["avg"])]
@@ -89,7 +99,17 @@ def _display(table: dict) -> dict:
         "headers": table["buckets"] + ["Avg."] + extra,
         "rows": rows,
         "workers_sd0": table.get("workers_sd0") if table.get("estimate") == "zscore" else None,
+        "empty": _empty(table, fill_url),
     }
+
+
+def _empty(table: dict, fill_url: Callable[[int], str]) -> dict | None:
+    """Why the table is empty (``empty_reason``) and the link to the minimum that fills it, if any."""
+    reason = empty_reason(table)
+    if reason is None:
+        return None
+    why, minimum = reason
+    return {"why": why, "minimum": minimum, "url": None if minimum is None else fill_url(minimum)}
 
 
 PLOT_TITLES = {
@@ -126,14 +146,13 @@ def _cost_rows(campaign: Campaign) -> list[dict]:
     ]
 
 
-def _rater_rows(campaign: Campaign) -> list[dict]:
+def _rater_rows(tables: CampaignTables) -> list[dict]:
     rows = []
-    for r in campaign_rater_figures(campaign):
+    for r in tables.raters():
         rate = r.attention_pass_rate
         rows.append(
             {
-                "label": rater_label(r.worker_id),
-                "worker_id": r.worker_id,
+                "name": r.name,
                 "disqualified": r.disqualified,
                 "judgments": r.judgments,
                 "attention": f"{r.attention_passed}/{r.attention_checks}"
@@ -166,11 +185,17 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
         minimum, estimate = _min_judgments(request), _estimate(request)
     except _BadParameter as exc:
         return HttpResponseBadRequest(str(exc))
-    tables = {name: build_table(campaign, name, minimum, estimate if name == "similarity" else None) for name in TABLES}
-    rel = build_table(campaign, "reliability", minimum)
+    results = CampaignTables(campaign, minimum)
+    tables = {name: results.table(name, estimate if name == "similarity" else None) for name in TABLES}
+    rel = results.table("reliability")
 
     def query(name: str) -> str:  # the estimate travels with what shows similarity
         return _query(minimum, estimate if name.startswith("similarity") else None)
+
+    here = reverse("campaign_dashboard", args=[campaign.pk])
+
+    def fill_url(at_least: int) -> str:
+        return here + _query(at_least, estimate)
 
     downloads = [
         {
@@ -185,7 +210,6 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
         {"name": p, "title": PLOT_TITLES[p], "url": reverse("campaign_plot", args=[campaign.pk, p]) + query(p)}
         for p in PLOTS
     ]
-    here = reverse("campaign_dashboard", args=[campaign.pk])
     switch = [
         {
             "label": label,
@@ -203,10 +227,11 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "n_splits": rel["n_splits"],
         "workers_sd0": rel["workers_sd0"],
         "min_per_candidate": rel["min_judgments_per_candidate"],
+        "empty": _empty(rel, fill_url),
     }
     context = {
         "campaign": campaign,
-        "tables": [_display(t) for t in tables.values()],
+        "tables": [_display(t, fill_url) for t in tables.values()],
         "plots": plots,
         "downloads": downloads,
         "min_judgments": tables["similarity"]["min_judgments"],
@@ -215,7 +240,7 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "switch": switch,
         "reliability": reliability,
         "costs": _cost_rows(campaign),
-        "raters": _rater_rows(campaign),
+        "raters": _rater_rows(results),
     }
     return render(request, "scoring/campaign_dashboard.html", context)
 
@@ -230,7 +255,7 @@ def campaign_table(request: HttpRequest, campaign_id: int, table: str, fmt: str)
         minimum, estimate = _min_judgments(request), _estimate(request, table)
     except _BadParameter as exc:
         return HttpResponseBadRequest(str(exc))
-    result = build_table(campaign, table, minimum, estimate)
+    result = CampaignTables(campaign, minimum).table(table, estimate)
     name = f"{table}-zscore" if estimate == "zscore" else table
     if fmt == "csv":
         response = HttpResponse(render_csv(result), content_type="text/csv; charset=utf-8")
@@ -250,24 +275,9 @@ def campaign_plot(request: HttpRequest, campaign_id: int, plot: str) -> HttpResp
         minimum, estimate = _min_judgments(request), _estimate(request, plot.split("-")[0])
     except _BadParameter as exc:
         return HttpResponseBadRequest(str(exc))
-    if plot == "similarity-diversity":
-        png = similarity_vs_diversity_png(
-            build_table(campaign, "similarity", minimum, estimate), build_table(campaign, "diversity", minimum)
-        )
-    elif plot == "cost-per-batch":
-        png = cost_png(campaign_batch_costs(campaign))
-    elif plot == "reliability":
-        data = load_campaign(campaign, minimum)
-        png = reliability_png(reliability_figures(data), split_rhos(data))
-    elif plot == "raters":
-        png = raters_png(
-            campaign_rater_figures(campaign),
-            min_pass_rate=1 - float(campaign.setting("max_attention_failure_rate")),
-            p_max=float(campaign.setting("degraded_p_max")),
-        )
-    else:
-        png = by_length_png(build_table(campaign, plot.split("-")[0], minimum, estimate))
-    response = HttpResponse(png, content_type="image/png")
+    response = HttpResponse(
+        campaign_plot_png(CampaignTables(campaign, minimum), plot, estimate), content_type="image/png"
+    )
     if request.GET.get("download"):
         name = f"{plot}-zscore" if estimate == "zscore" else plot
         response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-{name}.png"'

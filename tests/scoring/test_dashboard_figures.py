@@ -137,7 +137,8 @@ def campaign():
                 )
             hits[batch.provider, r] = hit
     w1, w2, w3 = (Worker.objects.create(external_id=w, provider="mturk") for w in ("W1", "W2", "W3"))
-    l1 = Worker.objects.create(external_id="L1", provider="local")
+    annotator = get_user_model().objects.create_user("annotator1", password="pw")
+    l1 = Worker.objects.create(external_id="L1", provider="local", user=annotator)  # goes by "annotator1"
     first = [_assign(hits["mturk", r], w1, AssignmentStatus.APPROVED) for r in range(4)]
     for r, status in enumerate(
         (AssignmentStatus.APPROVED, AssignmentStatus.APPROVED, AssignmentStatus.SUBMITTED, AssignmentStatus.REJECTED)
@@ -226,7 +227,7 @@ def test_rater_figures_match_quality_per_worker(campaign):
     assert [b.get_height() for b in bars(attention)] == [1.0, 0.0, 1.0]
     assert [b.get_height() for b in bars(degraded)] == pytest.approx([w1.degraded_p, w2.degraded_p, l1.degraded_p])
     assert [b.get_height() for b in bars(means)] == pytest.approx([75, 65, 60, 10, 75, 5])
-    assert [t.get_text() for t in means.get_xticklabels()] == [f"w{r.worker_id}" for r in raters]
+    assert [t.get_text() for t in means.get_xticklabels()] == ["W1", "W2", "annotator1"]  # crowd id, login
     assert bars(attention)[1].get_facecolor() != bars(attention)[0].get_facecolor()  # the disqualified one
     assert attention.lines[0].get_ydata()[0] == 0.8 and degraded.lines[0].get_ydata()[0] == 0.05
 
@@ -296,10 +297,10 @@ def test_the_dashboard_shows_the_new_figures_and_tables(staff_client, campaign):
     for plot in ("cost-per-batch", "reliability", "raters"):
         assert f'<img src="/research/campaigns/{campaign.pk}/plots/{plot}.png"' in html
     assert "Cost so far per batch" in html and "5.76 USD" in html and "3.13 USD" in html and "2.88 USD" in html
-    w2 = Worker.objects.get(external_id="W2")
-    assert f"<td>w{w2.pk}</td>" in html and "disqualified" in html
+    assert "<td>W2</td>" in html and "disqualified" in html
     assert "0/4 (0%)" in html and "4/4 (100%)" in html  # W2 failed every attention check, W1 passed them all
-    assert not re.search(r"\bW[123]\b", html)  # raters by database id, not the platform's worker id
+    # raters by one name: the platform's id for the crowd, the login for a local annotator; W3 is not counted
+    assert "<td>W1</td>" in html and "<td>annotator1</td>" in html and not re.search(r"\bW3\b|\bL1\b", html)
 
 
 @pytest.mark.browser

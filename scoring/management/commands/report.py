@@ -1,10 +1,13 @@
-"""``python manage.py report CAMPAIGN --table similarity|fluency|diversity|reliability [--format json|md|csv]
-[--min-judgments N] [--estimate raw|zscore]``"""
+"""``python manage.py report CAMPAIGN --table similarity|fluency|diversity|reliability|raters
+[--format json|md|csv] [--min-judgments N] [--estimate raw|zscore]``
+
+The tables are the dashboard's, from the same cache (``scoring.tables.CampaignTables``)."""
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.batches import non_words_line, non_words_summary
 from annotation.models import Campaign
 from scoring.aggregation import ESTIMATES
 from scoring.tables import REPORT_TABLES, EstimateError, build_table, check_estimate, render_csv, render_markdown
@@ -14,8 +17,9 @@ class Command(BaseCommand):
     help = (
         "Print a campaign's ParaBank-style table: similarity (Tab. 4 top), fluency = meaningful-and-"
         "grammatical rate (Tab. 5) or diversity = BLEU without brevity penalty (Tab. 4 bottom), by system "
-        "x length bucket; or reliability = split-half reliability of the raw and z-score similarity "
-        "estimates and Krippendorff's alpha."
+        "x length bucket; reliability = split-half reliability of the raw and z-score similarity "
+        "estimates and Krippendorff's alpha; or raters = each rater's attention checks, degraded-copy test "
+        "and mean scores, by the name the admin and the dashboard use."
     )
 
     def add_arguments(self, parser):
@@ -50,11 +54,14 @@ class Command(BaseCommand):
         if min_judgments is not None and min_judgments < 0:
             raise CommandError("--min-judgments must be >= 0")
         result = build_table(obj, table, min_judgments, estimate)
+        left_out = non_words_line(non_words_summary(obj))  # what the judged HITs never showed
         if format == "json":
             self.stdout.write(json.dumps(result, ensure_ascii=False))
+            self.stderr.write(left_out)
         elif format == "md":
-            self.stdout.write(render_markdown(result), ending="")
+            self.stdout.write(render_markdown(result) + "\n" + left_out + "\n", ending="")
         else:
+            self.stderr.write(left_out)
             self.stdout.write(render_csv(result), ending="")
             if result.get("estimate") == "zscore":  # the CSV has no room for it; the researcher should know
                 self.stderr.write(f"{result['workers_sd0']} worker(s) with SD 0 left out of the z-score estimate")
