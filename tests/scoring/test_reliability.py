@@ -105,8 +105,8 @@ def test_degraded_items_are_no_row_no_aggregate_and_marked_in_releases(offsets):
     lines = []
     _write_judgments(lines.append, [offsets], {"judgments": 0})
     rows = list(csv.DictReader(io.StringIO("".join(lines)), delimiter="\t"))
-    degraded = [r for r in rows if r["candidate"] == "The mat sat on the cat cat."]
-    assert len(degraded) == 1 and degraded[0]["sys_id"] == "degraded"
+    degraded = [r for r in rows if r["paraphrase"] == "The mat sat on the cat cat."]
+    assert len(degraded) == 1 and degraded[0]["systems"] == "degraded"
     # "counted" is the worker's, as for attention copies
     assert {r["counted"] for r in rows if r["worker_id_anon"] == degraded[0]["worker_id_anon"]} == {"0"}
 
