@@ -23,8 +23,8 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.openapi import api_errors
-from config.permissions import staff_with_perms
+from api.openapi import api_errors
+from api.permissions import staff_with_perms
 
 from .batches import BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
 from .exports import RESULTS_PERMS, batch_results_csv

@@ -10,7 +10,7 @@ degraded copy of the reference, ``Input.candK_degraded``: quality control, never
 ``Answer.candK_moved``: 1 when the worker moved the slider, 0 when they clicked it to keep its starting
 value, empty when the page did not say.
 Only submitted, approved and rejected assignments are written. The file is opened in spreadsheets and
-holds text from workers and corpora, so it is written by ``annotation.csv_safety`` (no text cell becomes
+holds text from workers and corpora, so it is written by ``api.csv_safety`` (no text cell becomes
 a formula; text cells quoted, numbers as numbers).
 """
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from .csv_safety import spreadsheet_csv_writer
+from api.csv_safety import spreadsheet_csv_writer
+
 from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit, visible_id
 
 # the file names workers and holds their judgments and comments: who may download it, wherever from

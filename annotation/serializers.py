@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api_fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
+from api.fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
 
 from .batches import PROVIDER_NAMES
 from .models import Assignment, Batch, Hit, judgment_value_error
@@ -26,7 +26,7 @@ class JudgmentInSerializer(serializers.Serializer):
         default=None,
         help_text="The worker moved the slider (false: clicked it to keep its starting value; null: not recorded).",
     )
-    # judgment_value_error's rule in the API description (config.openapi.AutoSchema): a null score (N/A)
+    # judgment_value_error's rule in the API description (api.openapi.AutoSchema): a null score (N/A)
     # only with fluency 0 (nonsensical)
     openapi_request_rule = {
         "anyOf": [

@@ -1,4 +1,4 @@
-"""Number fields for the admin's forms: digits 0-9 only (``config.numbers``).
+"""Number fields for the admin's forms: digits 0-9 only (``api.numbers``).
 
 Django's ``IntegerField`` and ``FloatField`` parse with ``int()`` and ``float()``, which take
 ``"١٢"`` (Arabic-Indic digits) as 12, and ``int()`` takes ``"1_000"``; these take what a researcher types
@@ -12,7 +12,7 @@ from decimal import Decimal
 from django import forms
 from django.core.exceptions import ValidationError
 
-from config.numbers import MAX_INT, ascii_float
+from api.numbers import MAX_INT, ascii_float
 
 _INT = re.compile(r"[+-]?[0-9]{1,40}")  # the range is the validators' (their message names the bound)
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})")

@@ -1,6 +1,6 @@
 """Django's error views (``handler400/403/404/500`` in config/urls.py): JSON under /api/, HTML elsewhere.
 
-Inside a DRF view every error is already JSON (``annotation/db_errors.py``); these answer what happens
+Inside a DRF view every error is already JSON (``api/errors.py``); these answer what happens
 before or outside one, in the same shape ``{"detail": "...", "code": "..."}``: an unknown /api/ URL or an
 id out of range (404 ``not_found``), a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (413
 ``request_too_large``), a refused ``Host`` or another suspicious request (400 ``bad_request``), a
@@ -14,7 +14,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
-from annotation.db_errors import REQUEST_TOO_LARGE
+from api.errors import REQUEST_TOO_LARGE
 
 API_PREFIX = "/api/"
 

@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from config.numbers import ascii_float, ascii_int
+from api.numbers import ascii_float, ascii_int
 from infra.shards import read_jsonl_gz
 
 from .constraints import PREPOSITIONS, build_pool, select_for_all_systems, tag_sentences

@@ -5,8 +5,8 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.openapi import api_errors
-from config.permissions import staff_with_perms
+from api.openapi import api_errors
+from api.permissions import staff_with_perms
 
 from .execution import job_progress
 from .models import Job, JobStatus

@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from config.permissions import staff_has_perms
+from api.permissions import staff_has_perms
 from jobs.models import Job
 from jobs.results import job_outcome_html
 from jobs.widgets import PROGRESS_JS, progress_bar

@@ -10,7 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.openapi import api_errors
+from api.openapi import api_errors
 
 from .models import Release
 from .releases import release_open, releases_visible_to

@@ -14,7 +14,7 @@ from typing import Any
 from django.urls import reverse
 
 from annotation.models import Campaign
-from config.permissions import staff_has_perms
+from api.permissions import staff_has_perms
 from generation.models import Resource
 from jobs.models import Job
 from jobs.results import FileLink, JobOutcome, Link, Table, register_outcome, url_or_none

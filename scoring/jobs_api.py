@@ -16,10 +16,10 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api_fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
+from api.fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
+from api.openapi import api_errors
+from api.permissions import staff_has_perms, staff_with_perms
 from config.forms import AsciiFloatField, AsciiIntegerField
-from config.openapi import api_errors
-from config.permissions import staff_has_perms, staff_with_perms
 from jobs.models import Job
 
 from .forms import EXPORT_PERMS, SCORE_PERMS, TRAIN_PERMS, ExportReleaseForm, ScoreResourceForm, TrainRegressorForm

@@ -48,7 +48,7 @@ import pyarrow.types as pa_types
 from django.db import IntegrityError, transaction
 
 from annotation.models import Campaign, CandidateSystem, Judgment
-from config.permissions import staff_has_perms
+from api.permissions import staff_has_perms
 from generation.models import Resource
 from infra.shards import HashingWriter, read_jsonl_gz
 from infra.storage import LocalStorage, S3Storage, get_storage, storage_from_url

@@ -26,9 +26,9 @@ from django.core.cache import cache
 from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, Max, Sum, Value
 from django.db.models.functions import Coalesce
 
-from annotation.csv_safety import spreadsheet_csv_writer
 from annotation.models import Campaign, Candidate, CandidateSystem, Judgment, Verification, Worker
 from annotation.quality import RaterFigures, campaign_rater_figures
+from api.csv_safety import spreadsheet_csv_writer
 
 from .aggregation import ESTIMATES, CampaignData, fluency_rows, load_campaign, similarity_rows, zscore_estimates
 from .diversity import diversity_rows

@@ -26,7 +26,7 @@ from django.urls import reverse
 
 from annotation.costs import campaign_batch_costs
 from annotation.models import Campaign
-from config.numbers import ascii_int
+from api.numbers import ascii_int
 
 from .aggregation import ESTIMATES
 from .diversity import LEVENSHTEIN_BINS

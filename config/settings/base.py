@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "axes",  # login lockouts (AXES_* below)
     "limits",  # shared rate-limit counters (limits/counters.py)
     "infra",  # storage, shards, text files: shared by every app (infra/)
+    "api",  # what every HTTP API shares: parser, error shape, OpenAPI schema class, fields, permissions (api/)
     "jobs",
     "generation",
     "annotation",
@@ -132,11 +133,11 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["annotation.parsers.StrictJSONParser"],  # UTF-8 JSON, <= 32 deep, else 4xx
-    "EXCEPTION_HANDLER": "annotation.db_errors.api_exception_handler",  # every error {"detail", "code"}
-    "DEFAULT_SCHEMA_CLASS": "config.openapi.AutoSchema",  # drf-spectacular's, request shapes made strict
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.StrictJSONParser"],  # UTF-8 JSON, <= 32 deep, else 4xx
+    "EXCEPTION_HANDLER": "api.errors.api_exception_handler",  # every error {"detail", "code"}
+    "DEFAULT_SCHEMA_CLASS": "api.openapi.AutoSchema",  # drf-spectacular's, request shapes made strict
 }
-# The OpenAPI 3 description of every /api/ endpoint (config/openapi.py): public, like the API's docs in the
+# The OpenAPI 3 description of every /api/ endpoint (api/openapi.py): public, like the API's docs in the
 # README, since it tells nothing that the endpoints' own permissions do not guard; staff endpoints are
 # described (security: cookieAuth) but still answer only to staff holding the model permissions.
 SPECTACULAR_SETTINGS = {

@@ -59,7 +59,7 @@ class AutoSchema(openapi.AutoSchema):
 
 
 class ErrorSerializer(serializers.Serializer):
-    """The body of every error under /api/."""  # annotation/db_errors.py, frontend/errors.py
+    """The body of every error under /api/."""  # api/errors.py, frontend/errors.py
 
     detail = serializers.CharField(help_text="What went wrong, in a sentence.")
     code = serializers.CharField(
