@@ -19,7 +19,7 @@ from limits.counters import over_limit
 
 from .hit_guide import worker_guide
 from .hit_page import HitPageFacts, hit_content, hit_page_facts
-from .models import SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
+from .models import ASSIGNMENT_ID, SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
 from .providers.local import WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment, local_worker
 from .providers.prolific import completion_url, session_id
 from .providers.prolific.sessions import SessionError, session_next
@@ -81,7 +81,13 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
     """GET /hits/<hit_id>/?assignmentId=&hitId=&workerId=&turkSubmitTo= (preview when not accepted)."""
     assignment_id = request.GET.get("assignmentId", "").strip()
     worker_id = request.GET.get("workerId", "").strip()
-    facts = hit_page_facts(hit_id=hit_id, assignment_id=assignment_id, worker_id=worker_id)
+    # ids no platform gives (a NUL, control or look-alike characters) look nothing up: the page says so below
+    ids_valid = (not worker_id or WORKER_ID.match(worker_id)) and (
+        not assignment_id or ASSIGNMENT_ID.match(assignment_id)
+    )
+    facts = hit_page_facts(
+        hit_id=hit_id, assignment_id=assignment_id if ids_valid else "", worker_id=worker_id if ids_valid else ""
+    )
     if facts is None:
         raise Http404("No such HIT.")
     preview = not assignment_id or assignment_id == PREVIEW_ASSIGNMENT
@@ -107,8 +113,8 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         blocked, status = "This page was opened for another HIT.", 400
     if not preview and not worker_id:
         blocked, status = blocked or "The page address lacks the worker id.", 400
-    elif not preview and not WORKER_ID.match(worker_id):
-        blocked, status = blocked or "The worker id in the page address is not a valid id.", 400
+    elif not preview and not ids_valid:
+        blocked, status = blocked or "The worker or assignment id in the page address is not a valid id.", 400
     if not preview and blocked is None:
         blocked = _blocked_reason(facts)
         if facts.worker_disqualified:

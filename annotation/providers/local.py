@@ -15,7 +15,18 @@ from decimal import Decimal
 from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Assignment, AssignmentStatus, Batch, BatchStatus, Bonus, Hit, Provider, Verification, Worker
+from ..models import (
+    ASSIGNMENT_ID,
+    Assignment,
+    AssignmentStatus,
+    Batch,
+    BatchStatus,
+    Bonus,
+    Hit,
+    Provider,
+    Verification,
+    Worker,
+)
 from ..quality import WORKER_BARRED_MESSAGE
 from ..taking import hit_take, open_assignment
 
@@ -67,6 +78,8 @@ def local_hit_take(*, user, now: dt.datetime | None = None) -> Assignment | None
 def local_assignment_return(*, user, assignment_id: str) -> bool:
     """Give back the user's open assignment: its slot returns to the pool and they are not offered that
     HIT again. False when they have no such open assignment."""
+    if not ASSIGNMENT_ID.match(str(assignment_id or "")):
+        return False  # no id a page of ours gives (and a NUL is no text PostgreSQL can look up)
     return bool(
         Assignment.objects.filter(
             provider=Provider.LOCAL,

@@ -165,3 +165,13 @@ def test_someone_elses_assignment_says_so_and_offers_their_own_next_hit(client, 
     assert page.status_code == 403 and "not yours" in html
     assert re.search(r'<a href="/annotate/next/" id="way-on">Go to your next HIT</a>', html)
     assert not Assignment.objects.filter(worker__user__username="intruder").exists()
+
+
+@pytest.mark.parametrize("field", ["workerId", "assignmentId"])
+def test_an_id_no_platform_gives_is_a_page_not_a_server_error(client, local_batch, field):
+    hit = local_batch.hits.first()
+    query = {"assignmentId": "A1", "workerId": "W1", field: "W\x00\u200b1"}
+    client.force_login(user("ann"))
+    page = client.get(f"/hits/{hit.pk}/", query)
+    assert page.status_code in (400, 403) and '<header class="site">' in page.content.decode()
+    assert client.post("/annotate/return/", {"assignment": "A\x001"}).status_code == 302
