@@ -100,7 +100,10 @@ def main() -> int:
 
     from scoring.embeddings import encoder
     from scoring.features import LEXICAL_FEATURES, pair_features
-    from scoring.regressor import RECIPES, _estimators  # the recipes' estimators exactly as train_regressor builds them
+    from scoring.regressor import (
+        RECIPES,
+        candidate_estimators,
+    )  # the recipes' estimators exactly as train_regressor builds them
 
     pairs = load_pairs(args.pairs, args.per_reference)
     load_s, _ = timed(encoder)
@@ -135,7 +138,7 @@ def main() -> int:
         rows = rng.integers(0, int(keep.sum()), 4000)  # a campaign-sized training set (jittered copies)
         X_fit = X[keep][rows] * (1 + 0.05 * rng.standard_normal((4000, X.shape[1])))
         y_fit = y[keep][rows] + rng.normal(0, 5, 4000)
-        return _estimators(4000, 0, recipe=recipe)["ridge_cv+gradient_boosting+svr"].fit(X_fit, y_fit)
+        return candidate_estimators(4000, 0, recipe=recipe)["ridge_cv+gradient_boosting+svr"].fit(X_fit, y_fit)
 
     v3_model, v4_model = mean_of_three(v2, "v3"), mean_of_three(v4, "v4")
     v3_p, _ = timed(v3_model.predict, np.nan_to_num(v2))

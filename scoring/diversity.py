@@ -112,10 +112,10 @@ def pinc(reference: str, paraphrase: str, max_order: int = MAX_ORDER) -> float |
 
 def word_levenshtein(a: str, b: str) -> int:
     """Word-level edit distance (insert, delete, substitute one word) between normalised texts."""
-    return _levenshtein(tokens(a), tokens(b))
+    return sequence_levenshtein(tokens(a), tokens(b))
 
 
-def _levenshtein(x: Sequence[Hashable], y: Sequence[Hashable]) -> int:
+def sequence_levenshtein(x: Sequence[Hashable], y: Sequence[Hashable]) -> int:
     """Edit distance of two token (or character) lists; rapidfuzz's C++ bit-parallel Levenshtein, many
     times faster than the pure-Python one it replaced (``scoring.features`` calls this per pair)."""
     return Levenshtein.distance(x, y)
@@ -140,7 +140,7 @@ def diversity_rows(data) -> list[dict]:
     rows = []
     distance, pinc_of = {}, {}  # per candidate, shared by every system that produced it
     for c in data.candidates:
-        distance[c.id] = _levenshtein(tokens(c.reference_text), tokens(c.text))
+        distance[c.id] = sequence_levenshtein(tokens(c.reference_text), tokens(c.text))
         pinc_of[c.id] = pinc(c.reference_text, c.text)
     for system in data.systems:
         cells: dict[int, list] = defaultdict(list)

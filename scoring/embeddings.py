@@ -11,8 +11,11 @@ may also resolve a generation model's hub id, see generation/model_source.py).
 * ``embed``: L2-normalised 384-d sentence embeddings (mean pooling, as the SentenceTransformer) on
   CPU, in batches, each distinct text encoded once (a reference is shared by all its paraphrases).
 * ``pair_similarities``: per pair the sentence cosine and, from the same forward pass, a BERTScore-like
-  greedy alignment of the two texts' token vectors (precision, recall, F); ``with_head=True`` adds the
-  same four from the STS-tuned top layers (``scoring.encoder_head``) fed by that pass's bottom layers.
+  greedy alignment of the two texts' token vectors (precision, recall, F); ``head=`` (tuned top layers,
+  ``scoring.encoder_head.load_head``) adds the same four from those layers, fed by that pass's bottom layers.
+* ``mean_pooled``, ``run_layers``: the pooling and the layer stepping that the encoder, the tuned head and its
+  training share. They live here, the lowest module, so that ``encoder_head`` depends on this one and never
+  the other way round.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -89,25 +93,41 @@ def mean_pooled(hidden, attention_mask):
     return torch.nn.functional.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=1)
 
 
-def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, with_head: bool = False):
+def additive_mask(attention_mask, dtype):
+    """The 0 / -inf-like additive mask BERT's layers take, from a batch's 0/1 attention mask."""
+    import torch
+
+    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+def run_layers(layers, hidden, attention_mask):
+    """Hidden states after ``layers`` (a slice of BERT's encoder) given their input ``hidden``."""
+    mask = additive_mask(attention_mask, hidden.dtype)
+    for layer in layers:
+        out = layer(hidden, attention_mask=mask)
+        hidden = out[0] if isinstance(out, tuple) else out
+    return hidden
+
+
+# tuned top layers to run beside the packaged ones: (index of the first tuned layer, the layers' module list)
+Head = tuple[int, Any]
+
+
+def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, head: Head | None = None):
     """Sentence vectors (mean pooling over tokens, L2-normalised: what the SentenceTransformer computes)
     and, if asked, each text's L2-normalised token vectors without [CLS]/[SEP]. Batches of similar
-    length, so padding costs little. ``with_head``: also the same two from the STS-tuned top layers
-    (``scoring.encoder_head``), fed by the same pass through the shared bottom layers; returned as a
-    second (sentences, tokens) pair."""
+    length, so padding costs little. ``head``: also the same two from those tuned top layers, fed by the
+    same pass through the shared bottom layers; returned as a second (sentences, tokens) pair."""
     import torch
 
     model = encoder()
     transformer, tokenizer = model[0].auto_model, model.tokenizer
     max_len = model[0].max_seq_length
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    with_head = head is not None
     outputs = [
         (np.zeros((len(texts), 384), dtype=np.float32), [None] * len(texts)) for _ in range(2 if with_head else 1)
     ]
-    if with_head:
-        from .encoder_head import load_head, run_layers
-
-        first, head = load_head()
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
@@ -117,7 +137,8 @@ def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, with
             out = transformer(**batch, output_hidden_states=with_head)
             hiddens = [out.last_hidden_state]
             if with_head:
-                hiddens.append(run_layers(head, out.hidden_states[first], batch["attention_mask"]))
+                first, layers = head
+                hiddens.append(run_layers(layers, out.hidden_states[first], batch["attention_mask"]))
             lengths = batch["attention_mask"].sum(1).tolist()
             for hidden, (sentences, tokens) in zip(hiddens, outputs):
                 sentences[idx] = mean_pooled(hidden, batch["attention_mask"]).numpy()
@@ -144,7 +165,9 @@ def pair_cosines(references: Sequence[str], paraphrases: Sequence[str], *, batch
     return pair_similarities(references, paraphrases, batch_size=batch_size)[:, 0]
 
 
-def _pair_rows(sentences, tokens, index, references, paraphrases) -> np.ndarray:
+def pair_rows(sentences, tokens, index, references, paraphrases) -> np.ndarray:
+    """Per pair: sentence cosine and the greedy token alignment's precision, recall and F, from each text's
+    sentence vector and token vectors (``index``: text -> row)."""
     out = np.zeros((len(references), 4), dtype=np.float64)
     for k, (ref, para) in enumerate(zip(references, paraphrases)):
         i, j = index[ref], index[para]
@@ -161,23 +184,24 @@ def pair_similarities(
     *,
     batch_size: int = 64,
     with_vectors: bool = False,
-    with_head: bool = False,
+    head: Head | None = None,
 ):
     """Per pair (n x 4): sentence cosine, then a BERTScore-like greedy token alignment from the same
     forward pass: precision (mean over the paraphrase's tokens of the best cosine with a reference
-    token), recall (the same from the reference's side) and their harmonic mean. ``with_head``: n x 8,
-    the same four again from the STS-tuned top layers (``scoring.encoder_head``). ``with_vectors``: also
+    token), recall (the same from the reference's side) and their harmonic mean. ``head``: n x 8, the
+    same four again from those tuned top layers (``scoring.encoder_head.load_head``). ``with_vectors``: also
     the paraphrases' sentence embeddings (n x 384) of the packaged encoder, as ``(matrix, vectors)``."""
     if len(references) != len(paraphrases):
         raise ValueError(f"{len(references)} references for {len(paraphrases)} paraphrases")
+    with_head = head is not None
     out = np.zeros((len(references), 8 if with_head else 4), dtype=np.float64)
     if not len(references):
         return (out, np.zeros((0, 384), dtype=np.float32)) if with_vectors else out
     unique = list(dict.fromkeys([*references, *paraphrases]))
-    encoded = _encode_unique(unique, batch_size=batch_size, with_tokens=True, with_head=with_head)
+    encoded = _encode_unique(unique, batch_size=batch_size, with_tokens=True, head=head)
     index = {t: i for i, t in enumerate(unique)}
     parts = encoded if with_head else [encoded]
-    out = np.hstack([_pair_rows(sentences, tokens, index, references, paraphrases) for sentences, tokens in parts])
+    out = np.hstack([pair_rows(sentences, tokens, index, references, paraphrases) for sentences, tokens in parts])
     if with_vectors:
         return out, parts[0][0][[index[p] for p in paraphrases]]
     return out

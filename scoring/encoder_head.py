@@ -17,6 +17,10 @@ metadata), made by
 against gold / 5 with a squared error, as sentence-transformers' ``CosineSimilarityLoss``; about 5 CPU
 minutes). STS-B's scores are CC BY-SA 4.0, so the head is too. ``evaluate`` prints the head's and the
 packaged encoder's cosine rho on an STS file. Django-free.
+
+Dependencies run one way: this module uses ``scoring.embeddings`` (the encoder, its pooling and layer stepping)
+and ``scoring.sts_files`` (reading STS-B); ``embeddings`` takes a loaded head as an argument and never imports
+this module.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from .embeddings import Head, encoder, encoder_id, mean_pooled, pair_cosines, pair_rows, run_layers
+from .sts_files import sts_read
+
 HEAD_PATH = Path(__file__).resolve().parent / "encoder_heads" / "minilm-l6-stsb-top2.safetensors"
 
 
@@ -49,11 +56,9 @@ def head_info(path: Path = HEAD_PATH) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=2)
-def load_head(path: Path = HEAD_PATH) -> tuple[int, Any]:
+def load_head(path: Path = HEAD_PATH) -> Head:
     """(index of the first tuned layer, the tuned layers as a module list, float32, eval mode)."""
     from safetensors.torch import load_file
-
-    from .embeddings import encoder
 
     if not path.is_file():
         raise FileNotFoundError(f"the STS-tuned encoder head is missing: {path}")
@@ -65,27 +70,10 @@ def load_head(path: Path = HEAD_PATH) -> tuple[int, Any]:
     return first, layers.eval()
 
 
-def additive_mask(attention_mask, dtype):
-    """The 0 / -inf-like additive mask BERT's layers take, from a batch's 0/1 attention mask."""
+def bottom_states(texts: Sequence[str], first: int, *, batch_size: int = 64) -> dict[str, Any]:
+    """Each distinct text's hidden states entering layer ``first`` (the frozen bottom), computed once: every
+    head trained or run on the same texts can share them."""
     import torch
-
-    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
-
-
-def run_layers(layers, hidden, attention_mask):
-    """Hidden states after ``layers`` (a slice of BERT's encoder) given their input ``hidden``."""
-    mask = additive_mask(attention_mask, hidden.dtype)
-    for layer in layers:
-        out = layer(hidden, attention_mask=mask)
-        hidden = out[0] if isinstance(out, tuple) else out
-    return hidden
-
-
-def _bottom_states(texts: Sequence[str], first: int, *, batch_size: int = 64) -> dict[str, Any]:
-    """Each distinct text's hidden states entering layer ``first`` (the frozen bottom), computed once."""
-    import torch
-
-    from .embeddings import encoder
 
     model = encoder()
     bert, tokenizer = model[0].auto_model, model.tokenizer
@@ -106,8 +94,6 @@ def _bottom_states(texts: Sequence[str], first: int, *, batch_size: int = 64) ->
 def _cosines(layers, states: dict, pairs: Sequence[tuple[str, str]]):
     """Cosine of each pair's sentence vectors after ``layers`` (differentiable when grad is on)."""
     import torch
-
-    from .embeddings import mean_pooled
 
     def encode(texts):
         n = max(states[t].shape[0] for t in texts)
@@ -130,18 +116,23 @@ def train_head(
     batch_size: int = 16,
     seed: int = 0,
     log=None,
+    start_from: Any = None,
+    states: dict[str, Any] | None = None,
 ) -> tuple[dict, dict[str, Any]]:
     """Fine-tune the packaged encoder's top ``layers`` on (sentence, sentence, score 0-100) pairs; the
-    bottom stays frozen (its states computed once). Returns (float32 state dict, training settings)."""
+    bottom stays frozen (its states computed once, or given as ``states``, ``bottom_states``). ``start_from``:
+    tuned layers to continue from (e.g. the shipped STS-B head's, ``load_head()[1]``) instead of the packaged
+    ones. Returns (float32 state dict, training settings)."""
     import torch
-
-    from .embeddings import encoder
 
     torch.manual_seed(seed)
     bert = encoder()[0].auto_model
     first = len(bert.encoder.layer) - layers
-    states = _bottom_states([t for a, b, _ in pairs for t in (a, b)], first)
-    top = copy.deepcopy(bert.encoder.layer[first:]).train()
+    if states is None:
+        states = bottom_states([t for a, b, _ in pairs for t in (a, b)], first)
+    if start_from is not None and len(start_from) != layers:
+        raise ValueError(f"start_from has {len(start_from)} layers, not {layers}")
+    top = copy.deepcopy(bert.encoder.layer[first:] if start_from is None else start_from).train()
     optimizer = torch.optim.AdamW(top.parameters(), lr=lr)
     rng = np.random.default_rng(seed)
     for epoch in range(epochs):
@@ -167,11 +158,49 @@ def train_head(
     return {k: v.detach().clone() for k, v in top.state_dict().items()}, settings
 
 
+def head_layers(state: dict, layers: int) -> Any:
+    """The module list of a trained ``state`` (``train_head``) on the packaged encoder, in eval mode."""
+    bert = encoder()[0].auto_model
+    top = copy.deepcopy(bert.encoder.layer[len(bert.encoder.layer) - layers :])
+    top.load_state_dict({k: v.float() for k, v in state.items()})
+    return top.eval()
+
+
+def head_similarities(
+    layers, states: dict[str, Any], references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64
+) -> np.ndarray:
+    """Per pair (n x 4) the cosine and the greedy alignment's precision, recall and F from ``layers`` run on the
+    texts' shared ``bottom_states``: what ``pair_similarities(head=...)`` gives, without a second pass through
+    the bottom."""
+    import torch
+
+    unique = list(dict.fromkeys([*references, *paraphrases]))
+    sentences = np.zeros((len(unique), 384), dtype=np.float32)
+    tokens: list[Any] = [None] * len(unique)
+    order = sorted(range(len(unique)), key=lambda i: states[unique[i]].shape[0])
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            n = max(states[unique[i]].shape[0] for i in idx)
+            hidden = torch.zeros(len(idx), n, states[unique[idx[0]]].shape[1])
+            mask = torch.zeros(len(idx), n, dtype=torch.long)
+            for row, i in enumerate(idx):
+                hidden[row, : states[unique[i]].shape[0]] = states[unique[i]]
+                mask[row, : states[unique[i]].shape[0]] = 1
+            out = run_layers(layers, hidden, mask)
+            sentences[idx] = mean_pooled(out, mask).numpy()
+            unit = torch.nn.functional.normalize(out, dim=2).numpy()
+            for row, i in enumerate(idx):
+                length = int(mask[row].sum())
+                inner = unit[row, 1 : length - 1]
+                tokens[i] = inner if len(inner) else unit[row, :length]
+    index = {t: i for i, t in enumerate(unique)}
+    return pair_rows(sentences, tokens, index, references, paraphrases)
+
+
 def save_head(state: dict, settings: dict[str, Any], path: Path, *, source: str) -> None:
     """Float16 safetensors with the settings and the training file's sha256 as metadata."""
     from safetensors.torch import save_file
-
-    from .embeddings import encoder_id
 
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {**settings, "encoder": encoder_id(), "trained_on": source}
@@ -187,7 +216,7 @@ def head_cosines(pairs: Sequence[tuple[str, str]], path: Path = HEAD_PATH) -> np
     import torch
 
     first, layers = load_head(path)
-    states = _bottom_states([t for p in pairs for t in p], first)
+    states = bottom_states([t for p in pairs for t in p], first)
     with torch.inference_mode():
         return (
             np.concatenate([_cosines(layers, states, pairs[s : s + 128]).numpy() for s in range(0, len(pairs), 128)])
@@ -198,8 +227,6 @@ def head_cosines(pairs: Sequence[tuple[str, str]], path: Path = HEAD_PATH) -> np
 
 def main(argv: Sequence[str] | None = None) -> int:
     from scipy.stats import spearmanr
-
-    from .sts import sts_read
 
     parser = argparse.ArgumentParser(prog="python -m scoring.encoder_head", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -246,8 +273,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     rows = sts_read(args.file, kind=args.kind)
     pairs = [(r.sentence1, r.sentence2) for r in rows]
-    from .embeddings import pair_cosines
-
     gold = [r.score for r in rows]
     print(
         json.dumps(

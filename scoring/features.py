@@ -63,8 +63,9 @@ import numpy as np
 from sacrebleu.metrics import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
-from .diversity import _levenshtein, normalize, pinc
+from .diversity import normalize, pinc, sequence_levenshtein
 from .embeddings import MAX_REFERENCE_SUBWORDS, pair_similarities, subword_lengths
+from .encoder_head import load_head
 
 MAX_ORDER = 4
 LEXICAL_FEATURES = (
@@ -194,7 +195,7 @@ def _ngram_stats(ref: str, para: str) -> tuple[list[int], list[int], list[int]]:
     return correct, para_total, ref_total
 
 
-def _phrases(constraints: Any) -> dict[str, set[tuple[str, ...]]]:
+def constraint_phrases(constraints: Any) -> dict[str, set[tuple[str, ...]]]:
     """Positive, negative and bos_avoid phrases (lowercased token tuples) of one set or of {system: set}."""
     out: dict[str, set] = {"positive": set(), "negative": set(), "bos_avoid": set()}
     if not constraints:
@@ -220,7 +221,7 @@ def _contains(tokens: list[str], phrase: tuple[str, ...]) -> bool:
 
 
 def _constraint_counts(para_tokens: list[str], constraints: Any) -> list[float]:
-    ph = _phrases(constraints)
+    ph = constraint_phrases(constraints)
     pos = sum(_contains(para_tokens, p) for p in ph["positive"])
     neg = sum(not _contains(para_tokens, p) for p in ph["negative"])
     bos = sum(tuple(para_tokens[: len(p)]) != p for p in ph["bos_avoid"])
@@ -247,9 +248,9 @@ def lexical_row(reference: str, paraphrase: str, nll: float | None = None, const
     else:
         bleu = 0.0
     pinc_value = pinc(reference, paraphrase)
-    lev = _levenshtein(ref_t, para_t)
+    lev = sequence_levenshtein(ref_t, para_t)
     longest_chars = max(len(ref_n), len(para_n))
-    char_sim = 1.0 - _levenshtein(list(ref_n), list(para_n)) / longest_chars if longest_chars else 1.0
+    char_sim = 1.0 - sequence_levenshtein(list(ref_n), list(para_n)) / longest_chars if longest_chars else 1.0
     g_ref, g_para = _char3(ref_n), _char3(para_n)
     union = len(g_ref | g_para)
     row = [
@@ -278,7 +279,8 @@ def pair_features(
     pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, batch_size: int = 64, families: Sequence[str] = ()
 ) -> FeatureBatch:
     """The feature matrix of a batch of pairs (embeddings encoded in batches, each distinct text once);
-    ``families``: the optional families to append (module docstring)."""
+    ``families``: the optional families to append (module docstring; ``sts`` runs the shipped STS-B head,
+    ``scoring.encoder_head``)."""
     families = check_families(families)
     checked = [_check(i, p) for i, p in enumerate(pairs)]
     names = feature_names(with_embeddings=with_embeddings, families=families)
@@ -297,7 +299,7 @@ def pair_features(
             [checked[i][1] for i in rows],
             batch_size=batch_size,
             with_vectors="agree" in families,
-            with_head="sts" in families,
+            head=load_head() if "sts" in families else None,
         )
         if "agree" in families:
             sims, vectors = sims

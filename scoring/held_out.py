@@ -19,6 +19,10 @@ each rule (what "judged similar" means, which thresholds, when n is small, which
 * **Interval of rho**: the bootstrap interval training records (references resampled); for a regressor trained
   before that was recorded, Fisher's z with Bonett and Wright's (2000) standard error for Spearman's rho,
   sqrt((1 + rho^2 / 2) / (n - 3)).
+* **Cross-validated rho**: ``train_regressor`` also keeps a nested grouped cross-validation over every reference
+  (``spearman_cv``, ``spearman_cv_ci95``, ``n_cv``, ``n_references_cv``, ``cv_folds``: each pair predicted by a
+  model whose estimator was chosen and fitted without its reference), stated beside the held-out rho with the
+  same interval method (``cv_rho``); absent for a regressor trained before it was kept or with ``--cv-folds 0``.
 * **Small n**: fewer than ``SMALL_N`` = 100 held-out pairs: the interval is wide and the figures are a rough
   guide; every place that prints them says so.
 """
@@ -181,6 +185,21 @@ def held_out_rho(metrics: Mapping[str, Any] | None) -> HeldOutRho:
         n_references=m.get("n_references_test"),
         interval=interval,
         interval_method=method,
+    )
+
+
+def cv_rho(metrics: Mapping[str, Any] | None) -> HeldOutRho | None:
+    """The nested grouped cross-validation's rho with its n and interval; None when it was not kept."""
+    m = metrics or {}
+    if m.get("spearman_cv") is None:
+        return None
+    interval = tuple(m["spearman_cv_ci95"]) if m.get("spearman_cv_ci95") else None
+    return HeldOutRho(
+        rho=float(m["spearman_cv"]),
+        n=None if m.get("n_cv") is None else int(m["n_cv"]),
+        n_references=m.get("n_references_cv"),
+        interval=interval,
+        interval_method="bootstrap over references" if interval else None,
     )
 
 

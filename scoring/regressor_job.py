@@ -4,10 +4,11 @@ the admin can start it and follow it like every other long step.
 One chunk; the training itself is ``scoring.regressor.regressor_train``, unchanged (the synchronous
 ``manage.py train_regressor`` calls it directly). Job params: ``train`` (that function's keyword
 arguments: ``campaign`` (name), ``name``, ``test_fraction``, ``seed``, ``with_embeddings``, ``replace``,
-``min_judgments``, ``target``) and ``previous_trained_at`` (the ``trained_at`` of the regressor of that
-name when the job started, or null). Progress counts training steps (each feature batch, then model
-selection, the held-out test, the refit); a cancel stops the chunk at its next step and at the latest
-just before anything is written.
+``min_judgments``, ``target``, and ``recipe`` and ``cv_folds`` when not the default) and
+``previous_trained_at`` (the ``trained_at`` of the regressor of that name when the job started, or null).
+Progress counts training steps (each feature batch, then model selection, the held-out test, each fold of the
+nested cross-validation, the refit); a cancel stops the chunk at its next step and at the latest just before
+anything is written.
 
 Write-once: the outputs are the model file ``regressors/<name>.joblib`` and its ``Regressor`` row, keyed
 by the regressor's name, and only one unfinished training job per name may exist (a second is refused
@@ -28,7 +29,15 @@ from jobs.models import TERMINAL_STATUSES, Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .models import Regressor
-from .regressor import RegressorError, regressor_train, regressor_train_check, training_data, training_data_check
+from .regressor import (
+    CV_FOLDS,
+    DEFAULT_RECIPE,
+    RegressorError,
+    regressor_train,
+    regressor_train_check,
+    training_data,
+    training_data_check,
+)
 
 KIND = "train_regressor"
 
@@ -37,12 +46,25 @@ def _arguments(fn) -> set[str]:
     return set(inspect.signature(fn).parameters) - {"progress"}
 
 
-SUMMARY_KEYS = ("name", "spearman_test", "n_train", "n_test", "spearman_test_ci95", "estimator", "signature")
+SUMMARY_KEYS = (
+    "name",
+    "spearman_test",
+    "n_train",
+    "n_test",
+    "spearman_test_ci95",
+    "estimator",
+    "signature",
+    # added with the nested grouped CV (null when skipped, --cv-folds 0, or for an older regressor)
+    "spearman_cv",
+    "spearman_cv_ci95",
+    "cv_folds",
+    "recipe",
+)
 
 
 def regressor_summary(row: Regressor) -> dict[str, Any]:
-    """What ``train_regressor`` prints and the job's result (``SUMMARY_KEYS``): the held-out rho and the
-    signature."""
+    """What ``train_regressor`` prints and the job's result (``SUMMARY_KEYS``): the held-out rho, the nested
+    grouped CV rho, each with its interval, and the signature."""
     m = row.metrics
     return {
         "name": row.name,
@@ -52,6 +74,10 @@ def regressor_summary(row: Regressor) -> dict[str, Any]:
         "spearman_test_ci95": m["spearman_test_ci95"],
         "estimator": row.signature["estimator"],
         "signature": row.signature["string"],
+        "spearman_cv": m.get("spearman_cv"),
+        "spearman_cv_ci95": m.get("spearman_cv_ci95"),
+        "cv_folds": m.get("cv_folds"),
+        "recipe": row.signature.get("recipe", "base"),
     }
 
 
@@ -101,7 +127,8 @@ def train_start_check(
     replace: bool = False,
     min_judgments: int | None = None,
     target: str = "raw",
-    recipe: str = "base",
+    recipe: str = DEFAULT_RECIPE,
+    cv_folds: int = CV_FOLDS,
 ) -> tuple[str, Campaign]:
     """Whether a training can succeed, checked before any job is queued: the settings
     (``regressor_train_check``) and enough counted judgments (``regressor.training_data_check``); when there
@@ -116,6 +143,7 @@ def train_start_check(
         min_judgments=min_judgments,
         target=target,
         recipe=recipe,
+        cv_folds=cv_folds,
     )
     minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
     check = {"target": target, "test_fraction": test_fraction, "seed": seed}

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 
-from .held_out import SIMILAR_AT, calibration_of, calibration_rows_text, held_out_rho, percent
+from .held_out import SIMILAR_AT, calibration_of, calibration_rows_text, cv_rho, held_out_rho, percent
 
 CARD_FILE = "README.md"
 NO_LICENSE = "NOASSERTION"
@@ -279,6 +279,14 @@ def _trust(manifest: dict[str, Any]) -> list[str]:
         f"Spearman's rho between predicted and human similarity: **{rho.text()}**.",
         "",
     ]
+    cv = cv_rho(metrics)
+    if cv is not None:
+        lines += [
+            f"Over every reference, by nested cross-validation ({metrics.get('cv_folds')} folds by reference; "
+            "the estimator chosen and fitted without the fold it predicts): "
+            f"**{cv.text()}**.",
+            "",
+        ]
     if rho.warning():
         lines += [f"> **Warning.** {rho.warning()}", ""]
     calibration = calibration_of(metrics)

@@ -1,8 +1,6 @@
 """STS-B and SICK as development data for the similarity regressor: real human similarity judgments.
 
-* ``sts_read``: pairs and gold scores on the regressor's 0-100 scale. STS-B (tab-separated; genre, file,
-  year, id, score 0-5, sentence1, sentence2, sometimes extra columns: only the first seven are read):
-  score x 20. SICK (headed TSV; relatedness 1-5): (score - 1) x 25.
+* ``sts_read`` (``scoring.sts_files``): pairs and gold scores on the regressor's 0-100 scale.
 * ``sts_import``: a file as a campaign through ``annotation.importers.import_generic``: sentence1 is the
   reference (its id a hash of its text, so pairs sharing a first sentence share a reference and the
   group split keeps them together), sentence2 the candidate of system "sts", the gold mean as one
@@ -18,52 +16,19 @@ Command line (the README's figures)::
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import dataclasses
 import hashlib
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from infra.textfiles import tsv_rows
+from .features import pair_features
+from .sts_files import KINDS, StsPair, sts_read
 
-KINDS = ("stsb", "sick")
+__all__ = ["KINDS", "StsPair", "sts_evaluate", "sts_import", "sts_read"]
+
 BASELINE_FEATURES = ("cosine", "align_f", "bleu", "char3_jaccard", "prec_1")
-
-
-@dataclasses.dataclass(frozen=True)
-class StsPair:
-    sentence1: str
-    sentence2: str
-    score: float  # 0-100
-
-
-def sts_read(path, *, kind: str) -> list[StsPair]:
-    """Pairs of an STS-B or SICK file, scores rescaled to 0-100; errors name the line."""
-    path = Path(path)
-    if kind not in KINDS:
-        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
-    pairs = []
-    rows = tsv_rows(path, newline=None)  # strict UTF-8: a bad byte is a ValueError naming its line
-    with contextlib.closing(rows):
-        if kind == "sick":
-            header = next(rows, (1, [""]))[1]
-            try:
-                ia, ib, isc = (header.index(c) for c in ("sentence_A", "sentence_B", "relatedness_score"))
-            except ValueError:
-                raise ValueError(f"{path}:1: not a SICK header: {header}") from None
-        for lineno, fields in rows:
-            try:
-                if kind == "stsb":
-                    a, b, score = fields[5], fields[6], float(fields[4]) * 20.0
-                else:
-                    a, b, score = fields[ia], fields[ib], (float(fields[isc]) - 1.0) * 25.0
-            except (IndexError, ValueError):
-                raise ValueError(f"{path}:{lineno}: malformed {kind} line") from None
-            pairs.append(StsPair(a, b, min(max(score, 0.0), 100.0)))
-    return pairs
 
 
 def _bucket(text: str) -> int:
@@ -98,14 +63,15 @@ def sts_import(*, path, kind: str, campaign_name: str):
 
 
 def _rho(y, x) -> float | None:
-    from .regressor import spearman
+    from .regressor import spearman  # after django.setup() (main): scoring.regressor imports the models
 
     return spearman(np.asarray(y), np.asarray(x))
 
 
 def sts_evaluate(*, regressor_name: str, path, kind: str) -> dict:
     """Spearman's rho (and bootstrap interval over pairs) of a regressor on an STS file, with baselines."""
-    from .features import pair_features
+    # imported here, after main's django.setup(): scoring.regressor imports the Django models (not a cycle:
+    # nothing it imports imports this module)
     from .regressor import bootstrap_interval, regressor_load
 
     fitted = regressor_load(regressor_name)

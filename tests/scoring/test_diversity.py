@@ -106,10 +106,10 @@ def _dp(x, y):
 def test_bit_parallel_levenshtein_matches_the_textbook_dp():
     import random
 
-    from scoring.diversity import _levenshtein
+    from scoring.diversity import sequence_levenshtein
 
     rnd = random.Random(7)
     for _ in range(500):
         x = [rnd.choice("abcde") for _ in range(rnd.randint(0, 70))]
         y = [rnd.choice("abcde") for _ in range(rnd.randint(0, 70))]
-        assert _levenshtein(x, y) == _dp(x, y), (x, y)
+        assert sequence_levenshtein(x, y) == _dp(x, y), (x, y)

@@ -12,7 +12,18 @@ from django.core.management import call_command
 
 from scoring import encoder_head
 from scoring.embeddings import encoder, pair_similarities
-from scoring.encoder_head import HEAD_PATH, head_cosines, head_info, load_head, run_layers, save_head, train_head
+from scoring.encoder_head import (
+    HEAD_PATH,
+    bottom_states,
+    head_cosines,
+    head_info,
+    head_layers,
+    head_similarities,
+    load_head,
+    run_layers,
+    save_head,
+    train_head,
+)
 from scoring.features import STS_FEATURES, feature_names, pair_features
 from scoring.models import Regressor
 from scoring.regressor import RegressorError, regressor_load
@@ -57,7 +68,7 @@ def test_the_shipped_head_is_an_sts_b_tuned_top_two_layers():
 def test_sts_features_come_from_the_head_in_the_same_pass():
     refs, paras = [TEXTS[0], TEXTS[0]], [TEXTS[1], TEXTS[2]]
     plain = pair_similarities(refs, paras)
-    both = pair_similarities(refs, paras, with_head=True)
+    both = pair_similarities(refs, paras, head=load_head())
     assert both.shape == (2, 8)
     np.testing.assert_allclose(both[:, :4], plain, atol=1e-6)  # the packaged encoder's features unchanged
     np.testing.assert_allclose(both[:, 4], head_cosines(list(zip(refs, paras))), atol=1e-5)
@@ -69,6 +80,26 @@ def test_sts_features_come_from_the_head_in_the_same_pass():
         [{"reference": r, "paraphrase": p} for r, p in zip(refs, paras)], with_embeddings=True, families=("sts",)
     )
     np.testing.assert_allclose(fb.matrix[:, -4:], both[:, 4:], atol=1e-9)
+
+
+def test_a_head_run_on_shared_bottom_states_gives_the_same_features_and_can_be_trained_further():
+    """What a campaign-tuned head needs: its features from bottom states computed once for many heads, and
+    training that continues from the shipped head instead of the packaged layers."""
+    refs, paras = [TEXTS[0], TEXTS[0], TEXTS[2]], [TEXTS[1], TEXTS[2], "A cat is sleeping on the sofa."]
+    first, layers = load_head()
+    states = bottom_states(refs + paras, first)
+    np.testing.assert_allclose(
+        head_similarities(layers, states, refs, paras), pair_similarities(refs, paras, head=(first, layers))[:, 4:]
+    )
+    judged = [(a, b, 10.0) for a, b in zip(refs, paras)]
+    state, _ = train_head(judged, start_from=layers, states=states, lr=0.0, batch_size=4)  # lr 0: unchanged
+    np.testing.assert_allclose(
+        head_similarities(head_layers(state, 2), states, refs, paras)[:, 0],
+        head_cosines(list(zip(refs, paras))),
+        atol=1e-5,
+    )
+    with pytest.raises(ValueError, match="start_from has 2 layers, not 1"):
+        train_head(judged, layers=1, start_from=layers, states=states)
 
 
 def test_training_moves_the_cosines_towards_the_gold_scores_and_saves_a_loadable_head(tmp_path):
@@ -116,7 +147,7 @@ def test_train_regressor_recipe_v4_records_the_head_and_refuses_another(tmp_path
 
     build_campaign(tmp_path, n_refs=12)
     out = io.StringIO()
-    call_command("train_regressor", "synthetic", "--name", "v4", "--recipe", "v4", stdout=out)
+    call_command("train_regressor", "synthetic", "--name", "v4", "--recipe", "v4", "--cv-folds", "0", stdout=out)
     result = json.loads(out.getvalue())
     sig = Regressor.objects.get(name="v4").signature
     assert sig["recipe"] == "v4" and sig["families"][-1] == "sts" and sig["features"][-4:] == STS_FEATURES

@@ -5,7 +5,7 @@ than 64 tokens: several machine words in the bit-parallel algorithm) included.""
 from hypothesis import given, settings, strategies as st
 
 from generation.decoding import word_levenshtein as rerank_distance
-from scoring.diversity import _levenshtein, word_levenshtein
+from scoring.diversity import sequence_levenshtein, word_levenshtein
 
 
 def reference_distance(a: list[str], b: list[str]) -> int:
@@ -26,7 +26,7 @@ token_lists = st.lists(st.sampled_from(["the", "cat", "sat", "on", "a", "mat", "
 @given(a=token_lists, b=token_lists)
 def test_word_distances_match_the_textbook_dp(a, b):
     expected = reference_distance(a, b)
-    assert _levenshtein(a, b) == expected
+    assert sequence_levenshtein(a, b) == expected
     assert rerank_distance(a, b) == expected
 
 

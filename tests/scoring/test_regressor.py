@@ -92,6 +92,7 @@ def test_bootstrap_interval_brackets_rho():
     assert spearman(y, np.zeros(200)) is None
 
 
+@pytest.mark.slow
 def test_train_regressor_cli(campaign):
     result = train("synthetic", "--name", "syn", "--seed", "3", "--no-embeddings")
     assert {"name", "spearman_test", "n_train", "n_test"} <= set(result)
@@ -106,8 +107,25 @@ def test_train_regressor_cli(campaign):
     assert sig["seed"] == 3 and sig["test_fraction"] == 0.2 and sig["campaign"] == "synthetic"
     assert sig["refit"] == "all" and "cosine" not in sig["features"] and sig["versions"]["scikit-learn"]
     assert sig["string"].startswith(f"est:{sig['estimator']}|") and "seed:3" in sig["string"]
+    # the nested grouped CV over every reference: its rho and interval printed and kept with the metrics
+    assert result["cv_folds"] == 5 and result["recipe"] == "base" and result["spearman_cv"] > 0.5
+    lo, hi = result["spearman_cv_ci95"]
+    assert lo <= result["spearman_cv"] <= hi
+    m = row.metrics
+    assert (m["spearman_cv"], m["spearman_cv_ci95"]) == (result["spearman_cv"], result["spearman_cv_ci95"])
+    assert m["n_cv"] == 160 and m["n_references_cv"] == 40 and len(m["cv_estimators"]) == 5
+    assert "nested" in sig["cross_validation"]
 
 
+def test_cv_folds_zero_skips_the_cross_validation_and_one_is_refused(campaign):
+    result = train("synthetic", "--name", "quick", "--no-embeddings", "--cv-folds", "0")
+    assert result["spearman_cv"] is None and result["cv_folds"] is None and result["spearman_test"] > 0.5
+    assert Regressor.objects.get(name="quick").signature["cross_validation"] is None
+    with pytest.raises(CommandError, match="--cv-folds must be 0"):
+        train("synthetic", "--name", "one", "--no-embeddings", "--cv-folds", "1")
+
+
+@pytest.mark.slow
 def test_train_regressor_errors(campaign, tmp_path):
     with pytest.raises(CommandError, match="no campaign named 'nope'"):
         train("nope", "--name", "x")
@@ -118,17 +136,17 @@ def test_train_regressor_errors(campaign, tmp_path):
     build_campaign(tmp_path, name="tiny", n_refs=3)
     with pytest.raises(CommandError, match="12 judged candidates of 3 references"):
         train("tiny", "--name", "x", "--min-judgments", "0")
-    train("synthetic", "--name", "dup", "--no-embeddings")
+    train("synthetic", "--name", "dup", "--no-embeddings", "--cv-folds", "0")
     with pytest.raises(CommandError, match="exists"):
         train("synthetic", "--name", "dup", "--no-embeddings")
-    again = train("synthetic", "--name", "dup", "--no-embeddings", "--replace", "--seed", "5")
+    again = train("synthetic", "--name", "dup", "--no-embeddings", "--replace", "--seed", "5", "--cv-folds", "0")
     assert again["name"] == "dup" and Regressor.objects.filter(name="dup").count() == 1
     assert Regressor.objects.get(name="dup").signature["seed"] == 5
     assert not Regressor.objects.filter(name="x").exists()
 
 
 def test_regressor_load_and_predict(campaign):
-    train("synthetic", "--name", "emb")
+    train("synthetic", "--name", "emb", "--cv-folds", "0")
     fitted = regressor_load("emb")
     assert regressor_load("emb") is fitted
     assert fitted.name == "emb" and fitted.signature["with_embeddings"] and fitted.metrics["n_test"] > 0
@@ -154,9 +172,9 @@ def test_regressor_load_and_predict(campaign):
 
 
 def test_regressor_load_reloads_a_replaced_model(campaign):
-    train("synthetic", "--name", "r", "--no-embeddings", "--seed", "1")
+    train("synthetic", "--name", "r", "--no-embeddings", "--seed", "1", "--cv-folds", "0")
     first = regressor_load("r")
-    train("synthetic", "--name", "r", "--no-embeddings", "--seed", "2", "--replace")
+    train("synthetic", "--name", "r", "--no-embeddings", "--seed", "2", "--replace", "--cv-folds", "0")
     second = regressor_load("r")
     assert second is not first and second.signature["seed"] == 2
 
@@ -168,7 +186,7 @@ def score(*args) -> dict:
 
 
 def test_score_pairs(campaign, tmp_path):
-    train("synthetic", "--name", "syn", "--no-embeddings")
+    train("synthetic", "--name", "syn", "--no-embeddings", "--cv-folds", "0")
     lines = [
         "River mountain teacher window garden.\tRiver mountain teacher window garden.",
         "River mountain teacher window garden.\tzzz zzz zzz zzz garden.\t4.5",
@@ -192,7 +210,7 @@ def test_score_pairs(campaign, tmp_path):
 
 
 def test_score_pairs_errors(campaign, tmp_path):
-    train("synthetic", "--name", "syn", "--no-embeddings")
+    train("synthetic", "--name", "syn", "--no-embeddings", "--cv-folds", "0")
     src, dst = tmp_path / "pairs.tsv", tmp_path / "scored.tsv"
     src.write_text("a\tb\nonly one field\na\tb\tnot-a-number\na\tb\t1\textra\n\tb\n", encoding="utf-8")
     with pytest.raises(CommandError) as err:
@@ -213,7 +231,7 @@ def test_score_pairs_errors(campaign, tmp_path):
 
 
 def test_score_pairs_bom_blank_lines_and_bad_paths(campaign, tmp_path):
-    train("synthetic", "--name", "syn", "--no-embeddings")
+    train("synthetic", "--name", "syn", "--no-embeddings", "--cv-folds", "0")
     pair = "River mountain teacher window garden.\tRiver zzz teacher window garden."
     plain, bom, dst = tmp_path / "plain.tsv", tmp_path / "bom.tsv", tmp_path / "scored.tsv"
     plain.write_text(f"{pair}\n{pair}\n", encoding="utf-8")

@@ -10,9 +10,8 @@ from infra.storage import get_storage
 from jobs.execution import job_cancel, job_resume, job_run_inline
 from jobs.models import Job, JobChunk, JobStatus
 from jobs.registry import get_kind
-from scoring import regressor as regressor_module
 from scoring.models import Regressor
-from scoring.regressor import storage_key
+from scoring.regressor import storage_key, train as training
 from scoring.regressor_job import KIND, SUMMARY_KEYS
 
 from .test_regressor import build_campaign
@@ -36,7 +35,11 @@ def test_wait_trains_as_a_job_with_progress_and_the_synchronous_output_is_unchan
     out, err = train("synthetic", "--name", "sync", "--no-embeddings", "--seed", "3")
     assert err == "" and not Job.objects.exists()  # the default still trains here, not as a job
     sync = json.loads(out)
-    assert list(sync) == list(SUMMARY_KEYS)  # the same keys, in the same order, as before
+    assert list(sync) == list(SUMMARY_KEYS)  # the keys of before, in the same order, then the added ones
+    assert list(SUMMARY_KEYS)[:7] == ["name", "spearman_test", "n_train", "n_test", "spearman_test_ci95"] + [
+        "estimator",
+        "signature",
+    ]
     row = Regressor.objects.get(name="sync")
     assert sync == {
         "name": "sync",
@@ -46,6 +49,10 @@ def test_wait_trains_as_a_job_with_progress_and_the_synchronous_output_is_unchan
         "spearman_test_ci95": row.metrics["spearman_test_ci95"],
         "estimator": row.signature["estimator"],
         "signature": row.signature["string"],
+        "spearman_cv": row.metrics["spearman_cv"],
+        "spearman_cv_ci95": row.metrics["spearman_cv_ci95"],
+        "cv_folds": 5,
+        "recipe": "base",
     }
 
     out, err = train("synthetic", "--name", "job", "--no-embeddings", "--seed", "3", "--wait")
@@ -64,15 +71,15 @@ def test_wait_trains_as_a_job_with_progress_and_the_synchronous_output_is_unchan
         "target": "raw",
     }
     assert get_storage().exists(storage_key("job"))
-    # progress on stderr, counting training steps: the feature batches, then selection, test and refit
+    # progress on stderr, counting training steps: the feature batch, then selection, test, 5 CV folds and refit
     lines = err.strip().splitlines()
-    assert lines[-1].startswith(f"job {job.pk} train_regressor succeeded: 1/1 chunks, 4/4 steps (100%)")
+    assert lines[-1].startswith(f"job {job.pk} train_regressor succeeded: 1/1 chunks, 9/9 steps (100%)")
     chunk = job.chunks.get()
-    assert (chunk.done_units, chunk.total_units) == (4, 4)
+    assert (chunk.done_units, chunk.total_units) == (9, 9)
 
 
 def test_async_starts_a_job_that_a_worker_runs(campaign):
-    out, err = train("synthetic", "--name", "later", "--no-embeddings", "--async")
+    out, err = train("synthetic", "--name", "later", "--no-embeddings", "--cv-folds", "0", "--async")
     started = json.loads(out)
     job = Job.objects.get(pk=started["job"])
     assert started == {"job": job.pk, "status": "pending", "name": "later", "campaign": "synthetic"} and err == ""
@@ -98,7 +105,7 @@ def test_settings_are_checked_before_any_job_exists(campaign):
         for mode in ("--wait", "--async"):
             with pytest.raises(CommandError, match=message):
                 train(*args, mode)
-    train("synthetic", "--name", "taken", "--no-embeddings")
+    train("synthetic", "--name", "taken", "--no-embeddings", "--cv-folds", "0")
     with pytest.raises(CommandError, match="exists"):
         train("synthetic", "--name", "taken", "--async")
     with pytest.raises(CommandError, match="not allowed with argument"):
@@ -115,13 +122,13 @@ def test_a_training_on_too_little_data_is_refused_before_any_job_exists(tmp_path
 
 def test_cancel_stops_the_training_before_anything_is_written(campaign, monkeypatch):
     job = Job.objects.get(pk=json.loads(train("synthetic", "--name", "c", "--no-embeddings", "--async")[0])["job"])
-    real = regressor_module.select_estimator
+    real = training.select_estimator
 
     def cancelled_meanwhile(*args, **kwargs):
         job_cancel(job_id=job.pk)  # someone presses "cancel" while the models are being compared
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(regressor_module, "select_estimator", cancelled_meanwhile)
+    monkeypatch.setattr(training, "select_estimator", cancelled_meanwhile)
     job = job_run_inline(job_id=job.pk)
     assert job.status == JobStatus.CANCELLED
     assert job.chunks.get().status == JobStatus.CANCELLED
@@ -129,8 +136,10 @@ def test_cancel_stops_the_training_before_anything_is_written(campaign, monkeypa
 
 
 def test_a_failed_training_resumes_and_a_rerun_after_saving_trains_nothing(campaign, monkeypatch):
-    job = Job.objects.get(pk=json.loads(train("synthetic", "--name", "r", "--no-embeddings", "--async")[0])["job"])
-    real = regressor_module.select_estimator
+    job = Job.objects.get(
+        pk=json.loads(train("synthetic", "--name", "r", "--no-embeddings", "--cv-folds", "0", "--async")[0])["job"]
+    )
+    real = training.select_estimator
     calls = []
 
     def flaky(*args, **kwargs):
@@ -139,7 +148,7 @@ def test_a_failed_training_resumes_and_a_rerun_after_saving_trains_nothing(campa
             raise MemoryError("worker ran out of memory")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(regressor_module, "select_estimator", flaky)
+    monkeypatch.setattr(training, "select_estimator", flaky)
     job = job_run_inline(job_id=job.pk)
     assert job.status == JobStatus.FAILED and "chunk 0: MemoryError" in job.error
     assert not Regressor.objects.filter(name="r").exists()
@@ -160,7 +169,7 @@ def test_a_failed_training_resumes_and_a_rerun_after_saving_trains_nothing(campa
 
 @pytest.mark.slow
 def test_replace_as_a_job_retrains_and_rerun_still_trains_once(campaign):
-    train("synthetic", "--name", "x", "--no-embeddings", "--seed", "1")
+    train("synthetic", "--name", "x", "--no-embeddings", "--seed", "1", "--cv-folds", "0")
     before = Regressor.objects.get(name="x").signature["trained_at"]
     waited = json.loads(train("synthetic", "--name", "x", "--no-embeddings", "--seed", "2", "--replace", "--wait")[0])
     row = Regressor.objects.get(name="x")

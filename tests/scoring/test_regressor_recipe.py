@@ -137,7 +137,7 @@ def test_training_pairs_carry_the_systems_that_produced_them(campaign):
 
 @pytest.mark.slow
 def test_train_regressor_recipe_v2_is_recorded_and_predicts(campaign):
-    result = train("synthetic", "--name", "v2", "--recipe", "v2", "--seed", "1")
+    result = train("synthetic", "--name", "v2", "--recipe", "v2", "--seed", "1", "--cv-folds", "0")
     assert result["spearman_test"] > 0.5
     assert "|feats:lex28+cos+align+nll2+systems+group+agree|" in result["signature"]
     row = Regressor.objects.get(name="v2")
@@ -166,7 +166,7 @@ def test_train_regressor_recipe_v2_is_recorded_and_predicts(campaign):
     assert 0 <= together[1] < together[0] <= 100
     alone = fitted.predict(pairs[1:])
     assert alone[0] != pytest.approx(together[1], abs=1e-9)  # compared with its sibling, or not
-    default = train("synthetic", "--name", "base", "--no-embeddings")
+    default = train("synthetic", "--name", "base", "--no-embeddings", "--cv-folds", "0")
     assert Regressor.objects.get(name="base").signature["recipe"] == "base"
     assert "|feats:lex28|" in default["signature"]
     assert "ridge_cv" not in Regressor.objects.get(name="base").signature["cv_spearman"]
@@ -175,7 +175,7 @@ def test_train_regressor_recipe_v2_is_recorded_and_predicts(campaign):
 
 
 def test_train_regressor_recipe_v3_adds_the_svr_and_the_mean_of_three(campaign):
-    result = train("synthetic", "--name", "v3", "--recipe", "v3", "--seed", "1", "--no-embeddings")
+    result = train("synthetic", "--name", "v3", "--recipe", "v3", "--seed", "1", "--no-embeddings", "--cv-folds", "0")
     assert result["spearman_test"] > 0.5
     sig = Regressor.objects.get(name="v3").signature
     assert sig["recipe"] == "v3" and sig["families"] == ["nll2", "systems", "group", "agree"]
@@ -237,7 +237,7 @@ def test_score_pairs_reads_an_optional_constraints_column(tmp_path):
 
 
 def test_score_pairs_constraints_errors(campaign, tmp_path):
-    train("synthetic", "--name", "syn", "--no-embeddings", "--recipe", "v2")
+    train("synthetic", "--name", "syn", "--no-embeddings", "--recipe", "v2", "--cv-folds", "0")
     src, dst = tmp_path / "pairs.tsv", tmp_path / "scored.tsv"
     src.write_text(
         f'{REF}\ta\t1\t{{"17": {{}}}}\n{REF}\tb\t1\tnot json\n{REF}\tc\t\t[1, 2]\n{REF}\td\t\t{{}}\textra\n',
@@ -271,10 +271,12 @@ def test_recipe_goes_through_the_training_job(campaign):
         "--no-embeddings",
         "--recipe",
         "v2",
+        "--cv-folds",
+        "0",
         "--wait",
         stdout=out,
         stderr=io.StringIO(),
     )
     assert json.loads(out.getvalue())["status"] == "succeeded"
-    assert Job.objects.get().params["train"]["recipe"] == "v2"
+    assert Job.objects.get().params["train"]["recipe"] == "v2" and Job.objects.get().params["train"]["cv_folds"] == 0
     assert Regressor.objects.get(name="j").signature["recipe"] == "v2"

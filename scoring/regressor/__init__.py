@@ -1,0 +1,105 @@
+"""The similarity regressor (ParaBank §5.1): predicts a pair's mean human similarity (0-100).
+
+One module per job; this package's names are the public interface (``from scoring.regressor import ...``):
+
+* ``recipes``: what each recipe is (feature families, candidate estimators) and the default recipe;
+* ``evaluation``: Spearman's rho, bootstrap intervals over references (also paired, against a baseline), the
+  held-out split, the estimator's selection and the nested grouped cross-validation;
+* ``data``: a campaign's judgments as training data, and their features in reference-preserving batches;
+* ``train``: training, both measures of generalisation, the signature, saving;
+* ``store``: the name rule, the storage key and the model file's format;
+* ``model``: a trained regressor loaded for use (``regressor_load(name).predict(pairs)``);
+* ``pairs_file``: scoring a TSV file of pairs (``manage.py score_pairs``).
+
+Dependencies run one way: errors <- store; recipes <- evaluation <- data <- train (which also uses store);
+recipes, store <- model <- pairs_file. Below the package: ``scoring.features`` <- ``scoring.encoder_head`` <-
+``scoring.embeddings``, never the other way.
+"""
+
+from infra.textfiles import PairsFileError
+
+from .data import (
+    FEATURE_BATCH,
+    MIN_CANDIDATES,
+    MIN_REFERENCES,
+    TrainingData,
+    features_in_batches,
+    reference_batches,
+    training_data,
+    training_data_check,
+)
+from .errors import RegressorError
+from .evaluation import (
+    BOOTSTRAP_RESAMPLES,
+    CrossValidation,
+    Difference,
+    NestedResult,
+    bootstrap_interval,
+    group_split,
+    nested_cv,
+    outer_folds,
+    paired_difference,
+    select_estimator,
+    spearman,
+)
+from .model import FittedRegressor, head_check, regressor_load
+from .pairs_file import pairs_file_score
+from .recipes import DEFAULT_RECIPE, RECIPES, RIDGE_ALPHAS, candidate_estimators, estimator_params, one_thread
+from .store import (
+    FORMAT_VERSION,
+    NAME_MAX_LENGTH,
+    NAME_RULE,
+    ModelFile,
+    model_file_read,
+    model_file_write,
+    regressor_name_check,
+    storage_key,
+)
+from .train import CV_FOLDS, MODEL_STEPS, regressor_train, regressor_train_check, signature_string
+
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "CV_FOLDS",
+    "DEFAULT_RECIPE",
+    "FEATURE_BATCH",
+    "FORMAT_VERSION",
+    "MIN_CANDIDATES",
+    "MIN_REFERENCES",
+    "MODEL_STEPS",
+    "NAME_MAX_LENGTH",
+    "NAME_RULE",
+    "RECIPES",
+    "RIDGE_ALPHAS",
+    "CrossValidation",
+    "Difference",
+    "FittedRegressor",
+    "ModelFile",
+    "NestedResult",
+    "PairsFileError",
+    "RegressorError",
+    "TrainingData",
+    "bootstrap_interval",
+    "candidate_estimators",
+    "estimator_params",
+    "features_in_batches",
+    "group_split",
+    "head_check",
+    "model_file_read",
+    "model_file_write",
+    "nested_cv",
+    "one_thread",
+    "outer_folds",
+    "paired_difference",
+    "pairs_file_score",
+    "reference_batches",
+    "regressor_load",
+    "regressor_name_check",
+    "regressor_train",
+    "regressor_train_check",
+    "select_estimator",
+    "signature_string",
+    "spearman",
+    "storage_key",
+    "training_data",
+    "training_data_check",
+]

