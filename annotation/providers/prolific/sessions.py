@@ -113,7 +113,8 @@ def confirming_provider() -> ProlificProvider:
 
 def _session_confirm(platform: ProlificProvider | None, *, participant: str, study: str, session_id: str) -> None:
     """Raise ``SessionError`` unless Prolific says the session is a running submission of this participant in
-    this study. Every refusal reads the same whatever the reason (nobody learns whose sessions exist)."""
+    this study. No such session, another participant's and another study's read the same (nobody learns whose
+    sessions exist); a session of theirs that ended says so."""
     try:
         answer = (platform or confirming_provider()).session_live(
             participant=participant, study=study, session_id=session_id
