@@ -186,3 +186,14 @@ def tiny_bart_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_t5_dir(tmp_path_factory):
     return build_t5(tmp_path_factory.mktemp("tiny_t5"))
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """The tiny models decode faster on one thread than on two cores shared with other processes."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

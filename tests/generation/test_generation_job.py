@@ -29,7 +29,7 @@ from infra.storage import get_storage
 from jobs.execution import job_finish, job_run_inline, job_start
 from jobs.models import Job, JobStatus
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("one_torch_thread")]
 
 SYSTEMS = [17, 21, 28, 31, 34]
 # Made of the tiny test tokenizer's words (tests/generation/conftest.py); spaCy token counts in comments.
@@ -71,17 +71,6 @@ FUNCTION_WORDS = {
     "how",
     "do",
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """The tiny models decode faster on one thread than on two cores shared with other processes."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _idf_value(word: str) -> float:

@@ -29,6 +29,8 @@ from infra.storage import get_storage
 from jobs.execution import job_run_inline, job_start
 from jobs.models import JobStatus
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 SENTENCES = [
     '"the cat sat on the mat," she said',
     "a dog runs in the house",
@@ -40,16 +42,6 @@ SENTENCES = [
     "-- we walk in the green world and talk with people",
     "how often do earthquakes occur today",
 ]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _idf(word: str) -> float:
