@@ -30,13 +30,9 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO_CORPUS = ROOT / "generation" / "demo" / "corpus.txt"
-DEMO_MODEL = ROOT / "generation" / "demo" / "model"
+from demo_corpus import DEMO_MODEL, ROOT, corpus_import, demo_sentences, throwaway_django
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -60,20 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
 
-    var = Path(tempfile.mkdtemp(prefix="paraforge-bench-chunk-"))
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="config.settings.base",
-        PARAFORGE_VAR_DIR=str(var),
-        DATABASE_URL="",
-        CELERY_BROKER_URL="",
-        PARAFORGE_INLINE_WITHOUT_WORKER="1",
-    )
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    var = throwaway_django("paraforge-bench-chunk-", PARAFORGE_INLINE_WITHOUT_WORKER="1")
     import torch
-    from django.core.management import call_command
 
     import generation.generation_job as gj
     from generation.decoding import decode
@@ -82,25 +66,9 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    quiet = open(os.devnull, "w")  # the commands' chatter, for the whole run
-    call_command("migrate", verbosity=0)
-    sentences = DEMO_CORPUS.read_text(encoding="utf-8").splitlines()
-    if args.model == "tiny":  # (its 128 positions: at most a piece per character, so 100 characters fit)
-        sentences = [s for s in sentences if len(s) <= 100]
-    sentences = sentences[: args.sentences]
-    corpus_file = var / "bench-corpus.txt"
-    corpus_file.write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    call_command(
-        "import_corpus",
-        "bench",
-        str(corpus_file),
-        "--format",
-        "mono",
-        "--shard-size",
-        str(len(sentences)),
-        stdout=quiet,
-    )
-    call_command("build_idf", "bench", "--wait", stdout=quiet, stderr=quiet)
+    # (the tiny model's 128 positions: at most a piece per character, so 100 characters fit)
+    sentences = demo_sentences(args.sentences, max_chars=100 if args.model == "tiny" else None)
+    corpus_import(var, sentences, shard_size=len(sentences))
     from generation.models import Corpus
 
     corpus = Corpus.objects.get(name="bench")

@@ -14,15 +14,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO_CORPUS = ROOT / "generation" / "demo" / "corpus.txt"
-DEMO_MODEL = ROOT / "generation" / "demo" / "model"
+from demo_corpus import DEMO_MODEL, corpus_import, demo_sentences, throwaway_django
 
 
 def main() -> None:
@@ -35,44 +29,19 @@ def main() -> None:
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
 
-    var = Path(tempfile.mkdtemp(prefix="paraforge-bench-workers-"))
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="config.settings.base",
-        PARAFORGE_VAR_DIR=str(var),
-        DATABASE_URL="",
-        CELERY_BROKER_URL="",
+    var = throwaway_django(
+        "paraforge-bench-workers-",
         OMP_NUM_THREADS="1",  # one torch thread per worker: N workers use N cores
         PARAFORGE_INLINE_WITHOUT_WORKER="0",
     )
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
     from django.core.management import call_command
 
     from jobs.execution import job_wait, workers_available
     from jobs.models import Job
+    from jobs.worker_process import worker_start, workers_stop, workers_wait_ready
 
-    call_command("migrate", verbosity=0)
-    sentences = DEMO_CORPUS.read_text(encoding="utf-8").splitlines()[: args.sentences]
-    corpus_file = var / "bench-corpus.txt"
-    corpus_file.write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    call_command(
-        "import_corpus",
-        "bench",
-        str(corpus_file),
-        "--format",
-        "mono",
-        "--shard-size",
-        str(args.shard_size),
-        stdout=open(os.devnull, "w"),
-    )
-    os.environ["PARAFORGE_INLINE_WITHOUT_WORKER"] = "1"  # the IDF table: in this process, before any worker
-    from django.conf import settings
-
-    settings.PARAFORGE_INLINE_WITHOUT_WORKER = True
-    call_command("build_idf", "bench", "--wait", stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
-    settings.PARAFORGE_INLINE_WITHOUT_WORKER = False
+    sentences = demo_sentences(args.sentences)
+    corpus_import(var, sentences, shard_size=args.shard_size)
 
     print(
         f"corpus: {len(sentences)} sentences in chunks of {args.shard_size}; systems {args.systems}; beam "
@@ -80,40 +49,15 @@ def main() -> None:
     )
     rows = []
     for n in counts:
-        workers = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "config",
-                    "worker",
-                    "-Q",
-                    "cpu,gpu",
-                    "-P",
-                    "solo",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "-n",
-                    f"bench{k}-{os.getpid()}@%h",
-                    "-l",
-                    "WARNING",
-                ],
-                cwd=ROOT,
-                env=dict(os.environ),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for k in range(n)
-        ]
+        workers = {
+            node: worker_start(node, env=os.environ, log_level="WARNING")
+            for node in (f"bench{k}-{os.getpid()}" for k in range(n))
+        }
         try:
-            from config.celery import app
-
-            deadline = time.monotonic() + 120
-            while len(app.control.ping(timeout=1.0) or []) < n:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"only {len(app.control.ping(timeout=1.0) or [])} of {n} workers started")
+            try:
+                workers_wait_ready(workers, timeout=120)
+            except RuntimeError as error:
+                raise SystemExit(str(error)) from None
             assert workers_available()
             started = time.monotonic()
             call_command(
@@ -137,13 +81,7 @@ def main() -> None:
             ran_on = {c.ran_on for c in job.chunks.all()}
             rows.append((n, job.total_chunks, seconds, len(sentences) / seconds, len(ran_on)))
         finally:
-            for proc in workers:
-                proc.terminate()
-            for proc in workers:
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            workers_stop(workers.values(), timeout=30)
 
     base = rows[0][3]
     print(f"\n{'workers':>8} {'chunks':>7} {'seconds':>8} {'refs/s':>8} {'x one':>6} {'ran on':>7}")

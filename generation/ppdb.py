@@ -12,7 +12,10 @@ sorted once at build time instead of on every first sight of a phrase), and a Bl
 phrases (a word PPDB has no rule for, most rare words, is answered without a query). Later opens of the
 same unchanged file reuse the index. Malformed lines are skipped, counted, and reported
 with their line numbers (logged, and kept in the index's ``meta`` table); a file with no valid rule at
-all is refused (:class:`PpdbError`) by :func:`open_ppdb`, every time it is opened.
+all is refused (:class:`PpdbError`) by :func:`open_ppdb`, every time it is opened. A rule whose phrase or
+paraphrase holds no word (``euros ||| €``, ``often ||| ,``: PPDB has such rules) is left out of the index,
+counted (``no_word``): the decoder counts words, so it is no constraint it can require or ban (a required
+``€`` was an empty phrase that failed the whole generation job).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from django.conf import settings
 from infra.textfiles import atomic_path, open_text
 
 from .bloom import BloomFilter
+from .selection.values import holds_word
 from .systems import PPDB_RELATIONS
 
 logger = logging.getLogger(__name__)
@@ -40,10 +44,11 @@ ALL_RELATIONS = frozenset(
 COARSE_CLASSES = ("noun", "verb", "adj", "adv", "other")
 MAX_REPORTED = 100  # malformed lines kept with their numbers in the index (all are counted)
 _BATCH = 50_000
-INDEX_FORMAT = "entries-v2"  # part of the index file's name: a new layout never reads an old file
+# part of the index file's name: a new layout (v3: no rule without a word) never reads an old file
+INDEX_FORMAT = "entries-v3"
 _GROUP, _FIELD = "\x1e", "\x1f"  # separators of a packed row (never in a parsed rule)
 
-_SPACY_COARSE = {"NOUN": "noun", "PROPN": "noun", "VERB": "verb", "AUX": "verb", "ADJ": "adj", "ADV": "adv"}
+SPACY_COARSE = {"NOUN": "noun", "PROPN": "noun", "VERB": "verb", "AUX": "verb", "ADJ": "adj", "ADV": "adv"}
 
 
 class PpdbError(ValueError):
@@ -66,7 +71,7 @@ def coarse_pos_of_ptb(tag: str) -> str:
 
 def coarse_pos_of_spacy(pos: str) -> str:
     """spaCy universal POS (NOUN, PROPN, VERB, AUX, ADJ, ADV, ...) -> noun/verb/adj/adv/other."""
-    return _SPACY_COARSE.get(pos, "other")
+    return SPACY_COARSE.get(pos, "other")
 
 
 def parse_line(line: str) -> tuple[str, str, str, str] | str:
@@ -84,6 +89,12 @@ def parse_line(line: str) -> tuple[str, str, str, str] | str:
     if relation not in ALL_RELATIONS:
         return f"unknown entailment relation {relation[:40]!r}"
     return phrase.lower(), paraphrase.lower(), coarse_pos_of_ptb(lhs), relation
+
+
+def usable_phrase(phrase: str) -> bool:
+    """Whether a PPDB phrase can be a constraint: it holds a word as the decoder counts them (not ``,``,
+    ``...``, ``€``); a required or banned phrase without one is empty to the decoder, which refuses it."""
+    return holds_word(phrase)
 
 
 def index_path_for(path: str | Path, cache_dir: str | Path | None = None) -> Path:
@@ -120,6 +131,7 @@ def _build_into(source: Path, tmp: Path) -> dict:
         "lines": 0,
         "rules": 0,
         "kept": 0,
+        "no_word": 0,
         "phrases": 0,
         "malformed": 0,
         "malformed_lines": [],
@@ -154,12 +166,16 @@ def _build_into(source: Path, tmp: Path) -> dict:
                         logger.warning("%s:%d: malformed PPDB line skipped: %s", source, number, parsed)
                     continue
                 stats["rules"] += 1
-                if parsed[3] in wanted and parsed[0] != parsed[1]:
-                    batch.append(parsed)
-                    if len(batch) >= _BATCH:
-                        db.executemany("INSERT INTO staging.rules VALUES (?, ?, ?, ?)", batch)
-                        stats["kept"] += len(batch)
-                        batch.clear()
+                if parsed[3] not in wanted or parsed[0] == parsed[1]:
+                    continue
+                if not (usable_phrase(parsed[0]) and usable_phrase(parsed[1])):
+                    stats["no_word"] += 1
+                    continue
+                batch.append(parsed)
+                if len(batch) >= _BATCH:
+                    db.executemany("INSERT INTO staging.rules VALUES (?, ?, ?, ?)", batch)
+                    stats["kept"] += len(batch)
+                    batch.clear()
         if batch:
             db.executemany("INSERT INTO staging.rules VALUES (?, ?, ?, ?)", batch)
             stats["kept"] += len(batch)

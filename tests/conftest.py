@@ -4,13 +4,12 @@ when unset); every run has its own var/ directory (see config/settings/test.py).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+from jobs.worker_process import worker_start, workers_stop, workers_wait_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 # The suite runs without network: nothing may reach the Hugging Face hub (hub ids are tested against a cache
@@ -26,7 +25,7 @@ def storage_dir(tmp_path, settings):
     return root
 
 
-def _database_url_of_test_db() -> str:
+def database_url_of_test_db() -> str:
     from django.db import connection
 
     s = connection.settings_dict
@@ -39,66 +38,33 @@ def _database_url_of_test_db() -> str:
 
 
 class CeleryWorker:
-    """A real ``celery worker`` process (solo pool) on the configured broker and the test database."""
+    """A real ``celery worker`` process (``jobs.worker_process``) on the configured broker and the test database;
+    its log in the run's var/ folder, shown when it does not start."""
 
     def __init__(self, name: str, **env: str):
-        database_url = _database_url_of_test_db()
-        self.hostname = f"test-{name}-{os.getpid()}"
+        self.node = f"test-{name}-{os.getpid()}"
         environment = dict(
             os.environ,
             DJANGO_SETTINGS_MODULE="config.settings.test",
-            DATABASE_URL=database_url,
+            DATABASE_URL=database_url_of_test_db(),
             PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
             CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
             **env,
         )
         self.log_path = Path(settings.VAR_DIR) / f"celery-worker-{name}.log"
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-Q",
-                "cpu,gpu",
-                "-P",
-                "solo",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                f"{self.hostname}@%h",
-                "-l",
-                "INFO",
-            ],
-            cwd=ROOT,
-            env=environment,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
+        self.proc = worker_start(self.node, env=environment, log=self._log)
         self.pid = self.proc.pid
 
     def wait_ready(self, timeout: float = 60) -> CeleryWorker:
-        from config.celery import app
-
-        deadline = time.monotonic() + timeout
-        while True:
-            replies = app.control.ping(timeout=1.0) or []
-            if any(name.startswith(f"{self.hostname}@") for reply in replies for name in reply):
-                return self
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.proc.kill()
-                raise RuntimeError("the Celery worker did not start:\n" + self.log_path.read_text()[-3000:])
+        try:
+            workers_wait_ready({self.node: self.proc}, timeout=timeout)
+        except RuntimeError as error:
+            raise RuntimeError(f"{error}:\n" + self.log_path.read_text()[-3000:]) from None
+        return self
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        workers_stop([self.proc])
         self._log.close()
 
 

@@ -32,16 +32,16 @@ from ..morphology import (
     verb_inflections,
     verb_inflections_index,
 )
-from ..ppdb import _SPACY_COARSE, ALL_RELATIONS, coarse_pos_of_spacy
+from ..ppdb import ALL_RELATIONS, SPACY_COARSE, coarse_pos_of_spacy
 from ..systems import SYSTEMS, System, get_system
 from .values import (
-    _DRAWS_0,
-    _DRAWS_1,
-    _SLOTS,
-    _UNPACK_HALF,
+    DRAWS_0,
+    DRAWS_1,
     NO_PPDB_FILE,
     NO_WORD_REASON,
     PREPOSITIONS,
+    SLOTS,
+    UNPACK_HALF,
     ConstraintSet,
     NoConstraintSet,
     Phrases,
@@ -321,9 +321,9 @@ class _Sentence:
     def table(self) -> tuple[int, ...]:
         """The first 16 words of draw_table (one digest of its two): all but the PPDB systems' slots."""
         if self._table is None:
-            first = _DRAWS_0.copy()
+            first = DRAWS_0.copy()
             first.update(f"{self.seed}\x1f{self.text}".encode())
-            self._table = _UNPACK_HALF(first.digest())
+            self._table = UNPACK_HALF(first.digest())
         return self._table
 
     def table_word(self, slot: int) -> int:
@@ -331,9 +331,9 @@ class _Sentence:
         if slot < 16:
             return (self._table or self.table)[slot]
         if self._high is None:
-            second = _DRAWS_1.copy()
+            second = DRAWS_1.copy()
             second.update(f"{self.seed}\x1f{self.text}".encode())
-            self._high = _UNPACK_HALF(second.digest())
+            self._high = UNPACK_HALF(second.digest())
         return self._high[slot - 16]
 
     def draws(self, system: int) -> SeededDraws:
@@ -639,7 +639,7 @@ def _ppdb_matches(pool: list[Member], relations: frozenset[str], entries) -> dic
     for word, _, _, pos in pool:
         paraphrases = entries(word)  # all of the word's paraphrases by (coarse POS, relation)
         if paraphrases:
-            coarse = _SPACY_COARSE.get(pos, "other")
+            coarse = SPACY_COARSE.get(pos, "other")
             for relation in relations:
                 if relation not in found:
                     options = paraphrases.get((coarse, relation))
@@ -664,7 +664,7 @@ def _select_ppdb_by_lookup(number: int, name: str, s: _Sentence, relation: str) 
 
 def _slot(system: System, draws: int) -> int | None:
     """Start of the system's draw-table words if they hold ``draws`` draws (else None: SeededDraws)."""
-    start, size = _SLOTS.get(system.number, (0, 0))
+    start, size = SLOTS.get(system.number, (0, 0))
     return start if size >= draws else None
 
 

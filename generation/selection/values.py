@@ -242,7 +242,7 @@ def _draw_slots() -> dict[int, tuple[int, int]]:
     return slots
 
 
-_SLOTS = _draw_slots()
+SLOTS = _draw_slots()
 
 
 def seed_key(seed: int, text: str) -> bytes:
@@ -250,17 +250,17 @@ def seed_key(seed: int, text: str) -> bytes:
     return f"{seed}\x1f{text}".encode()
 
 
-_DRAWS_0 = hashlib.blake2b(digest_size=64, person=b"draws-0")
-_DRAWS_1 = hashlib.blake2b(digest_size=64, person=b"draws-1")
+DRAWS_0 = hashlib.blake2b(digest_size=64, person=b"draws-0")
+DRAWS_1 = hashlib.blake2b(digest_size=64, person=b"draws-1")
 _UNPACK_TABLE = struct.Struct(">32I").unpack
-_UNPACK_HALF = struct.Struct(">16I").unpack
+UNPACK_HALF = struct.Struct(">16I").unpack
 
 
 def draw_table(seed: int, text: str) -> tuple[int, ...]:
     """32 32-bit words from BLAKE2b over (seed, reference text); each system draws from its own slot.
     (Copies of two keyed-up hashers: the same digests as hashing from scratch, for less set-up.)"""
     key = f"{seed}\x1f{text}".encode()
-    first, second = _DRAWS_0.copy(), _DRAWS_1.copy()
+    first, second = DRAWS_0.copy(), DRAWS_1.copy()
     first.update(key)
     second.update(key)
     return _UNPACK_TABLE(first.digest() + second.digest())
@@ -280,7 +280,7 @@ class SeededDraws:
     __slots__ = ("_words", "_next", "_seed", "_system", "_text")
 
     def __init__(self, seed: int, system: int, text: str, table: tuple[int, ...] | None = None) -> None:
-        start, size = _SLOTS.get(system, (0, 0))
+        start, size = SLOTS.get(system, (0, 0))
         if size:
             table = table if table is not None else draw_table(seed, text)
             self._words = table[start : start + size]

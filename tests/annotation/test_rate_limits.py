@@ -19,7 +19,7 @@ from django.conf import settings as django_settings
 
 from limits.counters import hit, hit_count, purge_expired
 from limits.models import Counter
-from tests.conftest import ROOT, _database_url_of_test_db
+from tests.conftest import ROOT, database_url_of_test_db
 
 from .builders import payload, published_batch, sample_campaign
 
@@ -134,7 +134,7 @@ def _child_env(**extra: str) -> dict[str, str]:
     return dict(
         os.environ,
         DJANGO_SETTINGS_MODULE="config.settings.test",
-        DATABASE_URL=_database_url_of_test_db(),
+        DATABASE_URL=database_url_of_test_db(),
         PARAFORGE_VAR_DIR=str(django_settings.VAR_DIR),
         **extra,
     )

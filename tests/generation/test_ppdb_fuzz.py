@@ -3,7 +3,7 @@
 Valid rules mixed with malformed lines (too few fields, a bad LHS, an unknown relation, empty phrases,
 random bytes with invalid UTF-8 and NUL), \\r\\n endings, plain or gzipped: the index build never crashes,
 counts every malformed line and reports the first ones by their 1-based line numbers, and every valid
-rule of a wanted relation can be looked up.
+rule of a wanted relation can be looked up (but one without a word, "-" or "'": no constraint, not kept).
 """
 
 from __future__ import annotations
@@ -14,7 +14,15 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from generation.ppdb import MAX_REPORTED, PpdbError, PpdbIndex, build_index, coarse_pos_of_ptb, open_ppdb
+from generation.ppdb import (
+    MAX_REPORTED,
+    PpdbError,
+    PpdbIndex,
+    build_index,
+    coarse_pos_of_ptb,
+    open_ppdb,
+    usable_phrase,
+)
 from generation.systems import PPDB_RELATIONS
 
 RELATIONS = ("Equivalence", "ForwardEntailment", "ReverseEntailment", "Exclusion", "OtherRelated", "Independent")
@@ -83,15 +91,16 @@ def test_index_build_counts_malformed_lines_and_finds_every_valid_rule(tmp_path,
     assert stats["malformed"] == len(malformed)
     assert [m["line"] for m in stats["malformed_lines"]] == malformed[:MAX_REPORTED]
     assert all(m["reason"] for m in stats["malformed_lines"])
-    kept = {r for r in rules if r[3] in PPDB_RELATIONS and r[0] != r[1]}
+    wanted = [r for r in rules if r[3] in PPDB_RELATIONS and r[0] != r[1]]
+    kept = {r for r in wanted if usable_phrase(r[0]) and usable_phrase(r[1])}
     index = PpdbIndex(target, source)
     try:
         assert index.stats == stats
         for phrase, para, pos, rel in kept:
             assert para in index.lookup(phrase, pos, rel), (phrase, para, pos, rel)
-        for phrase, para, pos, rel in set(rules) - kept:  # other relations and identities are not kept
+        for phrase, para, pos, rel in set(rules) - kept:  # other relations, identities, no word: not kept
             assert para not in index.lookup(phrase, pos, rel), (phrase, para, pos, rel)
-        assert stats["kept"] == sum(1 for r in rules if r[3] in PPDB_RELATIONS and r[0] != r[1])
+        assert stats["kept"] == sum(1 for r in wanted if r in kept) and stats["no_word"] == len(wanted) - stats["kept"]
     finally:
         index.close()
     assert list(target.parent.glob(".*.tmp*")) == []  # no half-written index (or staged rules) left beside it

@@ -20,7 +20,7 @@ from jobs.execution import chunk_run, job_start
 from jobs.models import Job, JobChunk, JobStatus
 from jobs.progress import PLAIN_EVERY_S, PLAIN_HEARTBEAT_S, JobProgressDisplay, duration, job_counts
 from jobs.registry import JobKind, register
-from tests.conftest import ROOT, _database_url_of_test_db
+from tests.conftest import ROOT, database_url_of_test_db
 
 LINE = re.compile(r"^job (\d+) (\S+) (\w+): (\d+)/(\d+) chunks, ([\d,]+)(?:/([\d,]+))? (\w+)(?: so far)? \((\d+)%\)")
 
@@ -184,7 +184,7 @@ def test_a_real_terminal_gets_the_bar_and_a_pipe_gets_plain_lines():
     env = dict(
         os.environ,
         DJANGO_SETTINGS_MODULE="config.settings.test",
-        DATABASE_URL=_database_url_of_test_db(),
+        DATABASE_URL=database_url_of_test_db(),
         PARAFORGE_VAR_DIR=str(settings.VAR_DIR),
         CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
         PARAFORGE_INLINE_WITHOUT_WORKER="1",
