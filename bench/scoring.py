@@ -17,6 +17,19 @@ so the embedding cost per pair falls.
 
     .venv/bin/python bench/scoring.py                         # 800 pairs, ~1-2 minutes on 2 cores
     .venv/bin/python bench/scoring.py --pairs 2000 --paraphrases-per-reference 5
+
+``--device`` (device mode, what a GPU worker's scoring job runs): the encoder on that device in ``--dtype``
+(float16 by default on cuda, ``--encode-batch`` texts per forward pass, 1024 by default there), through the
+job's code path (``embeddings.encoding_on``). Prints wall-clock pairs/s of one process for the embedding
+features alone, the lexical features alone (the worker's CPU side) and both (the default recipe's features),
+then the differences against CPU float32 -- the scores of every scoring so far -- on the first
+``--check-pairs`` of the same pairs in the same run: each embedding feature's largest absolute difference, and
+for stand-in regressors fitted on the float32 features (ridge, gradient boosting and histogram gradient
+boosting, as ``train_regressor`` builds them) the largest and mean score difference (0-100), the pairs over one
+point and the Spearman correlation of the two score lists.
+
+    .venv/bin/python bench/scoring.py --device cuda --dtype float16 --pairs 50000 --paraphrases-per-reference 4
+    .venv/bin/python bench/scoring.py --device cpu --dtype float32 --pairs 200   # the mode itself, on a CPU
 """
 
 from __future__ import annotations
@@ -81,9 +94,41 @@ def hours(seconds: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=800)
-    parser.add_argument("--batch", type=int, default=256, help="pairs per predict batch (as the scoring job)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help="pairs per predict batch, as the scoring job (default 256; 2048 with --device cuda)",
+    )
     parser.add_argument("--paraphrases-per-reference", type=int, default=1, dest="per_reference")
+    parser.add_argument(
+        "--device", choices=("cpu", "cuda"), default=None, help="device mode: the encoder on this device (docstring)"
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float16", "bfloat16"),
+        default=None,
+        help="device mode: the encoder's dtype (default float16 on cuda, float32 on cpu)",
+    )
+    parser.add_argument(
+        "--encode-batch",
+        type=int,
+        default=None,
+        dest="encode_batch",
+        help="device mode: texts per forward pass (default 1024 on cuda, the features' 64 on cpu)",
+    )
+    parser.add_argument(
+        "--check-pairs",
+        type=int,
+        default=800,
+        dest="check_pairs",
+        help="device mode: pairs compared with CPU float32 (default 800)",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="device mode: torch's CPU threads (default 1)")
     args = parser.parse_args()
+    if args.device is not None or args.dtype is not None or args.encode_batch is not None:
+        return device_main(args)
+    args.batch = args.batch or 256
 
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -186,6 +231,106 @@ def main() -> int:
         print(
             f"{workers:>4}{hours(RESOURCE_PAIRS / rate_lex / workers):>14}"
             f"{hours(RESOURCE_PAIRS / rate_emb / workers):>16}"
+        )
+    return 0
+
+
+def device_main(args) -> int:
+    """Device mode (module docstring): rates on ``--device`` in ``--dtype``, differences against CPU float32."""
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")  # scoring.regressor's models
+    import django
+
+    django.setup()
+    from scipy.stats import spearmanr
+
+    from scoring.embeddings import CPU_FLOAT32, EncoderPlacement, encoder, encoding_on, pair_similarities
+    from scoring.features import EMBEDDING_FEATURES, pair_features
+    from scoring.regressor import candidate_estimators
+    from scoring.scoring_device import DEFAULT_CUDA_DTYPE, DEFAULT_CUDA_ENCODE_BATCH
+
+    device = args.device or "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: torch sees no CUDA device here", file=sys.stderr)
+        return 2
+    on_cuda = device == "cuda"
+    placement = EncoderPlacement(
+        device=device,
+        dtype=args.dtype or (DEFAULT_CUDA_DTYPE if on_cuda else "float32"),
+        batch_size=args.encode_batch or (DEFAULT_CUDA_ENCODE_BATCH if on_cuda else None),
+    )
+    batch = args.batch or (2048 if on_cuda else 256)
+    pairs = load_pairs(args.pairs, args.per_reference)
+    check = pairs[: min(args.check_pairs, len(pairs))]
+
+    def batches(items):
+        return [items[i : i + batch] for i in range(0, len(items), batch)]
+
+    def wall(fn):
+        if on_cuda:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        out = fn()
+        if on_cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter() - start, out
+
+    load_s, _ = wall(lambda: encoder(placement.device, placement.dtype))
+    pair_similarities([p["reference"] for p in pairs[:64]], [p["paraphrase"] for p in pairs[:64]], placement=placement)
+
+    def embeddings_only():
+        for part in batches(pairs):
+            pair_similarities([p["reference"] for p in part], [p["paraphrase"] for p in part], placement=placement)
+
+    def features(with_embeddings: bool):
+        with encoding_on(placement):
+            return np.vstack([pair_features(part, with_embeddings=with_embeddings).matrix for part in batches(pairs)])
+
+    emb_s, _ = wall(embeddings_only)
+    lex_s, _ = wall(lambda: features(False))
+    all_s, device_matrix = wall(lambda: features(True))
+
+    with encoding_on(CPU_FLOAT32):  # the first pairs as every scoring so far: the reference to stay close to
+        reference = pair_features(check, with_embeddings=True)
+    X32, X = reference.matrix, device_matrix[: len(check)]
+    keep = reference.keep
+    names = reference.names
+    n = len(pairs)
+    card = torch.cuda.get_device_name() if on_cuda else f"CPU, {args.threads} torch thread(s)"
+    print(
+        f"device mode: {card}; torch {torch.__version__}; encoder {placement.device}/{placement.dtype}, "
+        f"{placement.batch_size or 64} texts per forward pass, {batch} pairs per batch; {n} pairs "
+        f"({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, {args.per_reference} paraphrase(s) per "
+        f"reference); encoder load {load_s:.1f} s"
+    )
+    print("wall-clock rates of one process:")
+    print(f"  embedding features alone (cosine, alignment)   {n / emb_s:>12,.0f} pairs/s")
+    print(f"  lexical features alone (the CPU side)          {n / lex_s:>12,.0f} pairs/s")
+    print(f"  lexical + embedding (the default recipe)       {n / all_s:>12,.0f} pairs/s")
+    print(
+        f"against CPU float32 on the first {len(check)} pairs ({int(keep.sum())} scored; 0 everywhere when this "
+        "run is CPU float32 itself):"
+    )
+    for name in EMBEDDING_FEATURES:
+        j = names.index(name)
+        print(f"  {name:<10} max |difference| {np.abs(X[keep, j] - X32[keep, j]).max():.2e}")
+    rows = np.flatnonzero(keep)
+    cosine, align_f = X32[rows, names.index("cosine")], X32[rows, names.index("align_f")]
+    target = np.clip(100 * (0.6 * cosine + 0.4 * align_f), 0, 100)  # a stand-in for human similarity
+    for name, estimator in candidate_estimators(len(rows), 0).items():
+        estimator.fit(X32[rows], target)
+        a = np.clip(estimator.predict(X32[rows]), 0, 100)
+        b = np.clip(estimator.predict(X[rows]), 0, 100)
+        d = np.abs(a - b)
+        rho = spearmanr(a, b)[0] if d.any() else 1.0
+        print(
+            f"  score, {name:<24} max |difference| {d.max():.3f}  mean {d.mean():.4f}  over 1 point "
+            f"{int((d > 1).sum())}  Spearman {rho:.6f}"
         )
     return 0
 

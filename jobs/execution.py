@@ -58,10 +58,15 @@ def job_start(*, kind: str, params: dict[str, Any], label: str = "", enqueue: bo
     return job
 
 
+def chunk_queue(job: Job) -> str:
+    """The queue ("cpu" or "gpu") of the job's chunks: its kind's, or the one its params chose."""
+    return get_kind(job.kind).queue_of(job.params)
+
+
 def _chunk_task(job: Job):
     from . import tasks
 
-    return tasks.run_chunk_gpu if get_kind(job.kind).queue == "gpu" else tasks.run_chunk_cpu
+    return tasks.run_chunk_gpu if chunk_queue(job) == "gpu" else tasks.run_chunk_cpu
 
 
 def job_enqueue(*, job_id: int) -> int:

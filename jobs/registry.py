@@ -1,7 +1,10 @@
 """Job kinds: what a kind of job splits into, how one chunk runs, and how the results combine.
 
 A kind is data plus three plain functions, so the same code runs in a Celery worker, inline in a
-management command (``--wait`` on the embedded default), and in tests.
+management command (``--wait`` on the embedded default), and in tests. Its chunks go to the kind's ``queue``,
+or, for a kind whose jobs choose their hardware (a scoring asked to run on a GPU), to the queue its
+``queue_for`` gives for the job's params: the choice travels with the job, so a resumed or re-queued chunk
+goes where its job asked.
 """
 
 from collections.abc import Callable
@@ -11,6 +14,7 @@ from typing import Any
 from .models import Job, JobChunk
 
 ProgressFn = Callable[[int, int], None]
+QUEUES = ("cpu", "gpu")  # config/celery.py's routes: run_chunk_cpu and run_chunk_gpu
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,15 @@ class JobKind:
     queue: str = "cpu"
     # What ``progress(done, total)`` counts, for people reading a progress line ("pairs", "references").
     unit: str = "units"
+    # The queue of one job from its params, for a kind whose jobs choose their hardware; None: ``queue``.
+    queue_for: Callable[[dict[str, Any]], str] | None = None
+
+    def queue_of(self, params: dict[str, Any]) -> str:
+        """The queue of a job of this kind with ``params``: ``queue_for``'s answer, else ``queue``."""
+        queue = self.queue if self.queue_for is None else self.queue_for(params)
+        if queue not in QUEUES:
+            raise ValueError(f"job kind {self.name!r}: queue must be 'cpu' or 'gpu', not {queue!r}")
+        return queue
 
 
 # Downstream apps act on a kind's result without the kind's app importing them (dependencies follow the
@@ -38,7 +51,7 @@ _FINISH_HOOKS: dict[str, list[FinishHook]] = {}
 
 
 def register(kind: JobKind) -> JobKind:
-    if kind.queue not in {"cpu", "gpu"}:
+    if kind.queue not in QUEUES:
         raise ValueError(f"job kind {kind.name!r}: queue must be 'cpu' or 'gpu', not {kind.queue!r}")
     _KINDS[kind.name] = kind
     return kind

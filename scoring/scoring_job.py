@@ -18,9 +18,12 @@ The regressor's ``trained_at`` is recorded when the job starts: a chunk refuses 
 was retrained (``train_regressor --replace``) since, so one scoring never mixes two models, and a
 release refuses a scoring whose regressor has been retrained (``releases.scoring_for``).
 
-Job params: ``resource`` (id), ``regressor`` (name), ``batch_size`` (default 256) and ``throttle_s``
-(seconds to sleep after each batch, default 0: a brake for demos and for the fault test that must
-kill a worker in the middle of a chunk).
+Job params: ``resource`` (id), ``regressor`` (name), ``batch_size`` (default 256 on the CPU, 2048 on a GPU),
+``throttle_s`` (seconds to sleep after each batch, default 0: a brake for demos and for the fault test that
+must kill a worker in the middle of a chunk), and where the embeddings run: ``device`` (``cpu``, ``cuda`` or
+``auto``; absent: ``cpu``), ``dtype`` and ``encode_batch`` (``scoring.scoring_device``). ``device`` picks the
+queue of the job's chunks (``gpu`` for cuda and auto); each chunk's result says where it was encoded
+(``encoded_on``, e.g. ``cuda/float16``), and the job's result lists them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 
 from generation.models import Resource, ResourceShard
@@ -40,10 +44,14 @@ from jobs.execution import ProgressListener, job_launch
 from jobs.models import TERMINAL_STATUSES, Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
+from .embeddings import cuda_available, encoding_on
 from .models import Regressor, ScoredResource
+from .scoring_device import ScoringDevice, ScoringDeviceError, encoded_on
 
 KIND = "score_resource"
 DEFAULT_BATCH_SIZE = 256
+# pairs per prediction batch on a GPU: a batch of 256 pairs holds too few texts to fill the encoder's 1024
+GPU_BATCH_SIZE = 2048
 
 
 class PairScorer(Protocol):
@@ -233,20 +241,24 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     shard = ResourceShard.objects.get(pk=chunk.params["shard"])
     total = shard.n_pairs
     progress(0, total)
+    device = ScoringDevice.from_params(job.params)  # (torch is asked about CUDA only by a job that wants a GPU)
+    placement = device.placement(cuda_available=device.queue == "gpu" and cuda_available())
     regressor = load_regressor(job.params["regressor"])
     if regressor_version(getattr(regressor, "signature", None)) != job.params.get("regressor_trained_at"):
         raise ValueError(
             f"regressor {job.params['regressor']!r} was retrained since job {job.pk} started; score the resource again"
         )
-    return score_shard(
-        shard=shard,
-        scored=scored,
-        job_id=job.pk,
-        regressor=regressor,
-        batch_size=int(job.params.get("batch_size") or DEFAULT_BATCH_SIZE),
-        throttle_s=float(job.params.get("throttle_s") or 0.0),
-        progress=lambda done: progress(done, max(total, done)),
-    )
+    with encoding_on(placement):
+        entry = score_shard(
+            shard=shard,
+            scored=scored,
+            job_id=job.pk,
+            regressor=regressor,
+            batch_size=int(job.params.get("batch_size") or DEFAULT_BATCH_SIZE),
+            throttle_s=float(job.params.get("throttle_s") or 0.0),
+            progress=lambda done: progress(done, max(total, done)),
+        )
+    return {**entry, "encoded_on": encoded_on(placement)}
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
@@ -254,7 +266,9 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     scorings) go once that commits."""
     scored = _scored_of(job, for_update=True)
     scored.job = job
-    scored.shards = sorted((c.result for c in chunks), key=lambda e: e["index"])
+    # the shard entries are score_shard's; where each chunk was encoded goes to the job's result
+    entries = [{k: v for k, v in c.result.items() if k != "encoded_on"} for c in chunks]
+    scored.shards = sorted(entries, key=lambda e: e["index"])
     scored.n_pairs = sum(e["n_pairs"] for e in scored.shards)
     scored.save(update_fields=["job", "shards", "n_pairs"])
     keep = {e["key"] for e in scored.shards}
@@ -267,6 +281,7 @@ def _finish(job: Job, chunks: list[JobChunk]) -> dict:
         "n_pairs": scored.n_pairs,
         "n_skipped": sum(e.get("n_skipped", 0) for e in scored.shards),
         "shards": len(scored.shards),
+        "encoded_on": sorted({c.result.get("encoded_on", "cpu/float32") for c in chunks}),
     }
 
 
@@ -279,22 +294,43 @@ def _delete_other_files(scored_resource_id: int, keep: set[str]) -> None:
             storage.delete(key)
 
 
+def scoring_device(device: str | None = None, **options: Any) -> ScoringDevice:
+    """The device a new scoring asks for: ``device`` (cpu, cuda, auto), else the installation's
+    ``PARAFORGE_SCORING_DEVICE``; ``options``: ``dtype``, ``encode_batch``."""
+    if device:
+        return ScoringDevice(device=device, **options)
+    try:
+        return ScoringDevice(device=settings.PARAFORGE_SCORING_DEVICE or "cpu", **options)
+    except ScoringDeviceError as exc:
+        raise ScoringDeviceError(f"PARAFORGE_SCORING_DEVICE={settings.PARAFORGE_SCORING_DEVICE!r}: {exc}") from None
+
+
+def default_batch_size(device: ScoringDevice) -> int:
+    """Pairs per prediction batch when none is given: 256 on the CPU, more where a GPU encodes them."""
+    return DEFAULT_BATCH_SIZE if device.queue == "cpu" else GPU_BATCH_SIZE
+
+
 def score_resource_launch(
     *,
     resource: Resource,
     regressor: Regressor,
     wait: bool = False,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int | None = None,
     throttle_s: float = 0.0,
+    device: ScoringDevice | None = None,
     timeout: float | None = None,
     on_progress: ProgressListener | None = None,
 ) -> Job:
-    """Start (and with ``wait`` run or wait for) the scoring of ``resource`` by ``regressor``."""
+    """Start (and with ``wait`` run or wait for) the scoring of ``resource`` by ``regressor``. ``device``
+    (None: ``PARAFORGE_SCORING_DEVICE``'s) picks the queue and the encoder's arithmetic; ``batch_size`` (None:
+    the device's, ``default_batch_size``)."""
+    device = device or scoring_device()
     params = {
         "resource": resource.pk,
         "regressor": regressor.name,
-        "batch_size": int(batch_size),
+        "batch_size": int(batch_size or default_batch_size(device)),
         "throttle_s": float(throttle_s),
+        **device.job_params(),
     }
     return job_launch(
         kind=KIND,
@@ -306,4 +342,19 @@ def score_resource_launch(
     )
 
 
-register(JobKind(name=KIND, plan=_plan, run_chunk=_run_chunk, finish=_finish, queue="cpu", unit="pairs"))
+def chunks_queue(params: dict[str, Any]) -> str:
+    """The queue of a scoring job's chunks: ``gpu`` when its device asks for a GPU, else ``cpu``."""
+    return ScoringDevice.from_params(params).queue
+
+
+register(
+    JobKind(
+        name=KIND,
+        plan=_plan,
+        run_chunk=_run_chunk,
+        finish=_finish,
+        queue="cpu",
+        unit="pairs",
+        queue_for=chunks_queue,
+    )
+)

@@ -246,6 +246,10 @@ PARAFORGE_MAX_IDF = env_float("PARAFORGE_MAX_IDF", 17.0)
 # ``--wait`` with no worker answering: run the chunks in the calling process. Always on the embedded
 # broker; opt-in elsewhere (``1``), since production jobs belong on their workers (GPU ones included).
 PARAFORGE_INLINE_WITHOUT_WORKER = env_str("PARAFORGE_INLINE_WITHOUT_WORKER", "") in {"1", "true", "yes"}
+# Where a scoring job's embeddings run unless the job says (score_resource --device): cpu (cpu queue, float32),
+# cuda (gpu queue, float16 on the worker's GPU) or auto (gpu queue; the GPU if the worker has one), see
+# scoring/scoring_device.py
+PARAFORGE_SCORING_DEVICE = env_str("PARAFORGE_SCORING_DEVICE", "cpu")
 
 # --- Annotation: Mechanical Turk ------------------------------------------------------------------
 # Credentials are never settings: the MTurk client reads MTURK_ACCESS_KEY_ID / MTURK_SECRET_ACCESS_KEY

@@ -1,4 +1,5 @@
-"""``score_resource RESOURCE --regressor NAME [--wait] [--batch-size N] [--throttle S]``"""
+"""``score_resource RESOURCE --regressor NAME [--wait] [--batch-size N] [--throttle S] [--device cpu|cuda|auto]
+[--dtype T] [--encode-batch N]``"""
 
 import json
 import math
@@ -9,7 +10,8 @@ from generation.models import Resource
 from generation.named import named_or_numbered
 from jobs.progress import job_progress_display
 from scoring.models import Regressor, ScoredResource
-from scoring.scoring_job import DEFAULT_BATCH_SIZE, score_resource_launch
+from scoring.scoring_device import DEVICE_HELP, DEVICES, DTYPE_HELP, DTYPES, ENCODE_BATCH_HELP
+from scoring.scoring_job import DEFAULT_BATCH_SIZE, GPU_BATCH_SIZE, score_resource_launch, scoring_device
 
 
 def find_resource(name_or_id: str) -> Resource:
@@ -33,9 +35,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--batch-size",
             type=int,
-            default=DEFAULT_BATCH_SIZE,
+            default=None,
             dest="batch_size",
-            help=f"pairs per prediction batch (default {DEFAULT_BATCH_SIZE})",
+            help=f"pairs per prediction batch (default {DEFAULT_BATCH_SIZE} on the CPU, {GPU_BATCH_SIZE} for cuda "
+            "and auto)",
         )
         parser.add_argument(
             "--throttle",
@@ -43,14 +46,21 @@ class Command(BaseCommand):
             default=0.0,
             help="seconds to sleep after each batch (demos and fault drills; default 0)",
         )
+        parser.add_argument("--device", choices=DEVICES, default=None, help=DEVICE_HELP)
+        parser.add_argument("--dtype", choices=DTYPES, default=None, help=DTYPE_HELP)
+        parser.add_argument("--encode-batch", type=int, default=None, dest="encode_batch", help=ENCODE_BATCH_HELP)
 
-    def handle(self, *args, resource, regressor, wait, batch_size, throttle, **options):
+    def handle(self, *args, resource, regressor, wait, batch_size, throttle, device, dtype, encode_batch, **options):
         found = find_resource(resource)
         model = Regressor.objects.filter(name=regressor).first()
         if model is None:
             raise CommandError(f"no regressor named {regressor!r} (train one with manage.py train_regressor)")
-        if batch_size < 1 or not 0 <= throttle < math.inf:  # NaN fails too
+        if (batch_size is not None and batch_size < 1) or not 0 <= throttle < math.inf:  # NaN fails too
             raise CommandError("--batch-size must be >= 1 and --throttle a finite number >= 0")
+        try:
+            chosen = scoring_device(device, dtype=dtype, encode_batch=encode_batch)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         try:
             with job_progress_display(self.stderr, enabled=wait) as show:
                 job = score_resource_launch(
@@ -59,6 +69,7 @@ class Command(BaseCommand):
                     wait=wait,
                     batch_size=batch_size,
                     throttle_s=throttle,
+                    device=chosen,
                     on_progress=show,
                 )
         except ValueError as exc:
