@@ -15,7 +15,7 @@ from generation.models import Resource
 
 from .aggregation import ESTIMATES
 from .models import Regressor
-from .regressor import NAME_MAX_LENGTH, RECIPES, RegressorError
+from .regressor import NAME_MAX_LENGTH, RECIPES, RegressorError, RegressorTrainOptions, regressor_name_check
 from .regressor_job import train_start_check
 from .release_card import LICENSE_HELP
 from .release_filters import FilterError, parse_filters
@@ -66,33 +66,26 @@ class TrainRegressorForm(forms.Form):
         if self.errors:
             return data
         try:  # the job's own start check: a training that cannot succeed is refused here, not queued
-            data["name"], _ = train_start_check(
-                campaign=data["campaign"].name,
-                name=data["name"],
+            name = regressor_name_check(data["name"])  # (a bad name is named first, as the command does)
+            data["options"] = RegressorTrainOptions(
                 test_fraction=data["test_fraction"],
                 seed=data["seed"],
-                replace=data["replace"],
+                with_embeddings=data["with_embeddings"],
                 min_judgments=data["min_judgments"],
                 target=data["target"],
                 recipe=data["recipe"],
+            )
+            data["name"], _ = train_start_check(
+                campaign=data["campaign"].name, name=name, options=data["options"], replace=data["replace"]
             )
         except RegressorError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
 
     def train_arguments(self) -> dict[str, Any]:
+        """``regressor_job.train_regressor_launch``'s arguments from the cleaned form (the admin's and the API's)."""
         d = self.cleaned_data
-        return {
-            "campaign": d["campaign"].name,
-            "name": d["name"],
-            "test_fraction": d["test_fraction"],
-            "seed": d["seed"],
-            "with_embeddings": d["with_embeddings"],
-            "replace": d["replace"],
-            "min_judgments": d["min_judgments"],
-            "target": d["target"],
-            **({"recipe": d["recipe"]} if d["recipe"] != "base" else {}),
-        }  # as the command: base stays implicit
+        return {"campaign": d["campaign"].name, "name": d["name"], "options": d["options"], "replace": d["replace"]}
 
 
 class ScoreResourceForm(forms.Form):

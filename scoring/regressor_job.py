@@ -2,9 +2,9 @@
 the admin can start it and follow it like every other long step.
 
 One chunk; the training itself is ``scoring.regressor.regressor_train``, unchanged (the synchronous
-``manage.py train_regressor`` calls it directly). Job params: ``train`` (that function's keyword
-arguments: ``campaign`` (name), ``name``, ``test_fraction``, ``seed``, ``with_embeddings``, ``replace``,
-``min_judgments``, ``target``, and ``recipe`` and ``cv_folds`` when not the default) and
+``manage.py train_regressor`` calls it directly). Job params: ``train`` (flat: ``campaign`` (name), ``name``,
+``replace``, and the settings, ``RegressorTrainOptions.job_params()``: ``test_fraction``, ``seed``,
+``with_embeddings``, ``min_judgments``, ``target``, and ``recipe`` and ``cv_folds`` when not the default) and
 ``previous_trained_at`` (the ``trained_at`` of the regressor of that name when the job started, or null).
 Progress counts training steps (each feature batch, then model selection, the held-out test, each fold of the
 nested cross-validation, the refit); a cancel stops the chunk at its next step and at the latest just before
@@ -20,7 +20,7 @@ atomically, the row after it), so the chunk trains again from the start.
 
 from __future__ import annotations
 
-import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from annotation.models import Campaign
@@ -30,9 +30,8 @@ from jobs.registry import JobKind, ProgressFn, register
 
 from .models import Regressor
 from .regressor import (
-    CV_FOLDS,
-    DEFAULT_RECIPE,
     RegressorError,
+    RegressorTrainOptions,
     regressor_train,
     regressor_train_check,
     training_data,
@@ -42,8 +41,15 @@ from .regressor import (
 KIND = "train_regressor"
 
 
-def _arguments(fn) -> set[str]:
-    return set(inspect.signature(fn).parameters) - {"progress"}
+def _training(train: Mapping[str, Any]) -> dict[str, Any]:
+    """``regressor_train``'s (and ``train_start_check``'s) arguments from a job's ``params["train"]``, the flat
+    keys every training job has stored."""
+    return {
+        "campaign": train["campaign"],
+        "name": train["name"],
+        "options": RegressorTrainOptions.from_params(train),
+        "replace": train.get("replace", False),
+    }
 
 
 SUMMARY_KEYS = (
@@ -119,34 +125,18 @@ def _largest_minimum_that_works(campaign: Campaign, below: int, **check: Any) ->
 
 
 def train_start_check(
-    *,
-    campaign: str,
-    name: str,
-    test_fraction: float = 0.2,
-    seed: int = 0,
-    replace: bool = False,
-    min_judgments: int | None = None,
-    target: str = "raw",
-    recipe: str = DEFAULT_RECIPE,
-    cv_folds: int = CV_FOLDS,
+    *, campaign: str, name: str, options: RegressorTrainOptions | None = None, replace: bool = False
 ) -> tuple[str, Campaign]:
-    """Whether a training can succeed, checked before any job is queued: the settings
-    (``regressor_train_check``) and enough counted judgments (``regressor.training_data_check``); when there
-    are too few, the message names the minimum of judgments per worker that would give enough, if one does.
-    Returns (the cleaned name, the campaign); a RegressorError otherwise. The job's plan and the admin's
+    """Whether a training with ``options`` (None: the defaults) can succeed, checked before any job is queued:
+    what is trained (``regressor_train_check``) and enough counted judgments (``regressor.training_data_check``);
+    when there are too few, the message names the minimum of judgments per worker that would give enough, if one
+    does. Returns (the cleaned name, the campaign); a RegressorError otherwise. The job's plan and the admin's
     form both call it."""
-    name, found = regressor_train_check(
-        campaign=campaign,
-        name=name,
-        test_fraction=test_fraction,
-        replace=replace,
-        min_judgments=min_judgments,
-        target=target,
-        recipe=recipe,
-        cv_folds=cv_folds,
-    )
-    minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
-    check = {"target": target, "test_fraction": test_fraction, "seed": seed}
+    options = options or RegressorTrainOptions()
+    name, found = regressor_train_check(campaign=campaign, name=name, replace=replace)
+    minimum = found.min_judgments_per_worker if options.min_judgments is None else int(options.min_judgments)
+    target = options.target
+    check = {"target": target, "test_fraction": options.test_fraction, "seed": options.seed}
     try:
         _enough_data(found, min_judgments=minimum, **check)
     except RegressorError as exc:
@@ -171,8 +161,7 @@ def train_start_check(
 def _plan(job: Job) -> list[dict]:
     train = job.params["train"]
     try:
-        checked = _arguments(train_start_check)
-        name, _ = train_start_check(**{k: v for k, v in train.items() if k in checked})
+        name, _ = train_start_check(**_training(train))
     except RegressorError as exc:
         raise ValueError(str(exc)) from None
     other = training_job_running(name, exclude_job=job.pk)
@@ -192,20 +181,27 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     row = Regressor.objects.filter(name=train["name"]).first()
     if row is not None and (row.signature or {}).get("trained_at") != job.params.get("previous_trained_at"):
         return regressor_summary(row)  # this job's earlier run saved it: not trained twice
-    return regressor_summary(regressor_train(**train, progress=progress))
+    return regressor_summary(regressor_train(**_training(train), progress=progress))
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
     return dict(chunks[0].result)
 
 
-def train_regressor_launch(*, wait: bool = False, on_progress: ProgressListener | None = None, **train: Any) -> Job:
-    """Start (and with ``wait`` run or wait for) the training; ``train`` is ``regressor_train``'s keyword
-    arguments. Bad settings are a ValueError before any job exists."""
-    unknown = set(train) - _arguments(regressor_train)
-    if unknown:
-        raise TypeError(f"unknown training arguments: {', '.join(sorted(unknown))}")
-    label = f"train {train.get('name')} on {train.get('campaign')}"
+def train_regressor_launch(
+    *,
+    campaign: str,
+    name: str,
+    options: RegressorTrainOptions | None = None,
+    replace: bool = False,
+    wait: bool = False,
+    on_progress: ProgressListener | None = None,
+) -> Job:
+    """Start (and with ``wait`` run or wait for) the training of ``regressor_train(campaign=..., name=...,
+    options=..., replace=...)``. Bad settings are a ValueError before any job exists."""
+    options = options or RegressorTrainOptions()
+    train = {"campaign": campaign, "name": name, "replace": replace, **options.job_params()}
+    label = f"train {name} on {campaign}"
     return job_launch(kind=KIND, params={"train": train}, label=label, wait=wait, on_progress=on_progress)
 
 

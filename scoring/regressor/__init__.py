@@ -6,14 +6,15 @@ One module per job; this package's names are the public interface (``from scorin
 * ``evaluation``: Spearman's rho, bootstrap intervals over references (also paired, against a baseline), the
   held-out split, the estimator's selection and the nested grouped cross-validation;
 * ``data``: a campaign's judgments as training data, and their features in reference-preserving batches;
+* ``options``: a training's settings, checked when made (``RegressorTrainOptions``);
 * ``train``: training, both measures of generalisation, the signature, saving;
 * ``store``: the name rule, the storage key and the model file's format;
 * ``model``: a trained regressor loaded for use (``regressor_load(name).predict(pairs)``);
 * ``pairs_file``: scoring a TSV file of pairs (``manage.py score_pairs``).
 
-Dependencies run one way: errors <- store; recipes <- evaluation <- data <- train (which also uses store);
-recipes, store <- model <- pairs_file. Below the package: ``scoring.features`` <- ``scoring.encoder_head`` <-
-``scoring.embeddings``, never the other way.
+Dependencies run one way: errors <- store; errors, recipes <- options; recipes <- evaluation <- data <- train
+(which also uses store and options); recipes, store <- model <- pairs_file. Below the package:
+``scoring.features`` <- ``scoring.encoder_head`` <- ``scoring.embeddings``, never the other way.
 """
 
 from infra.textfiles import PairsFileError
@@ -43,6 +44,7 @@ from .evaluation import (
     spearman,
 )
 from .model import FittedRegressor, head_check, regressor_load
+from .options import CV_FOLDS, RegressorTrainOptions
 from .pairs_file import pairs_file_score
 from .recipes import DEFAULT_RECIPE, RECIPES, RIDGE_ALPHAS, candidate_estimators, estimator_params, one_thread
 from .store import (
@@ -55,7 +57,7 @@ from .store import (
     regressor_name_check,
     storage_key,
 )
-from .train import CV_FOLDS, MODEL_STEPS, regressor_train, regressor_train_check, signature_string
+from .train import MODEL_STEPS, regressor_train, regressor_train_check, signature_string
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -77,6 +79,7 @@ __all__ = [
     "NestedResult",
     "PairsFileError",
     "RegressorError",
+    "RegressorTrainOptions",
     "TrainingData",
     "bootstrap_interval",
     "candidate_estimators",

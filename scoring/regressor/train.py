@@ -29,7 +29,6 @@ from django.db import transaction
 
 from annotation.models import Campaign
 
-from ..aggregation import ESTIMATES
 from ..embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
 from ..encoder_head import head_info
 from ..features import EMBEDDING_FEATURES, family_names, feature_names
@@ -45,37 +44,18 @@ from .evaluation import (
     select_estimator,
     spearman,
 )
-from .recipes import DEFAULT_RECIPE, RECIPES, candidate_estimators, estimator_params, one_thread
+from .options import RegressorTrainOptions
+from .recipes import RECIPES, candidate_estimators, estimator_params, one_thread
 from .store import FORMAT_VERSION, ModelFile, model_file_write, regressor_name_check, storage_key
 
 MODEL_STEPS = 3  # progress steps after the feature batches besides the CV's folds: selection, held-out test, refit
-CV_FOLDS = 5  # outer folds of the nested grouped CV train_regressor reports
 
 
-def regressor_train_check(
-    *,
-    campaign: str,
-    name: str,
-    test_fraction: float = 0.2,
-    replace: bool = False,
-    min_judgments: int | None = None,
-    target: str = "raw",
-    recipe: str = DEFAULT_RECIPE,
-    cv_folds: int = CV_FOLDS,
-) -> tuple[str, Campaign]:
-    """The settings' checks, before any work: (the cleaned name, the campaign) or a RegressorError. The
-    train-regressor job and the admin's form run them before starting a job."""
+def regressor_train_check(*, campaign: str, name: str, replace: bool = False) -> tuple[str, Campaign]:
+    """What is trained, checked before any work (the settings checked themselves when made,
+    ``RegressorTrainOptions``): (the cleaned name, the campaign) or a RegressorError. The train-regressor job
+    and the admin's form run it before starting a job."""
     name = regressor_name_check(name)
-    if min_judgments is not None and int(min_judgments) < 0:
-        raise RegressorError("--min-judgments must be >= 0")
-    if target not in ESTIMATES:
-        raise RegressorError(f"--target must be one of {', '.join(ESTIMATES)}, not {target!r}")
-    if recipe not in RECIPES:
-        raise RegressorError(f"--recipe must be one of {', '.join(RECIPES)}, not {recipe!r}")
-    if not 0.0 < test_fraction < 1.0:
-        raise RegressorError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
-    if not isinstance(cv_folds, int) or cv_folds == 1 or cv_folds < 0:
-        raise RegressorError(f"--cv-folds must be 0 (no cross-validation) or at least 2, got {cv_folds}")
     found = Campaign.objects.filter(name=campaign).first()
     if found is None:
         raise RegressorError(f"no campaign named {campaign!r}")
@@ -124,41 +104,28 @@ def regressor_train(
     *,
     campaign: str,
     name: str,
-    test_fraction: float = 0.2,
-    seed: int = 0,
-    with_embeddings: bool = True,
+    options: RegressorTrainOptions | None = None,
     replace: bool = False,
-    min_judgments: int | None = None,
-    target: str = "raw",
     progress: Callable[[int, int], None] | None = None,
-    recipe: str = DEFAULT_RECIPE,
-    cv_folds: int = CV_FOLDS,
 ) -> Regressor:
-    """Train, evaluate on held-out references (a split, and ``cv_folds``-fold nested grouped CV), refit on all,
-    save; returns the Regressor row. ``target``: "raw" mean similarity (ParaBank's) or "zscore"
-    (bias-corrected). ``recipe``: "base" (the lexical and embedding features), "v2" (plus the NLL, systems, group
-    and agreement families, and a ridge with a chosen penalty among the estimators), "v3" (v2 plus an SVR and a
-    mean of three among the estimators) or "v4" (v3 plus the features of the encoder's STS-tuned top layers);
-    docs/explanation/similarity-regressor.md. ``progress(done, total)`` counts steps (each feature batch, then
-    model selection, the held-out test, each CV fold and the refit) and is called last just before anything is
-    written, so a job cancelled meanwhile stops there (``scoring.regressor_job``)."""
+    """Train with ``options`` (None: the defaults), evaluate on held-out references (a split, and
+    ``cv_folds``-fold nested grouped CV), refit on all, save; returns the Regressor row. ``target``: "raw" mean
+    similarity (ParaBank's) or "zscore" (bias-corrected). ``recipe``: "base" (the lexical and embedding
+    features), "v2" (plus the NLL, systems, group and agreement families, and a ridge with a chosen penalty among
+    the estimators), "v3" (v2 plus an SVR and a mean of three among the estimators) or "v4" (v3 plus the features
+    of the encoder's STS-tuned top layers); docs/explanation/similarity-regressor.md. ``progress(done, total)``
+    counts steps (each feature batch, then model selection, the held-out test, each CV fold and the refit) and is
+    called last just before anything is written, so a job cancelled meanwhile stops there
+    (``scoring.regressor_job``)."""
     from sklearn.base import clone
 
-    name, found = regressor_train_check(
-        campaign=campaign,
-        name=name,
-        test_fraction=test_fraction,
-        replace=replace,
-        min_judgments=min_judgments,
-        target=target,
-        recipe=recipe,
-        cv_folds=cv_folds,
-    )
-    families = RECIPES[recipe]
+    options = options or RegressorTrainOptions()
+    name, found = regressor_train_check(campaign=campaign, name=name, replace=replace)
+    families = RECIPES[options.recipe]
     report = progress or (lambda done, total: None)
-    minimum = found.min_judgments_per_worker if min_judgments is None else int(min_judgments)
-    data = training_data(found, min_judgments=minimum, target=target)
-    planned_folds = min(cv_folds, len(np.unique(data.groups)))
+    minimum = found.min_judgments_per_worker if options.min_judgments is None else int(options.min_judgments)
+    data = training_data(found, min_judgments=minimum, target=options.target)
+    planned_folds = min(options.cv_folds, len(np.unique(data.groups)))
     steps = {"batches": 0, "model": MODEL_STEPS + planned_folds}
 
     def features_done(done: int, of: int) -> None:
@@ -169,34 +136,34 @@ def regressor_train(
         report(steps["batches"] + done, steps["batches"] + steps["model"])
 
     X, keep = features_in_batches(
-        data.pairs, with_embeddings=with_embeddings, families=families, progress=features_done
+        data.pairs, with_embeddings=options.with_embeddings, families=families, progress=features_done
     )
     X, y, groups = X[keep], data.y[keep], data.groups[keep]
     train, test = training_data_check(
-        groups, campaign=campaign, minimum=minimum, test_fraction=test_fraction, seed=seed
+        groups, campaign=campaign, minimum=minimum, test_fraction=options.test_fraction, seed=options.seed
     )
-    chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=seed, recipe=recipe)
+    chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=options.seed, recipe=options.recipe)
     model_step(1)
-    estimator = candidate_estimators(len(train), seed, recipe)[chosen]
+    estimator = candidate_estimators(len(train), options.seed, options.recipe)[chosen]
     with one_thread():
         held_out = clone(estimator).fit(X[train], y[train])
         pred = np.clip(held_out.predict(X[test]), 0.0, 100.0)
     rho = spearman(y[test], pred)
-    interval = bootstrap_interval(y[test], pred, groups[test], seed=seed) if rho is not None else None
+    interval = bootstrap_interval(y[test], pred, groups[test], seed=options.seed) if rho is not None else None
     model_step(2)
-    cv = CrossValidation(outer_folds=min(cv_folds, len(np.unique(groups))), seed=seed)
+    cv = CrossValidation(outer_folds=min(options.cv_folds, len(np.unique(groups))), seed=options.seed)
     nested = None
-    if cv_folds:
-        nested = nested_cv(X, y, groups, recipe=recipe, cv=cv, progress=lambda done, of: model_step(2 + done))
+    if options.cv_folds:
+        nested = nested_cv(X, y, groups, recipe=options.recipe, cv=cv, progress=lambda done, of: model_step(2 + done))
     with one_thread():
-        final = clone(candidate_estimators(len(y), seed, recipe)[chosen]).fit(X, y)
+        final = clone(candidate_estimators(len(y), options.seed, options.recipe)[chosen]).fit(X, y)
     model_step(steps["model"])  # the last word before anything is written
 
-    names = feature_names(with_embeddings=with_embeddings, families=families)
+    names = feature_names(with_embeddings=options.with_embeddings, families=families)
     signature = {
         "features": names,
-        "with_embeddings": with_embeddings,
-        "recipe": recipe,
+        "with_embeddings": options.with_embeddings,
+        "recipe": options.recipe,
         "families": list(families),
         "groups": (
             "a candidate's group features compare it with the pairs of its predict batch that share its "
@@ -205,15 +172,15 @@ def regressor_train(
         )
         if families
         else None,
-        "encoder": encoder_id() if with_embeddings else None,
-        "encoder_head": head_info() if with_embeddings and "sts" in families else None,
+        "encoder": encoder_id() if options.with_embeddings else None,
+        "encoder_head": head_info() if options.with_embeddings and "sts" in families else None,
         "estimator": chosen,
         "params": estimator_params(final),
         "model_selection": "3-fold GroupKFold rho on train",
         "cv_spearman": cv_scores,
         "cross_validation": (
-            f"nested: {cv.outer_folds}-fold GroupKFold by reference (shuffled, seed {seed}), the estimator chosen "
-            f"by {cv.inner_folds}-fold GroupKFold rho inside each outer training set; pooled out-of-fold rho, "
+            f"nested: {cv.outer_folds}-fold GroupKFold by reference (shuffled, seed {options.seed}), the estimator "
+            f"chosen by {cv.inner_folds}-fold GroupKFold rho inside each outer training set; pooled out-of-fold rho, "
             "bootstrap interval over references"
         )
         if nested is not None
@@ -222,13 +189,13 @@ def regressor_train(
         "min_judgments": minimum,
         "target": (
             "mean counted similarity per candidate (N/A excluded, attention copies excluded)"
-            if target == "raw"
+            if options.target == "raw"
             else "bias-corrected similarity per candidate: counted scores z-scored per worker, averaged, "
             "mapped back to 0-100 (N/A, attention copies and degraded copies excluded)"
         ),
-        "target_estimate": target,
-        "seed": seed,
-        "test_fraction": test_fraction,
+        "target_estimate": options.target,
+        "seed": options.seed,
+        "test_fraction": options.test_fraction,
         "split": "GroupShuffleSplit by reference",
         "refit": "all",
         "max_reference_subwords": MAX_REFERENCE_SUBWORDS,
@@ -248,7 +215,7 @@ def regressor_train(
         "n_references_test": int(len(np.unique(groups[test]))),
         "n_skipped_long_references": int((~keep).sum()),
         "n_fit_final": int(len(y)),
-        "target": target,
+        "target": options.target,
         # how often held-out pairs above a score were judged similar: the release card's calibration table
         # (scoring.held_out; absent for regressors trained before it was kept)
         "calibration": calibration_counts(y[test], pred),
@@ -257,7 +224,7 @@ def regressor_train(
     }
     key = storage_key(name)
     model_file_write(
-        key, ModelFile(estimator=final, features=names, with_embeddings=with_embeddings, families=families)
+        key, ModelFile(estimator=final, features=names, with_embeddings=options.with_embeddings, families=families)
     )
     with transaction.atomic():
         row, _ = Regressor.objects.update_or_create(

@@ -7,6 +7,7 @@ from django.core.management import CommandError, call_command
 
 from jobs.models import Job
 from scoring.models import Regressor, ScoredResource
+from scoring.regressor import RegressorTrainOptions
 from scoring.regressor_job import train_regressor_launch
 
 from .resource_data import build_resource
@@ -98,6 +99,6 @@ def test_regressor_names_are_printable_ascii_on_the_command_line_and_in_the_job(
         call_command("train_regressor", "synthetic", f"--name={name}", "--no-embeddings")
     assert "\n" not in str(err.value) and "letters, digits" in str(err.value)
     with pytest.raises(ValueError, match="invalid regressor name"):
-        train_regressor_launch(campaign="synthetic", name=name, with_embeddings=False)
+        train_regressor_launch(campaign="synthetic", name=name, options=RegressorTrainOptions(with_embeddings=False))
     assert not Job.objects.exists() and not Regressor.objects.exists()
     assert not (storage_dir / "regressors").exists()

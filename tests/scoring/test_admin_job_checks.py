@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 
 from jobs.models import Job
 from scoring.models import Regressor
-from scoring.regressor import regressor_train
+from scoring.regressor import RegressorTrainOptions, regressor_train
 from scoring.regressor_job import train_regressor_launch
 
 from .resource_data import build_resource
@@ -68,7 +68,9 @@ def test_a_campaign_too_small_for_any_minimum_asks_for_more_judgments_and_queues
     assert "counting every worker (min judgments 0) it has 12 judged candidates of 3 references" in text
     assert "judge more HITs first" in text
     with pytest.raises(ValueError, match="judge more HITs first"):  # the job's own start refuses the same
-        train_regressor_launch(campaign="tiny", name="x", min_judgments=0, with_embeddings=False)
+        train_regressor_launch(
+            campaign="tiny", name="x", options=RegressorTrainOptions(min_judgments=0, with_embeddings=False)
+        )
     assert not Job.objects.exists()
 
 
@@ -86,7 +88,7 @@ def test_the_score_form_refuses_a_regressor_it_cannot_apply(boss, tmp_path, stor
 
     # a regressor trained on features this code no longer computes
     build_campaign(tmp_path, n_refs=8)
-    trained = regressor_train(campaign="synthetic", name="old", with_embeddings=False)
+    trained = regressor_train(campaign="synthetic", name="old", options=RegressorTrainOptions(with_embeddings=False))
     import scoring.features
 
     real = scoring.features.feature_names

@@ -12,6 +12,7 @@ from django.contrib.auth.models import Permission
 from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
 from scoring.models import Regressor, Release, ScoredResource
+from scoring.regressor import RegressorTrainOptions
 from scoring.regressor_job import train_regressor_launch
 from scoring.release_job import export_release_start
 from scoring.scoring_job import score_resource_launch
@@ -32,7 +33,11 @@ def run(job: Job) -> Job:
 def path(tmp_path, storage_dir):
     """A regressor trained on a synthetic campaign, a resource scored with it and exported: the three jobs."""
     campaign = build_campaign(tmp_path, n_refs=20)
-    train = run(train_regressor_launch(campaign=campaign.name, name="pages", with_embeddings=False))
+    train = run(
+        train_regressor_launch(
+            campaign=campaign.name, name="pages", options=RegressorTrainOptions(with_embeddings=False)
+        )
+    )
     resource = build_resource()
     score = run(score_resource_launch(resource=resource, regressor=Regressor.objects.get(name="pages")))
     export = run(export_release_start(resource=resource, version="v1"))

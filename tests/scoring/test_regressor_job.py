@@ -7,11 +7,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from infra.storage import get_storage
-from jobs.execution import job_cancel, job_resume, job_run_inline
+from jobs.execution import job_cancel, job_launch, job_resume, job_run_inline
 from jobs.models import Job, JobChunk, JobStatus
 from jobs.registry import get_kind
 from scoring.models import Regressor
-from scoring.regressor import storage_key, train as training
+from scoring.regressor import RegressorError, RegressorTrainOptions, storage_key, train as training
 from scoring.regressor_job import KIND, SUMMARY_KEYS
 
 from .test_regressor import build_campaign
@@ -111,6 +111,60 @@ def test_settings_are_checked_before_any_job_exists(campaign):
     with pytest.raises(CommandError, match="not allowed with argument"):
         train("synthetic", "--name", "y", "--async", "--wait")
     assert not Job.objects.exists()
+
+
+def test_a_job_stored_with_the_flat_training_params_of_before_still_runs(campaign):
+    """A job queued before the settings travelled as one object: its ``params["train"]`` written out by hand,
+    as the command wrote it then (``cv_folds`` because not the default, ``recipe`` left out as base)."""
+    stored = {
+        "campaign": "synthetic",
+        "name": "old",
+        "test_fraction": 0.25,
+        "seed": 4,
+        "with_embeddings": False,
+        "replace": False,
+        "min_judgments": None,
+        "target": "raw",
+        "cv_folds": 0,
+    }
+    options = RegressorTrainOptions.from_params(stored)
+    assert options == RegressorTrainOptions(test_fraction=0.25, seed=4, with_embeddings=False, cv_folds=0)
+    assert {"campaign": "synthetic", "name": "old", "replace": False, **options.job_params()} == stored
+    job = job_launch(kind=KIND, params={"train": dict(stored)}, label="train old on synthetic")
+    job = job_run_inline(job_id=job.pk)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    sig = Regressor.objects.get(name="old").signature
+    assert (sig["test_fraction"], sig["seed"], sig["with_embeddings"], sig["recipe"]) == (0.25, 4, False, "base")
+    assert sig["cross_validation"] is None and job.result["cv_folds"] is None
+    assert job.params["train"] == stored
+
+
+@pytest.mark.parametrize(
+    ("args", "settings"),
+    [
+        (("--test-fraction", "1.5"), {"test_fraction": 1.5}),
+        (("--min-judgments", "-1"), {"min_judgments": -1}),
+        (("--cv-folds", "1"), {"cv_folds": 1}),
+    ],
+)
+def test_a_setting_that_cannot_work_is_refused_by_the_options_with_the_commands_message(args, settings):
+    with pytest.raises(RegressorError) as refused:
+        RegressorTrainOptions(**settings)
+    with pytest.raises(RegressorError) as stored:  # a job's params are checked by the same rules
+        RegressorTrainOptions.from_params({"campaign": "synthetic", "name": "x", **settings})
+    for mode in ((), ("--async",)):
+        with pytest.raises(CommandError) as shown:
+            train("synthetic", "--name", "x", "--no-embeddings", *args, *mode)
+        assert str(shown.value) == str(refused.value) == str(stored.value)
+    assert not Job.objects.exists()
+
+
+def test_the_options_refuse_an_unknown_target_or_recipe():
+    """(the command's argparse choices refuse these first; a job's params or a caller's reach the options)"""
+    with pytest.raises(RegressorError, match=r"^--target must be one of raw, zscore, not 'mean'$"):
+        RegressorTrainOptions(target="mean")
+    with pytest.raises(RegressorError, match=r"^--recipe must be one of base, v2, v3, v4, not 'v9'$"):
+        RegressorTrainOptions(recipe="v9")
 
 
 def test_a_training_on_too_little_data_is_refused_before_any_job_exists(tmp_path, storage_dir):

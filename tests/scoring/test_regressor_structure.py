@@ -99,7 +99,8 @@ def test_the_package_keeps_every_public_name_its_importers_use():
     import scoring.regressor as regressor
 
     used = (
-        "MIN_CANDIDATES MIN_REFERENCES NAME_MAX_LENGTH RECIPES PairsFileError RegressorError bootstrap_interval "
+        "MIN_CANDIDATES MIN_REFERENCES NAME_MAX_LENGTH RECIPES PairsFileError RegressorError RegressorTrainOptions "
+        "bootstrap_interval "
         "features_in_batches group_split pairs_file_score reference_batches regressor_load regressor_name_check "
         "regressor_train regressor_train_check select_estimator spearman storage_key training_data "
         "training_data_check"

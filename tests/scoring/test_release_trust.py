@@ -20,7 +20,7 @@ from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
 from scoring.held_out import SIMILAR_AT, calibration_counts, calibration_of, fisher_interval, wilson_interval
 from scoring.models import Release
-from scoring.regressor import regressor_train
+from scoring.regressor import RegressorTrainOptions, regressor_train
 from scoring.release_card import license_check, local_name
 from scoring.release_filters import FilterError, is_copy, parse_filters
 from scoring.release_job import export_release_start
@@ -255,7 +255,11 @@ def test_the_card_has_limitations_and_the_held_out_rho_with_its_n_interval_and_a
 
 def test_training_keeps_the_held_out_calibration(tmp_path, storage_dir):
     campaign = build_campaign(tmp_path, n_refs=20)
-    row = regressor_train(campaign=campaign.name, name="cal", with_embeddings=False, test_fraction=0.3)
+    row = regressor_train(
+        campaign=campaign.name,
+        name="cal",
+        options=RegressorTrainOptions(with_embeddings=False, test_fraction=0.3),
+    )
     kept = row.metrics["calibration"]
     assert kept["pairs"] == row.metrics["n_test"] and kept["similar_at"] == SIMILAR_AT
     assert [r["min_score"] for r in kept["rows"]] == [50, 60, 70, 80, 90]

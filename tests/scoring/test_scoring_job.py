@@ -15,7 +15,7 @@ from infra.storage import get_storage
 from jobs.execution import job_resume, job_wait
 from jobs.models import Job, JobChunk, JobStatus
 from scoring.models import Regressor, ScoredResource
-from scoring.regressor import regressor_load, regressor_train
+from scoring.regressor import RegressorTrainOptions, regressor_load, regressor_train
 from scoring.scoring_job import pair_of, score_records, score_shard, scored_shard_key
 from tests.annotation.parabank_data import import_contract
 from tests.conftest import CeleryWorker
@@ -39,7 +39,11 @@ def train_tiny_regressor(tmp_path, name="tiny"):
                 cands.append(f"{worker}\t{i}\t10\t17\t{text}\t1.0\t{score}\t2")
     import_contract(tmp_path, campaign="train", refs=refs, cands=cands)
     with threadpool_limits(1):  # OpenMP threads only spin on a tiny training set and a busy machine
-        return regressor_train(campaign="train", name=name, with_embeddings=False, min_judgments=0, seed=0)
+        return regressor_train(
+            campaign="train",
+            name=name,
+            options=RegressorTrainOptions(with_embeddings=False, min_judgments=0, seed=0),
+        )
 
 
 _TRAINED: dict = {}

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from annotation.models import Campaign
-from scoring.regressor import regressor_train
+from scoring.regressor import RegressorTrainOptions, regressor_train
 from scoring.sts import sts_evaluate, sts_import, sts_read
 
 WORDS = "river mountain teacher window garden yellow market engine silver doctor island letter winter".split()
@@ -46,7 +46,11 @@ def test_an_imported_file_trains_a_regressor_that_evaluate_reports_beside_its_ba
     sts_import(path=path, kind="stsb", campaign_name="sts")  # idempotent
     campaign = Campaign.objects.get(name="sts")
     assert campaign.references.count() == 12
-    regressor_train(campaign="sts", name="sts", with_embeddings=False, min_judgments=0, cv_folds=0)
+    regressor_train(
+        campaign="sts",
+        name="sts",
+        options=RegressorTrainOptions(with_embeddings=False, min_judgments=0, cv_folds=0),
+    )
     result = sts_evaluate(regressor_name="sts", path=path, kind="stsb")
     assert result["n"] == 48 and result["n_skipped"] == 0 and result["spearman"] > 0.8
     lo, hi = result["spearman_ci95"]

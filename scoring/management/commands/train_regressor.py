@@ -12,7 +12,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from jobs.progress import job_progress_display
 from scoring.aggregation import ESTIMATES
-from scoring.regressor import CV_FOLDS, DEFAULT_RECIPE, RECIPES, RegressorError, regressor_name_check, regressor_train
+from scoring.regressor import (
+    CV_FOLDS,
+    DEFAULT_RECIPE,
+    RECIPES,
+    RegressorError,
+    RegressorTrainOptions,
+    regressor_name_check,
+    regressor_train,
+)
 from scoring.regressor_job import SUMMARY_KEYS, regressor_summary, train_regressor_launch, training_job_running
 
 
@@ -109,22 +117,18 @@ class Command(BaseCommand):
     ):
         try:
             name = regressor_name_check(name)
+            options = RegressorTrainOptions(
+                test_fraction=test_fraction,
+                seed=seed,
+                with_embeddings=with_embeddings,
+                min_judgments=min_judgments,
+                target=target,
+                recipe=recipe,
+                cv_folds=cv_folds,
+            )
         except RegressorError as exc:
             raise CommandError(str(exc)) from None
-        train = dict(
-            campaign=campaign,
-            name=name,
-            test_fraction=test_fraction,
-            seed=seed,
-            with_embeddings=with_embeddings,
-            replace=replace,
-            min_judgments=min_judgments,
-            target=target,
-        )
-        if recipe != DEFAULT_RECIPE:  # (the defaults stay out of a job's params, as before the options existed)
-            train["recipe"] = recipe
-        if cv_folds != CV_FOLDS:
-            train["cv_folds"] = cv_folds
+        train = {"campaign": campaign, "name": name, "options": options, "replace": replace}
         if wait or run_async:
             return self._as_job(train, wait=wait)
         running = training_job_running(name)
