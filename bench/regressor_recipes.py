@@ -13,8 +13,9 @@ that interval's lower end is above zero.
 The rule vouches only for the choices this cross-validation makes: recipes v2-v4 were designed on these same
 references (issue 17), so their gain here includes that design's selection (issue 32: on the 100 withheld
 references base 0.527, v4 0.512). A candidate is honest here when its settings were fixed before its first run,
-as ``--campaign-head`` (the STS-B head trained further on the campaign's judgments, cross-fitted) and
-``--reference-family`` (label-free features of a reference's candidates as a whole) were.
+as ``--campaign-head`` (the STS-B head trained further on the campaign's judgments, cross-fitted),
+``--reference-family`` (label-free features of a reference's candidates as a whole) and ``--cross-encoder`` (the
+score of a three-layer cross-encoder trained on STS-B train, ``scoring.cross_encoder``) were.
 
 The ``auto`` row is the procedure "choose the recipe too": in each outer training set the (recipe, estimator)
 with the best inner-CV rho among all recipes' candidates, scored on the outer fold. It is the honest figure for
@@ -29,6 +30,7 @@ are cached under ``--cache`` (default ``/tmp/regressor-recipes``), so a repeated
 
     .venv/bin/python bench/regressor_recipes.py                  # base v2 v3 v4 (~25 CPU min on the busy 2 cores)
     .venv/bin/python bench/regressor_recipes.py --campaign-head --reference-family   # + ~30 CPU min
+    .venv/bin/python bench/regressor_recipes.py --recipes base --cross-encoder        # + ~8 CPU min
     .venv/bin/python bench/regressor_recipes.py --recipes base v2 --no-stsb
     .venv/bin/python bench/regressor_recipes.py --references 150  # a seeded half of the references, to bound it
 """
@@ -214,6 +216,76 @@ def campaign_head_features(cache: Path, key: str, pairs, y, groups, folds, *, in
     return out
 
 
+def cross_encoder_scores(cache: Path, pairs):
+    """The score of a cross-encoder trained on STS-B train with ``scoring.cross_encoder.TrainSettings()`` (fixed
+    before any run; it sees no campaign judgment, so one model serves every fold), one column per pair. The model
+    is trained once into ``cache`` (about 6 CPU minutes) and the scores cached."""
+    import numpy as np
+
+    from scoring.cross_encoder import (
+        TrainSettings,
+        cross_scores,
+        load_cross_encoder,
+        save_cross_encoder,
+        train_cross_encoder,
+    )
+    from scoring.sts_files import sts_read
+
+    stsb = STSB / "sts-train.csv"
+    digest = hashlib.sha256(stsb.read_bytes()).hexdigest()
+    settings = TrainSettings()
+    model_path = cache / f"cross{settings.layers}-{digest[:12]}.safetensors"
+    if not model_path.is_file():
+        t = time.process_time()
+        rows = sts_read(stsb, kind="stsb")
+        model = train_cross_encoder([(r.sentence1, r.sentence2, r.score) for r in rows], settings)
+        save_cross_encoder(model, settings, model_path, source=f"{stsb.name} sha256:{digest}")
+        print(
+            f"  cross-encoder trained on {len(rows)} STS-B pairs, {time.process_time() - t:.0f} CPU s", file=sys.stderr
+        )
+    model = load_cross_encoder(model_path)
+    key = hashlib.sha256(json.dumps([[p["reference"], p["paraphrase"]] for p in pairs]).encode()).hexdigest()[:12]
+    path = cache / f"xenc-{model_path.stem}-{key}.npy"
+    if path.is_file():
+        return np.load(path)
+    scores = cross_scores([p["reference"] for p in pairs], [p["paraphrase"] for p in pairs], model=model)
+    np.save(path, scores)
+    return scores
+
+
+def target_reliability(seed: int, resamples: int = 200) -> tuple[float, float, int]:
+    """How well the mean judgment can be predicted at all: each candidate's released judgments (all of them, as
+    in ``candidates.tsv``) split at random into two halves, Spearman's rho between the halves' means over the
+    candidates with at least two, averaged over ``resamples`` splits, then Spearman-Brown to the whole mean. Its
+    square root bounds (approximately) the rho of any predictor with the noisy mean. (half rho, whole, n)."""
+    import csv
+    from collections import defaultdict
+
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    scores = defaultdict(list)
+    with open(PARABANK / "candidates.tsv", encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            try:
+                scores[(row["ref_id"], row["candidate"])].append(float(row["human_score"]))
+            except ValueError:
+                continue  # N/A
+    judged = [np.array(v) for v in scores.values() if len(v) >= 2]
+    rng = np.random.default_rng(seed)
+    halves = []
+    for _ in range(resamples):
+        a, b = [], []
+        for v in judged:
+            v = rng.permutation(v)
+            h = len(v) // 2
+            a.append(v[:h].mean())
+            b.append(v[h : 2 * h].mean())
+        halves.append(spearmanr(a, b)[0])
+    half = float(np.mean(halves))
+    return half, 2 * half / (1 + half), len(judged)
+
+
 def reference_features(X_all, names, pairs):
     """Label-free features of each pair's reference, the same for all its candidates: how its candidates look as
     a whole (mean, SD, lowest and highest cosine; mean alignment F, BLEU, character similarity and per-token NLL
@@ -304,6 +376,12 @@ def main() -> int:
         action="store_true",
         help="add the row refs: base plus label-free features of the reference's candidates as a whole",
     )
+    parser.add_argument(
+        "--cross-encoder",
+        action="store_true",
+        help="add the row xenc: base plus the score of a three-layer cross-encoder trained on STS-B train "
+        "(scoring.cross_encoder; ~8 CPU min more, the model cached)",
+    )
     args = parser.parse_args()
     setup(args.cache)
     import numpy as np
@@ -357,6 +435,12 @@ def main() -> int:
         extra = [(per_ref[tr], per_ref[te]) for tr, te in folds]
         results["refs"] = extra_nested(X_all[rows][:, base_cols], y, groups, folds, extra, cv=cv)
         recipes.append("refs")
+    if args.cross_encoder:
+        base_cols = columns(names, embeddings=True, families=())
+        cross = cross_encoder_scores(args.cache, [pairs[i] for i in rows])[:, None]
+        extra = [(cross[tr], cross[te]) for tr, te in folds]
+        results["xenc"] = extra_nested(X_all[rows][:, base_cols], y, groups, folds, extra, cv=cv)
+        recipes.append("xenc")
     # auto: the (recipe, estimator) with the best inner-CV rho in each outer training set, over every recipe's
     # candidates (ties go to the earlier recipe, base first); its outer fold is predicted by that recipe's
     # model of the fold, which chose the same estimator (the best of its own candidates)
@@ -410,6 +494,12 @@ def main() -> int:
             f"{lengths}{sts:>11}  {' '.join(chosen)}",
             flush=True,
         )
+    half, whole, n_judged = target_reliability(cv.seed)
+    print(
+        f"target reliability: split-half rho {half:.3f} over {n_judged} candidates with >= 2 released judgments "
+        f"(200 random splits), Spearman-Brown {whole:.3f} for the whole mean: a perfect predictor's rho with it "
+        f"is about sqrt = {whole**0.5:.2f}"
+    )
     if len(sts_pred) > 1:
         kd = sts_feats[1][1]
         gold, first_sentence = sts_dev[1][kd], sts_dev[2][kd]
