@@ -253,37 +253,16 @@ def cross_encoder_scores(cache: Path, pairs):
     return scores
 
 
-def target_reliability(seed: int, resamples: int = 200) -> tuple[float, float, int]:
-    """How well the mean judgment can be predicted at all: each candidate's released judgments (all of them, as
-    in ``candidates.tsv``) split at random into two halves, Spearman's rho between the halves' means over the
-    candidates with at least two, averaged over ``resamples`` splits, then Spearman-Brown to the whole mean. Its
-    square root bounds (approximately) the rho of any predictor with the noisy mean. (half rho, whole, n)."""
-    import csv
-    from collections import defaultdict
+def target_reliability() -> tuple[float, int]:
+    """How well the mean judgment can be predicted at all: the product's split-half rule
+    (``scoring.reliability``: counted workers, attention copies out, 20 seeded splits), over every candidate with
+    at least two counted judgments, as the target's means are. (half rho, candidates)."""
+    from annotation.models import Campaign
+    from scoring.aggregation import load_campaign
+    from scoring.reliability import reliability
 
-    import numpy as np
-    from scipy.stats import spearmanr
-
-    scores = defaultdict(list)
-    with open(PARABANK / "candidates.tsv", encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            try:
-                scores[(row["ref_id"], row["candidate"])].append(float(row["human_score"]))
-            except ValueError:
-                continue  # N/A
-    judged = [np.array(v) for v in scores.values() if len(v) >= 2]
-    rng = np.random.default_rng(seed)
-    halves = []
-    for _ in range(resamples):
-        a, b = [], []
-        for v in judged:
-            v = rng.permutation(v)
-            h = len(v) // 2
-            a.append(v[:h].mean())
-            b.append(v[h : 2 * h].mean())
-        halves.append(spearmanr(a, b)[0])
-    half = float(np.mean(halves))
-    return half, 2 * half / (1 + half), len(judged)
+    figures = reliability(load_campaign(Campaign.objects.get(name="parabank-eval")), min_per_candidate=2)
+    return figures["split_half"]["raw"], figures["n_candidates"]
 
 
 def reference_features(X_all, names, pairs):
@@ -494,11 +473,12 @@ def main() -> int:
             f"{lengths}{sts:>11}  {' '.join(chosen)}",
             flush=True,
         )
-    half, whole, n_judged = target_reliability(cv.seed)
+    half, n_judged = target_reliability()
+    whole = 2 * half / (1 + half)  # Spearman-Brown: a half holds about half of a candidate's judgments
     print(
-        f"target reliability: split-half rho {half:.3f} over {n_judged} candidates with >= 2 released judgments "
-        f"(200 random splits), Spearman-Brown {whole:.3f} for the whole mean: a perfect predictor's rho with it "
-        f"is about sqrt = {whole**0.5:.2f}"
+        f"target reliability: split-half rho {half:.3f} over {n_judged} candidates with >= 2 counted judgments "
+        f"(scoring.reliability's rule), Spearman-Brown {whole:.3f} for the whole mean: a perfect predictor's rho "
+        f"with it is about sqrt = {whole**0.5:.2f}"
     )
     if len(sts_pred) > 1:
         kd = sts_feats[1][1]
