@@ -128,7 +128,7 @@ def plan(smoke: bool, python: str) -> list[Part]:
         chunk2 = [CHUNK, "--device", "cuda", "--sentences", "3000", "--window", "512", "--systems", SYSTEMS]
         chunk2 += ["--beam", "5", "--repeat", "1"]  # (it prints nothing until its end: one pass of each row)
         score = [SCORING, "--device", "cuda", "--dtype", "float16", "--pairs", "50000"]
-        score += ["--paraphrases-per-reference", "4", "--threads", "8"]
+        score += ["--paraphrases-per-reference", "4", "--threads", "8", "--cpu-workers", "2"]
         caps = {"a1": 75, "a2": 95, "a3": 85, "a4": 100, "b1": 110, "c": 80, "b2": 150}
     parts = []
     for key in ("a1", "a2", "a3"):

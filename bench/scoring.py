@@ -30,11 +30,24 @@ point and the Spearman correlation of the two score lists.
 
     .venv/bin/python bench/scoring.py --device cuda --dtype float16 --pairs 50000 --paraphrases-per-reference 4
     .venv/bin/python bench/scoring.py --device cpu --dtype float32 --pairs 200   # the mode itself, on a CPU
+
+``--cpu-workers N`` (with ``--device``): the features' runs compute the lexical rows on N lexical processes, as
+a scoring job with ``cpu_workers`` N does (``lexical_processes.cpu_workers_on``). Without ``--device`` (workers mode,
+what a GPU worker's host cores buy): the lexical features of the same pairs, in batches of 2048 (a GPU job's),
+with 1 process and with N, interleaved, best of ``--repeat``; the matrices are checked to be equal; wall-clock
+rates and their ratio, the lexical processes' CPU per pair (from /proc) and the scoring process's own CPU per
+pair in the N run; then the rest of a GPU chunk's CPU work, timed here on one core: the encoder's tokenizer in
+1024-text batches and the token alignment (``embeddings.pair_rows``, on unit vectors of the texts' real token
+counts); and from these a PROJECTION (not a GPU measurement) of one GPU worker process's pairs/s with N lexical
+processes, assuming the GPU's forward passes are not the bound.
+
+    .venv/bin/python bench/scoring.py --cpu-workers 2 --pairs 16000 --paraphrases-per-reference 4 --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import sys
@@ -125,9 +138,21 @@ def main() -> int:
         help="device mode: pairs compared with CPU float32 (default 800)",
     )
     parser.add_argument("--threads", type=int, default=1, help="device mode: torch's CPU threads (default 1)")
+    parser.add_argument(
+        "--cpu-workers",
+        type=int,
+        default=None,
+        dest="cpu_workers",
+        help="processes computing the lexical features (a job's cpu_workers); alone: workers mode (docstring)",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="workers mode: interleaved runs, best kept (default 3)")
     args = parser.parse_args()
+    if args.cpu_workers is not None and args.cpu_workers < 1:
+        parser.error("--cpu-workers must be at least 1")
     if args.device is not None or args.dtype is not None or args.encode_batch is not None:
         return device_main(args)
+    if args.cpu_workers is not None:
+        return workers_main(args)
     args.batch = args.batch or 256
 
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -251,6 +276,7 @@ def device_main(args) -> int:
 
     from scoring.embeddings import CPU_FLOAT32, EncoderPlacement, encoder, encoding_on, pair_similarities
     from scoring.features import EMBEDDING_FEATURES, pair_features
+    from scoring.lexical_processes import cpu_workers_on, lexical_processes
     from scoring.regressor import candidate_estimators
     from scoring.scoring_device import DEFAULT_CUDA_DTYPE, DEFAULT_CUDA_ENCODE_BATCH
 
@@ -287,8 +313,12 @@ def device_main(args) -> int:
         for part in batches(pairs):
             pair_similarities([p["reference"] for p in part], [p["paraphrase"] for p in part], placement=placement)
 
+    workers = args.cpu_workers or 1
+    if workers > 1:
+        lexical_processes(workers)  # started once, as by a worker's first batch: not timed
+
     def features(with_embeddings: bool):
-        with encoding_on(placement):
+        with encoding_on(placement), cpu_workers_on(workers):
             return np.vstack([pair_features(part, with_embeddings=with_embeddings).matrix for part in batches(pairs)])
 
     emb_s, _ = wall(embeddings_only)
@@ -306,11 +336,11 @@ def device_main(args) -> int:
         f"device mode: {card}; torch {torch.__version__}; encoder {placement.device}/{placement.dtype}, "
         f"{placement.batch_size or 64} texts per forward pass, {batch} pairs per batch; {n} pairs "
         f"({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, {args.per_reference} paraphrase(s) per "
-        f"reference); encoder load {load_s:.1f} s"
+        f"reference); encoder load {load_s:.1f} s; lexical features on {workers} process(es) (--cpu-workers)"
     )
     print("wall-clock rates of one process:")
     print(f"  embedding features alone (cosine, alignment)   {n / emb_s:>12,.0f} pairs/s")
-    print(f"  lexical features alone (the CPU side)          {n / lex_s:>12,.0f} pairs/s")
+    print(f"  lexical features alone (the CPU side, {workers:>2} proc.) {n / lex_s:>12,.0f} pairs/s")
     print(f"  lexical + embedding (the default recipe)       {n / all_s:>12,.0f} pairs/s")
     print(
         f"against CPU float32 on the first {len(check)} pairs ({int(keep.sum())} scored; 0 everywhere when this "
@@ -332,6 +362,127 @@ def device_main(args) -> int:
             f"  score, {name:<24} max |difference| {d.max():.3f}  mean {d.mean():.4f}  over 1 point "
             f"{int((d > 1).sum())}  Spearman {rho:.6f}"
         )
+    return 0
+
+
+def proc_cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of the running processes ``pids`` so far (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def workers_main(args) -> int:
+    """Workers mode (module docstring): lexical features on 1 and N processes, the rest of a GPU chunk's CPU work
+    on one core, and the projection from them."""
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"  # one core: numpy's small products in the alignment, as the job's one thread
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from scoring.embeddings import encoder, pair_rows, subword_lengths
+    from scoring.features import pair_features
+    from scoring.lexical_processes import cpu_workers_on, lexical_processes
+
+    n_workers = args.cpu_workers
+    batch = args.batch or 2048
+    pairs = load_pairs(args.pairs, args.per_reference)
+    parts = [pairs[i : i + batch] for i in range(0, len(pairs), batch)]
+    n = len(pairs)
+    pair_features(pairs[:64], with_embeddings=False)  # warm-up: first-call allocations
+    start = time.perf_counter()
+    pool = lexical_processes(n_workers) if n_workers > 1 else None
+    with cpu_workers_on(n_workers):
+        pair_features(pairs[:64], with_embeddings=False)  # the processes' imports: once per worker process
+    start_s = time.perf_counter() - start
+
+    def run(workers: int) -> tuple[float, float, float, np.ndarray]:
+        """Wall seconds, this process's CPU seconds, the lexical processes' CPU seconds, the matrix."""
+        pids = pool.pids if pool is not None and workers > 1 else []
+        wall, cpu, child = time.perf_counter(), time.process_time(), proc_cpu_seconds(pids)
+        with cpu_workers_on(workers):
+            matrix = np.vstack([pair_features(part, with_embeddings=False).matrix for part in parts])
+        return (
+            time.perf_counter() - wall,
+            time.process_time() - cpu,
+            proc_cpu_seconds(pids) - child,
+            matrix,
+        )
+
+    runs: dict[int, list] = {1: [], n_workers: []}
+    for _ in range(args.repeat):  # interleaved, so both see the same neighbours on a shared machine
+        for workers in runs:
+            runs[workers].append(run(workers))
+    one, many = min(runs[1], key=lambda r: r[0]), min(runs[n_workers], key=lambda r: r[0])
+    equal = all(np.array_equal(r[3], one[3], equal_nan=True) for rs in runs.values() for r in rs)
+
+    # the rest of a GPU chunk's CPU work, in the scoring process, one core: tokenizing for the encoder and
+    # the token alignment (the forward passes themselves are the GPU's)
+    tokenizer = encoder().tokenizer
+    max_len = encoder()[0].max_seq_length
+    rng = np.random.default_rng(0)
+    tok_s = align_s = 0.0
+    for part in parts:
+        refs, paras = [p["reference"] for p in part], [p["paraphrase"] for p in part]
+        unique = sorted(dict.fromkeys([*refs, *paras]), key=len)
+        cpu = time.process_time()
+        for i in range(0, len(unique), 1024):
+            tokenizer(unique[i : i + 1024], padding=True, truncation=True, max_length=max_len, return_tensors="pt")
+        tok_s += time.process_time() - cpu
+        counts = np.minimum(subword_lengths(unique), max_len - 2).clip(min=1)
+        tokens = [rng.standard_normal((int(c), 384)).astype(np.float32) for c in counts]
+        tokens = [t / np.linalg.norm(t, axis=1, keepdims=True) for t in tokens]
+        sentences = rng.standard_normal((len(unique), 384)).astype(np.float32)
+        sentences /= np.linalg.norm(sentences, axis=1, keepdims=True)
+        index = {t: i for i, t in enumerate(unique)}
+        cpu = time.process_time()
+        pair_rows(sentences, tokens, index, refs, paras)
+        align_s += time.process_time() - cpu
+
+    rate_one, rate_many = n / one[0], n / many[0]
+    lex_per_pair = many[2] / n  # a lexical process's CPU per pair
+    main_lex_per_pair = many[1] / n  # the scoring process's own share with the processes: checks, dispatch
+    main_per_pair = main_lex_per_pair + (tok_s + align_s) / n
+    sequential_per_pair = one[1] / n + (tok_s + align_s) / n  # cpu_workers 1: all of it in one process
+    print(
+        f"workers mode: {n} pairs ({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, "
+        f"{args.per_reference} paraphrase(s) per reference), batches of {batch}, best of {args.repeat} interleaved "
+        f"runs; {os.cpu_count()} CPU(s) here, load average {os.getloadavg()[0]:.2f} at the end; "
+        f"{n_workers} lexical processes started in {start_s:.2f} s (once per worker process)"
+    )
+    print(f"matrices equal, value for value, every run: {equal}")
+    print("lexical features, wall-clock pairs/s of the scoring process:")
+    print(f"  1 process (cpu_workers 1, in the scoring process)   {rate_one:>10,.0f}")
+    print(f"  {n_workers} lexical processes (cpu_workers {n_workers}){'':>19}{rate_many:>10,.0f}")
+    print(f"ratio {n_workers} processes / 1: {rate_many / rate_one:.2f}")
+    print("CPU per pair (one core each):")
+    print(f"  a lexical process, lexical rows                      {1 / lex_per_pair:>10,.0f} pairs/s")
+    print(f"  the scoring process, its share with {n_workers} processes{'':>9}{1 / main_lex_per_pair:>10,.0f} pairs/s")
+    print(f"  the scoring process, encoder tokenization (1024/batch) {n / tok_s:>8,.0f} pairs/s")
+    print(f"  the scoring process, token alignment (pair_rows)       {n / align_s:>8,.0f} pairs/s")
+    print(f"  the scoring process, all of its CPU work on a GPU      {1 / main_per_pair:>8,.0f} pairs/s")
+    print(
+        "PROJECTION, not a GPU measurement (the GPU's passes and copies assumed not to be the bound): one GPU worker "
+        "process with cpu_workers k makes min(k x a lexical process's rate, the scoring process's rate) pairs/s; "
+        "busy cores = its rate x the CPU per pair of each part:"
+    )
+    print(f"  {'cpu_workers':<14}{'pairs/s':>10}{'busy cores':>12}{'processes':>11}")
+    print(f"  {'1 (inline)':<14}{1 / sequential_per_pair:>10,.0f}{1.0:>12.1f}{1:>11}")
+    for k in (2, 4, 8, 15):
+        rate = min(k / lex_per_pair, 1 / main_per_pair)
+        print(f"  {k:<14}{rate:>10,.0f}{rate * (lex_per_pair + main_per_pair):>12.1f}{k + 1:>11}")
+    target = 50_000
+    best = min(2 / lex_per_pair, 1 / main_per_pair)
+    print(
+        f"  {target:,} pairs/s per card: about {target * sequential_per_pair:.1f} cores of CPU work inline, "
+        f"{target * (lex_per_pair + main_per_pair):.1f} with lexical processes, whatever the split; GPU worker "
+        f"processes sharing the card: {math.ceil(target * sequential_per_pair)} with cpu_workers 1, "
+        f"{math.ceil(target / best)} with cpu_workers 2 (one tops out at {1 / main_per_pair:,.0f} pairs/s, its own "
+        "tokenizing and alignment)"
+    )
     return 0
 
 

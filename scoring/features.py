@@ -50,6 +50,12 @@ training batches never split a reference.
 
 Pairs whose reference has more than 100 of the encoder's subword tokens are skipped as in the paper:
 their row is NaN and ``keep`` is False.
+
+The lexical rows are a pure function of each pair, and on a GPU worker they, not the encoder, bound a chunk's
+rate (about 7,900 pairs/s per core). Inside a ``with cpu_workers_on(n)`` block (``scoring.lexical_processes``; a
+scoring job sets it from its ``ScoringDevice.cpu_workers``), ``pair_features`` hands them to ``n`` lexical
+processes before the encoder's forward passes start and collects them after, so they overlap with the GPU work; outside,
+and with ``n`` = 1, they are computed here as before. Either way the matrix is the same, value for value.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ from sacrebleu.metrics.helpers import extract_all_word_ngrams
 from .diversity import normalize, pinc, sequence_levenshtein
 from .embeddings import MAX_REFERENCE_SUBWORDS, pair_similarities, subword_lengths
 from .encoder_head import load_head
+from .lexical_processes import collect, current_cpu_workers, lexical_processes
 
 MAX_ORDER = 4
 LEXICAL_FEATURES = (
@@ -275,6 +282,21 @@ def lexical_row(reference: str, paraphrase: str, nll: float | None = None, const
     return row
 
 
+def lexical_rows(pairs: Sequence[tuple[str, str, float | None, Any]]) -> list[list[float]]:
+    """``lexical_row`` of each (reference, paraphrase, nll, constraints): one lexical process's unit of work
+    (``scoring.lexical_processes``)."""
+    return [lexical_row(ref, para, nll, constraints) for ref, para, nll, constraints in pairs]
+
+
+def short_references(references: Sequence[str]) -> np.ndarray:
+    """Whether each reference has at most ``MAX_REFERENCE_SUBWORDS`` subword tokens, each distinct text tokenized
+    once: a resource's reference is shared by all its candidates, and on a GPU worker this tokenizing is the
+    scoring process's own work."""
+    unique = list(dict.fromkeys(references))
+    short = dict(zip(unique, (subword_lengths(unique) <= MAX_REFERENCE_SUBWORDS).tolist()))
+    return np.fromiter((short[r] for r in references), dtype=bool, count=len(references))
+
+
 def pair_features(
     pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, batch_size: int = 64, families: Sequence[str] = ()
 ) -> FeatureBatch:
@@ -286,12 +308,17 @@ def pair_features(
     names = feature_names(with_embeddings=with_embeddings, families=families)
     n = len(checked)
     matrix = np.full((n, len(names)), np.nan, dtype=np.float64)
-    keep = subword_lengths([c[0] for c in checked]) <= MAX_REFERENCE_SUBWORDS
+    keep = short_references([c[0] for c in checked])
     rows = np.flatnonzero(keep)
     n_base = len(LEXICAL_FEATURES) + (len(EMBEDDING_FEATURES) if with_embeddings else 0)
-    for i in rows:
-        ref, para, nll, constraints = checked[i]
-        matrix[i, : len(LEXICAL_FEATURES)] = lexical_row(ref, para, nll, constraints)
+    workers = current_cpu_workers()
+    pending = None
+    if workers > 1 and len(rows):  # sent off before the encoder's passes, collected after them
+        pending = lexical_processes(workers).submit([checked[i] for i in rows])
+    else:
+        for i in rows:
+            ref, para, nll, constraints = checked[i]
+            matrix[i, : len(LEXICAL_FEATURES)] = lexical_row(ref, para, nll, constraints)
     vectors = head_sims = None
     if with_embeddings and len(rows):
         sims = pair_similarities(
@@ -305,6 +332,8 @@ def pair_features(
             sims, vectors = sims
         sims, head_sims = sims[:, : len(EMBEDDING_FEATURES)], sims[:, len(EMBEDDING_FEATURES) :]
         matrix[rows, len(LEXICAL_FEATURES) : n_base] = sims
+    if pending is not None:
+        matrix[rows, : len(LEXICAL_FEATURES)] = np.asarray(collect(pending), dtype=np.float64)
     if families and len(rows):
         base_names = names[:n_base]
         kept = [checked[i] for i in rows]

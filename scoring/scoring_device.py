@@ -14,6 +14,12 @@ The choice is made when the job starts (``score_resource --device``, the admin's
 * ``auto``: the ``gpu`` queue; the GPU when the worker that takes the chunk has one, else the CPU in float32,
   with a warning in the worker's log and the chunk's ``encoded_on``.
 
+``cpu_workers``: how many processes compute a chunk's lexical features (``lexical_processes.cpu_workers_on``), so that a
+GPU's rate follows the host cores given to it rather than one core's. None (the default): the worker's own
+``PARAFORGE_SCORING_CPU_WORKERS`` for a chunk encoded on a GPU (the cores are the worker host's, which the
+process that starts the job does not know) and 1 for a chunk encoded on the CPU, where the encoder takes nearly
+all the time and more processes would only take cores from the other chunks. Any number gives the same scores.
+
 No torch and no Django here: a form or a command checks a device without loading either.
 """
 
@@ -50,12 +56,13 @@ class ScoringDeviceError(ValueError):
 @dataclass(frozen=True)
 class ScoringDevice:
     """A scoring job's device: ``device`` (cpu, cuda or auto), ``dtype`` (None: float16 on a GPU; the CPU
-    computes in float32 only) and ``encode_batch`` (texts per forward pass on a GPU; None: 1024). Checked when
-    made."""
+    computes in float32 only), ``encode_batch`` (texts per forward pass on a GPU; None: 1024) and ``cpu_workers``
+    (processes for the lexical features; None: the worker's choice, module docstring). Checked when made."""
 
     device: str = "cpu"
     dtype: str | None = None
     encode_batch: int | None = None
+    cpu_workers: int | None = None
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
@@ -75,6 +82,8 @@ class ScoringDevice:
                 raise ScoringDeviceError(
                     "encode_batch applies on a GPU only (the CPU keeps its batches, and so its exact scores)"
                 )
+        if self.cpu_workers is not None and not is_count(self.cpu_workers):
+            raise ScoringDeviceError(f"cpu_workers must be a whole number >= 1, not {self.cpu_workers!r}")
 
     @property
     def queue(self) -> str:
@@ -83,13 +92,21 @@ class ScoringDevice:
 
     def job_params(self) -> dict[str, Any]:
         """The device part of a scoring job's params."""
-        return {"device": self.device, "dtype": self.dtype, "encode_batch": self.encode_batch}
+        return {
+            "device": self.device,
+            "dtype": self.dtype,
+            "encode_batch": self.encode_batch,
+            "cpu_workers": self.cpu_workers,
+        }
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> ScoringDevice:
         """The device a job's params ask for; a job started before the option existed scored on the CPU."""
         return cls(
-            device=params.get("device") or "cpu", dtype=params.get("dtype"), encode_batch=params.get("encode_batch")
+            device=params.get("device") or "cpu",
+            dtype=params.get("dtype"),
+            encode_batch=params.get("encode_batch"),
+            cpu_workers=params.get("cpu_workers"),
         )
 
     def placement(self, *, cuda_available: bool) -> EncoderPlacement:
@@ -116,6 +133,25 @@ class ScoringDevice:
             )
         logger.warning("scoring device 'auto': this worker has no CUDA device; encoding on the CPU in float32")
         return CPU_FLOAT32
+
+    def chunk_cpu_workers(self, placement: EncoderPlacement, *, worker_default: int) -> int:
+        """The processes that compute a chunk's lexical features on a worker whose
+        ``PARAFORGE_SCORING_CPU_WORKERS`` is ``worker_default``, the encoder on ``placement``: the job's
+        ``cpu_workers`` when it gave one, else ``worker_default`` on a GPU and 1 on the CPU (module docstring)."""
+        if self.cpu_workers is not None:
+            return self.cpu_workers
+        if placement.device == "cpu":
+            return 1
+        if not is_count(worker_default):
+            raise ScoringDeviceError(
+                f"PARAFORGE_SCORING_CPU_WORKERS must be a whole number >= 1, not {worker_default!r}"
+            )
+        return worker_default
+
+
+def is_count(value: object) -> bool:
+    """A whole number >= 1 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def encoded_on(placement: EncoderPlacement) -> str:

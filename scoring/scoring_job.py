@@ -21,9 +21,11 @@ release refuses a scoring whose regressor has been retrained (``releases.scoring
 Job params: ``resource`` (id), ``regressor`` (name), ``batch_size`` (default 256 on the CPU, 2048 on a GPU),
 ``throttle_s`` (seconds to sleep after each batch, default 0: a brake for demos and for the fault test that
 must kill a worker in the middle of a chunk), and where the embeddings run: ``device`` (``cpu``, ``cuda`` or
-``auto``; absent: ``cpu``), ``dtype`` and ``encode_batch`` (``scoring.scoring_device``). ``device`` picks the
-queue of the job's chunks (``gpu`` for cuda and auto); each chunk's result says where it was encoded
-(``encoded_on``, e.g. ``cuda/float16``), and the job's result lists them.
+``auto``; absent: ``cpu``), ``dtype``, ``encode_batch`` and ``cpu_workers`` (``scoring.scoring_device``).
+``device`` picks the queue of the job's chunks (``gpu`` for cuda and auto); each chunk's result says where it was
+encoded (``encoded_on``, e.g. ``cuda/float16``), and the job's result lists them. A chunk computes its lexical
+features on ``cpu_workers`` processes (absent or null: the worker's ``PARAFORGE_SCORING_CPU_WORKERS`` when it
+encodes on a GPU, else 1), beside the encoder; the scores are the same whatever the number.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from jobs.models import TERMINAL_STATUSES, Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .embeddings import cuda_available, encoding_on
+from .lexical_processes import cpu_workers_on
 from .models import Regressor, ScoredResource
 from .scoring_device import ScoringDevice, ScoringDeviceError, encoded_on
 
@@ -243,12 +246,13 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     progress(0, total)
     device = ScoringDevice.from_params(job.params)  # (torch is asked about CUDA only by a job that wants a GPU)
     placement = device.placement(cuda_available=device.queue == "gpu" and cuda_available())
+    workers = device.chunk_cpu_workers(placement, worker_default=settings.PARAFORGE_SCORING_CPU_WORKERS)
     regressor = load_regressor(job.params["regressor"])
     if regressor_version(getattr(regressor, "signature", None)) != job.params.get("regressor_trained_at"):
         raise ValueError(
             f"regressor {job.params['regressor']!r} was retrained since job {job.pk} started; score the resource again"
         )
-    with encoding_on(placement):
+    with encoding_on(placement), cpu_workers_on(workers):
         entry = score_shard(
             shard=shard,
             scored=scored,
@@ -296,7 +300,7 @@ def _delete_other_files(scored_resource_id: int, keep: set[str]) -> None:
 
 def scoring_device(device: str | None = None, **options: Any) -> ScoringDevice:
     """The device a new scoring asks for: ``device`` (cpu, cuda, auto), else the installation's
-    ``PARAFORGE_SCORING_DEVICE``; ``options``: ``dtype``, ``encode_batch``."""
+    ``PARAFORGE_SCORING_DEVICE``; ``options``: ``dtype``, ``encode_batch``, ``cpu_workers``."""
     if device:
         return ScoringDevice(device=device, **options)
     try:

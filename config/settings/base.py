@@ -250,6 +250,9 @@ PARAFORGE_INLINE_WITHOUT_WORKER = env_str("PARAFORGE_INLINE_WITHOUT_WORKER", "")
 # cuda (gpu queue, float16 on the worker's GPU) or auto (gpu queue; the GPU if the worker has one), see
 # scoring/scoring_device.py
 PARAFORGE_SCORING_DEVICE = env_str("PARAFORGE_SCORING_DEVICE", "cpu")
+# Processes that compute the lexical features of a scoring chunk this worker encodes on a GPU, unless the job
+# says (ScoringDevice.cpu_workers); read by the worker, whose host's cores they are. 1: in the worker process.
+PARAFORGE_SCORING_CPU_WORKERS = env_int("PARAFORGE_SCORING_CPU_WORKERS", 1)
 
 # --- Annotation: Mechanical Turk ------------------------------------------------------------------
 # Credentials are never settings: the MTurk client reads MTURK_ACCESS_KEY_ID / MTURK_SECRET_ACCESS_KEY

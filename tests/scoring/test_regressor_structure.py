@@ -7,8 +7,8 @@ from pathlib import Path
 import scoring
 
 SCORING = Path(scoring.__file__).resolve().parent
-# the encoder, its STS-tuned head, the features, STS files and the regressor package
-OWN = ("embeddings", "encoder_head", "features", "sts", "sts_files", "regressor")
+# the encoder, its STS-tuned head, the features and their lexical processes, STS files and the regressor package
+OWN = ("embeddings", "encoder_head", "features", "lexical_processes", "sts", "sts_files", "regressor")
 
 
 def _module_name(path: Path) -> str:
