@@ -343,8 +343,8 @@ def device_main(args) -> int:
     print(f"  lexical features alone (the CPU side, {workers:>2} proc.) {n / lex_s:>12,.0f} pairs/s")
     print(f"  lexical + embedding (the default recipe)       {n / all_s:>12,.0f} pairs/s")
     print(
-        f"against CPU float32 on the first {len(check)} pairs ({int(keep.sum())} scored; 0 everywhere when this "
-        "run is CPU float32 itself):"
+        f"against CPU float32 on the first {len(check)} pairs ({int(keep.sum())} scored; when this run is "
+        "CPU float32 itself, only float32 rounding of other padding, about 1e-7):"
     )
     for name in EMBEDDING_FEATURES:
         j = names.index(name)
