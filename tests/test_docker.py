@@ -185,6 +185,9 @@ def test_gpu_worker_is_only_in_the_gpu_profile_and_reserves_an_nvidia_gpu(tmp_pa
     assert gpu["build"]["dockerfile"] == "docker/Dockerfile.gpu"
     command = " ".join(command_of(gpu))
     assert "-Q gpu" in command and "--prefetch-multiplier 1" in command and "--concurrency 1" in command
+    # a GPU scoring chunk's lexical features on two more processes; a CPU worker keeps the default, 1
+    assert gpu["environment"]["PARAFORGE_SCORING_CPU_WORKERS"] == "2"
+    assert "PARAFORGE_SCORING_CPU_WORKERS" not in config["services"]["cpu-worker"].get("environment", {})
 
 
 def test_workers_consume_every_queue_of_the_routing_table(config):
@@ -301,6 +304,7 @@ def test_the_gpu_host_compose_file_validates_and_joins_the_same_queue(tmp_path):
     assert gpu["environment"]["CELERY_BROKER_URL"] == env_example()["CELERY_BROKER_URL"]
     assert "-Q" in command_of(gpu) and command_of(gpu)[command_of(gpu).index("-Q") + 1] == "gpu"
     assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["driver"] == "nvidia"
+    assert gpu["environment"]["PARAFORGE_SCORING_CPU_WORKERS"] == "2"
 
 
 # --- the Dockerfiles ---------------------------------------------------------------------------------
