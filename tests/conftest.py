@@ -78,3 +78,15 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         worker = CeleryWorker("main").wait_ready()
     yield worker.proc
     worker.stop()
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, int]]:
+    """The chunk tasks sent, as (task name, chunk id), instead of going to the broker: where a job's chunks are
+    routed (the queue tests; the real workers' tests run them)."""
+    import jobs.tasks
+
+    out: list[tuple[str, int]] = []
+    for task in (jobs.tasks.run_chunk_cpu, jobs.tasks.run_chunk_gpu):
+        monkeypatch.setattr(task, "delay", lambda chunk_id, name=task.name: out.append((name, chunk_id)))
+    return out

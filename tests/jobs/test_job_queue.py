@@ -9,7 +9,6 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-import jobs.tasks
 from jobs.execution import chunk_queue, chunks_requeue_lost, job_resume, job_start
 from jobs.models import JobChunk, JobStatus
 from jobs.registry import JobKind, get_kind, register
@@ -39,15 +38,6 @@ register(
     )
 )
 register(JobKind(name="test-static-gpu", plan=_plan, run_chunk=_run, finish=_finish, queue="gpu"))
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, int]]:
-    """The chunk tasks sent, as (task name, chunk id), instead of going to the broker."""
-    out: list[tuple[str, int]] = []
-    for task in (jobs.tasks.run_chunk_cpu, jobs.tasks.run_chunk_gpu):
-        monkeypatch.setattr(task, "delay", lambda chunk_id, name=task.name: out.append((name, chunk_id)))
-    return out
 
 
 def _started(kind: str, params: dict, capture) -> tuple:

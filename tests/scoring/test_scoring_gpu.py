@@ -17,7 +17,6 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from scipy.stats import spearmanr
 
-import jobs.tasks
 from jobs.execution import chunk_queue
 from jobs.models import Job, JobStatus
 from scoring.embeddings import CPU_FLOAT32, EncoderPlacement, current_placement, embed, encoder, encoding_on
@@ -134,15 +133,6 @@ def test_a_device_choice_is_checked_and_a_worker_turns_it_into_a_placement(caplo
     ):
         with pytest.raises(ScoringDeviceError, match=message):
             ScoringDevice(**bad)
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, int]]:
-    """The chunk tasks sent, as (task name, chunk id), instead of going to the broker."""
-    out: list[tuple[str, int]] = []
-    for task in (jobs.tasks.run_chunk_cpu, jobs.tasks.run_chunk_gpu):
-        monkeypatch.setattr(task, "delay", lambda chunk_id, name=task.name: out.append((name, chunk_id)))
-    return out
 
 
 def score(*args: str) -> dict:
