@@ -35,10 +35,14 @@ class JobKind:
 
     def queue_of(self, params: dict[str, Any]) -> str:
         """The queue of a job of this kind with ``params``: ``queue_for``'s answer, else ``queue``."""
-        queue = self.queue if self.queue_for is None else self.queue_for(params)
-        if queue not in QUEUES:
-            raise ValueError(f"job kind {self.name!r}: queue must be 'cpu' or 'gpu', not {queue!r}")
-        return queue
+        return queue_checked(self.name, self.queue if self.queue_for is None else self.queue_for(params))
+
+
+def queue_checked(kind_name: str, queue: str) -> str:
+    """``queue`` when it is one of ``QUEUES``; a ValueError naming the kind otherwise."""
+    if queue not in QUEUES:
+        raise ValueError(f"job kind {kind_name!r}: queue must be 'cpu' or 'gpu', not {queue!r}")
+    return queue
 
 
 # Downstream apps act on a kind's result without the kind's app importing them (dependencies follow the
@@ -51,8 +55,7 @@ _FINISH_HOOKS: dict[str, list[FinishHook]] = {}
 
 
 def register(kind: JobKind) -> JobKind:
-    if kind.queue not in QUEUES:
-        raise ValueError(f"job kind {kind.name!r}: queue must be 'cpu' or 'gpu', not {kind.queue!r}")
+    queue_checked(kind.name, kind.queue)
     _KINDS[kind.name] = kind
     return kind
 

@@ -18,7 +18,7 @@ CV, docs/explanation/similarity-regressor.md), so no recipe uses it and no weigh
     python -m scoring.cross_encoder evaluate ../shared/data/stsb/sts-dev.csv --model cross3.safetensors
 
 STS-B's scores are CC BY-SA 4.0, so a file trained on them is too. Django-free; uses ``scoring.embeddings`` (the
-encoder, layer stepping) and never the other way round.
+encoder, layer stepping) and ``scoring.encoder_head`` (its file format), neither of which imports this module.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from .embeddings import encoder, encoder_id, run_layers
+from .embeddings import encoder, run_layers
+from .encoder_head import head_info, save_head
 from .sts_files import sts_read
 
 MAX_PAIR_TOKENS = 256  # both texts and the three special tokens; longer pairs are cut (the reference's end first)
@@ -140,26 +141,14 @@ def train_cross_encoder(
 
 
 def save_cross_encoder(model: CrossEncoder, settings: TrainSettings, path: Path, *, source: str) -> None:
-    """Float16 safetensors with the settings and the training file's sha256 as metadata."""
-    from safetensors.torch import save_file
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {**dataclasses.asdict(settings), "encoder": encoder_id(), "trained_on": source}
-    save_file(
-        {k: v.detach().half().contiguous() for k, v in model.state_dict().items()},
-        str(path),
-        metadata={"paraforge": json.dumps(meta, sort_keys=True)},
-    )
+    """Float16 safetensors with the settings and the training file's sha256 as metadata: the STS head's format
+    (``encoder_head.save_head``)."""
+    save_head(model.state_dict(), dataclasses.asdict(settings), path, source=source)
 
 
-@functools.lru_cache(maxsize=4)
 def cross_encoder_info(path: Path) -> dict[str, Any]:
-    """The file's provenance: name, sha256 and how it was trained (its metadata)."""
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        meta = dict(f.metadata() or {})
-    return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), **json.loads(meta["paraforge"])}
+    """The file's provenance: name, sha256 and how it was trained (its metadata; ``encoder_head.head_info``)."""
+    return head_info(path)
 
 
 @functools.lru_cache(maxsize=2)
