@@ -17,11 +17,21 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
+from api.permissions import admin_permission
 from config.forms import AsciiDecimalField, AsciiFloatField, AsciiIntegerField
 
-from .batches import PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
+from .batch_settings import (
+    ATTENTION_PASS_MARK_DEFAULT,
+    LABEL_RULE,
+    MAX_LABEL,
+    BatchSettingsError,
+    batch_label_check,
+    length_buckets,
+)
+from .batches import PROVIDER_NAMES, BatchError, batch_cost_estimate_usd, hit_batch_create
+from .campaign_pages import campaign_comments, campaign_description, campaign_model_name, campaign_settings_rows
 from .exports import RESULTS_PERMS, batch_results_csv
 from .models import (
     Assignment,
@@ -36,15 +46,10 @@ from .models import (
     Worker,
     rater_name,
 )
+from .permissions import BATCH_OPERATION_PERMS, CREATE_BATCH_PERMS, WORKER_MANAGE_PERMS
 from .providers import get_provider
+from .publishing import batch_publish
 from .quality import worker_disqualify, worker_quality, worker_reinstate, workers_quality
-
-
-def _can_change(model_name: str):
-    def check(self, request) -> bool:
-        return request.user.has_perm(f"annotation.change_{model_name}")
-
-    return check
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -80,11 +85,19 @@ class BatchForm(forms.Form):
     lengths = forms.CharField(initial="5,10,20,40", help_text="length buckets, comma-separated")
     assignments = AsciiIntegerField(min_value=1, max_value=100, initial=3, help_text="different workers per HIT")
     attention_rate = AsciiFloatField(min_value=0, max_value=1, initial=0.1)
+    attention_pass_mark = AsciiIntegerField(
+        min_value=0,
+        max_value=100,
+        initial=ATTENTION_PASS_MARK_DEFAULT,
+        required=False,
+        help_text=f"an attention copy passes when its slider reached at least this score (empty: "
+        f"{ATTENTION_PASS_MARK_DEFAULT}; 100 passes only an exact 100, as ParaBank, which a tap on a phone misses)",
+    )
     degraded_rate = AsciiFloatField(
         min_value=0,
         max_value=1,
         initial=0.1,
-        help_text="share of HITs with a degraded copy of the reference (rater test)",
+        help_text="share of HITs with a degraded check (a damaged copy of a candidate) (rater test)",
     )
     seed = AsciiIntegerField(initial=0)
     reward_usd = AsciiDecimalField(
@@ -105,7 +118,7 @@ class BatchForm(forms.Form):
     )
     countries = forms.CharField(required=False, help_text="Prolific: countries of residence, comma-separated")
     first_languages = forms.CharField(required=False, help_text="Prolific: first languages, comma-separated")
-    label = forms.CharField(required=False)
+    label = forms.CharField(required=False, max_length=MAX_LABEL, help_text=LABEL_RULE)
     raters_at_once = AsciiIntegerField(
         min_value=1,
         max_value=100_000,
@@ -116,7 +129,19 @@ class BatchForm(forms.Form):
 
     # (legend, the providers that read them or "" for every provider, fields)
     FIELDSETS = (
-        ("The batch", "", ("provider", "per_length", "lengths", "assignments", "attention_rate", "degraded_rate")),
+        (
+            "The batch",
+            "",
+            (
+                "provider",
+                "per_length",
+                "lengths",
+                "assignments",
+                "attention_rate",
+                "attention_pass_mark",
+                "degraded_rate",
+            ),
+        ),
         ("", "", ("seed", "label")),
         ("Mechanical Turk", "mturk-sandbox mturk", ("reward_usd",)),
         (
@@ -153,9 +178,11 @@ class BatchForm(forms.Form):
         ]
 
     def provider_settings(self) -> dict:
-        """The batch settings the chosen provider reads, from the fields given."""
+        """The batch settings from the fields given: the attention pass mark, and those the chosen provider reads."""
         data = self.cleaned_data
         chosen: dict = {}
+        if data.get("attention_pass_mark") is not None:
+            chosen["attention_pass_mark"] = data["attention_pass_mark"]
         if data["provider"].startswith("mturk") and data.get("reward_usd") is not None:
             chosen["reward_usd"] = str(data["reward_usd"])
         if data["provider"] == "prolific":
@@ -182,13 +209,16 @@ class BatchForm(forms.Form):
         }
 
     def clean_lengths(self):
+        try:  # int() takes "١٨٠٠" and "1_800": the one ASCII-number rule
+            return length_buckets(self.cleaned_data["lengths"])
+        except BatchSettingsError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_label(self):
         try:
-            lengths = tuple(int(x) for x in self.cleaned_data["lengths"].split(",") if x.strip())
-        except ValueError:
-            raise forms.ValidationError("comma-separated integers, e.g. 5,10,20,40") from None
-        if not lengths:
-            raise forms.ValidationError("give at least one length bucket")
-        return lengths
+            return batch_label_check(self.cleaned_data["label"])
+        except BatchSettingsError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 @admin.register(Campaign)
@@ -197,8 +227,11 @@ class CampaignAdmin(ReadOnlyAdmin):
     search_fields = ("name",)
     actions = ["create_hit_batch"]
     change_form_template = "admin/annotation/campaign/change_form.html"
+    # the page shows its settings as a table and its model by name (never the server's path to it)
+    fields = ("name", "description_shown", "settings_shown", "model_name", "job", "created_at")
+    readonly_fields = fields
 
-    has_create_batch_permission = _can_change("batch")
+    has_create_batch_permission = admin_permission(*CREATE_BATCH_PERMS)
 
     def get_urls(self):
         return [
@@ -207,7 +240,48 @@ class CampaignAdmin(ReadOnlyAdmin):
                 self.admin_site.admin_view(self.create_batch_view),
                 name="annotation_campaign_create_batch",
             ),
+            path(
+                "<path:object_id>/comments/",
+                self.admin_site.admin_view(self.comments_view),
+                name="annotation_campaign_comments",
+            ),
         ] + super().get_urls()
+
+    @admin.display(description="model")
+    def model_name(self, obj: Campaign) -> str:
+        return campaign_model_name(obj) or "-"
+
+    @admin.display(description="description")
+    def description_shown(self, obj: Campaign) -> str:
+        return campaign_description(obj) or "-"
+
+    @admin.display(description="settings")
+    def settings_shown(self, obj: Campaign) -> str:
+        rows = campaign_settings_rows(obj)
+        return format_html(
+            '<table class="campaign-settings"><tbody>{}</tbody></table>',
+            format_html_join("", '<tr><th scope="row">{}</th><td>{}</td><td class="help">{}</td></tr>', rows),
+        )
+
+    def comments_view(self, request, object_id: str):
+        """Every worker comment of the campaign on one page (they are otherwise on each assignment's own page)."""
+        if not (self.has_view_permission(request) and request.user.has_perm("annotation.view_assignment")):
+            raise PermissionDenied
+        campaign = self.get_object(request, unquote(object_id))
+        if campaign is None:
+            raise Http404("no such campaign")
+        return TemplateResponse(
+            request,
+            "admin/annotation/campaign/comments.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "original": campaign,
+                "campaign": campaign,
+                "comments": campaign_comments(campaign),
+                "title": f"Worker comments of {campaign}",
+            },
+        )
 
     @admin.display(description="dashboard")
     def dashboard_link(self, obj: Campaign) -> str:
@@ -224,7 +298,10 @@ class CampaignAdmin(ReadOnlyAdmin):
         return shown if self.has_create_batch_permission(request) else [f for f in shown if f != "create_batch_link"]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra = {"may_create_batch": self.has_create_batch_permission(request)}
+        extra = {
+            "may_create_batch": self.has_create_batch_permission(request),
+            "may_see_comments": request.user.has_perm("annotation.view_assignment"),
+        }
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
     @admin.action(
@@ -294,6 +371,7 @@ class CampaignAdmin(ReadOnlyAdmin):
         except (BatchError, ImportError) as exc:
             form.add_error(None, f"No batch created: {exc}")
             return None
+        self.log_addition(request, batch, f"Created a draft batch of campaign {campaign}")  # Recent actions
         self.message_user(
             request,
             f"Draft batch {batch.pk} created with {batch.hits.count()} HITs: "
@@ -365,7 +443,7 @@ class WorkerAdmin(ReadOnlyAdmin):
     list_per_page = 50
     actions = ["disqualify", "reinstate"]
 
-    has_manage_permission = _can_change("worker")
+    has_manage_permission = admin_permission(*WORKER_MANAGE_PERMS)
 
     def get_changelist(self, request, **kwargs):
         """A list whose page of workers gets its quality figures in one pass (``workers_quality``), not a few
@@ -444,6 +522,7 @@ class WorkerAdmin(ReadOnlyAdmin):
             try:
                 worker_reinstate(worker=worker)
                 done += 1
+                self.log_change(request, worker, "reinstated")
             except Exception as exc:  # noqa: BLE001 - shown to the researcher; the DB flag is already cleared
                 self.message_user(request, f"{worker}: the provider could not reinstate: {exc}", messages.WARNING)
         self.message_user(request, f"{done} worker(s) reinstated.", messages.SUCCESS)
@@ -455,7 +534,11 @@ class BatchAdmin(ReadOnlyAdmin):
     list_filter = ("provider", "status")
     actions = ["publish_batches", "sync_batches", "approve_batches", "export_results", "expire_batches"]
 
-    has_publish_permission = _can_change("batch")
+    # each platform operation its own permission (annotation.permissions)
+    has_publish_permission = admin_permission(*BATCH_OPERATION_PERMS["publish"])
+    has_sync_permission = admin_permission(*BATCH_OPERATION_PERMS["sync"])
+    has_approve_permission = admin_permission(*BATCH_OPERATION_PERMS["approve"])
+    has_expire_permission = admin_permission(*BATCH_OPERATION_PERMS["expire"])
 
     @admin.display(description="HITs")
     def hit_count(self, obj):
@@ -471,6 +554,7 @@ class BatchAdmin(ReadOnlyAdmin):
                 except Exception as exc:  # noqa: BLE001 - a provider error is shown, the other batches go on
                     self.message_user(request, f"batch {batch.pk}: not published: {exc}", messages.ERROR)
                 else:
+                    self.log_change(request, batch, "published")  # Recent actions
                     self.message_user(request, f"batch {batch.pk} published.", messages.SUCCESS)
             return None
         rows, total = [], None
@@ -510,8 +594,7 @@ class BatchAdmin(ReadOnlyAdmin):
             },
         )
 
-    def has_export_results_permission(self, request) -> bool:
-        return request.user.has_perms(RESULTS_PERMS)
+    has_export_results_permission = admin_permission(*RESULTS_PERMS)
 
     @admin.action(description="Export results CSV (MTurk style)", permissions=["export_results"])
     def export_results(self, request, queryset):
@@ -535,17 +618,18 @@ class BatchAdmin(ReadOnlyAdmin):
                 self.message_user(request, f"batch {batch.pk}: {exc}", messages.ERROR)
                 continue
             shown = {k: v for k, v in (report or {}).items() if not isinstance(v, (dict, list))}
+            self.log_change(request, batch, done)  # Recent actions
             self.message_user(request, f"batch {batch.pk} {done}: {shown}", messages.SUCCESS)
 
-    @admin.action(description="Sync (verify submissions with the platform)", permissions=["publish"])
+    @admin.action(description="Sync (verify submissions with the platform)", permissions=["sync"])
     def sync_batches(self, request, queryset):
         self._each(request, queryset, "sync", "synced")
 
-    @admin.action(description="Approve verified submissions (pays)", permissions=["publish"])
+    @admin.action(description="Approve verified submissions (pays)", permissions=["approve"])
     def approve_batches(self, request, queryset):
         self._each(request, queryset, "approve_batch", "approved")
 
-    @admin.action(description="Expire / stop (no new work)", permissions=["publish"])
+    @admin.action(description="Expire / stop (no new work)", permissions=["expire"])
     def expire_batches(self, request, queryset):
         self._each(request, queryset, "expire", "expired")
 

@@ -6,10 +6,10 @@ import io
 import json
 
 from django.contrib.auth import get_user
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import (
     api_view,
@@ -26,10 +26,13 @@ from rest_framework.response import Response
 from api.openapi import api_errors
 from api.permissions import staff_with_perms
 
-from .batches import BatchError, batch_cost_estimate_usd, batch_publish, hit_batch_create
+from .batches import BatchError, batch_cost_estimate_usd, hit_batch_create
+from .campaigns import campaign_lookup
 from .exports import RESULTS_PERMS, batch_results_csv
-from .models import Batch, Campaign, Hit
+from .models import Batch, Hit
+from .permissions import BATCH_OPERATION_PERMS, CREATE_BATCH_PERMS
 from .providers import ProviderError, get_provider
+from .publishing import PublishInProgress, batch_publish
 from .serializers import (
     AssignmentOutSerializer,
     BatchCreatedOutSerializer,
@@ -158,14 +161,34 @@ def batch_results(request: Request, batch_id: int) -> HttpResponse:
 
 
 # --- the researcher's path over HTTP: batches -----------------------------------------------------------
-# The admin's permissions (``annotation.admin``: creating and running batches needs change_batch) and the same
-# services as the admin and the ``create_hit_batch`` / ``crowd`` commands, so every rule is checked once.
+# The admin's permissions (``annotation.permissions``: creating a draft needs add_batch, each platform operation
+# its own permission) and the same services as the admin and the ``create_hit_batch`` / ``crowd`` commands, so
+# every rule is checked once.
 
-BATCH_PERMS = ("annotation.view_campaign", "annotation.view_batch", "annotation.change_batch")
+# The example body the API description shows (Swagger UI's "Try it out" starts from it): the batch form's
+# defaults on the quick start's demo lengths, a valid body to send as it is.
+BATCH_CREATE_EXAMPLE = OpenApiExample(
+    "A local pilot batch",
+    value={
+        "provider": "local",
+        "per_length": 100,
+        "lengths": [5, 10, 20, 40],
+        "assignments": 3,
+        "attention_rate": 0.1,
+        "degraded_rate": 0.1,
+        "seed": 0,
+        "label": "pilot",
+        "settings": {"assignment_duration_s": 3600},
+    },
+    request_only=True,
+)
 
 
 def _platform_error(provider, exc: Exception) -> Response | None:
-    """A platform's refusal (409 ``provider_refused``) or absence (503 ``provider_unavailable``)."""
+    """A platform's refusal (409 ``provider_refused``) or absence (503 ``provider_unavailable``); another request
+    publishing the batch at this moment (409 ``publish_in_progress``: nothing was sent)."""
+    if isinstance(exc, PublishInProgress):
+        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, (ProviderError, BatchError)):
         return Response({"detail": str(exc), "code": "provider_refused"}, status=status.HTTP_409_CONFLICT)
     if provider is not None and isinstance(exc, provider.transport_errors):
@@ -181,18 +204,32 @@ def _platform_error(provider, exc: Exception) -> Response | None:
     tags=["annotation"],
     request=BatchCreateInSerializer,
     summary="Create a draft HIT batch from a campaign's sample (staff; as create_hit_batch and the admin).",
-    description="Nothing is spent: the batch is a draft until published. `settings` are the batch settings "
-    "(a bad value is refused, naming the key).",
+    description="Nothing is spent: the batch is a draft until published. The campaign is named by its id or by "
+    "its name, as `create_hit_batch --campaign NAME` takes it (URL-encoded). `settings` are the batch settings "
+    "(a bad value is refused, naming the key); `per_length`, `lengths`, `assignments`, `attention_rate`, "
+    "`degraded_rate` and `seed` may be given there instead of at the top level, and a value given in both "
+    "places that differs is refused.",
+    parameters=[
+        OpenApiParameter(
+            "campaign",
+            OpenApiTypes.STR,
+            OpenApiParameter.PATH,
+            description="The campaign's id (digits) or its name.",
+        )
+    ],
+    examples=[BATCH_CREATE_EXAMPLE],
     responses={
         201: OpenApiResponse(BatchCreatedOutSerializer, description="The draft batch and its cost estimate."),
         **api_errors(400, 404, 413, 415, said={400: "Invalid arguments or batch settings (`invalid`)."}),
     },
 )
 @api_view(["POST"])
-@permission_classes([staff_with_perms(*BATCH_PERMS)])
-def campaign_batch_create(request: Request, campaign_id: int) -> Response:
-    """POST /api/campaigns/<id>/batches/: 201 with the draft batch."""
-    campaign = get_object_or_404(Campaign, pk=campaign_id)
+@permission_classes([staff_with_perms(*CREATE_BATCH_PERMS)])
+def campaign_batch_create(request: Request, campaign: str) -> Response:
+    """POST /api/campaigns/<id or name>/batches/: 201 with the draft batch."""
+    target = campaign_lookup(campaign)
+    if target is None:
+        raise Http404("no such campaign")
     incoming = BatchCreateInSerializer(data=request.data)
     if not incoming.is_valid():
         return Response(
@@ -201,7 +238,7 @@ def campaign_batch_create(request: Request, campaign_id: int) -> Response:
         )
     arguments = {k: v for k, v in incoming.validated_data.items() if v is not None}
     try:
-        batch = hit_batch_create(campaign=campaign, **arguments)
+        batch = hit_batch_create(campaign=target, **arguments)
     except BatchError as exc:
         return Response({"detail": str(exc), "code": "invalid"}, status=status.HTTP_400_BAD_REQUEST)
     try:
@@ -230,14 +267,15 @@ def _batch_operation(operation: str, summary: str):
                 503,
                 said={
                     409: "The platform refused, or is not set up (`provider_refused`): no credentials, not enough "
-                    "balance, a cancelled batch.",
+                    "balance, a cancelled batch; publish: another request is publishing the batch right now "
+                    "(`publish_in_progress`: nothing was sent; it makes the one study or set of HITs).",
                     503: "The platform could not be reached (`provider_unavailable`): try again later.",
                 },
             ),
         },
     )
     @api_view(["POST"])
-    @permission_classes([staff_with_perms(*BATCH_PERMS)])
+    @permission_classes([staff_with_perms(*BATCH_OPERATION_PERMS[operation])])
     def view(request: Request, batch_id: int) -> Response:
         batch = get_object_or_404(Batch, pk=batch_id)
         provider = None

@@ -1,24 +1,30 @@
 """HIT batches (ParaBank §2.4, §5.3): sample references per length bucket, pool their candidates, make HITs.
 
-A HIT shows one reference and ``hit_size`` (5) of its merged candidates. Every candidate of a sampled
-reference (system outputs and imported baseline outputs alike) appears in exactly one HIT of the batch,
-so with ``assignments`` = R different workers per HIT each candidate gets R judgments. The reference's
-own copy (the ``Candidate`` whose text is the reference; system ``"0"``) is the attention check: it
-takes one of the five places in a share ``attention_rate`` of the HITs (exact up to rounding; at most
-one check per reference and batch, so that no worker meets the same copy twice in one batch).
+A HIT shows one reference and up to ``hit_size`` (5) of its merged candidates. Every candidate of a
+sampled reference (system outputs and imported baseline outputs alike) appears in exactly one HIT of the
+batch, so with ``assignments`` = R different workers per HIT each candidate gets R judgments. A reference's
+candidates are cut into as few HITs as hold them and the checks they will carry, of sizes differing by one
+at most (7 candidates: 4 and 3, never 5 and 2; 6: 3 and 3, never 5 and a lone 1; 5 and a check: 3 and 2+1),
+and a check only takes a free place: it never pushes a candidate into a HIT of its own that repeats the
+reference (issue 37.7). The reference's own copy (the ``Candidate`` whose text is the reference; system
+``"0"``) is the attention check: it takes a free place in a share ``attention_rate`` of the HITs (exact up
+to rounding: a check owed where no place is free goes to the next HIT with one; at most one check per
+reference and batch, so that no worker meets the same copy twice in one batch).
 
-A share ``degraded_rate`` of the HITs (same rules) shows a *degraded copy* of the reference instead of one
-real candidate: a span of 2-6 tokens (growing with the sentence; never the first or last token) replaced
-by a phrase of another reference of the batch, never equal to a real candidate or the reference
-(``degraded_text``). It is a ``Candidate`` of the pseudo-system ``"degraded"``: a careful rater scores it
-below real paraphrases, which ``annotation.quality`` tests per worker. References shorter than 4 tokens,
-or with no phrase that makes a new text, get none. Raters spot checks that cluster, so the HITs holding a
-check are spread evenly over the batch's order (the order the local pool serves them in) and the check
-takes a random place in its HIT.
+A share ``degraded_rate`` of the HITs (same rules) also shows a *degraded check*: one of the HIT's own
+real candidates (its source, ``Candidate.degraded_from``) with a span replaced by a phrase of another
+reference of the batch, drawn so that its length and edge words follow the reference's real candidates
+(``annotation.degraded``: the old copy of the reference with one run swapped was found by its text
+alone). It is a ``Candidate`` of the pseudo-system ``"degraded"``: a careful rater scores it below its
+source, which ``annotation.quality`` tests per worker. A HIT with no source of 4 tokens, or no phrase
+that makes a new text, gets none. Raters spot checks that cluster, so the HITs holding a check are spread
+evenly over the batch's order (the order the local pool serves them in) and the check takes a random
+place in its HIT.
 
 Candidates with non-words (batch setting ``drop_non_words``, on by default): a candidate with a word that
-is neither in the vocabulary of the corpus the campaign was generated from nor in its reference
-(``generation.vocabulary``: "reachinging", "foesity") is left out of the HITs, not deleted; the batch's
+is neither in the vocabulary of the corpus the campaign was generated from, nor an English word, nor in its
+reference (``generation.screening``, the rule a release applies too: "reachinging", "call fors") is left out of
+the HITs, not deleted; the batch's
 settings record how many (``non_words``: count, examples, the vocabulary used). A campaign with no known
 corpus (imported judgments, a sample built by hand) keeps every candidate and says so there; with the
 setting false every candidate is kept, as ParaBank did.
@@ -30,6 +36,7 @@ the seed and the reference's id): the same campaign, arguments and seed give the
 from __future__ import annotations
 
 import csv
+import math
 import random
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
@@ -38,7 +45,8 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from .batch_settings import BatchSettingsError, batch_settings_clean
+from .batch_settings import ATTENTION_PASS_MARK_DEFAULT, BatchSettingsError, batch_label_check, batch_settings_clean
+from .degraded import degraded_candidate_text
 from .importers import not_utf8_message
 from .models import (
     ATTENTION_SYSTEM,
@@ -62,7 +70,6 @@ PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk", "prolific")
 HIT_SIZE = 5
 DEFAULT_ASSIGNMENT_DURATION_S = 3600
 DEFAULT_DEGRADED_RATE = 0.1
-MIN_DEGRADED_TOKENS = 4  # a span of 2 between a kept first and last token
 NON_WORD_EXAMPLES = 5  # left-out candidates recorded in the batch's settings, to show what the rule did
 
 
@@ -77,58 +84,52 @@ def attention_copy(reference: Reference) -> Candidate:
     return copy
 
 
-def degraded_span_length(n_tokens: int) -> int:
-    """Tokens a degraded copy replaces: 2 up to 12 tokens, one more per 5 tokens, at most 6 (and never the
-    first or last token), so that the damage is visible at every length without swamping short sentences."""
-    return max(2, min(6, (n_tokens + 2) // 5, n_tokens - 2))
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split())
-
-
-def degraded_text(
-    reference: str, donors: Sequence[str], *, avoid: Iterable[str] = (), rng: random.Random
-) -> str | None:
-    """The reference with a span of ``degraded_span_length`` tokens (whitespace tokens, punctuation kept
-    attached) replaced by as many consecutive tokens of one of the ``donors`` (other references), keeping
-    the first and last token; never the reference itself nor any text in ``avoid`` (the real candidates),
-    compared with whitespace normalised. None when no such text exists (fewer than 4 tokens, no donor
-    long enough, every choice taken)."""
-    tokens = reference.split()
-    n = len(tokens)
-    if n < MIN_DEGRADED_TOKENS:
-        return None
-    span = degraded_span_length(n)
-    own = " ".join(tokens)
-    forbidden = {_normal(t) for t in avoid} | {own}
-    phrases = sorted({tuple(d.split()) for d in donors if _normal(d) != own and len(d.split()) >= span})
-    if not phrases:
-        return None
-
-    def build(start: int, donor: tuple[str, ...], at: int) -> str | None:
-        text = " ".join([*tokens[:start], *donor[at : at + span], *tokens[start + span :]])
-        return None if text in forbidden else text
-
-    for _ in range(20):
-        donor = rng.choice(phrases)
-        text = build(rng.randrange(1, n - span), donor, rng.randrange(len(donor) - span + 1))
-        if text is not None:
-            return text
-    for donor in phrases:  # rare: most choices collide; try every one before giving up
-        for start in range(1, n - span):
-            for at in range(len(donor) - span + 1):
-                text = build(start, donor, at)
-                if text is not None:
-                    return text
-    return None
-
-
-def degraded_copy(reference: Reference, text: str) -> Candidate:
-    """The degraded candidate with this text (system "degraded"), created if missing."""
-    copy, _ = Candidate.objects.get_or_create(reference=reference, text=text)
+def degraded_copy(reference: Reference, text: str, source: Candidate | None = None) -> Candidate:
+    """The degraded candidate with this text (system "degraded"), made from ``source``, created if missing."""
+    copy, _ = Candidate.objects.get_or_create(reference=reference, text=text, defaults={"degraded_from": source})
+    if source is not None and copy.degraded_from_id is None:
+        Candidate.objects.filter(pk=copy.pk).update(degraded_from=source)
+        copy.degraded_from = source
     CandidateSystem.objects.get_or_create(candidate=copy, system=DEGRADED_SYSTEM)
     return copy
+
+
+def degraded_for_hit(
+    reference: Reference,
+    shown: Sequence[Candidate],
+    *,
+    peers: Sequence[str],
+    donors: Sequence[str],
+    avoid: Iterable[str],
+    rng: random.Random,
+) -> tuple[str, Candidate] | None:
+    """(text, source) of a degraded check for a HIT showing these real candidates (``shown``; the source is
+    one of them, so that its rater judges both), or None (``annotation.degraded.degraded_candidate_text``)."""
+    made = degraded_candidate_text(
+        reference=reference.text,
+        sources=[c.text for c in shown],
+        peers=peers,
+        donors=[d for d in donors if d != reference.text],
+        avoid=avoid,
+        rng=rng,
+    )
+    return None if made is None else (made[0], shown[made[1]])
+
+
+def balanced_chunks(items: Sequence, size: int, *, room: int = 0) -> list[list]:
+    """``items`` cut into as few chunks of at most ``size`` as hold them with ``room`` places left free (for
+    checks), their sizes differing by one at most, the larger first (6 items of 5: 3 and 3, never 5 and a
+    lone 1 that repeats the reference in a HIT of its own; 5 items with room for 1: 3 and 2)."""
+    if not items:
+        return []
+    count = math.ceil((len(items) + room) / size)
+    base, extra = divmod(len(items), count)
+    chunks, at = [], 0
+    for k in range(count):
+        step = base + (k < extra)
+        chunks.append(list(items[at : at + step]))
+        at += step
+    return chunks
 
 
 def spread_order(flags: Sequence[bool], rng: random.Random) -> list[int]:
@@ -248,42 +249,37 @@ def campaign_corpus(campaign: Campaign) -> Corpus | None:
 def non_word_screen(campaign: Campaign, references: Sequence[Reference], *, drop: bool = True) -> tuple[set[int], dict]:
     """(pks of the candidates to leave out of HITs, the record kept in ``Batch.settings["non_words"]``).
 
-    A real candidate (not the attention copy, not a degraded copy) of the sampled ``references`` is left out
-    when it has a non-word (``generation.vocabulary``) against the campaign's corpus vocabulary; without
-    ``drop``, a known corpus or its IDF table, nothing is left out and the record says why."""
+    A real candidate (not a copy of its reference, not a degraded copy) of the sampled ``references`` is left out
+    when it has a non-word against the campaign's corpus and English (``generation.screening``, the rule a
+    release applies too); without ``drop``, a known corpus or its IDF table, nothing is left out and the record
+    says why."""
     if not drop:
         return set(), {"left_out": 0, "vocabulary": None, "note": "drop_non_words is false: every candidate kept"}
-    corpus = campaign_corpus(campaign)
-    if corpus is None:
-        note = "no known corpus (the campaign was not generated here): every candidate kept"
-        return set(), {"left_out": 0, "vocabulary": None, "note": note}
-    from generation.vocabulary import corpus_vocabulary, non_words, text_words
+    from generation.screening import is_copy, pair_non_words, screen_vocabulary
 
-    found = corpus_vocabulary(corpus)
-    if found is None:
-        note = f"corpus {corpus.name!r} has no IDF table (its vocabulary): every candidate kept"
-        return set(), {"left_out": 0, "vocabulary": None, "note": note}
-    table, vocabulary = found
+    vocabulary, source = screen_vocabulary(campaign_corpus(campaign))
+    if vocabulary is None:
+        return set(), {"left_out": 0, "vocabulary": None, "note": source}
     candidates = [
         c
         for c in Candidate.objects.filter(reference__in=references)
         .select_related("reference")
         .prefetch_related("systems")
         .order_by("reference_id", "id")
-        if c.text != c.reference.text and not _is_degraded(c)
+        if not is_copy(c.reference.text, c.text) and not _is_degraded(c)
     ]
-    refs = sorted({c.reference for c in candidates}, key=lambda r: r.pk)
-    ref_words = dict(zip((r.pk for r in refs), text_words(r.text for r in refs)))
     left_out: set[int] = set()
     examples: list[dict] = []
-    for cand, words in zip(candidates, text_words(c.text for c in candidates)):
-        invented = non_words(words, ref_words[cand.reference_id], vocabulary)
+    found = pair_non_words([(c.reference.text, c.text) for c in candidates], vocabulary)
+    for cand, invented in zip(candidates, found):
         if invented:
             left_out.add(cand.pk)
             if len(examples) < NON_WORD_EXAMPLES:
                 examples.append({"ref_id": cand.reference.ref_id, "text": cand.text, "non_words": invented})
-    source = f"IDF table {table.name!r} of corpus {corpus.name!r} ({table.n_types} types)"
     return left_out, {"left_out": len(left_out), "vocabulary": source, "examples": examples}
+
+
+PlannedHit = tuple[Reference, list[Candidate], bool, tuple[str, Candidate] | None]
 
 
 def _plan(
@@ -295,52 +291,56 @@ def _plan(
     degraded_rate: float = 0.0,
     seed: int = 0,
     left_out: set[int] | frozenset[int] = frozenset(),
-) -> list[tuple[Reference, list[Candidate], bool, str | None]]:
-    """(reference, real candidates, has_attention_check, degraded text or None) per HIT, checks spread; the
-    candidates in ``left_out`` (non-words) are in no HIT."""
+) -> list[PlannedHit]:
+    """(reference, real candidates, has_attention_check, (degraded text, its source) or None) per HIT, checks
+    spread; the candidates in ``left_out`` (non-words) are in no HIT. A check takes a free place only (see
+    the module docstring): one owed where the HIT is full waits for the next HIT with a free place."""
     pools: list[tuple[Reference, list[Candidate]]] = []
     texts: dict[int, set[str]] = {}
     for ref in references:
         every = list(ref.candidates.all().prefetch_related("systems").order_by("id"))
         cands = [c for c in every if c.text != ref.text and not _is_degraded(c) and c.pk not in left_out]
-        texts[ref.pk] = {c.text for c in every if not _is_degraded(c)}
+        texts[ref.pk] = {c.text for c in every if not _is_degraded(c)}  # a same-seed batch remakes its checks
         rng.shuffle(cands)
         pools.append((ref, cands))
     rng.shuffle(pools)
     donors = [ref.text for ref in references]
 
-    def degraded_for(ref: Reference) -> str | None:
-        return degraded_text(
-            ref.text,
-            [d for d in donors if d != ref.text],
-            avoid=texts[ref.pk],
-            rng=random.Random(f"degraded:{seed}:{ref.ref_id}"),
-        )
-
-    plan: list[tuple[Reference, list[Candidate], bool, str | None]] = []
+    plan: list[PlannedHit] = []
     # carried shares of a check: spread exactly rate x HITs over the batch; the degraded share runs half a
     # period behind the attention one, so that the two rarely meet in one HIT
     owed = rng.random()
     owed_degraded = (owed + 0.5) % 1.0
     for ref, cands in pools:
-        checked = False
-        degraded: str | None | bool = False  # False: not tried yet for this reference; None: impossible
-        while cands:
+        checked = tried = False  # one attention copy and one degraded try per reference and batch
+        peers = [c.text for c in cands]
+        # the checks this reference's HITs will owe, so that its cut leaves them a free place
+        hits = math.ceil(len(cands) / hit_size)
+        room = int(owed + hits * attention_rate >= 1.0) + int(owed_degraded + hits * degraded_rate >= 1.0)
+        for chunk in balanced_chunks(cands, hit_size, room=room):
             owed += attention_rate
             owed_degraded += degraded_rate
-            attention = owed >= 1.0 and not checked
+            free = hit_size - len(chunk)
+            attention = owed >= 1.0 and not checked and free > 0
             if attention:
                 owed -= 1.0
                 checked = True
-            text = None
-            if owed_degraded >= 1.0 and degraded is False and hit_size - int(attention) >= 2:
-                degraded = text = degraded_for(ref)
-                if text is not None:
+                free -= 1
+            degraded = None
+            if owed_degraded >= 1.0 and not tried and free > 0:
+                tried = True
+                degraded = degraded_for_hit(
+                    ref,
+                    chunk,
+                    peers=peers,
+                    donors=donors,
+                    avoid=texts[ref.pk],
+                    rng=random.Random(f"degraded:{seed}:{ref.ref_id}"),
+                )
+                if degraded is not None:
                     owed_degraded -= 1.0
-            take = hit_size - int(attention) - int(text is not None)
-            plan.append((ref, cands[:take], attention, text))
-            cands = cands[take:]
-    order = spread_order([attention or text is not None for _, _, attention, text in plan], rng)
+            plan.append((ref, chunk, attention, degraded))
+    order = spread_order([attention or degraded is not None for _, _, attention, degraded in plan], rng)
     return [plan[i] for i in order]
 
 
@@ -367,9 +367,13 @@ def hit_batch_create(
     durations, qualifications for MTurk; ``assignment_duration_s`` for the local provider; ``mode`` and
     ``easl`` for EASL rounds): every number in them is checked first (``batch_settings_check``), so a bad
     value is refused before anything is written. ``degraded_rate`` (None: the settings' ``degraded_rate``,
-    else 0.1) is the share of HITs with a degraded copy of the reference. Candidates with non-words are left
-    out unless the setting ``drop_non_words`` is false (``non_word_screen``)."""
+    else 0.1) is the share of HITs with a degraded check (a damaged copy of a candidate). Candidates with
+    non-words are left out unless the setting ``drop_non_words`` is false (``non_word_screen``)."""
     settings = batch_settings_check(settings)
+    try:  # every path a label enters (the admin, the API, create_hit_batch --label) comes through here
+        label = batch_label_check(label)
+    except BatchSettingsError as exc:
+        raise BatchError(str(exc)) from None
     given = settings.get("degraded_rate")
     if degraded_rate is not None and given is not None and float(degraded_rate) != given:
         raise BatchError(
@@ -419,6 +423,10 @@ def hit_batch_create(
         raise BatchError(
             f"campaign {campaign.name!r} has no candidates in length buckets {', '.join(map(str, lengths))}" + dropped
         )
+    if provider_name == Provider.PROLIFIC:  # a session never asks for more HITs than the batch has
+        from .providers.prolific.study import session_size_fit  # lazily: the Prolific client loads requests
+
+        settings = session_size_fit(settings, hits=len(plan))
     batch_settings = {
         "assignment_duration_s": DEFAULT_ASSIGNMENT_DURATION_S,
         **(settings or {}),
@@ -427,6 +435,10 @@ def hit_batch_create(
         "lengths": list(lengths),
         "assignments": assignments,
         "attention_rate": attention_rate,
+        # stated with the batch, so that a later change of the default never re-marks its checks
+        "attention_pass_mark": ATTENTION_PASS_MARK_DEFAULT
+        if settings.get("attention_pass_mark") is None
+        else settings["attention_pass_mark"],
         "degraded_rate": float(degraded_rate),
         "seed": seed,
         "hit_size": hit_size,
@@ -438,16 +450,16 @@ def hit_batch_create(
             campaign=campaign, provider=provider_name, label=label, settings=batch_settings, status=BatchStatus.DRAFT
         )
         copies = {ref.pk: attention_copy(ref) for ref, _, attention, _ in plan if attention}
-        degraded = {ref.pk: degraded_copy(ref, text) for ref, _, _, text in plan if text is not None}
+        degraded = {ref.pk: degraded_copy(ref, *made) for ref, _, _, made in plan if made is not None}
         hits = Hit.objects.bulk_create(
             [Hit(batch=batch, reference=ref, max_assignments=assignments) for ref, _, _, _ in plan]
         )
         items: list[HitItem] = []
-        for hit, (ref, cands, attention, text) in zip(hits, plan):
+        for hit, (ref, cands, attention, made) in zip(hits, plan):
             shown = list(cands)
             if attention:
                 shown.insert(rng.randrange(len(shown) + 1), copies[ref.pk])
-            if text is not None:
+            if made is not None:
                 shown.insert(rng.randrange(len(shown) + 1), degraded[ref.pk])
             items.extend(
                 HitItem(
@@ -455,7 +467,7 @@ def hit_batch_create(
                     candidate=c,
                     position=i,
                     is_attention_check=attention and c == copies[ref.pk],
-                    is_degraded_check=text is not None and c == degraded[ref.pk],
+                    is_degraded_check=made is not None and c == degraded[ref.pk],
                 )
                 for i, c in enumerate(shown)
             )
@@ -496,16 +508,3 @@ def batch_cost_estimate_usd(*, batch: Batch) -> Decimal | None:
     from .providers import get_provider
 
     return get_provider(batch).cost_estimate_usd(batch=batch)
-
-
-def batch_publish(*, batch: Batch) -> dict:
-    """Publish through the provider (idempotent), mark the batch published; returns the provider's report."""
-    from .providers import get_provider
-
-    if batch.status == BatchStatus.CANCELLED:
-        raise BatchError(f"batch {batch.pk} was cancelled")
-    report = get_provider(batch).publish(batch=batch)
-    if batch.status == BatchStatus.DRAFT:
-        Batch.objects.filter(pk=batch.pk).update(status=BatchStatus.PUBLISHED)
-        batch.status = BatchStatus.PUBLISHED
-    return report

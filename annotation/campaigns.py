@@ -14,7 +14,11 @@ from django.db import transaction
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
+from config.converters import MAX_ID
 from generation.models import Corpus, Resource
+from generation.nlp import SpacyModelMissing
+from generation.vocabulary import text_words
+from infra.local_paths import local_name
 from infra.shards import read_jsonl_gz
 from jobs.models import Job, JobChunk
 
@@ -33,7 +37,7 @@ def campaign_from_sample(job: Job, chunks: list[JobChunk], *, name: str) -> Camp
                 "description": (
                     f"evaluation sample of corpus {Corpus.objects.get(pk=params['corpus']).name}: up to "
                     f"{params['sample_per_length']} references per length {params['lengths']}, systems "
-                    f"{', '.join(map(str, params['systems']))}, model {params['model']}"
+                    f"{', '.join(map(str, params['systems']))}, model {local_name(params['model'])}"
                 ),
             },
         )
@@ -75,7 +79,19 @@ def campaign_from_sample(job: Job, chunks: list[JobChunk], *, name: str) -> Camp
             ],
             ignore_conflicts=True,
         )
+    words_warm([r["reference"] for r in records] + [c["text"] for r in records for c in r["candidates"]])
     return campaign
+
+
+def words_warm(texts: list[str]) -> None:
+    """Tokenize the sample's texts now, in the job's worker (which selects constraints with spaCy), so that
+    the words the batch screen reads are cached (``generation.vocabulary.text_words``) and the batch form's
+    first *Preview* does not load spaCy, and torch with it, in the web process. Best effort: without the
+    pipeline the screen tokenizes when it runs."""
+    try:
+        text_words(texts)
+    except SpacyModelMissing:
+        pass
 
 
 def campaign_from_generation_job(job: Job, chunks: list[JobChunk], result: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +107,17 @@ def campaign_name_taken(name: str) -> str | None:
     if Campaign.objects.filter(name=name).exists():
         return f"an annotation campaign named {name!r} already exists"
     return None
+
+
+def campaign_lookup(key: str) -> Campaign | None:
+    """The campaign an API path names, by id or by name as the CLI takes it: ASCII digits within the id range
+    are an id first (a campaign whose name is those digits is found when no id matches); anything else is a
+    name. None when neither matches."""
+    if key.isascii() and key.isdigit() and len(key) <= 19 and int(key) <= MAX_ID:
+        found = Campaign.objects.filter(pk=int(key)).first()
+        if found is not None:
+            return found
+    return Campaign.objects.filter(name=key).first()
 
 
 def sample_campaign_link(resource: Resource) -> str | None:

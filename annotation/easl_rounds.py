@@ -25,7 +25,7 @@ from annotation.batches import (
     DEFAULT_DEGRADED_RATE,
     attention_copy,
     degraded_copy,
-    degraded_text,
+    degraded_for_hit,
     non_word_screen,
     spread_order,
 )
@@ -210,26 +210,32 @@ def easl_round_create(*, batch: Batch, seed: int | None = None, force: bool = Fa
 
 
 def _degraded_texts(batch: Batch, references: dict[int, Reference], *, seed: int, number: int):
-    """A function giving a reference's degraded text for this round (or None): phrases come from the batch's
-    references; each round draws a new text, so a worker who judged last round's copy can take the HIT."""
+    """A function giving (text, source) of a reference's degraded check for a HIT showing these candidate pks
+    (or None; ``annotation.batches.degraded_for_hit``): phrases come from the batch's references, the source
+    is one of the HIT's real items; each round draws a new text, so a worker who judged last round's check
+    can take the HIT."""
     ref_ids = set(batch.hits.values_list("reference_id", flat=True)) | set(references)
     donors = list(Reference.objects.filter(pk__in=ref_ids).values_list("text", flat=True))
     avoid: dict[int, set[str]] = defaultdict(set)
+    peers: dict[int, list[str]] = defaultdict(list)
     degraded = set(
         CandidateSystem.objects.filter(candidate__reference__in=list(references), system=DEGRADED_SYSTEM).values_list(
             "candidate_id", flat=True
         )
     )
-    for pk, ref_id, text in Candidate.objects.filter(reference__in=list(references)).values_list(
-        "pk", "reference_id", "text"
-    ):
+    candidates = {c.pk: c for c in Candidate.objects.filter(reference__in=list(references)).order_by("pk")}
+    for pk, cand in candidates.items():
         if pk not in degraded:
-            avoid[ref_id].add(text)
+            avoid[cand.reference_id].add(cand.text)
+            if cand.text != references[cand.reference_id].text:
+                peers[cand.reference_id].append(cand.text)
 
-    def text_for(ref: Reference) -> str | None:
-        return degraded_text(
-            ref.text,
-            [d for d in donors if d != ref.text],
+    def text_for(ref: Reference, shown: list[int]) -> tuple[str, Candidate] | None:
+        return degraded_for_hit(
+            ref,
+            [candidates[pk] for pk in shown if pk in candidates and pk not in degraded],
+            peers=peers[ref.pk],
+            donors=donors,
             avoid=avoid[ref.pk],
             rng=random.Random(f"degraded:{batch.pk}:{seed}:{number}:{ref.ref_id}"),
         )
@@ -277,10 +283,16 @@ def _create_hits(batch: Batch, plans: list[easl.HitPlan], *, config: dict, seed:
                 if kind == "attention":
                     copy = attention_copy(ref)
                 else:
-                    text = text_for(ref) if text_for is not None and ref.pk not in degraded_refs else None
-                    if text is None:
+                    # its source is one of the items the HIT keeps, so that the rater judges both
+                    kept = [
+                        cand
+                        for i, (cand, check) in enumerate(items)
+                        if check is None and not (full and i == max(partners))
+                    ]
+                    made = text_for(ref, kept) if text_for is not None and ref.pk not in degraded_refs else None
+                    if made is None:
                         continue
-                    copy = degraded_copy(ref, text)
+                    copy = degraded_copy(ref, *made)
                     degraded_refs.add(ref.pk)
                 if full:
                     items.pop(max(partners))

@@ -3,7 +3,7 @@
 Like the file MTurk's requester site gives for a batch: ``HITId``, ``AssignmentId``, ``WorkerId``,
 ``AssignmentStatus``, ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``, then ``Input.*`` (the
 reference and, per position, candidate id, text, whether it is the attention check and whether it is a
-degraded copy of the reference, ``Input.candK_degraded``: quality control, never a system's output) and
+degraded check, ``Input.candK_degraded``: quality control, never a system's output) and
 ``Answer.*`` (per position the slider score, empty when N/A, and the fluency 0/1/2; the comment), and
 ``Verification``: ``verified``, ``unverified`` (a crowd submission the platform has not confirmed yet) or
 ``flagged`` (the platform denied it): only verified rows count anywhere else; last, per position,

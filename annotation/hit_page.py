@@ -165,3 +165,24 @@ def _content(hit_id: int, created_at: datetime) -> HitContent:
 
 
 hit_content_cache_clear = _content.cache_clear
+
+# What a preview shows instead of the HIT's own sentences (issue 36.1): anyone can open a published crowd
+# HIT's preview before accepting it, so showing its items let a bot study a HIT (and tell its checks from
+# the items it sees again once accepted) at leisure. Workers see the task's form on a made-up example.
+EXAMPLE_REFERENCE = "The committee approved the new budget on Monday."
+EXAMPLE_SENTENCES = (
+    "On Monday, the committee passed the new budget.",
+    "The committee approve new budget Monday.",
+    "The committee rejected the old budget on Friday.",
+    "The new budget was approved by the committee on Monday.",
+    "Budget Monday the new of approved committee on.",
+)
+
+
+@lru_cache(maxsize=1)
+def example_content() -> HitContent:
+    """A made-up HIT in the page's own markup (the preview's example): nothing of any real HIT."""
+    items = [{"key": f"example-{n}", "text": text} for n, text in enumerate(EXAMPLE_SENTENCES, 1)]
+    reference = {"reference": {"text": EXAMPLE_REFERENCE}}
+    html = render_to_string("annotation/hit_content.html", {"hit": reference, "items": items})
+    return HitContent(html=SafeString(html), sentences=len(items))

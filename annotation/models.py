@@ -49,7 +49,8 @@ CAMPAIGN_DEFAULTS = {
     "min_judgments_per_worker": 25,
     # judgments from this many different workers per candidate (ParaBank: 3)
     "redundancy": 3,
-    # an attention check passes when the copied reference gets at least this score
+    # an attention check passes when the copied reference gets at least this score: in imported judgments and
+    # batches made before the batch setting attention_pass_mark (a new batch states its own, default 85)
     "attention_pass_mark": 100,
     # a worker failing more than this share of their checks is disqualified (ParaBank: 10%)
     "max_attention_failure_rate": 0.10,
@@ -144,6 +145,14 @@ class Candidate(models.Model):
     reference = models.ForeignKey(Reference, on_delete=models.CASCADE, related_name="candidates")
     text = models.TextField()
     nll = models.FloatField(null=True, blank=True, help_text="the decoder's negative log-likelihood")
+    degraded_from = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="degraded_copies",
+        help_text="a degraded check: the real candidate it was made from (shown in the same HIT)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -231,11 +240,28 @@ class Batch(models.Model):
         "qualification, token nonce, missing assignments, last sync)",
     )
     status = models.CharField(max_length=16, choices=BatchStatus.choices, default=BatchStatus.DRAFT, db_index=True)
+    publish_claim = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="the token of the publish under way (annotation.publishing): one at a time",
+    )
+    publish_claimed_until = models.DateTimeField(
+        null=True, blank=True, help_text="when the publish under way counts as dead and may be taken over"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-id"]
         verbose_name_plural = "batches"
+        # what a batch's admin actions and API operations do on its platform (spend, pay, stop), each behind
+        # its own permission; docs/reference/permissions.md lists who may do what
+        permissions = [
+            ("publish_batch", "Can publish batches"),
+            ("sync_batch", "Can sync batches with their platform"),
+            ("approve_batch", "Can approve (pay) batches' work"),
+            ("expire_batch", "Can expire batches"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.campaign} batch {self.pk} ({self.provider}, {self.status})"
@@ -264,7 +290,9 @@ class HitItem(models.Model):
     candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="hit_items")
     position = models.PositiveSmallIntegerField()
     is_attention_check = models.BooleanField(default=False)
-    is_degraded_check = models.BooleanField(default=False, help_text="a degraded copy of the reference")
+    is_degraded_check = models.BooleanField(
+        default=False, help_text="a degraded check (a damaged copy of a real candidate of the HIT)"
+    )
 
     class Meta:
         ordering = ["hit_id", "position"]

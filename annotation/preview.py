@@ -7,11 +7,14 @@ rater's own offset too: a candidate's R ratings come from R different people). R
 then has reliability rho1 = between / (between + noise), and a candidate's mean of R ratings
 R rho1 / (1 + (R - 1) rho1) (Spearman-Brown): ``expected_reliability``.
 
-What a researcher computes from the collected table is its split-half reliability: split each candidate's R
-ratings in two halves, correlate the half means across the candidates, and step the correlation up to R
-ratings. ``split_half_draws`` simulates exactly that for the batch's own number of candidates, so the preview
-shows the spread a batch of that size gives, not only the expectation; odd R splits into R//2 and R - R//2
-ratings (``rho1_from_halves`` inverts the unequal-halves correlation before stepping up).
+What the campaign's dashboard shows of the collected table is its split-half reliability, the rule of
+``annotation.split_half``: split each candidate's R ratings in two halves (R//2 and R - R//2), take Spearman's
+rho of the half means across the candidates, and step it up to R ratings. ``split_half_draws`` simulates
+exactly that statistic for the batch's own number of candidates (one split per simulated batch, where the
+dashboard averages 20 splits of its one batch: its figure varies a little less than the simulated range), so
+the preview shows the figure the dashboard will show and the spread a batch of that size gives, next to the
+model's expectation. Spearman's rho of normal half means runs slightly below their Pearson correlation, so the
+simulated median sits a little under ``expected_reliability``.
 
 The variances come from the campaign's own counted judgments of real candidates when it has enough of them
 (``variance_components``: one-way random-effects ANOVA over candidates), else from ParaBank's released
@@ -35,6 +38,8 @@ from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_UP, ROUND_UP, Decimal
 
 import numpy as np
+
+from .split_half import half_sizes, spearman_brown, spearman_rows, split_half_label, stepped_up
 
 # --- the model (pure) ---------------------------------------------------------------------------------
 
@@ -92,11 +97,6 @@ def variance_components(ratings: Iterable[Sequence[float]]) -> tuple[float, floa
     return between, within, repeated
 
 
-def spearman_brown(rho1: float, raters: int) -> float:
-    """Reliability of a mean of ``raters`` ratings whose single reliability is ``rho1``."""
-    return raters * rho1 / (1 + (raters - 1) * rho1) if raters > 0 else 0.0
-
-
 def expected_reliability(model: NoiseModel, raters: int) -> float:
     """The expected reliability of a candidate's mean similarity over ``raters`` ratings."""
     return spearman_brown(model.rho1, raters)
@@ -110,48 +110,16 @@ def raters_for(model: NoiseModel, target: float) -> int | None:
     return max(1, math.ceil(target * (1 - rho1) / (rho1 * (1 - target)) - 1e-9))
 
 
-def half_correlation(rho1: float, a: int, b: int) -> float:
-    """The correlation across candidates of the mean of ``a`` ratings with the mean of ``b`` other ratings."""
-    if rho1 <= 0:
-        return 0.0
-    return rho1 / math.sqrt((rho1 + (1 - rho1) / a) * (rho1 + (1 - rho1) / b))
-
-
-def rho1_from_halves(r: float, a: int, b: int) -> float:
-    """``half_correlation`` inverted: the single-rating reliability behind a half correlation ``r`` (0 for r <= 0).
-
-    Solves [ab - r^2 (a-1)(b-1)] u^2 - r^2 (a+b-2) u - r^2 = 0 for its positive root."""
-    if r <= 0:
-        return 0.0
-    r = min(r, 1.0)
-    r2 = r * r
-    qa = a * b - r2 * (a - 1) * (b - 1)
-    qb = r2 * (a + b - 2)
-    return min(1.0, (qb + math.sqrt(qb * qb + 4 * qa * r2)) / (2 * qa))
-
-
-def split_half_reliability(r: float, a: int, b: int) -> float:
-    """A split-half correlation (halves of ``a`` and ``b`` ratings) stepped up to all a + b ratings."""
-    return spearman_brown(rho1_from_halves(r, a, b), a + b)
-
-
-def _rowwise_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    x = x - x.mean(axis=1, keepdims=True)
-    y = y - y.mean(axis=1, keepdims=True)
-    denominator = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 0, (x * y).sum(axis=1) / denominator, 0.0)
-
-
 def split_half_draws(
     model: NoiseModel, *, candidates: int, raters: int, draws: int = 400, seed: int = 0
 ) -> np.ndarray | None:
-    """The split-half reliability (stepped up to ``raters``) of ``draws`` simulated batches of ``candidates``
-    candidates each judged ``raters`` times; None with fewer than 2 raters or 3 candidates (nothing to split
-    or correlate). The half means are drawn directly (a mean of k draws of N(0, v) is N(0, v/k))."""
+    """The dashboard's split-half reliability (``annotation.split_half``: Spearman's rho of the half means,
+    stepped up to ``raters``) of ``draws`` simulated batches of ``candidates`` candidates each judged ``raters``
+    times, each batch split once; None with fewer than 2 raters or 3 candidates (nothing to split or
+    correlate). The half means are drawn directly (a mean of k draws of N(0, v) is N(0, v/k))."""
     if raters < 2 or candidates < 3:
         return None
-    a, b = raters // 2, raters - raters // 2
+    a, b = half_sizes(raters)
     rng = np.random.default_rng(seed)
     correlations: list[float] = []
     step = max(1, SIMULATION_VALUES // candidates)  # batches drawn at once: memory stays bounded
@@ -160,14 +128,14 @@ def split_half_draws(
         true = rng.normal(0.0, math.sqrt(model.between_var), size=shape)
         half_a = true + rng.normal(0.0, math.sqrt(model.noise_var / a), size=shape)
         half_b = true + rng.normal(0.0, math.sqrt(model.noise_var / b), size=shape)
-        correlations.extend(float(r) for r in _rowwise_correlation(half_a, half_b))
-    return np.array([split_half_reliability(r, a, b) for r in correlations])
+        correlations.extend(float(r) for r in spearman_rows(half_a, half_b) if not math.isnan(r))
+    return np.array([stepped_up(r, raters) for r in correlations])
 
 
 @dataclasses.dataclass(frozen=True)
 class ReliabilityPreview:
     expected: float  # Spearman-Brown expectation
-    median: float | None  # of the simulated split-half reliabilities (None: one rater, nothing to split)
+    median: float | None  # of the simulated split-half reliabilities, the dashboard's figure (None: one rater)
     low: float | None  # 5th percentile
     high: float | None  # 95th percentile
     raters: int
@@ -177,12 +145,17 @@ class ReliabilityPreview:
     for_090: int | None
     source: str
 
+    @property
+    def label(self) -> str:
+        """The figure's name, as the dashboard names the figure it shows (``split_half_label``)."""
+        return split_half_label(self.raters)
+
 
 def reliability_preview(model: NoiseModel, *, candidates: int, raters: int, seed: int = 0) -> ReliabilityPreview:
     """The expected and simulated split-half reliability of a batch's similarity table (see the module docstring)."""
     draws = split_half_draws(model, candidates=candidates, raters=raters, seed=seed)
     low = median = high = None
-    if draws is not None:
+    if draws is not None and len(draws):
         low, median, high = (float(x) for x in np.percentile(draws, [5, 50, 95]))
     return ReliabilityPreview(
         expected=expected_reliability(model, raters),
@@ -323,10 +296,61 @@ class PlannedBatch:
     cost: Decimal | None  # the provider's estimate (None: free)
     currency: str
     places: int | None  # Prolific: places of the study
+    attention_pass_mark: int | None = None  # the score an attention copy needs (the batch setting, as stored)
+    per_length: int = 0  # references asked for per length bucket
+    available: dict[int, int] = dataclasses.field(default_factory=dict)  # the campaign's references per bucket
+    left_out: int = 0  # candidates left out for non-words
+    settings: dict = dataclasses.field(default_factory=dict)  # the batch's settings as they would be stored
+
+    @property
+    def sample_note(self) -> str:
+        """Where the HITs come from: the references taken per length bucket out of those asked for, and what
+        their candidates make (a batch form's defaults ask for more references than a small campaign has)."""
+        taken = {length: min(n, self.per_length) for length, n in self.available.items()}
+        total = sum(taken.values())
+        asked = f"{self.per_length} reference{plural(self.per_length)} per length bucket asked"
+        if any(n < self.per_length for n in self.available.values()):
+            have = join_and([f"{n} of {length} tokens" for length, n in self.available.items()])
+            where = f"; the campaign has {have}, so the batch takes {total} reference{plural(total)}"
+        else:
+            where = f": {total} reference{plural(total)}"
+        dropped = f" ({self.left_out} left out for non-words)" if self.left_out else ""
+        size = int(self.settings.get("hit_size") or 5)
+        return (
+            f"{asked}{where}. Their {self.real_candidates} candidate{plural(self.real_candidates)}{dropped} fill "
+            f"{self.hits} HIT{plural(self.hits)} of up to {size} sentences, each HIT showing one reference."
+        )
+
+
+def plural(n: int) -> str:
+    """The plural ending for a count: "1 check", "2 checks"."""
+    return "" if n == 1 else "s"
+
+
+def join_and(items: Sequence[str]) -> str:
+    """The items as a sentence lists them: a; a and b; a, b and c."""
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
 
 
 class _RollBack(Exception):
     pass
+
+
+def references_per_length(campaign, lengths: Iterable[int]) -> dict[int, int]:
+    """How many references the campaign has in each of ``lengths`` (in that order; 0 where it has none)."""
+    from django.db.models import Count
+
+    from .models import Reference
+
+    counts = dict(
+        Reference.objects.filter(campaign=campaign, length_bucket__in=list(lengths))
+        .values_list("length_bucket")
+        .annotate(n=Count("id"))
+    )
+    return {int(length): int(counts.get(length, 0)) for length in lengths}
 
 
 def batch_plan(*, campaign, **create) -> PlannedBatch:
@@ -355,6 +379,11 @@ def batch_plan(*, campaign, **create) -> PlannedBatch:
                     cost=None if cost is None else Decimal(cost),
                     currency=str(getattr(provider, "currency", "USD")),
                     places=provider.places(batch=batch) if hasattr(provider, "places") else None,
+                    attention_pass_mark=batch.settings.get("attention_pass_mark"),
+                    per_length=int(batch.settings["per_length"]),
+                    available=references_per_length(campaign, batch.settings["lengths"]),
+                    left_out=int((batch.settings.get("non_words") or {}).get("left_out") or 0),
+                    settings=dict(batch.settings),
                 )
             )
             raise _RollBack
@@ -392,6 +421,40 @@ def prolific_pay(batch_settings: dict) -> ProlificPay:
     )
 
 
+def publish_url_problem(provider: str, batch_settings: dict) -> str | None:
+    """Why Publish would refuse a crowd batch for its public address (the batch's ``public_url``, else
+    ``PARAFORGE_PUBLIC_URL``: the platform sends workers there over https), or None; the local provider needs
+    none. Creating and previewing a draft never need it, so the preview says so before the researcher
+    publishes."""
+    from django.conf import settings
+
+    from .providers import ProviderError
+    from .providers.common import public_url_check
+
+    if provider not in ("prolific", "mturk", "mturk-sandbox"):
+        return None
+    platform = "Prolific" if provider == "prolific" else "MTurk"
+    try:
+        public_url_check(batch_settings.get("public_url") or settings.PARAFORGE_PUBLIC_URL, platform=platform)
+    except ProviderError as exc:
+        return str(exc)
+    return None
+
+
+def session_note(asked_settings: dict, batch_settings: dict, *, hits: int) -> str:
+    """A Prolific session's size as the study will state it, and why it is smaller than asked when it is."""
+    from django.conf import settings
+
+    asked = int(asked_settings.get("hits_per_session") or settings.PROLIFIC_HITS_PER_SESSION)
+    size = int(batch_settings.get("hits_per_session") or settings.PROLIFIC_HITS_PER_SESSION)
+    if size < asked:
+        return (
+            f"A Prolific session is {size} HIT{plural(size)}, not the {asked} asked: the batch has only {hits} "
+            f"HIT{plural(hits)} and a participant does each at most once."
+        )
+    return f"A Prolific session is {size} HIT{plural(size)} in a row."
+
+
 @dataclasses.dataclass(frozen=True)
 class BatchPreview:
     plan: PlannedBatch
@@ -405,6 +468,7 @@ class BatchPreview:
     pay: ProlificPay | None
     warnings: list[str]  # what makes the batch fail: pay below Prolific's minimum, too few people to finish
     advice: list[str]  # what would make it better: more assignments for a low reliability
+    notes: list[str] = dataclasses.field(default_factory=list)  # why the batch is what it is (sample, session)
 
     @property
     def duration(self) -> str | None:
@@ -428,7 +492,8 @@ def batch_preview(*, campaign, raters_at_once: int | None = None, **create) -> B
             else (assignments, "the assignments per HIT: the fewest people who can finish it")
         )
     hours = finish_hours(seconds_per_hit=seconds, hits=plan.hits, assignments=assignments, raters_at_once=raters)
-    pay = prolific_pay(create.get("settings") or {}) if create.get("provider") == "prolific" else None
+    prolific = create.get("provider") == "prolific"
+    pay = prolific_pay(plan.settings) if prolific else None
     warnings = []
     if pay is not None and pay.below_minimum:
         warnings.append(
@@ -441,6 +506,15 @@ def batch_preview(*, campaign, raters_at_once: int | None = None, **create) -> B
         warnings.append(
             f"{raters} people working at once cannot finish it: each HIT needs {assignments} different people"
         )
+    refused = publish_url_problem(str(create.get("provider", "")), plan.settings)
+    if refused is not None:
+        warnings.append(
+            f"Publish will refuse this batch until it has an https public address: {refused}. You can still "
+            "design, preview and create the draft; publishing checks the address again."
+        )
+    notes = [plan.sample_note]
+    if prolific:
+        notes.append(session_note(create.get("settings") or {}, plan.settings, hits=plan.hits))
     advice = []
     if reliability.expected < LOW_RELIABILITY and reliability.for_080:
         advice.append(
@@ -459,4 +533,5 @@ def batch_preview(*, campaign, raters_at_once: int | None = None, **create) -> B
         pay=pay,
         warnings=warnings,
         advice=advice,
+        notes=notes,
     )

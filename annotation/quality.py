@@ -1,17 +1,24 @@
 """Worker quality (ParaBank §5.3): attention checks, disqualification, the figures the admin shows.
 
 An attention check is a judgment of a reference's own copy (system ``"0"``, or a candidate whose text
-is the reference); it passes when the slider reached the campaign's ``attention_pass_mark`` (default
-100, as in the paper; an N/A slider fails). A worker who has seen at least ``min_attention_checks``
+is the reference); it passes when the slider reached its batch's ``attention_pass_mark`` (a batch
+setting, default 85: a tap near 100 on a phone passes; ParaBank passed only 100; an N/A slider fails).
+A batch made before the setting existed, and imported judgments, keep the campaign's ``attention_pass_mark``
+(100, the paper's). A worker who has seen at least ``min_attention_checks``
 checks in a campaign and failed more than ``max_attention_failure_rate`` of them is disqualified:
 their judgments stay stored, aggregation leaves them out (``Worker.disqualified``), the local provider
 bars their account and MTurk associates the block qualification (``provider.disqualify``).
 
 The attention rule misses raters who give every copy 100 and anything to the rest. So HITs also carry
-degraded copies of the reference (``annotation.batches``, pseudo-system ``"degraded"``): once a worker
-has judged at least ``min_degraded_checks`` of them, a one-sided Mann-Whitney U test on their own scores
-asks whether their degraded items score lower than the real candidates they judged (not the copies);
-p above ``degraded_p_max`` disqualifies them like the attention rule. The test compares ranks within one
+degraded checks (``annotation.batches`` and ``annotation.degraded``, pseudo-system ``"degraded"``: a real
+candidate of the HIT with a span replaced by another sentence's phrase, made to look like the candidates
+around it): once a worker has judged at least ``min_degraded_checks`` of them, a one-sided Mann-Whitney U
+test on their own scores asks whether their degraded items score lower than the real candidates they
+judged (not the copies). The checks are compared with every real candidate, not only with the sources
+they were made from: at the first test (5 checks) five source scores are too few (over 100 HITs, 39 of
+200 simulated careful raters barred against 0 of 200, careless ones caught as often: bench/quality.py,
+"Derived checks"). p above
+``degraded_p_max`` disqualifies them like the attention rule. The test compares ranks within one
 worker, so it needs no pass mark and is blind to a worker's offset and scale. N/A counts as the lowest
 score (calling a degraded sentence nonsensical is the right call). Below the minimum the worker is
 "not yet tested" (``degraded_p`` None), never passed.
@@ -32,12 +39,12 @@ from collections.abc import Iterable, Sequence
 from django.db.models import Q
 from django.dispatch import Signal
 from django.utils import timezone
-from scipy.stats import mannwhitneyu, pearsonr
 
 from .models import (
     CAMPAIGN_DEFAULTS,
     DEGRADED_SYSTEM,
     Assignment,
+    Batch,
     Campaign,
     Candidate,
     Judgment,
@@ -96,6 +103,14 @@ def attention_passed(score: int | None, pass_mark: int) -> bool:
     return score is not None and score >= pass_mark
 
 
+def batch_pass_marks(batch_ids: Iterable[int | None]) -> dict[int, int]:
+    """The stated ``attention_pass_mark`` of each of these batches that has one (one query). A batch without
+    one (made before it was a batch setting) is left out: its checks keep their campaign's pass mark."""
+    ids = {pk for pk in batch_ids if pk is not None}
+    rows = Batch.objects.filter(pk__in=ids).values_list("pk", "settings") if ids else []
+    return {pk: int(s["attention_pass_mark"]) for pk, s in rows if (s or {}).get("attention_pass_mark") is not None}
+
+
 def attention_rule_fails(passed: int, failed: int, *, min_checks: int, max_failure_rate: float) -> bool:
     """ParaBank's rule: more than ``max_failure_rate`` of at least ``min_checks`` attention checks failed."""
     checks = passed + failed
@@ -110,6 +125,8 @@ def degraded_p_value(degraded: Sequence[int | None], real: Sequence[int | None])
     high = [0 if s is None else s for s in real]
     if not low or not high:
         return None
+    from scipy.stats import mannwhitneyu  # heavy (1.5 s): loaded when a worker is tested, not with the app
+
     p = float(mannwhitneyu(low, high, alternative="less").pvalue)
     return 1.0 if math.isnan(p) else p
 
@@ -128,10 +145,16 @@ def degraded_rule_fails(p: float | None, *, p_max: float) -> bool:
 
 
 def _attention_counts(judgments, pass_marks: dict[int, int]) -> tuple[int, int]:
+    """(passed, failed) attention checks, each against its batch's pass mark (else its campaign's)."""
     passed = failed = 0
-    rows = judgments.filter(ATTENTION_Q).distinct().values_list("pk", "score", "candidate__reference__campaign_id")
-    for _, score, campaign_id in rows:
-        if attention_passed(score, pass_marks[campaign_id]):
+    rows = list(
+        judgments.filter(ATTENTION_Q)
+        .distinct()
+        .values_list("pk", "score", "candidate__reference__campaign_id", "assignment__hit__batch_id")
+    )
+    stated = batch_pass_marks(row[3] for row in rows)
+    for _, score, campaign_id, batch_id in rows:
+        if attention_passed(score, stated.get(batch_id, pass_marks[campaign_id])):
             passed += 1
         else:
             failed += 1
@@ -142,6 +165,8 @@ def _pearson(xs: list[float], ys: list[float]) -> float | None:
     """Pearson's r, or None where it says nothing: fewer than 3 pairs, or one side constant."""
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
+    from scipy.stats import pearsonr  # heavy: loaded when used, not with the app
+
     return float(pearsonr(xs, ys).statistic)
 
 
@@ -224,7 +249,7 @@ def rater_names(worker_ids: Iterable[int]) -> dict[int, str]:
 def workers_quality(workers: Iterable[Worker]) -> dict[int, WorkerQuality]:
     """``worker_quality(worker=w)`` of each worker (across campaigns, with time per HIT and agreement) from a
     few queries over all their judgments at once instead of several per worker: the admin's worker list
-    shows a page of them. The same rules: each attention check against its campaign's pass mark, the
+    shows a page of them. The same rules: each attention check against its batch's pass mark, the
     degraded test from the smallest minimum among the worker's campaigns, agreement with the other workers'
     mean over the real candidates they scored (a candidate judged twice by the worker: the later judgment)."""
     ids = [w.pk for w in workers]
@@ -234,23 +259,24 @@ def workers_quality(workers: Iterable[Worker]) -> dict[int, WorkerQuality]:
         Judgment.objects.counted()
         .filter(worker_id__in=ids)
         .order_by("assignment_id", "id")
-        .values_list("worker_id", "candidate_id", "score", "assignment__campaign_id")
+        .values_list("worker_id", "candidate_id", "score", "assignment__campaign_id", "assignment__hit__batch_id")
     )
     campaigns = {c.pk: c for c in Campaign.objects.filter(pk__in={row[3] for row in rows})}
     candidates = Candidate.objects.filter(reference__campaign_id__in=list(campaigns))
     attention = set(candidates.filter(attention_copy_q()).values_list("pk", flat=True))
     degraded = set(candidates.filter(systems__system=DEGRADED_SYSTEM).values_list("pk", flat=True))
     pass_marks = {pk: int(c.setting("attention_pass_mark")) for pk, c in campaigns.items()}
+    stated = batch_pass_marks({row[4] for row in rows})
     min_checks = {pk: int(c.setting("min_degraded_checks")) for pk, c in campaigns.items()}
     seen: dict[int, set[int]] = defaultdict(set)  # the campaigns each worker judged in
     scores: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: {"degraded": [], "real": []})
     mine: dict[int, dict[int, int]] = defaultdict(dict)  # worker -> real candidate -> score
-    for worker_id, candidate_id, score, campaign_id in rows:
+    for worker_id, candidate_id, score, campaign_id, batch_id in rows:
         q = quality[worker_id]
         q.judgments += 1
         seen[worker_id].add(campaign_id)
         if candidate_id in attention:
-            if attention_passed(score, pass_marks[campaign_id]):
+            if attention_passed(score, stated.get(batch_id, pass_marks[campaign_id])):
                 q.attention_passed += 1
             else:
                 q.attention_failed += 1
@@ -343,7 +369,7 @@ class RaterFigures:
 
 def campaign_rater_figures(campaign: Campaign) -> list[RaterFigures]:
     """Every worker with counted judgments in the campaign (disqualified ones included: the figures say why),
-    by worker id, with the same rules as ``worker_quality``: attention checks against the campaign's pass
+    by worker id, with the same rules as ``worker_quality``: attention checks against their batch's pass
     mark, the degraded-copy Mann-Whitney p-value from the campaign's minimum of checks, plus the mean scores
     the test compares. One query over the campaign's judgments instead of several per worker."""
     candidates = Candidate.objects.filter(reference__campaign=campaign)
@@ -356,13 +382,14 @@ def campaign_rater_figures(campaign: Campaign) -> list[RaterFigures]:
         Judgment.objects.counted()
         .filter(candidate__reference__campaign=campaign)
         .order_by("worker_id", "pk")
-        .values_list("worker_id", "worker__disqualified", "candidate_id", "score")
+        .values_list("worker_id", "worker__disqualified", "candidate_id", "score", "assignment__hit__batch_id")
     )
-    for worker_id, disqualified, candidate_id, score in rows.iterator(chunk_size=5000):
+    stated = batch_pass_marks(campaign.batches.values_list("pk", flat=True))
+    for worker_id, disqualified, candidate_id, score, batch_id in rows.iterator(chunk_size=5000):
         rater = figures.setdefault(worker_id, RaterFigures(worker_id=worker_id, disqualified=disqualified))
         rater.judgments += 1
         if candidate_id in attention:
-            if attention_passed(score, pass_mark):
+            if attention_passed(score, stated.get(batch_id, pass_mark)):
                 rater.attention_passed += 1
             else:
                 rater.attention_failed += 1

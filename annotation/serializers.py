@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from api.fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
 
+from .batch_settings import LABEL_RULE, MAX_BUCKET_LENGTH, MAX_BUCKETS, MAX_LABEL, BatchSettingsError, batch_label_check
 from .batches import PROVIDER_NAMES
 from .models import Assignment, Batch, Hit, judgment_value_error
 from .submissions import MAX_COMMENT
@@ -112,16 +113,58 @@ class BatchCreateInSerializer(serializers.Serializer):
     provider = serializers.ChoiceField(choices=PROVIDER_NAMES)
     per_length = StrictIntegerField(min_value=1, max_value=100_000, default=100)
     lengths = serializers.ListField(
-        child=StrictIntegerField(min_value=1, max_value=1000), min_length=1, max_length=20, required=False
+        child=StrictIntegerField(min_value=1, max_value=MAX_BUCKET_LENGTH),
+        min_length=1,
+        max_length=MAX_BUCKETS,
+        required=False,
     )
     assignments = StrictIntegerField(min_value=1, max_value=100, default=3)
     attention_rate = StrictFloatField(min_value=0, max_value=1, default=0.1)
     degraded_rate = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True, default=None)
     seed = StrictIntegerField(min_value=0, max_value=2**31 - 1, default=0)
-    label = StrictCharField(max_length=200, allow_blank=True, default="")
+    label = StrictCharField(max_length=MAX_LABEL, allow_blank=True, default="", help_text=LABEL_RULE)
     settings = serializers.DictField(
-        required=False, default=dict, help_text="the batch settings (reference: batch settings)"
+        required=False,
+        default=dict,
+        help_text="the batch settings (reference: batch settings); per_length, lengths, assignments, "
+        "attention_rate, degraded_rate and seed may be given here instead of at the top level",
     )
+
+    # arguments hit_batch_create records in the batch's settings, so a client may give them in either place
+    BOTH_PLACES = ("per_length", "lengths", "assignments", "attention_rate", "degraded_rate", "seed")
+
+    def validate(self, attrs):
+        """A value given in ``settings`` for a top-level argument is that argument (checked by the same field);
+        given in both places with different values, it is refused: never silently overridden."""
+        given = self.initial_data if isinstance(self.initial_data, dict) else {}
+        settings = dict(attrs.get("settings") or {})
+        errors = {}
+        for key in self.BOTH_PLACES:
+            if settings.get(key) is None:
+                continue
+            try:
+                value = self.fields[key].run_validation(settings[key])
+            except serializers.ValidationError as exc:
+                errors[key] = [f"settings.{key}: {message}" for message in exc.detail]
+                continue
+            if key in given and given[key] is not None and attrs.get(key) != value:
+                errors[key] = [
+                    f"settings.{key} {settings[key]!r} and {key} {given[key]!r} disagree: give one (the top-level "
+                    "argument, or the setting)"
+                ]
+                continue
+            attrs[key] = value
+            settings.pop(key)
+        if errors:
+            raise serializers.ValidationError(errors)
+        attrs["settings"] = settings
+        return attrs
+
+    def validate_label(self, value: str) -> str:
+        try:
+            return batch_label_check(value)
+        except BatchSettingsError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
 
 class BatchOutSerializer(serializers.ModelSerializer):

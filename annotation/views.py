@@ -18,7 +18,7 @@ from limits.client import client_ip
 from limits.counters import over_limit
 
 from .hit_guide import worker_guide
-from .hit_page import HitPageFacts, hit_content, hit_page_facts
+from .hit_page import HitPageFacts, example_content, hit_content, hit_page_facts
 from .models import ASSIGNMENT_ID, SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
 from .providers.local import WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment, local_worker
 from .providers.prolific import completion_url, session_id
@@ -120,9 +120,10 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         if facts.worker_disqualified:
             status = 403
     can_submit = not preview and blocked is None
-    content = hit_content(facts) if public or own else None
+    # the sentences: to whoever may submit a published crowd HIT, or to the local owner; a preview (anyone,
+    # before accepting) shows a made-up example instead, so that no bot learns a HIT's items first
+    content = example_content() if preview else hit_content(facts) if public or own else None
     context = {
-        # the sentences: for a published crowd HIT (its preview shows them anyway) or to the local owner
         "content": content.html if content else "",
         "sentences": content.sentences if content else 0,
         "guide": worker_guide(facts, assignment_id=assignment_id, worker_id=worker_id) if can_submit else None,
@@ -241,6 +242,7 @@ def prolific_start(request: HttpRequest, batch_id: int) -> HttpResponse:
             participant=request.GET.get("PROLIFIC_PID", "").strip(),
             study=study,
             session_id=request.GET.get("SESSION_ID", "").strip(),
+            address=client_ip(request),
         )
     except SessionError as exc:
         response = render(request, "annotation/prolific_problem.html", {"message": exc.message}, status=exc.status)

@@ -1,11 +1,16 @@
-"""The admin's model permissions, for the staff APIs and research pages outside the admin.
+"""The admin's model permissions, for the admin's actions and pages, the staff APIs and research pages.
 
 Being staff only opens the admin's door; what a staff user may see is what their model permissions say
-(a staff user without ``annotation.view_assignment`` sees no worker ids, in the admin or here).
-``staff_has_perms`` is the rule; ``staff_with_perms`` is the same rule as a DRF permission class."""
+(a staff user without ``annotation.view_assignment`` sees no worker ids, in the admin or here), and what
+they may do is what each action's own permission says (``jobs.view_job`` shows jobs, ``jobs.cancel_job``
+cancels them). ``staff_has_perms`` is the rule; ``staff_with_perms`` is the same rule as a DRF permission
+class, ``admin_permission`` as a ModelAdmin ``has_<name>_permission`` method (an admin action's
+``permissions=[name]``). Every action, page and endpoint with what it needs: docs/reference/permissions.md
+(tests/test_permissions.py walks that table)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from rest_framework.permissions import BasePermission
 
 
@@ -23,3 +28,35 @@ def staff_with_perms(*perms: str) -> type[BasePermission]:
 
     StaffWithPerms.__name__ = f"StaffWith({', '.join(perms)})"
     return StaffWithPerms
+
+
+def admin_permission(*perms: str):
+    """A ModelAdmin ``has_<name>_permission(request)`` method: an active staff user holding every one of
+    ``perms`` (``@admin.action(permissions=[name])`` offers and runs the action only then)."""
+
+    def check(model_admin, request) -> bool:
+        return staff_has_perms(request.user, perms)
+
+    return check
+
+
+def permissions_grant_to_holders(apps, *, app_label: str, model: str, new: list[tuple[str, str]], held: str) -> None:
+    """A data migration's step: create ``new`` permissions (codename, name) of ``app_label.model`` now (Django
+    makes them only after all migrations) and grant them to every user and group holding ``held``, so that
+    splitting an action off a permission takes it from no one who had it before."""
+    content_types = apps.get_model("contenttypes", "ContentType")
+    permission_model = apps.get_model("auth", "Permission")
+    user_model = apps.get_model(*settings.AUTH_USER_MODEL.split("."))
+    group_model = apps.get_model("auth", "Group")
+    content_type, _ = content_types.objects.get_or_create(app_label=app_label, model=model)
+    granted = [
+        permission_model.objects.get_or_create(content_type=content_type, codename=codename, defaults={"name": name})[0]
+        for codename, name in new
+    ]
+    old = permission_model.objects.filter(content_type=content_type, codename=held).first()
+    if old is None:
+        return
+    for user in user_model.objects.filter(user_permissions=old):
+        user.user_permissions.add(*granted)
+    for group in group_model.objects.filter(permissions=old):
+        group.permissions.add(*granted)

@@ -6,7 +6,9 @@
         [--repeat 3] [--stat best|median] [--no-ct2] [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
         [--hf-step off|none|all] [--stop-beam off|c8|all] [--int8] [--dtype float16,float32,bfloat16]
 
-Without ``--model`` a Marian config with random weights is built (sizes above; ``--preset opus-mt-cs-en``:
+``--preset llama-small``: a decoder-only Llama shape with random weights, HF ``generate`` against ours
+without and with constraints (bench/decoding_causal.py says which rows). Without ``--model`` a Marian
+config with random weights is built (sizes above; ``--preset opus-mt-cs-en``:
 opus-mt-cs-en's shape, 6+6 layers, d 512, 8 heads, FFN 2048, a 58,101-token vocabulary). Its EOS is
 suppressed (and it has no forced EOS) so every engine decodes exactly ``--steps`` tokens per sentence: with
 random weights a real EOS would end outputs at arbitrary lengths. With ``--model`` the sources are the first
@@ -144,8 +146,9 @@ def main(argv=None):
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument(
         "--preset",
-        choices=("opus-mt-cs-en",),
-        help="random model of opus-mt-cs-en's shape: 6+6 layers, d 512, 8 heads, FFN 2048, V 58101",
+        choices=("opus-mt-cs-en", "llama-small"),
+        help="random model of opus-mt-cs-en's shape: 6+6 layers, d 512, 8 heads, FFN 2048, V 58101; "
+        "llama-small: a decoder-only Llama shape against HF generate (bench/decoding_causal.py)",
     )
     ap.add_argument("--threads", type=int, help="torch threads and CTranslate2 intra_threads (default: torch's)")
     ap.add_argument("--no-ct2", action="store_true", help="leave out the CTranslate2 rows")
@@ -193,6 +196,10 @@ def main(argv=None):
         a.d_model, a.ffn, a.layers, a.vocab = 128, 512, 2, 4000
     if a.preset == "opus-mt-cs-en":
         a.d_model, a.ffn, a.layers, a.heads, a.vocab = 512, 2048, 6, 8, 58101
+    if a.preset == "llama-small":  # a decoder-only model: its own rows (issue 40)
+        import decoding_causal
+
+        return decoding_causal.run(a)
     import torch
 
     from generation.decode_options import DTYPES, DecodeOptionsError

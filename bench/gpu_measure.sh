@@ -3,7 +3,8 @@
 #
 #     bash bench/gpu_measure.sh            # on the lent GPU machine; files under $OUT (else var/gpu-measure/)
 #     bash bench/gpu_measure.sh --smoke    # here: every part on the CPU with tiny sizes (a few minutes)
-#     bash bench/gpu_measure.sh --only a1,c   # some parts only (a1 a2 a3 a4 b1 c b2; bench/gpu_measure.py)
+#     bash bench/gpu_measure.sh --only a1,c   # some parts only (a1 a2 a3 a4 b1 c c2 d b2; bench/gpu_measure.py)
+#     bash bench/gpu_measure.sh --only d      # issue 40: the decoder-only Llama shape against HF generate (float16)
 #
 # On the GPU machine it first unpacks the tiers that bench/gpu_wheels.sh packed into .gpu-wheels/ (carried:
 # transformers 5.23, Django, spaCy, ... for that machine's Python 3.12) into one folder put first on PYTHONPATH,

@@ -25,16 +25,33 @@ is caught by a rule set when it fires after any of their HITs. Rule sets: attent
 degraded only, both (the product). Printed per HITs-per-rater: raters of each kind caught (count and
 share); the ``careful`` row is the careful raters wrongly disqualified.
 
+Two more parts (issue 36.1):
+
+- *Can a check be picked out from its text?* Over ParaBank's released candidates (``--parabank``, default
+  /work/shared/data/parabank-eval; the demo corpus's sentences with made-up paraphrases when it is not
+  there), HITs cut as the product cuts them, a check in a share ``--degraded-rate`` of them: (a) the rule
+  "same length as the reference and differs from it in one contiguous run of 2-6 words" and (b) a logistic
+  regression on length difference, edit-run count and first/last word kept (5-fold cross-validated) try to
+  tell checks from real candidates. AUC of each, for the old checks (the reference with one run swapped,
+  the baseline, measured in the same run) and the product's (``annotation.degraded``); target <= 0.65.
+- *Derived checks and the rater test:* a check is now a damaged copy of a real candidate, so its true
+  similarity is its source's times (1 - damage), damage ~ U(``--damage``). The test compares a rater's
+  checks with every real candidate they judged (the product) or only with the sources of their checks;
+  printed: raters of each kind caught under each comparison.
+
     .venv/bin/python bench/quality.py [--raters 200] [--hits 20,50,100] [--slip 0.03] [--seed 0]
+        [--parabank DIR] [--damage 0.3,0.8]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import random
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,7 +61,8 @@ import django
 
 django.setup()
 
-from annotation.batches import HIT_SIZE, spread_order  # noqa: E402
+from annotation.batches import HIT_SIZE, balanced_chunks, spread_order  # noqa: E402
+from annotation.degraded import degraded_candidate_text, reference_rule_flags, text_shape  # noqa: E402
 from annotation.models import CAMPAIGN_DEFAULTS  # noqa: E402
 from annotation.quality import attention_passed, attention_rule_fails, degraded_rule_fails, degraded_test  # noqa: E402
 
@@ -109,6 +127,163 @@ def first_caught(hits: list[list[tuple[str, int]]], settings: dict) -> dict[str,
     return caught
 
 
+PARABANK = Path("/work/shared/data/parabank-eval")
+DEMO_CORPUS = Path(__file__).resolve().parents[1] / "generation" / "demo" / "corpus.txt"
+
+
+def old_degraded_text(reference: str, donors: list[str], rng: random.Random) -> str | None:
+    """The baseline: the check before issue 36 (the reference with a run of 2-6 tokens swapped for as many
+    tokens of another reference, first and last token kept), as annotation.batches made it."""
+    tokens = reference.split()
+    n = len(tokens)
+    if n < 4:
+        return None
+    span = max(2, min(6, (n + 2) // 5, n - 2))
+    phrases = [d.split() for d in donors if len(d.split()) >= span]
+    if not phrases:
+        return None
+    donor = rng.choice(phrases)
+    start, at = rng.randrange(1, n - span), rng.randrange(len(donor) - span + 1)
+    return " ".join([*tokens[:start], *donor[at : at + span], *tokens[start + span :]])
+
+
+def sample_candidates(directory: Path, rng: random.Random) -> tuple[dict[str, str], dict[str, list[str]], str]:
+    """(references, their real candidates, where from): ParaBank's released ones, else the demo corpus's
+    sentences with made-up paraphrases (words dropped, swapped or moved)."""
+    if (directory / "candidates.tsv").exists():
+        with open(directory / "ref.tsv", encoding="utf-8") as f:
+            refs = {r["ref_id"]: r["ref_sent"] for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)}
+        cands: dict[str, set[str]] = defaultdict(set)
+        with open(directory / "candidates.tsv", encoding="utf-8") as f:
+            for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+                if r["sys_id"].split() != ["0"] and r["candidate"] != refs[r["ref_id"]]:
+                    cands[r["ref_id"]].add(r["candidate"])
+        return refs, {k: sorted(v) for k, v in cands.items()}, f"ParaBank's released candidates ({directory})"
+    sentences = [line.strip() for line in DEMO_CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    refs = {str(i): s for i, s in enumerate(rng.sample(sentences, 300))}
+    words = [w for s in sentences[:500] for w in s.split()]
+    cands = {}
+    for key, text in refs.items():
+        made = set()
+        for _ in range(10):
+            tokens = text.split()
+            for _ in range(rng.randint(1, 4)):
+                i = rng.randrange(len(tokens))
+                kind = rng.random()
+                if kind < 0.4:
+                    tokens[i] = rng.choice(words)
+                elif kind < 0.6 and len(tokens) > 3:
+                    del tokens[i]
+                elif kind < 0.8:
+                    tokens.insert(i, rng.choice(words))
+                else:
+                    tokens.insert(rng.randrange(len(tokens)), tokens.pop(i))
+            made.add(" ".join(tokens))
+        cands[key] = sorted(made - {text})
+    return refs, cands, "the demo corpus with made-up paraphrases (ParaBank's candidates not found)"
+
+
+def disguise_table(args, rng: random.Random) -> None:
+    """AUC of the text rule and of the classifier, old checks (baseline) against the product's."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    refs, cands, source = sample_candidates(Path(args.parabank), rng)
+    print(f"\n## Can a check be picked out from its text? ({source})")
+    print("| kind of check | real candidates | checks | rule finds | rule flags (real) | rule AUC | classifier AUC |")
+    print("|---|---|---|---|---|---|---|")
+    for name in ("old: the reference with one run swapped (baseline)", "product: a damaged real candidate"):
+        make_rng = random.Random(args.seed)
+        rows: list[tuple[list[float], int, bool]] = []
+        owed = make_rng.random()
+        keys = sorted(cands)
+        donors = [refs[k] for k in keys]
+        for key in keys:
+            reference, real = refs[key], cands[key]
+            rows += [(text_shape(reference, c).features(), 0, reference_rule_flags(reference, c)) for c in real]
+            tried = False
+            for chunk in balanced_chunks(real, HIT_SIZE):
+                owed += args.degraded_rate
+                if owed < 1.0 or tried or len(chunk) >= HIT_SIZE:
+                    continue
+                tried = True
+                others = [d for d in donors if d != reference]
+                if name.startswith("old"):
+                    text = old_degraded_text(reference, others, make_rng)
+                else:
+                    made = degraded_candidate_text(
+                        reference=reference, sources=chunk, peers=real, donors=others, avoid=real, rng=make_rng
+                    )
+                    text = made and made[0]
+                if text:
+                    owed -= 1.0
+                    rows.append((text_shape(reference, text).features(), 1, reference_rule_flags(reference, text)))
+        x = np.array([r[0] for r in rows])
+        y = np.array([r[1] for r in rows])
+        flags = np.array([float(r[2]) for r in rows])
+        guessed = cross_val_predict(
+            LogisticRegression(max_iter=1000),
+            x,
+            y,
+            cv=StratifiedKFold(5, shuffle=True, random_state=args.seed),
+            method="predict_proba",
+        )[:, 1]
+        print(
+            f"| {name} | {int((y == 0).sum())} | {int(y.sum())} | {int(flags[y == 1].sum())}/{int(y.sum())} | "
+            f"{int(flags[y == 0].sum())}/{int((y == 0).sum())} | {roc_auc_score(y, flags):.3f} | "
+            f"{roc_auc_score(y, guessed):.3f} |"
+        )
+
+
+def derived_table(args, settings: dict, rng: random.Random) -> None:
+    """Raters caught by the degraded rule when checks are damaged copies of real candidates, comparing their
+    checks with every real candidate they judged (the product) or with the checks' sources only."""
+    low_damage, high_damage = (float(x) for x in args.damage.split(","))
+    min_checks, p_max = int(settings["min_degraded_checks"]), float(settings["degraded_p_max"])
+    per_rater = max(int(x) for x in args.hits.split(","))
+    print(
+        f"\n## Derived checks: true similarity = source x (1 - U({low_damage}, {high_damage})); "
+        f"{per_rater} HITs per rater, a check in {args.degraded_rate:.0%} of them"
+    )
+    print("| rater kind | caught, checks vs every real candidate (product) | caught, checks vs their sources |")
+    print("|---|---|---|")
+    for kind in ("careful", "all-100", "random", "copy-only-careful"):
+        caught = {"all": 0, "source": 0}
+        for _ in range(args.raters):
+            low: list[int] = []
+            sources: list[int] = []
+            real: list[int] = []
+            fired = {"all": False, "source": False}
+            for _ in range(per_rater):
+                truths = [rng.betavariate(4, 2) for _ in range(HIT_SIZE - 1)]
+                scores = [judge_truth(kind, t, rng) for t in truths]
+                real += scores
+                if rng.random() < args.degraded_rate:
+                    low.append(judge_truth(kind, truths[0] * (1 - rng.uniform(low_damage, high_damage)), rng))
+                    sources.append(scores[0])
+                    for name, high in (("all", real), ("source", sources)):
+                        if degraded_rule_fails(degraded_test(low, high, min_checks=min_checks), p_max=p_max):
+                            fired[name] = True
+            for name in caught:
+                caught[name] += fired[name]
+        label = f"{kind} (wrongly disqualified)" if kind == "careful" else kind
+        print(
+            f"| {label} | {caught['all']}/{args.raters} ({caught['all'] / args.raters:.0%}) | "
+            f"{caught['source']}/{args.raters} ({caught['source'] / args.raters:.0%}) |"
+        )
+
+
+def judge_truth(kind: str, truth: float, rng: random.Random) -> int:
+    """A rater's slider value for an item of this true similarity (0-1), by rater kind (see ``judge``)."""
+    if kind == "all-100":
+        return 100
+    if kind in ("random", "copy-only-careful"):
+        return rng.randint(0, 100)
+    return round(min(100.0, max(0.0, 100 * truth + rng.gauss(0.0, 12.0))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--raters", type=int, default=200, help="raters of each kind")
@@ -118,6 +293,8 @@ def main() -> None:
     parser.add_argument("--degraded-rate", type=float, default=0.1)
     parser.add_argument("--slip", type=float, default=0.03, help="a careful rater's chance of missing 100 on a copy")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parabank", default=str(PARABANK), help="ParaBank's released judgments (ref.tsv ...)")
+    parser.add_argument("--damage", default="0.3,0.8", help="a derived check's loss of similarity: low,high")
     args = parser.parse_args()
     settings = dict(CAMPAIGN_DEFAULTS)
     rng = random.Random(args.seed)
@@ -158,6 +335,8 @@ def main() -> None:
                 + " | ".join(f"{counts[name]}/{args.raters} ({counts[name] / args.raters:.0%})" for name in RULE_SETS)
                 + f" | {median} |"
             )
+    disguise_table(args, random.Random(args.seed))
+    derived_table(args, settings, random.Random(args.seed))
     print(f"\n({time.perf_counter() - started:.0f} s, seed {args.seed})")
 
 

@@ -25,6 +25,14 @@ The target is the product's (``scoring.regressor.training_data``: counted worker
 excluded, raw mean similarity). Each recipe is also trained on STS-B train (the estimator chosen as
 train_regressor chooses it, on STS-B train only) and evaluated on STS-B dev.
 
+``--encoder NAME ...`` (issue 41) adds, for each named sentence encoder (``scoring.embeddings.encoder_resolve``:
+``all-mpnet-base-v2`` once ``scripts/setup --encoder mpnet`` installed it, a folder, a hub id), the rows
+``RECIPE@NAME`` of every asked recipe without the MiniLM-only STS head (v4), their features computed with that
+encoder, each compared with ``base`` (the packaged MiniLM) by the same paired interval; and an encoder table: the
+raw cosine's rho on the same pairs, STS-B dev's cosine Spearman (STS-B test is not in /work/shared/data), and the
+CPU throughput of each encoder (sentences per CPU second, one thread, the same texts, in the same run) with its ratio
+to MiniLM's.
+
 The campaign is imported into a scratch SQLite database; the features and each recipe's nested-CV predictions
 are cached under ``--cache`` (default ``/tmp/regressor-recipes``), so a repeated run is cheap. One thread.
 
@@ -33,6 +41,7 @@ are cached under ``--cache`` (default ``/tmp/regressor-recipes``), so a repeated
     .venv/bin/python bench/regressor_recipes.py --recipes base --cross-encoder        # + ~8 CPU min
     .venv/bin/python bench/regressor_recipes.py --recipes base v2 --no-stsb
     .venv/bin/python bench/regressor_recipes.py --references 150  # a seeded half of the references, to bound it
+    .venv/bin/python bench/regressor_recipes.py --recipes base --encoder all-mpnet-base-v2   # ~8x MiniLM's encoding
 """
 
 from __future__ import annotations
@@ -120,24 +129,84 @@ def stsb_data(name: str):
     )
 
 
-def features(cache: Path, key: str, pairs):
-    """All families' features of ``pairs`` (cached): matrix, keep, names."""
+def encoder_families(sentence_encoder) -> tuple[str, ...]:
+    """The optional families an encoder can feed: all of them for the packaged MiniLM, all but its STS head else."""
+    from scoring.features import FAMILIES
+
+    return (
+        FAMILIES
+        if sentence_encoder is None or sentence_encoder.is_default
+        else tuple(f for f in FAMILIES if f != "sts")
+    )
+
+
+def encoder_key(key: str, sentence_encoder) -> str:
+    """A cache key per encoder (the MiniLM's as before issue 41), so that a cache never mixes two encoders."""
+    if sentence_encoder is None or sentence_encoder.is_default:
+        return key
+    return f"{key}-enc{sentence_encoder.sha256[:12]}"
+
+
+def features(cache: Path, key: str, pairs, sentence_encoder=None):
+    """All families' features of ``pairs`` (cached) with ``sentence_encoder`` (None: the packaged MiniLM):
+    matrix, keep, names."""
     import numpy as np
 
-    from scoring.features import FAMILIES, feature_names
+    from scoring.features import feature_names
     from scoring.regressor import features_in_batches
 
+    families = encoder_families(sentence_encoder)
+    key = encoder_key(key, sentence_encoder)
     path = cache / f"features-{key}.npz"
-    names = feature_names(with_embeddings=True, families=FAMILIES)
+    names = feature_names(with_embeddings=True, families=families)
     if path.is_file():
         z = np.load(path, allow_pickle=False)
         if list(z["names"]) == names:
             return z["X"], z["keep"], names
     t = time.process_time()
-    X, keep = features_in_batches(pairs, with_embeddings=True, families=FAMILIES)
+    X, keep = features_in_batches(pairs, with_embeddings=True, families=families, sentence_encoder=sentence_encoder)
     print(f"  features of {key}: {len(pairs)} pairs, {time.process_time() - t:.0f} CPU s", file=sys.stderr)
     np.savez(path, X=X, keep=keep, names=np.array(names))
     return X, keep, names
+
+
+def encoder_table(
+    cache: Path, encoders, pairs, y, rows, groups, cosines, *, seed: int, resamples: int, stsb: bool, texts: int
+):
+    """Per encoder: the raw cosine's rho on the judged pairs ``rows`` with its bootstrap interval, STS-B dev's cosine
+    Spearman (cached; with ``stsb`` False only a cached one, else None), and sentences per CPU second (one thread;
+    the same ``texts`` ParaBank texts for every encoder, each encoder warmed first)."""
+    import numpy as np
+
+    from scoring.embeddings import embed, pair_cosines
+    from scoring.regressor import bootstrap_interval, spearman
+
+    every = list(dict.fromkeys(t for i in rows for t in (pairs[i]["reference"], pairs[i]["paraphrase"])))
+    sample = [
+        every[i] for i in np.random.default_rng(seed).choice(len(every), size=min(texts, len(every)), replace=False)
+    ]
+    out = []
+    for enc in encoders:
+        cos = cosines[enc.name][rows]
+        rho = spearman(y, cos)
+        lo, hi = bootstrap_interval(y, cos, groups, seed=seed, resamples=resamples)
+        sts = None
+        path = cache / f"stsb-dev-cosine-{enc.sha256[:12]}.npy"
+        if stsb or path.is_file():
+            dev_pairs, dev_gold, _ = stsb_data("sts-dev.csv")
+            if path.is_file():
+                dev = np.load(path)
+            else:
+                dev = pair_cosines(
+                    [p["reference"] for p in dev_pairs], [p["paraphrase"] for p in dev_pairs], sentence_encoder=enc
+                )
+                np.save(path, dev)
+            sts = spearman(dev_gold, dev)
+        embed(sample[:32], sentence_encoder=enc)  # loaded and warm before the clock starts
+        t = time.process_time()  # CPU seconds of this one-thread process: the busy machine's other work not counted
+        embed(sample, sentence_encoder=enc)
+        out.append((enc, rho, (lo, hi), sts, len(sample) / (time.process_time() - t)))
+    return out
 
 
 def columns(names: list[str], *, embeddings: bool, families: tuple[str, ...]) -> list[int]:
@@ -361,6 +430,22 @@ def main() -> int:
         help="add the row xenc: base plus the score of a three-layer cross-encoder trained on STS-B train "
         "(scoring.cross_encoder; ~8 CPU min more, the model cached)",
     )
+    parser.add_argument(
+        "--encoder",
+        nargs="+",
+        default=[],
+        metavar="NAME_OR_PATH",
+        help="add the rows RECIPE@NAME: the asked recipes (v4 aside) with this sentence encoder's features, each "
+        "against base with the packaged MiniLM, and the encoder table (raw cosine rho, STS-B dev cosine, CPU "
+        "sentences/s)",
+    )
+    parser.add_argument(
+        "--speed-texts",
+        type=int,
+        default=256,
+        dest="speed_texts",
+        help="ParaBank texts each encoder embeds for the encoder table's CPU throughput (default 256)",
+    )
     args = parser.parse_args()
     setup(args.cache)
     import numpy as np
@@ -378,8 +463,18 @@ def main() -> int:
     unknown = [r for r in recipes if r not in RECIPES]
     if unknown:
         parser.error(f"unknown recipe(s) {', '.join(unknown)} (one of {', '.join(RECIPES)})")
+    from scoring.embeddings import EncoderError, encoder_resolve
+
+    try:
+        encoders = [encoder_resolve(e) for e in args.encoder]
+    except EncoderError as exc:
+        parser.error(str(exc))
+    encoders = [e for e in encoders if not e.is_default]
     pairs, y_all, groups_all, buckets_all = parabank_data(args.cache, "raw")
     X_all, keep, names = features(args.cache, "parabank-raw", pairs)
+    by_encoder = {enc.name: features(args.cache, "parabank-raw", pairs, enc) for enc in encoders}
+    for enc in encoders:  # the same pairs are skipped whatever the encoder: the subword filter is MiniLM's
+        assert (by_encoder[enc.name][1] == keep).all()
     rows = np.flatnonzero(keep)
     if args.references:
         chosen_refs = np.random.default_rng(args.seed).choice(
@@ -401,6 +496,23 @@ def main() -> int:
         results[recipe] = cached_nested(
             args.cache, f"{recipe}-{settings}", X_all[rows][:, cols], y, groups, recipe=recipe, cv=cv, folds=folds
         )
+    for enc in encoders:
+        X_enc, _, enc_names = by_encoder[enc.name]
+        short = enc.name.rstrip("/").rsplit("/", 1)[-1].removeprefix("all-").split("-")[0]
+        for recipe in [r for r in recipes if r in RECIPES and "sts" not in RECIPES[r]]:
+            cols = columns(enc_names, embeddings=True, families=RECIPES[recipe])
+            label = f"{recipe}@{short}"
+            results[label] = cached_nested(
+                args.cache,
+                f"{recipe}-{encoder_key('', enc).lstrip('-')}-{settings}",
+                X_enc[rows][:, cols],
+                y,
+                groups,
+                recipe=recipe,
+                cv=cv,
+                folds=folds,
+            )
+            recipes.append(label)
     if args.campaign_head:
         base_cols = columns(names, embeddings=True, families=())
         head_features = campaign_head_features(
@@ -444,7 +556,7 @@ def main() -> int:
         "> 0; lenN: rho per reference length; STS-B dev: trained on STS-B train"
     )
     header = (
-        f"{'recipe':<7}{'rho':>7}{'95% interval':>17}{'folds':>14}{'vs base':>9}{'paired 95%':>22}{'better':>8}"
+        f"{'recipe':<12}{'rho':>7}{'95% interval':>17}{'folds':>14}{'vs base':>9}{'paired 95%':>22}{'better':>8}"
         f"{'len5':>7}{'len10':>7}{'len20':>7}{'len40':>7}{'STS-B dev':>11}  chosen per outer fold"
     )
     print(header)
@@ -468,11 +580,43 @@ def main() -> int:
             sts_pred[recipe] = stsb_dev_predictions(sts_train, sts_dev, sts_feats, cols, recipe, args.seed)
             sts = f"{spearman(sts_dev[1][sts_feats[1][1]], sts_pred[recipe]):.4f}"
         print(
-            f"{recipe:<7}{rho:>7.4f}{f'[{lo:.3f}, {hi:.3f}]':>17}"
+            f"{recipe:<12}{rho:>7.4f}{f'[{lo:.3f}, {hi:.3f}]':>17}"
             f"{f'{np.mean(per_fold):.3f}±{np.std(per_fold):.3f}':>14}{diff[0]:>9}{diff[1]:>22}{diff[2]:>8}"
             f"{lengths}{sts:>11}  {' '.join(chosen)}",
             flush=True,
         )
+    if encoders:
+        cosine_col = names.index("cosine")
+        cosines = {encoder_resolve(None).name: X_all[:, cosine_col]}
+        cosines.update({e.name: by_encoder[e.name][0][:, by_encoder[e.name][2].index("cosine")] for e in encoders})
+        table = encoder_table(
+            args.cache,
+            [encoder_resolve(None), *encoders],
+            pairs,
+            y,
+            rows,
+            groups,
+            cosines,
+            seed=cv.seed,
+            resamples=cv.resamples,
+            stsb=not args.no_stsb,
+            texts=args.speed_texts,
+        )
+        print(
+            "sentence encoders: raw cosine's rho on the same judged pairs [95% bootstrap interval]; STS-B dev: "
+            "cosine Spearman (STS-B test is not in /work/shared/data; with --no-stsb only a cached figure); CPU: "
+            f"sentences per CPU second (one thread, process time), the same {args.speed_texts} texts, each encoder "
+            "warmed first, in this run"
+        )
+        base_speed = table[0][4]
+        for enc, rho, (lo, hi), sts, speed in table:
+            print(
+                f"  {enc.name:<20} cosine rho {rho:.4f} [{lo:.3f}, {hi:.3f}]  STS-B dev "
+                + (f"{sts:.4f}" if sts is not None else "n/a (--no-stsb)")
+                + f"  CPU {speed:7.1f} "
+                f"sentences/CPU s ({speed / base_speed:.3f}x MiniLM; MiniLM {base_speed / speed:.2f}x faster)  "
+                f"weights sha256 {enc.sha256[:12]}"
+            )
     half, n_judged = target_reliability()
     whole = 2 * half / (1 + half)  # Spearman-Brown: a half holds about half of a candidate's judgments
     print(

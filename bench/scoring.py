@@ -139,6 +139,12 @@ def main() -> int:
     )
     parser.add_argument("--threads", type=int, default=1, help="device mode: torch's CPU threads (default 1)")
     parser.add_argument(
+        "--encoder",
+        default=None,
+        help="device mode: the sentence encoder (scoring.embeddings.encoder_resolve: all-mpnet-base-v2, a folder; "
+        "default the packaged MiniLM)",
+    )
+    parser.add_argument(
         "--cpu-workers",
         type=int,
         default=None,
@@ -149,7 +155,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.cpu_workers is not None and args.cpu_workers < 1:
         parser.error("--cpu-workers must be at least 1")
-    if args.device is not None or args.dtype is not None or args.encode_batch is not None:
+    if args.device is not None or args.dtype is not None or args.encode_batch is not None or args.encoder:
         return device_main(args)
     if args.cpu_workers is not None:
         return workers_main(args)
@@ -274,7 +280,14 @@ def device_main(args) -> int:
     django.setup()
     from scipy.stats import spearmanr
 
-    from scoring.embeddings import CPU_FLOAT32, EncoderPlacement, encoder, encoding_on, pair_similarities
+    from scoring.embeddings import (
+        CPU_FLOAT32,
+        EncoderPlacement,
+        encoder,
+        encoder_resolve,
+        encoding_on,
+        pair_similarities,
+    )
     from scoring.features import EMBEDDING_FEATURES, pair_features
     from scoring.lexical_processes import cpu_workers_on, lexical_processes
     from scoring.regressor import candidate_estimators
@@ -306,12 +319,23 @@ def device_main(args) -> int:
             torch.cuda.synchronize()
         return time.perf_counter() - start, out
 
-    load_s, _ = wall(lambda: encoder(placement.device, placement.dtype))
-    pair_similarities([p["reference"] for p in pairs[:64]], [p["paraphrase"] for p in pairs[:64]], placement=placement)
+    chosen = encoder_resolve(args.encoder)  # (None: the packaged MiniLM)
+    load_s, _ = wall(lambda: encoder(placement.device, placement.dtype, chosen))
+    pair_similarities(
+        [p["reference"] for p in pairs[:64]],
+        [p["paraphrase"] for p in pairs[:64]],
+        placement=placement,
+        sentence_encoder=chosen,
+    )
 
     def embeddings_only():
         for part in batches(pairs):
-            pair_similarities([p["reference"] for p in part], [p["paraphrase"] for p in part], placement=placement)
+            pair_similarities(
+                [p["reference"] for p in part],
+                [p["paraphrase"] for p in part],
+                placement=placement,
+                sentence_encoder=chosen,
+            )
 
     workers = args.cpu_workers or 1
     if workers > 1:
@@ -319,21 +343,27 @@ def device_main(args) -> int:
 
     def features(with_embeddings: bool):
         with encoding_on(placement), cpu_workers_on(workers):
-            return np.vstack([pair_features(part, with_embeddings=with_embeddings).matrix for part in batches(pairs)])
+            return np.vstack(
+                [
+                    pair_features(part, with_embeddings=with_embeddings, sentence_encoder=chosen).matrix
+                    for part in batches(pairs)
+                ]
+            )
 
     emb_s, _ = wall(embeddings_only)
     lex_s, _ = wall(lambda: features(False))
     all_s, device_matrix = wall(lambda: features(True))
 
     with encoding_on(CPU_FLOAT32):  # the first pairs as every scoring so far: the reference to stay close to
-        reference = pair_features(check, with_embeddings=True)
+        reference = pair_features(check, with_embeddings=True, sentence_encoder=chosen)
     X32, X = reference.matrix, device_matrix[: len(check)]
     keep = reference.keep
     names = reference.names
     n = len(pairs)
     card = torch.cuda.get_device_name() if on_cuda else f"CPU, {args.threads} torch thread(s)"
     print(
-        f"device mode: {card}; torch {torch.__version__}; encoder {placement.device}/{placement.dtype}, "
+        f"device mode: {card}; torch {torch.__version__}; encoder {chosen.name} (weights sha256 {chosen.sha256[:12]}) "
+        f"on {placement.device}/{placement.dtype}, "
         f"{placement.batch_size or 64} texts per forward pass, {batch} pairs per batch; {n} pairs "
         f"({'STS-B dev' if STSB_DEV.is_file() else 'random'} sentences, {args.per_reference} paraphrase(s) per "
         f"reference); encoder load {load_s:.1f} s; lexical features on {workers} process(es) (--cpu-workers)"

@@ -7,7 +7,7 @@ everything else runs on ``cpu``. ``tests/test_celery_routes.py`` fails if a task
 import os
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init
+from celery.signals import worker_init, worker_process_init, worker_ready, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 
@@ -40,3 +40,21 @@ def _tune_worker_process(**_: object) -> None:
     from config.process_tuning import tune_garbage_collector
 
     tune_garbage_collector()
+
+
+_HEARTBEAT: list = []  # the worker process's heartbeat thread (jobs.heartbeat), one at most
+
+
+@worker_ready.connect
+def _start_heartbeat(sender: object = None, **_: object) -> None:
+    """The worker beats from now on, busy or not: commands that wait for a job see it (jobs/heartbeat.py)."""
+    from jobs.heartbeat import HeartbeatThread
+
+    queues = sorted(getattr(sender.app.amqp.queues, "consume_from", None) or ()) if sender is not None else []
+    _HEARTBEAT.append(HeartbeatThread(getattr(sender, "hostname", "") or "worker", queues).start())
+
+
+@worker_shutdown.connect
+def _stop_heartbeat(**_: object) -> None:
+    while _HEARTBEAT:
+        _HEARTBEAT.pop().stop()

@@ -6,22 +6,20 @@ in ASCII and give a clear form error for anything else."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from decimal import Decimal
 
 from django import forms
 from django.core.exceptions import ValidationError
 
-from api.numbers import MAX_INT, ascii_float
-
-_INT = re.compile(r"[+-]?[0-9]{1,40}")  # the range is the validators' (their message names the bound)
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})")
+from api.numbers import MAX_INT, ascii_float, is_ascii_decimal, is_ascii_int
 
 
 class _AsciiDigits:
-    """``to_python`` for a field whose text must fully match ``pattern`` before ``convert`` reads it."""
+    """``to_python`` for a field whose text must pass ``written`` (``api.numbers``) before ``convert`` reads
+    it; the range is the field's validators' (their message names the bound)."""
 
-    pattern: re.Pattern
+    written: Callable[[str], bool]
     convert: type
 
     def to_python(self, value):
@@ -30,7 +28,7 @@ class _AsciiDigits:
         if isinstance(value, self.convert) and not isinstance(value, bool):
             return value
         text = str(value).strip()
-        if not self.pattern.fullmatch(text):
+        if not self.written(text):
             raise ValidationError(self.error_messages["invalid"], code="invalid")
         return self.convert(text)
 
@@ -39,7 +37,7 @@ class AsciiIntegerField(_AsciiDigits, forms.IntegerField):
     """An ``IntegerField`` written in digits 0-9 (an optional sign); the range is the field's own
     ``min_value`` / ``max_value``."""
 
-    pattern, convert = _INT, int
+    written, convert = staticmethod(is_ascii_int), int
     default_error_messages = {"invalid": "Enter a whole number written in digits 0-9."}
 
     def __init__(self, *, max_value=MAX_INT, min_value=-MAX_INT, **kwargs):  # the database's 64-bit range
@@ -49,7 +47,7 @@ class AsciiIntegerField(_AsciiDigits, forms.IntegerField):
 class AsciiDecimalField(_AsciiDigits, forms.DecimalField):
     """A ``DecimalField`` written in digits 0-9 (``Decimal("١٢")`` is 12 too); places and range as the field's."""
 
-    pattern, convert = _DECIMAL, Decimal
+    written, convert = staticmethod(is_ascii_decimal), Decimal
     default_error_messages = {"invalid": "Enter an amount written in digits 0-9 (e.g. 1.50)."}
 
 

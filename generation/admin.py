@@ -16,14 +16,23 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from api.permissions import admin_permission
 from infra.storage import get_storage
 from jobs.execution import job_start
 from jobs.models import Job
 from jobs.widgets import PROGRESS_JS, progress_bar
 
+from .corpora import CorpusImportError, corpus_terms
 from .hooks import sample_link
 from .idf import idf_table_key
 from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus, IdfTable, Resource, ResourceShard
+
+# who may do what here (docs/reference/permissions.md): importing makes a corpus and starts a job whose
+# progress page polls the job API; the progress page shows the job and the corpus it made; an IDF table is
+# made by a job too
+IMPORT_PERMS = ("generation.view_corpus", "generation.add_corpus", "jobs.view_job")
+IMPORT_PROGRESS_PERMS = ("generation.view_corpus", "jobs.view_job")
+BUILD_IDF_PERMS = ("generation.view_corpus", "generation.add_idftable", "jobs.view_job")
 
 
 class CorpusImportForm(forms.Form):
@@ -36,6 +45,27 @@ class CorpusImportForm(forms.Form):
         choices=[("skip", "skip bad lines (reported)"), ("abort", "abort at the first bad line (keep nothing)")],
         initial="skip",
     )
+    source = forms.CharField(
+        required=False, max_length=500, help_text="where the sentences come from (a dataset's name, a URL, a citation)"
+    )
+    license = forms.CharField(
+        required=False,
+        max_length=100,
+        help_text="the sentences' licence as an SPDX id (CC-BY-4.0, CC-BY-SA-4.0, CC-BY-NC-4.0, ...; LicenseRef-NAME "
+        "for terms of their own; empty: NOASSERTION); a release may not grant more than it allows",
+    )
+    terms = forms.CharField(required=False, max_length=500, help_text="the terms in words, for the release card")
+
+    def clean(self):
+        data = super().clean()
+        try:  # the one check of import_corpus --source --license --terms ("--license: ..." names the field)
+            data["terms_checked"] = corpus_terms(data.get("source"), data.get("license"), data.get("terms"))
+        except CorpusImportError as exc:
+            option, _, message = str(exc).partition(": ")
+            self.add_error(
+                option.removeprefix("--") if option in ("--source", "--license", "--terms") else None, message
+            )
+        return data
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
@@ -88,6 +118,9 @@ class CorpusAdmin(admin.ModelAdmin):
         "format",
         "status",
         "source_name",
+        "source",
+        "license",
+        "terms",
         "storage_prefix",
         "n_references",
         "n_lines_read",
@@ -108,7 +141,15 @@ class CorpusAdmin(admin.ModelAdmin):
         js = [PROGRESS_JS]
 
     def has_add_permission(self, request):
-        return False  # corpora come from an import (the "Import a corpus" button)
+        return False  # corpora come from an import (the "Import a corpus" button, has_import_permission)
+
+    has_import_permission = admin_permission(*IMPORT_PERMS)
+    has_import_progress_permission = admin_permission(*IMPORT_PROGRESS_PERMS)
+    has_build_idf_permission = admin_permission(*BUILD_IDF_PERMS)
+
+    def changelist_view(self, request, extra_context=None):
+        extra = {"may_import": self.has_import_permission(request)}
+        return super().changelist_view(request, {**(extra_context or {}), **extra})
 
     def get_urls(self):
         return [
@@ -163,7 +204,7 @@ class CorpusAdmin(admin.ModelAdmin):
             '<a href="/research/corpora/{}/constraints/">constraint systems of this corpus</a>', corpus.pk
         )
 
-    @admin.action(description="Build IDF table")
+    @admin.action(description="Build IDF table", permissions=["build_idf"])
     def build_idf(self, request, queryset):
         started = []
         for corpus in queryset:
@@ -171,14 +212,15 @@ class CorpusAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{corpus.name}: not ready ({corpus.status}), skipped", messages.WARNING)
                 continue
             job = job_start(kind="build_idf", params={"corpus": corpus.pk}, label=f"IDF of {corpus.name}")
+            self.log_addition(request, job, f"Started building: {job.label}")  # Recent actions
             started.append((reverse("admin:jobs_job_change", args=[job.pk]), job.pk, corpus.name))
         if started:
             links = format_html_join(", ", '<a href="{}">job {}</a> ({})', started)
             self.message_user(request, format_html("Started building IDF: {}", links), messages.SUCCESS)
 
     def import_view(self, request):
-        if not self.has_view_permission(request) or not request.user.is_staff:
-            raise PermissionDenied
+        if not self.has_import_permission(request):
+            raise PermissionDenied  # a refused import saves no upload and starts no job
         if request.method == "POST":
             form = CorpusImportForm(request.POST, request.FILES)
             if form.is_valid():
@@ -194,8 +236,10 @@ class CorpusAdmin(admin.ModelAdmin):
                         "on_error": form.cleaned_data["on_error"],
                         "display_name": Path(upload.name).name,
                         "remove_file": True,
+                        **form.cleaned_data["terms_checked"].as_params(),
                     },
                 )
+                self.log_addition(request, job, f"Started: {job.label}")  # Recent actions
                 return HttpResponseRedirect(reverse("admin:generation_corpus_import_progress", args=[job.pk]))
         else:
             form = CorpusImportForm()
@@ -209,6 +253,8 @@ class CorpusAdmin(admin.ModelAdmin):
         return render(request, "admin/generation/corpus/import.html", context)
 
     def import_progress_view(self, request, job_id: int):
+        if not self.has_import_progress_permission(request):
+            raise PermissionDenied
         job = get_object_or_404(Job, pk=job_id, kind="import_corpus")
         corpus = Corpus.objects.filter(import_job=job).first()
         context = {

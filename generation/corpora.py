@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from infra.licences import NO_LICENSE, license_check
 from infra.shards import read_jsonl_gz, write_jsonl_gz
 from infra.storage import LocalStorage, get_storage
 from infra.textfiles import GZIP_MAGIC
@@ -306,6 +307,35 @@ class ImportReport:
         return f"{self.bad_lines} bad line(s) of {self.lines_read}" + (f": {parts}" if parts else "")
 
 
+@dataclass(frozen=True)
+class CorpusTerms:
+    """Where a corpus's sentences come from and under which terms (``import_corpus --source --license --terms``):
+    the release card names them, and ``export_release`` refuses a licence they do not allow."""
+
+    source: str = ""
+    license: str = NO_LICENSE
+    terms: str = ""
+
+    def as_params(self) -> dict[str, str]:
+        return {"source": self.source, "license": self.license, "terms": self.terms}
+
+
+def corpus_terms(source: str | None = None, license: str | None = None, terms: str | None = None) -> CorpusTerms:
+    """The checked ``CorpusTerms``: ``license`` an SPDX id (``infra.licences.license_check``; none: NOASSERTION),
+    ``source`` and ``terms`` one line of at most 500 characters each; a CorpusImportError says what is wrong."""
+    try:
+        spdx = license_check(license)
+    except ValueError as exc:
+        raise CorpusImportError(f"--license: {exc}") from None
+    texts = {}
+    for name, value in (("source", source), ("terms", terms)):
+        text = " ".join(str(value or "").split())
+        if len(text) > 500:
+            raise CorpusImportError(f"--{name}: at most 500 characters, not {len(text)}")
+        texts[name] = text
+    return CorpusTerms(source=texts["source"], license=spdx, terms=texts["terms"])
+
+
 def corpus_import(
     *,
     name: str,
@@ -318,12 +348,14 @@ def corpus_import(
     job=None,
     display_name: str | None = None,
     on_bad_line: Callable[[LineError], None] | None = None,
+    terms: CorpusTerms | None = None,
 ) -> Corpus:
     """Import ``path`` as corpus ``name``; returns the READY corpus.
 
     ``format``: ``bitext`` (source<TAB>reference), ``mono`` (one English sentence a line) or None to
     detect it from the first non-empty line. ``on_error``: ``skip`` reports bad lines and goes on;
     ``abort`` stops at the first bad line and removes everything written (no corpus row is left).
+    ``terms``: where the sentences come from and their licence (``corpus_terms``; none: ``NOASSERTION``).
     Raises :class:`CorpusImportError` with a one-line reason.
     """
     if on_error not in ("skip", "abort"):
@@ -345,8 +377,16 @@ def corpus_import(
         raise CorpusImportError(f"a corpus named {name!r} already exists")
 
     storage = get_storage()
+    terms = terms or CorpusTerms()
     corpus = Corpus.objects.create(
-        name=name, format=fmt, status=CorpusStatus.IMPORTING, source_name=display[:500], import_job=job
+        name=name,
+        format=fmt,
+        status=CorpusStatus.IMPORTING,
+        source_name=display[:500],
+        import_job=job,
+        source=terms.source,
+        license=terms.license,
+        terms=terms.terms,
     )
     corpus.storage_prefix = f"corpora/{corpus.pk}"
     corpus.save(update_fields=["storage_prefix"])

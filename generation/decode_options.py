@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from api.numbers import cli_float, cli_int
+
 from .beam_sizes import STOP_DEFAULT, STOP_HELP, STOP_RULES, beam_nbest_error, stop_rule_error
 
 DEVICES = ("cpu", "cuda")
@@ -200,16 +202,140 @@ class DecodeOptions:
 def add_arguments(parser, *, device_help: str | None = None) -> None:
     """The decoding options ``paraphrase`` and ``generate`` share, named as :class:`DecodeOptions`' fields
     (``--batch-size`` is ``batch_size``: :meth:`DecodeOptions.from_values` reads the parsed options)."""
-    parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--nbest", type=int, default=1)
+    parser.add_argument("--beam", type=cli_int, default=5)
+    parser.add_argument("--nbest", type=cli_int, default=1)
     parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT, help=STOP_HELP)
     parser.add_argument(
         "--max-length",
-        type=int,
+        type=cli_int,
         default=128,
         help="maximum output length in subword tokens, decoder start token included",
     )
-    parser.add_argument("--length-penalty", type=float, default=1.0)
-    parser.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
+    parser.add_argument("--length-penalty", type=cli_float, default=1.0)
+    parser.add_argument("--batch-size", type=cli_int, default=None, help=BATCH_HELP)
     parser.add_argument("--device", choices=DEVICES, default=None, help=device_help)
     parser.add_argument("--dtype", choices=DTYPES, default=None, help=DTYPE_HELP)
+
+
+DISCOURAGE_HELP = (
+    "--diverse: instead of banning each sample's negative words outright, lower the log-probability of the "
+    "tokens that would complete one by PENALTY (a banned word may then appear)"
+)
+
+
+@dataclass(frozen=True)
+class DiverseOptions:
+    """ParaBank 2's diverse mode (Hu et al., CoNLL 2019, sections 2-3), every number in one value:
+    ``negative_sets`` random sets of the reference's words (``ban_fraction`` of its distinct words each,
+    at least one; its function words only with ``ban_function_words``), ``samples`` top-``top_k``
+    samples at ``temperature`` under each set; a set's words (and their casing variants) are banned
+    exactly, or, with ``discourage``, their completing tokens lose that much log-probability. Candidates
+    with a word that is no English word and not the reference's are dropped unless ``allow_non_words``;
+    those whose score (forward NLL per token, plus the backward model's when one is given) exceeds ``max_nll``
+    are dropped; the rest are clustered into ``clusters`` k-medoids clusters (one pinned on the
+    reference) and the best of each other cluster kept, ``keep`` at most. ``seed``: the same seed and
+    device give the same outputs. ``batch_size``: inputs decoded together (each is ``negative_sets x
+    samples`` rows; None: 1 on the CPU, 8 on a GPU). ``max_length`` counts the decoder start token, as in
+    :class:`DecodeOptions`."""
+
+    negative_sets: int = 5
+    samples: int = 30
+    top_k: int = 10
+    temperature: float = 1.0
+    ban_fraction: float = 0.3
+    ban_function_words: bool = False
+    allow_non_words: bool = False
+    discourage: float | None = None
+    clusters: int = 8
+    keep: int = 5
+    max_nll: float = 3.5
+    seed: int = 0
+    max_length: int = 128
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        for name in ("negative_sets", "samples", "top_k", "keep"):
+            put(name, _int(name, getattr(self, name), 1))
+        put("clusters", _int("clusters", self.clusters, 2, " (one cluster is pinned on the reference)"))
+        put("seed", _int("seed", self.seed, 0))
+        put("max_length", _int("max_length", self.max_length, 2, " (it counts the decoder start token)"))
+        if self.batch_size is not None:
+            put("batch_size", _int("batch_size", self.batch_size, 1))
+        put("temperature", _finite("temperature", self.temperature))
+        if self.temperature <= 0:
+            raise _fail("{0} must be above 0, not {value!r}", "temperature", value=self.temperature)
+        put("ban_fraction", _finite("ban_fraction", self.ban_fraction))
+        if not 0.0 <= self.ban_fraction <= 1.0:
+            raise _fail("{0} must be between 0 and 1, not {value!r}", "ban_fraction", value=self.ban_fraction)
+        for name in ("ban_function_words", "allow_non_words"):
+            put(name, bool(_flag(name, getattr(self, name))))
+        put("max_nll", _finite("max_nll", self.max_nll))
+        if self.max_nll <= 0:
+            raise _fail("{0} must be above 0, not {value!r}", "max_nll", value=self.max_nll)
+        if self.discourage is not None:
+            put("discourage", _finite("discourage", self.discourage))
+            if self.discourage <= 0:
+                raise _fail("{0} must be above 0, not {value!r}", "discourage", value=self.discourage)
+
+    @property
+    def rows(self) -> int:
+        """Sampled candidates per input: ``negative_sets x samples`` rows of the decoder."""
+        return self.negative_sets * self.samples
+
+    def replace(self, **changes: Any) -> DiverseOptions:
+        """A copy with ``changes`` (field names), checked again."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> DiverseOptions:
+        """Options from a mapping that holds them among other things under their field names (a command's
+        parsed options, a job's params). Absent or None values keep the defaults."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names and v is not None})
+
+
+def add_diverse_arguments(parser) -> None:
+    """``--diverse`` and its options, named as :class:`DiverseOptions`' fields (``--negative-sets`` is
+    ``negative_sets``). ``--seed``, ``--max-length`` and ``--batch-size`` are the command's own."""
+    d = DiverseOptions()
+    parser.add_argument(
+        "--diverse",
+        action="store_true",
+        help="ParaBank 2's diverse mode: sampling under random negative constraints, scoring, clustering",
+    )
+    parser.add_argument("--negative-sets", type=cli_int, default=None, help=f"--diverse (default {d.negative_sets})")
+    parser.add_argument("--samples", type=cli_int, default=None, help=f"--diverse: per set (default {d.samples})")
+    parser.add_argument("--top-k", type=cli_int, default=None, help=f"--diverse (default {d.top_k})")
+    parser.add_argument("--temperature", type=cli_float, default=None, help=f"--diverse (default {d.temperature})")
+    parser.add_argument(
+        "--ban-fraction",
+        type=cli_float,
+        default=None,
+        help=f"--diverse: share of the reference's distinct words in each negative set (default {d.ban_fraction})",
+    )
+    parser.add_argument(
+        "--ban-function-words",
+        action="store_true",
+        default=None,
+        help="--diverse: draw negative sets from every word of the reference, articles and the like included",
+    )
+    parser.add_argument(
+        "--allow-non-words",
+        action="store_true",
+        default=None,
+        help="--diverse: keep candidates with a word that is neither an English word nor the reference's",
+    )
+    parser.add_argument("--discourage", type=cli_float, default=None, metavar="PENALTY", help=DISCOURAGE_HELP)
+    parser.add_argument("--clusters", type=cli_int, default=None, help=f"--diverse (default {d.clusters})")
+    parser.add_argument("--keep", type=cli_int, default=None, help=f"--diverse (default {d.keep})")
+    parser.add_argument(
+        "--backward-model",
+        default=None,
+        help="--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)",
+    )
+    parser.add_argument(
+        "--max-nll", type=cli_float, default=None, help=f"--diverse: drop candidates scored above (default {d.max_nll})"
+    )

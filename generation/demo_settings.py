@@ -32,6 +32,15 @@ DEMO_CORPUS = "demo"
 DEMO_CORPUS_FILE = DEMO_DIR / "corpus.txt"
 DEMO_MODEL = DEMO_DIR / "model"
 DEMO_SAMPLE = "demo-sample"
+# the demo corpus's origin and terms (generation/demo/README.md): STS-B sentences under their sources' licences,
+# some share-alike, some Microsoft Research's: a release of it may state no licence but these terms or none
+DEMO_CORPUS_TERMS = {
+    "source": "STS Benchmark training sentences (Agirre et al., SemEval 2017), generation/demo/corpus.txt",
+    "license": "LicenseRef-STSB-sources",
+    "terms": "each sentence under its source's licence (MSR Paraphrase and Video: Microsoft Research terms; EMM "
+    "headlines; DEFT news; PASCAL VOC-2008, SNLI, Stack Exchange: CC BY-SA): demo data for research and "
+    "demonstration, not for redistribution",
+}
 # lowest-IDF ban, one random ban, unconstrained, a required verb variant, the first 3 tokens banned at BOS
 DEMO_SYSTEMS = [15, 22, 28, 29, 34]
 DEMO_LENGTHS = [5, 10, 20]

@@ -64,6 +64,7 @@ from .decode_options import DecodeOptions, DecodeOptionsError
 from .hooks import name_taken
 from .model_source import ModelFolderError, model_folder
 from .models import Corpus, CorpusFormat, CorpusStatus, IdfTable, Resource, ResourceShard
+from .prompts import PromptTemplateError, for_folder
 from .systems import PPDB_SYSTEMS, UnknownSystem, get_system
 
 KIND = "generate"
@@ -126,7 +127,9 @@ def model_fingerprint(path: str) -> str:
     return found
 
 
-def _check_model_folder(path: str) -> None:
+def _check_model_folder(path: str) -> bool:
+    """Raises GenerationSettingsError for a folder the decoder cannot load; returns whether the model is
+    decoder-only (a causal LM: it is prompted, ``generation/prompts.py``) rather than an encoder-decoder."""
     folder = resolve_model_folder(path)
     if not folder.is_dir():
         raise GenerationSettingsError(f"model folder {path!r} is not a folder")
@@ -136,8 +139,31 @@ def _check_model_folder(path: str) -> None:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise GenerationSettingsError(f"model folder {path!r}: unreadable config.json ({exc})") from None
-    if not config.get("is_encoder_decoder"):
-        raise GenerationSettingsError(f"model folder {path!r} is not an encoder-decoder (seq2seq) model")
+    if config.get("is_encoder_decoder"):
+        return False
+    if any(str(a).endswith(CAUSAL_ARCHITECTURES) for a in config.get("architectures") or []):
+        return True
+    raise GenerationSettingsError(
+        f"model folder {path!r} is neither an encoder-decoder (seq2seq) nor a decoder-only (causal LM) model"
+    )
+
+
+CAUSAL_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")  # config.json "architectures" of a decoder-only model
+
+
+def _prompt_template(path: str, causal: bool, value: str | dict | None) -> dict | None:
+    """The job's prompt template as stored (its JSON: a worker needs no file), None for an encoder-decoder
+    model; GenerationSettingsError for one that cannot be used."""
+    if not causal:
+        if value is not None:
+            raise GenerationSettingsError(
+                f"prompt_template is for decoder-only models; {path!r} is an encoder-decoder model"
+            )
+        return None
+    try:
+        return for_folder(resolve_model_folder(path), value).to_json()
+    except PromptTemplateError as exc:
+        raise GenerationSettingsError(str(exc)) from None
 
 
 def parse_systems(values: Sequence[int | str]) -> list[int]:
@@ -197,9 +223,12 @@ def generation_params(
     sample_chunk_size: int = 50,
     pause_per_batch: float = 0.0,
     stop: str = STOP_DEFAULT,
+    prompt_template: str | dict | None = None,
 ) -> dict[str, Any]:
     """Check every setting (nothing is created) and return the job's params. Raises GenerationSettingsError.
-    The decoding settings are checked as one ``DecodeOptions`` (the rules ``paraphrase`` and ``decode`` use)."""
+    The decoding settings are checked as one ``DecodeOptions`` (the rules ``paraphrase`` and ``decode`` use).
+    ``prompt_template``: a decoder-only model's (a built-in's name, a file, or a stored template's JSON;
+    None: the model's default), stored with the job as JSON."""
     if corpus.status != CorpusStatus.READY:
         raise GenerationSettingsError(f"corpus {corpus.name!r} is {corpus.status}, not ready")
     try:
@@ -215,7 +244,7 @@ def generation_params(
         )
     except DecodeOptionsError as exc:
         raise GenerationSettingsError(str(exc)) from None
-    _check_model_folder(model)
+    template = _prompt_template(model, _check_model_folder(model), prompt_template)
     model_fingerprint(model)
     numbers = parse_systems(systems)
     if not ppdb and any(n in PPDB_SYSTEMS for n in numbers):
@@ -239,6 +268,8 @@ def generation_params(
         "sample_chunk_size": _int(sample_chunk_size, "sample_chunk_size"),
         "pause_per_batch": max(0.0, _finite(pause_per_batch, "pause_per_batch")),
     }
+    if template is not None:
+        params["prompt_template"] = template
     lengths = sorted({_int(n, "length") for n in lengths})  # checked even when unused: a typo is not ignored
     if not lengths:
         raise GenerationSettingsError("give at least one length bucket")
@@ -352,6 +383,7 @@ def _plan(job: Job) -> list[dict[str, Any]]:
                 "sample_chunk_size",
                 "pause_per_batch",
                 "stop",
+                "prompt_template",
             )
             if params.get(k) is not None
         },
@@ -381,7 +413,7 @@ def _plan(job: Job) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------ chunk
 
 _MODEL_LOCK = threading.Lock()
-_MODEL: dict[tuple[str, str | None, str | None], Any] = {}
+_MODEL: dict[tuple[str, str | None, str | None, str], Any] = {}
 # Windows prepared (tagged, constraints selected) ahead of the one decoding, in a background thread: the
 # bounded queue's size; 0: prepare each window only when it is its turn (the sequential version). None:
 # 1 where the model is on a GPU, 0 on the CPU, where the decoder itself keeps the cores and the GIL busy
@@ -398,11 +430,12 @@ DEVICE_BATCH_RULE = (
 )
 
 
-def loaded_model(path: str, device: str | None, dtype: str | None = None):
-    """The decoder's model, loaded once per process (one model kept at a time)."""
+def loaded_model(path: str, device: str | None, dtype: str | None = None, prompt_template: dict | None = None):
+    """The decoder's model, loaded once per process (one model kept at a time); a decoder-only one with the
+    job's ``prompt_template``."""
     from .decoding import load_model
 
-    key = (str(resolve_model_folder(path)), device, dtype)
+    key = (str(resolve_model_folder(path)), device, dtype, json.dumps(prompt_template, sort_keys=True))
     with _MODEL_LOCK:
         if key not in _MODEL:
             if device == "cuda":
@@ -411,7 +444,7 @@ def loaded_model(path: str, device: str | None, dtype: str | None = None):
                 if not torch.cuda.is_available():
                     raise RuntimeError("device 'cuda' was asked for but this worker has no CUDA device")
             _MODEL.clear()
-            _MODEL[key] = load_model(key[0], device=device, dtype=dtype)
+            _MODEL[key] = load_model(key[0], device=device, dtype=dtype, prompt_template=prompt_template)
         return _MODEL[key]
 
 
@@ -449,7 +482,7 @@ def chunk_setup(params: dict[str, Any], is_bitext: bool) -> ChunkSetup:
     from .nlp import load_pipeline
 
     options = job_decode_options(params)
-    model = loaded_model(params["model"], options.device, options.dtype)
+    model = loaded_model(params["model"], options.device, options.dtype, params.get("prompt_template"))
     if model_fingerprint(params["model"]) != params["model_sha256"]:
         raise RuntimeError(f"the weights in {params['model']!r} changed since the job started")
     options = options.on_device(model.device.type)
@@ -729,6 +762,8 @@ def _resource_settings(params: dict[str, Any]) -> dict[str, Any]:
         "device": params.get("device"),
         "tokenizer": pipeline_signature(),
     }
+    if params.get("prompt_template"):  # a decoder-only model's prompt (shown on the release card)
+        out["prompt_template"] = params["prompt_template"]
     if "sample_per_length" in params:
         out.update(
             sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")

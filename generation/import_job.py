@@ -2,7 +2,8 @@
 
 Params: ``name``, ``path``, ``format`` (``bitext``/``mono``/None to detect), ``on_error``
 (``skip``/``abort``), ``shard_size``, ``max_line_chars``, ``display_name`` (the file name shown in
-errors, e.g. an upload's original name) and ``remove_file`` (delete the file once imported: uploads).
+errors, e.g. an upload's original name), ``remove_file`` (delete the file once imported: uploads), and the
+corpus's ``source``, ``license`` (SPDX id; none: NOASSERTION) and ``terms`` (``corpora.corpus_terms``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from jobs.models import Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
-from .corpora import corpus_discard, corpus_import
+from .corpora import corpus_discard, corpus_import, corpus_terms
 from .models import Corpus, CorpusStatus
 
 
@@ -41,6 +42,7 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
             progress=progress,
             job=job,
             display_name=p.get("display_name") or None,
+            terms=corpus_terms(p.get("source"), p.get("license"), p.get("terms")),
         )
         summary = dict(corpus.import_report.reasons)
     return {

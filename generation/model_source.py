@@ -43,6 +43,7 @@ HUB_IGNORE_PATTERNS = [
     "openvino/*",
     "coreml/*",
     "tf_model*",
+    "original/*",  # (Meta's Llama repositories: the same weights again in their own format)
     "flax_model*",
     "rust_model*",
 ]
@@ -52,9 +53,9 @@ HUB_ENV_HELP = (
 )
 _TRUE = {"1", "ON", "YES", "TRUE"}
 MODEL_HELP = (
-    "a local Hugging Face seq2seq checkpoint folder, or a hub model id (ORG/NAME[@REVISION], e.g. "
-    "Helsinki-NLP/opus-mt-cs-en) found in or fetched into the Hugging Face cache (HF_HUB_CACHE / HF_HOME; "
-    "HF_HUB_OFFLINE=1: the cache only)"
+    "a local Hugging Face seq2seq or decoder-only (causal LM) checkpoint folder, or a hub model id "
+    "(ORG/NAME[@REVISION], e.g. Helsinki-NLP/opus-mt-cs-en) found in or fetched into the Hugging Face cache "
+    "(HF_HUB_CACHE / HF_HOME; HF_HUB_OFFLINE=1: the cache only)"
 )
 
 

@@ -21,6 +21,19 @@ class Corpus(models.Model):
     format = models.CharField(max_length=8, choices=CorpusFormat.choices)
     status = models.CharField(max_length=16, choices=CorpusStatus.choices, default=CorpusStatus.IMPORTING)
     source_name = models.CharField(max_length=500, blank=True, help_text="the file it was imported from")
+    # where the sentences come from and under which terms (infra.licences): the release card names both, and an
+    # export under a licence the terms do not allow is refused (import_corpus --source ... --license ...)
+    source = models.CharField(
+        max_length=500, blank=True, help_text="where the sentences come from (a dataset's name, a URL, a citation)"
+    )
+    license = models.CharField(
+        max_length=100,
+        default="NOASSERTION",
+        help_text="the sentences' licence as an SPDX id (NOASSERTION: not stated; LicenseRef-NAME: terms of their own)",
+    )
+    terms = models.CharField(
+        max_length=500, blank=True, help_text="the terms in words, for the release card (e.g. research use only)"
+    )
     storage_prefix = models.CharField(max_length=500, blank=True)
     n_references = models.PositiveBigIntegerField(default=0)
     n_lines_read = models.PositiveBigIntegerField(default=0)

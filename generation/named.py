@@ -6,6 +6,8 @@ from typing import TypeVar
 
 from django.db import models
 
+from api.numbers import ascii_int
+
 M = TypeVar("M", bound=models.Model)
 
 
@@ -14,6 +16,10 @@ def named_or_numbered(model: type[M], name_or_id) -> M | None:
     (The name wins: a corpus may be called "3" while another has id 3.)"""
     value = str(name_or_id)
     found = model.objects.filter(name=value).first()
-    if found is None and value.isdigit():
-        found = model.objects.filter(pk=int(value)).first()
+    if found is None:
+        try:  # "²".isdigit() is True and int("²") raises; int() of 4,301 digits raises too
+            pk = ascii_int(value, name="an id", minimum=1)
+        except ValueError:
+            return None
+        found = model.objects.filter(pk=pk).first()
     return found

@@ -4,9 +4,16 @@
 ``/research/constraints/?sentence=...`` takes a typed sentence. Both accept ``idf`` (IdfTable id;
 default the corpus's latest, else the latest table), ``seed``, ``ppdb`` (a PPDB 2.0 file path on the
 server) and ``min_idf`` / ``max_idf``.
+
+The page is never blank: with nothing asked it shows an example (reference 0 of the corpus, else ParaBank §3.2's
+worked sentence), every word of the sentence with its IDF and whether it joins the pool, and, when systems find
+the pool too small, why (the IDF window against what the table's corpus can give) and what to change.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
@@ -20,6 +27,52 @@ from infra.shards import read_jsonl_gz
 from .constraints import PREPOSITIONS, build_pool, select_for_all_systems, tag_sentences
 from .models import Corpus, CorpusShard, IdfTable
 from .systems import SYSTEMS
+
+# ParaBank §3.2's worked example: the page shows it when it is opened with nothing to show
+EXAMPLE_SENTENCE = "I told her I was proud to work for them."
+POOL_TOO_SMALL = "pool too small"
+
+
+def word_idfs(
+    tokens: Sequence[tuple[str, str]], idf: Mapping[str, float], pool_words: set[str], min_idf: float
+) -> list[dict]:
+    """Every token of the sentence with its IDF (None: not in the table) and why it is in the pool or not."""
+    out = []
+    for text, _pos in tokens:
+        word = text.lower()
+        value = idf.get(word) if text.isalpha() else None
+        if not text.isalpha():
+            why = "not a word"
+        elif word in pool_words:
+            why = "in the pool" + (" (preposition)" if word in PREPOSITIONS else "")
+        elif value is None:
+            why = "not in the IDF table"
+        elif value < min_idf:
+            why = "below the window (a common word)"
+        else:
+            why = "above the window"
+        out.append({"word": text, "idf": value, "why": why, "pool": word in pool_words})
+    return out
+
+
+def pool_hint(rows: list[dict], table: IdfTable, min_idf: float) -> dict | None:
+    """Why systems found the pool too small, and what to change: None when none did. A table's IDF is
+    ln(documents / documents with the word), so no word of a corpus of N documents goes above ln(N); a small
+    corpus leaves few words inside ParaBank's 7-17 window (built for millions of sentences)."""
+    small = sum(1 for r in rows if not r["ok"] and str(r["reason"]).startswith(POOL_TOO_SMALL))
+    if not small:
+        return None
+    n_documents = getattr(table, "n_documents", None) or 0
+    highest = math.log(n_documents) if n_documents > 1 else None
+    suggested = max(0.0, math.floor(highest) - 3.0) if highest is not None else None
+    return {
+        "systems": small,
+        "of": len(rows),
+        "n_documents": n_documents,
+        "highest": highest,
+        "small_corpus": highest is not None and highest < min_idf + 3,
+        "suggested_min_idf": suggested if suggested is not None and suggested < min_idf else None,
+    }
 
 
 def reference_at(corpus: Corpus, index: int) -> dict | None:
@@ -81,6 +134,11 @@ def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> Ht
 
     sentence = (q.get("sentence") or "").strip()
     index = q.get("i", "")
+    example = not sentence and index == ""  # nothing asked: show an example rather than a blank page
+    if example and corpus is not None:
+        index = "0"
+    elif example:
+        sentence = EXAMPLE_SENTENCE
     record = None
     if not sentence and corpus is not None and index != "":
         try:
@@ -95,7 +153,7 @@ def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> Ht
                 sentence = record.get("reference", "")
 
     errors = bad + errors
-    rows, pool = [], []
+    rows, pool, words = [], [], []
     if sentence and table is not None and not errors:
         from .constraint_job import load_idf_table
 
@@ -118,6 +176,7 @@ def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> Ht
                 {"word": t.word, "idf": t.idf, "pos": t.pos, "preposition": t.word in PREPOSITIONS}
                 for t in build_pool(tagged.tokens, idf, min_idf=min_idf, max_idf=max_idf)
             ]
+            words = word_idfs(tagged.tokens, idf, {t["word"] for t in pool}, min_idf)
             results = select_for_all_systems(tagged, idf, seed=seed, ppdb=ppdb, min_idf=min_idf, max_idf=max_idf)
             for system, result in zip(SYSTEMS, results):
                 rows.append(
@@ -147,10 +206,13 @@ def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> Ht
             "sentence": sentence,
             "index": index,
             "record": record,
-            "typed": bool(q.get("sentence")),
+            "typed": bool(q.get("sentence")) or (example and corpus is None),
+            "example": example,
             "errors": errors,
             "rows": rows,
             "pool": pool,
+            "words": words,
+            "hint": pool_hint(rows, table, min_idf) if rows else None,
             "n_references": corpus.n_references if corpus else None,
         },
         status=400 if bad else 200,

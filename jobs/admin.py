@@ -4,6 +4,8 @@
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
+from api.permissions import admin_permission
+
 from .execution import job_cancel, job_progress, job_resume
 from .models import Job, JobChunk
 from .results import job_outcome_html
@@ -49,6 +51,11 @@ class JobAdmin(admin.ModelAdmin):
     actions = ["resume_jobs", "cancel_jobs"]
     change_form_template = "admin/jobs/job/change_form.html"
 
+    def has_add_permission(self, request) -> bool:
+        """Jobs are started by the commands, the API and the admin's own forms (train, score, export...): a job
+        added here would have no kind's parameters and stay pending forever."""
+        return False
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         job = self.get_object(request, object_id)
         extra = {"outcome_html": job_outcome_html(job, request.user)} if job is not None else {}
@@ -64,13 +71,17 @@ class JobAdmin(admin.ModelAdmin):
             round(100 * p["fraction"]),
         )
 
-    @admin.action(description="Resume selected jobs (re-run unfinished chunks)")
+    # each action its own permission (jobs.view_job only shows jobs): docs/reference/permissions.md
+    has_resume_permission = admin_permission("jobs.resume_job")
+    has_cancel_permission = admin_permission("jobs.cancel_job")
+
+    @admin.action(description="Resume selected jobs (re-run unfinished chunks)", permissions=["resume"])
     def resume_jobs(self, request, queryset):
         for job in queryset:
             job_resume(job_id=job.pk)
         self.message_user(request, f"Resumed {queryset.count()} job(s).", messages.SUCCESS)
 
-    @admin.action(description="Cancel selected jobs")
+    @admin.action(description="Cancel selected jobs", permissions=["cancel"])
     def cancel_jobs(self, request, queryset):
         for job in queryset:
             job_cancel(job_id=job.pk)

@@ -21,6 +21,11 @@ class JobProgressSerializer(serializers.Serializer):
     chunks = serializers.IntegerField(min_value=0)
     chunks_done = serializers.IntegerField(min_value=0)
     fraction = serializers.FloatField(min_value=0, max_value=1)
+    stage = serializers.CharField(
+        allow_blank=True,
+        help_text='What the running job is doing now, in words ("nested cross-validation: fold 2 of 5"); empty '
+        "when its kind names no stage or the job is not running.",
+    )
     error = serializers.CharField(allow_blank=True)
     result = serializers.JSONField(help_text="The job kind's result (an object; empty until it succeeds).")
 

@@ -27,6 +27,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from .heartbeat import HEARTBEAT_FRESH, heartbeat_seconds, workers_seen
 from .models import TERMINAL_STATUSES, Job, JobChunk, JobStatus
 from .registry import finish_hooks, get_kind
 
@@ -86,14 +87,19 @@ def job_enqueue(*, job_id: int) -> int:
 
 
 def _progress_recorder(chunk: JobChunk, on_progress: ProgressListener | None = None):
-    last = [0.0]
+    last = [0.0, ""]
 
-    def record(done: int, total: int) -> None:
+    def record(done: int, total: int, stage: str | None = None) -> None:
+        """``stage`` (optional): what the chunk is doing now, in words; a new stage is always written."""
         now = time.monotonic()
-        if now - last[0] < 0.5 and done < total:
+        moved = stage is not None and stage != last[1]
+        if now - last[0] < 0.5 and done < total and not moved:
             return
         last[0] = now
-        JobChunk.objects.filter(pk=chunk.pk).update(done_units=done, total_units=total)
+        fields: dict[str, Any] = {"done_units": done, "total_units": total}
+        if stage is not None:
+            fields["stage"] = last[1] = stage[:200]
+        JobChunk.objects.filter(pk=chunk.pk).update(**fields)
         if Job.objects.filter(pk=chunk.job_id, status=JobStatus.CANCELLED).exists():
             raise JobCancelled(f"job {chunk.job_id} was cancelled")
         if on_progress is not None:
@@ -180,6 +186,7 @@ def chunk_run(*, chunk_id: int, on_progress: ProgressListener | None = None) -> 
             started_at=now,
             error="",
             ran_on=holder,
+            stage="",
             lease_expires_at=now + dt.timedelta(seconds=lease_seconds()),
         )
         Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(status=JobStatus.RUNNING, started_at=now)
@@ -292,9 +299,17 @@ def chunks_fraction(status: str, chunks: list[dict[str, Any]]) -> float:
     return done / (len(chunks) or 1)
 
 
+def job_stage(status: str, chunks: list[dict[str, Any]]) -> str:
+    """What a running job is doing now, in words: the stage its running chunk last reported ("" if none did,
+    or once the job is no longer running)."""
+    if status != JobStatus.RUNNING:
+        return ""
+    return next((c["stage"] for c in chunks if c["status"] == JobStatus.RUNNING and c.get("stage")), "")
+
+
 def job_progress(job: Job) -> dict[str, Any]:
     """Fraction done from chunk counts and the units reported by running chunks."""
-    chunks = list(job.chunks.values("status", "done_units", "total_units"))
+    chunks = list(job.chunks.values("status", "done_units", "total_units", "stage"))
     return {
         "job": job.pk,
         "kind": job.kind,
@@ -302,6 +317,7 @@ def job_progress(job: Job) -> dict[str, Any]:
         "chunks": len(chunks),
         "chunks_done": sum(1 for c in chunks if c["status"] == JobStatus.SUCCEEDED),
         "fraction": chunks_fraction(job.status, chunks),
+        "stage": job_stage(job.status, chunks),
         "error": job.error,
         "result": job.result,
     }
@@ -311,14 +327,41 @@ def uses_embedded_broker() -> bool:
     return settings.CELERY_BROKER_URL.startswith("filesystem://")
 
 
-def workers_available(timeout: float = 1.0) -> bool:
-    """True if at least one Celery worker answers a ping on the configured broker."""
+def workers_answering(timeout: float = 1.0) -> list[str]:
+    """The node names of the Celery workers that answer a ping on the configured broker (a busy solo-pool
+    worker does not: ``jobs.heartbeat`` sees it)."""
     from config.celery import app
 
     try:
-        return bool(app.control.ping(timeout=timeout))
+        return sorted(name for reply in app.control.ping(timeout=timeout) or [] for name in reply)
     except Exception:  # noqa: BLE001 - broker unreachable: nobody can take the job
-        return False
+        return []
+
+
+def workers_available(timeout: float = 1.0) -> bool:
+    """True if a Celery worker is alive: a fresh heartbeat (busy or not), else an answer to a ping."""
+    return bool(workers_seen()) or bool(workers_answering(timeout))
+
+
+def workers_waiting_text(job: Job, *, timeout: float = 1.0) -> str:
+    """What a command waiting for ``job`` can truly say about the workers that may take it: those seen by
+    their heartbeat (and whether one takes the job's queue), else those answering a ping, else that none was
+    seen, and what to do then."""
+    queue = chunk_queue(job)
+    seen = workers_seen()
+    taking = [w for w in seen if not w.queues or queue in w.queues]
+    if taking:
+        return f"job {job.pk} is queued on {queue!r} for a Celery worker: {'; '.join(w.text() for w in taking)}"
+    answering = workers_answering(timeout)
+    if answering:
+        return f"job {job.pk} is queued on {queue!r}; Celery workers answering a ping: {', '.join(answering)}"
+    others = f" (seen, on other queues: {'; '.join(w.text() for w in seen)})" if seen else ""
+    fresh = round(HEARTBEAT_FRESH * heartbeat_seconds())
+    return (
+        f"job {job.pk} is queued on {queue!r}, and no Celery worker taking it has been seen in the last {fresh} s "
+        f"(no heartbeat, no answer to a ping){others}: start one (celery -A config worker -Q {queue}), or, if "
+        f"none will run, run the job in this process with manage.py job run-here {job.pk}"
+    )
 
 
 def job_launch(
@@ -353,12 +396,9 @@ def job_wait(
     *, job_id: int, timeout: float | None = None, poll: float = 0.5, on_progress: ProgressListener | None = None
 ) -> Job:
     """Block until the job ends, polling its row (and calling ``on_progress`` at each poll)."""
-    if not workers_available():
-        print(
-            f"waiting for a Celery worker to take job {job_id} (none is running: start one, or run the job in "
-            f"this process with manage.py job run-here {job_id}) ...",
-            file=sys.stderr,
-        )
+    job = Job.objects.get(pk=job_id)
+    if not job.is_terminal:
+        print(f"waiting: {workers_waiting_text(job)} ...", file=sys.stderr)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         job = Job.objects.get(pk=job_id)

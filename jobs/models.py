@@ -32,6 +32,9 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        # the admin's job actions, each behind its own permission (view_job only shows jobs);
+        # docs/reference/permissions.md lists who may do what
+        permissions = [("cancel_job", "Can cancel jobs"), ("resume_job", "Can resume jobs")]
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"
@@ -48,6 +51,12 @@ class JobChunk(models.Model):
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING, db_index=True)
     done_units = models.PositiveBigIntegerField(default=0)
     total_units = models.PositiveBigIntegerField(default=0)
+    stage = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text='what a running chunk is doing now, in words ("cross-validation fold 2 of 5"); its kind reports '
+        "it with its progress",
+    )
     attempts = models.PositiveIntegerField(default=0)
     ran_on = models.CharField(max_length=255, blank=True, help_text="host:pid of the process that last ran it")
     result = models.JSONField(default=dict, blank=True)
@@ -67,3 +76,18 @@ class JobChunk(models.Model):
 
     def __str__(self) -> str:
         return f"chunk {self.index} of job {self.job_id} ({self.status})"
+
+
+class WorkerHeartbeat(models.Model):
+    """A Celery worker's sign of life: a thread of the worker process writes ``seen_at`` every
+    ``JOBS_HEARTBEAT_S`` (``jobs.heartbeat``), busy or not, so that a command waiting for a job can tell a busy
+    worker (a solo pool does not answer pings while it runs a chunk) from none at all."""
+
+    node = models.CharField(max_length=255, unique=True, help_text="the worker's node name, name@host")
+    queues = models.CharField(max_length=255, blank=True, help_text="the queues it takes, comma-separated")
+    pid = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"worker {self.node}"

@@ -8,8 +8,9 @@ it is plain lines that a log keeps readable, no carriage returns::
 
     job 12 score_resource running: 1/3 chunks, 8/18 pairs (44%), 16 pairs/s, ~1s left
 
-one when a chunk ends or the job's status changes, one when the percentage has moved and
-``PLAIN_EVERY_S`` have passed, one every ``PLAIN_HEARTBEAT_S`` even when nothing moved, and a last
+with the stage the running chunk names at the end (``..., nested cross-validation: fold 2 of 5``): one when a
+chunk ends or the job's status or stage changes, one when the percentage has moved and ``PLAIN_EVERY_S`` have
+passed, one every ``PLAIN_HEARTBEAT_S`` even when nothing moved, and a last
 one when the job ends. stdout is left alone: the commands print their JSON there.
 """
 
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from .execution import chunks_fraction
+from .execution import chunks_fraction, job_stage
 from .models import TERMINAL_STATUSES, Job, JobChunk
 from .registry import get_kind
 
@@ -48,6 +49,7 @@ class JobCounts:
     units_total: int
     units_known: bool  # every chunk has reported its total (a chunk that has not started has none yet)
     fraction: float
+    stage: str = ""  # what the running chunk says it is doing ("nested cross-validation: fold 2 of 5")
 
     @property
     def is_terminal(self) -> bool:
@@ -57,7 +59,7 @@ class JobCounts:
 def job_counts(job_id: int) -> JobCounts:
     """Two queries: the job's row and its chunks' progress columns."""
     job = Job.objects.only("kind", "status").get(pk=job_id)
-    chunks = list(JobChunk.objects.filter(job_id=job_id).values("status", "done_units", "total_units"))
+    chunks = list(JobChunk.objects.filter(job_id=job_id).values("status", "done_units", "total_units", "stage"))
     done = sum(1 for c in chunks if c["status"] == "succeeded")
     return JobCounts(
         job=job_id,
@@ -69,6 +71,7 @@ def job_counts(job_id: int) -> JobCounts:
         units_total=sum(c["total_units"] for c in chunks),
         units_known=bool(chunks) and all(c["total_units"] for c in chunks),
         fraction=chunks_fraction(job.status, chunks),
+        stage=job_stage(job.status, chunks),
     )
 
 
@@ -150,6 +153,8 @@ class JobProgressDisplay:
             text += f", {rate:,.1f} {unit_of(c.kind)}/s"
         if left is not None:
             text += f", ~{duration(left)} left"
+        if c.stage:
+            text += f", {c.stage}"
         return text
 
     def _write(self, text: str) -> None:
@@ -164,6 +169,7 @@ class JobProgressDisplay:
             last is None
             or c.status != last.status
             or c.chunks_done != last.chunks_done
+            or c.stage != last.stage
             or (round(100 * c.fraction) != round(100 * last.fraction) and now - self._printed_at >= PLAIN_EVERY_S)
             or now - self._printed_at >= PLAIN_HEARTBEAT_S
         )
@@ -191,6 +197,7 @@ class JobProgressDisplay:
             )
         rate, _ = self._rate_and_left(c)
         postfix = counts_text(c) + (f", {rate:,.1f} {unit_of(c.kind)}/s" if rate is not None else "")
+        postfix += f", {c.stage}" if c.stage else ""
         self._bar.set_postfix_str(postfix, refresh=False)
         self._bar.update(c.fraction * max(c.chunks, 1) - self._bar.n)
         self._bar.refresh()

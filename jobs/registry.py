@@ -9,11 +9,18 @@ goes where its job asked.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .models import Job, JobChunk
 
-ProgressFn = Callable[[int, int], None]
+
+class ProgressFn(Protocol):
+    """What a chunk calls as it works: ``progress(done, total)`` units, and optionally ``stage``, what it is
+    doing now in words ("features: batch 1 of 2"), which the admin's bar and ``--wait`` show beside the figure."""
+
+    def __call__(self, done: int, total: int, stage: str | None = None) -> None: ...
+
+
 QUEUES = ("cpu", "gpu")  # config/celery.py's routes: run_chunk_cpu and run_chunk_gpu
 
 

@@ -18,10 +18,19 @@ def progress_bar(job: Job | None) -> str:
     percent = round(100 * p["fraction"])
     return format_html(
         '<progress class="job-progress" data-job="{}" max="100" value="{}"></progress> '
-        '<span data-job-text="{}">{} {}%</span>',
+        '<span data-job-text="{}">{}</span>',
         job.pk,
         percent,
         job.pk,
-        job.status,
-        percent,
+        progress_text(p),
     )
+
+
+def progress_text(p: dict) -> str:
+    """``running 40% — nested cross-validation: fold 2 of 5``: the words job-progress.js writes too."""
+    text = f"{p['status']} {round(100 * p['fraction'])}%"
+    if p.get("stage"):
+        text += f" — {p['stage']}"
+    if p.get("error"):
+        text += f" — {p['error']}"
+    return text

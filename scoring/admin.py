@@ -121,6 +121,7 @@ class RegressorAdmin(admin.ModelAdmin):
                     except ValueError as exc:
                         form.add_error(None, str(exc))
                     else:
+                        self.log_addition(request, job, f"Started training: {job.label}")  # Recent actions
                         return HttpResponseRedirect(reverse("admin:scoring_regressor_train_progress", args=[job.pk]))
         else:
             form = TrainRegressorForm(initial={"campaign": request.GET.get("campaign")})
@@ -245,6 +246,7 @@ class ScoredResourceAdmin(admin.ModelAdmin):
         return export_release_for(scored, **options)
 
     def _announce(self, request, scored: ScoredResource, job: Job) -> None:
+        self.log_addition(request, job, f"Started exporting: {job.label}")  # Recent actions
         self.message_user(
             request,
             format_html(
@@ -306,6 +308,7 @@ class ScoredResourceAdmin(admin.ModelAdmin):
                 except ValueError as exc:
                     form.add_error(None, str(exc))
                 else:
+                    self.log_addition(request, job, f"Started scoring: {job.label}")  # Recent actions
                     return HttpResponseRedirect(reverse("admin:scoring_scoredresource_score_progress", args=[job.pk]))
         else:
             form = ScoreResourceForm(initial={k: request.GET.get(k) for k in ("resource", "regressor")})

@@ -17,13 +17,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 import unicodedata
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 
 from rapidfuzz.distance import Levenshtein
-from sacrebleu.metrics import BLEU
 
 MAX_ORDER = 4
 LEVENSHTEIN_BINS = ("0", "1", "2", "3", "4", "5+")
@@ -39,7 +39,17 @@ class _PunctuationTable(dict):
 
 
 _PUNCTUATION = _PunctuationTable()
-_BLEU = BLEU(tokenize="none", lowercase=False, smooth_method="none", effective_order=False, max_ngram_order=MAX_ORDER)
+
+
+@functools.cache
+def _bleu():
+    """sacrebleu's BLEU for the diversity table, made once: sacrebleu loads when a table is computed, not with
+    the app (issue 37)."""
+    from sacrebleu.metrics import BLEU
+
+    return BLEU(
+        tokenize="none", lowercase=False, smooth_method="none", effective_order=False, max_ngram_order=MAX_ORDER
+    )
 
 
 def normalize(text: str) -> str:
@@ -81,8 +91,8 @@ def bleu_no_bp(references: Sequence[str], paraphrases: Sequence[str]) -> BleuSta
             n_hyp,
             len(ref.split()),
         )
-    stats = _BLEU.corpus_score([hyp], [[ref]])
-    no_bp = BLEU.compute_bleu(
+    stats = _bleu().corpus_score([hyp], [[ref]])
+    no_bp = _bleu().compute_bleu(
         correct=list(stats.counts),
         total=list(stats.totals),
         sys_len=stats.sys_len,

@@ -18,6 +18,10 @@ against gold / 5 with a squared error, as sentence-transformers' ``CosineSimilar
 minutes). STS-B's scores are CC BY-SA 4.0, so the head is too. ``evaluate`` prints the head's and the
 packaged encoder's cosine rho on an STS file. Django-free.
 
+The head belongs to the packaged MiniLM (``encoder()`` with no ``sentence_encoder``): a regressor with another
+encoder (issue 41, ``scoring.embeddings.encoder_resolve``) cannot take the ``sts`` family, and
+``RegressorTrainOptions`` refuses recipe v4 with one.
+
 Dependencies run one way: this module uses ``scoring.embeddings`` (the encoder, its pooling and layer stepping)
 and ``scoring.sts_files`` (reading STS-B); ``embeddings`` takes a loaded head as an argument and never imports
 this module.
@@ -37,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from api.numbers import cli_float, cli_int
 
 from .embeddings import Head, encoder, encoder_id, mean_pooled, pair_cosines, pair_rows, run_layers
 from .sts_files import sts_read
@@ -233,10 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     tr = sub.add_parser("train", help="fine-tune the top layers on an STS-B file and write the head")
     tr.add_argument("--stsb", type=Path, required=True)
     tr.add_argument("--out", type=Path, default=HEAD_PATH)
-    tr.add_argument("--layers", type=int, default=2)
-    tr.add_argument("--epochs", type=int, default=1)
-    tr.add_argument("--lr", type=float, default=1e-4)
-    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--layers", type=cli_int, default=2)
+    tr.add_argument("--epochs", type=cli_int, default=1)
+    tr.add_argument("--lr", type=cli_float, default=1e-4)
+    tr.add_argument("--seed", type=cli_int, default=0)
     ev = sub.add_parser("evaluate", help="Spearman's rho of the head's cosine on an STS file")
     ev.add_argument("file", type=Path)
     ev.add_argument("--kind", choices=["stsb", "sick"], default="stsb")

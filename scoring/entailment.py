@@ -63,19 +63,21 @@ def entailment_label_index(id2label: dict[Any, str]) -> int:
     return found[0]
 
 
-def entailment_model_folder(folder: str | Path) -> Path:
+def entailment_model_folder(folder: str | Path, *, shown_as: str | None = None) -> Path:
     """The resolved folder if it looks like a checkpoint (a folder with config.json and weights), checked
-    without loading anything: what a web request can afford before it hands the export to a worker."""
+    without loading anything: what a web request can afford before it hands the export to a worker.
+    ``shown_as``: the name the messages give the folder (what a form's user typed, not the server's path)."""
     path = Path(folder).expanduser()
+    name = folder if shown_as is None else shown_as
     if not path.is_dir():
-        raise EntailmentModelError(f"--entailment-model {folder}: no such folder")
+        raise EntailmentModelError(f"--entailment-model {name}: no such folder")
     if not (path / "config.json").is_file():
         raise EntailmentModelError(
-            f"--entailment-model {folder}: no config.json (expected a Hugging Face "
+            f"--entailment-model {name}: no config.json (expected a Hugging Face "
             f"sequence-classification checkpoint folder)"
         )
     if not _weight_files(path):  # (listed, not hashed: a request cannot afford reading the weights)
-        raise EntailmentModelError(f"--entailment-model {folder}: no weight file (*.safetensors or pytorch_model*.bin)")
+        raise EntailmentModelError(f"--entailment-model {name}: no weight file (*.safetensors or pytorch_model*.bin)")
     return path.resolve()
 
 
@@ -92,11 +94,16 @@ def _within(path: Path, roots: list[Path]) -> bool:
 def allowed_entailment_model(folder: str | Path) -> Path:
     """``folder`` (absolute, or relative to a model root) resolved, symbolic links and ``..`` included, if
     that lies under one of ``model_roots()``; then checked like ``entailment_model_folder``. Anything
-    outside the roots, existing or not, gets the same EntailmentModelError."""
+    outside the roots, existing or not, gets the same EntailmentModelError, which names neither the roots nor
+    any other path of the server: only what the user typed and what they can do about it."""
     roots = model_roots()
     refused = EntailmentModelError(
-        f"entailment model {str(folder)!r}: not an allowed model folder; give a folder under "
-        f"{' or '.join(str(root) for root in roots) or '(none configured: PARAFORGE_MODEL_ROOTS)'}"
+        f"entailment model {str(folder)!r}: not an allowed model folder; give the name of a model folder "
+        "installed in the server's model folders (PARAFORGE_MODEL_ROOTS), e.g. roberta-large-mnli, or ask the "
+        "server's administrator which models are installed"
+        if roots
+        else "entailment models are not enabled on this server (no model folders: PARAFORGE_MODEL_ROOTS); "
+        "ask its administrator, or export with manage.py export_release --entailment-model DIR"
     )
     try:
         given = Path(str(folder))
@@ -107,14 +114,24 @@ def allowed_entailment_model(folder: str | Path) -> Path:
     if not str(folder).strip() or not inside:
         raise refused
     found = next((path for path in inside if path.is_dir()), inside[0])
-    return entailment_model_folder(found)
+    return entailment_model_folder(found, shown_as=str(folder))
 
 
 class EntailmentJudge:
     """A loaded NLI model that says, in batches, whether pairs entail each other both ways."""
 
-    def __init__(self, folder: str | Path, *, device: str | None = None, batch_size: int = BATCH_SIZE):
-        self.folder = entailment_model_folder(folder)
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        device: str | None = None,
+        batch_size: int = BATCH_SIZE,
+        shown_as: str | None = None,
+    ):
+        """``shown_as``: the folder's name in messages, for a folder a form's user typed: then neither the server's
+        path nor the loader's own text (which repeats it) is told, only the kind of failure."""
+        self.folder = entailment_model_folder(folder, shown_as=shown_as)
+        name = folder if shown_as is None else shown_as
         self.weights = weights_sha256(self.folder)
         import torch  # heavy: only when an entailment filter is asked for
         from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
@@ -122,14 +139,16 @@ class EntailmentJudge:
         try:
             config = AutoConfig.from_pretrained(self.folder, local_files_only=True)
         except Exception as exc:  # noqa: BLE001 - transformers raises several kinds for a bad folder
-            raise EntailmentModelError(f"--entailment-model {folder}: cannot read its config ({exc})") from None
+            detail = exc if shown_as is None else type(exc).__name__
+            raise EntailmentModelError(f"--entailment-model {name}: cannot read its config ({detail})") from None
         self.entailment_index = entailment_label_index(config.id2label)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.folder, local_files_only=True)
             self.model = AutoModelForSequenceClassification.from_pretrained(self.folder, local_files_only=True)
         except Exception as exc:  # noqa: BLE001 - one clear message for any unloadable folder
+            detail = exc if shown_as is None else type(exc).__name__
             raise EntailmentModelError(
-                f"--entailment-model {folder}: cannot load it as a sequence classifier ({exc})"
+                f"--entailment-model {name}: cannot load it as a sequence classifier ({detail})"
             ) from None
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model.to(self.device).eval()

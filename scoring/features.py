@@ -70,7 +70,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
 from .diversity import normalize, pinc, sequence_levenshtein
-from .embeddings import MAX_REFERENCE_SUBWORDS, pair_similarities, subword_lengths
+from .embeddings import MAX_REFERENCE_SUBWORDS, SentenceEncoder, pair_similarities, subword_lengths
 from .encoder_head import load_head
 from .lexical_processes import collect, current_cpu_workers, lexical_processes
 
@@ -298,11 +298,17 @@ def short_references(references: Sequence[str]) -> np.ndarray:
 
 
 def pair_features(
-    pairs: Sequence[Mapping[str, Any]], *, with_embeddings: bool, batch_size: int = 64, families: Sequence[str] = ()
+    pairs: Sequence[Mapping[str, Any]],
+    *,
+    with_embeddings: bool,
+    batch_size: int = 64,
+    families: Sequence[str] = (),
+    sentence_encoder: SentenceEncoder | None = None,
 ) -> FeatureBatch:
     """The feature matrix of a batch of pairs (embeddings encoded in batches, each distinct text once);
     ``families``: the optional families to append (module docstring; ``sts`` runs the shipped STS-B head,
-    ``scoring.encoder_head``)."""
+    ``scoring.encoder_head``, on the packaged MiniLM only); ``sentence_encoder``: the encoder of the embedding
+    columns (None: the packaged MiniLM, ``scoring.embeddings.encoder_resolve``)."""
     families = check_families(families)
     checked = [_check(i, p) for i, p in enumerate(pairs)]
     names = feature_names(with_embeddings=with_embeddings, families=families)
@@ -327,6 +333,7 @@ def pair_features(
             batch_size=batch_size,
             with_vectors="agree" in families,
             head=load_head() if "sts" in families else None,
+            sentence_encoder=sentence_encoder,
         )
         if "agree" in families:
             sims, vectors = sims

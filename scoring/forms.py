@@ -14,6 +14,7 @@ from config.forms import AsciiFloatField, AsciiIntegerField
 from generation.models import Resource
 
 from .aggregation import ESTIMATES
+from .embeddings import DEFAULT_ENCODER, ENCODER_HELP
 from .models import Regressor
 from .regressor import NAME_MAX_LENGTH, RECIPES, RegressorError, RegressorTrainOptions, regressor_name_check
 from .regressor_job import train_start_check
@@ -59,6 +60,12 @@ class TrainRegressorForm(forms.Form):
         "systems features, v4 those of the STS-tuned encoder head "
         "(docs: explanation/similarity-regressor)",
     )
+    encoder = forms.CharField(
+        required=False,
+        max_length=1000,
+        initial=DEFAULT_ENCODER,
+        help_text=f"{ENCODER_HELP} (empty: {DEFAULT_ENCODER}; docs: how-to/train-regressor)",
+    )
     replace = forms.BooleanField(required=False, help_text="overwrite the regressor of that name")
 
     def clean(self):
@@ -74,6 +81,7 @@ class TrainRegressorForm(forms.Form):
                 min_judgments=data["min_judgments"],
                 target=data["target"],
                 recipe=data["recipe"],
+                encoder=data.get("encoder") or DEFAULT_ENCODER,
             )
             data["name"], _ = train_start_check(
                 campaign=data["campaign"].name, name=name, options=data["options"], replace=data["replace"]
@@ -163,6 +171,11 @@ class ExportReleaseForm(forms.Form):
         help_text="keep paraphrases identical to their reference (same text after case folding and whitespace "
         "collapsing), which a release leaves out by default (the filter copies=keep)",
     )
+    keep_non_words = forms.BooleanField(
+        required=False,
+        help_text="keep paraphrases holding a non-word (what a HIT batch leaves out), each with an empty score and "
+        "the caveat non_words; a release leaves them out by default (the filter non_words=keep)",
+    )
 
     def clean_version(self):
         try:
@@ -180,6 +193,7 @@ class ExportReleaseForm(forms.Form):
                 load_model=False,
                 confined=True,
                 keep_copies=bool(data.get("keep_copies")),
+                keep_non_words=bool(data.get("keep_non_words")),
             )
             if data.get("format"):
                 card_license(data["format"], data.get("license") or None)
@@ -188,6 +202,8 @@ class ExportReleaseForm(forms.Form):
         if data.get("keep_copies") and "copies=" not in (data.get("filters") or "").lower():
             # the job reads its filters text: the box travels as the filter it stands for
             data["filters"] = ",".join(f for f in ((data.get("filters") or "").strip(), "copies=keep") if f)
+        if data.get("keep_non_words") and "non_words=" not in (data.get("filters") or "").lower():
+            data["filters"] = ",".join(f for f in ((data.get("filters") or "").strip(), "non_words=keep") if f)
         return data
 
     def export_options(self) -> dict[str, Any]:

@@ -34,8 +34,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 SIMILAR_AT = 60.0
 CALIBRATION_THRESHOLDS = (50, 60, 70, 80, 90)
 SMALL_N = 100
@@ -46,6 +44,8 @@ def calibration_counts(human: Sequence[float], predicted: Sequence[float]) -> di
     """The calibration a regressor keeps in its metrics (counts only, JSON): ``similar_at``, ``pairs`` and
     ``similar`` over the whole held-out part, and per threshold the pairs predicted at or above it and how many
     of them were judged similar."""
+    import numpy as np  # loaded when a regressor is trained, not with the app
+
     human = np.asarray(human, dtype=np.float64)
     predicted = np.asarray(predicted, dtype=np.float64)
     similar = human >= SIMILAR_AT

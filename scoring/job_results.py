@@ -163,6 +163,15 @@ def export_outcome(job: Job, user: Any) -> JobOutcome | None:
             "paraphrases identical to their reference",
             f"{copies:,} " + ("kept (keep copies)" if kept_copies else "left out"),
         ),
+        (
+            "paraphrases with a non-word",
+            f"{counts.get('non_words_read', 0):,} "
+            + (
+                "kept, unscored (keep non-words)"
+                if (manifest.get("filters") or {}).get("keep_non_words")
+                else "left out"
+            ),
+        ),
         ("unscored pairs released", f"{counts.get('pairs_unscored', 0):,}"),
         ("judgments", f"{counts.get('judgments', 0):,} from {counts.get('campaigns', 0):,} campaign(s)"),
         ("format", str(manifest.get("pairs_format") or "")),

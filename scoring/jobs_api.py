@@ -27,7 +27,7 @@ from .models import ScoredResource
 from .regressor_job import train_regressor_launch
 from .release_filters import FilterError
 from .release_job import export_release_for
-from .releases import ReleaseError
+from .releases import LicenseConflictError, ReleaseError
 from .scoring_job import score_resource_launch
 
 
@@ -171,6 +171,8 @@ def release_export(request: Request, scored_resource_id: int) -> Response:
         return refused
     try:
         job = export_release_for(scored, **form.export_options())
+    except LicenseConflictError as exc:  # the licence asked for, not the state of the releases
+        return Response({"detail": str(exc), "code": "invalid"}, status=status.HTTP_400_BAD_REQUEST)
     except ReleaseError as exc:
         return Response({"detail": str(exc), "code": "conflict"}, status=status.HTTP_409_CONFLICT)
     except (FilterError, ValueError) as exc:

@@ -10,16 +10,11 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from annotation.costs import campaign_batch_costs
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from .tables import CampaignTables
 
 TABLE_PLOTS = ("similarity-diversity", "similarity-by-length", "fluency-by-length", "diversity-by-length")
@@ -31,7 +26,19 @@ _YLABELS = {
 }
 
 
+def _figure(figsize: tuple[float, float]) -> Figure:
+    """A new figure on the Agg canvas: matplotlib (0.3 s) loads when a plot is drawn, not with the app."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize)
+
+
 def _png(fig: Figure) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=100, metadata={"Software": None})
@@ -51,7 +58,7 @@ def similarity_vs_diversity_png(similarity: dict, diversity: dict) -> bytes:
     """One point per system: x = BLEU without brevity penalty (left = more diverse), y = mean similarity
     (ParaBank's trade-off of Tab. 4)."""
     bleu = {r["system"]: r["avg"] for r in diversity["rows"]}
-    fig = Figure(figsize=(7, 5))
+    fig = _figure(figsize=(7, 5))
     ax = fig.add_subplot()
     points = [(bleu.get(r["system"]), r["avg"], _label(r)) for r in similarity["rows"]]
     points = [p for p in points if p[0] is not None and p[1] is not None]
@@ -77,12 +84,30 @@ def similarity_vs_diversity_png(similarity: dict, diversity: dict) -> bytes:
     return _png(fig)
 
 
-def by_length_png(table: dict) -> bytes:
-    """Grouped bars: for each system, one bar per length bucket (empty cells are left out)."""
+def length_colours(buckets) -> dict:
+    """One colour per length bucket, each distinct (matplotlib's tab10, or evenly spaced on viridis past ten):
+    fixed here, not left to the colour cycle, so that a bucket without bars cannot lend its legend entry the
+    first bucket's colour."""
+    import matplotlib
+
+    buckets = list(buckets)
+    if len(buckets) <= 10:
+        return {b: matplotlib.colormaps["tab10"](i) for i, b in enumerate(buckets)}
+    cmap = matplotlib.colormaps["viridis"]
+    return {b: cmap(i / (len(buckets) - 1)) for i, b in enumerate(buckets)}
+
+
+def by_length_figure(table: dict) -> Figure:
+    """Grouped bars: for each system, one bar per length bucket (empty cells are left out; a bucket without any
+    stays in the legend, marked "no data")."""
+    from matplotlib.patches import Patch
+
     buckets, rows = table["buckets"], table["rows"]
-    fig = Figure(figsize=(max(6.0, 0.6 * len(rows) * max(1, len(buckets)) / 2 + 2), 4.5))
+    fig = _figure(figsize=(max(6.0, 0.6 * len(rows) * max(1, len(buckets)) / 2 + 2), 4.5))
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(buckets))
+    colours = length_colours(buckets)
+    handles = []
     for j, bucket in enumerate(buckets):
         xs = [i + (j - (len(buckets) - 1) / 2) * width for i in range(len(rows))]
         ys = [r["by_length"].get(bucket) for r in rows]
@@ -90,16 +115,22 @@ def by_length_png(table: dict) -> bytes:
             [x for x, y in zip(xs, ys) if y is not None],
             [y for y in ys if y is not None],
             width=width,
-            label=f"{bucket} tokens",
+            color=colours[bucket],
         )
+        empty = all(y is None for y in ys)
+        handles.append(Patch(facecolor=colours[bucket], label=f"{bucket} tokens" + (" (no data)" if empty else "")))
     ax.set_xticks(range(len(rows)), [_label(r) for r in rows], rotation=45, ha="right", fontsize=8)
     ax.set_ylabel(_YLABELS.get(table["table"], table["table"]))
     ax.set_title(f"{table['table'].capitalize()} by reference length — {_text(table['campaign'])}")
     if rows and buckets:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _png(fig)
+    return fig
+
+
+def by_length_png(table: dict) -> bytes:
+    return _png(by_length_figure(table))
 
 
 def _money(value, currency: str) -> str:
@@ -110,7 +141,7 @@ def cost_figure(costs: list) -> Figure:
     """One row per batch (``annotation.costs.BatchCost``): stacked bars of what was paid so far (rewards and
     fees of approved assignments, then bonuses sent) and what awaits payment, over an outlined bar of the
     provider's estimate for the whole batch."""
-    fig = Figure(figsize=(8, max(3.0, 0.55 * len(costs) + 1.8)))
+    fig = _figure(figsize=(8, max(3.0, 0.55 * len(costs) + 1.8)))
     ax = fig.add_subplot()
     if not costs:
         ax.text(0.5, 0.5, "no HIT batch in this campaign yet", ha="center", va="center", transform=ax.transAxes)
@@ -178,7 +209,7 @@ def reliability_figure(figures: dict, splits: dict) -> Figure:
     """Bars of the three reliability figures (``scoring.reliability.reliability``), each split's rho drawn as
     a dot over its split-half bar (``split_rhos``); a figure that is undefined is written "n/a"."""
     values = [figures["split_half"]["raw"], figures["split_half"]["zscore"], figures["krippendorff_alpha"]]
-    fig = Figure(figsize=(7, 4.5))
+    fig = _figure(figsize=(7, 4.5))
     ax = fig.add_subplot()
     xs = range(len(values))
     ax.bar(xs, [v if v is not None else 0.0 for v in values], width=0.6, color=["#23395d", "#4f86c6", "#7a9e7e"])
@@ -237,7 +268,7 @@ def raters_figure(raters: list, *, min_pass_rate: float, p_max: float) -> Figure
     the degraded copies against the real candidates. Disqualified raters are drawn in red; raters go by
     their one name (``annotation.models.rater_name``)."""
     n = len(raters)
-    fig = Figure(figsize=(max(8.5, 0.45 * n + 4.0), 9))
+    fig = _figure(figsize=(max(8.5, 0.45 * n + 4.0), 9))
     attention, degraded, means = fig.subplots(3, 1, sharex=True)
     xs = list(range(n))
     colors = ["#b5473a" if r.disqualified else "#23395d" for r in raters]

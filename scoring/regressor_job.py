@@ -29,14 +29,7 @@ from jobs.models import TERMINAL_STATUSES, Job, JobChunk
 from jobs.registry import JobKind, ProgressFn, register
 
 from .models import Regressor
-from .regressor import (
-    RegressorError,
-    RegressorTrainOptions,
-    regressor_train,
-    regressor_train_check,
-    training_data,
-    training_data_check,
-)
+from .regressor import RegressorError, RegressorTrainOptions, regressor_train_check
 
 KIND = "train_regressor"
 
@@ -87,6 +80,33 @@ def regressor_summary(row: Regressor) -> dict[str, Any]:
     }
 
 
+def _rho_text(rho: float | None, interval: list[float] | None) -> str:
+    if rho is None:
+        return "undefined (a constant side)"
+    if not interval:
+        return f"{rho:.3f} (no interval: too few references)"
+    return f"{rho:.3f} (95% CI {interval[0]:.3f} to {interval[1]:.3f})"
+
+
+def regressor_summary_text(summary: dict[str, Any], *, campaign: str | None = None) -> list[str]:
+    """``regressor_summary`` (or a training job's result) for a person: rounded figures with their meaning, one
+    per line; ``train_regressor --json`` prints the summary itself."""
+    on = f" on campaign {campaign!r}" if campaign else ""
+    lines = [
+        f"regressor {summary['name']!r} trained{on} (recipe {summary.get('recipe') or 'base'}, estimator "
+        f"{summary['estimator']})",
+        f"  held-out references: Spearman's rho {_rho_text(summary['spearman_test'], summary['spearman_test_ci95'])}"
+        f"; {summary['n_train']} judged pairs to train, {summary['n_test']} held out",
+    ]
+    if summary.get("cv_folds"):
+        rho = _rho_text(summary.get("spearman_cv"), summary.get("spearman_cv_ci95"))
+        lines.append(f"  nested {summary['cv_folds']}-fold grouped cross-validation: Spearman's rho {rho}")
+    else:
+        lines.append("  nested cross-validation: skipped (--cv-folds 0)")
+    lines.append(f"  signature: {summary['signature']}")
+    return lines
+
+
 def training_job_running(name: str, *, exclude_job: int | None = None) -> Job | None:
     """The unfinished training job of the regressor ``name``, if any."""
     jobs = Job.objects.filter(kind=KIND, params__train__name=name).exclude(status__in=TERMINAL_STATUSES)
@@ -103,6 +123,8 @@ def _trained_at(name: str) -> float | None:
 def _enough_data(campaign: Campaign, *, min_judgments: int, target: str, test_fraction: float, seed: int) -> None:
     """``regressor.training_data_check`` on the campaign's training data at this minimum of judgments per
     worker (before the features: pairs the encoder skips, references over its subword limit, are still in)."""
+    from .regressor import training_data, training_data_check  # numpy: once a campaign was found, not with the app
+
     data = training_data(campaign, min_judgments=min_judgments, target=target)
     training_data_check(
         data.groups, campaign=campaign.name, minimum=min_judgments, test_fraction=test_fraction, seed=seed
@@ -134,6 +156,8 @@ def train_start_check(
     form both call it."""
     options = options or RegressorTrainOptions()
     name, found = regressor_train_check(campaign=campaign, name=name, replace=replace)
+    from .regressor import training_data  # numpy: once the names were checked, not with the app
+
     minimum = found.min_judgments_per_worker if options.min_judgments is None else int(options.min_judgments)
     target = options.target
     check = {"target": target, "test_fraction": options.test_fraction, "seed": options.seed}
@@ -181,6 +205,8 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
     row = Regressor.objects.filter(name=train["name"]).first()
     if row is not None and (row.signature or {}).get("trained_at") != job.params.get("previous_trained_at"):
         return regressor_summary(row)  # this job's earlier run saved it: not trained twice
+    from .regressor import regressor_train  # numpy, scikit-learn and the encoder: in the worker, when it trains
+
     return regressor_summary(regressor_train(**_training(train), progress=progress))
 
 

@@ -2,7 +2,8 @@
 carries (the Hugging Face hub reads its YAML header; a person reads the rest).
 
 Licence: an SPDX identifier (``CC-BY-4.0``, ``Apache-2.0``, ``LicenseRef-my-terms`` for terms of your own),
-checked against ``SPDX_LICENSES`` and written in SPDX's own case; the Hugging Face licence ids people know
+checked against ``SPDX_LICENSES`` (``infra.licences``, which also says what a corpus's terms allow) and written in
+SPDX's own case; the Hugging Face licence ids people know
 (``cc-by-4.0``, ``odc-by``) are taken too. None given is ``NOASSERTION``, SPDX's word for "no licence is stated",
 and the card, the manifest and the export's output say so in words: nobody may take a release without a
 licence for one they may redistribute. The card's YAML header carries the hub's id for it (``unknown`` for
@@ -20,103 +21,21 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import yaml
-from django.conf import settings
+
+from infra.licences import NO_LICENSE, SPDX_LICENSES, license_check, license_conflict  # noqa: F401 (re-exported)
+from infra.local_paths import is_local_path, local_name, without_local_paths  # noqa: F401 (used here and re-exported)
 
 from .held_out import SIMILAR_AT, calibration_of, calibration_rows_text, cv_rho, held_out_rho, percent
 
 CARD_FILE = "README.md"
-NO_LICENSE = "NOASSERTION"
-# SPDX identifiers a dataset or the data behind it is commonly released under -> the Hugging Face hub's id
-SPDX_LICENSES = {
-    "CC-BY-4.0": "cc-by-4.0",
-    "CC-BY-SA-4.0": "cc-by-sa-4.0",
-    "CC-BY-NC-4.0": "cc-by-nc-4.0",
-    "CC-BY-NC-SA-4.0": "cc-by-nc-sa-4.0",
-    "CC-BY-ND-4.0": "cc-by-nd-4.0",
-    "CC-BY-NC-ND-4.0": "cc-by-nc-nd-4.0",
-    "CC-BY-3.0": "cc-by-3.0",
-    "CC-BY-SA-3.0": "cc-by-sa-3.0",
-    "CC-BY-NC-3.0": "cc-by-nc-3.0",
-    "CC-BY-NC-SA-3.0": "cc-by-nc-sa-3.0",
-    "CC-BY-NC-ND-3.0": "cc-by-nc-nd-3.0",
-    "CC-BY-2.0": "cc-by-2.0",
-    "CC-BY-2.5": "cc-by-2.5",
-    "CC-BY-NC-2.0": "cc-by-nc-2.0",
-    "CC-BY-NC-SA-2.0": "cc-by-nc-sa-2.0",
-    "CC0-1.0": "cc0-1.0",
-    "ODC-By-1.0": "odc-by",
-    "ODbL-1.0": "odbl",
-    "PDDL-1.0": "pddl",
-    "CDLA-Permissive-1.0": "cdla-permissive-1.0",
-    "CDLA-Permissive-2.0": "cdla-permissive-2.0",
-    "CDLA-Sharing-1.0": "cdla-sharing-1.0",
-    "Apache-2.0": "apache-2.0",
-    "MIT": "mit",
-    "BSD-2-Clause": "bsd-2-clause",
-    "BSD-3-Clause": "bsd-3-clause",
-    "ISC": "isc",
-    "MPL-2.0": "mpl-2.0",
-    "EPL-2.0": "epl-2.0",
-    "GPL-2.0-only": "gpl-2.0",
-    "GPL-2.0-or-later": "gpl-2.0",
-    "GPL-3.0-only": "gpl-3.0",
-    "GPL-3.0-or-later": "gpl-3.0",
-    "LGPL-2.1-only": "lgpl-2.1",
-    "LGPL-3.0-only": "lgpl-3.0",
-    "AGPL-3.0-only": "agpl-3.0",
-    "AGPL-3.0-or-later": "agpl-3.0",
-    "Artistic-2.0": "artistic-2.0",
-    "BSL-1.0": "bsl-1.0",
-    "OFL-1.1": "ofl-1.1",
-    "Unlicense": "unlicense",
-    "WTFPL": "wtfpl",
-    "Zlib": "zlib",
-    "etalab-2.0": "etalab-2.0",
-    NO_LICENSE: "unknown",
-}
-_BY_LOWER = {spdx.lower(): spdx for spdx in SPDX_LICENSES}
-# hub ids that are not an SPDX id in another case: the SPDX id they stand for
-_BY_LOWER.update(
-    {
-        "odc-by": "ODC-By-1.0",
-        "odbl": "ODbL-1.0",
-        "pddl": "PDDL-1.0",
-        "gpl-2.0": "GPL-2.0-only",
-        "gpl-3.0": "GPL-3.0-only",
-        "lgpl-2.1": "LGPL-2.1-only",
-        "lgpl-3.0": "LGPL-3.0-only",
-        "agpl-3.0": "AGPL-3.0-only",
-    }
-)
-_LICENSE_REF = re.compile(r"LicenseRef-[A-Za-z0-9.-]{1,64}")
 LICENSE_HELP = (
     "the release's licence, an SPDX id such as CC-BY-4.0, CC-BY-SA-4.0, CC-BY-NC-4.0, CC0-1.0, ODC-By-1.0 or "
     "Apache-2.0, or LicenseRef-NAME for terms of your own; it must allow what the corpus's, the model's and your "
     f"annotators' terms allow (default {NO_LICENSE}: no licence stated, said so on the card)"
 )
-
-
-def license_check(value: str | None) -> str:
-    """The SPDX id of ``value`` in SPDX's case (``NO_LICENSE`` when none is given), else a ValueError that says
-    what to give instead."""
-    if value is None or not str(value).strip():
-        return NO_LICENSE
-    text = str(value).strip()
-    if _LICENSE_REF.fullmatch(text):
-        return text
-    found = _BY_LOWER.get(text.lower())
-    if found is None:
-        hint = f" ({NO_LICENSE} states that none is given)" if text.lower() in ("unknown", "none") else ""
-        hint = " (LicenseRef-NAME names terms of your own)" if text.lower() == "other" else hint
-        raise ValueError(
-            f"licence {text!r} is not an SPDX id this release knows{hint}: give e.g. CC-BY-4.0, CC-BY-SA-4.0, "
-            f"CC-BY-NC-4.0, CC0-1.0, ODC-By-1.0, Apache-2.0, MIT, LicenseRef-NAME or {NO_LICENSE}"
-        )
-    return found
 
 
 def hub_license(spdx: str) -> dict[str, str]:
@@ -126,52 +45,7 @@ def hub_license(spdx: str) -> dict[str, str]:
     return {"license": SPDX_LICENSES[spdx]}
 
 
-# --- provenance by name ---------------------------------------------------------------------------------
-
-_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
-_HUB_SNAPSHOT = re.compile(
-    r"models--(?P<org>[^/\\]+?)--(?P<name>[^/\\]+)[/\\]snapshots[/\\](?P<revision>[0-9a-f]{7,64})"
-)
-
-
-def is_local_path(value: Any) -> bool:
-    """A path that shows where things lie on the machine that wrote it: absolute (POSIX, Windows, ``~``,
-    ``file://``) or leaving the project root (``..``). A path relative to the project root (where Paraforge's
-    commands and workers run, ``generation/demo/model``) is the same on every installation, and stays."""
-    if not isinstance(value, str):
-        return False
-    return (
-        value.startswith(("/", "~", "file://"))
-        or bool(_WINDOWS_ABSOLUTE.match(value))
-        or ".." in PurePosixPath(value.replace("\\", "/")).parts
-    )
-
-
-def local_name(value: Any) -> Any:
-    """A local path as a name that means the same elsewhere (see the module docstring); other values as they are."""
-    if not is_local_path(value):
-        return value
-    text = value.removeprefix("file://")
-    hub = _HUB_SNAPSHOT.search(text)
-    if hub:
-        return f"{hub['org']}/{hub['name']}@{hub['revision']}"
-    if _WINDOWS_ABSOLUTE.match(text):
-        return PureWindowsPath(text).name or "."
-    base = Path(settings.BASE_DIR).resolve()
-    try:
-        return (base / Path(text).expanduser()).resolve().relative_to(base).as_posix()
-    except (ValueError, OSError, RuntimeError):
-        return PurePosixPath(text).name or "."
-
-
-def without_local_paths(value: Any) -> Any:
-    """``value`` (JSON) with every string that is a local path replaced by ``local_name``."""
-    if isinstance(value, dict):
-        return {k: without_local_paths(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_local_paths(v) for v in value]
-    return local_name(value)
-
+# --- provenance by name: infra.local_paths (the admin names a campaign's model the same way) -------------
 
 # --- the card -------------------------------------------------------------------------------------------
 
@@ -337,33 +211,78 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         f"- Calibration and rho come from the training campaign's held-out references; a resource from another "
         f"corpus or model may differ. Judged similar means a mean of at least {SIMILAR_AT:g} of 100, not an "
         "exact paraphrase.",
-        f"- {counts.get('pairs_unscored', 0):,} released pair(s) have no score: the regressor skips references of "
-        "more than 100 subword tokens.",
+        f"- {counts.get('pairs_unscored', 0):,} released pair(s) have no score; their `caveat` says why: a "
+        "non-word kept, a reference longer than any the regressor was trained on "
+        f"({counts.get('long_reference_pairs', 0):,} pair(s)), or one the regressor skipped.",
         f"- {copies:,} paraphrase(s) identical to their reference (same text after Unicode NFKC, case folding and "
         f"whitespace collapsing) were {kept}. Near-copies (a word or a punctuation mark changed) remain; the "
         "overlap and BLEU filters remove them.",
         "- The paraphrases are machine output of lexically constrained decoding: they can be ungrammatical, "
         "change the meaning, or repeat words. Fluency was judged only for the judged sample (`gm` in the "
         "judgments), not predicted for every pair.",
-        f"- The references are the English side of corpus {_code(corpus.get('name', manifest['resource']))}: "
-        "its domain, its errors and its biases carry over, and so do the model's.",
+        f"- The references are the English side of corpus {_code(corpus.get('name', manifest['resource']))}"
+        + (f" ({corpus['origin']})" if corpus.get("origin") else "")
+        + f", under {_code(corpus.get('license') or NO_LICENSE)}"
+        + (f" ({corpus['terms']})" if corpus.get("terms") else "")
+        + ": its terms bind the release, and its domain, its errors and its biases carry over, as do the model's.",
         "- The judgments come from a small number of anonymised workers (numbered per campaign); their scores "
         "vary by person, and a worker's number means nothing across campaigns.",
     ]
     return lines + [""]
 
 
+def _corpus_details(corpus: dict[str, Any]) -> str:
+    """The provenance table's cell of the corpus: where its sentences come from, under which terms, which file."""
+    parts = [corpus["origin"]] if corpus.get("origin") else []
+    parts.append(f"licence {_code(corpus.get('license') or NO_LICENSE)}")
+    if corpus.get("terms"):
+        parts.append(corpus["terms"])
+    if corpus.get("source"):
+        parts.append(f"imported from {_code(corpus['source'])}")
+    return "; ".join(parts)
+
+
+def _screen(manifest: dict[str, Any]) -> list[str]:
+    """What the release left out or marked as a HIT batch would (``generation.screening``), in words."""
+    screen, counts = manifest.get("screen") or {}, manifest["counts"]
+    if not screen:
+        return []
+    kept = (manifest.get("filters") or {}).get("keep_non_words")
+    if screen.get("vocabulary") is None:
+        said = f"Paraphrases were not screened for non-words: {screen.get('note')}."
+    else:
+        said = (
+            f"**Non-words.** As in the HIT batches, {screen['non_word_rule']} (here: {screen['vocabulary']}). "
+            f"The {counts.get('non_words_read', 0):,} such pair(s) were "
+            + (
+                "kept (`--keep-non-words`), each with an empty `score` and the `caveat` `non_words`: the regressor "
+                "never saw a non-word, so its score would mean nothing."
+                if kept
+                else "left out, as the HIT batches leave them out (`--keep-non-words` keeps them, marked)."
+            )
+        )
+    return [
+        said,
+        "",
+        f"References longer than {screen.get('length_limit')} tokens (the longest the regressor was trained on) "
+        "keep their pairs with an empty `score` and the `caveat` `long_reference`.",
+        "",
+    ]
+
+
 def _provenance(manifest: dict[str, Any]) -> list[str]:
     provenance = manifest.get("provenance") or {}
     corpus, model = provenance.get("corpus") or {}, provenance.get("model") or {}
     regressor = provenance.get("regressor") or {}
+    prompt = (manifest.get("generation") or {}).get("prompt_template") or {}  # a decoder-only model's
     rows = [
-        ("corpus", corpus.get("name"), f"imported from {_code(corpus['source'])}" if corpus.get("source") else ""),
+        ("corpus", corpus.get("name"), _corpus_details(corpus)),
         (
             "paraphrase model",
             model.get("name"),
             f"weights SHA-256 `{model['weights_sha256']}`" if model.get("weights_sha256") else "",
         ),
+        ("prompt template", prompt.get("name"), _code(prompt["text"]) if prompt.get("text") else ""),
         ("IDF table", provenance.get("idf_table"), ""),
         ("PPDB", provenance.get("ppdb"), ""),
         (
@@ -372,6 +291,7 @@ def _provenance(manifest: dict[str, Any]) -> list[str]:
             f"`{regressor['signature']}`" if regressor.get("signature") else "",
         ),
         ("regressor's training campaign", regressor.get("campaign"), ""),
+        ("regressor's sentence encoder", regressor.get("encoder"), ""),  # issue 41: which one scored the pairs
     ]
     lines = ["## Provenance", "", "| what | name | details |", "|---|---|---|"]
     lines += [f"| {what} | {_code(name)} | {_cell(details)} |" for what, name, details in rows if name]
@@ -463,7 +383,9 @@ def dataset_card(manifest: dict[str, Any], columns: list[tuple[str, list[tuple[s
         f"| pairs | {counts['pairs_read']:,} | {counts['pairs']:,} |",
         f"| paraphrases identical to their reference | {counts.get('copies_read', 0):,} "
         f"| {counts.get('copies', 0):,} |",
+        f"| paraphrases with a non-word | {counts.get('non_words_read', 0):,} | {counts.get('non_words', 0):,} |",
         "",
+        *_screen(manifest),
         f"Unscored pairs released: {counts['pairs_unscored']:,}. Judgments: {counts['judgments']:,} from "
         f"{counts['campaigns']:,} campaign(s).",
         "",

@@ -18,42 +18,49 @@ Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, 
                       ``repetition_rate``); repetition3 for trigrams (repetition1 = repetition)
     copies=keep       keep paraphrases identical to their reference (``is_copy``), which are left out by
                       default (``copies=drop``; ``export_release --keep-copies``)
+    non_words=keep    keep paraphrases holding a non-word (``generation.screening``: what a HIT batch leaves
+                      out), left out by default (``non_words=drop``; ``export_release --keep-non-words``);
+                      kept, their score is emptied and their ``caveat`` says why
     entailment=0.75   bidirectional entailment (Klemen & Robnik-Sikonja): P(entailment) >= 0.75 in both
                       directions, or entailment=argmax; needs an NLI model (--entailment-model DIR,
                       scoring.entailment)
 
 A paraphrase identical to its reference is not a paraphrase (the decoder's unconstrained or lightly constrained
 systems often return the reference itself, and a regressor scores such a copy near 100, so it would top every
-sorted release): unless ``copies=keep``, it is left out before every other filter. The rule is ``is_copy``.
+sorted release): unless ``copies=keep``, it is left out before every other filter. The rule is ``is_copy``, in
+``generation.screening`` with the non-word rule, which a HIT batch applies too.
 A pair too short to have an n-gram of order n passes that order's bounds (nothing to measure).
+Every number is written in digits 0-9 (``api.numbers``: no ``١٢``, ``1_0``, ``nan`` or ``inf``, and a value of
+thousands of digits is refused, not read): a bound is a finite number from 0 to ``MAX_LENGTH_BOUND`` (len, plen),
+0 to 1 (overlap, repetition) or 0 to 100 (bleu), and ``top`` a whole number from 1 to ``MAX_TOP``.
 Entailment runs last (after the cheap filters), batched over each reference's remaining paraphrases.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
-import unicodedata
 from collections import Counter
 from typing import Any
 
-from sacrebleu.metrics import BLEU
+from api.numbers import ascii_float, ascii_int, shown
+from generation.screening import COPY_RULE, NON_WORD_RULE, copy_key, is_copy  # noqa: F401 (re-exported)
 
 from .diversity import normalize, tokens
 
 RERANKS = ("dissimilar", "score")
-_RANGE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)?\s*-\s*([0-9]+(?:\.[0-9]+)?)?\s*$")  # ASCII digits only
+_RANGE = re.compile(r"^\s*([^-\s]+)?\s*-\s*([^-\s]+)?\s*$")  # each bound: api.numbers.ascii_float
+# the largest bound of a length filter (len, plen: tokens or words); the fraction and BLEU filters have theirs
+MAX_LENGTH_BOUND = 1_000_000
+MAX_TOP = 1_000_000  # top=K: more paraphrases than any reference has
 _OVERLAP_KEYS = {"overlap": 1, "overlap1": 1, "overlap2": 2, "overlap3": 3}
 _REPETITION_KEYS = {"repetition": 1, "repetition1": 1, "repetition3": 3}
-_KNOWN = "len, plen, overlap, overlap1-3, bleu, repetition, repetition3, entailment, score, rerank, top, copies"
-COPIES = ("drop", "keep")
-COPY_RULE = (
-    "a paraphrase is a copy of its reference when both are equal after Unicode NFKC normalisation, case folding "
-    "and collapsing every run of whitespace to one space (leading and trailing whitespace dropped); punctuation "
-    "and every other character count"
+_KNOWN = (
+    "len, plen, overlap, overlap1-3, bleu, repetition, repetition3, entailment, score, rerank, top, copies, non_words"
 )
-_SENTENCE_BLEU = BLEU(tokenize="none", lowercase=False, smooth_method="none", effective_order=False)
+COPIES = ("drop", "keep")
 BLEU_ORDER = 4
 MIN_REPEAT_CHARS = 3
 
@@ -77,6 +84,7 @@ class ReleaseFilters:
     repetition: tuple[tuple[int, Range], ...] = ()
     entailment: float | str | None = None  # a threshold on P(entailment) or "argmax"
     keep_copies: bool = False  # paraphrases identical to their reference (is_copy) stay in
+    keep_non_words: bool = False  # paraphrases with a non-word (generation.screening) stay in, marked
     # the loaded NLI model (scoring.entailment.EntailmentJudge) that entailment= runs on
     judge: Any = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -104,6 +112,7 @@ class ReleaseFilters:
             "repetition": {str(n): rng(r) for n, r in self.repetition},
             "entailment": entailment,
             "keep_copies": self.keep_copies,
+            "keep_non_words": self.keep_non_words,
         }
 
     @property
@@ -111,22 +120,34 @@ class ReleaseFilters:
         return self == ReleaseFilters()
 
 
-def _parse_range(key: str, text: str) -> Range:
+def _bound(key: str, text: str | None, highest: float) -> float | None:
+    """One bound of a range: digits 0-9 (``api.numbers.ascii_float``: no ``١٢``, ``1_0``, ``nan`` or a value
+    that overflows to infinity), 0 to ``highest``, so every bound is a finite number a manifest can record."""
+    if text is None:
+        return None
+    try:
+        value = ascii_float(text, name=f"{key}'s bound")
+    except ValueError as exc:
+        raise FilterError(str(exc)) from None
+    if not 0 <= value <= highest:
+        what = "fractions between 0 and 1" if highest == 1 else f"between 0 and {highest}"
+        raise FilterError(f"{key} bound {shown(text)}: {key} bounds are {what}")
+    return value
+
+
+def _parse_range(key: str, text: str, highest: float = MAX_LENGTH_BOUND) -> Range:
     m = _RANGE.match(text)
     if not m or (m.group(1) is None and m.group(2) is None):
-        raise FilterError(f"{key}={text!r}: expected a range LO-HI, LO- or -HI")
-    lo = float(m.group(1)) if m.group(1) is not None else None
-    hi = float(m.group(2)) if m.group(2) is not None else None
+        raise FilterError(f"{key}={shown(text)}: expected a range LO-HI, LO- or -HI")
+    lo, hi = _bound(key, m.group(1), highest), _bound(key, m.group(2), highest)
     if lo is not None and hi is not None and lo > hi:
-        raise FilterError(f"{key}={text!r}: the lower bound is above the upper bound")
+        raise FilterError(f"{key}={shown(text)}: the lower bound is above the upper bound")
     return lo, hi
 
 
 def _parse_fraction_range(key: str, text: str) -> Range:
-    lo, hi = _parse_range(key, text)
-    if (lo is not None and lo > 1) or (hi is not None and hi > 1):
-        raise FilterError(f"{key}={text!r}: {key} bounds are fractions between 0 and 1")
-    return lo, hi
+    """A range of fractions (overlap, repetition): bounds between 0 and 1."""
+    return _parse_range(key, text, highest=1)
 
 
 def _parse_entailment(text: str) -> float | str:
@@ -135,27 +156,15 @@ def _parse_entailment(text: str) -> float | str:
     if text.strip().lower() == ARGMAX:
         return ARGMAX
     try:
-        value = float(text) if text.isascii() else -1.0  # digits 0-9 only
+        value = ascii_float(text, name="entailment")  # digits 0-9 only
     except ValueError:
         value = -1.0
     if not 0 < value <= 1:
         raise FilterError(
-            f"entailment={text!r}: expected argmax or a probability threshold in (0, 1], e.g. 0.75 or 0.90"
+            f"entailment={shown(text)}: expected argmax or a probability threshold in (0, 1] written in digits "
+            "0-9, e.g. 0.75 or 0.90"
         )
     return value
-
-
-def copy_key(text: str) -> str:
-    """The text as ``is_copy`` compares it (``COPY_RULE``)."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-def is_copy(reference: str, paraphrase: str) -> bool:
-    """Whether ``paraphrase`` is its reference again (``COPY_RULE``): "The cat sat." and " the  CAT sat." are
-    copies; "The cat sat" (no full stop) is not. Only case and spacing are forgiven, because a change of
-    punctuation can be a change of meaning ("Let's eat, Grandma."), and the overlap and BLEU filters exist for
-    near-copies."""
-    return copy_key(reference) == copy_key(paraphrase)
 
 
 def parse_filters(
@@ -166,9 +175,10 @@ def parse_filters(
     load_model: bool = True,
     confined: bool = False,
     keep_copies: bool = False,
+    keep_non_words: bool = False,
 ) -> ReleaseFilters:
     """Parse ``--filters`` items (see the module docstring); ``min_score`` is ``--min-score``, ``keep_copies``
-    is ``--keep-copies`` (the same as ``copies=keep``),
+    is ``--keep-copies`` (the same as ``copies=keep``), ``keep_non_words`` is ``--keep-non-words`` (``non_words=keep``),
     ``entailment_model`` is ``--entailment-model`` (loaded here, so a bad folder fails before any writing;
     with ``load_model=False`` only its folder is checked and the filters carry no judge: for validating
     a request whose export runs elsewhere). ``confined``: a folder typed into a web form, taken only under
@@ -183,54 +193,51 @@ def parse_filters(
         key, sep, value = item.partition("=")
         key = key.strip().lower()
         if not sep or not value.strip():
-            raise FilterError(f"filter {item!r}: expected key=value")
+            raise FilterError(f"filter {shown(item)}: expected key=value")
         if (
             key in values
             or (key in _OVERLAP_KEYS and _OVERLAP_KEYS[key] in overlap)
             or (key in _REPETITION_KEYS and _REPETITION_KEYS[key] in repetition)
         ):
-            raise FilterError(f"filter {key!r} given twice")
+            raise FilterError(f"filter {shown(key)} given twice")
         if key == "len":
             values[key] = _parse_range(key, value)
         elif key == "plen":
             values[key] = _parse_range(key, value)
         elif key in _OVERLAP_KEYS:
-            lo, hi = _parse_range(key, value)
-            if (lo is not None and lo > 1) or (hi is not None and hi > 1):
-                raise FilterError(f"{key}={value!r}: overlaps are fractions between 0 and 1")
-            overlap[_OVERLAP_KEYS[key]] = (lo, hi)
+            overlap[_OVERLAP_KEYS[key]] = _parse_fraction_range(key, value)
         elif key in _REPETITION_KEYS:
             repetition[_REPETITION_KEYS[key]] = _parse_fraction_range(key, value)
         elif key == "bleu":
-            lo, hi = _parse_range(key, value)
-            if (lo is not None and lo > 100) or (hi is not None and hi > 100):
-                raise FilterError(f"bleu={value!r}: BLEU bounds are between 0 and 100")
-            values[key] = (lo, hi)
+            values[key] = _parse_range(key, value, highest=100)
         elif key == "entailment":
             values[key] = _parse_entailment(value)
         elif key == "score":
             try:
-                if not value.isascii():  # float("١٢") is 12.0: digits 0-9 only
-                    raise ValueError(value)
-                values[key] = float(value)
-            except ValueError:
-                raise FilterError(f"score={value!r}: expected a number") from None
+                values[key] = ascii_float(value, name="score")  # float("١٢") is 12.0: digits 0-9 only
+            except ValueError as exc:
+                raise FilterError(str(exc)) from None
         elif key == "rerank":
             if value not in RERANKS:
-                raise FilterError(f"rerank={value!r}: one of {', '.join(RERANKS)}")
+                raise FilterError(f"rerank={shown(value)}: one of {', '.join(RERANKS)}")
             values[key] = value
-        elif key == "copies":
+        elif key in ("copies", "non_words"):
             if value not in COPIES:
-                raise FilterError(f"copies={value!r}: one of {', '.join(COPIES)}")
+                raise FilterError(f"{key}={shown(value)}: one of {', '.join(COPIES)}")
             values[key] = value
         elif key == "top":
-            if not (value.isascii() and value.isdigit()) or int(value) < 1:  # "²".isdigit(), int("²") raises
-                raise FilterError(f"top={value!r}: expected a positive integer")
-            values[key] = int(value)
+            try:  # int() of 4,301 digits raises: ascii_int reads at most 19
+                values[key] = ascii_int(value, name="top", minimum=1, maximum=MAX_TOP)
+            except ValueError:
+                raise FilterError(
+                    f"top={shown(value)}: expected a positive integer (1 to {MAX_TOP}) written in digits 0-9"
+                ) from None
         else:
-            raise FilterError(f"unknown filter {key!r} (known: {_KNOWN})")
+            raise FilterError(f"unknown filter {shown(key)} (known: {_KNOWN})")
     if keep_copies and values.get("copies") == "drop":
         raise FilterError("--keep-copies and copies=drop disagree: give one")
+    if keep_non_words and values.get("non_words") == "drop":
+        raise FilterError("--keep-non-words and non_words=drop disagree: give one")
     if min_score is not None and "score" in values and float(min_score) != values["score"]:
         raise FilterError(f"--min-score {min_score} and score={values['score']} disagree: give it once")
     score = float(min_score) if min_score is not None else values.get("score")
@@ -245,10 +252,11 @@ def parse_filters(
         from .entailment import EntailmentJudge, EntailmentModelError, allowed_entailment_model, entailment_model_folder
 
         try:
-            if confined:
+            typed = entailment_model
+            if confined:  # messages name the folder as typed, never by the server's path
                 entailment_model = allowed_entailment_model(entailment_model)
             if load_model:
-                judge = EntailmentJudge(entailment_model)
+                judge = EntailmentJudge(entailment_model, shown_as=typed if confined else None)
             else:
                 entailment_model_folder(entailment_model)
         except EntailmentModelError as exc:
@@ -265,6 +273,7 @@ def parse_filters(
         entailment=values.get("entailment"),
         judge=judge,
         keep_copies=keep_copies or values.get("copies") == "keep",
+        keep_non_words=keep_non_words or values.get("non_words") == "keep",
     )
 
 
@@ -290,6 +299,15 @@ def ngram_overlap(reference: str, paraphrase: str, n: int) -> float | None:
     return _overlap_of_tokens(tokens(reference), tokens(paraphrase), n)
 
 
+@functools.cache
+def _sentence_bleu():
+    """sacrebleu's BLEU with no tokenizer and no smoothing, made once: sacrebleu loads when the BLEU filter
+    runs, not with the app (issue 37)."""
+    from sacrebleu.metrics import BLEU
+
+    return BLEU(tokenize="none", lowercase=False, smooth_method="none", effective_order=False)
+
+
 def sentence_bleu(reference: str, paraphrase: str) -> float:
     """Smoothed sentence BLEU (0-100) of ``paraphrase`` against ``reference``, both normalised as in
     ``diversity.tokens``. Wieting et al. (2017) §5.7: "We use a smoothed sentence-level BLEU variant from
@@ -301,7 +319,7 @@ def sentence_bleu(reference: str, paraphrase: str) -> float:
     ref, hyp = normalize(reference), normalize(paraphrase)
     if not hyp or not ref:
         return 0.0
-    stats = _SENTENCE_BLEU.corpus_score([hyp], [[ref]])
+    stats = _sentence_bleu().corpus_score([hyp], [[ref]])
     log_precision = sum(math.log((stats.counts[n] + 1) / (stats.totals[n] + 1)) for n in range(BLEU_ORDER))
     c, r = stats.sys_len, stats.ref_len
     brevity = 1.0 if c >= r else math.exp(1 - (r + 1) / (c + 1))

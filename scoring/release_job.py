@@ -3,7 +3,8 @@
 One chunk. Params: ``resource`` (id), ``version`` (``releases.release_version_check``), ``format`` (tsv,
 jsonl, parquet), ``filters`` (the ``--filters`` text), ``min_score``, ``regressor`` (name or null),
 ``license`` (an SPDX id; null: NOASSERTION, said so on the card), ``keep_copies`` (keep paraphrases identical
-to their reference; absent in older jobs: false), ``entailment_model`` (an NLI model folder the workers
+to their reference; absent in older jobs: false), ``keep_non_words`` (keep, marked, paraphrases with a
+non-word, ``generation.screening``; absent: false), ``entailment_model`` (an NLI model folder the workers
 can read, under ``PARAFORGE_MODEL_ROOTS``, for ``entailment=``; checked when the job starts, loaded only in
 the worker). The files are written to a temporary folder and copied to the configured storage under
 ``releases/<resource id>/<version>/`` (the Release's location).
@@ -31,6 +32,7 @@ from .releases import (
     card_license,
     next_version,
     release_export,
+    release_license_check,
     release_version_check,
     release_version_free,
     scoring_for,
@@ -74,9 +76,10 @@ def _plan(job: Job) -> list[dict]:
         load_model=False,
         confined=True,
         keep_copies=bool(job.params.get("keep_copies")),
+        keep_non_words=bool(job.params.get("keep_non_words")),
     )
-    scoring_for(resource, job.params.get("regressor"))
-    card_license(job.params.get("format") or "tsv", job.params.get("license"))
+    scored = scoring_for(resource, job.params.get("regressor"))
+    release_license_check(scored, card_license(job.params.get("format") or "tsv", job.params.get("license")))
     return [{}]
 
 
@@ -98,6 +101,7 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
             entailment_model=job.params.get("entailment_model"),
             confined=True,
             keep_copies=bool(job.params.get("keep_copies")),
+            keep_non_words=bool(job.params.get("keep_non_words")),
         )
         with tempfile.TemporaryDirectory(prefix="release-") as tmp:
             existing = release_export(
@@ -134,6 +138,7 @@ def export_release_start(
     entailment_model: str | None = None,
     license: str | None = None,
     keep_copies: bool = False,
+    keep_non_words: bool = False,
 ) -> Job:
     from jobs.execution import job_start
 
@@ -147,6 +152,7 @@ def export_release_start(
         "entailment_model": entailment_model or None,
         "license": license or None,
         "keep_copies": bool(keep_copies),
+        "keep_non_words": bool(keep_non_words),
     }
     return job_start(kind=KIND, params=params, label=f"release {params['version']} of {resource.name}")
 
@@ -155,6 +161,7 @@ def export_release_for(scored, **options) -> Job:
     """Start the export of a scored resource (the admin's form and the API): ``ReleaseError``, ``FilterError`` or
     ``ValueError`` when it cannot start, with nothing queued."""
     scoring_for(scored.resource, scored.regressor.name)
+    release_license_check(scored, card_license(options.get("fmt") or "tsv", options.get("license")))
     return export_release_start(resource=scored.resource, regressor=scored.regressor.name, **options)
 
 

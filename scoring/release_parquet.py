@@ -19,12 +19,13 @@ not have (``ref_id``, ``human_score``, ``gm``, ``worker_id_anon``), and ``length
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+import functools
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .aggregation import system_sort_key
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ROW_GROUP_ROWS = 10_000
 PARQUET_OPTIONS = {
@@ -39,39 +40,57 @@ PARQUET_OPTIONS = {
 PAIRS_PARQUET = "pairs.parquet"
 JUDGMENTS_PARQUET = "judgments.parquet"
 
-_PHRASES = pa.list_(pa.list_(pa.string()))  # a constraint phrase is a list of tokens
-CONSTRAINT = pa.struct(
-    [("system", pa.string()), ("positive", _PHRASES), ("negative", _PHRASES), ("bos_avoid", _PHRASES)]
-)
-# the TSV columns (releases.PAIR_COLUMNS / JUDGMENT_COLUMNS), same names and order, typed
-PAIRS_SCHEMA = pa.schema(
-    [
-        ("ref_index", pa.int64()),
-        ("reference", pa.string()),
-        ("source", pa.string()),
-        ("length", pa.int32()),
-        ("paraphrase", pa.string()),
-        ("systems", pa.list_(pa.string())),
-        ("nll", pa.float64()),
-        ("score", pa.float64()),
-        ("constraints", pa.list_(CONSTRAINT)),
-    ]
-)
-JUDGMENTS_SCHEMA = pa.schema(
-    [
-        ("campaign", pa.string()),
-        ("worker_id_anon", pa.int32()),
-        ("counted", pa.bool_()),
-        ("ref_id", pa.string()),
-        ("length_bucket", pa.int32()),
-        ("reference", pa.string()),
-        ("systems", pa.list_(pa.string())),
-        ("paraphrase", pa.string()),
-        ("nll", pa.float64()),
-        ("human_score", pa.int32()),
-        ("gm", pa.int32()),
-    ]
-)
+
+@functools.cache
+def _schemas() -> dict[str, Any]:
+    """The Arrow types, built once on first use: pyarrow loads when a release is written or described, not
+    with the app (issue 37)."""
+    import pyarrow as pa
+
+    phrases = pa.list_(pa.list_(pa.string()))  # a constraint phrase is a list of tokens
+    constraint = pa.struct(
+        [("system", pa.string()), ("positive", phrases), ("negative", phrases), ("bos_avoid", phrases)]
+    )
+    # the TSV columns (releases.PAIR_COLUMNS / JUDGMENT_COLUMNS), same names and order, typed
+    pairs = pa.schema(
+        [
+            ("ref_index", pa.int64()),
+            ("reference", pa.string()),
+            ("source", pa.string()),
+            ("length", pa.int32()),
+            ("paraphrase", pa.string()),
+            ("systems", pa.list_(pa.string())),
+            ("nll", pa.float64()),
+            ("score", pa.float64()),
+            ("constraints", pa.list_(constraint)),
+            ("caveat", pa.string()),
+        ]
+    )
+    judgments = pa.schema(
+        [
+            ("campaign", pa.string()),
+            ("worker_id_anon", pa.int32()),
+            ("counted", pa.bool_()),
+            ("ref_id", pa.string()),
+            ("length_bucket", pa.int32()),
+            ("reference", pa.string()),
+            ("systems", pa.list_(pa.string())),
+            ("paraphrase", pa.string()),
+            ("nll", pa.float64()),
+            ("human_score", pa.int32()),
+            ("gm", pa.int32()),
+        ]
+    )
+    return {"CONSTRAINT": constraint, "PAIRS_SCHEMA": pairs, "JUDGMENTS_SCHEMA": judgments}
+
+
+def __getattr__(name: str) -> Any:
+    """``CONSTRAINT``, ``PAIRS_SCHEMA`` and ``JUDGMENTS_SCHEMA``, built on first use (``_schemas``)."""
+    if name not in ("CONSTRAINT", "PAIRS_SCHEMA", "JUDGMENTS_SCHEMA"):  # e.g. the import system's "__path__"
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _schemas()[name]
+
+
 PAIR_MEANINGS = {
     "ref_index": "the reference's index in its corpus",
     "reference": "the reference sentence",
@@ -80,9 +99,12 @@ PAIR_MEANINGS = {
     "paraphrase": "the paraphrase",
     "systems": "the constraint systems (ParaBank Tab. 3) that produced this text",
     "nll": "the decoder's negative log-likelihood of the paraphrase (null if unknown)",
-    "score": "predicted similarity to the reference, 0-100 (null: the regressor skipped the pair)",
+    "score": "predicted similarity to the reference, 0-100 (null: not scored, see caveat)",
     "constraints": "per system, the lexical constraints decoded with: positive, negative and beginning-avoid "
     "phrases (each a list of tokens)",
+    "caveat": "why the pair has no honest score (null: none): non_words (it holds a word that is not English, kept "
+    "by --keep-non-words), long_reference (its reference is longer than any the regressor was trained on), "
+    "unscored (the regressor skipped it)",
 }
 JUDGMENT_MEANINGS = {
     "campaign": "the evaluation campaign",
@@ -109,6 +131,8 @@ class ParquetRows:
     """Append rows (tuples in the schema's column order); every ``ROW_GROUP_ROWS`` rows become one row group."""
 
     def __init__(self, sink: BinaryIO, schema: pa.Schema, row_group_rows: int | None = None):
+        import pyarrow.parquet as pq
+
         self.schema, self.row_group_rows = schema, row_group_rows or ROW_GROUP_ROWS
         self.writer = pq.ParquetWriter(sink, schema, **PARQUET_OPTIONS)
         self.columns: list[list] = [[] for _ in schema.names]
@@ -123,6 +147,8 @@ class ParquetRows:
     def flush(self) -> None:
         if not self.columns[0]:
             return
+        import pyarrow as pa
+
         table = pa.Table.from_arrays(
             [pa.array(c, type=f.type) for c, f in zip(self.columns, self.schema)], schema=self.schema
         )
@@ -167,4 +193,5 @@ def pair_row(record: dict[str, Any], candidate: dict[str, Any]) -> tuple:
         candidate.get("nll"),
         candidate.get("score"),
         constraints_struct(candidate.get("constraints")),
+        candidate.get("caveat"),
     )

@@ -17,9 +17,14 @@ A release folder holds:
   by name, the regressor (name, held-out rho with n and interval, metrics with the calibration, signature),
   the generation settings (``Resource.settings``, paths turned into names), the filters.
 
-A paraphrase identical to its reference (``release_filters.is_copy``) is left out unless the filters keep copies;
-the manifest counts them either way (``copies_read``, ``copies``). Files are 0644 and the folder 0755: a release
-is for others to read (storage writes its own files owner-only).
+A release leaves out what a HIT batch leaves out, by the one rule of ``generation.screening``: a paraphrase
+identical to its reference (``is_copy``) unless the filters keep copies, and one with a non-word unless they keep
+non-words (``--keep-non-words``: kept, its score is emptied and its ``caveat`` is ``non_words``); the manifest
+counts both either way (``copies_read``, ``copies``, ``non_words_read``, ``non_words``). Every pair without an
+honest score has a ``caveat`` and a null score (``PairScreen``: also ``long_reference``, a reference longer than
+any the regressor was trained on, and ``unscored``). The licence asked for is checked against the corpus's terms
+(``release_license_check``: ``infra.licences``) before anything is written. Files are 0644 and the folder 0755:
+a release is for others to read (storage writes its own files owner-only).
 
 Format ``parquet`` (``scoring.release_parquet``) writes the same rows as typed ``pairs.parquet`` and
 ``judgments.parquet`` instead of the two gzip files (texts exact, lists for systems, structs for the
@@ -29,27 +34,36 @@ Streaming: pairs are read from the scored shards one record at a time and writte
 judgments come from a database cursor, so memory stays flat whatever the resource's size.
 Deterministic: same inputs give byte-identical files (gzip mtime 0 and no file name, fixed column and
 key order, shard order, no timestamps in the manifest).
+
+All or nothing: the files are written into a staging folder beside ``out_dir`` and moved into it only once
+all of them, the manifest last, are complete (the manifest is strict JSON: no NaN or Infinity); an export that
+fails for any reason (a filter, the disk, the upload, the release's row) removes what it wrote, here and at
+the upload's place, so no orphan files and no manifest of a release that does not exist are left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gzip
 import io
 import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import pyarrow.types as pa_types
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 
-from annotation.models import Campaign, CandidateSystem, Judgment
+from annotation.models import LENGTH_BUCKETS, Campaign, CandidateSystem, Judgment, Reference
 from api.permissions import staff_has_perms
 from generation.models import Resource
+from generation.screening import NON_WORD, NON_WORD_RULE, Vocabulary, screen_verdicts, screen_vocabulary
 from infra.shards import HashingWriter, read_jsonl_gz
 from infra.storage import LocalStorage, S3Storage, get_storage, storage_from_url
 from jobs.models import JobStatus
@@ -57,15 +71,21 @@ from jobs.models import JobStatus
 from .aggregation import counted_workers, system_sort_key
 from .held_out import held_out_rho
 from .models import Release, ScoredResource
-from .release_card import CARD_FILE, dataset_card, license_check, local_name, without_local_paths
+from .release_card import (
+    CARD_FILE,
+    NO_LICENSE,
+    dataset_card,
+    license_check,
+    license_conflict,
+    local_name,
+    without_local_paths,
+)
 from .release_filters import COPY_RULE, ReleaseFilters, filter_candidates, is_copy
 from .release_parquet import (
     JUDGMENT_MEANINGS,
     JUDGMENTS_PARQUET,
-    JUDGMENTS_SCHEMA,
     PAIR_MEANINGS,
     PAIRS_PARQUET,
-    PAIRS_SCHEMA,
     ParquetRows,
     pair_row,
     schema_columns,
@@ -74,9 +94,21 @@ from .scoring_job import regressor_version
 
 # 2: one vocabulary (the judgments' ref_sent/candidate/sys_id/NLL/ref_len became reference/paraphrase/systems/
 # nll/length_bucket, the JSONL paraphrases' text became paraphrase), a card in every format, copies left out
-RELEASE_FORMAT = "paraforge-release/2"
+# 3: non-words left out as in a HIT batch, a caveat column for every pair without an honest score
+RELEASE_FORMAT = "paraforge-release/3"
 FORMATS = ("tsv", "jsonl", "parquet")
-PAIR_COLUMNS = ("ref_index", "reference", "source", "length", "paraphrase", "systems", "nll", "score", "constraints")
+PAIR_COLUMNS = (
+    "ref_index",
+    "reference",
+    "source",
+    "length",
+    "paraphrase",
+    "systems",
+    "nll",
+    "score",
+    "constraints",
+    "caveat",
+)
 JUDGMENT_COLUMNS = (
     "campaign",
     "worker_id_anon",
@@ -91,7 +123,9 @@ JUDGMENT_COLUMNS = (
     "gm",
 )
 JSONL_REFERENCE_KEYS = ("ref_index", "reference", "source", "length", "paraphrases")
-JSONL_PARAPHRASE_KEYS = ("paraphrase", "systems", "constraints", "nll", "score")
+JSONL_PARAPHRASE_KEYS = ("paraphrase", "systems", "constraints", "nll", "score", "caveat")
+# a pair's caveat (release_parquet.PAIR_MEANINGS): why its score is null
+NON_WORDS, LONG_REFERENCE, UNSCORED = "non_words", "long_reference", "unscored"
 FILE_MODE, FOLDER_MODE = 0o644, 0o755
 JUDGMENTS_FILE = "judgments.tsv.gz"
 MANIFEST_FILE = "manifest.json"
@@ -104,6 +138,10 @@ RELEASE_VIEW_PERMS = ("scoring.view_release",)
 
 class ReleaseError(ValueError):
     """A release that cannot be made as asked (nothing is written)."""
+
+
+class LicenseConflictError(ReleaseError):
+    """A release licence that grants more than the corpus's terms allow (bad input, not a conflict of state)."""
 
 
 def release_version_check(version: Any) -> str:
@@ -204,10 +242,65 @@ def release_campaigns(scored: ScoredResource) -> list[Campaign]:
     return list(Campaign.objects.filter(pk__in=ids).order_by("name"))
 
 
+@dataclasses.dataclass(frozen=True)
+class PairScreen:
+    """What a release checks in each pair besides the filters: the non-word vocabulary of the resource's corpus
+    (``generation.screening``, as a HIT batch; None: not screened, ``note`` says why) and the longest reference
+    the regressor was trained on (``length_limit`` tokens: past it no judgment backs a score)."""
+
+    vocabulary: Vocabulary | None
+    note: str
+    length_limit: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest's record of the screen."""
+        return {
+            "copy_rule": COPY_RULE,
+            "non_word_rule": NON_WORD_RULE,
+            "vocabulary": self.vocabulary.source if self.vocabulary is not None else None,
+            "note": None if self.vocabulary is not None else self.note,
+            "length_limit": self.length_limit,
+        }
+
+
+def pair_screen(scored: ScoredResource) -> PairScreen:
+    """The screen of ``scored``'s release: its corpus's vocabulary and its regressor's training lengths (the
+    longest reference bucket judged in its campaign; without a campaign, the longest bucket a batch samples)."""
+    vocabulary, note = screen_vocabulary(scored.resource.corpus)
+    campaign = scored.regressor.campaign_id
+    longest = (
+        Reference.objects.filter(campaign_id=campaign).aggregate(m=Max("length_bucket"))["m"] if campaign else None
+    )
+    return PairScreen(vocabulary=vocabulary, note=note, length_limit=longest or max(LENGTH_BUCKETS))
+
+
+def _marked(record: dict[str, Any], screen: PairScreen, filters: ReleaseFilters, counts: dict[str, int]) -> list[dict]:
+    """The record's candidates less its non-words (unless ``filters.keep_non_words``), each pair without an
+    honest score given a null score and its ``caveat``; counts the non-words and the long references."""
+    candidates = record.get("candidates") or []
+    pairs = [(record["reference"], c["text"]) for c in candidates]
+    verdicts = screen_verdicts(pairs, screen.vocabulary, cached=False)  # a whole resource: read once
+    long_reference = (record.get("length") or 0) > screen.length_limit
+    kept = []
+    for c, (verdict, _) in zip(candidates, verdicts):
+        if verdict == NON_WORD:
+            counts["non_words_read"] += 1
+            if not filters.keep_non_words:
+                continue
+            c = {**c, "score": None, "caveat": NON_WORDS}
+        elif long_reference:
+            c = {**c, "score": None, "caveat": LONG_REFERENCE}
+        elif c.get("score") is None:
+            c = {**c, "caveat": UNSCORED}
+        kept.append(c)
+    return kept
+
+
 def _kept_records(
-    scored: ScoredResource, filters: ReleaseFilters, counts: dict[str, int]
+    scored: ScoredResource, filters: ReleaseFilters, counts: dict[str, int], screen: PairScreen
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """Each scored record (shard order, one at a time) with its candidates that pass ``filters``; counts as it goes."""
+    """Each scored record (shard order, one at a time) with its candidates that pass the screen and ``filters``,
+    marked (``_marked``); counts as it goes."""
     storage = get_storage()
     for entry in sorted(scored.shards, key=lambda e: e["index"]):
         for record in read_jsonl_gz(entry["key"], storage=storage):
@@ -215,23 +308,30 @@ def _kept_records(
             counts["references_read"] += 1
             counts["pairs_read"] += len(candidates)
             counts["copies_read"] += sum(is_copy(record["reference"], c["text"]) for c in candidates)
-            kept = filter_candidates(filters, record)
+            kept = filter_candidates(filters, {**record, "candidates": _marked(record, screen, filters, counts)})
             if not kept:
                 continue
             counts["references"] += 1
             counts["pairs"] += len(kept)
             counts["pairs_unscored"] += sum(c.get("score") is None for c in kept)
+            counts["non_words"] += sum(c.get("caveat") == NON_WORDS for c in kept)
+            counts["long_reference_pairs"] += sum(c.get("caveat") == LONG_REFERENCE for c in kept)
             if filters.keep_copies:
                 counts["copies"] += sum(is_copy(record["reference"], c["text"]) for c in kept)
             yield record, kept
 
 
 def _write_pairs(
-    write: Callable[[str], None], scored: ScoredResource, filters: ReleaseFilters, fmt: str, counts: dict[str, int]
+    write: Callable[[str], None],
+    scored: ScoredResource,
+    filters: ReleaseFilters,
+    fmt: str,
+    counts: dict[str, int],
+    screen: PairScreen,
 ) -> None:
     if fmt == "tsv":
         write(_tsv(PAIR_COLUMNS))
-    for record, kept in _kept_records(scored, filters, counts):
+    for record, kept in _kept_records(scored, filters, counts, screen):
         if fmt == "jsonl":
             paraphrases = [
                 {
@@ -240,6 +340,7 @@ def _write_pairs(
                     "constraints": c.get("constraints") or {},
                     "nll": c.get("nll"),
                     "score": c.get("score"),
+                    "caveat": c.get("caveat"),
                 }
                 for c in kept
             ]
@@ -271,6 +372,7 @@ def _write_pairs(
                             c.get("nll"),
                             c.get("score"),
                             c.get("constraints") or {},
+                            c.get("caveat"),
                         )
                     )
                 )
@@ -327,12 +429,15 @@ def _write_parquet(
     campaigns: list[Campaign],
     counts: dict[str, int],
     files: dict[str, dict],
+    screen: PairScreen,
 ) -> None:
     """``pairs.parquet`` and ``judgments.parquet``: the rows of the TSV files, typed, a row group at a time."""
+    from .release_parquet import JUDGMENTS_SCHEMA, PAIRS_SCHEMA  # pyarrow: loaded when used, not with the app
+
     files[PAIRS_PARQUET] = {"name": PAIRS_PARQUET}
     with _hashed(out, PAIRS_PARQUET, files[PAIRS_PARQUET]) as sink:
         rows = ParquetRows(sink, PAIRS_SCHEMA)
-        for record, kept in _kept_records(scored, filters, counts):
+        for record, kept in _kept_records(scored, filters, counts, screen):
             for c in kept:
                 rows.append(pair_row(record, c))
         rows.close()
@@ -356,6 +461,19 @@ def card_license(fmt: str, license: str | None) -> str:
         raise ReleaseError(str(exc)) from None
 
 
+def release_license_check(scored: ScoredResource, license: str) -> None:
+    """ReleaseError when ``license`` (an SPDX id) grants more than the terms of the resource's corpus allow
+    (``infra.licences.license_conflict``): the message says why and what to give instead."""
+    corpus = scored.resource.corpus
+    conflict = license_conflict(corpus.license or NO_LICENSE, license)
+    if conflict is not None:
+        terms = f" ({corpus.terms})" if corpus.terms else ""
+        raise LicenseConflictError(
+            f"--license {license} is refused for a release of corpus {corpus.name!r}, under {corpus.license}{terms}: "
+            f"{conflict}"
+        )
+
+
 def release_provenance(scored: ScoredResource) -> dict[str, Any]:
     """Where the release comes from, by name (never a path of this machine: ``release_card.local_name``): the
     corpus and the file it was imported from, the paraphrase model and its weights' SHA-256, the IDF table, the
@@ -367,6 +485,9 @@ def release_provenance(scored: ScoredResource) -> dict[str, Any]:
         "corpus": {
             "name": corpus.name,
             "source": local_name(corpus.source_name) or None,
+            "origin": corpus.source or None,
+            "license": corpus.license or NO_LICENSE,
+            "terms": corpus.terms or None,
             "format": corpus.format,
             "references": corpus.n_references,
         },
@@ -385,6 +506,8 @@ def release_provenance(scored: ScoredResource) -> dict[str, Any]:
 
 def _text_kind(field: Any, *, jsonl: bool = False) -> str:
     """How a column's Arrow type is written in a TSV cell (or a JSONL value)."""
+    import pyarrow.types as pa_types  # loaded when used, not with the app
+
     kind = field.type
     if pa_types.is_integer(kind):
         return "integer"
@@ -402,6 +525,8 @@ def _text_kind(field: Any, *, jsonl: bool = False) -> str:
 def _card_columns(fmt: str, names: dict[str, str]) -> list[tuple[str, list[tuple[str, str, str]]]]:
     """Per file, its ``(column, type, meaning)`` rows for the card: the Arrow types for parquet, how the text writes
     them else (one schema, ``release_parquet``, for every format)."""
+    from .release_parquet import JUDGMENTS_SCHEMA, PAIRS_SCHEMA  # pyarrow: loaded when used, not with the app
+
     pairs_fields = {f.name: f for f in PAIRS_SCHEMA}
     if fmt == "parquet":
         return [
@@ -440,6 +565,31 @@ def _make_readable(folder: Path, names: list[str], *, up_to: Path | None = None)
             os.chmod(parent, FOLDER_MODE)
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first (what a failed export removes)."""
+    return [p for p in (folder, *folder.parents) if not p.exists()]
+
+
+def _remove_folders(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) where they are empty: those a failed export created."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _move_into_place(staging: Path, out_dir: Path, names: list[str], moved: list[Path]) -> None:
+    """The complete release's files from ``staging`` into ``out_dir``: the whole folder in one rename when
+    ``out_dir`` does not exist, else file by file with the manifest last (``moved`` gets each one moved)."""
+    if not out_dir.exists():
+        staging.rename(out_dir)
+        return
+    if (out_dir / MANIFEST_FILE).exists():  # made meanwhile
+        raise ReleaseError(f"{out_dir} already holds a release ({MANIFEST_FILE}); choose an empty folder")
+    for name in names:  # release_files: the manifest comes last
+        os.replace(staging / name, out_dir / name)
+        moved.append(out_dir / name)
+
+
 def release_write(
     *,
     scored: ScoredResource,
@@ -450,17 +600,44 @@ def release_write(
     license: str | None = None,
 ) -> dict[str, Any]:
     """Write a release's files into ``out_dir`` (which must not hold a release yet); returns the manifest.
-    ``license``: an SPDX id (``card_license``), stated on the card and in the manifest."""
+    ``license``: an SPDX id (``card_license``), stated on the card and in the manifest. All or nothing: the
+    files are made in a staging folder beside ``out_dir`` and moved in once complete; on any failure nothing
+    is left (the staging folder and any folder made for ``out_dir`` are removed)."""
     license = card_license(fmt, license)
+    release_license_check(scored, license)
     release_version_check(version)
     filters = filters or ReleaseFilters()
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
         raise ReleaseError(f"{out_dir} is a file, not a folder")
-    if any(p.exists() and not p.is_dir() for p in Path(out_dir).parents):
+    if any(p.exists() and not p.is_dir() for p in out_dir.parents):
         raise ReleaseError(f"{out_dir}: a part of that path is a file, not a folder")
-    out = LocalStorage(Path(out_dir))
-    if out.exists(MANIFEST_FILE):
+    if (out_dir / MANIFEST_FILE).exists():
         raise ReleaseError(f"{out_dir} already holds a release ({MANIFEST_FILE}); choose an empty folder")
+    created = _missing_folders(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    moved: list[Path] = []
+    try:
+        manifest = _write_release_files(LocalStorage(staging), scored, version, fmt, filters, license)
+        _move_into_place(staging, out_dir, release_files(manifest), moved)
+    except BaseException:
+        for path in moved:
+            path.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_folders(created)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)  # renamed into out_dir (gone), or emptied file by file
+    _make_readable(out_dir, release_files(manifest))
+    return manifest
+
+
+def _write_release_files(
+    out: LocalStorage, scored: ScoredResource, version: str, fmt: str, filters: ReleaseFilters, license: str
+) -> dict[str, Any]:
+    """Write every file of the release into ``out`` (the staging folder), the manifest last; returns it."""
+    from .release_parquet import JUDGMENTS_SCHEMA, PAIRS_SCHEMA  # pyarrow: loaded when used, not with the app
+
     counts = dict.fromkeys(
         (
             "references_read",
@@ -470,20 +647,24 @@ def release_write(
             "pairs_unscored",
             "copies_read",
             "copies",
+            "non_words_read",
+            "non_words",
+            "long_reference_pairs",
             "judgments",
         ),
         0,
     )
+    screen = pair_screen(scored)
     files: dict[str, dict] = {}
     pairs_name = pairs_file_name(fmt)
     if fmt == "parquet":
         campaigns = release_campaigns(scored)
-        _write_parquet(out, scored, filters, campaigns, counts, files)
+        _write_parquet(out, scored, filters, campaigns, counts, files, screen)
         columns = {PAIRS_PARQUET: schema_columns(PAIRS_SCHEMA), JUDGMENTS_PARQUET: schema_columns(JUDGMENTS_SCHEMA)}
     else:
         files[pairs_name] = {"name": pairs_name}
         with _gzip_lines(out, pairs_name, files[pairs_name]) as write:
-            _write_pairs(write, scored, filters, fmt, counts)
+            _write_pairs(write, scored, filters, fmt, counts, screen)
         campaigns = release_campaigns(scored)
         files[JUDGMENTS_FILE] = {"name": JUDGMENTS_FILE}
         with _gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
@@ -507,6 +688,7 @@ def release_write(
             "files": files,
             "counts": {**counts, "campaigns": len(campaigns)},
             "copy_rule": COPY_RULE,
+            "screen": screen.as_dict(),
             "campaigns": [c.name for c in campaigns],
             "provenance": release_provenance(scored),
             "regressor": {
@@ -529,9 +711,12 @@ def release_write(
     with _hashed(out, CARD_FILE, files[CARD_FILE]) as sink:
         sink.write(card.encode("utf-8"))
     manifest["files"] = files
+    try:  # strict JSON: a NaN or an infinity would make a manifest no JSON reader takes
+        text = json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2, allow_nan=False)
+    except ValueError as exc:
+        raise ReleaseError(f"the release's manifest holds a number JSON cannot write ({exc})") from None
     with out.open_write(MANIFEST_FILE) as fh:
-        fh.write((json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n").encode("utf-8"))
-    _make_readable(Path(out_dir), release_files(manifest))
+        fh.write((text + "\n").encode("utf-8"))
     return manifest
 
 
@@ -542,6 +727,13 @@ def next_version(resource: Resource) -> str:
         if (m := re.fullmatch(r"v(\d+)", v))
     ]
     return f"v{max(numbers, default=0) + 1}"
+
+
+def default_release_dir(resource: Resource, version: str) -> Path:
+    """Where ``export_release`` writes when no ``--out`` is given: ``<var>/releases/<resource>/<version>``, one
+    folder per version, so a second export (the next version) never meets the first one's files."""
+    name = resource.name if re.fullmatch(r"[\w][\w.-]*", resource.name) else str(resource.pk)
+    return Path(settings.VAR_DIR) / "releases" / name / version
 
 
 def release_files(manifest: dict[str, Any]) -> list[str]:
@@ -581,22 +773,47 @@ def release_export(
     if target is not None and target.exists(MANIFEST_FILE):
         raise ReleaseError(f"{target.url} already holds a release ({MANIFEST_FILE})")
     out_dir = Path(out_dir).resolve()
+    created = _missing_folders(out_dir)
     manifest = release_write(scored=scored, out_dir=out_dir, version=version, fmt=fmt, filters=filters, license=license)
-    if target is not None:
-        _upload(out_dir, release_files(manifest), target)
+    names = release_files(manifest)
     try:
-        with transaction.atomic():
-            return Release.objects.create(
-                resource=resource,
-                version=version,
-                manifest=manifest,
-                job=job,
-                location=target.url if target is not None else str(out_dir),
-            )
-    except IntegrityError:  # another export of this version finished first
-        raise ReleaseError(
-            f"release {version!r} of {resource.name!r} was made by another export meanwhile: choose another version"
-        ) from None
+        if target is not None:
+            _upload(out_dir, names, target)
+        try:
+            with transaction.atomic():
+                return Release.objects.create(
+                    resource=resource,
+                    version=version,
+                    manifest=manifest,
+                    job=job,
+                    location=target.url if target is not None else str(out_dir),
+                )
+        except IntegrityError:
+            if not Release.objects.filter(resource=resource, version=version).exists():
+                raise  # not the version's uniqueness: say what it was, not "another export"
+            raise ReleaseError(
+                f"release {version!r} of {resource.name!r} was made by another export meanwhile: choose another version"
+            ) from None
+    except BaseException:
+        _discard(out_dir, names, created, target)
+        raise
+
+
+def _discard(out_dir: Path, names: list[str], created: list[Path], target: LocalStorage | S3Storage | None) -> None:
+    """Undo a failed export: its files in ``out_dir`` and at the upload's place, and the folders it made; but
+    never files a recorded release stands on (an export of the same version that finished first, there)."""
+    recorded = set(
+        Release.objects.filter(location__in=[str(out_dir), getattr(target, "url", "")]).values_list(
+            "location", flat=True
+        )
+    )
+    for name in reversed(names):  # the manifest first: what is left is never taken for a release
+        if str(out_dir) not in recorded:
+            (out_dir / name).unlink(missing_ok=True)
+        if target is not None and target.url not in recorded:
+            with contextlib.suppress(Exception):  # the export's own error is the one to report
+                target.delete(name)
+    _remove_folders(created)
 
 
 def release_storage(release: Release) -> LocalStorage | S3Storage:

@@ -33,9 +33,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 
@@ -50,6 +49,9 @@ from .embeddings import cuda_available, encoding_on
 from .lexical_processes import cpu_workers_on
 from .models import Regressor, ScoredResource
 from .scoring_device import ScoringDevice, ScoringDeviceError, encoded_on
+
+if TYPE_CHECKING:
+    import numpy as np
 
 KIND = "score_resource"
 DEFAULT_BATCH_SIZE = 256
@@ -111,6 +113,8 @@ def score_records(
     n_pending = 0
 
     def flush() -> None:
+        import numpy as np  # loaded when a resource is scored, not with the app (issue 37)
+
         pairs = [pair_of(r, c) for r in pending for c in r.get("candidates") or []]
         scores = np.asarray(regressor.predict(pairs), dtype=float) if pairs else np.zeros(0)
         if scores.shape != (len(pairs),):

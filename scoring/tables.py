@@ -28,6 +28,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.models import Campaign, Candidate, CandidateSystem, Judgment, Verification, Worker
 from annotation.quality import RaterFigures, campaign_rater_figures
+from annotation.split_half import split_half_label
 from api.csv_safety import spreadsheet_csv_writer
 
 from .aggregation import ESTIMATES, CampaignData, fluency_rows, load_campaign, similarity_rows, zscore_estimates
@@ -48,7 +49,7 @@ ZSCORE_TITLE = "Semantic similarity (0-100), bias-corrected (worker z-scores)"
 # the tables made of the counted raters' judgments (diversity is made of the candidates alone)
 COUNTING_RATERS = ("similarity", "fluency", "reliability")
 # Bump when a table's rules or shape change: entries made by the old code are then never read.
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: reliability from 2 judgments per candidate, stepped up (annotation.split_half)
 # An entry whose fingerprint no longer matches is never read again; expiry frees its room (a campaign in
 # collection leaves one set behind per change that was viewed). A current entry that expires is recomputed.
 CACHE_SECONDS = 24 * 3600
@@ -268,15 +269,17 @@ def _fmt3(value) -> str:
 
 
 def _markdown_reliability(result: dict) -> str:
-    sh = result["split_half"]
+    sh, rel = result["split_half"], result["split_half_reliability"]
     return "\n".join(
         [
             f"**Reliability of the similarity judgments** — campaign {result['campaign']}",
             "",
             "| Measure | Raw | Bias-corrected (z-score) |",
             "|---|---:|---:|",
-            f"| Split-half Spearman's rho ({result['n_splits']} splits, {result['n_candidates']} candidates with "
-            f">= {result['min_judgments_per_candidate']} judgments) | {_fmt3(sh['raw'])} | {_fmt3(sh['zscore'])} |",
+            f"| {split_half_label(result['ratings'])} | {_fmt3(rel['raw'])} | {_fmt3(rel['zscore'])} |",
+            f"| Split-half Spearman's rho of the half means ({result['n_splits']} splits, {result['n_candidates']} "
+            f"candidates with >= {result['min_judgments_per_candidate']} judgments) | {_fmt3(sh['raw'])} | "
+            f"{_fmt3(sh['zscore'])} |",
             f"| Krippendorff's alpha (interval) | {_fmt3(result['krippendorff_alpha'])} | |",
             "",
             f"{result['counted_workers']} counted workers (min. judgments {result['min_judgments']}); "
@@ -347,6 +350,9 @@ def render_csv(result: dict) -> str:
         for name, value in (
             ("split_half_raw", result["split_half"]["raw"]),
             ("split_half_zscore", result["split_half"]["zscore"]),
+            ("split_half_reliability_raw", result["split_half_reliability"]["raw"]),
+            ("split_half_reliability_zscore", result["split_half_reliability"]["zscore"]),
+            ("ratings", result["ratings"]),
             ("krippendorff_alpha", result["krippendorff_alpha"]),
             ("n_candidates", result["n_candidates"]),
             ("workers_sd0", result["workers_sd0"]),

@@ -26,6 +26,7 @@ from django.urls import reverse
 
 from annotation.costs import campaign_batch_costs
 from annotation.models import Campaign
+from annotation.split_half import split_half_label
 from api.numbers import ascii_int
 
 from .aggregation import ESTIMATES
@@ -218,8 +219,11 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
         }
         for name, label in zip(ESTIMATES, ("raw", "bias-corrected (worker z-scores)"))
     ]
-    sh = rel["split_half"]
+    sh, stepped = rel["split_half"], rel["split_half_reliability"]
     reliability = {
+        "label": split_half_label(rel["ratings"]),
+        "reliability_raw": _fmt3(stepped["raw"]),
+        "reliability_zscore": _fmt3(stepped["zscore"]),
         "raw": _fmt3(sh["raw"]),
         "zscore": _fmt3(sh["zscore"]),
         "alpha": _fmt3(rel["krippendorff_alpha"]),

@@ -435,3 +435,32 @@ def test_proxy_passes_the_address_it_saw_and_only_complete_requests(tmp_path, se
         # The container health check's own endpoint, answered by nginx alone.
         assert raw_request(port, b"GET /proxy-health HTTP/1.0\r\n\r\n")[::2] == (200, b"ok\n")
         assert len(Recorder.seen) == n_seen
+
+
+def test_one_address_holds_at_most_32_requests_in_flight_on_every_page(tmp_path):
+    """``location /`` (issue 36): requests whose bodies trickle in each hold a connection of nginx's; one
+    address gets 32 of them, the next request is a 429 at once in the app's error shape, and once they are
+    gone the address is served again."""
+    with recording_upstream() as upstream, nginx_proxy(tmp_path / "nginx", f"{HOST}:{upstream}") as port:
+        held = []
+        try:
+            for _ in range(32):  # a complete header, then a body that never comes: nginx waits on it
+                s = socket.create_connection((HOST, port), timeout=10)
+                s.sendall(b"POST /api/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\nx")
+                held.append(s)
+            time.sleep(0.5)  # nginx has read every header
+            n_seen = len(Recorder.seen)
+            status, content_type, answer = raw_request(port, b"GET /hits/1/ HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            assert (status, content_type) == (429, "application/json")
+            assert json.loads(answer) == {
+                "detail": "too many requests at once from this address",
+                "code": "too_many_connections",
+            }
+            assert len(Recorder.seen) == n_seen  # refused by nginx: the app saw nothing
+            # the proxy's own health check is not behind the limit
+            assert raw_request(port, b"GET /proxy-health HTTP/1.0\r\n\r\n")[0] == 200
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.5)
+        assert raw_request(port, b"GET /x HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")[0] == 200

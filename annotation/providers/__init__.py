@@ -11,7 +11,7 @@ its ``transport_errors`` (with ``error_text``) for what the platform answered or
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,8 +39,11 @@ class HitProvider(Protocol):
         """Could a batch with these settings be published now (credentials, public URL, and given the cost,
         the balance)? Raises ``ProviderError``; nothing is spent."""
 
-    def publish(self, *, batch: Batch) -> dict:
-        """Make the batch's HITs available to workers (idempotent: what is already published is skipped)."""
+    def publish(self, *, batch: Batch, renew: Callable[[], None] | None = None) -> dict:
+        """Make the batch's HITs available to workers (idempotent: what is already published is skipped).
+        Called under the batch's publish claim (``annotation.publishing.batch_publish``, the one way in):
+        it records what it is about to create before creating it, looks for what a request that died had
+        created, and calls ``renew`` after each thing it creates (the claim's lease)."""
 
     def sync(self, *, batch: Batch) -> dict:
         """Verify the batch's unverified submissions with the platform (``annotation.verification``, through

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 
 from django.db.models import Q
@@ -120,7 +121,7 @@ class LocalProvider:
     def cost_estimate_usd(self, *, batch: Batch) -> Decimal | None:
         return None
 
-    def publish(self, *, batch: Batch) -> dict:
+    def publish(self, *, batch: Batch, renew: Callable[[], None] | None = None) -> dict:
         """Local HITs are served from the database: publishing only makes them visible."""
         published = Batch.objects.filter(pk=batch.pk, status=BatchStatus.DRAFT).update(status=BatchStatus.PUBLISHED)
         return {"batch": batch.pk, "provider": self.name, "published": batch.hits.count() if published else 0}

@@ -201,6 +201,9 @@ CACHES = {
 # died with it) is queued again by the beat, which looks every JOBS_LEASE_CHECK_S (jobs/execution.py)
 JOBS_CHUNK_LEASE_S = env_int("JOBS_CHUNK_LEASE_S", 120)
 JOBS_LEASE_CHECK_S = env_float("JOBS_LEASE_CHECK_S", 60.0)
+# every Celery worker writes a heartbeat row this often, busy or not; commands waiting for a job read it
+# (jobs/heartbeat.py: a solo-pool worker running a chunk does not answer pings)
+JOBS_HEARTBEAT_S = env_float("JOBS_HEARTBEAT_S", 10.0)
 
 CELERY_BEAT_SCHEDULE: dict = {
     # chunks whose worker was lost (a killed or preempted machine) go back to the queue
@@ -260,6 +263,9 @@ PARAFORGE_SCORING_CPU_WORKERS = env_int("PARAFORGE_SCORING_CPU_WORKERS", 1)
 PARAFORGE_HIT_PROVIDER = env_str("PARAFORGE_HIT_PROVIDER", "local")  # local | mturk-sandbox | mturk | prolific
 # The https:// address workers reach the slider pages at (MTurk's ExternalQuestion needs it).
 PARAFORGE_PUBLIC_URL = env_str("PARAFORGE_PUBLIC_URL", "")
+# One publish of a batch at a time (annotation/publishing.py): a publish whose request died is taken over once
+# this many seconds have passed since it last created something
+PARAFORGE_PUBLISH_LEASE_S = env_int("PARAFORGE_PUBLISH_LEASE_S", 600)
 MTURK_ENDPOINT_URL = env_str("MTURK_ENDPOINT_URL") or None  # overrides the sandbox/production endpoint
 MTURK_REWARD_USD = env_str("MTURK_REWARD_USD", "0.50")  # per assignment (one HIT page)
 MTURK_ASSIGNMENT_DURATION_S = env_int("MTURK_ASSIGNMENT_DURATION_S", 30 * 60)
@@ -295,6 +301,12 @@ PROLIFIC_BLOCKLIST_GROUP_NAME = env_str("PROLIFIC_BLOCKLIST_GROUP_NAME", "Parafo
 PROLIFIC_MAX_ATTEMPTS = env_int("PROLIFIC_MAX_ATTEMPTS", 6)  # per call, 429/5xx and network errors
 # seconds the start URL waits for Prolific to confirm a new session (a participant is waiting; two tries)
 PROLIFIC_START_TIMEOUT_S = env_float("PROLIFIC_START_TIMEOUT_S", 3.0)
+# Every new session at the start URL is one call on the researcher's token: answers are cached, and the calls
+# counted (in the database, every process) per client address, per study and in all
+PROLIFIC_CHECK_CACHE_S = env_int("PROLIFIC_CHECK_CACHE_S", 30)
+PROLIFIC_CHECK_ADDRESS_RATE = env_str("PROLIFIC_CHECK_ADDRESS_RATE", "20/10m")
+PROLIFIC_CHECK_STUDY_RATE = env_str("PROLIFIC_CHECK_STUDY_RATE", "60/min")
+PROLIFIC_CHECK_RATE = env_str("PROLIFIC_CHECK_RATE", "120/min")
 
 LOGGING = {
     "version": 1,

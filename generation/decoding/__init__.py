@@ -1,7 +1,8 @@
 """Constrained paraphrase decoding (ParaBank §2.3): a plain module, usable without Django.
 
     from generation.decoding import load_model, decode
-    m = load_model("generation/demo/model")            # ModelFolderError if missing / not a seq2seq checkpoint
+    m = load_model("generation/demo/model")            # ModelFolderError if missing / not a checkpoint
+    m = load_model("Qwen/Qwen2.5-0.5B-Instruct", prompt_template="paraphrase-chat")   # decoder-only: prompted
     [r] = decode(m, ["How often do earthquakes occur?"],
                  [{"positive": [["today"]], "negative": [["often"]], "bos_avoid": [["How"]]}], beam=5, nbest=2)
     decode(m, sources, options=DecodeOptions(beam=5, nbest=2, batch_size=64))   # the same options, as one value
@@ -23,6 +24,7 @@ import torch
 from ..decode_options import DecodeOptions, DecodeOptionsError
 from .banned import build_negative_tables
 from .batching import BatchChoice, default_batch_size
+from .causal import prompt_batch
 from .dba import beam_search
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
 from .positive import build_positive_tables
@@ -171,11 +173,16 @@ def decode(
     tok = loaded.tokenizer
     if len(todo) > batch_size:  # batches of sources of similar lengths (as CTranslate2 makes them)
         todo = _by_length(tok, sources, todo)
+    # the EOS tokens that spell nothing (a line break that ends an output stays in its text)
+    ending = {loaded.vocab.eos_id} | {i for i in loaded.vocab.eos_ids if not loaded.vocab.surfaces[i]}
     for k in range(0, len(todo), batch_size):
         idx = todo[k : k + batch_size]
-        enc = tok([sources[i] for i in idx], return_tensors="pt", padding=True, truncation=True)
-        input_ids = enc["input_ids"].to(loaded.device)
-        am = enc["attention_mask"].to(loaded.device)
+        if loaded.causal:  # a decoder-only model continues each source's prompt (causal.py, generation/prompts.py)
+            input_ids, am = prompt_batch(loaded, [sources[i] for i in idx])
+        else:
+            enc = tok([sources[i] for i in idx], return_tensors="pt", padding=True, truncation=True)
+            input_ids = enc["input_ids"].to(loaded.device)
+            am = enc["attention_mask"].to(loaded.device)
         pos = build_positive_tables([pos_ids[i] for i in idx], loaded.device)
         neg = build_negative_tables(
             loaded.vocab,
@@ -186,7 +193,7 @@ def decode(
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:
-                body = [t for t in ids if t != loaded.vocab.eos_id]
+                body = [t for t in ids if t not in ending]
                 text = tok.decode(body, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip()
                 bad = violations(text, norm[i])
                 if bad:  # safety net: the search should never get here

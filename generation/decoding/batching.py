@@ -57,12 +57,21 @@ def batch_for_free_memory(free_bytes: int, per_sentence: int, cap: int = CUDA_CA
 
 
 def model_sizes(model) -> tuple[int, int]:
-    """(decoder layers, key/value width) of a seq2seq model from its config (Marian, BART, T5, ...)."""
+    """(decoder layers, key/value width) of a model from its config: seq2seq (Marian, BART, T5, ...) or
+    decoder-only, where grouped-query attention keeps ``num_key_value_heads`` x head size per token and layer
+    (a quarter of the hidden size in Llama 3 8B: counting the hidden size would take a batch 4x too small)."""
     cfg = model.config
     names = ("decoder_layers", "num_decoder_layers", "num_layers", "num_hidden_layers")
     layers = next(getattr(cfg, k) for k in names if getattr(cfg, k, None))
     heads, d_kv = getattr(cfg, "num_heads", None), getattr(cfg, "d_kv", None)
-    width = heads * d_kv if heads and d_kv else getattr(cfg, "d_model", None) or cfg.hidden_size
+    kv_heads = getattr(cfg, "num_key_value_heads", None)
+    if heads and d_kv:
+        width = heads * d_kv
+    elif kv_heads:
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        width = kv_heads * head_dim
+    else:
+        width = getattr(cfg, "d_model", None) or cfg.hidden_size
     return int(layers), int(width)
 
 

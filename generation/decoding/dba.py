@@ -46,8 +46,10 @@ import torch
 from ..decode_options import DecodeOptions
 from . import fast_step as lean_step
 from .banned import NegativeState, NegativeTables
+from .causal import CausalDecoder
 from .hf_compat import (
     FastProcessors,
+    eos_count,
     generation_config_for,
     logits_processors,
     pad_token_id,
@@ -129,12 +131,16 @@ def beam_search(
         lean = lean_step.for_model(model, int8=int8)
     if int8 and lean is None:
         raise ValueError("int8 runs on the lean decoder step only: a Marian or BART model, fast_step not off")
+    if loaded.causal:  # a decoder-only model: its own forward through the lean step's interface (causal.py)
+        lean = CausalDecoder(model, input_ids)
 
-    enc = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+    enc = None
+    if not loaded.causal:
+        enc = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
     # the first step once per sentence: every beam of a sentence starts from the same token, so its
     # logits and cache (the cross-attention keys and values of every layer included) are copied K times
     if lean is not None:  # (the lean state keeps cross-attention per sentence: only self-attention is copied)
-        state = lean.start(enc.last_hidden_state, attention_mask, max_length)
+        state = lean.start(None if enc is None else enc.last_hidden_state, attention_mask, max_length)
         first_logits = state.step(search.seqs[::beam, 0], 0)
         state.repeat(beam)
         cache = enc = hyp_attention_mask = None
@@ -171,7 +177,8 @@ def beam_search(
             )
             cache = out.past_key_values
             logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
-        logp = processors(search.seqs[:, :cur_len], logp)
+        if processors.steps:
+            logp = processors(state.history(search.seqs, cur_len) if loaded.causal else search.seqs[:, :cur_len], logp)
         last_step = cur_len + 1 >= max_length
         if graph is None and use_graph and cur_len >= 2 and not last_step and not _GRAPH_FAILURES:
             logp_buf = logp.clone()
@@ -264,11 +271,18 @@ class BeamSearch:
         self.length_penalty = length_penalty
         self.early_stopping = early_stopping = options.early_stopping
         self.pos = pos
+        # every token that ends an output (a chat model's end-of-turn ones too), and generate's candidate
+        # count: max(2, 1 + its EOS tokens) x K, so that K running beams remain if the best all end
+        eos_all = loaded.vocab.eos_ids or (eos,)
+        self.more_eos = torch.tensor(eos_all[1:], dtype=torch.long, device=dev) if len(eos_all) > 1 else None
+        self.n_top = max(2, 1 + eos_count(gen_cfg)) * K
         start = gen_cfg.decoder_start_token_id
         if start is None:
-            start = loaded.model.config.decoder_start_token_id
+            start = getattr(loaded.model.config, "decoder_start_token_id", None)
         if isinstance(start, (list, tuple)):
             start = start[0]
+        if start is None:  # a decoder-only model: the column before the continuation, never returned
+            start = eos
         boundary = loaded.vocab.boundary.to(dev)
         self.sentence_id = torch.arange(B, device=dev)  # [B] index in the call's batch
         hyp_sentence = self.sentence_id.repeat_interleave(K)  # [H] each hypothesis' sentence (tables' row)
@@ -331,6 +345,8 @@ class BeamSearch:
             self.ns.apply_bans(logp, float("-inf"))
         if self.ps is not None:
             logp[:, self.eos].masked_fill_(~self.ps.done, float("-inf"))
+            if self.more_eos is not None:
+                logp[:, self.more_eos] = logp[:, self.more_eos].masked_fill(~self.ps.done[:, None], float("-inf"))
 
     def candidates(self, logp: torch.Tensor, last_step: bool) -> Candidates:
         """The top 2K of each sentence's (beam x vocab) scores (Hugging Face's set); with constraints also
@@ -343,10 +359,10 @@ class BeamSearch:
         if blk is not None:  # (CPU: exactly what the [H, V] passes below give, from the blocks' maxima)
             bmax = blk.maxima(logp) if self.constrained or logp.numel() >= blk.TOPK_MIN else None
             if logp.numel() >= blk.TOPK_MIN:
-                top = blk.group_topk(logp, bmax, self.run_scores, 2 * K)
+                top = blk.group_topk(logp, bmax, self.run_scores, self.n_top)
         if top is None:
             acc = logp + run  # [H, V]
-            top = torch.topk(acc.view(B, K * V), 2 * K, dim=1)  # [B, 2K]
+            top = torch.topk(acc.view(B, K * V), self.n_top, dim=1)  # [B, 2K] (more with several EOS)
         top_s, top_i = top
         if self.constrained:
             if blk is not None:
@@ -382,9 +398,14 @@ class BeamSearch:
             beam=c_beam,
             token=c_tok,
             source=(self.sentence_base * K + c_beam).view(-1),
-            finishes=(c_tok == self.eos) | last_step,
+            finishes=self.is_eos(c_tok) | last_step,
             finite=torch.isfinite(cand_s) & (cand_s > NEG / 2),
         )
+
+    def is_eos(self, tok: torch.Tensor) -> torch.Tensor:
+        """Bool of ``tok``'s shape: the token ends an output."""
+        hit = tok == self.eos
+        return hit if self.more_eos is None else hit | torch.isin(tok, self.more_eos)
 
     def _duplicates(self, top_i: torch.Tensor, extra_i: torch.Tensor, valid_e: torch.Tensor) -> torch.Tensor:
         """[B, N] bool: every copy of a (hypothesis, token) pair but the first (copies have one score);
@@ -424,7 +445,7 @@ class BeamSearch:
         if self.ns is not None:
             out.neg_node, out.neg_progress = self.ns.advance(cand.source, flat_tok, cand_sentence)
             if last_step:
-                may_end &= ~(self.ns.ends_badly(out.neg_node, out.neg_progress, cand_sentence) & (flat_tok != self.eos))
+                may_end &= ~(self.ns.ends_badly(out.neg_node, out.neg_progress, cand_sentence) & ~self.is_eos(flat_tok))
         out.may_end = may_end.view(B, N)
         return out
 

@@ -128,3 +128,10 @@ def pad_token_id(generation_config) -> int | None:
     """The pad token ``generate`` fills finished rows with (set by :func:`generation_config_for`)."""
     pad = generation_config._pad_token_tensor
     return None if pad is None else int(pad.item())
+
+
+def eos_count(generation_config) -> int:
+    """How many EOS tokens ``generate`` stops at (set by :func:`generation_config_for`): its beam search keeps
+    max(2, 1 + this) x K candidates a step."""
+    eos = generation_config._eos_token_tensor
+    return 1 if eos is None else int(eos.numel())

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
 
 from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
 from ..model_source import ModelFolderError, model_folder
+from ..prompts import PromptTemplate, PromptTemplateError, default_for, resolve
 from .vocab import VocabInfo, build_vocab_info
 
 
@@ -19,6 +21,13 @@ class LoadedModel:
     device: torch.device
     vocab: VocabInfo
     path: str
+    # a decoder-only model's prompt template (None: an encoder-decoder model, which reads the source itself)
+    prompt: PromptTemplate | None = None
+
+    @property
+    def causal(self) -> bool:
+        """A decoder-only model: it continues a prompt (``generation/prompts.py``) instead of encoding the source."""
+        return self.prompt is not None
 
     @property
     def eos_id(self) -> int:
@@ -28,6 +37,22 @@ class LoadedModel:
     def dtype(self) -> str:
         """The model's floating-point type by name ("float32", "float16", "bfloat16")."""
         return str(next(self.model.parameters()).dtype).removeprefix("torch.")
+
+
+def causal_eos_ids(model) -> tuple[int, ...]:
+    """A decoder-only model's EOS tokens, as ``generate`` reads them (a chat model's generation config lists
+    its end-of-turn tokens beside EOS: Llama 3's ``<|eot_id|>``, Qwen's ``<|im_end|>``)."""
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = model.config.eos_token_id
+    if eos is None:
+        raise ModelFolderError("the model names no EOS token (generation_config.eos_token_id)")
+    return tuple(int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]))
+
+
+def newline_ids(vocab: VocabInfo) -> tuple[int, ...]:
+    """Ids whose text holds a line break: they end an output under a template that stops at one."""
+    return tuple(i for i, s in enumerate(vocab.surfaces) if "\n" in s)
 
 
 def _eos_id(model) -> int:
@@ -79,8 +104,21 @@ def model_dtype(device_type: str, dtype: str | None) -> torch.dtype:
     return getattr(torch, dtype or (DEFAULT_CUDA_DTYPE if device_type == "cuda" else "float32"))
 
 
-def from_objects(model, tokenizer, device=None, path: str = "<memory>", dtype: str | None = None) -> LoadedModel:
-    """``model`` on ``device`` (default: CUDA where there is one) in ``dtype`` (see :func:`model_dtype`)."""
+def from_objects(
+    model,
+    tokenizer,
+    device=None,
+    path: str = "<memory>",
+    dtype: str | None = None,
+    prompt_template: str | PromptTemplate | dict | None = None,
+) -> LoadedModel:
+    """``model`` on ``device`` (default: CUDA where there is one) in ``dtype`` (see :func:`model_dtype`).
+    A decoder-only model gets ``prompt_template`` (``prompts.resolve``; None: ``prompts.default_for``), its
+    tokenizer pads on the left (prompts of different lengths end where the continuation starts)."""
+    causal = not getattr(model.config, "is_encoder_decoder", False)
+    if not causal and prompt_template is not None:
+        raise PromptTemplateError("a prompt template is for decoder-only models; this one is an encoder-decoder")
+    prompt = (resolve(prompt_template) or default_for(tokenizer)) if causal else None
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     to_dtype = model_dtype(device.type, dtype)
     if device.type == "cpu":
@@ -92,19 +130,27 @@ def from_objects(model, tokenizer, device=None, path: str = "<memory>", dtype: s
         if model.get_output_embeddings() is not None
         else model.config.vocab_size
     )
-    return LoadedModel(
-        model=model,
-        tokenizer=tokenizer,
-        device=device,
-        vocab=build_vocab_info(tokenizer, size, _eos_id(model)),
-        path=path,
-    )
+    if not causal:
+        vocab = build_vocab_info(tokenizer, size, _eos_id(model))
+    else:
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:  # (what generate pads with too: its pad token falls back to EOS)
+            tokenizer.pad_token = tokenizer.eos_token
+        eos = causal_eos_ids(model)
+        vocab = build_vocab_info(tokenizer, size, eos[0], eos[1:])
+        if prompt.stop_at_newline:
+            vocab = build_vocab_info(tokenizer, size, eos[0], eos[1:] + newline_ids(vocab))
+    return LoadedModel(model=model, tokenizer=tokenizer, device=device, vocab=vocab, path=path, prompt=prompt)
 
 
-def load_model(path, device=None, dtype: str | None = None) -> LoadedModel:
+def load_model(
+    path, device=None, dtype: str | None = None, prompt_template: str | PromptTemplate | dict | None = None
+) -> LoadedModel:
     """``path``: a local checkpoint folder or a hub id (``org/name[@revision]``, see generation/model_source.py).
     The files are then read from that folder only (``local_files_only``: nothing else is fetched). ``device``
-    and ``dtype``: as :func:`from_objects` takes them (a dtype the device refuses fails before loading)."""
+    and ``dtype``: as :func:`from_objects` takes them (a dtype the device refuses fails before loading). An
+    encoder-decoder checkpoint loads as a seq2seq model, any other as a causal LM (decoder-only) with
+    ``prompt_template`` (see :func:`from_objects`)."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     model_dtype(device.type, dtype)
     p = model_folder(path)
@@ -112,13 +158,20 @@ def load_model(path, device=None, dtype: str | None = None) -> LoadedModel:
         raise ModelFolderError(f"model folder {str(path)!r} is not a folder")
     if not (p / "config.json").is_file():
         raise ModelFolderError(f"model folder {str(path)!r} has no config.json (not a Hugging Face checkpoint)")
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
+    # MarianTokenizer (the demo model's, opus-mt's) warns "Recommended: pip install sacremoses" when it cannot set
+    # up Moses punctuation normalisation, but transformers 5 never applies that normaliser to the text it encodes
+    # (``MarianTokenizer.normalize`` has no caller): the package would change nothing, so the warning is noise
+    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses", category=UserWarning)
+    kind = "model"
     try:
-        model = AutoModelForSeq2SeqLM.from_pretrained(str(p), local_files_only=True)
+        config = AutoConfig.from_pretrained(str(p), local_files_only=True)
+        seq2seq = bool(getattr(config, "is_encoder_decoder", False))
+        kind = "seq2seq model" if seq2seq else "causal language model (decoder-only)"
+        auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
+        model = auto.from_pretrained(str(p), local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - one clear message for any unloadable folder
-        raise ModelFolderError(f"cannot load a seq2seq model from {str(path)!r}: {type(exc).__name__}: {exc}") from None
-    if not getattr(model.config, "is_encoder_decoder", False):
-        raise ModelFolderError(f"{str(path)!r} is not an encoder-decoder model")
-    return from_objects(model, tokenizer, device, str(p), dtype)
+        raise ModelFolderError(f"cannot load a {kind} from {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    return from_objects(model, tokenizer, device, str(p), dtype, prompt_template)

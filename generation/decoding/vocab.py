@@ -53,6 +53,7 @@ class VocabInfo:
     by_lead_break: dict[str, list[int]] = field(default_factory=dict)
     by_tail: dict[str, list[int]] = field(default_factory=dict)
     inner_ids: list[int] = field(default_factory=list)  # ids with at least one inner word
+    eos_ids: tuple[int, ...] = ()  # every id that ends an output (eos_id first; a chat model's end-of-turn too)
 
     @cached_property
     def tail_open(self) -> np.ndarray:
@@ -96,12 +97,16 @@ def surface_strings(tokenizer, size: int) -> tuple[list[str], set[int]]:
     return out, special
 
 
-def build_vocab_info(tokenizer, size: int, eos_id: int) -> VocabInfo:
+def build_vocab_info(tokenizer, size: int, eos_id: int, more_eos: tuple[int, ...] = ()) -> VocabInfo:
+    """``more_eos``: further ids that end an output (a decoder-only model's end-of-turn tokens); like EOS,
+    each is a word boundary."""
     surfaces, _ = surface_strings(tokenizer, size)
     lead, inner, tail, brk = [], [], [], []
+    eos_ids = (eos_id, *(i for i in more_eos if i != eos_id))
     info = VocabInfo(
         size=size, eos_id=eos_id, surfaces=surfaces, lead=lead, has_break=None, boundary=None, inner=inner, tail=tail
     )
+    info.eos_ids = eos_ids
     for i, s in enumerate(surfaces):
         parts = _SPLIT_RE.split(s)  # alternating non-word / word, starting with non-word (maybe "")
         if len(parts) == 1:
@@ -131,7 +136,7 @@ def build_vocab_info(tokenizer, size: int, eos_id: int) -> VocabInfo:
                 inner.append(tuple(inn))
                 tail.append(tl)
                 brk.append(True)
-        if i == eos_id:
+        if i in eos_ids:
             brk[-1] = True
         if brk[-1]:
             info.by_lead_break.setdefault(lead[-1], []).append(i)

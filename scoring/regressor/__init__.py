@@ -15,49 +15,105 @@ One module per job; this package's names are the public interface (``from scorin
 Dependencies run one way: errors <- store; errors, recipes <- options; recipes <- evaluation <- data <- train
 (which also uses store and options); recipes, store <- model <- pairs_file. Below the package:
 ``scoring.features`` <- ``scoring.encoder_head`` <- ``scoring.embeddings``, never the other way.
+
+The names load lazily (PEP 562): ``from scoring.regressor import RegressorTrainOptions`` imports ``options`` only,
+so the admin, the forms and the commands' argument parsing never import numpy, scikit-learn or sacrebleu
+(issue 37); ``from scoring.regressor import regressor_train`` imports ``train`` and what it needs.
 """
 
-from infra.textfiles import PairsFileError
+from __future__ import annotations
 
-from .data import (
-    FEATURE_BATCH,
-    MIN_CANDIDATES,
-    MIN_REFERENCES,
-    TrainingData,
-    features_in_batches,
-    reference_batches,
-    training_data,
-    training_data_check,
-)
-from .errors import RegressorError
-from .evaluation import (
-    BOOTSTRAP_RESAMPLES,
-    CrossValidation,
-    Difference,
-    NestedResult,
-    bootstrap_interval,
-    group_split,
-    nested_cv,
-    outer_folds,
-    paired_difference,
-    select_estimator,
-    spearman,
-)
-from .model import FittedRegressor, head_check, regressor_load
-from .options import CV_FOLDS, RegressorTrainOptions
-from .pairs_file import pairs_file_score
-from .recipes import DEFAULT_RECIPE, RECIPES, RIDGE_ALPHAS, candidate_estimators, estimator_params, one_thread
-from .store import (
-    FORMAT_VERSION,
-    NAME_MAX_LENGTH,
-    NAME_RULE,
-    ModelFile,
-    model_file_read,
-    model_file_write,
-    regressor_name_check,
-    storage_key,
-)
-from .train import MODEL_STEPS, regressor_train, regressor_train_check, signature_string
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and readers see; at run time ``__getattr__`` imports each on first use
+    from infra.textfiles import PairsFileError
+
+    from .data import (
+        FEATURE_BATCH,
+        MIN_CANDIDATES,
+        MIN_REFERENCES,
+        TrainingData,
+        features_in_batches,
+        reference_batches,
+        training_data,
+        training_data_check,
+    )
+    from .errors import RegressorError
+    from .evaluation import (
+        BOOTSTRAP_RESAMPLES,
+        CrossValidation,
+        Difference,
+        NestedResult,
+        bootstrap_interval,
+        group_split,
+        nested_cv,
+        outer_folds,
+        paired_difference,
+        select_estimator,
+        spearman,
+    )
+    from .model import FittedRegressor, head_check, regressor_load
+    from .options import CV_FOLDS, RegressorTrainOptions
+    from .pairs_file import pairs_file_score
+    from .recipes import DEFAULT_RECIPE, RECIPES, RIDGE_ALPHAS, candidate_estimators, estimator_params, one_thread
+    from .store import (
+        FORMAT_VERSION,
+        NAME_MAX_LENGTH,
+        NAME_RULE,
+        ModelFile,
+        model_file_read,
+        model_file_write,
+        regressor_name_check,
+        regressor_train_check,
+        storage_key,
+    )
+    from .train import MODEL_STEPS, regressor_train, signature_string
+
+# public name -> the module that defines it
+_WHERE = {
+    "PairsFileError": "infra.textfiles",
+    **dict.fromkeys(
+        "FEATURE_BATCH MIN_CANDIDATES MIN_REFERENCES TrainingData features_in_batches reference_batches "
+        "training_data training_data_check".split(),
+        f"{__name__}.data",
+    ),
+    "RegressorError": f"{__name__}.errors",
+    **dict.fromkeys(
+        "BOOTSTRAP_RESAMPLES CrossValidation Difference NestedResult bootstrap_interval group_split nested_cv "
+        "outer_folds paired_difference select_estimator spearman".split(),
+        f"{__name__}.evaluation",
+    ),
+    **dict.fromkeys("FittedRegressor head_check regressor_load".split(), f"{__name__}.model"),
+    **dict.fromkeys("CV_FOLDS RegressorTrainOptions".split(), f"{__name__}.options"),
+    "pairs_file_score": f"{__name__}.pairs_file",
+    **dict.fromkeys(
+        "DEFAULT_RECIPE RECIPES RIDGE_ALPHAS candidate_estimators estimator_params one_thread".split(),
+        f"{__name__}.recipes",
+    ),
+    **dict.fromkeys(
+        "FORMAT_VERSION NAME_MAX_LENGTH NAME_RULE ModelFile model_file_read model_file_write regressor_name_check "
+        "regressor_train_check storage_key".split(),
+        f"{__name__}.store",
+    ),
+    **dict.fromkeys("MODEL_STEPS regressor_train signature_string".split(), f"{__name__}.train"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name``, its module imported on first use (and the name cached here)."""
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",

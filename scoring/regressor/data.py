@@ -22,6 +22,7 @@ import numpy as np
 from annotation.models import ATTENTION_SYSTEM, Campaign, Candidate
 
 from ..aggregation import ESTIMATES, load_campaign, zscore_estimates
+from ..embeddings import SentenceEncoder
 from ..features import feature_names, pair_features
 from .errors import RegressorError
 from .evaluation import group_split
@@ -102,13 +103,17 @@ def features_in_batches(
     batch: int = FEATURE_BATCH,
     families: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    sentence_encoder: SentenceEncoder | None = None,
 ):
     """(matrix, keep) over all pairs, computed batch by batch (a reference's run of pairs never cut);
-    ``progress(batches done, batches)`` after each batch."""
+    ``progress(batches done, batches)`` after each batch; ``sentence_encoder``: the embedding columns' (None: the
+    packaged MiniLM)."""
     mats, keeps = [], []
     bounds = reference_batches(pairs, batch)
     for start, stop in bounds:
-        fb = pair_features(pairs[start:stop], with_embeddings=with_embeddings, families=families)
+        fb = pair_features(
+            pairs[start:stop], with_embeddings=with_embeddings, families=families, sentence_encoder=sentence_encoder
+        )
         mats.append(fb.matrix)
         keeps.append(fb.keep)
         if progress is not None:

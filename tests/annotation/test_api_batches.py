@@ -32,7 +32,12 @@ def post(client, url, body=None):
     return client.post(url, json.dumps(body or {}), content_type="application/json")
 
 
-ALL = ("annotation.view_campaign", "annotation.view_batch", "annotation.change_batch")
+ALL = (
+    "annotation.view_campaign",
+    "annotation.add_batch",
+    "annotation.view_batch",
+    *(f"annotation.{op}_batch" for op in ("publish", "sync", "approve", "expire")),
+)
 
 
 def test_a_researcher_creates_and_publishes_a_local_batch(client):

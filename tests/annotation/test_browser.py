@@ -88,8 +88,8 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
 
 @pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
 def test_a_local_annotator_must_set_every_slider_sees_the_save_and_can_return_a_hit(live_server, monkeypatch, viewport):
-    """Issue 29: an untouched slider is no judgment; a click keeps its value (recorded as not moved); the next
-    page says the HIT was saved; Return asks first and says what it did."""
+    """Issue 29: an untouched slider is no judgment; the next page says the HIT was saved; Return asks first and
+    says what it did. Issue 37: a click on an unset slider (no thumb shown) puts it where clicked, as moved."""
     from django.conf import settings as django_settings
     from django.contrib.auth import get_user_model
     from django.test import Client
@@ -122,20 +122,20 @@ def test_a_local_annotator_must_set_every_slider_sees_the_save_and_can_return_a_
             shoot(page, f"local-slider-page-{name}")
             page.click("#submit")
             message = page.locator("#hit-message").inner_text()
-            assert "move the slider of sentence 1, 2, 3, 4, 5" in message.lower()
+            assert "set the slider of sentence 1, 2, 3, 4, 5" in message.lower()
             assert not Assignment.objects.filter(status="submitted").exists()
             for n in range(1, 5):  # four moved by keyboard
                 page.locator(f"#score-{n}").focus()
                 page.keyboard.press("ArrowRight")
             page.locator("#score-5").scroll_into_view_if_needed()
-            box = page.locator("#score-5").bounding_box()  # the fifth clicked at its middle: kept at 50
+            box = page.locator("#score-5").bounding_box()  # the fifth clicked at its middle: set to 50
             page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
             assert page.locator("#score-5-value").inner_text() == "50"
             page.click("#submit")
             page.wait_for_selector("#saved-notice")
             assert "Saved" in page.locator("#saved-notice").inner_text()
             stored = sorted(Judgment.objects.values_list("score", "slider_moved"))
-            assert stored == [(50, False)] + [(51, True)] * 4
+            assert stored == [(50, True)] + [(51, True)] * 4  # placed by the click: the worker chose 50
             # Return: asked first (dismissed: nothing happens), then accepted
             page.once("dialog", lambda dialog: dialog.dismiss())
             page.click("#return")

@@ -1,5 +1,5 @@
-"""Degraded candidates (a span of the reference replaced by another reference's phrase) and the rater test
-they feed (a one-sided Mann-Whitney U test per worker: degraded items below real candidates)."""
+"""Degraded checks (a real candidate of the HIT with a span replaced by another reference's phrase) and the
+rater test they feed (a one-sided Mann-Whitney U test per worker: degraded items below their sources)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.batches import BatchError, degraded_span_length, degraded_text, hit_batch_create
+from annotation.batches import BatchError, hit_batch_create
+from annotation.degraded import degraded_candidate_text, degraded_span_length, edit_runs
 from annotation.easl_rounds import batch_items, easl_round_create
 from annotation.exports import batch_results_csv
 from annotation.models import (
@@ -69,60 +70,79 @@ def degraded_items(batch: Batch) -> list[HitItem]:
     )
 
 
-def replaced_span(original: str, degraded: str, donors: list[str]) -> tuple[int, int] | None:
-    """(start, length) of the span of ``original`` that ``degraded`` replaced by a donor's phrase, if any."""
-    a, b = original.split(), degraded.split()
-    span = degraded_span_length(len(a))
-    if len(a) != len(b):
+def replaced_run(source: str, degraded: str, donors: list[str]) -> tuple[int, int, int] | None:
+    """(start, tokens removed, tokens inserted) when ``degraded`` is ``source`` with one contiguous stretch
+    replaced by words of one of the ``donors`` (punctuation and case aside), else None. (A phrase sharing a
+    word with what it replaced shows as two runs of one stretch.)"""
+    a, b = source.split(), degraded.split()
+    runs = edit_runs(a, b)
+    if not runs:
         return None
-    for start in range(len(a) - span + 1):
-        phrase = b[start : start + span]
-        if (
-            a[:start] == b[:start]
-            and a[start + span :] == b[start + span :]
-            and any(phrase == d.split()[i : i + span] for d in donors for i in range(len(d.split())))
-        ):
-            return start, span
-    return None
+    i1, j1, i2, j2 = runs[0][0], runs[0][2], runs[-1][1], runs[-1][3]
+    words = [t.strip(".!?;:").lower() for t in b[j1:j2]]
+    if not any(all(w in d.lower() for w in words if w) for d in donors):
+        return None
+    return i1, i2 - i1, j2 - j1
 
 
-# --- the degraded text ----------------------------------------------------------------------------
-
-
-def test_span_grows_with_length_from_2_to_6_tokens():
-    assert [degraded_span_length(n) for n in (4, 5, 10, 13, 20, 28, 40, 80)] == [2, 2, 2, 3, 4, 6, 6, 6]
+def test_the_span_grows_with_length_as_wmts_bad_references():
+    assert [degraded_span_length(n) for n in (4, 5, 8, 10, 15, 20, 28, 80)] == [2, 2, 3, 4, 4, 5, 6, 6]
 
 
 @pytest.mark.parametrize("n", [4, 6, 10, 20, 40])
-def test_a_span_of_the_right_length_is_replaced_by_another_references_phrase_never_the_ends(n):
+def test_a_check_is_one_of_the_hits_candidates_with_a_span_replaced_by_another_sentences_phrase(n):
     reference = " ".join(f"w{i}" for i in range(n))
-    donors = [" ".join(f"d{j}x{i}" for i in range(12)) for j in range(3)]
+    sources = [" ".join(f"c{k}x{i}" for i in range(n + k - 1)) for k in range(3)]
+    donors = [" ".join(f"donor{j}word{i}" for i in range(12)) for j in range(3)]
+    starts, sizes = set(), set()
     for seed in range(30):
-        text = degraded_text(reference, donors, rng=random.Random(seed))
-        found = replaced_span(reference, text, donors)
+        made = degraded_candidate_text(
+            reference=reference, sources=sources, peers=sources, donors=donors, rng=random.Random(seed)
+        )
+        assert made is not None
+        text, index = made
+        found = replaced_run(sources[index], text, donors)
         assert found is not None, text
-        start, span = found
-        assert 2 <= span <= 6 and start >= 1 and start + span <= n - 1  # first and last token kept
-        assert text.split()[0] == "w0" and text.split()[-1] == f"w{n - 1}"
+        start, removed, inserted = found
+        assert 1 <= removed <= 7 and inserted >= 1 and text != sources[index]
+        starts.add(start)
+        sizes.add((removed, inserted))
+    # varied place (the first and last tokens too, as real paraphrases vary them) and varied length
+    assert len(starts) >= 3 and len(sizes) >= 3
 
 
-def test_never_the_reference_nor_a_real_candidate_and_none_when_impossible():
-    reference = "Alpha beta gamma delta"  # 4 tokens: the only span is "beta gamma"
-    assert (
-        degraded_text(reference, ["x y", "beta gamma"], avoid=["Alpha x y delta"], rng=random.Random(0)) is None
-    )  # one donor makes a candidate, the other the reference
-    made = degraded_text(reference, ["x y", "p q"], avoid=["Alpha  x y delta"], rng=random.Random(0))
-    assert made == "Alpha p q delta"
-    assert degraded_text("Too short here", ["a b c d e"], rng=random.Random(0)) is None
-    assert degraded_text(reference, [], rng=random.Random(0)) is None
-    assert degraded_text(reference, [reference], rng=random.Random(0)) is None  # no *other* reference
+def test_never_a_known_text_the_reference_a_short_source_and_none_when_impossible():
+    reference = "Alpha beta gamma delta epsilon"
+    sources = ["Alpha beta gamma delta zeta"]
+    donors = ["dog cat horses"]
+    rng = random.Random(0)
+    made = {
+        degraded_candidate_text(reference=reference, sources=sources, peers=[], donors=donors, rng=rng)[0]
+        for _ in range(40)
+    }
+    assert made and not made & {reference, sources[0]}
+    avoid = sorted(made)
+    again = degraded_candidate_text(
+        reference=reference, sources=sources, peers=[], donors=donors, avoid=avoid, rng=random.Random(1)
+    )
+    assert again is None or again[0] not in avoid
+    assert degraded_candidate_text(reference=reference, sources=["Too short"], peers=[], donors=donors, rng=rng) is None
+    assert degraded_candidate_text(reference=reference, sources=sources, peers=[], donors=[], rng=rng) is None
+    # a donor phrase that brings no new content word (only words the source has) is no damage
+    assert degraded_candidate_text(reference=reference, sources=sources, peers=[], donors=[sources[0]], rng=rng) is None
 
 
 def test_the_text_is_deterministic_per_seed():
     donors = SENTENCES[1:]
-    same = {degraded_text(SENTENCES[0], donors, rng=random.Random("s1")) for _ in range(3)}
-    assert len(same) == 1
-    assert len({degraded_text(SENTENCES[0], donors, rng=random.Random(seed)) for seed in range(10)}) > 5
+    sources = [f"Put another way ({c}): {SENTENCES[0].lower()}" for c in range(4)]
+
+    def made(seed):
+        return degraded_candidate_text(
+            reference=SENTENCES[0], sources=sources, peers=sources, donors=donors, rng=random.Random(seed)
+        )
+
+    assert len({made("s1") for _ in range(3)}) == 1
+    assert len({made(seed) for seed in range(10)}) > 5
 
 
 # --- in a batch ------------------------------------------------------------------------------------
@@ -145,7 +165,11 @@ def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once
         assert cand.text != ref.text
         others = set(Candidate.objects.filter(reference=ref).exclude(pk=cand.pk).values_list("text", flat=True))
         assert cand.text not in others
-        assert replaced_span(ref.text, cand.text, [s for s in SENTENCES if s != ref.text]) is not None
+        # made from a real candidate shown in the same HIT (its rater judges both), by a phrase of another
+        source = cand.degraded_from
+        assert source is not None and source.reference_id == ref.pk
+        assert item.hit.items.filter(candidate=source, is_degraded_check=False, is_attention_check=False).exists()
+        assert replaced_run(source.text, cand.text, [s for s in SENTENCES if s != ref.text]) is not None
     for hit in hits:  # four real candidates, and in checked HITs the degraded copy as the fifth
         degraded = sum(i.is_degraded_check for i in hit.items.all())
         assert degraded <= 1 and len(hit.items.all()) == 4 + degraded
@@ -206,7 +230,9 @@ def test_same_seed_same_degraded_copies_and_short_references_get_none():
 
     assert texts(3) == texts(3) and len(texts(3)) == 12
     assert {t for _, _, t in texts(3)} != {t for _, _, t in texts(4)}
-    short = campaign_of(["Go now.", "Stop it please.", "Yes."], name="short")
+    short = campaign_of(["Go now.", "Stop it please.", "Yes."], name="short", candidates=0)
+    for ref in short.references.all():  # candidates of 3 tokens at most: none long enough to damage plainly
+        Candidate.objects.create(reference=ref, text=ref.text.upper())
     batch = hit_batch_create(campaign=short, provider="local", per_length=5, lengths=(10,), degraded_rate=1.0)
     assert batch.hits.count() == 3 and not degraded_items(batch)
 
@@ -263,7 +289,7 @@ def test_cli_flag_and_batch_setting():
     [
         (["--degraded-rate", "1.5"], "--degraded-rate must be between 0 and 1"),
         (["--degraded-rate", "-0.1"], "--degraded-rate must be between 0 and 1"),
-        (["--batch-settings", '{"degraded_rate": "lots"}'], "'degraded_rate': expected a number, got 'lots'"),
+        (["--batch-settings", '{"degraded_rate": "lots"}'], "'degraded_rate': expected a number"),
         (["--batch-settings", '{"degraded_rate": 2}'], "'degraded_rate': 2.0 is out of range"),
         (["--batch-settings", '{"attention_rate": -1}'], "'attention_rate': -1.0 is out of range"),
         (["--degraded-rate", "0.2", "--batch-settings", '{"degraded_rate": 0.3}'], "disagree"),

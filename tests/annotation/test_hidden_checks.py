@@ -29,8 +29,9 @@ TAG = re.compile(r"<[a-z]+\b([^>]*)>")
 def checked_hits():
     """12 HITs, each with an attention copy and a degraded copy among three real candidates."""
     campaign = sample_campaign(buckets=(10,), refs_per_bucket=12, candidates=3)
-    for ref in campaign.references.all():  # long enough for a degraded copy
-        ref.text = f"The committee number {ref.ref_id} approved the new budget on a Monday ."
+    things = "budget bridge school harbour library museum stadium railway hospital airport market garden".split()
+    for ref, thing in zip(campaign.references.order_by("id"), things):  # donors of new words for the checks
+        ref.text = f"The committee number {ref.ref_id} approved the new {thing} on a Monday ."
         ref.save()
     batch = published_batch(campaign, lengths=(10,), attention_rate=1.0, degraded_rate=1.0, assignments=3)
     hits = list(batch.hits.order_by("id"))
@@ -47,11 +48,28 @@ def sentences(html: str) -> list[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize("accepted", [False, True], ids=["preview", "accepted"])
-def test_a_check_and_a_real_candidate_have_the_same_markup_but_for_their_place(client, checked_hits, accepted):
+def test_an_anonymous_preview_shows_an_example_and_nothing_of_the_hit(client, checked_hits):
+    """A preview (MTurk's ASSIGNMENT_ID_NOT_AVAILABLE, or no assignment at all) is open to anyone before a
+    worker accepts: it showed the HIT's items, so a bot could learn a HIT's sentences, and its checks, first."""
+    for hit in checked_hits:
+        for query in ({}, {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": hit.external_hit_id}):
+            html = client.get(f"/hits/{hit.pk}/", query).content.decode()
+            assert "Preview" in html and len(sentences(html)) == 5 and hit.reference.text not in html
+            texts = {text for _, text in sentences(html)}
+            assert not texts & set(hit.items.values_list("candidate__text", flat=True))
+            assert not any(
+                item_key(hit_id=hit.pk, candidate_id=cid) in html
+                for cid in hit.items.values_list("candidate_id", flat=True)
+            )
+    # every HIT's preview is the same page: nothing in it tells one HIT from another
+    pages = {client.get(f"/hits/{h.pk}/").content.decode().replace(f"/api/hits/{h.pk}/", "") for h in checked_hits}
+    assert len(pages) == 1
+
+
+def test_a_check_and_a_real_candidate_have_the_same_markup_but_for_their_place(client, checked_hits):
     highest_id_finds_the_check = 0
     for hit in checked_hits:
-        query = {"assignmentId": f"A{hit.pk}", "workerId": "W1", "hitId": ""} if accepted else {}
+        query = {"assignmentId": f"A{hit.pk}", "workerId": "W1", "hitId": ""}
         html = client.get(f"/hits/{hit.pk}/", query).content.decode()
         assert "data-candidate" not in html and "cand-" not in html
         items = list(hit.items.order_by("position").select_related("candidate"))

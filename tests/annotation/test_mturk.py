@@ -4,7 +4,7 @@ and compared with the parameters we expect; nothing leaves the machine."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from io import StringIO
 
@@ -308,6 +308,44 @@ def test_sandbox_publish_drops_the_approved_hits_requirement_and_reuses_the_bloc
     stub_create_hit(stub, batch.hits.get(), 0)
     provider.publish(batch=batch)
     assert batch.hits.get().external_hit_id == hit_id(0)
+
+
+def test_a_publish_that_died_a_day_ago_has_its_hits_found_by_annotation_not_made_again(stub, provider):
+    """MTurk forgets a UniqueRequestToken after 24 hours: the HITs an unfinished publish made are looked up."""
+    batch = make_batch(hits=2)
+    first, second = batch.hits.order_by("id")
+    Batch.objects.filter(pk=batch.pk).update(
+        provider_state={
+            "token_nonce": "n0",
+            "hit_type_id": HIT_TYPE,
+            "hits_pending_since": (datetime.now(UTC) - timedelta(days=2)).isoformat(),
+        }
+    )
+    batch.refresh_from_db()
+    stub.add_response(
+        "list_hits",
+        {
+            "NextToken": "page2",
+            "NumResults": 1,
+            "HITs": [{"HITId": hit_id(9), "RequesterAnnotation": "paraforge batch 999 hit 1"}],
+        },
+        {"MaxResults": 100},
+    )
+    stub.add_response(
+        "list_hits",
+        {
+            "NumResults": 1,
+            "HITs": [{"HITId": hit_id(7), "RequesterAnnotation": f"paraforge batch {batch.pk} hit {first.pk}"}],
+        },
+        {"MaxResults": 100, "NextToken": "page2"},
+    )
+    stub.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stub_create_hit(stub, second, 8)  # only the HIT MTurk does not have
+    report = provider.publish(batch=batch)
+    assert (report["recovered"], report["published"], report["cost_usd"]) == (1, 1, "1.80")
+    assert [h.external_hit_id for h in batch.hits.order_by("id")] == [hit_id(7), hit_id(8)]
+    batch.refresh_from_db()
+    assert batch.provider_state["hits_pending_since"] is None  # finished: the next publish looks up nothing
 
 
 def test_insufficient_balance_refuses_to_publish(stub, provider):

@@ -58,7 +58,10 @@ def test_preview_mode_shows_the_task_but_cannot_submit(client, hit):
     html = open_page(client, hit, assignment="ASSIGNMENT_ID_NOT_AVAILABLE", worker="").content.decode()
     assert "Preview" in html and meta_token(html) == ""
     assert '<button type="submit" id="submit" disabled>' in html
-    assert hit.items.first().candidate.text in html
+    # an example, never the HIT's own sentences: anyone may preview, and a bot would learn the HIT first
+    assert "The committee approved the new budget on Monday." in html and html.count('type="range"') == 5
+    assert hit.reference.text not in html
+    assert not any(item.candidate.text in html for item in hit.items.all())
 
 
 def test_sentences_are_escaped(client, hit):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 from annotation.preview import (
     PARABANK_BETWEEN_VAR,
@@ -19,24 +20,23 @@ from annotation.preview import (
     duration_text,
     expected_reliability,
     finish_hours,
-    half_correlation,
     hourly_pay,
     raters_for,
     reliability_preview,
     reward_for_hourly,
-    rho1_from_halves,
     split_half_draws,
-    split_half_reliability,
     variance_components,
 )
+from annotation.split_half import half_correlation, rho1_from_halves, split_half_reliability
 
 PARABANK = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "parabank-eval"
 MODEL = NoiseModel(between_var=300.0, noise_var=450.0, source="test")
 
 
 def brute_force_split_half(model: NoiseModel, *, candidates: int, raters: int, draws: int, seed: int) -> np.ndarray:
-    """Every rating drawn, the raters of each candidate split at random into R//2 and the rest, the halves'
-    means correlated and stepped up with Spearman-Brown's general form (one batch at a time)."""
+    """Every rating drawn, the raters of each candidate split at random into R//2 and the rest, Spearman's rho
+    of the halves' means (scipy's) stepped up with Spearman-Brown's general form (one batch at a time): the
+    dashboard's rule, written out plainly."""
     rng = np.random.default_rng(seed)
     a, b = raters // 2, raters - raters // 2
     out = []
@@ -45,18 +45,26 @@ def brute_force_split_half(model: NoiseModel, *, candidates: int, raters: int, d
         ratings = true[:, None] + rng.normal(0, math.sqrt(model.noise_var), size=(candidates, raters))
         order = np.argsort(rng.random((candidates, raters)), axis=1)
         shuffled = np.take_along_axis(ratings, order, axis=1)
-        r = float(np.corrcoef(shuffled[:, :a].mean(axis=1), shuffled[:, a:].mean(axis=1))[0, 1])
+        r = float(spearmanr(shuffled[:, :a].mean(axis=1), shuffled[:, a:].mean(axis=1))[0])
         out.append(split_half_reliability(r, a, b))
     return np.array(out)
+
+
+def spearman_expected(r: float, n: int) -> float:
+    """The expectation of Spearman's rho of n pairs from a bivariate normal of correlation r (Moran 1948)."""
+    return 6 / (math.pi * (n + 1)) * (math.asin(r) + (n - 2) * math.asin(r / 2))
 
 
 @pytest.mark.parametrize("raters", [2, 3, 5])
 def test_the_simulation_matches_a_brute_force_one_and_the_spearman_brown_expectation(raters):
     fast = split_half_draws(MODEL, candidates=300, raters=raters, draws=400, seed=1)
     slow = brute_force_split_half(MODEL, candidates=300, raters=raters, draws=400, seed=2)
-    expected = expected_reliability(MODEL, raters)
+    a, b = raters // 2, raters - raters // 2
+    # Spearman's rho of normal half means runs a little under their Pearson correlation
+    expected = split_half_reliability(spearman_expected(half_correlation(MODEL.rho1, a, b), 300), a, b)
     assert abs(np.median(fast) - np.median(slow)) < 0.015
     assert abs(np.median(fast) - expected) < 0.015
+    assert expected < expected_reliability(MODEL, raters) < expected + 0.04
     assert abs(np.std(fast) - np.std(slow)) < 0.01  # the same spread for a batch of that size
 
 

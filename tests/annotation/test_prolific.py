@@ -96,14 +96,16 @@ def prolific_batch(
     )
 
 
-def start(client, batch, participant, session, study="S1", *, known=True):
+def start(client, batch, participant, session, study="S1", *, known=True, **extra):
     """Open the start URL as Prolific sends a participant there. ``known``: Prolific has the session as a
     running submission of this participant in this study (the stub is told, unless it already has the
-    session); else the session is made up."""
+    session); else the session is made up. ``extra``: the request's WSGI environ (``REMOTE_ADDR``)."""
     if known and session not in KNOWN["stub"].submissions:
         KNOWN["stub"].add_submission(study=study, session=session, participant=participant, status="ACTIVE")
     return client.get(
-        f"/prolific/{batch.pk}/start/", {"PROLIFIC_PID": participant, "STUDY_ID": study, "SESSION_ID": session}
+        f"/prolific/{batch.pk}/start/",
+        {"PROLIFIC_PID": participant, "STUDY_ID": study, "SESSION_ID": session},
+        **extra,
     )
 
 
@@ -684,3 +686,48 @@ def test_a_session_failing_only_the_degraded_test_is_paid_but_the_participant_is
     report = provider.approve_batch(batch=batch)
     assert (report["approved"], report["rejected"]) == (1, 0)  # a statistical test is no instructed check
     assert stub.submissions["SESSD"]["status"] == "APPROVED"
+
+
+# --- the start URL's questions to Prolific: cached and bounded ---------------------------------------
+
+
+def test_a_flood_of_made_up_sessions_from_one_address_spends_its_own_budget_and_real_participants_get_in(
+    stub, client, settings
+):
+    settings.PROLIFIC_CHECK_ADDRESS_RATE = "5/10m"
+    batch = prolific_batch(publish=True, hits_per_session=1, assignments=1)
+    asked = lambda: len(stub.calls_to("GET", "/api/v1/submissions/"))  # noqa: E731
+    answers = [
+        start(client, batch, f"{n:024d}", f"MADEUP{n}", known=False, REMOTE_ADDR="198.51.100.7").status_code
+        for n in range(40)
+    ]
+    assert asked() == 5  # was one call on the researcher's token per made-up session: 40
+    assert answers[:5] == [403] * 5 and set(answers[5:]) == {503}  # past its budget: asked to reload, not asked
+    assert not (Worker.objects.exists() or ProlificSession.objects.exists() or Assignment.objects.exists())
+    # the same made-up session again, from anywhere: Prolific's answer is remembered, no call
+    again = start(client, batch, "0" * 24, "MADEUP0", known=False, REMOTE_ADDR="203.0.113.9")
+    assert again.status_code == 403 and asked() == 5
+    # a real participant from another address is asked about and gets a HIT
+    real = start(client, batch, ALICE, "REAL", REMOTE_ADDR="203.0.113.10")
+    assert real.status_code == 302 and "/hits/" in real["Location"] and asked() == 6
+
+
+def test_a_flood_from_many_addresses_is_bounded_per_study_and_real_participants_get_in_after_the_window(
+    stub, client, settings
+):
+    import time
+
+    settings.PROLIFIC_CHECK_STUDY_RATE = "8/2s"
+    batch = prolific_batch(publish=True, hits_per_session=1, assignments=1)
+    asked = lambda: len(stub.calls_to("GET", "/api/v1/submissions/"))  # noqa: E731
+    answers = [
+        start(client, batch, f"{n:024d}", f"SPREAD{n}", known=False, REMOTE_ADDR=f"10.0.{n // 250}.{n % 250}")
+        for n in range(30)
+    ]
+    assert asked() == 8 and [a.status_code for a in answers].count(403) == 8
+    busy = start(client, batch, ALICE, "REAL-SPREAD", REMOTE_ADDR="203.0.113.20")
+    assert busy.status_code == 503 and busy["Retry-After"] and b"reload" in busy.content
+    assert not ProlificSession.objects.exists()
+    time.sleep(2.1)  # the study's window ends
+    real = start(client, batch, ALICE, "REAL-SPREAD", REMOTE_ADDR="203.0.113.20")
+    assert real.status_code == 302 and "/hits/" in real["Location"]

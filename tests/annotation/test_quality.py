@@ -30,7 +30,10 @@ def hits():
             "attention_pass_mark": 100,
         },
     )
-    batch = published_batch(campaign, attention_rate=1.0, degraded_rate=0, assignments=3)
+    # ParaBank's exact pass mark, stated with the batch (the campaign's is only for batches without one)
+    batch = published_batch(
+        campaign, attention_rate=1.0, degraded_rate=0, assignments=3, settings={"attention_pass_mark": 100}
+    )
     hits = list(batch.hits.order_by("id"))
     assert len(hits) == 6 and all(h.items.filter(is_attention_check=True).count() == 1 for h in hits)
     return hits

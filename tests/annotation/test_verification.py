@@ -306,8 +306,8 @@ def test_a_preview_shows_only_published_crowd_hits(client):
 
     draft = hit_batch_create(campaign=campaign, provider="mturk-sandbox", attention_rate=0).hits.get()
     sentence = published.reference.text
-    shown = client.get(f"/hits/{published.pk}/")
-    assert shown.status_code == 200 and sentence in shown.content.decode()
+    shown = client.get(f"/hits/{published.pk}/")  # the task's form on an example, not this HIT's sentences
+    assert shown.status_code == 200 and "Preview" in shown.content.decode() and sentence not in shown.content.decode()
     for hidden in (local, draft):
         for query in ("", "?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE"):
             response = client.get(f"/hits/{hidden.pk}/{query}")

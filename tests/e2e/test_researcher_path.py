@@ -251,7 +251,9 @@ def test_the_researchers_whole_path(live_server, tmp_path, capsys, celery_worker
     assert all(r["avg"] == 100.0 for r in flu["rows"])
 
     # 6. the regressor, the scored resource and the release
-    reg = _cli(capsys, "train_regressor", campaign.name, "--name", "e2e-reg", "--test-fraction", "0.3", "--seed", "1")
+    reg = _cli(
+        capsys, "train_regressor", campaign.name, "--name", "e2e-reg", "--test-fraction", "0.3", "--seed", "1", "--json"
+    )
     assert reg["name"] == "e2e-reg" and reg["n_train"] > 0 and reg["n_test"] > 0
     from generation.models import Resource
 

@@ -325,7 +325,8 @@ def test_cli_seed_and_idf_window(tmp_path, capsys):
         (["--system", "35"], "needs --ppdb"),
         (["--system", "1", "--min-idf", "20", "--max-idf", "1"], r"min-idf \(20\) > max-idf \(1\)"),
         (["--system", "1", "--min-idf", "20"], r"min-idf \(20\) > max-idf \(17\)"),  # above the default max
-        (["--system", "1", "--max-idf", "nan"], "must be numbers, not nan"),
+        (["--system", "1", "--max-idf", "nan"], "--max-idf: the value must be a number written in digits 0-9"),
+        (["--system", "1", "--min-idf", "\u0667"], "--min-idf: the value must be a number written in digits 0-9"),
     ],
 )
 def test_cli_errors(tmp_path, args, match):

@@ -355,15 +355,15 @@ def test_cli_without_wait_only_queues(corpus, tiny_marian_dir, capsys, django_ca
         (["tiny-gen", "--model", "{tmp}/notes.txt", "--systems", "28"], r"model folder '.*notes\.txt' is not a folder"),
         (
             ["tiny-gen", "--model", "{model}", "--systems", "28", "--length-penalty", "nan"],
-            "length_penalty must be a finite number, not nan",
+            r"--length-penalty: the value must be a number written in digits 0-9 \(e\.g\. 1\.5\), not 'nan'",
         ),
         (
             ["tiny-gen", "--model", "{model}", "--systems", "28", "--length-penalty", "inf"],
-            "length_penalty must be a finite number, not inf",
+            r"--length-penalty: the value must be a number written in digits 0-9 \(e\.g\. 1\.5\), not 'inf'",
         ),
         (
             ["tiny-gen", "--model", "{model}", "--systems", "28", "--pause-per-batch", "inf"],
-            "pause_per_batch must be a finite number",
+            r"--pause-per-batch: the value must be a number written in digits 0-9",
         ),
         (["tiny-gen", "--model", "{model}", "--systems", "35", "--ppdb", "{tmp}"], "is a directory, not a file"),
     ],

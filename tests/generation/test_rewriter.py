@@ -283,7 +283,7 @@ def test_no_resume_with_bad_pairs_or_settings_keeps_the_previous_run(tmp_path, p
         (["--max-len", "0"], "--max-len must be at least 2, not 0"),
         (["--vocab-size", "0"], "--vocab-size must be at least 1, not 0"),
         (["--lr", "-1"], "--lr must be a positive number, not -1.0"),
-        (["--lr", "nan"], "--lr must be a positive number, not nan"),
+        (["--lr", "nan"], r"--lr: the value must be a number written in digits 0-9 .*, not 'nan'"),
         (["--device", "bogus"], "--device 'bogus' is not a device"),
         (["--stop-after", "0"], "--stop-after must be at least 1, not 0"),
         (["--d-model", "0"], "--d-model must be at least 1, not 0"),

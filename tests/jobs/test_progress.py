@@ -74,7 +74,7 @@ def test_selftest_wait_inline_prints_plain_lines_per_chunk_and_keeps_stdout_json
     out, err = io.StringIO(), io.StringIO()
     call_command("selftest", "--wait", "--n", "100", stdout=out, stderr=err)
     result = json.loads(out.getvalue())  # stdout is one JSON document, nothing else
-    assert set(result) == {"job", "kind", "status", "chunks", "chunks_done", "fraction", "error", "result"}
+    assert set(result) == {"job", "kind", "status", "chunks", "chunks_done", "fraction", "stage", "error", "result"}
     assert result["status"] == "succeeded" and result["result"]["sum"] == 4950
     rows = parsed(err.getvalue())
     assert "\r" not in err.getvalue()

@@ -155,6 +155,6 @@ def test_dashboard_shows_the_reliability_figures(staff_client, campaign):
     figures = json.loads(out.getvalue())
     html = staff_client.get(f"/research/campaigns/{campaign.pk}/?min_judgments=0").content.decode()
     assert "Reliability of the similarity judgments" in html and "Krippendorff's alpha (interval)" in html
-    assert f"{figures['n_candidates']} candidates with &ge; 4 judgments" in html
+    assert f"{figures['n_candidates']} candidates with &ge; 2 judgments" in html
     data = staff_client.get(f"/research/campaigns/{campaign.pk}/tables/reliability.json?min_judgments=0").json()
     assert data == figures

@@ -94,6 +94,8 @@ def _shown(client, campaign: Campaign) -> dict:
                 "split_half",
                 "n_candidates",
                 "krippendorff_alpha",
+                "split_half_reliability",
+                "ratings",
                 "workers_sd0",
                 "n_splits",
                 "min_judgments_per_candidate",

@@ -147,7 +147,9 @@ def test_train_regressor_recipe_v4_records_the_head_and_refuses_another(tmp_path
 
     build_campaign(tmp_path, n_refs=12)
     out = io.StringIO()
-    call_command("train_regressor", "synthetic", "--name", "v4", "--recipe", "v4", "--cv-folds", "0", stdout=out)
+    call_command(
+        "train_regressor", "synthetic", "--name", "v4", "--recipe", "v4", "--cv-folds", "0", "--json", stdout=out
+    )
     result = json.loads(out.getvalue())
     sig = Regressor.objects.get(name="v4").signature
     assert sig["recipe"] == "v4" and sig["families"][-1] == "sts" and sig["features"][-4:] == STS_FEATURES

@@ -61,7 +61,7 @@ def campaign(tmp_path, storage_dir):
 
 def train(*args) -> dict:
     out = io.StringIO()
-    call_command("train_regressor", *args, stdout=out)
+    call_command("train_regressor", *args, "--json", stdout=out, stderr=io.StringIO())
     return json.loads(out.getvalue())
 
 

@@ -26,14 +26,16 @@ def campaign(tmp_path, storage_dir):
 
 def train(*args):
     out, err = io.StringIO(), io.StringIO()
-    call_command("train_regressor", *args, stdout=out, stderr=err)
+    call_command("train_regressor", *args, "--json", stdout=out, stderr=err)
     return out.getvalue(), err.getvalue()
 
 
 @pytest.mark.slow
 def test_wait_trains_as_a_job_with_progress_and_the_synchronous_output_is_unchanged(campaign):
     out, err = train("synthetic", "--name", "sync", "--no-embeddings", "--seed", "3")
-    assert err == "" and not Job.objects.exists()  # the default still trains here, not as a job
+    assert not Job.objects.exists()  # the default still trains here, not as a job
+    # naming its stages on stderr as they start (issue 37: it was silent for a minute)
+    assert "choosing the estimator" in err and "nested cross-validation: fold 5 of 5" in err and "saving" in err
     sync = json.loads(out)
     assert list(sync) == list(SUMMARY_KEYS)  # the keys of before, in the same order, then the added ones
     assert list(SUMMARY_KEYS)[:7] == ["name", "spearman_test", "n_train", "n_test", "spearman_test_ci95"] + [

@@ -122,7 +122,7 @@ def campaign(tmp_path, storage_dir):
 
 def train(*args) -> dict:
     out = io.StringIO()
-    call_command("train_regressor", *args, stdout=out)
+    call_command("train_regressor", *args, "--json", stdout=out, stderr=io.StringIO())
     return json.loads(out.getvalue())
 
 
@@ -274,6 +274,7 @@ def test_recipe_goes_through_the_training_job(campaign):
         "--cv-folds",
         "0",
         "--wait",
+        "--json",
         stdout=out,
         stderr=io.StringIO(),
     )

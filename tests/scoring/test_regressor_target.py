@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 def train(*args) -> dict:
     out = io.StringIO()
-    call_command("train_regressor", *args, stdout=out)
+    call_command("train_regressor", *args, "--json", stdout=out, stderr=io.StringIO())
     return json.loads(out.getvalue())
 
 

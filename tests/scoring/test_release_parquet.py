@@ -92,6 +92,7 @@ def pair_from_tsv(row: dict) -> dict:
         "nll": number(row["nll"]),
         "score": number(row["score"]),
         "constraints": json.loads(row["constraints"]),
+        "caveat": row["caveat"] or None,  # an empty cell is null
     }
 
 

@@ -132,11 +132,11 @@ def test_the_same_thing_has_the_same_column_name_in_every_file(scored, tmp_path)
     assert {r["paraphrase"] for r in judgments} >= {"It is fine now.", "He left very soon."}
     with gzip.open(tmp_path / "j" / "pairs.jsonl.gz", "rt") as fh:
         first = json.loads(fh.readline())
-    assert set(first["paraphrases"][0]) == {"paraphrase", "systems", "constraints", "nll", "score"}
+    assert set(first["paraphrases"][0]) == {"paraphrase", "systems", "constraints", "nll", "score", "caveat"}
     assert pq.read_schema(tmp_path / "p" / "pairs.parquet").names == list(PAIR_COLUMNS)
     assert pq.read_schema(tmp_path / "p" / "judgments.parquet").names == list(JUDGMENT_COLUMNS) == judgments_header
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
-    assert manifest["format"] == "paraforge-release/2"
+    assert manifest["format"] == "paraforge-release/3"  # 3: the caveat column (issue 41)
 
 
 # --- files others can read -----------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_a_licence_is_an_spdx_id_for_every_format(scored, tmp_path):
     export("res", "--out", str(tmp_path / "r"), "--format", "parquet", "--license", "LicenseRef-lab-terms")
     header = yaml.safe_load((tmp_path / "r" / "README.md").read_text().split("---\n")[1])
     assert header["license"] == "other" and header["license_name"] == "lab-terms"
-    for bad, hint in (("unknown", "NOASSERTION states"), ("other", "LicenseRef-NAME"), ("CC BY 4.0", "SPDX")):
+    for bad, hint in (("none", "NOASSERTION states"), ("other", "LicenseRef-NAME"), ("CC BY 4.0", "SPDX")):
         with pytest.raises(CommandError, match=hint):
             export("res", "--out", str(tmp_path / "bad"), "--license", bad)
     assert not (tmp_path / "bad").exists() and Release.objects.count() == 2
@@ -209,7 +209,15 @@ def test_provenance_names_the_corpus_and_model_and_never_a_local_path(storage_di
     text = (tmp_path / "rel" / "manifest.json").read_text() + (tmp_path / "rel" / "README.md").read_text()
     assert str(tmp_path) not in text and "/home/me" not in text
     provenance = json.loads((tmp_path / "rel" / "manifest.json").read_text())["provenance"]
-    assert provenance["corpus"] == {"name": "wiki", "source": "wiki.txt", "format": "mono", "references": 0}
+    assert provenance["corpus"] == {
+        "name": "wiki",
+        "source": "wiki.txt",
+        "format": "mono",
+        "references": 0,
+        "origin": None,  # import_corpus --source (tests/generation/test_corpus_licence.py)
+        "license": "NOASSERTION",
+        "terms": None,
+    }
     assert provenance["model"] == {"name": "Helsinki-NLP/opus-mt-cs-en@0123abcd4567", "weights_sha256": "abc"}
     assert provenance["ppdb"] == "ppdb-2.0-s-lexical"
     assert "| paraphrase model | `Helsinki-NLP/opus-mt-cs-en@0123abcd4567` | weights SHA-256 `abc` |" in text

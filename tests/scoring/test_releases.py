@@ -66,6 +66,9 @@ def test_export_tsv_release_files_and_manifest(scored, tmp_path):
         "pairs_unscored": 2,
         "copies_read": 1,
         "copies": 0,
+        "non_words_read": 0,  # its corpus has no IDF table: not screened (test_release_contents.py)
+        "non_words": 0,
+        "long_reference_pairs": 0,
         "judgments": 7,
         "campaigns": 1,
     }
@@ -135,7 +138,7 @@ def test_jsonl_groups_paraphrases_per_reference(scored, tmp_path):
         refs = [json.loads(line) for line in fh]
     assert len(refs) == 8 and refs[0]["reference"] == "How often do earthquakes occur in this region?"
     assert [p["paraphrase"] for p in refs[2]["paraphrases"]][0] == "Yesterday the committee passed the new budget."
-    assert set(refs[0]["paraphrases"][0]) == {"paraphrase", "systems", "constraints", "nll", "score"}
+    assert set(refs[0]["paraphrases"][0]) == {"paraphrase", "systems", "constraints", "nll", "score", "caveat"}
     assert Release.objects.get().version == "2026.1"
 
 

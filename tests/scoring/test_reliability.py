@@ -14,6 +14,7 @@ from scipy.stats import spearmanr
 
 from annotation.importers import import_parabank
 from annotation.models import Campaign
+from annotation.split_half import ratings_of, spearman, split_half_reliability, stepped_up
 from scoring.aggregation import load_campaign, zscore_estimates
 from scoring.regressor import training_data
 from scoring.releases import _write_judgments
@@ -143,7 +144,7 @@ def _oracle(data, seeds=range(20)):
             if c.text != c.reference_text
             and "0" not in c.systems
             and "degraded" not in c.systems
-            and len(c.scores) >= 4
+            and len(c.scores) >= 2
         ),
         key=lambda c: c.id,
     )
@@ -186,7 +187,7 @@ def test_split_half_follows_the_rule_and_zscore_wins_with_worker_offsets(tmp_pat
     )  # seeded: the same figures every run
 
 
-def test_split_half_needs_four_judgments_and_averages_twenty_seeded_splits():
+def test_split_half_averages_twenty_seeded_splits():
     five, three = [[10, 20, 30, 40, 50], [60, 61, 62, 63, 64], [5, 6, 7, 8, 90], [1, 2, 3, 4, 5]], [[1, 2, 3]]
     data_rho = split_half(five)["raw"]
     assert data_rho == pytest.approx(np.mean([split_half(five, seeds=[s])["raw"] for s in range(20)]))
@@ -200,11 +201,42 @@ def test_split_half_needs_four_judgments_and_averages_twenty_seeded_splits():
     assert split_half(three)["raw"] is None  # fewer than 3 candidates: undefined, not a number
 
 
-def test_candidates_with_fewer_than_four_judgments_are_left_out(tmp_path):
+def test_three_judgments_per_candidate_give_a_split_half_stepped_up_to_three_ratings(tmp_path):
+    # the default batch design: 3 assignments per HIT (was: "0 candidates with >= 4 judgments: -")
     campaign = _crowd(tmp_path, per_candidate=3)
+    data = load_campaign(campaign, 0)
+    figures = reliability(data)
+    n, raw, z = _oracle(data)
+    assert figures["n_candidates"] == n == 90 and figures["min_judgments_per_candidate"] == 2
+    assert figures["split_half"]["raw"] == pytest.approx(raw) and figures["split_half"]["zscore"] == pytest.approx(z)
+    # halves of 1 and 2 ratings: Spearman-Brown's unequal-halves form, up to the 3 ratings each candidate has
+    assert figures["ratings"] == 3
+    assert figures["split_half_reliability"]["raw"] == pytest.approx(split_half_reliability(raw, 1, 2))
+    assert figures["split_half_reliability"]["zscore"] == pytest.approx(split_half_reliability(z, 1, 2))
+    assert figures["split_half_reliability"]["raw"] > figures["split_half"]["raw"]  # three ratings beat one
+
+
+def test_candidates_with_one_judgment_are_left_out(tmp_path):
+    campaign = _crowd(tmp_path, per_candidate=1)
     figures = reliability(load_campaign(campaign, 0))
     assert figures["n_candidates"] == 0 and figures["split_half"] == {"raw": None, "zscore": None}
-    assert figures["krippendorff_alpha"] is not None  # alpha pairs any unit with two values or more
+    assert figures["split_half_reliability"] == {"raw": None, "zscore": None} and figures["ratings"] is None
+    assert figures["krippendorff_alpha"] is None  # no unit with two values: nothing to pair
+
+
+def test_the_ratings_stepped_up_to_are_the_lower_median_of_the_candidates_counts():
+    assert ratings_of([3, 3, 2, 4, 3]) == 3 and ratings_of([2, 4]) == 2 and ratings_of([]) is None
+    assert stepped_up(0.5, 2) == pytest.approx(2 * 0.5 / 1.5)  # equal halves: the classic 2r / (1 + r)
+    assert stepped_up(None, 3) is None and stepped_up(0.5, 1) is None
+
+
+def test_spearman_matches_scipy_with_ties_and_is_none_where_undefined():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a, b = rng.integers(0, 6, size=15).astype(float), rng.integers(0, 6, size=15).astype(float)  # many ties
+        assert spearman(a, b) == pytest.approx(spearmanr(a, b)[0])
+    assert spearman([1, 2], [2, 1]) is None and spearman([1, 1, 1], [1, 2, 3]) is None
+    assert spearman([1, 2, float("nan")], [1, 2, 3]) is None
 
 
 # --- Krippendorff's alpha --------------------------------------------------------------------------------

@@ -14,27 +14,26 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation.batch_settings import BatchSettingsError, length_buckets
 from annotation.batches import (
     PROVIDER_NAMES,
     BatchError,
     batch_cost_estimate_usd,
-    batch_publish,
     batch_publish_check,
     batch_settings_check,
     hit_batch_create,
 )
 from annotation.models import Campaign
 from annotation.providers import ProviderError, get_provider
+from annotation.publishing import batch_publish
+from api.numbers import cli_float, cli_int
 
 
 def _lengths(value: str) -> tuple[int, ...]:
     try:
-        lengths = tuple(int(x) for x in value.split(",") if x.strip())
-    except ValueError as exc:
-        raise CommandError(f"--lengths: expected comma-separated integers, got {value!r}") from exc
-    if not lengths or any(n < 1 for n in lengths):
-        raise CommandError("--lengths: give at least one positive length bucket")
-    return lengths
+        return length_buckets(value)
+    except BatchSettingsError as exc:
+        raise CommandError(f"--{exc}") from None
 
 
 class Command(BaseCommand):
@@ -45,23 +44,25 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         which = parser.add_mutually_exclusive_group(required=True)
-        which.add_argument("--job", type=int, help="the generation job whose evaluation sample is the campaign")
+        which.add_argument("--job", type=cli_int, help="the generation job whose evaluation sample is the campaign")
         which.add_argument("--campaign", help="the campaign's name (instead of --job)")
         parser.add_argument(
             "--provider", choices=PROVIDER_NAMES, help="default: the PARAFORGE_HIT_PROVIDER setting (local unless set)"
         )
-        parser.add_argument("--per-length", type=int, default=100, help="references per length bucket")
+        parser.add_argument("--per-length", type=cli_int, default=100, help="references per length bucket")
         parser.add_argument("--lengths", default="5,10,20,40", help="length buckets, comma-separated")
-        parser.add_argument("--assignments", type=int, default=3, help="different workers per HIT (R)")
-        parser.add_argument("--attention-rate", type=float, default=0.1, help="share of HITs with an attention check")
+        parser.add_argument("--assignments", type=cli_int, default=3, help="different workers per HIT (R)")
+        parser.add_argument(
+            "--attention-rate", type=cli_float, default=0.1, help="share of HITs with an attention check"
+        )
         parser.add_argument(
             "--degraded-rate",
-            type=float,
+            type=cli_float,
             default=None,
-            help="share of HITs with a degraded copy of the reference (default 0.1, or the "
+            help="share of HITs with a degraded check (a damaged copy of a candidate) (default 0.1, or the "
             "--batch-settings degraded_rate)",
         )
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=cli_int, default=0)
         parser.add_argument("--baseline", help="TSV of baseline outputs (ref_id, candidate[, sys_id]) to add first")
         parser.add_argument("--baseline-system", default="35", help="system id of --baseline rows without sys_id")
         parser.add_argument("--label", default="")

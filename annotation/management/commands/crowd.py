@@ -13,9 +13,11 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.batches import PROVIDER_NAMES
+from annotation.batches import PROVIDER_NAMES, BatchError
 from annotation.models import Batch
 from annotation.providers import ProviderError, get_provider
+from annotation.publishing import batch_publish
+from api.numbers import cli_decimal, cli_int
 
 
 class Command(BaseCommand):
@@ -30,14 +32,14 @@ class Command(BaseCommand):
             ("expire", "no new work: expire the HITs (MTurk) or stop the study (Prolific)"),
             ("pause", "pause the batch's Prolific study"),
         ):
-            actions.add_parser(name, help=text).add_argument("batch", type=int)
+            actions.add_parser(name, help=text).add_argument("batch", type=cli_int)
         bonus = actions.add_parser("bonus", help="pay AMOUNT once to each worker with verified work in the batch")
-        bonus.add_argument("batch", type=int)
-        bonus.add_argument("amount", help="in the account's currency, e.g. 0.25")
+        bonus.add_argument("batch", type=cli_int)
+        bonus.add_argument("amount", type=cli_decimal, help="in the account's currency, e.g. 0.25")
         bonus.add_argument("reason", help="why (MTurk shows it to the worker)")
         bonus.add_argument("--workers", help="only these worker ids, comma-separated")
         balance = actions.add_parser("balance", help="the account's balance (of the batch's provider)")
-        balance.add_argument("batch", type=int, nargs="?")
+        balance.add_argument("batch", type=cli_int, nargs="?")
         balance.add_argument("--provider", choices=[p for p in PROVIDER_NAMES if p != "local"])
 
     def handle(self, *args, action, **options):
@@ -73,8 +75,6 @@ class Command(BaseCommand):
     @staticmethod
     def _run(action: str, provider, batch: Batch, options: dict) -> dict | None:
         if action == "publish":
-            from annotation.batches import BatchError, batch_publish
-
             try:
                 return batch_publish(batch=batch)
             except BatchError as exc:

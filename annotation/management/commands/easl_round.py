@@ -12,14 +12,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.easl_rounds import EaslError, easl_round_create, easl_status
 from annotation.models import Batch
+from api.numbers import cli_int
 
 
 class Command(BaseCommand):
     help = "Create the next EASL round (HITs) of an EASL-mode batch, or report that its stopping rule is met."
 
     def add_arguments(self, parser):
-        parser.add_argument("batch", type=int)
-        parser.add_argument("--seed", type=int, default=None, help="default: the round number")
+        parser.add_argument("batch", type=cli_int)
+        parser.add_argument("--seed", type=cli_int, default=None, help="default: the round number")
         parser.add_argument("--force", action="store_true", help="even if the last round has open HITs")
 
     def handle(self, *args, batch, seed, force, **options):

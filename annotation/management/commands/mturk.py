@@ -9,14 +9,18 @@ A batch's own provider settings decide sandbox or production; ``--sandbox`` pick
 """
 
 import argparse
+import contextlib
 import json
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.batches import BatchError
 from annotation.models import Assignment, Batch
 from annotation.providers import get_provider
 from annotation.providers.mturk import MTurkError, MTurkProvider, bonus_fee_usd, bonus_grant, error_code, error_message
+from annotation.publishing import batch_publish
+from api.numbers import ascii_int, cli_decimal, cli_int
 
 
 class Command(BaseCommand):
@@ -41,13 +45,13 @@ class Command(BaseCommand):
             ("approve", "approve every submitted, unflagged assignment"),
             ("expire", "take the batch's HITs off MTurk now"),
         ):
-            add(name, text).add_argument("batch", type=int)
+            add(name, text).add_argument("batch", type=cli_int)
         sub = add("extend", "add N assignments to each published HIT")
-        sub.add_argument("batch", type=int)
-        sub.add_argument("n", type=int)
+        sub.add_argument("batch", type=cli_int)
+        sub.add_argument("n", type=cli_int)
         sub = add("bonus", "pay a bonus once (same arguments again pay nothing)")
         sub.add_argument("assignment", help="the MTurk assignment id (or our assignment pk)")
-        sub.add_argument("amount", help="US dollars, e.g. 0.25")
+        sub.add_argument("amount", type=cli_decimal, help="US dollars, e.g. 0.25")
         sub.add_argument("reason", help="shown to the worker")
 
     def handle(self, *args, action, sandbox, **options):
@@ -78,8 +82,11 @@ class Command(BaseCommand):
         return {key: balance[key] for key in ("sandbox", "endpoint", "available_usd", "on_hold_usd")}
 
     def _publish(self, *, sandbox, batch, **_):
-        batch, provider = self._provider_for(batch, sandbox)
-        return provider.publish(batch=batch)
+        batch, _ = self._provider_for(batch, sandbox)
+        try:
+            return batch_publish(batch=batch)  # one publish of a batch at a time (annotation.publishing)
+        except BatchError as exc:
+            raise CommandError(str(exc)) from exc
 
     def _sync(self, *, sandbox, batch, **_):
         batch, provider = self._provider_for(batch, sandbox)
@@ -100,8 +107,9 @@ class Command(BaseCommand):
     def _bonus(self, *, sandbox, assignment, amount, reason, **_):
         mturk = Assignment.objects.filter(hit__batch__provider="mturk").select_related("hit", "worker")
         found = mturk.filter(external_assignment_id=assignment).first()
-        if found is None and assignment.isdigit():
-            found = mturk.filter(pk=int(assignment)).first()
+        if found is None:
+            with contextlib.suppress(ValueError):  # not our pk either ("²".isdigit(), yet int("²") raises)
+                found = mturk.filter(pk=ascii_int(assignment, name="an assignment", minimum=1)).first()
         if found is None or found.hit_id is None:
             raise CommandError(f"no MTurk assignment {assignment!r}")
         _, provider = self._provider_for(found.hit.batch_id, sandbox)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -65,6 +65,8 @@ EXTERNAL_QUESTION_NS = (
 ASSIGNMENT_STATUSES = ["Submitted", "Approved", "Rejected"]
 NOTIFY_BATCH = 100  # notify_workers takes at most 100 workers a call
 _HIT_ID = re.compile(r"\b[A-Z0-9]{30}\b")
+# MTurk remembers a UniqueRequestToken for 24 hours; an unfinished publish older than this is looked up instead
+TOKEN_WINDOW = timedelta(hours=23)
 _DUPLICATE_TURK_CODES = {"AWS.MechanicalTurk.HitAlreadyExists", "AWS.MechanicalTurk.DuplicateRequest"}
 
 # Batch.settings keys this provider reads (top level), with their defaults in ``batch_mturk_config``.
@@ -348,13 +350,24 @@ class MTurkProvider:
 
     # --- publishing ----------------------------------------------------------------------------
 
-    def publish(self, *, batch: Batch) -> dict:
-        """Create the batch's unpublished HITs on MTurk; HITs with an ``external_hit_id`` are skipped."""
+    def publish(self, *, batch: Batch, renew: Callable[[], None] | None = None) -> dict:
+        """Create the batch's unpublished HITs on MTurk; HITs with an ``external_hit_id`` are skipped. The token
+        nonce is stored before the first HIT is asked for, so each HIT's ``UniqueRequestToken`` is the same in
+        every later publish: a HIT that a request which died had created is answered as a duplicate that
+        names it, and is recorded instead of made twice (within MTurk's 24-hour token window). Past that
+        window, a publish that finds an earlier one unfinished (``hits_pending_since``, kept until every HIT
+        is recorded) first looks for its HITs by their ``RequesterAnnotation`` (``list_hits``). ``renew``:
+        called after each HIT (the publish claim's lease, ``annotation.publishing``)."""
         from annotation.models import BatchStatus
 
         _require_mturk_batch(batch, self.sandbox)
         config = batch_mturk_config(batch, sandbox=self.sandbox)
         pending = list(batch.hits.filter(external_hit_id="").order_by("id"))
+        unfinished = _state(batch).get("hits_pending_since")
+        recovered = 0
+        if pending and unfinished and timezone.now() - datetime.fromisoformat(unfinished) > TOKEN_WINDOW:
+            recovered = self._recover_hits(batch, pending, config)
+            pending = [hit for hit in pending if not hit.external_hit_id]
         report = {
             "batch": batch.pk,
             "sandbox": self.sandbox,
@@ -363,8 +376,11 @@ class MTurkProvider:
             "cost_usd": "0.00",
             "balance_usd": None,
             "hit_type_id": _state(batch).get("hit_type_id"),
+            "recovered": recovered,
         }
         if not pending:
+            if unfinished:
+                _save_state(batch, hits_pending_since=None)
             return report
         public_url = public_url_check(config["public_url"], platform="MTurk", error=MTurkConfigurationError)
         cost = batch_cost_usd(config["reward_usd"], [hit.max_assignments for hit in pending])
@@ -373,6 +389,7 @@ class MTurkProvider:
         hit_type = self.hit_type_id(batch=batch, config=config)
         report["hit_type_id"] = hit_type
         nonce = _state(batch).get("token_nonce") or _save_state(batch, token_nonce=secrets.token_hex(6))["token_nonce"]
+        _save_state(batch, hits_pending_since=unfinished or timezone.now().isoformat())  # the intent, first
         for hit in pending:
             self._create_hit(
                 hit=hit,
@@ -382,10 +399,34 @@ class MTurkProvider:
                 url=hit_page_url(public_url, hit),
             )
             report["published"] += 1
+            if renew is not None:
+                renew()
+        _save_state(batch, hits_pending_since=None)
         if batch.status != BatchStatus.PUBLISHED:
             batch.status = BatchStatus.PUBLISHED
             batch.save(update_fields=["status"])
         return report
+
+    def _recover_hits(self, batch: Batch, pending: list[Hit], config: dict) -> int:
+        """Record the pending HITs that MTurk already has (an unfinished publish made them, and their tokens'
+        window is over), found by ``RequesterAnnotation`` among the account's HITs; how many were found."""
+        wanted = {f"paraforge batch {batch.pk} hit {hit.pk}": hit for hit in pending}
+        lifetime = timedelta(seconds=config["lifetime_s"])
+        found = 0
+        params: dict = {"MaxResults": 100}
+        while wanted:
+            response = self._call("list_hits", **params)
+            for remote in response.get("HITs", []):
+                hit = wanted.pop(remote.get("RequesterAnnotation") or "", None)
+                if hit is not None:
+                    hit.external_hit_id = remote["HITId"]
+                    hit.expires_at = remote.get("Expiration") or timezone.now() + lifetime
+                    hit.save(update_fields=["external_hit_id", "expires_at"])
+                    found += 1
+            if not response.get("NextToken"):
+                break
+            params["NextToken"] = response["NextToken"]
+        return found
 
     def _create_hit(self, *, hit: Hit, hit_type: str, config: dict, token: str, url: str) -> None:
         try:

@@ -19,14 +19,18 @@ created and kept in ``Batch.provider_state``:
 session (the submission id) for the same participant, finished; a returned or timed-out session, or one
 Prolific has never heard of once the study's maximum time has passed, is flagged and never counted.
 
-Prolific has no idempotency tokens. Creating a study looks for a draft with this batch's internal name
-first; a bonus batch is created once and its id stored before it is paid, so a re-run pays the same one.
+Prolific has no idempotency tokens. A batch is published under its publish claim (``annotation.publishing``:
+one publish of a batch at a time); before a study is created its internal name (batch, round and the
+completion code, kept first) is recorded in ``provider_state["study_requests"]``, and a publish that finds
+such a request without its study looks for a draft of that name (the study a request that died had created)
+before creating one. A bonus batch is created once and its id stored before it is paid, so a re-run pays the
+same one.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -270,9 +274,11 @@ class ProlificProvider:
         name = self._internal_name(batch, round_number)
         return next((s for s in listing.get("results") or [] if s.get("internal_name") == name), None)
 
-    def publish(self, *, batch: Batch) -> dict:
-        """Create a study for each round that has none (once), check the balance, then publish them (or start
-        them again when paused). A fixed batch is one study; each EASL round's new HITs make one more."""
+    def publish(self, *, batch: Batch, renew: Callable[[], None] | None = None) -> dict:
+        """Create a study for each round that has none (once: its name is recorded first, and a draft of that
+        name is taken instead of a new one), check the balance, then publish them (or start them again when
+        paused). A fixed batch is one study; each EASL round's new HITs make one more. ``renew``: called after
+        each study created or published (the publish claim's lease, ``annotation.publishing``)."""
         prolific_batch_required(batch)
         config = batch_prolific_config(batch.settings)
         state = study_codes(batch)
@@ -284,17 +290,24 @@ class ProlificProvider:
                 continue
             group = self.blocklist_group_id()
             places = self.places(batch=batch, config=config, rounds=[round_number])
-            study = self._find_draft(batch, round_number) or self.client.request(
-                "POST",
-                "/api/v1/studies/",
-                json=self._study_payload(
-                    batch=batch, round_number=round_number, config=config, places=places, group=group
-                ),
-            )
+            requests = dict(provider_state(batch).get("study_requests") or {})
+            name = self._internal_name(batch, round_number)
+            study = self._find_draft(batch, round_number) if requests.get(str(round_number)) == name else None
+            if study is None:
+                provider_state_save(batch, study_requests={**requests, str(round_number): name})
+                study = self.client.request(
+                    "POST",
+                    "/api/v1/studies/",
+                    json=self._study_payload(
+                        batch=batch, round_number=round_number, config=config, places=places, group=group
+                    ),
+                )
             studies[round_number] = study["id"]
             state = provider_state_save(
                 batch, studies={str(r): sid for r, sid in studies.items()}, blocklist_group_id=group
             )
+            if renew is not None:
+                renew()
         report = {
             "batch": batch.pk,
             "provider": self.name,
@@ -330,6 +343,8 @@ class ProlificProvider:
                     json={"action": "PUBLISH" if status == "UNPUBLISHED" else "START"},
                 )
                 status = "ACTIVE"
+                if renew is not None:
+                    renew()
             report["studies"][round_number] = {"study": study_id, "study_status": status}
         report["study"], report["study_status"] = (
             (report["studies"][max(studies)]["study"], report["studies"][max(studies)]["study_status"])

@@ -15,7 +15,14 @@ is one call of ``session_next``, which answers with one step:
 The URL is as forgeable as any, so a session takes nothing until Prolific has said, once, that
 ``SESSION_ID`` is a running submission of ``PROLIFIC_PID`` in ``STUDY_ID`` (``ProlificProvider.session_live``,
 with a short timeout: a participant waits a moment at most). A made-up session, or a real participant's
-id with a session that is not theirs, writes no row and holds no slot. Its judgments still count for
+id with a session that is not theirs, writes no row and holds no slot. Each such question costs a call on
+the researcher's Prolific token, so a flood of made-up sessions must not spend the token's rate limit
+(``session_asked``): Prolific's answer is cached for ``PROLIFIC_CHECK_CACHE_S`` (the same made-up session
+again costs nothing), and the questions are counted in the database (shared by every process) against three
+budgets, in this order: per client address (``PROLIFIC_CHECK_ADDRESS_RATE``: a flood from one address spends
+its own budget only, and real participants from other addresses go on getting in), per study
+(``PROLIFIC_CHECK_STUDY_RATE``) and in all (``PROLIFIC_CHECK_RATE``). Past a budget nothing is asked and
+nothing is written: the participant is asked to reload in a minute (503). Its judgments still count for
 nothing until ``sync`` has verified the finished submission (``annotation.verification``).
 
 The checks that end a session run on the participant's verified judgments plus this session's own, which
@@ -27,11 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import logging
 import uuid
 from typing import Literal
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -51,6 +60,7 @@ from annotation.models import (
 )
 from annotation.quality import session_check
 from annotation.taking import hit_take, open_assignment
+from limits.counters import over_limit
 
 from ..errors import ProviderError
 from ..retry import RetryPolicy
@@ -111,13 +121,42 @@ def confirming_provider() -> ProlificProvider:
     )
 
 
-def _session_confirm(platform: ProlificProvider | None, *, participant: str, study: str, session_id: str) -> None:
+def session_asked(
+    platform: ProlificProvider | None, *, batch: Batch, participant: str, study: str, session_id: str, address: str
+) -> str:
+    """Prolific's answer on a new session (``session_live``), from the cache when it was asked lately, else
+    asked within the budgets (see the module docstring). ``SessionError`` (503) past a budget: nothing asked."""
+    key = "prolific-session:" + hashlib.sha256(f"{participant}|{study}|{session_id}".encode()).hexdigest()
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    for counter, rate in (
+        (f"prolific-check:address:{address}", settings.PROLIFIC_CHECK_ADDRESS_RATE),
+        (f"prolific-check:study:{batch.pk}:{study}", settings.PROLIFIC_CHECK_STUDY_RATE),
+        ("prolific-check:all", settings.PROLIFIC_CHECK_RATE),
+    ):
+        if over_limit(counter, rate) is not None:
+            log.warning("Prolific session checks over budget (%s): session %s not asked about", counter, session_id)
+            raise SessionError(
+                "Many new sessions are being checked with Prolific right now. Please reload this page in a minute.",
+                status=503,
+            )
+    answer = (platform or confirming_provider()).session_live(
+        participant=participant, study=study, session_id=session_id
+    )
+    cache.set(key, answer, settings.PROLIFIC_CHECK_CACHE_S)
+    return answer
+
+
+def _session_confirm(
+    platform: ProlificProvider | None, *, batch: Batch, participant: str, study: str, session_id: str, address: str
+) -> None:
     """Raise ``SessionError`` unless Prolific says the session is a running submission of this participant in
     this study. No such session, another participant's and another study's read the same (nobody learns whose
     sessions exist); a session of theirs that ended says so."""
     try:
-        answer = (platform or confirming_provider()).session_live(
-            participant=participant, study=study, session_id=session_id
+        answer = session_asked(
+            platform, batch=batch, participant=participant, study=study, session_id=session_id, address=address
         )
     except ProviderError as exc:
         log.warning("could not confirm Prolific session %s: %s", session_id, exc)
@@ -144,10 +183,12 @@ def session_next(
     session_id: str,
     now: dt.datetime | None = None,
     platform: ProlificProvider | None = None,
+    address: str = "",
 ) -> SessionStep:
     """The participant's next step in their session (see the module docstring); ``SessionError`` when the
     address cannot lead anywhere (bad ids, no such open study, a session Prolific does not know as theirs).
-    ``platform``: the provider that confirms a new session (default: ``confirming_provider()``)."""
+    ``platform``: the provider that confirms a new session (default: ``confirming_provider()``); ``address``:
+    the client's, whose budget of questions to Prolific a new session spends."""
     now = now or timezone.now()
     _ids(participant, study, session_id)
     batch = Batch.objects.filter(pk=batch_id, provider=Provider.PROLIFIC).select_related("campaign").first()
@@ -164,7 +205,9 @@ def session_next(
     if batch.status != BatchStatus.PUBLISHED:  # nothing is written for a study that is not open
         raise SessionError("This study is not open at the moment: please return it on Prolific.", status=410)
     if session is None or session.confirmed_at is None:
-        _session_confirm(platform, participant=participant, study=study, session_id=session_id)
+        _session_confirm(
+            platform, batch=batch, participant=participant, study=study, session_id=session_id, address=address
+        )
         session = _session_record(batch, participant=participant, study=study, session_id=session_id, now=now)
     worker = session.worker
     codes = study_codes(batch)

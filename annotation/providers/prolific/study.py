@@ -88,6 +88,16 @@ def median_seconds_per_hit(*, campaign: Campaign | None = None) -> float | None:
     return median_seconds(assignments.order_by("-id"), limit=5000)
 
 
+def session_size_fit(batch_settings: dict, *, hits: int) -> dict:
+    """A fixed batch's settings with ``hits_per_session`` (given, else ``PROLIFIC_HITS_PER_SESSION``) no larger
+    than the batch's ``hits``: a participant does each HIT at most once, so a 10-HIT session of a 9-HIT batch
+    could never be done as the study describes it. An EASL batch (its rounds' sizes vary) is left as given."""
+    if batch_settings.get("mode") == "easl" or hits < 1:
+        return batch_settings
+    asked = int(batch_settings.get("hits_per_session") or settings.PROLIFIC_HITS_PER_SESSION)
+    return batch_settings if asked <= hits else {**batch_settings, "hits_per_session": hits}
+
+
 def batch_prolific_config(batch_settings: dict) -> dict:
     """The study's settings with the defaults filled in (``PROLIFIC_*`` Django settings)."""
     try:

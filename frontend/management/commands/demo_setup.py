@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from generation.demo_settings import (
     DEMO_CORPUS,
     DEMO_CORPUS_FILE,
+    DEMO_CORPUS_TERMS,
     DEMO_LENGTHS,
     DEMO_PER_LENGTH,
     DEMO_SAMPLE,
@@ -66,6 +67,7 @@ class Command(BaseCommand):
                     "format": "mono",
                     "on_error": "skip",
                     "display_name": "generation/demo/corpus.txt",
+                    **DEMO_CORPUS_TERMS,
                 },
             )
             job = job_run_inline(job_id=job.pk)
@@ -85,8 +87,9 @@ class Command(BaseCommand):
 
     def demo_sample(self, corpus) -> None:
         """Decode an evaluation sample with the demo model and put it on a published local HIT batch."""
-        from annotation.batches import batch_publish, hit_batch_create
+        from annotation.batches import hit_batch_create
         from annotation.models import Batch, Campaign
+        from annotation.publishing import batch_publish
         from generation.generation_job import KIND
         from generation.models import Resource
         from jobs.execution import job_run_inline, job_start

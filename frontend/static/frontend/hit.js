@@ -1,8 +1,11 @@
 /* The slider HIT: values shown as they move, N/A for nonsensical sentences, checks before submitting,
    JSON to the submission API, then (on MTurk) the form post to turkSubmitTo/mturk/externalSubmit.
-   With data-must-move="1" (the batch setting slider_must_move, on by default) a slider starts unset and
-   counts only once the worker moved it or clicked it to keep its value: an untouched 50 is no judgment.
-   Each judgment says whether its slider was moved. */
+   With data-must-move="1" (the batch setting slider_must_move, on by default) a slider starts unset, with no
+   thumb (hit.css: a thumb at 50 is an anchor), and counts only once the worker set it: the first touch or click
+   puts it where touched (recorded as moved), arrow keys move it, Enter or Space keeps the value it holds
+   (recorded as not moved). An untouched slider is no judgment.
+   Unsent answers survive a reload: kept in localStorage under this page's HIT, assignment and worker,
+   restored only onto the same sentences (their per-HIT keys), dropped once the submission is saved. */
 (function () {
   "use strict";
   var form = document.getElementById("hit-form");
@@ -11,6 +14,11 @@
   var button = document.getElementById("submit");
   var fieldsets = Array.prototype.slice.call(form.querySelectorAll("fieldset.candidate"));
   var mustMove = form.dataset.mustMove === "1";
+  var comment = document.getElementById("comment");
+  var STORE_PREFIX = "paraforge-answers:";
+  var STALE_MS = 7 * 24 * 3600 * 1000;  // a week: an assignment never lasts longer than that unsubmitted
+  var storeKey = form.dataset.canSubmit === "1" && form.dataset.assignment ?
+    STORE_PREFIX + form.dataset.api + "|" + form.dataset.assignment + "|" + form.dataset.worker : null;
 
   function fluencyOf(fs) {
     var checked = fs.querySelector("input[type=radio]:checked");
@@ -26,11 +34,83 @@
     slider.disabled = nonsensical;
     output.textContent = nonsensical ? "N/A" : (isSet(fs) ? slider.value : "not set");
     fs.classList.toggle("unset", !nonsensical && !isSet(fs));
+    fs.classList.toggle("thumbless", !isSet(fs));  // no thumb until set, N/A or not
     fs.classList.toggle("missing", false);
   }
 
-  function moved(fs) { fs.dataset.set = "1"; fs.dataset.moved = "1"; refresh(fs); }
-  function kept(fs) { if (!isSet(fs)) { fs.dataset.set = "1"; refresh(fs); } }  // clicked: keeps its value
+  function storage() {
+    try { return window.localStorage || null; } catch (e) { return null; }  // blocked storage: nothing kept
+  }
+
+  function remember() {
+    var store = storage();
+    if (!store || !storeKey) { return; }
+    var answers = {};
+    fieldsets.forEach(function (fs) {
+      answers[fs.dataset.item] = {
+        score: parseInt(fs.querySelector("input.score").value, 10),
+        set: isSet(fs),
+        moved: fs.dataset.moved === "1",
+        fluency: fluencyOf(fs)
+      };
+    });
+    try {
+      store.setItem(storeKey, JSON.stringify({at: Date.now(), answers: answers, comment: comment.value}));
+    } catch (e) { /* full or blocked: the page works as before */ }
+  }
+
+  function forget() {
+    var store = storage();
+    if (store && storeKey) { try { store.removeItem(storeKey); } catch (e) { /* nothing kept */ } }
+  }
+
+  function dropStale() {
+    var store = storage();
+    if (!store) { return; }
+    try {
+      for (var i = store.length - 1; i >= 0; i--) {
+        var key = store.key(i);
+        if (key && key.indexOf(STORE_PREFIX) === 0) {
+          var entry = null;
+          try { entry = JSON.parse(store.getItem(key)); } catch (e) { entry = null; }
+          if (!entry || typeof entry.at !== "number" || Date.now() - entry.at > STALE_MS) { store.removeItem(key); }
+        }
+      }
+    } catch (e) { /* blocked */ }
+  }
+
+  function restore() {
+    var store = storage();
+    if (!store || !storeKey) { return false; }
+    var entry = null;
+    try { entry = JSON.parse(store.getItem(storeKey)); } catch (e) { entry = null; }
+    if (!entry || typeof entry.answers !== "object" || entry.answers === null) { return false; }
+    var any = false;
+    fieldsets.forEach(function (fs) {
+      var answer = entry.answers[fs.dataset.item];  // a sentence of this HIT only
+      if (!answer || typeof answer !== "object") { return; }
+      var slider = fs.querySelector("input.score");
+      var score = parseInt(answer.score, 10);
+      if (answer.set === true && score >= 0 && score <= 100) {
+        slider.value = String(score);
+        fs.dataset.set = "1";
+        fs.dataset.moved = answer.moved === true ? "1" : "0";
+        any = true;
+      }
+      if (answer.fluency === 0 || answer.fluency === 1 || answer.fluency === 2) {
+        var radio = fs.querySelector('input[type=radio][value="' + answer.fluency + '"]');
+        if (radio) { radio.checked = true; any = true; }
+      }
+      refresh(fs);
+    });
+    if (typeof entry.comment === "string" && entry.comment) { comment.value = entry.comment; any = true; }
+    return any;
+  }
+
+  function moved(fs) { fs.dataset.set = "1"; fs.dataset.moved = "1"; refresh(fs); remember(); }
+  // touched or clicked without changing the value: it now sits where touched (no thumb was shown to keep)
+  function placed(fs) { if (!isSet(fs)) { moved(fs); } }
+  function kept(fs) { if (!isSet(fs)) { fs.dataset.set = "1"; refresh(fs); remember(); } }  // Enter/Space
 
   fieldsets.forEach(function (fs) {
     var slider = fs.querySelector("input.score");
@@ -38,19 +118,29 @@
     fs.dataset.moved = "0";
     slider.addEventListener("input", function () { moved(fs); });
     slider.addEventListener("change", function () { moved(fs); });
-    slider.addEventListener("pointerup", function () { kept(fs); });
+    slider.addEventListener("pointerup", function () { placed(fs); });
     slider.addEventListener("keyup", function (event) {
       if (event.key === "Enter" || event.key === " ") { kept(fs); }
     });
     Array.prototype.forEach.call(fs.querySelectorAll("input[type=radio]"), function (radio) {
-      radio.addEventListener("change", function () { refresh(fs); });
+      radio.addEventListener("change", function () { refresh(fs); remember(); });
     });
     refresh(fs);
   });
+  comment.addEventListener("input", remember);
 
   function say(text, isError) {
     message.textContent = text;
     message.classList.toggle("error", !!isError);
+  }
+
+  dropStale();
+  if (restore()) { say("Your unsent answers on this page are back.", false); }
+
+  // the sticky reference must not cover what the page scrolls to (a sentence left unanswered)
+  function show(fs, control) {
+    fs.scrollIntoView({block: "center"});
+    control.focus({preventScroll: true});
   }
 
   function externalSubmit(url, assignmentId) {
@@ -87,13 +177,13 @@
     };
     if (missing.length) {
       say("Please say whether every sentence makes sense (" + missing.length + " left).", true);
-      missing[0].querySelector("input[type=radio]").focus();
+      show(missing[0], missing[0].querySelector("input[type=radio]"));
       return;
     }
     if (unset.length) {
-      say("Please move the slider of sentence " + places(unset) + " (or click it to keep the value it shows), " +
-          "or mark the sentence nonsensical.", true);
-      unset[0].querySelector("input.score").focus();
+      say("Please set the slider of sentence " + places(unset) + " (touch or click the line where the sentence " +
+          "belongs), or mark the sentence nonsensical.", true);
+      show(unset[0], unset[0].querySelector("input.score"));
       return;
     }
     var judgments = fieldsets.map(function (fs) {
@@ -132,6 +222,7 @@
         return;
       }
       form.classList.add("saved");
+      forget();
       if (form.dataset.externalSubmit) {
         say("Saved. Sending to Mechanical Turk…", false);
         externalSubmit(form.dataset.externalSubmit, form.dataset.assignment);
@@ -156,6 +247,8 @@
       if (!window.confirm("Return this HIT? Your answers on this page are not saved, and this HIT will not be " +
                           "offered to you again.")) {
         event.preventDefault();
+      } else {
+        forget();
       }
     });
   }

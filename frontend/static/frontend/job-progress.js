@@ -16,7 +16,8 @@
     var percent = Math.round(100 * (p.fraction || 0));
     document.querySelectorAll('progress[data-job="' + id + '"]').forEach(function (el) { el.value = percent; });
     document.querySelectorAll('[data-job-text="' + id + '"]').forEach(function (el) {
-      el.textContent = p.status + " " + percent + "%" + (p.error ? " — " + p.error : "");
+      // the same words as jobs/widgets.py's progress_text: status, percentage, the stage a running job names
+      el.textContent = p.status + " " + percent + "%" + (p.stage ? " — " + p.stage : "") + (p.error ? " — " + p.error : "");
     });
   }
 

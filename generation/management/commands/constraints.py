@@ -21,6 +21,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from api.numbers import cli_float, cli_int
+
 
 def _one_line(message: object) -> str:
     return " ".join(str(message).split())
@@ -33,10 +35,10 @@ class Command(BaseCommand):
         parser.add_argument("sentence", help="the reference sentence")
         parser.add_argument("--idf", required=True, help="IDF table: token<TAB>idf lines")
         parser.add_argument("--system", required=True, help="system number, 1-37 (ParaBank Tab. 3)")
-        parser.add_argument("--seed", type=int, default=0, help="seed of the random systems (default 0)")
+        parser.add_argument("--seed", type=cli_int, default=0, help="seed of the random systems (default 0)")
         parser.add_argument("--ppdb", help="PPDB 2.0 lexical file (gzip or plain), for systems 35-37")
-        parser.add_argument("--min-idf", type=float, default=None, help="pool's lower IDF bound (default 7.0)")
-        parser.add_argument("--max-idf", type=float, default=None, help="pool's upper IDF bound (default 17.0)")
+        parser.add_argument("--min-idf", type=cli_float, default=None, help="pool's lower IDF bound (default 7.0)")
+        parser.add_argument("--max-idf", type=cli_float, default=None, help="pool's upper IDF bound (default 17.0)")
 
     def handle(self, *args, **options) -> None:
         from generation.constraints import checked_idf_window, select_constraints

@@ -5,6 +5,7 @@
         [--name NAME] [--device cpu|cuda] [--dtype float32|float16|bfloat16] [--seed S]
         [--ppdb FILE] [--batch-size B] [--max-length L] [--length-penalty LP] [--idf TABLE]
         [--sample-chunk-size R] [--pause-per-batch SECONDS]
+        [--prompt-template paraphrase-chat|paraphrase-plain|FILE]
 
 Every setting is checked before anything is created (see generation/generation_job.py; the decoding ones as
 one ``generation.decode_options.DecodeOptions``, the rules ``paraphrase`` follows); a bad one is a one-line
@@ -19,12 +20,14 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from api.numbers import cli_float, cli_int
 from generation.corpora import corpus_get
 from generation.decode_options import add_arguments
 from generation.generation_job import DEFAULT_LENGTHS, KIND, GenerationSettingsError, generation_params
 from generation.idf import IdfFileError, idf_table_get
 from generation.model_source import MODEL_HELP
 from generation.models import Resource
+from generation.prompts import PROMPT_TEMPLATE_HELP
 from jobs.execution import job_launch
 from jobs.progress import job_progress_display
 
@@ -49,10 +52,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("corpus", help="corpus name or id")
         parser.add_argument("--model", required=True, help=MODEL_HELP)
+        parser.add_argument("--prompt-template", help=PROMPT_TEMPLATE_HELP)
         parser.add_argument("--systems", required=True, help="comma-separated system numbers (1-37, Tab. 3)")
         parser.add_argument(
             "--sample-per-length",
-            type=int,
+            type=cli_int,
             default=None,
             help="decode only this many references per length bucket (the evaluation sample)",
         )
@@ -62,14 +66,14 @@ class Command(BaseCommand):
             help="length buckets of the sample (spaCy tokens; default 5,10,20,40); used with --sample-per-length",
         )
         add_arguments(parser, device_help="default: CUDA where the worker has it, else CPU")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=cli_int, default=0)
         parser.add_argument("--ppdb", default=None, help="PPDB 2.0 lexical file (systems 35-37)")
         parser.add_argument("--idf", default=None, help="IDF table name or id (default: the corpus's latest)")
         parser.add_argument("--name", default=None, help="the resource's name (default: <corpus>-job<id>)")
-        parser.add_argument("--sample-chunk-size", type=int, default=50, help="sampled references per chunk")
+        parser.add_argument("--sample-chunk-size", type=cli_int, default=50, help="sampled references per chunk")
         parser.add_argument(
             "--pause-per-batch",
-            type=float,
+            type=cli_float,
             default=0.0,
             help="seconds to sleep after each decoded batch (throttles a shared GPU)",
         )
@@ -112,6 +116,7 @@ class Command(BaseCommand):
                 name=o["name"],
                 sample_chunk_size=o["sample_chunk_size"],
                 pause_per_batch=o["pause_per_batch"],
+                prompt_template=o["prompt_template"],
             )
             with job_progress_display(self.stderr, enabled=o["wait"]) as show:
                 job = job_launch(

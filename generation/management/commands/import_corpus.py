@@ -1,4 +1,5 @@
-"""``import_corpus NAME FILE [--format bitext|mono] [--on-error skip|abort] [--shard-size N] [--max-line-chars N]``"""
+"""``import_corpus NAME FILE [--format bitext|mono] [--on-error skip|abort] [--shard-size N] [--max-line-chars N]
+[--source TEXT] [--license SPDX-ID] [--terms TEXT]``"""
 
 import json
 from pathlib import Path
@@ -6,7 +7,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.corpora import CorpusImportError, _Input, detect_format
+from api.numbers import cli_int
+from generation.corpora import CorpusImportError, _Input, corpus_terms, detect_format
 from generation.models import Corpus
 from jobs.execution import job_launch
 
@@ -34,18 +36,32 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--shard-size",
-            type=int,
+            type=cli_int,
             default=None,
             help=f"references per shard (default PARAFORGE_SHARD_SIZE={settings.PARAFORGE_SHARD_SIZE})",
         )
         parser.add_argument(
             "--max-line-chars",
-            type=int,
+            type=cli_int,
             default=None,
             help=f"longer lines are bad (default PARAFORGE_MAX_LINE_CHARS={settings.PARAFORGE_MAX_LINE_CHARS})",
         )
+        parser.add_argument(
+            "--source", default=None, help="where the sentences come from (a dataset's name, a URL, a citation)"
+        )
+        parser.add_argument(
+            "--license",
+            default=None,
+            help="the sentences' licence as an SPDX id (CC-BY-4.0, CC-BY-SA-4.0, CC-BY-NC-4.0, ...; LicenseRef-NAME "
+            "for terms of their own; default NOASSERTION: not stated); a release may not grant more than it allows",
+        )
+        parser.add_argument("--terms", default=None, help="the terms in words, for the release card")
 
     def handle(self, *args, name, file, format, on_error, shard_size, max_line_chars, **options):
+        try:
+            terms = corpus_terms(options.get("source"), options.get("license"), options.get("terms"))
+        except CorpusImportError as exc:
+            raise CommandError(str(exc)) from None
         if shard_size is not None and shard_size < 1:
             raise CommandError("--shard-size must be at least 1")
         if max_line_chars is not None and max_line_chars < 1:
@@ -70,6 +86,7 @@ class Command(BaseCommand):
                 "shard_size": shard_size,
                 "max_line_chars": max_line_chars,
                 "display_name": str(file),
+                **terms.as_params(),
             },
         )
         corpus = Corpus.objects.filter(name=name, import_job=job).first()
@@ -99,6 +116,8 @@ class Command(BaseCommand):
                     "name": result["name"],
                     "format": result["format"],
                     "references": result["references"],
+                    "source": terms.source,
+                    "license": terms.license,
                     "bad_lines": result["bad_lines"],
                     "shards": result["shards"],
                     "lines_read": result["lines_read"],

@@ -4,6 +4,7 @@
         [--beam K] [--nbest N] [--stop auto|beam|nbest] [--batch-size B] [--max-length L] [--length-penalty LP]
         [--device cpu|cuda] [--dtype float32|float16|bfloat16] [--int8]
         [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
+        [--prompt-template paraphrase-chat|paraphrase-plain|FILE]
 
 ``FILE``: one input per line, ``source`` or ``source<TAB>reference``. ``--constraints``: one JSON object per
 input line, as printed by ``manage.py constraints`` (``positive``, ``negative``, ``bos_avoid``; other keys
@@ -16,6 +17,14 @@ line, in order::
 
 (``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty.)
 
+``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--clusters 8] [--keep 5]
+[--backward-model M2] [--max-nll 3.5] [--seed N]``: ParaBank 2's mode instead of constrained beam search
+(``generation.decoding.diverse``; ``--seed``, ``--max-length``, ``--batch-size`` (inputs decoded together),
+``--device`` and ``--dtype`` apply too). Each line's ``outputs`` are the kept paraphrases in rank order::
+
+    {"source": ..., "outputs": [{"text": ..., "score": <NLL per token>, "rank": 1, "cluster": 3,
+     "banned": ["budget", "Budget"]}, ...], "candidates": {"sampled": 150, "finished": ..., ...}}
+
 The decoding options are one ``generation.decode_options.DecodeOptions``, checked before anything is read
 (``--dtype float16`` / ``bfloat16``: a GPU's only; ``--batch-size`` left out: 32 on the CPU, from the free
 memory on a GPU). Every constraint line is checked before the model loads (errors name the line). Inputs
@@ -27,14 +36,24 @@ process go through ``manage.py generate`` (chunked, resumable Celery jobs).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.decode_options import DecodeOptions, DecodeOptionsError, add_arguments
-from generation.model_source import MODEL_HELP
+from api.numbers import cli_int
+from generation.decode_options import (
+    DecodeOptions,
+    DecodeOptionsError,
+    DiverseOptions,
+    add_arguments,
+    add_diverse_arguments,
+    option_flag,
+)
+from generation.model_source import MODEL_HELP, ModelFolderError, model_folder
+from generation.prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, resolve as resolve_prompt
 from infra.textfiles import TextFileError, atomic_write, read_lines
 
 
@@ -54,6 +73,21 @@ def read_inputs(path: str) -> tuple[list[str], list[str | None]]:
         sources.append(src)
         refs.append(ref or None)
     return sources, refs
+
+
+# Beams (inputs x beam) up to which the CPU decodes on one intra-op thread: a step's operations on so few rows
+# take microseconds, and OpenMP's hand-offs between threads cost more (two sentences decoded in 0.3 s on one
+# thread, 3-8 s on two, on a busy 2-core machine: issue 37; docs/performance.md "Command start-up").
+ONE_THREAD_ROWS = 32
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def small_input_threads(n_inputs: int, beam: int, device: str) -> int | None:
+    """1 (intra-op threads) for a small CPU decoding, else None (torch's default); None too when the user chose
+    the threads (``OMP_NUM_THREADS`` and friends are theirs)."""
+    if device != "cpu" or any(os.environ.get(v) for v in THREAD_VARIABLES):
+        return None
+    return 1 if n_inputs * beam <= ONE_THREAD_ROWS else None
 
 
 BLOCK_BATCHES = 16  # batches per written block: progress and bounded memory, full batches on the device
@@ -117,19 +151,115 @@ def system_constraints(
     return constraints_for_input
 
 
+DIVERSE_ONLY = (
+    "negative_sets",
+    "samples",
+    "top_k",
+    "temperature",
+    "ban_fraction",
+    "ban_function_words",
+    "allow_non_words",
+    "discourage",
+    "clusters",
+    "keep",
+    "backward_model",
+    "max_nll",
+)
+NOT_WITH_DIVERSE = ("constraints", "system", "rerank_dissimilar", "int8", "prompt_template")
+
+
+def model_check(model: str) -> None:
+    """A ``--model`` that is not there, said before torch and transformers load (issue 37: a lookup error costs
+    no model library)."""
+    try:
+        model_folder(model)
+    except ModelFolderError as exc:
+        raise CommandError(_one_line(exc)) from None
+
+
+def diverse_options(o: dict) -> DiverseOptions | None:
+    """The ``--diverse`` options (None without ``--diverse``), checked before anything loads: its own
+    options without it, or options it cannot honour with it, are errors."""
+    if not o.get("diverse"):
+        given = [f for f in DIVERSE_ONLY if o.get(f) is not None]
+        if given:
+            raise CommandError(f"{option_flag(given[0])} needs --diverse")
+        return None
+    clash = [f for f in NOT_WITH_DIVERSE if o.get(f)]
+    if clash:
+        raise CommandError(f"--diverse samples its own negative constraints: leave out {option_flag(clash[0])}")
+    try:
+        return DiverseOptions.from_values(o)
+    except DecodeOptionsError as exc:
+        raise CommandError(exc.option_message) from None
+
+
+def write_diverse(command: BaseCommand, o: dict, options: DecodeOptions, diverse: DiverseOptions) -> None:
+    """``--diverse``: ParaBank 2's ranked paraphrases of every input line into OUT.jsonl (atomically), one
+    block of inputs at a time with a progress line (``generation.decoding.diverse``)."""
+    if o["backward_model"]:
+        try:
+            model_folder(o["backward_model"])
+        except ModelFolderError as exc:
+            raise CommandError(_one_line(f"--backward-model: {exc}")) from None
+    from generation.decoding import load_model  # torch, transformers: from here on
+    from generation.decoding.diverse import default_inputs_per_batch, diverse_decode
+
+    try:
+        sources, refs = read_inputs(o["input"])
+    except (OSError, TextFileError) as exc:
+        raise CommandError(_one_line(f"cannot read --input: {exc}")) from None
+    if options.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CommandError("--device cuda: no CUDA device is available")
+    try:
+        model = load_model(o["model"], device=options.device, dtype=options.dtype)
+        backward = (
+            load_model(o["backward_model"], device=model.device.type, dtype=options.dtype)
+            if o["backward_model"]
+            else None
+        )
+    except ModelFolderError as exc:
+        raise CommandError(_one_line(exc)) from None
+    except DecodeOptionsError as exc:
+        raise CommandError(exc.option_message) from None
+    block = BLOCK_BATCHES * (diverse.batch_size or default_inputs_per_batch(model))
+    out, started, short = Path(o["output"]), time.monotonic(), 0
+    with atomic_write(out, "w", encoding="utf-8") as fh:
+        for k in range(0, len(sources), block):
+            try:
+                results = diverse_decode(
+                    model, sources[k : k + block], refs[k : k + block], options=diverse, backward=backward
+                )
+            except DecodeOptionsError as exc:  # e.g. a decoder-only model: refused before anything is written
+                raise CommandError(exc.option_message) from None
+            for r in results:
+                fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+            short += sum(len(r.outputs) < diverse.keep for r in results)
+            done = k + len(results)
+            if done < len(sources):
+                rate = done / max(time.monotonic() - started, 1e-9)
+                command.stderr.write(f"{done}/{len(sources)} inputs decoded ({rate:.2f}/s)")
+    command.stderr.write(f"{len(sources)} inputs decoded, {short} with fewer than {diverse.keep} outputs -> {out}")
+
+
 class Command(BaseCommand):
     help = "Decode every input line under its lexical constraints into OUT.jsonl."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--model", required=True, help=MODEL_HELP)
+        parser.add_argument("--prompt-template", help=PROMPT_TEMPLATE_HELP)
         parser.add_argument("--input", required=True, help="one input per line: source or source<TAB>reference")
         parser.add_argument("--output", required=True, help="JSON lines, one per input line")
         parser.add_argument("--constraints", help="JSON lines, one constraint object per input line")
         parser.add_argument("--system", help="ParaBank system number (1-37): select constraints from each reference")
         parser.add_argument("--idf", help="IDF table (token<TAB>idf) for --system")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=cli_int, default=0)
         parser.add_argument("--ppdb", help="PPDB 2.0 lexical file for systems 35-37")
         add_arguments(parser)
+        add_diverse_arguments(parser)
         parser.add_argument(
             "--int8",
             action="store_true",
@@ -143,8 +273,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **o) -> None:
-        from generation.decoding import ModelFolderError, decode, default_batch_size, load_model
-
         try:
             options = DecodeOptions.from_values(o)
         except DecodeOptionsError as exc:
@@ -153,6 +281,15 @@ class Command(BaseCommand):
             raise CommandError("give either --constraints or --system, not both")
         if o["system"] and not o["idf"]:
             raise CommandError("--system needs --idf IDF.tsv")
+        diverse = diverse_options(o)
+        if diverse is not None:
+            model_check(o["model"])
+            write_diverse(self, o, options, diverse)
+            return
+        try:  # (a template file that is not there is said before torch loads)
+            template = resolve_prompt(o["prompt_template"])
+        except PromptTemplateError as exc:
+            raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
         try:
             sources, refs = read_inputs(o["input"])
         except (OSError, TextFileError) as exc:
@@ -167,16 +304,21 @@ class Command(BaseCommand):
             cons = [pick(s, r) for s, r in zip(sources, refs)]
         else:
             cons = [None] * len(sources)
+        model_check(o["model"])  # every input and constraint line checked first, then the model's place
+        from generation.decoding import decode, default_batch_size, load_model  # torch, transformers: from here on
+
         if options.device == "cuda":
             import torch
 
             if not torch.cuda.is_available():
                 raise CommandError("--device cuda: no CUDA device is available")
         try:
-            model = load_model(o["model"], device=options.model_device, dtype=options.dtype)
+            model = load_model(o["model"], device=options.model_device, dtype=options.dtype, prompt_template=template)
             options = options.on_device(model.device.type)
         except ModelFolderError as exc:
             raise CommandError(_one_line(exc)) from None
+        except PromptTemplateError as exc:
+            raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
         except DecodeOptionsError as exc:  # (half precision where the default device turned out a CPU)
             raise CommandError(exc.option_message) from None
         if options.int8:
@@ -188,6 +330,11 @@ class Command(BaseCommand):
                 raise CommandError(_one_line(f"--int8: {exc}")) from None
             if lean is None:
                 raise CommandError("--int8 needs a Marian or BART model (the lean decoder step)")
+        threads = small_input_threads(len(sources), options.beam, model.device.type)
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
         if options.batch_size is None:
             options = options.replace(batch_size=default_batch_size(model, options).size)
         out = Path(o["output"])

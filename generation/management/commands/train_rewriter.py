@@ -20,6 +20,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from api.numbers import cli_float, cli_int
+
 
 def _fmt_s(sec) -> str:
     if sec is None:
@@ -46,34 +48,34 @@ class Command(BaseCommand):
             "--export-only", action="store_true", help="export the latest checkpoint in --out without training"
         )
         parser.add_argument("--fp16", action="store_true", help="export float16 weights (half the size)")
-        parser.add_argument("--steps", type=int, default=3000, help="total optimizer steps (default 3000)")
+        parser.add_argument("--steps", type=cli_int, default=3000, help="total optimizer steps (default 3000)")
         parser.add_argument(
             "--stop-after",
-            type=int,
+            type=cli_int,
             default=None,
             help="stop this run after N new steps (checkpointed); re-run to resume",
         )
-        parser.add_argument("--batch-size", type=int, default=64)
-        parser.add_argument("--lr", type=float, default=7e-4, help="peak learning rate")
-        parser.add_argument("--warmup", type=int, default=400, help="linear warm-up steps")
+        parser.add_argument("--batch-size", type=cli_int, default=64)
+        parser.add_argument("--lr", type=cli_float, default=7e-4, help="peak learning rate")
+        parser.add_argument("--warmup", type=cli_int, default=400, help="linear warm-up steps")
         parser.add_argument("--schedule", choices=["inverse_sqrt", "linear", "constant"], default="inverse_sqrt")
-        parser.add_argument("--label-smoothing", type=float, default=0.1)
-        parser.add_argument("--layers", type=int, default=None, help="encoder and decoder layers (default 3)")
-        parser.add_argument("--d-model", type=int, default=None, help="model width (default 256)")
-        parser.add_argument("--ffn-dim", type=int, default=None, help="feed-forward width (default 4 x d-model)")
-        parser.add_argument("--heads", type=int, default=None, help="attention heads (default 4)")
-        parser.add_argument("--vocab-size", type=int, default=8000, help="SentencePiece vocabulary")
-        parser.add_argument("--max-len", type=int, default=128, help="max subword tokens per side")
-        parser.add_argument("--checkpoint-every", type=int, default=200)
-        parser.add_argument("--keep-checkpoints", type=int, default=3)
-        parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-        parser.add_argument("--seed", type=int, default=13)
+        parser.add_argument("--label-smoothing", type=cli_float, default=0.1)
+        parser.add_argument("--layers", type=cli_int, default=None, help="encoder and decoder layers (default 3)")
+        parser.add_argument("--d-model", type=cli_int, default=None, help="model width (default 256)")
+        parser.add_argument("--ffn-dim", type=cli_int, default=None, help="feed-forward width (default 4 x d-model)")
+        parser.add_argument("--heads", type=cli_int, default=None, help="attention heads (default 4)")
+        parser.add_argument("--vocab-size", type=cli_int, default=8000, help="SentencePiece vocabulary")
+        parser.add_argument("--max-len", type=cli_int, default=128, help="max subword tokens per side")
+        parser.add_argument("--checkpoint-every", type=cli_int, default=200)
+        parser.add_argument("--keep-checkpoints", type=cli_int, default=3)
+        parser.add_argument("--threads", type=cli_int, default=None, help="torch CPU threads")
+        parser.add_argument("--seed", type=cli_int, default=13)
         parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda when available)")
         parser.add_argument(
             "--no-resume", action="store_true", help="start afresh (deletes --out/checkpoints and --out/tokenizer)"
         )
         parser.add_argument(
-            "--log-every", type=int, default=25, help="progress line interval when stderr is not a terminal"
+            "--log-every", type=cli_int, default=25, help="progress line interval when stderr is not a terminal"
         )
         parser.add_argument("--data-note", default=None, help="free text recorded in paraforge_training.json")
         parser.add_argument(
@@ -84,7 +86,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--data-dir", default=None, help="public data for --make-demo-pairs (default ../shared/data)"
         )
-        parser.add_argument("--demo-copies", type=int, default=2, help="noised copies per sentence")
+        parser.add_argument("--demo-copies", type=cli_int, default=2, help="noised copies per sentence")
 
     def handle(self, *args, **o):
         from generation import rewriter

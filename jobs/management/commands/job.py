@@ -2,6 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from api.numbers import cli_int
 from jobs.execution import job_cancel, job_progress, job_resume, job_run_inline, job_wait
 from jobs.models import Job
 from jobs.progress import job_progress_display
@@ -12,7 +13,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=["status", "resume", "cancel", "wait", "run-here"])
-        parser.add_argument("job_id", type=int)
+        parser.add_argument("job_id", type=cli_int)
 
     def handle(self, *args, action: str, job_id: int, **options):
         if not Job.objects.filter(pk=job_id).exists():

@@ -2,6 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from api.numbers import cli_float, cli_int
 from jobs.execution import job_launch, job_progress
 from jobs.progress import job_progress_display
 
@@ -11,9 +12,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--queue", choices=["cpu", "gpu"], default="cpu")
-        parser.add_argument("--n", type=int, default=1000)
+        parser.add_argument("--n", type=cli_int, default=1000)
         parser.add_argument("--wait", action="store_true")
-        parser.add_argument("--timeout", type=float, default=None)
+        parser.add_argument("--timeout", type=cli_float, default=None)
 
     def handle(self, *args, queue: str, n: int, wait: bool, timeout: float | None, **options):
         kind = "selftest" if queue == "cpu" else "selftest-gpu"

@@ -1,15 +1,24 @@
-"""``export_release RESOURCE --out DIR [--license SPDX-ID] [--min-score X] [--format tsv|jsonl|parquet]
-[--filters ...] [--keep-copies] [--entailment-model DIR] [--regressor NAME] [--version V]
+"""``export_release RESOURCE [--out DIR] [--license SPDX-ID] [--min-score X] [--format tsv|jsonl|parquet]
+[--filters ...] [--keep-copies] [--keep-non-words] [--entailment-model DIR] [--regressor NAME] [--version V]
 [--upload s3://bucket/prefix]``"""
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from api.numbers import cli_float
 from scoring.held_out import held_out_rho
 from scoring.release_card import LICENSE_HELP, NO_LICENSE
 from scoring.release_filters import FilterError, parse_filters
-from scoring.releases import FORMATS, ReleaseError, card_license, release_export, release_version_check
+from scoring.releases import (
+    FORMATS,
+    ReleaseError,
+    card_license,
+    default_release_dir,
+    next_version,
+    release_export,
+    release_version_check,
+)
 
 from .score_resource import find_resource
 
@@ -18,7 +27,8 @@ class Command(BaseCommand):
     help = (
         "Export a versioned, gzip-compressed release of a scored resource: pairs (per reference: "
         "paraphrases, systems, constraints, model score, predicted similarity; paraphrases identical to "
-        "their reference left out unless --keep-copies), the human judgments, a README.md card (licence, "
+        "their reference left out unless --keep-copies, and those with a non-word unless --keep-non-words, "
+        "as a HIT batch leaves them out), the human judgments, a README.md card (licence, "
         "held-out rho with n and interval, calibration table, limitations, provenance) and manifest.json "
         "(counts, SHA-256 of each file, regressor, generation settings, filters). Same inputs -> "
         "byte-identical files."
@@ -30,10 +40,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("resource", help="resource name or id")
-        parser.add_argument("--out", required=True, help="folder to write the release into (must not hold one)")
+        parser.add_argument(
+            "--out",
+            default=None,
+            help="folder to write the release into (must not hold one; default var/releases/RESOURCE/VERSION)",
+        )
         parser.add_argument(
             "--min-score",
-            type=float,
+            type=cli_float,
             default=None,
             dest="min_score",
             help="keep only pairs with a predicted similarity >= X (0-100)",
@@ -75,6 +89,14 @@ class Command(BaseCommand):
             help="keep paraphrases identical to their reference (after Unicode NFKC, case folding and whitespace "
             "collapsing), which are left out by default; counted in the manifest either way",
         )
+        parser.add_argument(
+            "--keep-non-words",
+            action="store_true",
+            dest="keep_non_words",
+            help="keep paraphrases holding a non-word (a word neither English, nor in the corpus, nor in the "
+            "reference: what a HIT batch leaves out), which are left out by default; kept, each has an empty "
+            "score and the caveat non_words; counted in the manifest either way",
+        )
 
     def handle(
         self,
@@ -90,6 +112,7 @@ class Command(BaseCommand):
         entailment_model=None,
         license=None,
         keep_copies=False,
+        keep_non_words=False,
         **options,
     ):
         found = find_resource(resource)
@@ -99,8 +122,15 @@ class Command(BaseCommand):
             if version is not None:  # before the filters load an NLI model
                 release_version_check(version)
             license = card_license(format, license)
+            if out is None:  # the version decides the folder, so it is fixed here
+                version = version or next_version(found)
+                out = str(default_release_dir(found, version))
             parsed = parse_filters(
-                filters, min_score=min_score, entailment_model=entailment_model, keep_copies=keep_copies
+                filters,
+                min_score=min_score,
+                entailment_model=entailment_model,
+                keep_copies=keep_copies,
+                keep_non_words=keep_non_words,
             )
             release = release_export(
                 resource=found,

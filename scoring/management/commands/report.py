@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.batches import non_words_line, non_words_summary
 from annotation.models import Campaign
+from api.numbers import cli_int
 from scoring.aggregation import ESTIMATES
 from scoring.tables import REPORT_TABLES, EstimateError, build_table, check_estimate, render_csv, render_markdown
 
@@ -28,7 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["json", "md", "csv"], default="json")
         parser.add_argument(
             "--min-judgments",
-            type=int,
+            type=cli_int,
             default=None,
             dest="min_judgments",
             help="count only workers with at least N judgments in the campaign "

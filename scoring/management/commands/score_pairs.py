@@ -5,7 +5,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring.regressor import PairsFileError, RegressorError, pairs_file_score, regressor_load
+from api.numbers import cli_int
+from scoring.models import Regressor
+from scoring.regressor import PairsFileError, RegressorError
 
 
 class Command(BaseCommand):
@@ -20,11 +22,15 @@ class Command(BaseCommand):
         parser.add_argument("--regressor", required=True, help="name of a trained regressor (train_regressor)")
         parser.add_argument("--input", required=True, dest="input_path")
         parser.add_argument("--output", required=True, dest="output_path")
-        parser.add_argument("--batch-size", type=int, default=256, dest="batch_size")
+        parser.add_argument("--batch-size", type=cli_int, default=256, dest="batch_size")
 
     def handle(self, *args, regressor, input_path, output_path, batch_size, **options):
         if batch_size < 1:
             raise CommandError("--batch-size must be >= 1")
+        if not Regressor.objects.filter(name=regressor).exists():  # said before numpy and the model load
+            raise CommandError(f"no regressor named {regressor!r} (train one with manage.py train_regressor)")
+        from scoring.regressor import pairs_file_score, regressor_load
+
         try:
             fitted = regressor_load(regressor)
             summary = pairs_file_score(

@@ -6,6 +6,7 @@ import math
 
 from django.core.management.base import BaseCommand, CommandError
 
+from api.numbers import cli_float, cli_int
 from generation.models import Resource
 from generation.named import named_or_numbered
 from jobs.progress import job_progress_display
@@ -34,7 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true")
         parser.add_argument(
             "--batch-size",
-            type=int,
+            type=cli_int,
             default=None,
             dest="batch_size",
             help=f"pairs per prediction batch (default {DEFAULT_BATCH_SIZE} on the CPU, {GPU_BATCH_SIZE} for cuda "
@@ -42,13 +43,13 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--throttle",
-            type=float,
+            type=cli_float,
             default=0.0,
             help="seconds to sleep after each batch (demos and fault drills; default 0)",
         )
         parser.add_argument("--device", choices=DEVICES, default=None, help=DEVICE_HELP)
         parser.add_argument("--dtype", choices=DTYPES, default=None, help=DTYPE_HELP)
-        parser.add_argument("--encode-batch", type=int, default=None, dest="encode_batch", help=ENCODE_BATCH_HELP)
+        parser.add_argument("--encode-batch", type=cli_int, default=None, dest="encode_batch", help=ENCODE_BATCH_HELP)
 
     def handle(self, *args, resource, regressor, wait, batch_size, throttle, device, dtype, encode_batch, **options):
         found = find_resource(resource)

@@ -1,17 +1,26 @@
 """``train_regressor CAMPAIGN --name NAME [--test-fraction 0.2] [--seed S] [--replace] [--no-embeddings]
-[--min-judgments N] [--target raw|zscore] [--recipe base|v2|v3|v4] [--cv-folds 5] [--wait | --async]``
+[--min-judgments N] [--target raw|zscore] [--recipe base|v2|v3|v4] [--cv-folds 5] [--encoder NAME_OR_PATH]
+[--wait | --async]``
 
-Without ``--wait`` / ``--async`` it trains here and prints the result (as it always has). ``--async``
-starts a ``train_regressor`` job and prints ``{"job", "status", "name", "campaign"}`` at once; ``--wait``
-starts it and blocks until it ends (progress on stderr), then prints the result with ``job`` and
-``status``, exiting non-zero if it failed."""
+Without ``--wait`` / ``--async`` it trains here, naming each stage on stderr as it starts, and prints a
+readable summary (rounded figures, one per line). ``--async`` starts a ``train_regressor`` job and says so at once;
+``--wait`` starts it and blocks until it ends (progress and stage on stderr), then prints the summary, exiting
+non-zero if it failed. ``--json`` prints the machine-readable line instead, as before: the result's keys
+(``scoring.regressor_job.SUMMARY_KEYS``), with ``job`` and ``status`` for ``--wait``, and
+``{"job", "status", "name", "campaign"}`` for ``--async``.
+
+Its imports are light (no numpy, scikit-learn or encoder): ``--help``, argument errors and a wrong campaign or
+name answer at once (issue 37); the training's libraries load once the names are checked."""
 
 import json
+import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from api.numbers import cli_float, cli_int
 from jobs.progress import job_progress_display
 from scoring.aggregation import ESTIMATES
+from scoring.embeddings import DEFAULT_ENCODER, ENCODER_HELP
 from scoring.regressor import (
     CV_FOLDS,
     DEFAULT_RECIPE,
@@ -19,9 +28,15 @@ from scoring.regressor import (
     RegressorError,
     RegressorTrainOptions,
     regressor_name_check,
-    regressor_train,
+    regressor_train_check,
 )
-from scoring.regressor_job import SUMMARY_KEYS, regressor_summary, train_regressor_launch, training_job_running
+from scoring.regressor_job import (
+    SUMMARY_KEYS,
+    regressor_summary,
+    regressor_summary_text,
+    train_regressor_launch,
+    training_job_running,
+)
 
 
 class Command(BaseCommand):
@@ -36,12 +51,12 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True, help="name of the regressor to create")
         parser.add_argument(
             "--test-fraction",
-            type=float,
+            type=cli_float,
             default=0.2,
             dest="test_fraction",
             help="share of references held out for the test (default 0.2)",
         )
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=cli_int, default=0)
         parser.add_argument("--replace", action="store_true", help="overwrite an existing regressor of that name")
         parser.add_argument(
             "--no-embeddings",
@@ -51,7 +66,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--min-judgments",
-            type=int,
+            type=cli_int,
             default=None,
             dest="min_judgments",
             help="count only workers with at least N judgments (default: the campaign's minimum)",
@@ -78,11 +93,18 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--cv-folds",
-            type=int,
+            type=cli_int,
             default=CV_FOLDS,
             dest="cv_folds",
             help=f"outer folds of the nested grouped cross-validation whose rho and interval are printed "
             f"(spearman_cv, spearman_cv_ci95; default {CV_FOLDS}; 0 skips it: faster, no CV figure)",
+        )
+        parser.add_argument(
+            "--encoder",
+            default=DEFAULT_ENCODER,
+            metavar="NAME_OR_PATH",
+            help=f"{ENCODER_HELP} (default {DEFAULT_ENCODER}); stored with the regressor and used whenever it "
+            "scores (docs/how-to/train-regressor.md)",
         )
         as_job = parser.add_mutually_exclusive_group()
         as_job.add_argument(
@@ -96,6 +118,13 @@ class Command(BaseCommand):
             action="store_true",
             dest="run_async",
             help="start the training as a background job and print its id at once",
+        )
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            dest="as_json",
+            help="print the result as one JSON line (the keys of SUMMARY_KEYS; with --wait also job and status; "
+            "with --async job, status, name and campaign) instead of the readable summary",
         )
 
     def handle(
@@ -113,6 +142,8 @@ class Command(BaseCommand):
         run_async=False,
         recipe=DEFAULT_RECIPE,
         cv_folds=CV_FOLDS,
+        as_json=False,
+        encoder=DEFAULT_ENCODER,
         **options,
     ):
         try:
@@ -125,44 +156,69 @@ class Command(BaseCommand):
                 target=target,
                 recipe=recipe,
                 cv_folds=cv_folds,
+                encoder=encoder,
             )
         except RegressorError as exc:
             raise CommandError(str(exc)) from None
         train = {"campaign": campaign, "name": name, "options": options, "replace": replace}
         if wait or run_async:
-            return self._as_job(train, wait=wait)
+            return self._as_job(train, wait=wait, as_json=as_json)
         running = training_job_running(name)
         if running is not None:  # the job owns that name's files until it ends (scoring.regressor_job)
             raise CommandError(f"regressor {name!r} is being trained in job {running.pk}; wait for it")
         try:
-            row = regressor_train(**train)
+            regressor_train_check(campaign=campaign, name=name, replace=replace)  # before the heavy imports
+            from scoring.regressor import regressor_train  # numpy, scikit-learn, the encoder: only to train
+
+            row = regressor_train(**train, progress=StageLines(self.stderr, f"training {name!r} on {campaign!r}"))
         except RegressorError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(json.dumps(regressor_summary(row)))
+        summary = regressor_summary(row)
+        if as_json:
+            self.stdout.write(json.dumps(summary))
+        else:
+            self.stdout.write("\n".join(regressor_summary_text(summary, campaign=campaign)))
 
-    def _as_job(self, train: dict, *, wait: bool) -> None:
+    def _as_job(self, train: dict, *, wait: bool, as_json: bool) -> None:
         try:
             with job_progress_display(self.stderr, enabled=wait) as show:
                 job = train_regressor_launch(wait=wait, on_progress=show, **train)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        name = job.params["train"]["name"]
         if not wait:
-            self.stdout.write(
-                json.dumps(
-                    {
-                        "job": job.pk,
-                        "status": job.status,
-                        "name": job.params["train"]["name"],
-                        "campaign": train["campaign"],
-                    }
+            if as_json:
+                self.stdout.write(
+                    json.dumps({"job": job.pk, "status": job.status, "name": name, "campaign": train["campaign"]})
                 )
-            )
+            else:
+                self.stdout.write(
+                    f"job {job.pk} started ({job.status}): training regressor {name!r} on campaign "
+                    f"{train['campaign']!r}; follow it with manage.py job wait {job.pk}, or on the admin's Jobs page"
+                )
             return
-        result = {
-            **dict.fromkeys(SUMMARY_KEYS),
-            "name": job.params["train"]["name"],
-            **(job.result if job.status == "succeeded" else {}),
-        }
-        self.stdout.write(json.dumps({"job": job.pk, "status": job.status, **result}))
+        result = {**dict.fromkeys(SUMMARY_KEYS), "name": name, **(job.result if job.status == "succeeded" else {})}
+        if as_json:
+            self.stdout.write(json.dumps({"job": job.pk, "status": job.status, **result}))
+        elif job.status == "succeeded":
+            self.stdout.write(
+                "\n".join([f"job {job.pk} succeeded", *regressor_summary_text(result, campaign=train["campaign"])])
+            )
         if job.status != "succeeded":
             raise CommandError(f"training job {job.pk} ended {job.status}: {job.error}")
+
+
+class StageLines:
+    """``regressor_train``'s progress for a person at a terminal or in a log: one line on stderr per stage,
+    ``training 'r' on 'c': [3/10 steps, 12s] choosing the estimator ...``; stdout keeps only the result."""
+
+    def __init__(self, stream, prefix: str, clock=time.monotonic) -> None:
+        self.stream, self.prefix, self.clock = stream, prefix, clock
+        self.started, self.stage = clock(), None
+
+    def __call__(self, done: int, total: int, stage: str | None = None) -> None:
+        if stage is None or stage == self.stage:
+            return
+        self.stage = stage
+        elapsed = round(self.clock() - self.started)
+        self.stream.write(f"{self.prefix}: [{done}/{total} steps, {elapsed}s] {stage} ...")

@@ -1,0 +1,210 @@
+"""Diversity of three ways to get five paraphrases per reference (issue 39), in one run on the same references.
+
+    .venv/bin/python bench/diversity.py [--model DIR] [--corpus FILE] [--references 40] [--offset 2000]
+        [--device cpu|cuda] [--negative-sets 5] [--samples 30] [--seed 0] [--backward-model DIR] [--json OUT]
+
+Systems, each decoding the same references (lines ``--offset`` .. ``--offset + --references`` of ``--corpus``,
+by default the demo corpus from line 2,000: sentences the diverse mode's defaults were never tuned on):
+
+* ``beam n-best``: constrained-free beam search, beam 8, its 5 best (``decode(beam=8, nbest=5)``);
+* ``beam + rerank``: the 8 best of beam 8 ordered by word Levenshtein distance to the reference
+  (``--rerank-dissimilar``, Wubben et al.), the first 5 kept;
+* ``diverse``: ParaBank 2's mode (``generation.decoding.diverse``, defaults unless given).
+
+Printed per system (ParaBank 2's Table 2 measures; BLEU is ParaBank's, without brevity penalty, on
+lowercased text without punctuation: ``scoring.diversity.bleu_no_bp``; "1-BLEU" is 100 - BLEU):
+
+* ``pair 1-BLEU``: 100 - BLEU over every pair of outputs of the same reference (output j against output i,
+  i < j), one corpus: higher = the outputs differ more from each other;
+* ``ref 1-BLEU``: 100 - BLEU of every output against its reference; ``ref I/U``: mean token intersection
+  over union (sets of normalised tokens) with the reference, lower = further from it;
+* ``sim``: mean cosine of the packaged sentence encoder (``scoring.embeddings.pair_cosines``) between
+  output and reference; ``sim@1``: of the first output; for beam n-best also its best non-copy (the
+  first output that is not the reference after normalisation), what the diverse rank 1 should match;
+* ``non-word``: share of outputs with a word (lowercased, with a letter) in neither lemminflect's word
+  list, the corpus's words nor the reference's (the diverse mode drops candidates with a word outside
+  lemminflect's list and the reference's, so its share is 0 by construction unless ``--allow-non-words``);
+* ``5 outputs``: share of references that got 5 outputs;
+* ``cand/s``: candidates per second of decoding: beam hypotheses (references x beam) for the beam systems,
+  sampled rows (references x sets x samples) for diverse; the ratio line compares them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from generation.decoding.clustering import comparable_words  # noqa: E402
+from scoring.diversity import bleu_no_bp, tokens  # noqa: E402
+
+DEMO_CORPUS = ROOT / "generation" / "demo" / "corpus.txt"
+DEMO_MODEL = ROOT / "generation" / "demo" / "model"
+BEAM, NBEST = 8, 5
+
+
+def pairwise_one_minus_bleu(outputs: list[list[str]]) -> float | None:
+    """100 - BLEU over every within-reference pair (i < j) of outputs, as one corpus."""
+    left, right = [], []
+    for outs in outputs:
+        for a, b in itertools.combinations(outs, 2):
+            left.append(a)
+            right.append(b)
+    return 100.0 - bleu_no_bp(left, right).bleu if left else None
+
+
+def intersection_over_union(a: str, b: str) -> float:
+    x, y = set(tokens(a)), set(tokens(b))
+    return len(x & y) / len(x | y) if x | y else 1.0
+
+
+def has_non_word(text: str, reference: str, lexicon: set[str]) -> bool:
+    ref = {w.lower() for w in comparable_words(reference)}
+    return any(any(c.isalpha() for c in w) and w not in lexicon and w not in ref for w in comparable_words(text))
+
+
+def measure(name: str, refs: list[str], outputs: list[list[str]], seconds: float, candidates: int, lexicon) -> dict:
+    from scoring.embeddings import pair_cosines
+
+    flat_refs = [r for r, outs in zip(refs, outputs) for _ in outs]
+    flat = [o for outs in outputs for o in outs]
+    cos = pair_cosines(flat_refs, flat) if flat else []
+    firsts = [(r, outs[0]) for r, outs in zip(refs, outputs) if outs]
+    sim1 = pair_cosines([r for r, _ in firsts], [o for _, o in firsts]) if firsts else []
+    row = {
+        "system": name,
+        "outputs": len(flat),
+        "pair_1_bleu": pairwise_one_minus_bleu(outputs),
+        "ref_1_bleu": 100.0 - bleu_no_bp(flat_refs, flat).bleu if flat else None,
+        "ref_iou": statistics.fmean(intersection_over_union(r, o) for r, o in zip(flat_refs, flat)) if flat else None,
+        "sim": float(statistics.fmean(cos)) if flat else None,
+        "sim_at_1": float(statistics.fmean(sim1)) if firsts else None,
+        "non_word": sum(has_non_word(o, r, lexicon) for r, o in zip(flat_refs, flat)) / max(len(flat), 1),
+        "five": sum(len(outs) >= 5 for outs in outputs) / len(refs),
+        "seconds": seconds,
+        "cand_per_s": candidates / seconds,
+    }
+    noncopy = []
+    for r, outs in zip(refs, outputs):
+        other = [o for o in outs if comparable_words(o) != comparable_words(r)]
+        if other:
+            noncopy.append((r, other[0]))
+    if noncopy:
+        row["sim_best_noncopy"] = float(
+            statistics.fmean(pair_cosines([r for r, _ in noncopy], [o for _, o in noncopy]))
+        )
+    return row
+
+
+def fmt(x, spec=".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default=str(DEMO_MODEL))
+    p.add_argument("--corpus", default=str(DEMO_CORPUS))
+    p.add_argument("--references", type=int, default=40)
+    p.add_argument("--offset", type=int, default=2000)
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    p.add_argument("--negative-sets", type=int, default=5)
+    p.add_argument("--samples", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backward-model", default=None)
+    p.add_argument("--allow-non-words", action="store_true", help="diverse: keep candidates with a non-word")
+    p.add_argument("--batch-size", type=int, default=None, help="diverse: inputs decoded together")
+    p.add_argument("--json", default=None, help="also write the rows here")
+    a = p.parse_args()
+
+    import torch
+
+    from generation.decode_options import DiverseOptions
+    from generation.decoding import decode, load_model
+    from generation.decoding.diverse import diverse_decode
+    from generation.morphology import known_words
+
+    lines = [x.strip() for x in Path(a.corpus).read_text(encoding="utf-8").splitlines() if x.strip()]
+    refs = lines[a.offset : a.offset + a.references]
+    if not refs:
+        sys.exit(f"no references at lines {a.offset}..{a.offset + a.references} of {a.corpus}")
+    lexicon = set(known_words()) | {w for x in lines for w in comparable_words(x)}
+    model = load_model(a.model, device=a.device)
+    backward = load_model(a.backward_model, device=model.device.type) if a.backward_model else None
+    dev = model.device.type
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    print(
+        f"# bench/diversity.py: {len(refs)} references (lines {a.offset}-{a.offset + len(refs) - 1} of "
+        f"{Path(a.corpus).name}), model {Path(a.model).name}, device {dev} "
+        f"({torch.cuda.get_device_name() if dev == 'cuda' else f'{torch.get_num_threads()} threads'})"
+    )
+    decode(model, refs[:2], beam=BEAM, nbest=NBEST)  # warm-up (lazy tables, lean step)
+    diverse_decode(model, refs[:1], options=DiverseOptions(negative_sets=1, samples=2, seed=a.seed))
+
+    rows = []
+    sync()
+    t = time.perf_counter()
+    beam = decode(model, refs, beam=BEAM, nbest=NBEST)
+    sync()
+    secs = time.perf_counter() - t
+    rows.append(
+        measure("beam n-best", refs, [[o["text"] for o in r.outputs] for r in beam], secs, len(refs) * BEAM, lexicon)
+    )
+
+    sync()
+    t = time.perf_counter()
+    rer = decode(model, refs, beam=BEAM, nbest=BEAM, rerank_dissimilar=True)
+    sync()
+    secs = time.perf_counter() - t
+    outs = [[o["text"] for o in r.outputs][:NBEST] for r in rer]
+    rows.append(measure("beam + rerank", refs, outs, secs, len(refs) * BEAM, lexicon))
+
+    options = DiverseOptions(negative_sets=a.negative_sets, samples=a.samples, seed=a.seed, batch_size=a.batch_size)
+    sync()
+    t = time.perf_counter()
+    div = diverse_decode(model, refs, options=options, backward=backward)
+    sync()
+    secs = time.perf_counter() - t
+    rows.append(
+        measure("diverse", refs, [[o["text"] for o in r.outputs] for r in div], secs, len(refs) * options.rows, lexicon)
+    )
+
+    print(
+        f"{'system':<14} {'pair 1-BLEU':>11} {'ref 1-BLEU':>10} {'ref I/U':>8} {'sim':>6} {'sim@1':>6} "
+        f"{'non-word':>8} {'5 outputs':>9} {'cand/s':>8} {'seconds':>8}"
+    )
+    for r in rows:
+        print(
+            f"{r['system']:<14} {fmt(r['pair_1_bleu']):>11} {fmt(r['ref_1_bleu']):>10} {fmt(r['ref_iou'], '.3f'):>8} "
+            f"{fmt(r['sim'], '.3f'):>6} {fmt(r['sim_at_1'], '.3f'):>6} {fmt(r['non_word'], '.3f'):>8} "
+            f"{fmt(r['five'], '.2f'):>9} {fmt(r['cand_per_s'], '.1f'):>8} {fmt(r['seconds'], '.1f'):>8}"
+        )
+    b, d = rows[0], rows[2]
+    print(f"beam best non-copy sim: {fmt(b.get('sim_best_noncopy'), '.3f')}")
+    print("diverse against beam n-best (targets: pair 1-BLEU >= 3x; sim@1 within 0.02 of beam's best non-copy;")
+    print("  ref 1-BLEU >= +10 points; non-word share no higher; sampled candidates/s >= beam hypotheses/s):")
+    ratio = d["pair_1_bleu"] / b["pair_1_bleu"] if d["pair_1_bleu"] and b["pair_1_bleu"] else None
+    print(f"  pair 1-BLEU ratio {fmt(ratio, '.2f')}x")
+    if b.get("sim_best_noncopy") is not None and d["sim_at_1"] is not None:
+        print(f"  sim@1 - beam best non-copy {d['sim_at_1'] - b['sim_best_noncopy']:+.3f}")
+    if d["ref_1_bleu"] is not None and b["ref_1_bleu"] is not None:
+        print(f"  ref 1-BLEU {d['ref_1_bleu'] - b['ref_1_bleu']:+.1f} points")
+    print(f"  non-word share {d['non_word']:.3f} vs {b['non_word']:.3f}")
+    print(f"  candidates/s ratio {d['cand_per_s'] / b['cand_per_s']:.2f}x")
+    print("example (first reference):")
+    print(f"  reference: {refs[0]}")
+    for name, outs in (("beam", beam[0].outputs), ("diverse", div[0].outputs)):
+        for o in outs:
+            print(f"  {name:<8} {o['text']}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

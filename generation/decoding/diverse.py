@@ -1,0 +1,440 @@
+"""ParaBank 2's diverse mode (Hu et al., CoNLL 2019, sections 2-3): a plain module, usable without Django.
+
+    from generation.decoding import load_model
+    from generation.decoding.diverse import diverse_decode
+    from generation.decode_options import DiverseOptions
+    m = load_model("generation/demo/model")
+    [r] = diverse_decode(m, ["The committee approved the new budget on Monday."], options=DiverseOptions(seed=1))
+    r.outputs   # [{"text", "score", "rank", "cluster", "banned"}], best (lowest score) first
+
+For each input:
+
+1. ``negative_sets`` random sets of the reference's distinct words (``ban_fraction`` of them, at least
+   one; the reference is the source when none is given), each word banned with its casing variants (its
+   lowercase and capitalised forms and the form the reference has: the rule ParaBank's negative
+   constraints follow, ``generation.selection``'s ``negative_phrases``) through ``banned.py``'s exact
+   word-level tables, or, with ``discourage``, made that much less likely;
+2. ``samples`` top-``top_k`` samples at ``temperature`` under each set: all ``negative_sets x samples``
+   samples of an input are rows of one batched decoder step (the encoder runs once per input and its
+   rows share its output; the first decoder step too), several inputs per batch (``batch_size``);
+3. candidates with a non-word (a word neither in lemminflect's English word list nor in the reference:
+   what a subword model writes when its word is banned, "Thes" for "The") are dropped unless
+   ``allow_non_words``; each remaining candidate's score: its negative log-likelihood per token under the
+   model (EOS included), plus the backward model's NLL per token of the source given the candidate when
+   one is given; candidates above ``max_nll`` are dropped, and in ban mode any that holds a banned word
+   (never, by construction: a safety net, counted);
+4. identical candidates (as lowercased words without punctuation) merged, the best-scoring kept;
+   ``clustering.k_medoids`` under word Levenshtein distance with the reference as pinned point 0;
+   the best of every other cluster, best first, ``keep`` at most (fewer when fewer clusters form).
+
+Randomness comes from a hash of (seed, source, reference) per input: the same seed and device give the
+same outputs whatever else is in the batch (up to the last bits of the model's arithmetic, which can
+depend on the batch's padding, as in ``decode``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..decode_options import DecodeOptionsError, DiverseOptions
+from ..morphology import known_words
+from . import fast_step as lean_step, normalise_constraints, violations
+from .banned import NegativeState, build_negative_tables
+from .clustering import comparable_words, distance_matrix, k_medoids, pick_per_cluster
+from .hf_compat import FastProcessors, generation_config_for, logits_processors, pad_token_id, repeat_rows, select_rows
+from .loading import LoadedModel
+from .vocab import words_of
+
+CPU_INPUTS = 1
+CUDA_INPUTS = 8
+BACKWARD_BATCH = 64
+SCORE_DIGITS = 4
+
+
+@dataclass
+class Candidate:
+    """One distinct sampled text: its score (lower is better) and the negative set it was sampled under."""
+
+    text: str
+    score: float
+    banned: list[str]
+
+
+@dataclass
+class DiverseResult:
+    """One input's kept paraphrases (``outputs``, rank order) and what became of its samples (``counts``:
+    ``sampled``, ``finished`` (ended with EOS within max_length), ``violating`` (safety net), ``non_word``
+    (dropped for a non-word), ``distinct``,
+    ``under_max_nll``, ``clusters`` (formed, the pinned one included))."""
+
+    source: str
+    reference: str
+    outputs: list[dict] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "outputs": self.outputs, "candidates": self.counts}
+
+
+def input_seed(seed: int, source: str, reference: str) -> int:
+    """A 63-bit seed of (seed, source, reference): an input's draws depend on nothing else."""
+    digest = hashlib.blake2b(f"{seed}\x1f{source}\x1f{reference}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+# English closed-class words: articles, pronouns, prepositions, conjunctions, auxiliaries. Why they are
+# left out of the negative sets (unless ``ban_function_words``): a subword model that may not write "the"
+# or "a" writes "Thes" or "AL" (measured on the demo model: most of its non-words came from such bans),
+# and banning them rewrites nothing a reader would call a paraphrase.
+FUNCTION_WORDS = frozenset(
+    """a an the this that these those i me my we us our you your he him his she her it its they them their
+    what which who whom whose and or but nor so yet if then than as because while although of in on at by for
+    with about against between into through during before after above below to from up down out off over
+    under again further once here there when where why how all any both each few more most other some such
+    no not only own same too very can will just is am are was were be been being have has had having do does
+    did doing would should could may might must shall""".split()
+)
+
+
+def distinct_words(reference: str) -> list[str]:
+    """The reference's words (``\\w+`` runs), each once (case-insensitively), in order of appearance."""
+    seen: dict[str, str] = {}
+    for w in words_of(reference):
+        seen.setdefault(w.lower(), w)
+    return list(seen.values())
+
+
+def ban_pool(reference: str, options: DiverseOptions) -> list[str]:
+    """The words negative sets are drawn from: the reference's distinct English content words. Function
+    words come in only with ``options.ban_function_words``; words lemminflect does not know as English
+    (names, numbers: "Mandela", "2013") never while there are others, because no paraphrase replaces them
+    and a model that may not write them misspells them ("Mandelas"). The wider pool when a narrower one
+    is empty."""
+    words = distinct_words(reference)
+    known = english_words()
+    content = words if options.ban_function_words else [w for w in words if w.lower() not in FUNCTION_WORDS]
+    english = [w for w in content if w.lower() in known] if known else content
+    return english or content or words
+
+
+def casing_variants(word: str) -> list[str]:
+    """The forms a banned word is banned in: lowercase, capitalised, and as written (each once)."""
+    low = word.lower()
+    return list(dict.fromkeys([low, low[:1].upper() + low[1:], word]))
+
+
+def draw_negative_sets(reference: str, options: DiverseOptions, rng: random.Random) -> list[list[str]]:
+    """``options.negative_sets`` random sets of :func:`ban_pool`'s words, ``ban_fraction`` of them each
+    (rounded, at least one; none for a reference without words), casing variants included."""
+    words = ban_pool(reference, options)
+    n = min(len(words), max(1, round(options.ban_fraction * len(words)))) if words else 0
+    sets = []
+    for _ in range(options.negative_sets):
+        drawn = rng.sample(words, n)
+        sets.append([form for w in drawn for form in casing_variants(w)])
+    return sets
+
+
+@functools.cache
+def english_words() -> frozenset[str]:
+    """The lowercase English words lemminflect knows (``generation.morphology.known_words``), once."""
+    return frozenset(known_words())
+
+
+def non_words(text: str, reference: str) -> list[str]:
+    """The words of ``text`` (lowercased, with a letter) that are neither English words lemminflect knows
+    nor words of the reference: what a subword model writes when its word is banned ("Thes", "newael",
+    "Mandelas"). None are found when lemminflect's tables cannot be read (nothing to judge by)."""
+    known = english_words()
+    if not known:
+        return []
+    ref = set(comparable_words(reference))
+    return [w for w in comparable_words(text) if _has_letter(w) and w not in known and w not in ref]
+
+
+def _has_letter(word: str) -> bool:
+    """A word to judge: it has a letter ("meet33ly" does; "2013" is a number, never a non-word)."""
+    return any(c.isalpha() for c in word)
+
+
+def _start_token(model, gen_cfg) -> int:
+    start = gen_cfg.decoder_start_token_id
+    if start is None:
+        start = model.config.decoder_start_token_id
+    if isinstance(start, (list, tuple)):
+        start = start[0]
+    return int(start)
+
+
+@torch.inference_mode()
+def sample_batch(
+    loaded: LoadedModel,
+    sources: list[str],
+    banned: list[list[list[str]]],
+    generators: list[torch.Generator],
+    options: DiverseOptions,
+    stats: dict | None = None,
+) -> list[list[tuple[list[int], float, int] | None]]:
+    """Top-k samples for B inputs: ``banned[b][s]`` is set s of input b; each set gets ``options.samples``
+    rows, all B x sets x samples rows decoded together (the encoder and the first step once per input).
+    Returns per input and row (set-major) (token ids without start and EOS, sum of log-probabilities under
+    the model with EOS, tokens with EOS), or None for a row that did not end with EOS within
+    ``max_length`` or found every token banned."""
+    model, vocab, dev = loaded.model, loaded.vocab, loaded.device
+    B, M, R = len(sources), options.samples, options.rows
+    L = options.max_length
+    tok = loaded.tokenizer
+    enc_in = tok(sources, return_tensors="pt", padding=True, truncation=True)
+    input_ids, am = enc_in["input_ids"].to(dev), enc_in["attention_mask"].to(dev)
+    gen_cfg = generation_config_for(model, 1, L, 1.0, False, dev)
+    processors = FastProcessors(logits_processors(model, gen_cfg, input_ids))
+    eos = vocab.eos_id
+    pad = pad_token_id(gen_cfg)
+    pad = eos if pad is None else pad
+    # the random numbers of every step, per input from its own generator (on the CPU: the same on any device)
+    uniforms = torch.cat([torch.rand(L, R, generator=g, dtype=torch.float64) for g in generators], 1).to(dev)
+
+    tables = build_negative_tables(vocab, [[([w], False) for w in s] for sets in banned for s in sets], dev)
+    row_set = torch.arange(B * R, device=dev) // M  # each row's negative set: the tables' row
+    ns = None
+    if not tables.empty:
+        ns = NegativeState(tables, row_set, vocab.boundary.to(dev), eos)
+        ns.set_token_info(vocab, dev)
+
+    lean = lean_step.for_model(model) if lean_step.default_on(dev) else None
+    enc = model.get_encoder()(input_ids=input_ids, attention_mask=am, return_dict=True)
+    start = torch.full((B,), _start_token(model, gen_cfg), dtype=torch.long, device=dev)
+    if lean is not None:
+        state = lean.start(enc.last_hidden_state, am, L)
+        first = state.step(start, 0)
+        state.repeat(R)
+        cache = row_mask = None
+    else:
+        out = model(encoder_outputs=enc, attention_mask=am, decoder_input_ids=start[:, None], use_cache=True)
+        cache, first = out.past_key_values, out.logits[:, -1, :]
+        repeat_rows(cache, R)
+        enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(R, dim=0)
+        row_mask = am.repeat_interleave(R, dim=0)
+    first_logp = torch.log_softmax(first.float(), dim=-1).repeat_interleave(R, dim=0)
+
+    H = B * R
+    rows = torch.arange(H, device=dev)  # the original row of each row still decoded
+    seqs = torch.full((H, L), pad, dtype=torch.long, device=dev)
+    seqs[:, 0] = start[0]
+    total = torch.zeros(H, dtype=torch.float64, device=dev)
+    length = torch.zeros(H, dtype=torch.long, device=dev)
+    done = torch.zeros(H, dtype=torch.bool, device=dev)
+    ended = torch.zeros(H, dtype=torch.bool, device=dev)  # finished with EOS, every token allowed
+    out_seqs, out_total, out_length, out_ended = seqs.clone(), total.clone(), length.clone(), ended.clone()
+    k = min(options.top_k, vocab.size)
+    steps = 0
+    for cur in range(1, L):
+        if first_logp is not None:
+            logp, first_logp = first_logp, None
+        elif lean is not None:
+            logp = torch.log_softmax(state.step(seqs[:, cur - 1], cur - 1).float(), dim=-1)
+        else:
+            out = model(
+                encoder_outputs=enc,
+                attention_mask=row_mask,
+                decoder_input_ids=seqs[:, cur - 1 : cur],
+                past_key_values=cache,
+                use_cache=True,
+            )
+            cache = out.past_key_values
+            logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+        logp = processors(seqs[:, :cur], logp)
+        steps += 1
+        work = logp
+        if ns is not None:
+            if options.discourage is None:
+                work = logp.clone()
+                ns.apply_bans(work, float("-inf"))
+            else:
+                work = logp - options.discourage * ns.ban_mask().float()
+        if options.temperature != 1.0:
+            work = work / options.temperature
+        top_v, top_i = torch.topk(work, k, dim=1)
+        dead = ~torch.isfinite(top_v[:, 0])  # every token banned: the row cannot go on
+        probs = torch.softmax(top_v.masked_fill(dead[:, None], 0.0).double(), dim=1)
+        cdf = probs.cumsum(1)
+        u = uniforms[cur - 1].index_select(0, rows) * cdf[:, -1]
+        pick = torch.searchsorted(cdf, u[:, None]).clamp_(max=k - 1)
+        token = top_i.gather(1, pick)[:, 0].masked_fill(done, pad)
+        live = ~done & ~dead
+        total += torch.where(live, logp.gather(1, token[:, None])[:, 0].double(), 0.0)
+        length += live.long()
+        seqs[:, cur] = token
+        if ns is not None:
+            node, g = ns.advance(torch.arange(len(rows), device=dev), token, ns.bidx)
+            ns.select(None, node, g)
+        newly = live & (token == eos)
+        ended |= newly
+        done |= newly | dead
+        if bool(done.all()) or cur + 1 >= L:
+            break
+        finished_inputs = done.view(-1, R).all(1)
+        if bool(finished_inputs.any()):  # drop inputs whose every row is done (their state is kept aside)
+            keep_inputs = torch.nonzero(~finished_inputs)[:, 0]
+            gone = torch.nonzero(finished_inputs.repeat_interleave(R))[:, 0]
+            out_seqs[rows[gone]], out_total[rows[gone]] = seqs[gone], total[gone]
+            out_length[rows[gone]], out_ended[rows[gone]] = length[gone], ended[gone]
+            keep = torch.nonzero(~finished_inputs.repeat_interleave(R))[:, 0]
+            rows, seqs, total, length = rows[keep], seqs[keep], total[keep], length[keep]
+            done, ended = done[keep], ended[keep]
+            if ns is not None:
+                ns.keep_rows(keep, ns.bidx[keep])
+            if lean is not None:
+                state.select(keep, keep_inputs)
+            else:
+                select_rows(cache, keep, keep)
+                enc.last_hidden_state = enc.last_hidden_state.index_select(0, keep)
+                row_mask = row_mask.index_select(0, keep)
+    out_seqs[rows], out_total[rows], out_length[rows], out_ended[rows] = seqs, total, length, ended
+    if stats is not None:
+        stats["steps"] = stats.get("steps", 0) + steps
+        stats["rows"] = stats.get("rows", 0) + H
+    results: list[list[tuple[list[int], float, int] | None]] = []
+    seq_list, tot_list, len_list, end_list = (
+        out_seqs.tolist(),
+        out_total.tolist(),
+        out_length.tolist(),
+        out_ended.tolist(),
+    )
+    for b in range(B):
+        per = []
+        for r in range(b * R, (b + 1) * R):
+            n = len_list[r]
+            per.append((seq_list[r][1:n], tot_list[r], n) if end_list[r] else None)
+        results.append(per)
+    return results
+
+
+@torch.inference_mode()
+def backward_nll(backward: LoadedModel, candidates: list[str], target: str) -> list[float]:
+    """NLL per token (EOS included) of ``target`` given each candidate under the ``backward`` model,
+    teacher-forced, in batches."""
+    tok, model, dev = backward.tokenizer, backward.model, backward.device
+    out: list[float] = []
+    for k in range(0, len(candidates), BACKWARD_BATCH):
+        part = candidates[k : k + BACKWARD_BATCH]
+        enc = tok(part, text_target=[target] * len(part), return_tensors="pt", padding=True, truncation=True)
+        labels = enc["labels"].to(dev)
+        pad = tok.pad_token_id
+        mask = labels != pad if pad is not None else torch.ones_like(labels, dtype=torch.bool)
+        logits = model(
+            input_ids=enc["input_ids"].to(dev), attention_mask=enc["attention_mask"].to(dev), labels=labels
+        ).logits
+        logp = torch.log_softmax(logits.float(), dim=-1).gather(2, labels[:, :, None])[:, :, 0]
+        nll = -(logp * mask).sum(1) / mask.sum(1).clamp(min=1)
+        out += nll.tolist()
+    return out
+
+
+def choose_outputs(reference: str, candidates: list[Candidate], options: DiverseOptions) -> tuple[list[dict], int]:
+    """The kept paraphrases of ``candidates`` (already scored and filtered), and the clusters formed:
+    merged by their comparable words (best score kept), clustered with the reference pinned as point 0,
+    the best of each other cluster, best first, ``options.keep`` at most."""
+    best: dict[tuple[str, ...], Candidate] = {}
+    for c in sorted(candidates, key=lambda c: (c.score, c.text)):
+        best.setdefault(tuple(comparable_words(c.text)), c)
+    points = list(best.values())  # best first
+    if not points:
+        return [], 1
+    dist = distance_matrix([reference, *(c.text for c in points)])
+    clustering = k_medoids(dist, options.clusters)
+    scores = [0.0, *(c.score for c in points)]
+    picked = pick_per_cluster(clustering, scores)[: options.keep]
+    outputs = [
+        {
+            "text": points[i - 1].text,
+            "score": round(points[i - 1].score, SCORE_DIGITS),
+            "rank": rank,
+            "cluster": cluster,
+            "banned": points[i - 1].banned,
+        }
+        for rank, (i, cluster) in enumerate(picked, 1)
+    ]
+    return outputs, len(clustering.medoids)
+
+
+def default_inputs_per_batch(loaded: LoadedModel) -> int:
+    """Inputs decoded together when ``batch_size`` is None: each is ``negative_sets x samples`` rows."""
+    return CUDA_INPUTS if loaded.device.type == "cuda" else CPU_INPUTS
+
+
+def diverse_decode(
+    loaded: LoadedModel,
+    sources: list[str],
+    references: list[str | None] | None = None,
+    *,
+    options: DiverseOptions | None = None,
+    backward: LoadedModel | None = None,
+    stats: dict | None = None,
+    **changes: Any,
+) -> list[DiverseResult]:
+    """ParaBank 2's diverse paraphrases of each source (the module's docstring), in input order.
+    ``references``: what the negative sets are drawn from and the pinned cluster sits on (default, or
+    None for a line: the source). ``stats`` (if given) grows by ``steps`` and ``rows`` decoded."""
+    options = options or DiverseOptions()
+    if changes:
+        options = options.replace(**changes)
+    for model, role in ((loaded, "--model"), (backward, "--backward-model")):
+        if model is not None and model.causal:
+            # the sampler's rows share one encoder pass; a decoder-only model has none (issue 40 decodes it
+            # under constraints with beam search, not yet in this mode)
+            raise DecodeOptionsError(
+                f"{role}: {model.path} is a decoder-only model; --diverse samples encoder-decoder (seq2seq) "
+                "models only: use beam search with --prompt-template for it"
+            )
+    refs = [(r or s) for s, r in zip(sources, references or [None] * len(sources))]
+    if len(refs) != len(sources):
+        raise ValueError("one reference (or None) per source is needed")
+    per_batch = options.batch_size or default_inputs_per_batch(loaded)
+    results: list[DiverseResult] = []
+    tok = loaded.tokenizer
+    for k in range(0, len(sources), per_batch):
+        srcs, rfs = sources[k : k + per_batch], refs[k : k + per_batch]
+        seeds = [input_seed(options.seed, s, r) for s, r in zip(srcs, rfs)]
+        sets = [draw_negative_sets(r, options, random.Random(seed)) for r, seed in zip(rfs, seeds)]
+        gens = [torch.Generator().manual_seed(seed) for seed in seeds]
+        rows = sample_batch(loaded, srcs, sets, gens, options, stats)
+        for src, ref, input_sets, input_rows in zip(srcs, rfs, sets, rows):
+            counts = {"sampled": options.rows, "finished": 0, "violating": 0, "non_word": 0}
+            by_text: dict[str, Candidate] = {}
+            for r, row in enumerate(input_rows):
+                if row is None:
+                    continue
+                ids, total, n = row
+                text = tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip()
+                if not words_of(text):
+                    continue
+                counts["finished"] += 1
+                banned = input_sets[r // options.samples]
+                if options.discourage is None and violations(
+                    text, normalise_constraints({"negative": [[w] for w in banned]})
+                ):
+                    counts["violating"] += 1  # safety net: the tables should make this 0
+                    continue
+                if not options.allow_non_words and non_words(text, ref):
+                    counts["non_word"] += 1
+                    continue
+                score = -total / n
+                if text not in by_text or score < by_text[text].score:
+                    by_text[text] = Candidate(text=text, score=score, banned=banned)
+            cands = list(by_text.values())
+            if backward is not None and cands:
+                for c, nll in zip(cands, backward_nll(backward, [c.text for c in cands], src)):
+                    c.score += nll
+            counts["distinct"] = len(cands)
+            cands = [c for c in cands if c.score <= options.max_nll]
+            counts["under_max_nll"] = len(cands)
+            outputs, counts["clusters"] = choose_outputs(ref, cands, options)
+            results.append(DiverseResult(source=src, reference=ref, outputs=outputs, counts=counts))
+    return results

@@ -1,0 +1,151 @@
+"""Which generated candidates are not paraphrases worth showing or releasing: the one rule that a HIT batch
+(``annotation.batches.non_word_screen``) and a release (``scoring.releases``) both apply.
+
+A candidate is left out when it is
+
+- a **copy** of its reference (``is_copy``, ``COPY_RULE``): equal after Unicode NFKC normalisation, case
+  folding and whitespace collapsing. A batch shows the reference's own copy only as an attention check; a
+  release leaves copies out (``export_release --keep-copies`` keeps them);
+- or holds a **non-word** (``NON_WORD_RULE``): a word of the candidate (``generation.vocabulary.text_words``)
+  that is neither a word of its own reference, nor a word type of the corpus it was generated from (the
+  corpus's IDF table), nor an English word in ``wordfreq``'s large English list with a Zipf frequency of at
+  least ``MIN_ZIPF`` (about one use in ten million words) that is not a function word with an inflection
+  (``inflected_function_word``: "tos", "buts", which a web crawl holds as typos and slang).
+
+The corpus alone is too small a dictionary: the 3,000-sentence demo corpus lacks "finding" and "harming", so a
+good paraphrase ("Ryanair chief praises report finding") was left out; English alone does not know a corpus's
+names and jargon. The Zipf floor keeps the decoder's inventions out even where a web crawl has seen them as
+typos: "fors" (Zipf 2.0) in "call fors dialogue", "reachinging" and "foesity" (absent), while rare real words
+pass ("obfuscate" 2.3, "quagmire" 2.8, "harming" 3.4).
+
+Why wordfreq: it bundles its data (no download at run time), is kept up to date, and its large English list
+(321,180 words, loaded in under a second once per process) covers rare real words that a word-list of a
+spell checker or lemminflect's lexicon (73,000 forms, about ten seconds to load) misses. Its code is Apache-2.0
+and its data CC BY-SA 4.0: Paraforge only looks words up in it and ships none of it (docs/reference/licences.md).
+
+A corpus with no IDF table (or a campaign with no known corpus) is not screened for non-words: the record says
+so, and every candidate is kept, in a batch and in a release alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import unicodedata
+from collections.abc import Container, Sequence
+
+from .models import Corpus
+from .vocabulary import corpus_vocabulary, non_words, text_words
+
+MIN_ZIPF = 2.25
+WORDLIST = "wordfreq large English list"
+# English's closed classes (prepositions, conjunctions, determiners, pronouns, auxiliaries): they take no
+# inflection, so such a word with one is the decoder's ("tos", "buts", "fors"), however often a crawl saw it
+FUNCTION_WORDS = frozenset(
+    """a about above after against along also although among an and any are as at be because been before
+    being below between both but by can could did do does down during each either for from had has have he
+    her him his how i if in into is it its may me might must my neither no nor not of off on once only onto
+    or our out over per shall she should since so some than that the their them then there these they this
+    those though through till to toward towards under unless until up upon us was we were what when where
+    whether which while who whom whose why will with within without would yet you your""".split()
+)
+INFLECTIONS = ("s", "es", "ing", "ed")
+COPY_RULE = (
+    "a paraphrase is a copy of its reference when both are equal after Unicode NFKC normalisation, case folding "
+    "and collapsing every run of whitespace to one space (leading and trailing whitespace dropped); punctuation "
+    "and every other character count"
+)
+NON_WORD_RULE = (
+    "a paraphrase holds a non-word when one of its words (spaCy tokens holding a letter, lower-cased; numbers, "
+    "URLs and e-mail addresses are never non-words) is neither a word of its reference, nor a word type of the "
+    f"corpus it was generated from, nor an English word with a Zipf frequency of at least {MIN_ZIPF} in the "
+    f"{WORDLIST} that is not a function word with an inflection ('tos', 'buts')"
+)
+COPY, NON_WORD = "copy", "non-word"
+
+
+def copy_key(text: str) -> str:
+    """The text as ``is_copy`` compares it (``COPY_RULE``)."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def is_copy(reference: str, paraphrase: str) -> bool:
+    """Whether ``paraphrase`` is its reference again (``COPY_RULE``): "The cat sat." and " the  CAT sat." are
+    copies; "The cat sat" (no full stop) is not. Only case and spacing are forgiven, because a change of
+    punctuation can be a change of meaning ("Let's eat, Grandma."), and the overlap and BLEU filters exist for
+    near-copies."""
+    return copy_key(reference) == copy_key(paraphrase)
+
+
+@functools.cache
+def english_words() -> frozenset[str]:
+    """The English words of ``WORDLIST`` at or above ``MIN_ZIPF`` (loaded once per process)."""
+    from wordfreq import get_frequency_dict  # its lists load on first use, not with the app
+
+    floor = 10 ** (MIN_ZIPF - 9)  # Zipf = log10 of the uses per billion words
+    return frozenset(w for w, f in get_frequency_dict("en", wordlist="large").items() if f >= floor)
+
+
+@dataclasses.dataclass(frozen=True)
+class Vocabulary:
+    """The words a candidate may use besides its reference's: the corpus's word types and English words."""
+
+    corpus: Container[str]
+    english: Container[str]
+    source: str  # what the record, the manifest and the card say was used
+
+    def __contains__(self, word: object) -> bool:
+        return word in self.corpus or (word in self.english and not inflected_function_word(str(word)))
+
+
+def inflected_function_word(word: str) -> bool:
+    """A function word with an inflection ("tos", "buts", "fors", "ofing"): never English, whatever its frequency."""
+    return word not in FUNCTION_WORDS and any(
+        word.endswith(end) and word[: -len(end)] in FUNCTION_WORDS for end in INFLECTIONS
+    )
+
+
+def screen_vocabulary(corpus: Corpus | None) -> tuple[Vocabulary | None, str]:
+    """(the vocabulary of the non-word rule for candidates generated from ``corpus``, what it is); None (and
+    why) when the corpus is unknown or has no IDF table yet: then nothing is a non-word."""
+    if corpus is None:
+        return None, "no known corpus (the campaign was not generated here): every candidate kept"
+    found = corpus_vocabulary(corpus)
+    if found is None:
+        return None, f"corpus {corpus.name!r} has no IDF table (its vocabulary): every candidate kept"
+    table, words = found
+    source = (
+        f"IDF table {table.name!r} of corpus {corpus.name!r} ({table.n_types} types) and the {WORDLIST} "
+        f"(Zipf >= {MIN_ZIPF})"
+    )
+    return Vocabulary(corpus=words, english=english_words(), source=source), source
+
+
+def pair_non_words(
+    pairs: Sequence[tuple[str, str]], vocabulary: Vocabulary | None, *, cached: bool = True
+) -> list[list[str]]:
+    """For each ``(reference, candidate)`` pair, the candidate's non-words (``NON_WORD_RULE``; none without a
+    vocabulary). Texts are tokenized once each (``text_words``, through the cache unless ``cached`` is false)."""
+    if vocabulary is None or not pairs:
+        return [[] for _ in pairs]
+    texts = sorted({t for pair in pairs for t in pair})
+    words = dict(zip(texts, text_words(texts, cached=cached)))
+    return [non_words(words[cand], words[ref], vocabulary) for ref, cand in pairs]
+
+
+def screen_verdicts(
+    pairs: Sequence[tuple[str, str]], vocabulary: Vocabulary | None, *, cached: bool = True
+) -> list[tuple[str | None, list[str]]]:
+    """For each ``(reference, candidate)``: (``COPY``, ``NON_WORD`` or None, the non-words found). A copy is a copy
+    whatever its words; the non-words of a copy are not looked for."""
+    copies = [is_copy(ref, cand) for ref, cand in pairs]
+    found = pair_non_words([p for p, c in zip(pairs, copies) if not c], vocabulary, cached=cached)
+    it = iter(found)
+    verdicts: list[tuple[str | None, list[str]]] = []
+    for copy in copies:
+        if copy:
+            verdicts.append((COPY, []))
+            continue
+        invented = next(it)
+        verdicts.append((NON_WORD if invented else None, invented))
+    return verdicts
