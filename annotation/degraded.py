@@ -87,6 +87,46 @@ def reference_rule_flags(reference: str, text: str) -> bool:
     return len(runs) == 1 and 2 <= runs[0][1] - runs[0][0] <= 6
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Detectability:
+    """How well a text-only detector separates checks from real candidates (AUC 0.5: chance)."""
+
+    checks: int
+    real: int
+    rule_finds: int  # checks the text rule flags
+    rule_flags_real: int  # real candidates it flags
+    rule_auc: float
+    classifier_auc: float  # a logistic regression on ``TextShape.features``, cross-validated
+
+
+def detectability(items: Sequence[tuple[str, str, bool]], *, seed: int = 0) -> Detectability:
+    """The issue's two detectors over (reference, text, is_check) items: the text rule and a logistic
+    regression on length difference, edit runs and edge words, its AUC from 5-fold stratified cross-validated
+    predictions. One measurement for the test and bench/quality.py (scikit-learn loads here, when measured)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    labels = [int(is_check) for _, _, is_check in items]
+    flags = [int(reference_rule_flags(reference, text)) for reference, text, _ in items]
+    features = [text_shape(reference, text).features() for reference, text, _ in items]
+    guessed = cross_val_predict(
+        LogisticRegression(max_iter=1000),
+        features,
+        labels,
+        cv=StratifiedKFold(5, shuffle=True, random_state=seed),
+        method="predict_proba",
+    )[:, 1]
+    return Detectability(
+        checks=sum(labels),
+        real=len(labels) - sum(labels),
+        rule_finds=sum(f for f, y in zip(flags, labels) if y),
+        rule_flags_real=sum(f for f, y in zip(flags, labels) if not y),
+        rule_auc=float(roc_auc_score(labels, flags)),
+        classifier_auc=float(roc_auc_score(labels, guessed)),
+    )
+
+
 def degraded_span_length(n_tokens: int) -> int:
     """The typical number of tokens a check removes from an ``n_tokens`` source (WMT's bad references grow
     the damage with the sentence: 2 up to 5 tokens, 3 up to 8, 4 up to 15, 5 up to 20, then 6); each

@@ -62,7 +62,7 @@ import django
 django.setup()
 
 from annotation.batches import HIT_SIZE, balanced_chunks, spread_order  # noqa: E402
-from annotation.degraded import degraded_candidate_text, reference_rule_flags, text_shape  # noqa: E402
+from annotation.degraded import degraded_candidate_text, detectability  # noqa: E402
 from annotation.models import CAMPAIGN_DEFAULTS  # noqa: E402
 from annotation.quality import attention_passed, attention_rule_fails, degraded_rule_fails, degraded_test  # noqa: E402
 
@@ -185,24 +185,19 @@ def sample_candidates(directory: Path, rng: random.Random) -> tuple[dict[str, st
 
 def disguise_table(args, rng: random.Random) -> None:
     """AUC of the text rule and of the classifier, old checks (baseline) against the product's."""
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import roc_auc_score
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
-
     refs, cands, source = sample_candidates(Path(args.parabank), rng)
     print(f"\n## Can a check be picked out from its text? ({source})")
     print("| kind of check | real candidates | checks | rule finds | rule flags (real) | rule AUC | classifier AUC |")
     print("|---|---|---|---|---|---|---|")
     for name in ("old: the reference with one run swapped (baseline)", "product: a damaged real candidate"):
         make_rng = random.Random(args.seed)
-        rows: list[tuple[list[float], int, bool]] = []
+        items: list[tuple[str, str, bool]] = []
         owed = make_rng.random()
         keys = sorted(cands)
         donors = [refs[k] for k in keys]
         for key in keys:
             reference, real = refs[key], cands[key]
-            rows += [(text_shape(reference, c).features(), 0, reference_rule_flags(reference, c)) for c in real]
+            items += [(reference, c, False) for c in real]
             tried = False
             for chunk in balanced_chunks(real, HIT_SIZE):
                 owed += args.degraded_rate
@@ -219,21 +214,11 @@ def disguise_table(args, rng: random.Random) -> None:
                     text = made and made[0]
                 if text:
                     owed -= 1.0
-                    rows.append((text_shape(reference, text).features(), 1, reference_rule_flags(reference, text)))
-        x = np.array([r[0] for r in rows])
-        y = np.array([r[1] for r in rows])
-        flags = np.array([float(r[2]) for r in rows])
-        guessed = cross_val_predict(
-            LogisticRegression(max_iter=1000),
-            x,
-            y,
-            cv=StratifiedKFold(5, shuffle=True, random_state=args.seed),
-            method="predict_proba",
-        )[:, 1]
+                    items.append((reference, text, True))
+        m = detectability(items, seed=args.seed)
         print(
-            f"| {name} | {int((y == 0).sum())} | {int(y.sum())} | {int(flags[y == 1].sum())}/{int(y.sum())} | "
-            f"{int(flags[y == 0].sum())}/{int((y == 0).sum())} | {roc_auc_score(y, flags):.3f} | "
-            f"{roc_auc_score(y, guessed):.3f} |"
+            f"| {name} | {m.real} | {m.checks} | {m.rule_finds}/{m.checks} | {m.rule_flags_real}/{m.real} | "
+            f"{m.rule_auc:.3f} | {m.classifier_auc:.3f} |"
         )
 
 

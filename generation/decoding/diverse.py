@@ -43,7 +43,7 @@ from typing import Any
 import torch
 
 from ..decode_options import DecodeOptionsError, DiverseOptions
-from ..morphology import known_words
+from ..morphology import capitalised, known_words
 from . import fast_step as lean_step, normalise_constraints, violations
 from .banned import NegativeState, build_negative_tables
 from .clustering import comparable_words, distance_matrix, k_medoids, pick_per_cluster
@@ -126,7 +126,7 @@ def ban_pool(reference: str, options: DiverseOptions) -> list[str]:
 def casing_variants(word: str) -> list[str]:
     """The forms a banned word is banned in: lowercase, capitalised, and as written (each once)."""
     low = word.lower()
-    return list(dict.fromkeys([low, low[:1].upper() + low[1:], word]))
+    return list(dict.fromkeys([low, capitalised(low), word]))
 
 
 def draw_negative_sets(reference: str, options: DiverseOptions, rng: random.Random) -> list[list[str]]:
