@@ -25,8 +25,10 @@ from rest_framework.response import Response
 
 from api.openapi import api_errors
 from api.permissions import staff_with_perms
+from jobs.params import from_values
 
-from .batches import BatchError, batch_cost_estimate_usd, hit_batch_create
+from .batch_params import BatchError, BatchParams
+from .batches import batch_cost_estimate_usd, hit_batch_create
 from .campaigns import campaign_lookup
 from .exports import RESULTS_PERMS, batch_results_csv
 from .models import Batch, Hit
@@ -236,9 +238,8 @@ def campaign_batch_create(request: Request, campaign: str) -> Response:
             {"detail": "invalid batch", "code": "invalid", "errors": incoming.errors},
             status=status.HTTP_400_BAD_REQUEST,
         )
-    arguments = {k: v for k, v in incoming.validated_data.items() if v is not None}
-    try:
-        batch = hit_batch_create(campaign=target, **arguments)
+    try:  # absent or null arguments keep BatchParams' defaults
+        batch = hit_batch_create(campaign=target, params=from_values(BatchParams, incoming.validated_data))
     except BatchError as exc:
         return Response({"detail": str(exc), "code": "invalid"}, status=status.HTTP_400_BAD_REQUEST)
     try:

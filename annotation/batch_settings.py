@@ -1,6 +1,6 @@
 """The schema of ``Batch.settings`` and its one check, shared by every path that makes or uses a batch:
-``hit_batch_create`` (the CLI and the admin), the MTurk provider's ``batch_mturk_config`` and the EASL
-rounds' ``easl_config``.
+``BatchParams`` (``annotation.batch_params``: the CLI, the admin and the API), the MTurk provider's
+``batch_mturk_config`` and the EASL rounds' ``easl_config``.
 
 ``Batch.settings`` holds what the researcher chose, and nothing else (what a provider learns lives in
 ``Batch.provider_state``). Every key is in ``SCHEMA`` with its type; an unknown key is refused with the

@@ -41,17 +41,23 @@ import random
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from .batch_settings import ATTENTION_PASS_MARK_DEFAULT, BatchSettingsError, batch_label_check, batch_settings_clean
+from generation.generation_job import KIND as GENERATE_KIND
+from generation.models import Corpus
+
+from .batch_params import (
+    BatchError,
+    BatchParams,
+    provider_name_check,
+)
+from .batch_settings import ATTENTION_PASS_MARK_DEFAULT
 from .degraded import degraded_candidate_text
-from .importers import not_utf8_message
+from .importers import ImportFormatError, user_file_lines
 from .models import (
     ATTENTION_SYSTEM,
     DEGRADED_SYSTEM,
-    LENGTH_BUCKETS,
     Batch,
     BatchStatus,
     Campaign,
@@ -63,18 +69,8 @@ from .models import (
     Reference,
 )
 
-if TYPE_CHECKING:
-    from generation.models import Corpus
-
-PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk", "prolific")
-HIT_SIZE = 5
 DEFAULT_ASSIGNMENT_DURATION_S = 3600
-DEFAULT_DEGRADED_RATE = 0.1
 NON_WORD_EXAMPLES = 5  # left-out candidates recorded in the batch's settings, to show what the rule did
-
-
-class BatchError(ValueError):
-    """Arguments that cannot make a batch (the message says why)."""
 
 
 def attention_copy(reference: Reference) -> Candidate:
@@ -155,23 +151,20 @@ def baseline_candidates_import(*, campaign: Campaign, path, system: str = "35") 
     path = Path(path)
     if path.is_dir():
         raise BatchError(f"{path}: is a directory, not a baseline TSV file")
+    lines = user_file_lines(path)  # infra.textfiles: gzip by magic bytes, BOM, strict UTF-8 naming line and byte
     try:
-        f = path.open(encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise BatchError(f"{path}: cannot open: {exc.strerror or exc}") from exc
-    with f:
-        try:
-            reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-            missing = {"ref_id", "candidate"} - set(reader.fieldnames or ())
-            if missing:
-                raise BatchError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-            rows = [
-                (reader.line_num, r["ref_id"], (r.get("sys_id") or system).split(), (r["candidate"] or "").strip())
-                for r in reader
-            ]
-        except UnicodeDecodeError as exc:
-            line, reason = not_utf8_message(path, exc)
-            raise BatchError(f"{path}:{line}: {reason}" if line else f"{path}: {reason}") from exc
+        reader = csv.DictReader((line for _, line in lines), delimiter="\t", quoting=csv.QUOTE_NONE)
+        missing = {"ref_id", "candidate"} - set(reader.fieldnames or ())
+        if missing:
+            raise BatchError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+        rows = [
+            (reader.line_num, r["ref_id"], (r.get("sys_id") or system).split(), (r["candidate"] or "").strip())
+            for r in reader
+        ]
+    except ImportFormatError as exc:
+        raise BatchError(str(exc)) from exc
+    finally:
+        lines.close()
     refs = {r.ref_id: r for r in Reference.objects.filter(campaign=campaign, ref_id__in={row[1] for row in rows})}
     for lineno, ref_id, _, text in rows:
         if ref_id not in refs:
@@ -184,16 +177,6 @@ def baseline_candidates_import(*, campaign: Campaign, path, system: str = "35") 
             for s in systems:
                 CandidateSystem.objects.get_or_create(candidate=cand, system=s)
     return len(rows)
-
-
-def batch_settings_check(settings: dict | None) -> dict:
-    """The batch settings with every number checked (type and range; see ``annotation.batch_settings``) and
-    integers normalised; a bad value raises ``BatchError`` naming the key. The CLI and the admin both reach
-    it through ``hit_batch_create``."""
-    try:
-        return batch_settings_clean(settings)
-    except BatchSettingsError as exc:
-        raise BatchError(str(exc)) from exc
 
 
 def batch_publish_check(*, provider: str, settings: dict | None = None, cost_usd: Decimal | None = None) -> None:
@@ -214,9 +197,7 @@ def batch_publish_check(*, provider: str, settings: dict | None = None, cost_usd
 
 
 def _provider_fields(provider: str) -> tuple[str, dict]:
-    if provider not in PROVIDER_NAMES:
-        raise BatchError(f"unknown provider {provider!r}: choose one of {', '.join(PROVIDER_NAMES)}")
-    if provider == "local":
+    if provider_name_check(provider) == "local":
         return Provider.LOCAL, {}
     if provider == "prolific":
         return Provider.PROLIFIC, {}
@@ -238,10 +219,8 @@ def _is_degraded(candidate: Candidate) -> bool:
 def campaign_corpus(campaign: Campaign) -> Corpus | None:
     """The corpus the campaign's candidates were generated from (its ``generate`` job's), or None for a
     campaign made otherwise (imported judgments, a sample built by hand): its vocabulary is unknown."""
-    from generation.models import Corpus
-
     job = campaign.job
-    if job is None or job.kind != "generate" or not (job.params or {}).get("corpus"):
+    if job is None or job.kind != GENERATE_KIND or not (job.params or {}).get("corpus"):
         return None
     return Corpus.objects.filter(pk=job.params["corpus"]).first()
 
@@ -344,73 +323,29 @@ def _plan(
     return [plan[i] for i in order]
 
 
-def hit_batch_create(
-    *,
-    campaign: Campaign,
-    provider: str,
-    per_length: int = 100,
-    lengths=LENGTH_BUCKETS,
-    assignments: int = 3,
-    attention_rate: float = 0.1,
-    seed: int = 0,
-    baseline=None,
-    baseline_system: str = "35",
-    hit_size: int = HIT_SIZE,
-    label: str = "",
-    settings: dict | None = None,
-    degraded_rate: float | None = None,
-) -> Batch:
+def hit_batch_create(*, campaign: Campaign, params: BatchParams) -> Batch:
     """Build a draft batch of HITs from the campaign's sample (see the module docstring).
 
-    ``provider``: local | mturk-sandbox | mturk. ``baseline``: an optional TSV of baseline outputs added to
-    the candidates first (``baseline_candidates_import``). ``settings`` go to ``Batch.settings`` (reward,
-    durations, qualifications for MTurk; ``assignment_duration_s`` for the local provider; ``mode`` and
-    ``easl`` for EASL rounds): every number in them is checked first (``batch_settings_check``), so a bad
-    value is refused before anything is written. ``degraded_rate`` (None: the settings' ``degraded_rate``,
-    else 0.1) is the share of HITs with a degraded check (a damaged copy of a candidate). Candidates with
-    non-words are left out unless the setting ``drop_non_words`` is false (``non_word_screen``)."""
-    settings = batch_settings_check(settings)
-    try:  # every path a label enters (the admin, the API, create_hit_batch --label) comes through here
-        label = batch_label_check(label)
-    except BatchSettingsError as exc:
-        raise BatchError(str(exc)) from None
-    given = settings.get("degraded_rate")
-    if degraded_rate is not None and given is not None and float(degraded_rate) != given:
-        raise BatchError(
-            f"--degraded-rate {degraded_rate} and batch setting 'degraded_rate' {given} disagree: give one"
-        )
-    if degraded_rate is None:
-        degraded_rate = DEFAULT_DEGRADED_RATE if given is None else given
-    if (
-        isinstance(degraded_rate, bool)
-        or not isinstance(degraded_rate, (int, float))
-        or not 0.0 <= degraded_rate <= 1.0
-    ):
-        raise BatchError("--degraded-rate must be between 0 and 1")
-    if per_length < 1:
-        raise BatchError("--per-length must be at least 1")
-    if assignments < 1:
-        raise BatchError("--assignments must be at least 1")
-    if not 0.0 <= attention_rate <= 1.0:
-        raise BatchError("--attention-rate must be between 0 and 1")
-    if hit_size < 2:
-        raise BatchError("a HIT needs at least 2 candidates")
-    lengths = tuple(int(x) for x in lengths)
-    if not lengths:
-        raise BatchError("no length buckets given")
-    provider_name, provider_settings = _provider_fields(provider)
-    if baseline:
-        baseline_candidates_import(campaign=campaign, path=baseline, system=baseline_system)
+    ``params`` (``annotation.batch_params.BatchParams``) was checked when made, so a bad value is refused
+    before anything is written. ``baseline``: an optional TSV of baseline outputs added to the candidates
+    first (``baseline_candidates_import``). ``settings`` go to ``Batch.settings`` (reward, durations,
+    qualifications for MTurk; ``assignment_duration_s`` for the local provider; ``mode`` and ``easl`` for EASL
+    rounds). ``degraded_rate`` is the share of HITs with a degraded check (a damaged copy of a candidate).
+    Candidates with non-words are left out unless the setting ``drop_non_words`` is false (``non_word_screen``)."""
+    settings, lengths, per_length, seed = params.settings, params.lengths, params.per_length, params.seed
+    provider_name, provider_settings = _provider_fields(params.provider)
+    if params.baseline:
+        baseline_candidates_import(campaign=campaign, path=params.baseline, system=params.baseline_system)
     rng = random.Random(seed)
     references = _sample_references(campaign, lengths, per_length, rng)
     drop_non_words = settings.get("drop_non_words") is not False
     left_out, non_words = non_word_screen(campaign, references, drop=drop_non_words)
     plan = _plan(
         references,
-        hit_size=hit_size,
-        attention_rate=attention_rate,
+        hit_size=params.hit_size,
+        attention_rate=params.attention_rate,
         rng=rng,
-        degraded_rate=float(degraded_rate),
+        degraded_rate=params.degraded_rate,
         seed=seed,
         left_out=left_out,
     )
@@ -433,26 +368,30 @@ def hit_batch_create(
         **provider_settings,
         "per_length": per_length,
         "lengths": list(lengths),
-        "assignments": assignments,
-        "attention_rate": attention_rate,
+        "assignments": params.assignments,
+        "attention_rate": params.attention_rate,
         # stated with the batch, so that a later change of the default never re-marks its checks
         "attention_pass_mark": ATTENTION_PASS_MARK_DEFAULT
         if settings.get("attention_pass_mark") is None
         else settings["attention_pass_mark"],
-        "degraded_rate": float(degraded_rate),
+        "degraded_rate": params.degraded_rate,
         "seed": seed,
-        "hit_size": hit_size,
+        "hit_size": params.hit_size,
         "drop_non_words": drop_non_words,
         "non_words": non_words,
     }
     with transaction.atomic():
         batch = Batch.objects.create(
-            campaign=campaign, provider=provider_name, label=label, settings=batch_settings, status=BatchStatus.DRAFT
+            campaign=campaign,
+            provider=provider_name,
+            label=params.label,
+            settings=batch_settings,
+            status=BatchStatus.DRAFT,
         )
         copies = {ref.pk: attention_copy(ref) for ref, _, attention, _ in plan if attention}
         degraded = {ref.pk: degraded_copy(ref, *made) for ref, _, _, made in plan if made is not None}
         hits = Hit.objects.bulk_create(
-            [Hit(batch=batch, reference=ref, max_assignments=assignments) for ref, _, _, _ in plan]
+            [Hit(batch=batch, reference=ref, max_assignments=params.assignments) for ref, _, _, _ in plan]
         )
         items: list[HitItem] = []
         for hit, (ref, cands, attention, made) in zip(hits, plan):

@@ -15,6 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from config.converters import MAX_ID
+from generation.generation_job import KIND as GENERATE_KIND
 from generation.models import Corpus, Resource
 from generation.nlp import SpacyModelMissing
 from generation.vocabulary import text_words
@@ -135,10 +136,9 @@ def sample_campaign_link(resource: Resource) -> str | None:
 
 def register_generation_hooks() -> None:
     """Called from AnnotationConfig.ready(): generation reaches annotation only through these hooks."""
-    from generation.generation_job import KIND
     from generation.hooks import add_name_check, add_sample_link
     from jobs.registry import add_finish_hook
 
-    add_finish_hook(KIND, campaign_from_generation_job)
+    add_finish_hook(GENERATE_KIND, campaign_from_generation_job)
     add_name_check(campaign_name_taken)
     add_sample_link(sample_campaign_link)

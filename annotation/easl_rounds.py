@@ -20,9 +20,9 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotation import easl
+from annotation.batch_params import DEFAULT_DEGRADED_RATE
 from annotation.batch_settings import BatchSettingsError, easl_settings_clean, rate_check
 from annotation.batches import (
-    DEFAULT_DEGRADED_RATE,
     attention_copy,
     degraded_copy,
     degraded_for_hit,

@@ -30,7 +30,6 @@ Rules:
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import dataclasses
 from collections import defaultdict
@@ -92,34 +91,6 @@ def delimiter_check(delimiter: str | None) -> str | None:
     return delimiter
 
 
-def undecodable_line(path) -> tuple[int, str] | None:
-    """(line number, what is wrong) of the file's first line that is not UTF-8 (a leading byte-order mark
-    allowed), or None. Lines split at LF; no UTF-8 sequence contains that byte, so the count is exact.
-
-    Only for annotation/batches.py's own strict reader (with :func:`not_utf8_message`); this module reads
-    through infra.textfiles."""
-    try:
-        with open(path, "rb") as handle:
-            for lineno, raw in enumerate(handle, start=1):
-                if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8) :]
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    return lineno, f"byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line"
-    except OSError:
-        return None
-    return None
-
-
-def not_utf8_message(path, exc: UnicodeDecodeError) -> tuple[int | None, str]:
-    """(line, reason) for a file that failed to decode: the line and byte, not the decoder's chunk offset."""
-    found = undecodable_line(path)
-    if found is None:
-        return None, f"not UTF-8 ({exc.reason}); save it as UTF-8"
-    return found[0], f"not UTF-8 ({found[1]}); save it as UTF-8"
-
-
 @dataclasses.dataclass
 class ImportSummary:
     campaign: str
@@ -142,9 +113,10 @@ class ImportSummary:
         return dataclasses.asdict(self)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a judgments file read through infra.textfiles (gzip, BOM, strict UTF-8);
-    unreadable or not UTF-8 -> ImportFormatError naming the line and the byte."""
+def user_file_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a user's file (judgments, a batch's baseline outputs) read through
+    infra.textfiles (gzip by magic bytes, BOM, strict UTF-8), line endings kept for the ``csv`` module;
+    unreadable or not UTF-8 -> ImportFormatError naming the line and the byte. Close it when done."""
     try:
         lines = read_lines(path, newline="")  # newline="": the csv module splits quoted fields itself
     except OSError as exc:
@@ -161,7 +133,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 def read_tsv(path, required: tuple[str, ...]):
     """Yield (line number, {column: value}) of a headed, unquoted TSV; blank lines are skipped."""
     path = Path(path)
-    lines = _lines(path)
+    lines = user_file_lines(path)
     try:
         header_line = next(lines, (1, ""))[1]
         header = [h.strip() for h in header_line.rstrip("\r\n").split("\t")]
@@ -488,7 +460,7 @@ def import_generic(
         delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     col = {f: mapping.get(f, f) for f in GENERIC_FIELDS}
     rows: list[_Row] = []
-    lines = _lines(path)
+    lines = user_file_lines(path)
     with contextlib.closing(lines):
         try:
             reader = csv.DictReader((line for _, line in lines), delimiter=delimiter)

@@ -36,10 +36,14 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_UP, ROUND_UP, Decimal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .split_half import half_sizes, spearman_brown, spearman_rows, split_half_label, stepped_up
+
+if TYPE_CHECKING:
+    from .batch_params import BatchParams
 
 # --- the model (pure) ---------------------------------------------------------------------------------
 
@@ -353,8 +357,8 @@ def references_per_length(campaign, lengths: Iterable[int]) -> dict[int, int]:
     return {int(length): int(counts.get(length, 0)) for length in lengths}
 
 
-def batch_plan(*, campaign, **create) -> PlannedBatch:
-    """What ``hit_batch_create(campaign=campaign, **create)`` would make and the provider's cost estimate of it
+def batch_plan(*, campaign, params: BatchParams) -> PlannedBatch:
+    """What ``hit_batch_create(campaign=campaign, params=params)`` would make and the provider's cost estimate of it
     (``batch_cost_estimate_usd``), made inside a transaction that is then rolled back: nothing stays. Raises
     what they raise (``BatchError``, a provider's error for settings it cannot price)."""
     from django.db import transaction
@@ -366,7 +370,7 @@ def batch_plan(*, campaign, **create) -> PlannedBatch:
     found: list[PlannedBatch] = []
     try:
         with transaction.atomic():
-            batch = hit_batch_create(campaign=campaign, **create)
+            batch = hit_batch_create(campaign=campaign, params=params)
             items = HitItem.objects.filter(hit__batch=batch)
             provider = get_provider(batch)
             cost = batch_cost_estimate_usd(batch=batch)
@@ -475,11 +479,11 @@ class BatchPreview:
         return None if self.hours is None else duration_text(self.hours)
 
 
-def batch_preview(*, campaign, raters_at_once: int | None = None, **create) -> BatchPreview:
-    """The power, cost and time of the batch ``hit_batch_create(campaign=campaign, **create)`` would make,
+def batch_preview(*, campaign, params: BatchParams, raters_at_once: int | None = None) -> BatchPreview:
+    """The power, cost and time of the batch ``hit_batch_create(campaign=campaign, params=params)`` would make,
     without making it (see the module docstring for the model and what it assumes)."""
-    plan = batch_plan(campaign=campaign, **create)
-    assignments = int(create.get("assignments", 3))
+    plan = batch_plan(campaign=campaign, params=params)
+    assignments = params.assignments
     reliability = reliability_preview(campaign_noise(campaign), candidates=plan.real_candidates, raters=assignments)
     seconds, pace_source = pace_seconds_per_hit(campaign)
     if raters_at_once:
@@ -492,7 +496,7 @@ def batch_preview(*, campaign, raters_at_once: int | None = None, **create) -> B
             else (assignments, "the assignments per HIT: the fewest people who can finish it")
         )
     hours = finish_hours(seconds_per_hit=seconds, hits=plan.hits, assignments=assignments, raters_at_once=raters)
-    prolific = create.get("provider") == "prolific"
+    prolific = params.provider == "prolific"
     pay = prolific_pay(plan.settings) if prolific else None
     warnings = []
     if pay is not None and pay.below_minimum:
@@ -506,7 +510,7 @@ def batch_preview(*, campaign, raters_at_once: int | None = None, **create) -> B
         warnings.append(
             f"{raters} people working at once cannot finish it: each HIT needs {assignments} different people"
         )
-    refused = publish_url_problem(str(create.get("provider", "")), plan.settings)
+    refused = publish_url_problem(params.provider, plan.settings)
     if refused is not None:
         warnings.append(
             f"Publish will refuse this batch until it has an https public address: {refused}. You can still "
@@ -514,7 +518,7 @@ def batch_preview(*, campaign, raters_at_once: int | None = None, **create) -> B
         )
     notes = [plan.sample_note]
     if prolific:
-        notes.append(session_note(create.get("settings") or {}, plan.settings, hits=plan.hits))
+        notes.append(session_note(params.settings, plan.settings, hits=plan.hits))
     advice = []
     if reliability.expected < LOW_RELIABILITY and reliability.for_080:
         advice.append(

@@ -7,8 +7,8 @@ from rest_framework import serializers
 
 from api.fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
 
+from .batch_params import PROVIDER_NAMES
 from .batch_settings import LABEL_RULE, MAX_BUCKET_LENGTH, MAX_BUCKETS, MAX_LABEL, BatchSettingsError, batch_label_check
-from .batches import PROVIDER_NAMES
 from .models import Assignment, Batch, Hit, judgment_value_error
 from .submissions import MAX_COMMENT
 from .tokens import item_key

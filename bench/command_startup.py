@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+# The numerical and model libraries that a command's help, argument error or lookup error must not import
+# (tests/test_command_imports.py: none of them). This bench prints which a case imported, celery too.
 HEAVY = (
     "numpy",
     "scipy",
@@ -42,18 +44,30 @@ HEAVY = (
     "pandas",
     "pyarrow",
     "matplotlib",
-    "celery",
+    "joblib",
 )
+REPORTED = (*HEAVY, "celery")
+LOADED = "LOADED "  # the mark of the probe's line on stderr
 
-# Prints the heavy libraries a command left in sys.modules (after the command ran, whatever its exit).
-PROBE = (
-    "import atexit, os, sys\n"
-    "heavy = {heavy!r}\n"
-    "atexit.register(lambda: os.write(2, ('\\nLOADED ' + ','.join(m for m in heavy if m in sys.modules) + '\\n')"
-    ".encode()))\n"
-    "sys.argv = ['manage.py'] + sys.argv[1:]\n"
-    "import runpy; runpy.run_path('manage.py', run_name='__main__')\n"
-)
+
+def probe_source(modules: tuple[str, ...] = HEAVY) -> str:
+    """``python -c`` source that runs ``manage.py`` with its own ``sys.argv[1:]`` and, as it exits (whatever the
+    exit status), writes on stderr a line ``LOADED a,b`` naming which of ``modules`` are in ``sys.modules``."""
+    return (
+        "import atexit, os, sys\n"
+        f"heavy = {modules!r}\n"
+        f"atexit.register(lambda: os.write(2, ('\\n{LOADED}' + ','.join(m for m in heavy if m in sys.modules) + '\\n')"
+        ".encode()))\n"
+        "sys.argv = ['manage.py'] + sys.argv[1:]\n"
+        "import runpy; runpy.run_path('manage.py', run_name='__main__')\n"
+    )
+
+
+def loaded_by_probe(stderr: str) -> str | None:
+    """The modules a probe's run said it had loaded, comma-separated ("" for none); None when it said nothing."""
+    marks = [line for line in stderr.splitlines() if line.startswith(LOADED)]
+    return marks[-1][len(LOADED) :] if marks else None
+
 
 TWO_SENTENCES = "A man is playing a guitar on the stage.\nThe children were walking to school in the rain.\n"
 
@@ -96,7 +110,7 @@ def run(root: Path, args: list[str], env: dict[str, str], probe: bool = False) -
     if not args:
         argv = [sys.executable, "-c", "import django"]
     elif probe:
-        argv = [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args]
+        argv = [sys.executable, "-c", probe_source(REPORTED), *args]
     else:
         argv = [sys.executable, "manage.py", *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -112,8 +126,8 @@ def loaded_modules(root: Path, args: list[str], env: dict[str, str]) -> str:
     if not args:
         return "-"
     _, _, err, _ = run(root, args, env, probe=True)
-    lines = [line for line in err.splitlines() if line.startswith("LOADED ")]
-    return (lines[-1][len("LOADED ") :] or "none") if lines else "?"
+    loaded = loaded_by_probe(err)
+    return "?" if loaded is None else loaded or "none"
 
 
 def main() -> None:

@@ -24,10 +24,10 @@ constraint sets are counted once, outside the timed passes). It starts cold, as 
 ``generation.constraints.clear_caches()`` empties every per-word cache of selection (token texts' pool
 entries, negative phrases, morphological variants) and the PPDB index's phrase cache is emptied; only
 what a worker loads once per process is ready before timing (spaCy model, the IDF table, the PPDB index
-file, and what a Celery worker's start-up does, config/process_tuning.py: load lemminflect's tables and
-the lex-all and verb inflection indexes built from them, then freeze the garbage collector's view of
-everything loaded and raise its young threshold). Caches then fill as in a job: on each block
-the 34-system pass runs first (it pays the morphology misses), then the 37-system pass (it pays the PPDB
+file, and what a Celery worker's start-up does, generation/worker_start.py and config/process_tuning.py:
+load lemminflect's tables and the lex-all and verb inflection indexes built from them, then freeze the
+garbage collector's view of everything loaded and raise its young threshold). Caches then fill as in a job: on each
+block the 34-system pass runs first (it pays the morphology misses), then the 37-system pass (it pays the PPDB
 lookups). The ratio line is tagging seconds / selection seconds over that cold pass. The pass is made
 ``--repeat`` times (default 3, each cold again: caches emptied, sentences tagged again); each pass's
 ratios are printed, and the table and the verdict use the medians, since one pass swings by about 5% on
@@ -160,8 +160,9 @@ def main() -> None:
     sentences, source = load_sentences(args.n)
     nlp = load_pipeline(tagger=True)
     list(nlp.pipe(sentences[:200], batch_size=args.batch_size))  # warm-up (model load is not timed)
-    from config.process_tuning import load_tables_before_fork, tune_garbage_collector
+    from config.process_tuning import tune_garbage_collector
     from generation.constraints import clear_caches
+    from generation.worker_start import load_tables_before_fork
 
     # IDF over the corpus first (tokenizer only, as the IDF job counts), so selection can run per block.
     tokenizer = load_pipeline(tagger=False)
@@ -186,7 +187,7 @@ def main() -> None:
 
     # Interleaved blocks: tagging and selection of the same block run back to back, as in the job (and
     # both see the same load on a shared machine). Per-word caches start cold and fill as a job's would.
-    load_tables_before_fork()  # what a Celery worker does at start-up (config/celery.py), not timed:
+    load_tables_before_fork()  # what a Celery worker does at start-up (worker_start, celery.py), not timed:
     tune_garbage_collector()  # the selection tables, then gc.freeze() and the young GC threshold
     passes: list[tuple[float, float, float]] = []  # (tagging, selection 34, selection 37) seconds
     for _ in range(args.repeat):  # each pass cold: every per-word cache emptied first

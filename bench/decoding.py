@@ -54,6 +54,10 @@ best outputs (no constraints) equal D1's, and a summary of D's time against D1's
 bench/decoding_hf_constrained.py under PY (a venv with transformers 4.56, the last with ``force_words_ids``
 in core) on the same model, sentences and constraints, and adds its rows ("HF4.56 ...", best of
 ``--hf456-repeat`` runs, before ours, in a subprocess) to each table.
+
+Over 600 lines on purpose: a script that must run standalone (``python bench/decoding.py``, no app imports it),
+each decoder's row measured the same way on the same model and sentences in one process; what it measures is the
+app's (``generation.decoding``), only the harness lives here.
 """
 
 from __future__ import annotations
@@ -694,7 +698,7 @@ class Ct2Runner:
 def check_graph(m, sources, cons_for, max_length, beams, batches):
     """Decode with the bookkeeping replayed as a CUDA graph and eagerly: outputs and scores must be equal."""
     from generation.decoding import decode
-    from generation.decoding.dba import _GRAPH_FAILURES
+    from generation.decoding.cuda_graphs import GRAPH_FAILURES
 
     same = total = 0
     for beam in beams:
@@ -720,7 +724,7 @@ def check_graph(m, sources, cons_for, max_length, beams, batches):
                     same += [(o["text"], o["score"]) for o in e.outputs] == [(o["text"], o["score"]) for o in g.outputs]
     print(
         f"CUDA graph vs eager, every n-best output and score equal: {same}/{total} sentences"
-        f"{'' if not _GRAPH_FAILURES else '; capture FAILED, eager used: ' + _GRAPH_FAILURES[0]}"
+        f"{'' if not GRAPH_FAILURES else '; capture FAILED, eager used: ' + GRAPH_FAILURES[0]}"
     )
 
 

@@ -18,7 +18,7 @@ lowercased text without punctuation: ``scoring.diversity.bleu_no_bp``; "1-BLEU" 
   i < j), one corpus: higher = the outputs differ more from each other;
 * ``ref 1-BLEU``: 100 - BLEU of every output against its reference; ``ref I/U``: mean token intersection
   over union (sets of normalised tokens) with the reference, lower = further from it;
-* ``sim``: mean cosine of the packaged sentence encoder (``scoring.embeddings.pair_cosines``) between
+* ``sim``: mean cosine of the packaged sentence encoder (``scoring.similarity.embeddings.pair_cosines``) between
   output and reference; ``sim@1``: of the first output; for beam n-best also its best non-copy (the
   first output that is not the reference after normalisation), what the diverse rank 1 should match;
 * ``non-word``: share of outputs with a word (lowercased, with a letter) in neither lemminflect's word
@@ -71,7 +71,7 @@ def has_non_word(text: str, reference: str, lexicon: set[str]) -> bool:
 
 
 def measure(name: str, refs: list[str], outputs: list[list[str]], seconds: float, candidates: int, lexicon) -> dict:
-    from scoring.embeddings import pair_cosines
+    from scoring.similarity.embeddings import pair_cosines
 
     flat_refs = [r for r, outs in zip(refs, outputs) for _ in outs]
     flat = [o for outs in outputs for o in outs]

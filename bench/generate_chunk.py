@@ -3,13 +3,13 @@
 A chunk reads its shard, tags every reference with spaCy, selects each system's constraints, decodes every
 distinct (input, constraints) once and writes its candidate shard. Its rate can only approach the decoder's
 when the CPU parts run while the decoder works: the chunk prepares the next window (tagging and selection)
-in a background thread (``generation_job.PREPARE_AHEAD``). This measures, in one run and on the same
+in a background thread (``generation_job.pipeline.PREPARE_AHEAD``). This measures, in one run and on the same
 references:
 
 - ``decoder alone``: the chunk's own ``decode`` calls on inputs prepared beforehand (batches as the chunk
   makes them), timed alone;
 - ``preparation alone``: tagging and selection of every window, timed alone;
-- ``chunk, sequential`` (``PREPARE_AHEAD = 0``) and ``chunk, overlapped`` (the default): ``_run_chunk``
+- ``chunk, sequential`` (``PREPARE_AHEAD = 0``) and ``chunk, overlapped`` (the default): ``run_chunk``
   from reading the shard to writing it.
 
 Each figure is references per second, the best of ``--repeat`` runs with the rows interleaved; the ratios
@@ -59,8 +59,11 @@ def main(argv: list[str] | None = None) -> None:
     var = throwaway_django("paraforge-bench-chunk-", PARAFORGE_INLINE_WITHOUT_WORKER="1")
     import torch
 
-    import generation.generation_job as gj
+    from generation.decode_options import DecodeOptions
     from generation.decoding import decode
+    from generation.generation_job import KIND, pipeline
+    from generation.generation_job.kind import run_chunk
+    from generation.generation_job.params import GenerateParams, generation_params
     from infra.shards import batched
     from jobs.execution import job_start
 
@@ -80,27 +83,23 @@ def main(argv: list[str] | None = None) -> None:
         shown = "tiny (the decoder tests' random Marian, 1+1 layers, d 32)"
     else:
         shown = args.model
-    params = gj.generation_params(
-        corpus=corpus,
-        model=args.model,
-        systems=args.systems.split(","),
-        beam=args.beam,
-        max_length=args.max_length,
-        batch_size=args.batch_size,
-        device=args.device,
-        dtype=args.dtype,
+    decoding = DecodeOptions(
+        beam=args.beam, max_length=args.max_length, batch_size=args.batch_size, device=args.device, dtype=args.dtype
     )
-    job = job_start(kind=gj.KIND, params=params, enqueue=False)
+    params = generation_params(
+        GenerateParams(corpus=corpus.pk, model=args.model, systems=args.systems.split(","), decode=decoding)
+    )
+    job = job_start(kind=KIND, params=params, enqueue=False)
     job.refresh_from_db()
     [chunk] = list(job.chunks.all())
-    gj.WINDOW = args.window
+    pipeline.WINDOW = args.window
 
     def noop(done: int, total: int) -> None:
         pass
 
-    setup = gj.chunk_setup(job.params, False)
-    records = list(gj._chunk_records(chunk))
-    windows = [gj.prepare_window(w, setup) for w in batched(records, args.window)]  # (warms spaCy's caches)
+    setup = pipeline.chunk_setup(job.params, False)
+    records = list(pipeline.chunk_records(chunk))
+    windows = [pipeline.prepare_window(w, setup) for w in batched(records, args.window)]  # (warms spaCy's caches)
     n_inputs = sum(len(w.unique) for w in windows)
 
     def sync() -> None:
@@ -121,16 +120,16 @@ def main(argv: list[str] | None = None) -> None:
     def preparation_alone() -> float:
         t = time.perf_counter()
         for w in batched(records, args.window):
-            gj.prepare_window(w, setup)
+            pipeline.prepare_window(w, setup)
         return time.perf_counter() - t
 
     shards = {}
 
     def chunk_run(ahead: int) -> float:
-        gj.PREPARE_AHEAD = ahead
+        pipeline.PREPARE_AHEAD = ahead
         sync()
         t = time.perf_counter()
-        result = gj._run_chunk(job, chunk, noop)
+        result = run_chunk(job, chunk, noop)
         sync()
         shards[ahead] = result["sha256"]
         return time.perf_counter() - t

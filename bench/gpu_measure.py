@@ -33,6 +33,10 @@ Files under ``--out`` (the device call's $OUT: at most 8 files come back): devic
 decoding-lean-step.txt (a4), generate-chunk.txt (b1, b2), scoring.txt (c), each part's command first and its
 exit status, time and any time-out last; summary.txt (a table in issue 31's layout per dtype and step, the
 checks, each part's status and time) and summary.json (the same, parsed). The summary is printed at the end.
+
+Over 600 lines on purpose: it is the one script a lent machine runs standalone (bench/gpu_measure.sh starts it
+with that machine's python3, where any carried library may fail to import), so the parts' commands, their shared
+deadline, the parsing of their outputs and the summary stay in one file that imports only the standard library.
 """
 
 from __future__ import annotations
@@ -309,7 +313,7 @@ from pathlib import Path
 target = Path(sys.argv[1])
 shutil.rmtree(target, ignore_errors=True)
 try:
-    from scoring.encoder_install import MPNET, installed_folder, is_installed
+    from scoring.similarity.encoder_install import MPNET, installed_folder, is_installed
     if is_installed(MPNET):
         target.symlink_to(installed_folder(MPNET), target_is_directory=True)
         print("mpnet: the installed all-mpnet-base-v2", installed_folder(MPNET)); sys.exit(0)

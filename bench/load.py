@@ -24,6 +24,9 @@ It prints requests/second and p50/p95/p99 latency per scenario, ratios to the ba
 (page views: p95 < 100 ms at 200 req/s, no error) and then checks the database: it must hold exactly
 the judgments acknowledged with 201 (none lost, none duplicated), and no HIT more assignments than it
 allows. Exits non-zero if a check fails.
+
+Over 600 lines on purpose: a script that must run standalone (``python bench/load.py``, no app imports it), which
+sets up its database and server, generates the load and checks the result in one run, each part only for it.
 """
 
 from __future__ import annotations
@@ -303,6 +306,7 @@ def manage(env: dict[str, str], *argv: str) -> None:
 
 def build_data(n_hits: int, seed: int) -> list[dict]:
     """A campaign whose references have 5 candidates each, and a published batch of about n_hits HITs."""
+    from annotation.batch_params import BatchParams
     from annotation.batches import hit_batch_create
     from annotation.models import Batch, BatchStatus, Campaign, Candidate, CandidateSystem, Hit, Reference
 
@@ -333,7 +337,10 @@ def build_data(n_hits: int, seed: int) -> list[dict]:
         [CandidateSystem(candidate=c, system=str(1 + k % 5)) for k, c in enumerate(cands)], batch_size=2000
     )
     batch = hit_batch_create(
-        campaign=campaign, provider="mturk-sandbox", per_length=per_bucket, assignments=3, attention_rate=0.1, seed=seed
+        campaign=campaign,
+        params=BatchParams(
+            provider="mturk-sandbox", per_length=per_bucket, assignments=3, attention_rate=0.1, seed=seed
+        ),
     )
     Batch.objects.filter(pk=batch.pk).update(status=BatchStatus.PUBLISHED)
     hits = []

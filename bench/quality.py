@@ -61,7 +61,8 @@ import django
 
 django.setup()
 
-from annotation.batches import HIT_SIZE, balanced_chunks, spread_order  # noqa: E402
+from annotation.batch_params import HIT_SIZE  # noqa: E402
+from annotation.batches import balanced_chunks, spread_order  # noqa: E402
 from annotation.degraded import degraded_candidate_text, detectability  # noqa: E402
 from annotation.models import CAMPAIGN_DEFAULTS  # noqa: E402
 from annotation.quality import attention_passed, attention_rule_fails, degraded_rule_fails, degraded_test  # noqa: E402

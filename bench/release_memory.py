@@ -2,7 +2,7 @@
 
 For each size N (pairs), a fresh child process (its own var/ folder: SQLite, local storage) migrates,
 writes a scored resource of N pairs (10 paraphrases per reference, 100k references per shard, in the
-scored-shard format of scoring/scoring_job.py) and runs ``manage.py export_release`` on it with a
+scored-shard format of scoring/scored/job.py) and runs ``manage.py export_release`` on it with a
 filter set (``len``, ``overlap``, ``rerank=dissimilar``). It prints, per size, export pairs/second, the
 Python heap peak of the export alone (tracemalloc, with ``--tracemalloc``; slower) and the child's peak
 RSS (``wait4``), then the ratio peak(largest)/peak(smallest): flat memory means a ratio near 1.

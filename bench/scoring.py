@@ -141,8 +141,8 @@ def main() -> int:
     parser.add_argument(
         "--encoder",
         default=None,
-        help="device mode: the sentence encoder (scoring.embeddings.encoder_resolve: all-mpnet-base-v2, a folder; "
-        "default the packaged MiniLM)",
+        help="device mode: the sentence encoder (scoring.similarity.embeddings.encoder_resolve: all-mpnet-base-v2, "
+        "a folder; default the packaged MiniLM)",
     )
     parser.add_argument(
         "--cpu-workers",
@@ -174,12 +174,12 @@ def main() -> int:
     django.setup()
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    from scoring.embeddings import encoder
-    from scoring.features import LEXICAL_FEATURES, pair_features
     from scoring.regressor import (
         RECIPES,
         candidate_estimators,
     )  # the recipes' estimators exactly as train_regressor builds them
+    from scoring.similarity.embeddings import encoder
+    from scoring.similarity.features import LEXICAL_FEATURES, pair_features
 
     pairs = load_pairs(args.pairs, args.per_reference)
     load_s, _ = timed(encoder)
@@ -280,7 +280,9 @@ def device_main(args) -> int:
     django.setup()
     from scipy.stats import spearmanr
 
-    from scoring.embeddings import (
+    from scoring.regressor import candidate_estimators
+    from scoring.scored.device import DEFAULT_CUDA_DTYPE, DEFAULT_CUDA_ENCODE_BATCH
+    from scoring.similarity.embeddings import (
         CPU_FLOAT32,
         EncoderPlacement,
         encoder,
@@ -288,10 +290,8 @@ def device_main(args) -> int:
         encoding_on,
         pair_similarities,
     )
-    from scoring.features import EMBEDDING_FEATURES, pair_features
-    from scoring.lexical_processes import cpu_workers_on, lexical_processes
-    from scoring.regressor import candidate_estimators
-    from scoring.scoring_device import DEFAULT_CUDA_DTYPE, DEFAULT_CUDA_ENCODE_BATCH
+    from scoring.similarity.features import EMBEDDING_FEATURES, pair_features
+    from scoring.similarity.lexical_processes import cpu_workers_on, lexical_processes
 
     device = args.device or "cpu"
     if device == "cuda" and not torch.cuda.is_available():
@@ -413,9 +413,9 @@ def workers_main(args) -> int:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from scoring.embeddings import encoder, pair_rows, subword_lengths
-    from scoring.features import pair_features
-    from scoring.lexical_processes import cpu_workers_on, lexical_processes
+    from scoring.similarity.embeddings import encoder, pair_rows, subword_lengths
+    from scoring.similarity.features import pair_features
+    from scoring.similarity.lexical_processes import cpu_workers_on, lexical_processes
 
     n_workers = args.cpu_workers
     batch = args.batch or 2048

@@ -2,12 +2,18 @@
 
 Decoding runs on the ``gpu`` queue (workers started with ``-Q gpu --prefetch-multiplier 1``);
 everything else runs on ``cpu``. ``tests/test_celery_routes.py`` fails if a task has no route here.
+
+A worker's start-up: each child's garbage collector is tuned (``config.process_tuning``) and the worker's
+heartbeat starts (``jobs.heartbeat``); what an app loads before the pool forks, the app connects itself
+(``generation.worker_start``), since config imports no domain app.
 """
 
 import os
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init, worker_ready, worker_shutdown
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
+
+from config.process_tuning import tune_garbage_collector
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 
@@ -26,19 +32,9 @@ app.conf.task_routes = TASK_ROUTES
 app.autodiscover_tasks()
 
 
-@worker_init.connect
-def _load_selection_tables_before_fork(**_: object) -> None:
-    """Selection's per-process tables, loaded once in the main process and shared by every child."""
-    from config.process_tuning import load_tables_before_fork
-
-    load_tables_before_fork()
-
-
 @worker_process_init.connect
 def _tune_worker_process(**_: object) -> None:
     """Garbage-collector tuning for a long-running worker child (see config/process_tuning.py)."""
-    from config.process_tuning import tune_garbage_collector
-
     tune_garbage_collector()
 
 

@@ -1,8 +1,10 @@
 """Job kind ``select_constraints``: the constraint sets of chosen systems for every reference of a corpus.
 
-Params: ``corpus`` (id), ``idf_table`` (id; default the corpus's latest), ``systems`` (numbers; default
-all 37, or 1-34 without ``ppdb``), ``seed`` (default 0), ``ppdb`` (path of a PPDB 2.0 file, needed for
-35-37), optional ``min_idf`` / ``max_idf`` and ``batch_size`` (spaCy ``nlp.pipe``, default 256).
+Params: :class:`SelectConstraintsParams`: ``corpus`` (id), ``idf_table`` (id; default the corpus's latest),
+``systems`` (numbers; default all 37, or 1-34 without ``ppdb``), then :class:`ConstraintOptions`, which the
+``constraints`` command takes too: ``seed`` (default 0), ``ppdb`` (path of a PPDB 2.0 file, needed for
+35-37), optional ``min_idf`` / ``max_idf``; and ``batch_size`` (spaCy ``nlp.pipe``, default 256). The plan
+records the resolved ``idf_table``, ``systems`` and ``seed`` in the job's params.
 
 One chunk per corpus shard. A chunk tags its references with spaCy (batched) and writes
 ``constraints/<job id>/shard-XXXXX.jsonl.gz``: one record per (reference, system), in reference then
@@ -14,15 +16,22 @@ system order, either ``{"i", "system", "positive", "negative", "bos_avoid"}`` or
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
+from api.numbers import MAX_INT
 from infra.shards import batched, read_jsonl_gz, write_jsonl_gz
 from jobs.models import Job, JobChunk
+from jobs.params import ParamsError, finite, from_values, int_at_least, param
 from jobs.registry import JobKind, ProgressFn, register
 
-from .constraints import load_selection_tables, resolve_systems, select_for_all_systems, tag_sentences
+from .constraints import (
+    checked_idf_window,
+    load_selection_tables,
+    resolve_systems,
+    select_for_all_systems,
+    tag_sentences,
+)
 from .idf import IdfValues, idf_table_load
 from .models import Corpus, IdfTable
 from .systems import PPDB_SYSTEMS, SYSTEMS, get_system
@@ -55,45 +64,100 @@ def output_key(job_id: int, shard_index: int) -> str:
     return f"constraints/{job_id}/shard-{shard_index:05d}.jsonl.gz"
 
 
-def _systems(params: dict[str, Any]) -> list[int]:
-    numbers = params.get("systems")
-    if not numbers:
-        numbers = [s.number for s in SYSTEMS if params.get("ppdb") or s.number not in PPDB_SYSTEMS]
-    numbers = [get_system(n).number for n in numbers]
-    if not params.get("ppdb") and any(n in PPDB_SYSTEMS for n in numbers):
-        raise ValueError("PPDB systems 35-37 need a 'ppdb' file path in the job params")
-    return numbers
+@dataclass(frozen=True)
+class ConstraintOptions:
+    """How a system selects a sentence's constraints, whoever gives the sentences: the ``constraints`` command
+    (one) and the ``select_constraints`` job (a corpus's). Checked when made: a whole seed, finite IDF bounds
+    with the lower not above the upper (None: the settings' PARAFORGE_MIN_IDF / PARAFORGE_MAX_IDF)."""
+
+    seed: int = field(default=0, metadata=param(help="seed of the random systems"))
+    ppdb: str | None = field(
+        default=None, metadata=param(help="PPDB 2.0 lexical file (gzip or plain), for systems 35-37", stored="if_set")
+    )
+    min_idf: float | None = field(
+        default=None, metadata=param(help="pool's lower IDF bound (default PARAFORGE_MIN_IDF)", stored="if_set")
+    )
+    max_idf: float | None = field(
+        default=None, metadata=param(help="pool's upper IDF bound (default PARAFORGE_MAX_IDF)", stored="if_set")
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seed", int_at_least("seed", self.seed, -MAX_INT))
+        for name in ("min_idf", "max_idf"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, finite(name, getattr(self, name)))
+        self.idf_window()
+
+    def idf_window(self) -> tuple[float, float]:
+        """The pool's IDF bounds, the settings' for None (``min-idf (8) > max-idf (7)``: a ParamsError)."""
+        try:
+            return checked_idf_window(self.min_idf, self.max_idf)
+        except ValueError as exc:
+            raise ParamsError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class SelectConstraintsParams:
+    """The settings of a ``select_constraints`` job. Checked when made: known system numbers, and a PPDB file
+    for the PPDB systems (35-37)."""
+
+    corpus: int = field(metadata=param(help="the corpus (id)", cli=False))
+    idf_table: int | None = field(
+        default=None, metadata=param(help="the IDF table (id); default: the corpus's latest", cli=False)
+    )
+    systems: tuple[int, ...] | None = field(
+        default=None,
+        metadata=param(help="system numbers; default: all 37, or 1-34 without ppdb", cli=False, form=False),
+    )
+    options: ConstraintOptions = field(default=ConstraintOptions(), metadata=param(flatten=True))
+    batch_size: int = field(
+        default=256, metadata=param(help="sentences per spaCy batch (nlp.pipe)", cli=False, stored="non_default")
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "corpus", int_at_least("corpus", self.corpus, 1))
+        object.__setattr__(self, "batch_size", int_at_least("batch_size", self.batch_size, 1))
+        if self.systems:  # UnknownSystem for a number that is not one
+            object.__setattr__(self, "systems", tuple(get_system(n).number for n in self.systems))
+        if not self.options.ppdb and any(n in PPDB_SYSTEMS for n in self.systems or ()):
+            raise ParamsError("PPDB systems 35-37 need a 'ppdb' file path in the job params")
+
+    def system_numbers(self) -> list[int]:
+        """The systems' numbers: those given, else all 37 (1-34 without a PPDB file)."""
+        if self.systems:
+            return list(self.systems)
+        return [s.number for s in SYSTEMS if self.options.ppdb or s.number not in PPDB_SYSTEMS]
 
 
 def _plan(job: Job) -> list[dict[str, Any]]:
-    params = job.params
-    corpus = Corpus.objects.get(pk=params["corpus"])
-    if params.get("idf_table"):
-        table = IdfTable.objects.get(pk=params["idf_table"])
+    params = from_values(SelectConstraintsParams, job.params)
+    corpus = Corpus.objects.get(pk=params.corpus)
+    if params.idf_table:
+        table = IdfTable.objects.get(pk=params.idf_table)
     else:
         table = corpus.idf_tables.order_by("-created_at", "-pk").first()
         if table is None:
             raise ValueError(f"corpus {corpus} has no IDF table")
-    systems = _systems(params)
     # Record the resolved choices so that every chunk (and a resumed job) uses the same ones.
-    job.params = {**params, "idf_table": table.pk, "systems": systems, "seed": int(params.get("seed", 0))}
+    resolved = {"idf_table": table.pk, "systems": params.system_numbers(), "seed": params.options.seed}
+    job.params = {**job.params, **resolved}
     job.save(update_fields=["params"])
     return [{"shard": s.index, "key": s.key, "n_records": s.n_records} for s in corpus.shards.order_by("index")]
 
 
 def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any]:
-    params = job.params
-    idf = load_idf_table(IdfTable.objects.get(pk=params["idf_table"]))
-    systems = resolve_systems(params["systems"])
+    params = from_values(SelectConstraintsParams, job.params)
+    options = params.options
+    idf = load_idf_table(IdfTable.objects.get(pk=params.idf_table))
+    systems = resolve_systems(params.system_numbers())
     ppdb = None
-    if params.get("ppdb"):
+    if options.ppdb:
         from .ppdb import open_ppdb
 
-        ppdb = open_ppdb(params["ppdb"])
-    seed = int(params.get("seed", 0))
-    min_idf = params.get("min_idf", settings.PARAFORGE_MIN_IDF)
-    max_idf = params.get("max_idf", settings.PARAFORGE_MAX_IDF)
-    batch_size = int(params.get("batch_size", 256))
+        ppdb = open_ppdb(options.ppdb)
+    seed = options.seed
+    min_idf, max_idf = options.idf_window()
+    batch_size = params.batch_size
     from .nlp import load_pipeline
 
     nlp = load_pipeline(tagger=True)

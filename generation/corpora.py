@@ -1,8 +1,11 @@
 """Corpus import: stream a bitext or monolingual file into gzip JSONL shards, validating every line.
 
-Plain functions, no request cycle: the ``import_corpus`` job kind (import_job.py), the CLI and the admin
-all call :func:`corpus_import`. Memory stays flat whatever the file's size: lines are read one at a
-time, each shard is written as a stream, and only the first ``MAX_BAD_LINES_KEPT`` errors are kept.
+Plain functions, no request cycle: the ``import_corpus`` job kind (import_job.py), which the CLI and the
+admin start, calls :func:`corpus_import` with the job's :class:`ImportCorpusParams` (the command's options,
+the stored params and the worker's reading all come from that one class). The user's file is read through
+``infra.textfiles.LineReader`` (gzip by its bytes, BOM, strict UTF-8 naming the line and the byte). Memory
+stays flat whatever the file's size: lines are read one at a time and bounded, each shard is written as a
+stream, and only the first ``MAX_BAD_LINES_KEPT`` errors are kept.
 
 Records: ``{"i": corpus-wide index, "line": line number in the file, "reference": ..., "source": ...}``
 (``source`` for bitexts only), in shards ``corpora/<corpus_id>/shard-00000.jsonl.gz``.
@@ -10,12 +13,11 @@ Records: ``{"i": corpus-wide index, "line": line number in the file, "reference"
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,8 @@ from django.db import transaction
 from infra.licences import NO_LICENSE, license_check
 from infra.shards import read_jsonl_gz, write_jsonl_gz
 from infra.storage import LocalStorage, get_storage
-from infra.textfiles import GZIP_MAGIC
+from infra.textfiles import LineReader, TextFileError, undecodable_byte
+from jobs.params import ParamsError, fail, int_at_least, param, to_json
 
 from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus
 from .named import named_or_numbered
@@ -56,13 +59,6 @@ REASONS = (
     NUL_BYTE,
     CR_IN_LINE,
 )
-# A UTF-16 or UTF-32 file read as UTF-8 would decode its later lines as text with NULs between letters.
-_WIDE_BOMS = (
-    (b"\x00\x00\xfe\xff", "UTF-32"),
-    (b"\xff\xfe\x00\x00", "UTF-32"),
-    (b"\xfe\xff", "UTF-16"),
-    (b"\xff\xfe", "UTF-16"),
-)
 
 
 def reason_kind(reason: str) -> str:
@@ -72,6 +68,11 @@ def reason_kind(reason: str) -> str:
 
 class CorpusImportError(Exception):
     """A clear, one-line reason the import cannot go on (names the file, and the line where there is one)."""
+
+
+class ImportParamsError(CorpusImportError, ParamsError):
+    """A setting of an import that cannot work (``str()`` names it as stored, ``option_message`` as the
+    command's option)."""
 
 
 @dataclass(frozen=True)
@@ -87,125 +88,42 @@ class LineError:
         return asdict(self)
 
 
-@dataclass
-class RawLine:
-    """One line of the input: its number, its text (None when it could not be decoded) or an error."""
-
-    number: int
-    text: str | None
-    error: str | None = None
-
-
 # --- reading ------------------------------------------------------------------------------------
 
 
-def is_gzip(path: str | Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(2) == GZIP_MAGIC
-
-
-class _Input:
-    """A file opened for streaming bytes, transparently gunzipped; ``raw_position`` is the bytes read so far."""
-
-    def __init__(self, path: str | Path):
-        self.path = str(path)
-        try:
-            self.raw = open(path, "rb")
-        except FileNotFoundError:
-            raise CorpusImportError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise CorpusImportError(f"{path}: is a directory, not a file") from None
-        except OSError as exc:
-            raise CorpusImportError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        self.total_bytes = os.fstat(self.raw.fileno()).st_size
-        magic = self.raw.read(2)
-        self.raw.seek(0)
-        self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if magic == GZIP_MAGIC else self.raw
-        try:
-            self._refuse_wide_encoding()
-        except BaseException:
-            self.close()
-            raise
-
-    def _refuse_wide_encoding(self) -> None:
-        """A UTF-16/32 byte-order mark is a whole-file error: every line of such a file is unreadable."""
-        try:
-            head = self.stream.peek(4)[:4]
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise CorpusImportError(f"{self.path}:1: corrupt gzip data: {exc}") from None
-        for bom, encoding in _WIDE_BOMS:
-            if head.startswith(bom):
-                raise CorpusImportError(
-                    f"{self.path}:1: {encoding} text (byte-order mark); convert the file to UTF-8"
-                ) from None
-
-    @property
-    def raw_position(self) -> int:
-        return self.raw.tell()
-
-    def close(self) -> None:
-        if self.stream is not self.raw:
-            self.stream.close()
-        self.raw.close()
-
-    def __enter__(self) -> _Input:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _readline(inp: _Input, limit: int, number: int) -> bytes:
-    """One bounded read; a truncated or corrupt gzip stream is an import error naming the line."""
+def open_corpus_file(path: str | Path, *, max_line_chars: int) -> LineReader:
+    """The user's file, line by line (``infra.textfiles.LineReader``: gzip by its bytes, BOM, bounded lines); a
+    missing, unreadable or UTF-16/32 file is a CorpusImportError naming it."""
     try:
-        return inp.stream.readline(limit)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise CorpusImportError(f"{inp.path}:{number}: corrupt gzip data: {exc}") from None
+        return LineReader(path, max_chars=max_line_chars)
+    except TextFileError as exc:
+        raise CorpusImportError(str(exc)) from None
 
 
-def _iter_raw_lines(inp: _Input, max_line_chars: int) -> Iterator[RawLine]:
-    """Lines as text, decoded strictly one at a time; never holds more than one (bounded) line.
+def check_corpus_file(path: str | Path) -> None:
+    """Open and close the file: a missing or unreadable one fails here, before any job or row is created."""
+    open_corpus_file(path, max_line_chars=1).close()
 
-    A line longer than ``max_line_chars`` characters is reported, and the rest of it is skipped in
-    bounded reads, so a file with no newlines at all cannot exhaust memory.
-    """
-    byte_limit = 4 * max_line_chars + 2  # UTF-8 takes at most 4 bytes a character, plus \r\n
-    number = 0
-    while True:
-        data = _readline(inp, byte_limit, number + 1)
-        if not data:
-            return
-        number += 1
-        if not data.endswith(b"\n") and len(data) >= byte_limit:
-            while True:  # skip the rest of the over-long line
-                more = _readline(inp, 1 << 20, number)
-                if not more or more.endswith(b"\n"):
-                    break
-            if b"\r" in data[:-1]:  # most likely a file with CR-only line endings, read as one line
-                yield RawLine(number, None, _cr_reason(data.index(b"\r")))
+
+def _lines(reader: LineReader) -> Iterator[tuple[int, str | None, str | None]]:
+    """``(line number, text, None)`` of each line, or ``(line number, None, reason)`` for a line that is not
+    text this import takes (the reason's columns count characters, as ``infra.textfiles`` does)."""
+    max_chars = reader.max_chars
+    try:
+        for number, text, length in reader:
+            nul = text.find("\x00")
+            if nul >= 0:  # valid UTF-8, but never text: a UTF-16 file without a byte-order mark
+                yield number, None, f"{NUL_BYTE} at column {nul + 1} (UTF-16 file?)"
+            elif "\r" in text:  # CR-only line endings: lines would be merged into one reference
+                yield number, None, _cr_reason(text.index("\r"))
+            elif not text.isascii() and (bad := undecodable_byte(text)):
+                yield number, None, f"{INVALID_UTF8} ({bad})"
+            elif length > max_chars:
+                yield number, None, f"{TOO_LONG} ({length} characters, limit {max_chars})"
             else:
-                yield RawLine(number, None, f"{TOO_LONG} (more than {max_line_chars} characters)")
-            continue
-        if data.endswith(b"\n"):
-            data = data[:-2] if data.endswith(b"\r\n") else data[:-1]
-        if number == 1 and data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]  # a UTF-8 byte-order mark
-        nul = data.find(b"\x00")
-        if nul >= 0:  # valid UTF-8, but never text: a UTF-16 file without a byte-order mark
-            yield RawLine(number, None, f"{NUL_BYTE} at column {nul + 1} (UTF-16 file?)")
-            continue
-        if b"\r" in data:  # CR-only line endings: lines would be merged into one reference
-            yield RawLine(number, None, _cr_reason(data.index(b"\r")))
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield RawLine(number, None, f"{INVALID_UTF8} (byte 0x{data[exc.start]:02x} at column {exc.start + 1})")
-            continue
-        if len(text) > max_line_chars:
-            yield RawLine(number, None, f"{TOO_LONG} ({len(text)} characters, limit {max_line_chars})")
-            continue
-        yield RawLine(number, text)
+                yield number, text, None
+    except TextFileError as exc:
+        raise CorpusImportError(str(exc)) from None
 
 
 def _cr_reason(index: int) -> str:
@@ -217,10 +135,10 @@ def _cr_reason(index: int) -> str:
 def detect_format(path: str | Path, *, max_line_chars: int | None = None) -> str:
     """``bitext`` if the first non-empty line holds a tab, else ``mono``."""
     max_line_chars = max_line_chars or settings.PARAFORGE_MAX_LINE_CHARS
-    with _Input(path) as inp:
-        for raw in itertools.islice(_iter_raw_lines(inp, max_line_chars), 1000):
-            if raw.text is not None and raw.text.strip():
-                return CorpusFormat.BITEXT if "\t" in raw.text else CorpusFormat.MONO
+    with open_corpus_file(path, max_line_chars=max_line_chars) as reader:
+        for _, text, _ in itertools.islice(_lines(reader), 1000):
+            if text is not None and text.strip():
+                return CorpusFormat.BITEXT if "\t" in text else CorpusFormat.MONO
     return CorpusFormat.MONO
 
 
@@ -258,22 +176,22 @@ def iter_validated(
     ``progress(bytes_read, total_bytes)`` is called now and then (bytes of the file as stored)."""
     max_line_chars = max_line_chars or settings.PARAFORGE_MAX_LINE_CHARS
     name = display_name or str(path)
-    with _Input(path) as inp:
+    with open_corpus_file(path, max_line_chars=max_line_chars) as reader:
         if progress:
-            progress(0, inp.total_bytes)
-        for raw in _iter_raw_lines(inp, max_line_chars):
-            if progress and raw.number % PROGRESS_EVERY_LINES == 0:
-                progress(inp.raw_position, inp.total_bytes)
-            if raw.error:
-                yield raw.number, None, LineError(name, raw.number, raw.error)
+            progress(0, reader.total_bytes)
+        for number, text, problem in _lines(reader):
+            if progress and number % PROGRESS_EVERY_LINES == 0:
+                progress(reader.bytes_read, reader.total_bytes)
+            if problem:
+                yield number, None, LineError(name, number, problem)
                 continue
-            fields, reason = validate_line(raw.text, fmt)
+            fields, reason = validate_line(text, fmt)
             if reason:
-                yield raw.number, None, LineError(name, raw.number, reason)
+                yield number, None, LineError(name, number, reason)
             else:
-                yield raw.number, fields, None  # fields is None for a blank line
+                yield number, fields, None  # fields is None for a blank line
         if progress:
-            progress(inp.total_bytes, inp.total_bytes)
+            progress(reader.total_bytes, reader.total_bytes)
 
 
 # --- import ---------------------------------------------------------------------------------------
@@ -310,74 +228,131 @@ class ImportReport:
 @dataclass(frozen=True)
 class CorpusTerms:
     """Where a corpus's sentences come from and under which terms (``import_corpus --source --license --terms``):
-    the release card names them, and ``export_release`` refuses a licence they do not allow."""
+    the release card names them, and ``export_release`` refuses a licence they do not allow. Checked when made:
+    ``license`` an SPDX id in SPDX's case (``infra.licences.license_check``; none: NOASSERTION), ``source``
+    and ``terms`` one line of at most 500 characters each (runs of spaces made one); a CorpusImportError
+    (``--license: ...``, as the admin's form reads it) says what is wrong."""
 
-    source: str = ""
-    license: str = NO_LICENSE
-    terms: str = ""
+    source: str = field(
+        default="", metadata=param(help="where the sentences come from (a dataset's name, a URL, a citation)")
+    )
+    license: str = field(
+        default=NO_LICENSE,
+        metadata=param(
+            help="the sentences' licence as an SPDX id (CC-BY-4.0, CC-BY-SA-4.0, CC-BY-NC-4.0, ...; LicenseRef-NAME "
+            "for terms of their own; default NOASSERTION: not stated); a release may not grant more than it allows"
+        ),
+    )
+    terms: str = field(default="", metadata=param(help="the terms in words, for the release card"))
+
+    def __post_init__(self) -> None:
+        try:
+            spdx = license_check(self.license)
+        except ValueError as exc:
+            raise ImportParamsError(f"--license: {exc}") from None
+        object.__setattr__(self, "license", spdx)
+        for name in ("source", "terms"):
+            text = " ".join(str(getattr(self, name) or "").split())
+            if len(text) > 500:
+                raise ImportParamsError(f"--{name}: at most 500 characters, not {len(text)}")
+            object.__setattr__(self, name, text)
 
     def as_params(self) -> dict[str, str]:
-        return {"source": self.source, "license": self.license, "terms": self.terms}
+        return to_json(self)
 
 
 def corpus_terms(source: str | None = None, license: str | None = None, terms: str | None = None) -> CorpusTerms:
-    """The checked ``CorpusTerms``: ``license`` an SPDX id (``infra.licences.license_check``; none: NOASSERTION),
-    ``source`` and ``terms`` one line of at most 500 characters each; a CorpusImportError says what is wrong."""
-    try:
-        spdx = license_check(license)
-    except ValueError as exc:
-        raise CorpusImportError(f"--license: {exc}") from None
-    texts = {}
-    for name, value in (("source", source), ("terms", terms)):
-        text = " ".join(str(value or "").split())
-        if len(text) > 500:
-            raise CorpusImportError(f"--{name}: at most 500 characters, not {len(text)}")
-        texts[name] = text
-    return CorpusTerms(source=texts["source"], license=spdx, terms=texts["terms"])
+    """The checked ``CorpusTerms`` of what a form or a command was given (None: not given)."""
+    return CorpusTerms(source=source or "", license=license or NO_LICENSE, terms=terms or "")
+
+
+@dataclass(frozen=True)
+class ImportCorpusParams:
+    """The settings of an ``import_corpus`` job, as its params store them and ``import_corpus`` takes them.
+
+    Checked when made (an :class:`ImportParamsError`): a name, a known format and ``on_error``, sizes of at
+    least 1. ``format`` None: detected from the first non-empty line; ``shard_size`` / ``max_line_chars``
+    None: the settings' (PARAFORGE_SHARD_SIZE / PARAFORGE_MAX_LINE_CHARS). Jobs stored before ``source``,
+    ``license`` and ``terms`` existed read as NOASSERTION."""
+
+    name: str = field(metadata=param(help="the corpus's name", cli=False))
+    path: str = field(metadata=param(help="the file the worker reads (plain or gzip)", cli=False))
+    format: str | None = field(
+        default=None,
+        metadata=param(
+            help="default: bitext if the first non-empty line holds a tab, else mono", choices=CorpusFormat.values
+        ),
+    )
+    on_error: str = field(
+        default="skip",
+        metadata=param(
+            help="skip bad lines (reported) or abort, keeping nothing (default: skip)", choices=("skip", "abort")
+        ),
+    )
+    shard_size: int | None = field(
+        default=None, metadata=param(help="references per shard (default PARAFORGE_SHARD_SIZE)")
+    )
+    max_line_chars: int | None = field(
+        default=None, metadata=param(help="longer lines are bad (default PARAFORGE_MAX_LINE_CHARS)")
+    )
+    display_name: str | None = field(
+        default=None,
+        metadata=param(help="the file as errors name it (an upload's own name); default: the path", cli=False),
+    )
+    remove_file: bool = field(
+        default=False,
+        metadata=param(
+            help="delete the file once imported (an upload's copy)", cli=False, form=False, stored="non_default"
+        ),
+    )
+    terms: CorpusTerms = field(default=CorpusTerms(), metadata=param(flatten=True))
+
+    def __post_init__(self) -> None:
+        if not self.name or not str(self.name).strip():
+            raise ImportParamsError("a corpus needs a name")
+        object.__setattr__(self, "path", os.fspath(self.path))
+        object.__setattr__(self, "format", self.format or None)  # "" (a form's "detect") is None
+        object.__setattr__(self, "display_name", self.display_name or None)
+        if self.format is not None and self.format not in CorpusFormat.values:
+            raise fail(
+                "{0} must be 'bitext' or 'mono', not {value!r}", "format", error=ImportParamsError, value=self.format
+            )
+        if self.on_error not in ("skip", "abort"):
+            raise fail(
+                "{0} must be 'skip' or 'abort', not {value!r}", "on_error", error=ImportParamsError, value=self.on_error
+            )
+        for name in ("shard_size", "max_line_chars"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, int_at_least(name, getattr(self, name), 1, error=ImportParamsError))
 
 
 def corpus_import(
+    params: ImportCorpusParams,
     *,
-    name: str,
-    path: str | Path,
-    format: str | None = None,
-    on_error: str = "skip",
-    shard_size: int | None = None,
-    max_line_chars: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     job=None,
-    display_name: str | None = None,
     on_bad_line: Callable[[LineError], None] | None = None,
-    terms: CorpusTerms | None = None,
 ) -> Corpus:
-    """Import ``path`` as corpus ``name``; returns the READY corpus.
+    """Import ``params.path`` as corpus ``params.name``; returns the READY corpus.
 
     ``format``: ``bitext`` (source<TAB>reference), ``mono`` (one English sentence a line) or None to
     detect it from the first non-empty line. ``on_error``: ``skip`` reports bad lines and goes on;
     ``abort`` stops at the first bad line and removes everything written (no corpus row is left).
-    ``terms``: where the sentences come from and their licence (``corpus_terms``; none: ``NOASSERTION``).
-    Raises :class:`CorpusImportError` with a one-line reason.
+    ``progress(bytes_read, total_bytes)`` now and then; ``on_bad_line`` for each bad line; ``job``: the
+    import job the corpus records. Raises :class:`CorpusImportError` with a one-line reason.
     """
-    if on_error not in ("skip", "abort"):
-        raise CorpusImportError(f"on_error must be 'skip' or 'abort', not {on_error!r}")
-    shard_size = int(shard_size or settings.PARAFORGE_SHARD_SIZE)
-    if shard_size < 1:
-        raise CorpusImportError(f"shard size must be at least 1, not {shard_size}")
-    max_line_chars = int(max_line_chars or settings.PARAFORGE_MAX_LINE_CHARS)
-    display = display_name or str(path)
-    if not name or not name.strip():
-        raise CorpusImportError("a corpus needs a name")
-    name = name.strip()
-    fmt = format or detect_format(path, max_line_chars=max_line_chars)
-    if fmt not in CorpusFormat.values:
-        raise CorpusImportError(f"format must be 'bitext' or 'mono', not {fmt!r}")
-    with _Input(path):  # a missing or unreadable file fails here, before any row is created
-        pass
+    path = params.path
+    shard_size = params.shard_size or settings.PARAFORGE_SHARD_SIZE
+    max_line_chars = params.max_line_chars or settings.PARAFORGE_MAX_LINE_CHARS
+    display = params.display_name or path
+    name = params.name.strip()
+    check_corpus_file(path)  # a missing or unreadable file fails here, before any row is created
+    fmt = params.format or detect_format(path, max_line_chars=max_line_chars)
     if Corpus.objects.filter(name=name).exists():
         raise CorpusImportError(f"a corpus named {name!r} already exists")
 
     storage = get_storage()
-    terms = terms or CorpusTerms()
+    terms = params.terms
     corpus = Corpus.objects.create(
         name=name,
         format=fmt,
@@ -402,7 +377,7 @@ def corpus_import(
                 report.add_error(error)
                 if on_bad_line:
                     on_bad_line(error)
-                if on_error == "abort":
+                if params.on_error == "abort":
                     raise CorpusImportError(f"{error} (import aborted: nothing was kept)")
                 continue
             if fields is None:

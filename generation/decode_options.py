@@ -1,22 +1,32 @@
 """The decoder's options in one place: :class:`DecodeOptions`, checked once, where it is made.
 
 ``paraphrase`` and ``generate`` build one from their command-line options, a generation job from its params,
-and it travels unchanged to ``decode`` and ``BeamSearch``. This module imports neither torch nor Django, so
-that settings checks (a job's params, a web form) need not load the decoder.
+and it travels unchanged to ``decode`` and ``BeamSearch``. This module imports neither torch nor a domain
+app, so that settings checks (a job's params, a web form) need not load the decoder.
 
-A field's name is its command-line option's (``batch_size`` is ``--batch-size``) and its job param's: an
-error names it the way the caller's user wrote it (:attr:`DecodeOptionsError.option_message` for commands).
+The options are ``jobs.params`` fields: a field's name is its command-line option's (``batch_size`` is
+``--batch-size``) and its job param's, its :func:`jobs.params.param` metadata says its help and whether a job
+stores it, and :func:`add_arguments` / :func:`add_diverse_arguments` are derived from them. An error names a
+field the way the caller's user wrote it (:attr:`DecodeOptionsError.option_message` for commands). A
+generation job stores the eight options ``beam`` to ``dtype`` (always, as jobs have since they existed);
+the others are per-process knobs (``paraphrase``, benches) that a job never stores.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from api.numbers import cli_float, cli_int
+from jobs.params import (
+    ParamsError,
+    add_arguments as params_arguments,
+    fail,
+    finite,
+    int_at_least,
+    param,
+    true_false_or_unset,
+)
 
 from .beam_sizes import STOP_DEFAULT, STOP_HELP, STOP_RULES, beam_nbest_error, stop_rule_error
 
@@ -30,54 +40,35 @@ DTYPE_HELP = (
     "the CPU computes in float32 only"
 )
 BATCH_HELP = "sentences decoded together (default: follows the device: 32 on the CPU, from the free memory on a GPU)"
+DEVICE_HELP = "default: CUDA where there is one, else the CPU"
+# The options ``paraphrase`` and ``generate`` share, in the order their help lists them
+SHARED_OPTIONS = ("beam", "nbest", "stop", "max_length", "length_penalty", "batch_size", "device", "dtype")
 
 
-class DecodeOptionsError(ValueError):
+class DecodeOptionsError(ParamsError):
     """A decoding option that cannot work. ``str()`` names fields as job params and ``decode`` keywords do
     (``batch_size``), :attr:`option_message` as the commands' options (``--batch-size``)."""
 
-    def __init__(self, message: str, option_message: str | None = None) -> None:
-        super().__init__(message)
-        self.option_message = option_message or message
-
-
-def option_flag(field: str) -> str:
-    """``batch_size`` -> ``--batch-size``: a field's command-line option."""
-    return "--" + field.replace("_", "-")
-
 
 def _fail(template: str, *fields: str, **values: Any) -> DecodeOptionsError:
-    """``template`` with ``{0}``, ``{1}`` ... standing for the fields' names, said both ways."""
-    return DecodeOptionsError(
-        template.format(*fields, **values), template.format(*(option_flag(f) for f in fields), **values)
-    )
+    return fail(template, *fields, error=DecodeOptionsError, **values)  # type: ignore[return-value]
 
 
-def _int(field: str, value: Any, minimum: int, why: str = "") -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise _fail("{0} must be an integer, not {value!r}", field, value=value) from None
-    if n < minimum:
-        raise _fail("{0} must be at least {minimum}, not {n}" + why, field, minimum=minimum, n=n)
-    return n
+def _int(name: str, value: Any, minimum: int, why: str = "") -> int:
+    return int_at_least(name, value, minimum, why, error=DecodeOptionsError)
 
 
-def _finite(field: str, value: Any) -> float:
-    """A float that JSON (a job's params) can hold: NaN and infinities are refused."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise _fail("{0} must be a number, not {value!r}", field, value=value) from None
-    if not math.isfinite(x):
-        raise _fail("{0} must be a finite number, not {value!r}", field, value=value)
-    return x
+def _finite(name: str, value: Any) -> float:
+    return finite(name, value, error=DecodeOptionsError)
 
 
-def _flag(field: str, value: Any) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    raise _fail("{0} must be true, false or unset, not {value!r}", field, value=value)
+def _flag(name: str, value: Any) -> bool | None:
+    return true_false_or_unset(name, value, error=DecodeOptionsError)
+
+
+def _knob(help: str = "", *, cli: bool = False) -> dict[str, Any]:
+    """A process's decoding knob: never stored by a job (left out while it has its default), never a form's."""
+    return param(help=help, cli=cli, form=False, stored="non_default")
 
 
 def dtype_device_error(dtype: str | None, device_type: str) -> DecodeOptionsError | None:
@@ -106,20 +97,34 @@ class DecodeOptions:
     start token, as in ``transformers``; ``int8``: the lean step's products on dynamic int8 weights (CPU,
     Marian and BART); ``rerank_dissimilar``: order each n-best list by word edit distance to the reference."""
 
-    beam: int = 5
-    nbest: int = 1
-    stop: str = STOP_DEFAULT
-    max_length: int = 128
-    length_penalty: float = 1.0
-    early_stopping: bool | str = False
-    batch_size: int | None = None
-    device: str | None = None
-    dtype: str | None = None
-    int8: bool = False
-    rerank_dissimilar: bool = False
-    cuda_graph: bool | None = None
-    shrink: bool | None = None
-    fast_step: bool | None = None
+    beam: int = field(default=5, metadata=param(help="hypotheses kept per input at each step (the beam size)"))
+    nbest: int = field(default=1, metadata=param(help="outputs returned per input, best first (at most --beam)"))
+    stop: str = field(default=STOP_DEFAULT, metadata=param(help=STOP_HELP, choices=STOP_RULES))
+    max_length: int = field(
+        default=128, metadata=param(help="maximum output length in subword tokens, decoder start token included")
+    )
+    length_penalty: float = field(
+        default=1.0, metadata=param(help="finished hypotheses' scores are divided by their length to this power")
+    )
+    early_stopping: bool | str = field(default=False, metadata=_knob())
+    batch_size: int | None = field(default=None, metadata=param(help=BATCH_HELP))
+    device: str | None = field(default=None, metadata=param(help=DEVICE_HELP, choices=DEVICES))
+    dtype: str | None = field(default=None, metadata=param(help=DTYPE_HELP, choices=DTYPES))
+    int8: bool = field(
+        default=False,
+        metadata=_knob(
+            "CPU, Marian/BART: the decoder's products on dynamic int8 weights (faster; outputs can differ from "
+            "float32's)",
+            cli=True,
+        ),
+    )
+    rerank_dissimilar: bool = field(
+        default=False,
+        metadata=_knob("order each n-best list by word Levenshtein distance to the reference (ties: score)", cli=True),
+    )
+    cuda_graph: bool | None = field(default=None, metadata=_knob())
+    shrink: bool | None = field(default=None, metadata=_knob())
+    fast_step: bool | None = field(default=None, metadata=_knob())
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -178,43 +183,12 @@ class DecodeOptions:
         """A copy with ``changes`` (field names; an unknown one is a TypeError), checked again."""
         return dataclasses.replace(self, **changes)
 
-    @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> DecodeOptions:
-        """Options from a mapping that holds them among other things under their field names: a command's
-        parsed options, a job's params. Absent or None values keep the defaults."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in names and v is not None})
-
-    def job_params(self) -> dict[str, Any]:
-        """The decoding part of a generation job's params (the names jobs have always stored)."""
-        return {
-            "beam": self.beam,
-            "nbest": self.nbest,
-            "stop": self.stop,
-            "max_length": self.max_length,
-            "length_penalty": self.length_penalty,
-            "batch_size": self.batch_size,
-            "device": self.device,
-            "dtype": self.dtype,
-        }
-
 
 def add_arguments(parser, *, device_help: str | None = None) -> None:
-    """The decoding options ``paraphrase`` and ``generate`` share, named as :class:`DecodeOptions`' fields
-    (``--batch-size`` is ``batch_size``: :meth:`DecodeOptions.from_values` reads the parsed options)."""
-    parser.add_argument("--beam", type=cli_int, default=5)
-    parser.add_argument("--nbest", type=cli_int, default=1)
-    parser.add_argument("--stop", choices=STOP_RULES, default=STOP_DEFAULT, help=STOP_HELP)
-    parser.add_argument(
-        "--max-length",
-        type=cli_int,
-        default=128,
-        help="maximum output length in subword tokens, decoder start token included",
-    )
-    parser.add_argument("--length-penalty", type=cli_float, default=1.0)
-    parser.add_argument("--batch-size", type=cli_int, default=None, help=BATCH_HELP)
-    parser.add_argument("--device", choices=DEVICES, default=None, help=device_help)
-    parser.add_argument("--dtype", choices=DTYPES, default=None, help=DTYPE_HELP)
+    """The decoding options ``paraphrase`` and ``generate`` share (:data:`SHARED_OPTIONS`), from
+    :class:`DecodeOptions`' fields (``--batch-size`` is ``batch_size``: ``jobs.params.from_values`` reads
+    the parsed options). ``device_help``: the command's own words for the default device."""
+    params_arguments(parser, DecodeOptions, only=SHARED_OPTIONS, **({"device": device_help} if device_help else {}))
 
 
 DISCOURAGE_HELP = (
@@ -238,20 +212,33 @@ class DiverseOptions:
     samples`` rows; None: 1 on the CPU, 8 on a GPU). ``max_length`` counts the decoder start token, as in
     :class:`DecodeOptions`."""
 
-    negative_sets: int = 5
-    samples: int = 30
-    top_k: int = 10
-    temperature: float = 1.0
-    ban_fraction: float = 0.3
-    ban_function_words: bool = False
-    allow_non_words: bool = False
-    discourage: float | None = None
-    clusters: int = 8
-    keep: int = 5
-    max_nll: float = 3.5
-    seed: int = 0
-    max_length: int = 128
-    batch_size: int | None = None
+    negative_sets: int = field(default=5, metadata=param(help="--diverse"))
+    samples: int = field(default=30, metadata=param(help="--diverse: per set"))
+    top_k: int = field(default=10, metadata=param(help="--diverse"))
+    temperature: float = field(default=1.0, metadata=param(help="--diverse"))
+    ban_fraction: float = field(
+        default=0.3, metadata=param(help="--diverse: share of the reference's distinct words in each negative set")
+    )
+    ban_function_words: bool = field(
+        default=False,
+        metadata=param(
+            help="--diverse: draw negative sets from every word of the reference, articles and the like included"
+        ),
+    )
+    allow_non_words: bool = field(
+        default=False,
+        metadata=param(
+            help="--diverse: keep candidates with a word that is neither an English word nor the reference's"
+        ),
+    )
+    discourage: float | None = field(default=None, metadata=param(help=DISCOURAGE_HELP, metavar="PENALTY"))
+    clusters: int = field(default=8, metadata=param(help="--diverse"))
+    keep: int = field(default=5, metadata=param(help="--diverse"))
+    max_nll: float = field(default=3.5, metadata=param(help="--diverse: drop candidates scored above"))
+    # the command's own --seed, --max-length and --batch-size (shared with constrained decoding)
+    seed: int = field(default=0, metadata=param(cli=False))
+    max_length: int = field(default=128, metadata=param(cli=False))
+    batch_size: int | None = field(default=None, metadata=param(cli=False))
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -289,53 +276,20 @@ class DiverseOptions:
         """A copy with ``changes`` (field names), checked again."""
         return dataclasses.replace(self, **changes)
 
-    @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> DiverseOptions:
-        """Options from a mapping that holds them among other things under their field names (a command's
-        parsed options, a job's params). Absent or None values keep the defaults."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in names and v is not None})
-
 
 def add_diverse_arguments(parser) -> None:
-    """``--diverse`` and its options, named as :class:`DiverseOptions`' fields (``--negative-sets`` is
-    ``negative_sets``). ``--seed``, ``--max-length`` and ``--batch-size`` are the command's own."""
-    d = DiverseOptions()
+    """``--diverse`` and its options, from :class:`DiverseOptions`' fields (``--negative-sets`` is
+    ``negative_sets``), with ``--backward-model`` (a second model, not a number) before ``--max-nll``.
+    ``--seed``, ``--max-length`` and ``--batch-size`` are the command's own."""
     parser.add_argument(
         "--diverse",
         action="store_true",
         help="ParaBank 2's diverse mode: sampling under random negative constraints, scoring, clustering",
     )
-    parser.add_argument("--negative-sets", type=cli_int, default=None, help=f"--diverse (default {d.negative_sets})")
-    parser.add_argument("--samples", type=cli_int, default=None, help=f"--diverse: per set (default {d.samples})")
-    parser.add_argument("--top-k", type=cli_int, default=None, help=f"--diverse (default {d.top_k})")
-    parser.add_argument("--temperature", type=cli_float, default=None, help=f"--diverse (default {d.temperature})")
-    parser.add_argument(
-        "--ban-fraction",
-        type=cli_float,
-        default=None,
-        help=f"--diverse: share of the reference's distinct words in each negative set (default {d.ban_fraction})",
-    )
-    parser.add_argument(
-        "--ban-function-words",
-        action="store_true",
-        default=None,
-        help="--diverse: draw negative sets from every word of the reference, articles and the like included",
-    )
-    parser.add_argument(
-        "--allow-non-words",
-        action="store_true",
-        default=None,
-        help="--diverse: keep candidates with a word that is neither an English word nor the reference's",
-    )
-    parser.add_argument("--discourage", type=cli_float, default=None, metavar="PENALTY", help=DISCOURAGE_HELP)
-    parser.add_argument("--clusters", type=cli_int, default=None, help=f"--diverse (default {d.clusters})")
-    parser.add_argument("--keep", type=cli_int, default=None, help=f"--diverse (default {d.keep})")
+    params_arguments(parser, DiverseOptions, exclude=("max_nll",))
     parser.add_argument(
         "--backward-model",
         default=None,
         help="--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)",
     )
-    parser.add_argument(
-        "--max-nll", type=cli_float, default=None, help=f"--diverse: drop candidates scored above (default {d.max_nll})"
-    )
+    params_arguments(parser, DiverseOptions, only=("max_nll",))

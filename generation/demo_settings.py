@@ -25,6 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .decode_options import DecodeOptions
+from .generation_job.params import GenerateParams, generation_params
 from .models import Corpus
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
@@ -51,16 +53,14 @@ DEMO_NBEST = 2  # the second best output of each system doubles the real-word ca
 
 def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE) -> dict[str, Any]:
     """The generation job's params for the demo's evaluation sample (checked by ``generation_params``)."""
-    from .generation_job import generation_params
-
     return generation_params(
-        corpus=corpus,
-        model=str(DEMO_MODEL),
-        systems=DEMO_SYSTEMS,
-        beam=DEMO_BEAM,
-        nbest=DEMO_NBEST,
-        sample_per_length=DEMO_PER_LENGTH,
-        lengths=DEMO_LENGTHS,
-        name=name,
-        device="cpu",
+        GenerateParams(
+            corpus=corpus.pk,
+            model=str(DEMO_MODEL),
+            systems=DEMO_SYSTEMS,
+            decode=DecodeOptions(beam=DEMO_BEAM, nbest=DEMO_NBEST, device="cpu"),
+            sample_per_length=DEMO_PER_LENGTH,
+            lengths=DEMO_LENGTHS,
+            name=name,
+        )
     )

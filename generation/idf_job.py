@@ -1,25 +1,44 @@
 """Job kind ``build_idf``: document frequencies per corpus shard (one chunk each), merged into an IdfTable.
 
-Params: ``corpus`` (id), ``name`` (the table's name; default: the corpus's name, or
-``<corpus>-idf-<job>`` when that is taken). Each chunk writes ``idf/<job_id>/df-<chunk>.tsv.gz`` once:
-a chunk that runs again finds its file and does not count again. The finishing step merges the files
-into ``idf/<idf_table_id>.tsv`` (``token<TAB>idf`` sorted by token) and creates the IdfTable row.
+Params: :class:`BuildIdfParams`: ``corpus`` (id), ``name`` (the table's name, stored only when given;
+default: the corpus's name, or ``<corpus>-idf-<job>`` when that is taken). Each chunk writes
+``idf/<job_id>/df-<chunk>.tsv.gz`` once: a chunk that runs again finds its file and does not count again.
+The finishing step merges the files into ``idf/<idf_table_id>.tsv`` (``token<TAB>idf`` sorted by token) and
+creates the IdfTable row.
 """
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from infra.storage import get_storage
 from jobs.models import Job, JobChunk
+from jobs.params import fail, from_values, int_at_least, param
 from jobs.registry import JobKind, ProgressFn, register
 
 from .corpora import corpus_records, delete_folder
 from .idf import IdfFileError, count_document_frequencies, idf_table_key, merge_df_files, read_df_header, write_df_file
 from .models import Corpus, CorpusShard, CorpusStatus, IdfTable
 from .nlp import load_pipeline, pipeline_signature
+
+
+@dataclass(frozen=True)
+class BuildIdfParams:
+    """The settings of a ``build_idf`` job (``build_idf CORPUS [--name NAME]``, the admin's action). Checked when
+    made: a corpus id, and a name that is not blank when one is given (None: the corpus's own)."""
+
+    corpus: int = field(metadata=param(help="the corpus (id)", cli=False))
+    name: str | None = field(
+        default=None, metadata=param(help="the IDF table's name (default: the corpus's name)", stored="if_set")
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "corpus", int_at_least("corpus", self.corpus, 1))
+        if self.name is not None and not str(self.name).strip():
+            raise fail("{0} must not be blank (leave it out for the corpus's name)", "name")
 
 
 def df_key(job_id: int, chunk_index: int) -> str:
@@ -33,7 +52,7 @@ def default_table_name(corpus: Corpus, job_id: int | None = None) -> str:
 
 
 def _plan(job: Job) -> list[dict]:
-    corpus = Corpus.objects.get(pk=job.params["corpus"])
+    corpus = Corpus.objects.get(pk=from_values(BuildIdfParams, job.params).corpus)
     if corpus.status != CorpusStatus.READY:
         raise ValueError(f"corpus {corpus.name!r} is {corpus.status}, not ready")
     return [{"shard": s.pk, "key": s.key, "n_records": s.n_records} for s in corpus.shards.order_by("index")]
@@ -56,8 +75,9 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
-    corpus = Corpus.objects.get(pk=job.params["corpus"])
-    name = job.params.get("name") or default_table_name(corpus, job.pk)
+    params = from_values(BuildIdfParams, job.params)
+    corpus = Corpus.objects.get(pk=params.corpus)
+    name = params.name or default_table_name(corpus, job.pk)
     if IdfTable.objects.filter(name=name).exists():
         raise IdfFileError(f"an IDF table named {name!r} already exists")
     n_documents = sum(c.result["documents"] for c in chunks)

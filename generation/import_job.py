@@ -1,9 +1,10 @@
 """Job kind ``import_corpus``: one chunk that streams a file into corpus shards (progress: bytes read).
 
-Params: ``name``, ``path``, ``format`` (``bitext``/``mono``/None to detect), ``on_error``
-(``skip``/``abort``), ``shard_size``, ``max_line_chars``, ``display_name`` (the file name shown in
-errors, e.g. an upload's original name), ``remove_file`` (delete the file once imported: uploads), and the
-corpus's ``source``, ``license`` (SPDX id; none: NOASSERTION) and ``terms`` (``corpora.corpus_terms``).
+Params: ``corpora.ImportCorpusParams`` (``to_json`` of it): ``name``, ``path``, ``format``
+(``bitext``/``mono``/None to detect), ``on_error`` (``skip``/``abort``), ``shard_size``, ``max_line_chars``,
+``display_name`` (the file name shown in errors, e.g. an upload's original name), ``remove_file`` (delete the
+file once imported: uploads), and the corpus's ``source``, ``license`` (SPDX id; none: NOASSERTION) and
+``terms``. A job stored before a setting existed reads it as its default (``jobs.params.from_values``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import contextlib
 import os
 
 from jobs.models import Job, JobChunk
+from jobs.params import from_values
 from jobs.registry import JobKind, ProgressFn, register
 
-from .corpora import corpus_discard, corpus_import, corpus_terms
+from .corpora import ImportCorpusParams, corpus_discard, corpus_import
 from .models import Corpus, CorpusStatus
 
 
@@ -23,27 +25,16 @@ def _plan(job: Job) -> list[dict]:
 
 
 def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
-    p = job.params
+    params = from_values(ImportCorpusParams, job.params)
     # A chunk that runs again (a redelivered message after a worker died) starts over: what its first
     # attempt left half-written is discarded, never kept.
-    for stale in Corpus.objects.filter(name=p["name"], import_job=job).exclude(status=CorpusStatus.READY):
+    for stale in Corpus.objects.filter(name=params.name, import_job=job).exclude(status=CorpusStatus.READY):
         corpus_discard(stale)
-    done = Corpus.objects.filter(name=p["name"], import_job=job, status=CorpusStatus.READY).first()
+    done = Corpus.objects.filter(name=params.name, import_job=job, status=CorpusStatus.READY).first()
     if done is not None:
         corpus, summary = done, {}
     else:
-        corpus = corpus_import(
-            name=p["name"],
-            path=p["path"],
-            format=p.get("format") or None,
-            on_error=p.get("on_error", "skip"),
-            shard_size=p.get("shard_size"),
-            max_line_chars=p.get("max_line_chars"),
-            progress=progress,
-            job=job,
-            display_name=p.get("display_name") or None,
-            terms=corpus_terms(p.get("source"), p.get("license"), p.get("terms")),
-        )
+        corpus = corpus_import(params, progress=progress, job=job)
         summary = dict(corpus.import_report.reasons)
     return {
         "corpus": corpus.pk,
@@ -58,9 +49,10 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:
-    if job.params.get("remove_file"):
+    params = from_values(ImportCorpusParams, job.params)
+    if params.remove_file:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(job.params["path"])
+            os.unlink(params.path)
     return dict(chunks[0].result)
 
 

@@ -2,7 +2,7 @@
 
 from . import (
     constraint_job,  # noqa: F401  (select_constraints)
-    generation_job,  # noqa: F401  (generate)
     idf_job,  # noqa: F401  (build_idf)
     import_job,  # noqa: F401  (import_corpus)
 )
+from .generation_job import kind  # noqa: F401  (generate)

@@ -16,7 +16,8 @@ from itertools import chain
 
 
 def capitalised(word: str) -> str:
-    """``for`` -> ``For`` (only the first letter changes)."""
+    """``for`` -> ``For`` (only the first letter changes): the form negative phrases and the decoder's bans add to
+    the lowercase one; a spelling that is neither is an odd case (selection.values.odd_case_forms)."""
     return word[:1].upper() + word[1:]
 
 

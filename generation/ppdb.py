@@ -33,8 +33,8 @@ from django.conf import settings
 from infra.textfiles import atomic_path, open_text
 
 from .bloom import BloomFilter
-from .selection.values import holds_word
 from .systems import PPDB_RELATIONS
+from .words import holds_word
 
 logger = logging.getLogger(__name__)
 

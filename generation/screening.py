@@ -1,5 +1,5 @@
 """Which generated candidates are not paraphrases worth showing or releasing: the one rule that a HIT batch
-(``annotation.batches.non_word_screen``) and a release (``scoring.releases``) both apply.
+(``annotation.batches.non_word_screen``) and a release (``scoring.releases.rows``) both apply.
 
 A candidate is left out when it is
 

@@ -1,6 +1,6 @@
 """Licences as SPDX identifiers, and whether a release may carry a licence given the terms of the corpus it was
 made from: the one rule of ``import_corpus --license`` (``generation.corpora``) and ``export_release --license``
-(``scoring.releases``).
+(``scoring.releases.checks``).
 
 Identifier: an SPDX id of ``SPDX_LICENSES`` (in any case; written in SPDX's own), ``LicenseRef-NAME`` for terms of
 one's own, ``NOASSERTION`` (also typed ``unknown``, the Hugging Face hub's word) when none is stated.

@@ -1,7 +1,7 @@
 """Provenance by name: a path on one machine means nothing elsewhere and tells strangers how that machine is laid
 out. ``local_name`` turns a local path into a name (a Hugging Face cache snapshot into ``org/name@revision``, a
 folder inside Paraforge into its path from the project root, anything else into its last component);
-``without_local_paths`` applies it to every string of a JSON value. Releases (``scoring.release_card``) and the
+``without_local_paths`` applies it to every string of a JSON value. Releases (``scoring.releases.card``) and the
 admin's pages (a campaign's model) name what they show this way."""
 
 from __future__ import annotations

@@ -74,10 +74,6 @@ def get_kind(name: str) -> JobKind:
         raise LookupError(f"unknown job kind {name!r}; known: {', '.join(sorted(_KINDS)) or 'none'}") from None
 
 
-def known_kinds() -> list[str]:
-    return sorted(_KINDS)
-
-
 def add_finish_hook(kind_name: str, hook: FinishHook) -> None:
     """Run ``hook(job, chunks, result)`` after every ``finish`` of that kind (registering twice is a no-op)."""
     hooks = _FINISH_HOOKS.setdefault(kind_name, [])

@@ -23,20 +23,23 @@ from api.permissions import staff_has_perms
 from jobs.models import Job
 from jobs.results import job_outcome_html
 from jobs.widgets import PROGRESS_JS, progress_bar
-
-from . import job_results  # noqa: F401  (the result pages of the scoring and generation jobs)
-from .forms import EXPORT_PERMS, SCORE_PERMS, TRAIN_PERMS, ExportReleaseForm, ScoreResourceForm, TrainRegressorForm
-from .models import Regressor, Release, ScoredResource
-from .regressor_job import KIND as TRAIN_KIND, train_regressor_launch
-from .release_filters import FilterError
-from .release_job import KIND as EXPORT_KIND, export_release_for
-from .releases import (
-    ReleaseError,
-    next_version,
-    release_files,
-    sees_every_release,
+from scoring import job_results  # noqa: F401  (the result pages of the scoring and generation jobs)
+from scoring.forms import (
+    EXPORT_PERMS,
+    SCORE_PERMS,
+    TRAIN_PERMS,
+    ExportReleaseForm,
+    ScoreResourceForm,
+    TrainRegressorForm,
 )
-from .scoring_job import (
+from scoring.models import Regressor, Release, ScoredResource
+from scoring.regressor.job import KIND as TRAIN_KIND, train_regressor_launch
+from scoring.releases.access import sees_every_release
+from scoring.releases.checks import ReleaseError, next_version
+from scoring.releases.filters import FilterError
+from scoring.releases.job import KIND as EXPORT_KIND, export_release_for
+from scoring.releases.manifest import release_files
+from scoring.scored.job import (
     KIND as SCORE_KIND,
     score_resource_launch,
     scoring_job_running,

@@ -11,10 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.openapi import api_errors
-
-from .models import Release
-from .releases import release_open, releases_visible_to
-from .serializers import ReleaseDetailSerializer, ReleaseSerializer
+from scoring.models import Release
+from scoring.releases.access import release_open, releases_visible_to
+from scoring.serializers import ReleaseDetailSerializer, ReleaseSerializer
 
 
 def _visible(request: Request, release_id: int) -> Release:

@@ -5,4 +5,4 @@ class ScoringConfig(AppConfig):
     name = "scoring"
 
     def ready(self) -> None:
-        from . import job_kinds  # noqa: F401  (registers the scoring job kinds)
+        from scoring import job_kinds  # noqa: F401  (registers the scoring job kinds)

@@ -127,7 +127,7 @@ def word_levenshtein(a: str, b: str) -> int:
 
 def sequence_levenshtein(x: Sequence[Hashable], y: Sequence[Hashable]) -> int:
     """Edit distance of two token (or character) lists; rapidfuzz's C++ bit-parallel Levenshtein, many
-    times faster than the pure-Python one it replaced (``scoring.features`` calls this per pair)."""
+    times faster than the pure-Python one it replaced (``scoring.similarity.features`` calls this per pair)."""
     return Levenshtein.distance(x, y)
 
 

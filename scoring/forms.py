@@ -5,68 +5,43 @@ before it is queued, whichever way it is asked for."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django import forms
 
 from annotation.models import Campaign
-from config.forms import AsciiFloatField, AsciiIntegerField
 from generation.models import Resource
-
-from .aggregation import ESTIMATES
-from .embeddings import DEFAULT_ENCODER, ENCODER_HELP
-from .models import Regressor
-from .regressor import NAME_MAX_LENGTH, RECIPES, RegressorError, RegressorTrainOptions, regressor_name_check
-from .regressor_job import train_start_check
-from .release_card import LICENSE_HELP
-from .release_filters import FilterError, parse_filters
-from .releases import FORMATS, ReleaseError, card_license, release_version_check
-from .scoring_device import DEVICE_HELP, DEVICES
-from .scoring_job import DEFAULT_BATCH_SIZE, GPU_BATCH_SIZE, score_start_check, scoring_device
+from jobs.forms import form_fields
+from jobs.params import from_values
+from scoring.models import Regressor
+from scoring.regressor import RegressorError, regressor_name_check
+from scoring.regressor.job import TrainRegressorParams, train_start_check
+from scoring.releases.checks import ReleaseError, card_license, release_version_check
+from scoring.releases.filters import FilterError
+from scoring.releases.params import ReleaseExportParams
+from scoring.scored.device import DEVICE_HELP, DEVICES
+from scoring.scored.job import score_start_check, scoring_device
+from scoring.scored.params import ScoreResourceParams
 
 TRAIN_PERMS = ("scoring.add_regressor", "jobs.view_job")
 SCORE_PERMS = ("scoring.add_scoredresource", "jobs.view_job")
 EXPORT_PERMS = ("scoring.add_release", "jobs.view_job")
 
 
-class TrainRegressorForm(forms.Form):
+# the settings' fields come from the job kinds' parameters classes (``jobs.forms.form_fields``), the rest
+# (what a model choice is) is said below; ``field_order`` keeps the pages' and the API's order
+TrainSettingsFields = type(
+    "TrainSettingsFields", (forms.Form,), form_fields(TrainRegressorParams, exclude=("cv_folds",))
+)
+ScoreSettingsFields = type("ScoreSettingsFields", (forms.Form,), form_fields(ScoreResourceParams, only=("batch_size",)))
+
+
+class TrainRegressorForm(TrainSettingsFields):
     campaign = forms.ModelChoiceField(
         queryset=Campaign.objects.order_by("name"), help_text="its counted judgments are the training data"
     )
-    name = forms.CharField(
-        max_length=NAME_MAX_LENGTH,
-        help_text="the regressor's name (score_resource --regressor NAME): letters, digits, "
-        "'.', '_' or '-', starting with a letter or digit",
-    )
-    test_fraction = AsciiFloatField(initial=0.2, help_text="share of references held out for the test (0-1)")
-    seed = AsciiIntegerField(initial=0, min_value=0, max_value=2**32 - 1)
-    min_judgments = AsciiIntegerField(
-        required=False,
-        min_value=0,
-        help_text="count only workers with at least N judgments (empty: the campaign's minimum)",
-    )
-    target = forms.ChoiceField(
-        choices=[(e, e) for e in ESTIMATES],
-        initial="raw",
-        help_text="raw = mean similarity (ParaBank's); zscore = bias-corrected estimate",
-    )
-    with_embeddings = forms.BooleanField(
-        required=False, initial=True, help_text="sentence-embedding features (slower, more accurate)"
-    )
-    recipe = forms.ChoiceField(
-        choices=[(r, r) for r in RECIPES],
-        initial="base",
-        help_text="base = lexical + embedding features; v2 and v3 add the group, NLL and "
-        "systems features, v4 those of the STS-tuned encoder head "
-        "(docs: explanation/similarity-regressor)",
-    )
-    encoder = forms.CharField(
-        required=False,
-        max_length=1000,
-        initial=DEFAULT_ENCODER,
-        help_text=f"{ENCODER_HELP} (empty: {DEFAULT_ENCODER}; docs: how-to/train-regressor)",
-    )
-    replace = forms.BooleanField(required=False, help_text="overwrite the regressor of that name")
+    field_order = "campaign name test_fraction seed min_judgments target with_embeddings recipe encoder replace".split()
 
     def clean(self):
         data = super().clean()
@@ -74,45 +49,33 @@ class TrainRegressorForm(forms.Form):
             return data
         try:  # the job's own start check: a training that cannot succeed is refused here, not queued
             name = regressor_name_check(data["name"])  # (a bad name is named first, as the command does)
-            data["options"] = RegressorTrainOptions(
-                test_fraction=data["test_fraction"],
-                seed=data["seed"],
-                with_embeddings=data["with_embeddings"],
-                min_judgments=data["min_judgments"],
-                target=data["target"],
-                recipe=data["recipe"],
-                encoder=data.get("encoder") or DEFAULT_ENCODER,
-            )
-            data["name"], _ = train_start_check(
-                campaign=data["campaign"].name, name=name, options=data["options"], replace=data["replace"]
-            )
+            given = {key: value for key, value in data.items() if value != ""}  # empty: the default (encoder)
+            params = from_values(TrainRegressorParams, given, campaign=data["campaign"].name, name=name)
+            data["name"], _ = train_start_check(**params.arguments())
         except RegressorError as exc:
             raise forms.ValidationError(str(exc)) from None
+        data["params"] = replace(params, name=data["name"])
         return data
 
     def train_arguments(self) -> dict[str, Any]:
-        """``regressor_job.train_regressor_launch``'s arguments from the cleaned form (the admin's and the API's)."""
-        d = self.cleaned_data
-        return {"campaign": d["campaign"].name, "name": d["name"], "options": d["options"], "replace": d["replace"]}
+        """``scoring.regressor.job.train_regressor_launch``'s arguments from the cleaned form (the admin's and the
+        API's)."""
+        return self.cleaned_data["params"].arguments()
 
 
-class ScoreResourceForm(forms.Form):
+class ScoreResourceForm(ScoreSettingsFields):
     resource = forms.ModelChoiceField(
         queryset=Resource.objects.filter(shards__isnull=False).distinct().order_by("name"),
         help_text="a generated resource with candidate shards",
     )
     regressor = forms.ModelChoiceField(queryset=Regressor.objects.order_by("name"))
-    batch_size = AsciiIntegerField(
-        required=False,
-        min_value=1,
-        max_value=100_000,
-        help_text=f"pairs per prediction batch (empty: {DEFAULT_BATCH_SIZE} on the CPU, {GPU_BATCH_SIZE} on a GPU)",
-    )
+    # (not from ScoringDevice's field: empty here means the installation's device, not the class's default cpu)
     device = forms.ChoiceField(
         required=False,
         choices=[("", "the installation's (PARAFORGE_SCORING_DEVICE)"), *((d, d) for d in DEVICES)],
         help_text=DEVICE_HELP.replace("default: PARAFORGE_SCORING_DEVICE", "empty: PARAFORGE_SCORING_DEVICE"),
     )
+    field_order = ("resource", "regressor", "batch_size", "device")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -130,13 +93,14 @@ class ScoreResourceForm(forms.Form):
             return data
         try:  # the job's own start check: a scoring that cannot succeed is refused here, not queued
             score_start_check(resource=data["resource"], regressor=data["regressor"])
-            data["device"] = scoring_device(data.get("device") or None)
+            data["device"] = scoring_device({"device": data.get("device") or None})
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
 
     def score_arguments(self) -> dict[str, Any]:
-        """``scoring_job.score_resource_launch``'s arguments from the cleaned form (the admin's and the API's)."""
+        """``scoring.scored.job.score_resource_launch``'s arguments from the cleaned form (the admin's and the
+        API's)."""
         d = self.cleaned_data
         return {
             "resource": d["resource"],
@@ -146,36 +110,13 @@ class ScoreResourceForm(forms.Form):
         }
 
 
-class ExportReleaseForm(forms.Form):
-    version = forms.CharField(
-        max_length=64, help_text="letters, digits, '.', '_' or '-', starting with a letter or digit"
-    )
-    format = forms.ChoiceField(choices=[(f, f) for f in FORMATS], initial="tsv")
-    min_score = AsciiFloatField(required=False, min_value=0, max_value=100, help_text="predicted similarity 0-100")
-    filters = forms.CharField(
-        required=False,
-        help_text="e.g. len=5-40,overlap=0.2-0.8,rerank=dissimilar,top=5",
-        widget=forms.TextInput(attrs={"size": 60}),
-    )
-    entailment_model = forms.CharField(
-        required=False,
-        max_length=500,
-        widget=forms.TextInput(attrs={"size": 60}),
-        help_text="for entailment=argmax or entailment=THRESHOLD: a local NLI model folder (Hugging Face "
-        "sequence classifier) that the workers can read, under the model folders "
-        "(PARAFORGE_MODEL_ROOTS; a path relative to one, or absolute)",
-    )
-    license = forms.CharField(required=False, max_length=100, help_text=LICENSE_HELP)
-    keep_copies = forms.BooleanField(
-        required=False,
-        help_text="keep paraphrases identical to their reference (same text after case folding and whitespace "
-        "collapsing), which a release leaves out by default (the filter copies=keep)",
-    )
-    keep_non_words = forms.BooleanField(
-        required=False,
-        help_text="keep paraphrases holding a non-word (what a HIT batch leaves out), each with an empty score and "
-        "the caveat non_words; a release leaves them out by default (the filter non_words=keep)",
-    )
+ExportSettingsFields = type("ExportSettingsFields", (forms.Form,), form_fields(ReleaseExportParams))
+# what the two boxes ask for travels as the filters text (copies=keep, non_words=keep), as jobs have stored it
+FOLDED_INTO_FILTERS = ("keep_copies", "keep_non_words")
+
+
+class ExportReleaseForm(ExportSettingsFields):
+    field_order = ("version", "format", "min_score")  # then the rest, as ReleaseExportParams declares them
 
     def clean_version(self):
         try:
@@ -185,18 +126,11 @@ class ExportReleaseForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        try:
-            parse_filters(
-                data.get("filters") or "",
-                min_score=data.get("min_score"),
-                entailment_model=data.get("entailment_model") or None,
-                load_model=False,
-                confined=True,
-                keep_copies=bool(data.get("keep_copies")),
-                keep_non_words=bool(data.get("keep_non_words")),
-            )
+        try:  # the job's own start check of its settings (the resource's come when the export starts)
+            asked = from_values(ReleaseExportParams, data)
+            asked.release_filters(load_model=False, confined=True)
             if data.get("format"):
-                card_license(data["format"], data.get("license") or None)
+                card_license(asked.format, asked.license)
         except (FilterError, ReleaseError) as exc:
             raise forms.ValidationError(str(exc)) from None
         if data.get("keep_copies") and "copies=" not in (data.get("filters") or "").lower():
@@ -207,13 +141,6 @@ class ExportReleaseForm(forms.Form):
         return data
 
     def export_options(self) -> dict[str, Any]:
-        """``release_job.export_release_for``'s options from the cleaned form (the admin's and the API's)."""
-        d = self.cleaned_data
-        return {
-            "version": d["version"],
-            "fmt": d["format"],
-            "filters": d["filters"],
-            "min_score": d["min_score"],
-            "entailment_model": d["entailment_model"] or None,
-            "license": d["license"] or None,
-        }
+        """``scoring.releases.job.export_release_for``'s options from the cleaned form (the admin's and the API's):
+        the ``ReleaseExportParams`` settings by name, less the boxes folded into the filters text."""
+        return {name: value for name, value in self.cleaned_data.items() if name not in FOLDED_INTO_FILTERS}

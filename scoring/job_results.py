@@ -2,7 +2,7 @@
 job made, the figures that matter, and where to go next.
 
 Why one module: the four steps follow one another, so each page links the next step and the campaign dashboard,
-and states the held-out rho the same way (``scoring.held_out``). The generate job is described here too (it is
+and states the held-out rho the same way (``scoring.regressor.held_out``). The generate job is described here too (it is
 generation/'s kind, but its next steps are annotation's and scoring's pages; generation/ imports neither).
 Every link is offered only to a user who may open it; what a job made and was since deleted shows as text.
 """
@@ -15,20 +15,20 @@ from django.urls import reverse
 
 from annotation.models import Campaign
 from api.permissions import staff_has_perms
+from generation.generation_job import KIND as GENERATE_KIND
 from generation.models import Resource
 from jobs.models import Job
 from jobs.results import FileLink, JobOutcome, Link, Table, register_outcome, url_or_none
+from scoring.models import Regressor, Release, ScoredResource
+from scoring.regressor.held_out import HeldOutRho, calibration_of, calibration_rows_text, held_out_rho
+from scoring.regressor.job import KIND as TRAIN_KIND
+from scoring.releases.access import releases_visible_to
+from scoring.releases.card import NO_LICENSE
+from scoring.releases.job import KIND as EXPORT_KIND
+from scoring.releases.manifest import release_files
+from scoring.scored.job import KIND as SCORE_KIND
 
-from .held_out import HeldOutRho, calibration_of, calibration_rows_text, held_out_rho
-from .models import Regressor, Release, ScoredResource
-from .regressor_job import KIND as TRAIN_KIND
-from .release_card import NO_LICENSE
-from .release_job import KIND as EXPORT_KIND
-from .releases import release_files, releases_visible_to
-from .scoring_job import KIND as SCORE_KIND
-
-GENERATE_KIND = "generate"  # generation.generation_job.KIND (not imported: it loads the decoder's modules)
-RESEARCH_PERMS = ("annotation.view_campaign", "annotation.view_judgment")  # the dashboard's (scoring.views)
+RESEARCH_PERMS = ("annotation.view_campaign", "annotation.view_judgment")  # the dashboard's (scoring.dashboard.views)
 SCORE_PERMS = ("scoring.add_scoredresource", "jobs.view_job")  # the admin's score form's (scoring.admin)
 EXPORT_PERMS = ("scoring.add_release", "jobs.view_job")
 

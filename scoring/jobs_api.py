@@ -17,25 +17,34 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
+from api.forms import AsciiFloatField, AsciiIntegerField
 from api.openapi import api_errors
 from api.permissions import staff_has_perms, staff_with_perms
-from config.forms import AsciiFloatField, AsciiIntegerField
 from jobs.models import Job
-
-from .forms import EXPORT_PERMS, SCORE_PERMS, TRAIN_PERMS, ExportReleaseForm, ScoreResourceForm, TrainRegressorForm
-from .models import ScoredResource
-from .regressor_job import train_regressor_launch
-from .release_filters import FilterError
-from .release_job import export_release_for
-from .releases import LicenseConflictError, ReleaseError
-from .scoring_job import score_resource_launch
+from scoring.forms import (
+    EXPORT_PERMS,
+    SCORE_PERMS,
+    TRAIN_PERMS,
+    ExportReleaseForm,
+    ScoreResourceForm,
+    TrainRegressorForm,
+)
+from scoring.models import ScoredResource
+from scoring.regressor.job import train_regressor_launch
+from scoring.releases.checks import LicenseConflictError, ReleaseError
+from scoring.releases.filters import FilterError
+from scoring.releases.job import export_release_for
+from scoring.scored.job import score_resource_launch
 
 
 def form_serializer(form_class: type[forms.Form], name: str) -> type[serializers.Serializer]:
     """A serializer with the form's fields as JSON types (a model choice is the row's id; a field's initial
-    value its default), for the API description and a first check of the types; the form checks the rest."""
+    value its default), in the form's order (its ``field_order`` first, as its pages show them), for the API
+    description and a first check of the types; the form checks the rest."""
     fields: dict[str, serializers.Field] = {}
-    for key, field in form_class.base_fields.items():
+    order = [key for key in (form_class.field_order or ()) if key in form_class.base_fields]
+    for key in dict.fromkeys([*order, *form_class.base_fields]):
+        field = form_class.base_fields[key]
         common = {"required": field.required, "help_text": str(field.help_text or "") or None}
         if field.initial is not None and not isinstance(field, forms.BooleanField):
             common.update(required=False, default=field.initial)  # the form's initial value is the API's default
@@ -112,7 +121,7 @@ JOB_STARTED = {202: OpenApiResponse(JobStartedSerializer, description="Started: 
 )
 @api_view(["POST"])
 @permission_classes([staff_with_perms(*TRAIN_PERMS)])
-def regressor_train(request: Request) -> Response:
+def regressor_train_view(request: Request) -> Response:
     """POST /api/regressors/: 202 with the training job."""
     form, refused = _checked(request, TrainInSerializer, TrainRegressorForm)
     if refused is not None:
@@ -163,7 +172,7 @@ def resource_score(request: Request) -> Response:
 )
 @api_view(["POST"])
 @permission_classes([staff_with_perms(*EXPORT_PERMS)])
-def release_export(request: Request, scored_resource_id: int) -> Response:
+def release_export_view(request: Request, scored_resource_id: int) -> Response:
     """POST /api/scored-resources/<id>/releases/: 202 with the export job."""
     scored = get_object_or_404(ScoredResource.objects.select_related("resource", "regressor"), pk=scored_resource_id)
     form, refused = _checked(request, ExportInSerializer, ExportReleaseForm)

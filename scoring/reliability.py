@@ -40,8 +40,7 @@ from annotation.split_half import (
     spearman,
     stepped_up,
 )
-
-from .aggregation import CampaignData, worker_scales
+from scoring.aggregation import CampaignData, worker_scales
 
 
 def split_half(

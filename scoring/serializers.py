@@ -4,8 +4,9 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .models import Release
-from .releases import MANIFEST_FILE, release_files
+from scoring.models import Release
+from scoring.releases.columns import MANIFEST_FILE
+from scoring.releases.manifest import release_files
 
 
 class ReleaseRegressorSerializer(serializers.Serializer):

@@ -3,16 +3,16 @@
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)
-
-from . import api, jobs_api, views
+from scoring import api, jobs_api
+from scoring.dashboard import views
 
 urlpatterns = [
     path("api/releases/", api.release_list, name="release-list"),
     path("api/releases/<id:release_id>/", api.release_detail, name="release-detail"),
     path("api/releases/<id:release_id>/files/<str:name>", api.release_file, name="release-file"),
-    path("api/regressors/", jobs_api.regressor_train, name="regressor-train"),
+    path("api/regressors/", jobs_api.regressor_train_view, name="regressor-train"),
     path("api/scored-resources/", jobs_api.resource_score, name="resource-score"),
-    path("api/scored-resources/<id:scored_resource_id>/releases/", jobs_api.release_export, name="release-export"),
+    path("api/scored-resources/<id:scored_resource_id>/releases/", jobs_api.release_export_view, name="release-export"),
     path("research/campaigns/", views.campaign_list, name="campaign_list"),
     path("research/campaigns/<id:campaign_id>/", views.campaign_dashboard, name="campaign_dashboard"),
     path(

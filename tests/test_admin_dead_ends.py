@@ -12,6 +12,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.batch_params import BatchParams
 from annotation.batches import hit_batch_create
 from annotation.models import Assignment, Worker
 from jobs.models import Job
@@ -90,7 +91,9 @@ def comment(campaign, hit, name: str, text: str) -> Assignment:
 def test_a_campaign_lists_its_workers_comments_on_one_page(admin_client):
     campaign = sample_campaign("pilot")
     other = sample_campaign("other")
-    batch = hit_batch_create(campaign=campaign, provider="local", per_length=1, lengths=[5], assignments=2)
+    batch = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="local", per_length=1, lengths=[5], assignments=2)
+    )
     hit = batch.hits.first()
     comment(campaign, hit, "W1", "The slider is hard to move on a phone.")
     comment(campaign, hit, "W2", "")
@@ -121,7 +124,9 @@ def test_recent_actions_list_the_admins_own_actions(client):
     client.force_login(boss)
     assert "None available" in client.get("/admin/").content.decode()
     campaign = sample_campaign("pilot")
-    batch = hit_batch_create(campaign=campaign, provider="local", per_length=1, lengths=[5], assignments=1)
+    batch = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="local", per_length=1, lengths=[5], assignments=1)
+    )
     client.post(
         "/admin/annotation/batch/",
         {"action": "publish_batches", "_selected_action": [batch.pk], "confirm": "yes"},

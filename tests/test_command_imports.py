@@ -1,7 +1,8 @@
 """``manage.py help``, ``--help``, an argument error and a lookup error of the main commands import no numerical or
 model library (issue 37: every command took 3.7 s, scipy.stats and sacrebleu loading with the apps, and a wrong
 campaign name cost scikit-learn too). Each command runs in a fresh process, as from a shell; the process prints the
-heavy modules left in ``sys.modules`` as it exits (bench/command_startup.py times the same cases)."""
+heavy modules left in ``sys.modules`` as it exits: bench/command_startup.py's probe and list of those modules, the
+bench that times the same cases."""
 
 from __future__ import annotations
 
@@ -12,32 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from bench.command_startup import loaded_by_probe, probe_source
 from tests.conftest import ROOT, database_url_of_test_db
-
-HEAVY = (
-    "numpy",
-    "scipy",
-    "sklearn",
-    "torch",
-    "transformers",
-    "sentence_transformers",
-    "sacrebleu",
-    "spacy",
-    "pandas",
-    "pyarrow",
-    "matplotlib",
-    "joblib",
-)
-
-# sys.argv[1:] are manage.py's arguments; what is loaded is written on stderr at exit, whatever the exit status
-PROBE = (
-    "import atexit, os, sys\n"
-    f"heavy = {HEAVY!r}\n"
-    "atexit.register(lambda: os.write(2, ('\\nLOADED ' + ','.join(m for m in heavy if m in sys.modules) + '\\n')"
-    ".encode()))\n"
-    "sys.argv = ['manage.py'] + sys.argv[1:]\n"
-    "import runpy; runpy.run_path('manage.py', run_name='__main__')\n"
-)
 
 HELP = [
     ["help"],
@@ -60,11 +37,11 @@ ARGUMENT_ERRORS = [
 
 def run_probe(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", probe_source(), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
-    marks = [line for line in done.stderr.splitlines() if line.startswith("LOADED ")]
-    assert marks, done.stderr[-2000:]
-    return done.returncode, marks[-1][len("LOADED ") :], done.stdout + done.stderr
+    loaded = loaded_by_probe(done.stderr)
+    assert loaded is not None, done.stderr[-2000:]
+    return done.returncode, loaded, done.stdout + done.stderr
 
 
 def environment(**extra: str) -> dict[str, str]:

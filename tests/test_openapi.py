@@ -25,7 +25,9 @@ from annotation.models import Hit
 from annotation.tokens import item_key, submission_token_make
 from jobs.models import Job, JobStatus
 from scoring.models import Release
-from scoring.releases import release_export, release_files
+from scoring.releases.export import release_export
+from scoring.releases.manifest import release_files
+from scoring.releases.params import ReleaseExportParams
 
 from .annotation.builders import published_batch, sample_campaign
 from .scoring.resource_data import OverlapScorer, build_resource, make_regressor, score_with
@@ -52,7 +54,7 @@ def rows(live_server, storage_dir, tmp_path, settings, client) -> Rows:
     job = Job.objects.create(kind="score_resource", status=JobStatus.SUCCEEDED, total_chunks=0, result={"pairs": 3})
     resource = build_resource()
     score_with(resource, make_regressor(), OverlapScorer())
-    release = release_export(resource=resource, out_dir=tmp_path / "v1")
+    release = release_export(ReleaseExportParams(resource=resource.pk), out_dir=tmp_path / "v1")
     staff = get_user_model().objects.create_superuser("staff", password="pw")
     client.force_login(staff)
     return Rows(

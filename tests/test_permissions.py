@@ -181,11 +181,13 @@ def campaign():
 
 
 def local_batch(status="published"):
+    from annotation.batch_params import BatchParams
     from annotation.batches import hit_batch_create
     from annotation.models import Batch
 
     batch = hit_batch_create(
-        campaign=campaign(), provider="local", per_length=2, lengths=(5,), assignments=2, attention_rate=0, seed=3
+        campaign=campaign(),
+        params=BatchParams(provider="local", per_length=2, lengths=(5,), assignments=2, attention_rate=0, seed=3),
     )
     Batch.objects.filter(pk=batch.pk).update(status=status)
     batch.refresh_from_db()

@@ -251,7 +251,7 @@ PARAFORGE_MAX_IDF = env_float("PARAFORGE_MAX_IDF", 17.0)
 PARAFORGE_INLINE_WITHOUT_WORKER = env_str("PARAFORGE_INLINE_WITHOUT_WORKER", "") in {"1", "true", "yes"}
 # Where a scoring job's embeddings run unless the job says (score_resource --device): cpu (cpu queue, float32),
 # cuda (gpu queue, float16 on the worker's GPU) or auto (gpu queue; the GPU if the worker has one), see
-# scoring/scoring_device.py
+# scoring/scored/device.py
 PARAFORGE_SCORING_DEVICE = env_str("PARAFORGE_SCORING_DEVICE", "cpu")
 # Processes that compute the lexical features of a scoring chunk this worker encodes on a GPU, unless the job
 # says (ScoringDevice.cpu_workers); read by the worker, whose host's cores they are. 1: in the worker process.

@@ -6,7 +6,8 @@ with Markdown built from the code (``GENERATORS`` below):
 * ``commands``: every management command of this repository's apps (not Django's or third parties'), from
   each command's own argparse parser (``create_parser``), and the ``python -m`` entry points;
 * ``batch-settings``: the schema of ``Batch.settings`` (``annotation/batch_settings.py``);
-* ``release-columns``: the columns of a release's files (``scoring/releases.py``, ``scoring/release_parquet.py``);
+* ``release-columns``: the columns of a release's files (``scoring/releases/columns.py``,
+  ``scoring/releases/parquet.py``);
 * ``http-api``: the paths and operations of the OpenAPI description (drf-spectacular's generator);
 * ``systems``: the 37 constraint systems (``generation/systems.py``).
 
@@ -188,7 +189,7 @@ def _module_parser(module: str) -> argparse.ArgumentParser:
     raise RuntimeError(f"{module}.main() built no parser")
 
 
-MODULE_ENTRY_POINTS = ("scoring.sts", "scoring.encoder_head")
+MODULE_ENTRY_POINTS = ("scoring.similarity.sts", "scoring.similarity.encoder_head")
 
 
 def commands() -> str:
@@ -259,7 +260,7 @@ def batch_settings() -> str:
 
 def release_columns() -> str:
     _django()
-    from scoring import release_parquet as rp, releases
+    from scoring.releases import columns as releases, parquet as rp
 
     lines = []
     for title, tsv_name, parquet_name, columns, schema, meanings in (

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ..decode_options import DecodeOptions, DecodeOptionsError
+from ..words import words_of
 from .banned import build_negative_tables
 from .batching import BatchChoice, default_batch_size
 from .causal import prompt_batch
@@ -29,7 +30,7 @@ from .dba import beam_search
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
 from .positive import build_positive_tables
 from .rerank import rerank_dissimilar, word_levenshtein
-from .vocab import PhraseError, encode_phrase, words_of
+from .vocab import PhraseError, encode_phrase
 
 __all__ = [
     "load_model",

@@ -1,6 +1,6 @@
 """Decoder-only models (Llama, Qwen, Mistral, Gemma, Phi, GPT-2, ...) under the same beam search and DBA.
 
-``dba.beam_search`` drives a model through one step interface, :class:`fast_step.LeanState`'s:
+``dba.beam_search`` drives a model through one step interface, :class:`fast_step.FastStepState`'s:
 ``step(tokens, position) -> logits``, ``repeat(times)``, ``reorder(rows)``, ``select(rows, sentences)``.
 :class:`CausalState` offers it over the model's own forward (grouped-query attention, rotary or learned
 positions, sliding windows: whatever the model family does, nothing re-implemented):
@@ -39,7 +39,7 @@ def prompt_batch(loaded, sources: list[str]) -> tuple[torch.Tensor, torch.Tensor
 
 
 class CausalDecoder:
-    """A decoder-only model's step for one batch of prompts, made as ``fast_step.LeanDecoder`` is made
+    """A decoder-only model's step for one batch of prompts, made as ``fast_step.FastStep`` is made
     (``start`` gives the per-call state; there is no encoder output, so its first argument is unused)."""
 
     def __init__(self, model, input_ids: torch.Tensor):

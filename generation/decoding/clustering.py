@@ -17,7 +17,7 @@ import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from .vocab import words_of
+from ..words import words_of
 
 PINNED = 0  # the reference's cluster (and point)
 MAX_ROUNDS = 100

@@ -30,21 +30,27 @@ sentences to ``max_length``, for hypotheses nobody gets. Without positive constr
 almost nothing (577 against 574 sentence-steps there) and keeps ``generate``'s outputs exactly.
 
 On a GPU, steps 1 (after the model and its processors) to 5 are captured once per batch as a CUDA graph
-and replayed: they are many tiny kernels, and launching them cost more than running them.
+and replayed (``cuda_graphs.py``): they are many tiny kernels, and launching them cost more than running them.
+On the CPU, step 2's argmax and top-k come from block maxima (``row_blocks.py``), exactly as torch's.
 
 The constraints' own state lives beside this module: required phrases in ``positive.py``, banned and
 BOS-anchored ones in ``banned.py``; the options of a search in ``generation.decode_options.DecodeOptions``.
+
+Why one module of some 650 lines: :func:`beam_search` (the loop that steps the model) and
+:class:`BeamSearch` (the state and the five stages above) are one algorithm seen from two sides. The loop
+decides what a CUDA graph captures (``BeamSearch.step`` on tensors updated in place), and moves the model's
+cache and inputs by what the stages chose (``src_sel``, the rows ``keep`` returns); split apart, neither
+half can be read without the other open.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import torch
 
 from ..decode_options import DecodeOptions
-from . import fast_step as lean_step
+from . import cuda_graphs, fast_step
 from .banned import NegativeState, NegativeTables
 from .causal import CausalDecoder
 from .hf_compat import (
@@ -58,13 +64,9 @@ from .hf_compat import (
     select_rows,
 )
 from .positive import PositiveState, PositiveTables
-
-logger = logging.getLogger(__name__)
+from .row_blocks import RowBlocks
 
 NEG = -1.0e9
-
-
-_GRAPH_FAILURES: list[str] = []  # why a capture failed in this process (then steps run eagerly)
 
 
 # (inference mode, not only no_grad: a step is hundreds of tiny tensor operations, and without autograd's
@@ -102,45 +104,46 @@ def beam_search(
     are a hundred-odd tiny kernels whose launches cost far more than their work, and more with constraints
     than without: replayed, constraints cost almost nothing per step. The graph is captured at the second
     step of each call (the first runs eagerly and builds the per-layout tables), the last step runs eagerly,
-    and a capture that fails falls back to eager steps (recorded in ``_GRAPH_FAILURES``).
+    and a capture that fails falls back to eager steps (recorded in ``cuda_graphs.GRAPH_FAILURES``).
 
     ``options.fast_step`` (default: on CPU; ``PARAFORGE_FAST_STEP=0`` / ``1`` in the environment: off / on
-    on any device) runs the decoder's steps with ``fast_step.LeanDecoder`` where the model is one it
+    on any device) runs the decoder's steps with ``fast_step.FastStep`` where the model is one it
     reproduces (Marian, BART): the same arithmetic as Hugging Face's decoder as plain functional calls on a
     static key/value cache, without its per-module and cache-class overhead. Other models (T5, ...) run
-    Hugging Face's decoder. ``options.int8``: the lean step's products on dynamic int8 weights (CPU, Marian
+    Hugging Face's decoder. ``options.int8``: the fast step's products on dynamic int8 weights (CPU, Marian
     and BART only; a ValueError elsewhere): about half their time, outputs no longer Hugging Face's."""
     model = loaded.model
     dev = loaded.device
     beam, max_length, early_stopping = options.beam, options.max_length, options.early_stopping
     gen_cfg = generation_config_for(model, beam, max_length, options.length_penalty, early_stopping, dev)
     processors = FastProcessors(logits_processors(model, gen_cfg, input_ids))
-    use_graph = _graphs_supported(dev) if options.cuda_graph is None else options.cuda_graph
-    if use_graph and not _graphs_supported(dev):
+    use_graph = cuda_graphs.supported(dev) if options.cuda_graph is None else options.cuda_graph
+    if use_graph and not cuda_graphs.supported(dev):
         raise ValueError("cuda_graph needs the model on a CUDA device")
     shrink = not use_graph if options.shrink is None else options.shrink
     if shrink and use_graph:
         raise ValueError("shrink and cuda_graph exclude each other (a graph replays fixed shapes)")
     search = BeamSearch(loaded, gen_cfg, input_ids.shape[0], options, pos=pos, neg=neg)
-    int8, fast_step = options.int8, options.fast_step
+    int8, use_fast_step = options.int8, options.fast_step
 
-    lean = None
-    if fast_step is None:
-        fast_step = lean_step.default_on(dev) or int8
-    if fast_step:
-        lean = lean_step.for_model(model, int8=int8)
-    if int8 and lean is None:
+    # the step's provider, when not Hugging Face's model call: fast_step.FastStep or causal.CausalDecoder
+    stepper = None
+    if use_fast_step is None:
+        use_fast_step = fast_step.default_on(dev) or int8
+    if use_fast_step:
+        stepper = fast_step.for_model(model, int8=int8)
+    if int8 and stepper is None:
         raise ValueError("int8 runs on the lean decoder step only: a Marian or BART model, fast_step not off")
-    if loaded.causal:  # a decoder-only model: its own forward through the lean step's interface (causal.py)
-        lean = CausalDecoder(model, input_ids)
+    if loaded.causal:  # a decoder-only model: its own forward through the fast step's interface (causal.py)
+        stepper = CausalDecoder(model, input_ids)
 
     enc = None
     if not loaded.causal:
         enc = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
     # the first step once per sentence: every beam of a sentence starts from the same token, so its
     # logits and cache (the cross-attention keys and values of every layer included) are copied K times
-    if lean is not None:  # (the lean state keeps cross-attention per sentence: only self-attention is copied)
-        state = lean.start(None if enc is None else enc.last_hidden_state, attention_mask, max_length)
+    if stepper is not None:  # (its state keeps cross-attention per sentence: only self-attention is copied)
+        state = stepper.start(None if enc is None else enc.last_hidden_state, attention_mask, max_length)
         first_logits = state.step(search.seqs[::beam, 0], 0)
         state.repeat(beam)
         cache = enc = hyp_attention_mask = None
@@ -164,7 +167,7 @@ def beam_search(
     while True:
         if first_logp is not None:
             logp, first_logp = first_logp, None
-        elif lean is not None:
+        elif stepper is not None:
             logp = torch.log_softmax(state.step(search.seqs[:, cur_len - 1], cur_len - 1).float(), dim=-1)
         else:
             out = model(
@@ -180,9 +183,9 @@ def beam_search(
         if processors.steps:
             logp = processors(state.history(search.seqs, cur_len) if loaded.causal else search.seqs[:, :cur_len], logp)
         last_step = cur_len + 1 >= max_length
-        if graph is None and use_graph and cur_len >= 2 and not last_step and not _GRAPH_FAILURES:
+        if graph is None and use_graph and cur_len >= 2 and not last_step and not cuda_graphs.GRAPH_FAILURES:
             logp_buf = logp.clone()
-            graph = _capture(lambda: search.step(logp_buf, None, False))  # noqa: B023 - captured at once
+            graph = cuda_graphs.capture(lambda: search.step(logp_buf, None, False))  # noqa: B023 - captured at once
         if graph is not None and not last_step:
             logp_buf.copy_(logp)
             graph.replay()
@@ -201,7 +204,7 @@ def beam_search(
             done = search.done_sentences()
             if bool(done.any()):  # (dropping at every chance measured no slower than waiting for several)
                 rows = search.keep(torch.nonzero(~done)[:, 0])
-        if lean is not None:
+        if stepper is not None:
             if rows is None:
                 state.reorder(search.src_sel)
             else:  # (rows are sentence-major, K per kept sentence: every K-th names its sentence)
@@ -318,7 +321,7 @@ class BeamSearch:
         self.boundary = boundary  # [V] bool
         self.boundary_bias = torch.zeros(self.V, device=dev).masked_fill(~boundary, float("-inf"))  # [V] 0 / -inf
         # the CPU's exact argmax / top-k through block maxima (a GPU's own kernels are fast: not there)
-        self._blocks = _RowBlocks(self.V, dev) if dev.type == "cpu" else None
+        self._blocks = RowBlocks(self.V, dev) if dev.type == "cpu" else None
         self.hyp_in_beam = torch.arange(H, device=dev)[:, None] % K  # [H, 1]
         self.sentence_base = torch.arange(B, device=dev)[:, None]  # [B, 1] row position
         self._store: dict[str, torch.Tensor] | None = None  # finished slots of every sentence, once any is dropped
@@ -639,81 +642,6 @@ class BeamSearch:
         return results
 
 
-class _RowBlocks:
-    """Row-wise argmax and a group's top k over [rows, V] scores, exactly as ``argmax`` / ``topk`` return
-    them, from the maxima of blocks of ``BS`` columns. On the CPU ``argmax`` and ``topk`` of a [H, V]
-    tensor compare element by element (about 1 ms each for 160 x 8000 at one thread) while ``amax`` over
-    blocks is vectorised (a tenth of that); only the few blocks that hold the winners are read again.
-
-    * argmax: the first block whose maximum is the row's holds the row's first maximum (earlier blocks
-      hold only smaller values), which is that block's first maximum (NaN, the maximum of both, alike);
-    * top k of a group of rows (each row plus its own constant): the k + 1 blocks of the highest maxima
-      hold the group's k + 1 highest values (every block whose maximum beats the (k + 1)-th value is
-      among them, and each other one chosen holds that value), so the top k + 1 of those blocks'
-      elements are the group's top k + 1 values. Where these are strictly decreasing, the top k is the
-      only possible answer, hence ``topk``'s; where two are equal (ties: ``topk``'s order among equal
-      values is its own), the caller falls back to ``topk`` over the whole group."""
-
-    BS = 64  # (a multiple of the vector width: amax over 64-column blocks ran 4x faster than over 80 or 125)
-    # group_topk's dozen small ops cost more than one topk below this many scores (measured: 40k-80k
-    # break-even at 1 thread, 80k-160k at 2; at 1.28M, 160 x 8000, it takes a fifth of topk's time)
-    TOPK_MIN = 1 << 17
-
-    def __init__(self, V: int, dev):
-        self.V = V
-        self.bs = min(self.BS, V)
-        self.nb = V // self.bs  # whole blocks per row
-        self.tail = V - self.nb * self.bs  # columns in a last, shorter block
-        self.nbt = self.nb + (1 if self.tail else 0)
-        self.ar = torch.arange(self.bs, device=dev)
-
-    def maxima(self, x: torch.Tensor) -> torch.Tensor:
-        """[R, nbt]: each block's maximum of ``x`` [R, V]."""
-        n = self.nb * self.bs
-        m = x[:, :n].unflatten(1, (self.nb, self.bs)).amax(2)
-        if self.tail:
-            m = torch.cat([m, x[:, n:].amax(1, keepdim=True)], 1)
-        return m
-
-    def _cols(self, j: torch.Tensor) -> torch.Tensor:
-        """Block ids [...] -> their columns [..., bs] (a short last block's missing ones clamped to V - 1)."""
-        c = j[..., None] * self.bs + self.ar
-        return c.clamp_(max=self.V - 1) if self.tail else c
-
-    def argmax(self, x: torch.Tensor, bmax: torch.Tensor | None = None) -> torch.Tensor:
-        """``x.argmax(1)`` ([R, V] -> [R]): the first maximum's column. (A clamped column repeats V - 1
-        after its own position: argmax returns that first position.)"""
-        if bmax is None:
-            bmax = self.maxima(x)
-        c = self._cols(bmax.argmax(1))  # [R, bs]
-        return c.gather(1, x.gather(1, c).argmax(1, keepdim=True))[:, 0]
-
-    def group_topk(self, x: torch.Tensor, bmax: torch.Tensor, add: torch.Tensor, k: int):
-        """``torch.topk((x + add.view(-1, 1)).view(G, -1), k, dim=1)`` for ``x`` [G * R, V], ``add`` [G, R]
-        (values and flat indices), or None where the answer needs ``topk``'s own order among ties (the
-        check reads one bool: CPU only)."""
-        G, R = add.shape
-        V, bs, nbt = self.V, self.bs, self.nbt
-        m = k + 1
-        if R * nbt < m:
-            return None
-        # (block maxima of x + c are those of x plus c: rounding is monotonic)
-        q = torch.topk((bmax + add.view(-1, 1)).view(G, R * nbt), m, dim=1)[1]  # [G, m] best blocks
-        row = torch.div(q, nbt, rounding_mode="floor")
-        c = (q - row * nbt)[:, :, None] * bs + self.ar  # [G, m, bs] columns
-        pad = c >= V if self.tail else None
-        if pad is not None:
-            c = c.clamp(max=V - 1)
-        flat = (row[:, :, None] * V + c).view(G, -1)
-        vals = x.view(G, R * V).gather(1, flat).view(G, m, bs) + add.gather(1, row)[:, :, None]
-        if pad is not None:  # a clamped column is a copy: -inf (then below every real value, or a tie)
-            vals.masked_fill_(pad, float("-inf"))
-        s, pos = torch.topk(vals.view(G, -1), m, dim=1)
-        if not bool((s[:, :-1] > s[:, 1:]).all()):
-            return None
-        return s[:, :k], flat.gather(1, pos[:, :k])
-
-
 def _stop_slots(stop: str, beam: int, nbest: int, positive: torch.Tensor | None, B: int, dev) -> torch.Tensor:
     """[B, 1] per sentence the finished slot whose score ends its search (``stop``; slots 0..K-1 are in
     score order): K - 1 under "beam", n - 1 under "nbest", and under "auto" n - 1 where the sentence has
@@ -724,41 +652,3 @@ def _stop_slots(stop: str, beam: int, nbest: int, positive: torch.Tensor | None,
     elif stop == "auto" and positive is not None:
         slots.masked_fill_(positive[:, None], nbest - 1)
     return slots
-
-
-def _graphs_supported(dev) -> bool:
-    return dev.type == "cuda"
-
-
-def _capture(fn):
-    """``fn``'s kernels as a CUDA graph (captured, not run: replay it), or None when capturing fails. On a
-    side stream, without ``torch.cuda.graph``'s garbage collection and cache emptying (per batch, those
-    would cost more than the graph saves)."""
-    graph = torch.cuda.CUDAGraph()
-    main = torch.cuda.current_stream()
-    side = _SIDE_STREAMS.get(main.device)
-    if side is None:
-        side = _SIDE_STREAMS[main.device] = torch.cuda.Stream(device=main.device)
-    side.wait_stream(main)
-    try:
-        with torch.cuda.stream(side):
-            graph.capture_begin(capture_error_mode="thread_local")
-            try:
-                fn()
-            except Exception:
-                try:
-                    graph.capture_end()
-                except Exception:  # noqa: BLE001 - the capture is void anyway: report what broke it
-                    pass
-                raise
-            graph.capture_end()
-    except Exception as exc:  # noqa: BLE001 - any capture failure means: run this process's steps eagerly
-        _GRAPH_FAILURES.append(f"{type(exc).__name__}: {exc}")
-        logger.warning("CUDA graph capture failed, decoding steps run eagerly: %s", exc)
-        return None
-    finally:
-        main.wait_stream(side)
-    return graph
-
-
-_SIDE_STREAMS: dict = {}

@@ -44,12 +44,12 @@ import torch
 
 from ..decode_options import DecodeOptionsError, DiverseOptions
 from ..morphology import capitalised, known_words
-from . import fast_step as lean_step, normalise_constraints, violations
+from ..words import words_of
+from . import fast_step, normalise_constraints, violations
 from .banned import NegativeState, build_negative_tables
 from .clustering import comparable_words, distance_matrix, k_medoids, pick_per_cluster
 from .hf_compat import FastProcessors, generation_config_for, logits_processors, pad_token_id, repeat_rows, select_rows
 from .loading import LoadedModel
-from .vocab import words_of
 
 CPU_INPUTS = 1
 CUDA_INPUTS = 8
@@ -207,11 +207,11 @@ def sample_batch(
         ns = NegativeState(tables, row_set, vocab.boundary.to(dev), eos)
         ns.set_token_info(vocab, dev)
 
-    lean = lean_step.for_model(model) if lean_step.default_on(dev) else None
+    fast = fast_step.for_model(model) if fast_step.default_on(dev) else None
     enc = model.get_encoder()(input_ids=input_ids, attention_mask=am, return_dict=True)
     start = torch.full((B,), _start_token(model, gen_cfg), dtype=torch.long, device=dev)
-    if lean is not None:
-        state = lean.start(enc.last_hidden_state, am, L)
+    if fast is not None:
+        state = fast.start(enc.last_hidden_state, am, L)
         first = state.step(start, 0)
         state.repeat(R)
         cache = row_mask = None
@@ -237,7 +237,7 @@ def sample_batch(
     for cur in range(1, L):
         if first_logp is not None:
             logp, first_logp = first_logp, None
-        elif lean is not None:
+        elif fast is not None:
             logp = torch.log_softmax(state.step(seqs[:, cur - 1], cur - 1).float(), dim=-1)
         else:
             out = model(
@@ -290,7 +290,7 @@ def sample_batch(
             done, ended = done[keep], ended[keep]
             if ns is not None:
                 ns.keep_rows(keep, ns.bidx[keep])
-            if lean is not None:
+            if fast is not None:
                 state.select(keep, keep_inputs)
             else:
                 select_rows(cache, keep, keep)

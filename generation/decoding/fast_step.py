@@ -1,10 +1,11 @@
-"""A lean decoder step for Marian and BART: the Hugging Face decoder's arithmetic, without its modules.
+"""The fast step (``DecodeOptions.fast_step``): a lean decoder step for Marian and BART, the Hugging Face
+decoder's arithmetic without its modules.
 
 ``beam_search`` calls the decoder once per step for one token per hypothesis. Profiled on the demo model
 (1 thread, 2026-11-24): Hugging Face's step took 6-8 ms at 5 rows, most of it outside arithmetic (a module
 call per projection, layer norm and layer, its cache classes: a concatenation and a reorder per layer and
 step, mask building), and 12-15 ms at 40 rows, 60% of it the products (``F.linear``: MKL, slow at these
-row counts on this host), 15% the cache's reorder and concatenation. :class:`LeanDecoder` reads the
+row counts on this host), 15% the cache's reorder and concatenation. :class:`FastStep` reads the
 model's decoder weights once and runs the same operations as plain functional calls:
 
 - token embedding times the model's ``embed_scale`` plus the position embedding of position ``cur_len - 1``
@@ -51,7 +52,7 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def onednn_by_env() -> bool:
-    """``PARAFORGE_FAST_STEP_ONEDNN=0`` keeps the lean step's projections on ``torch.nn.functional.linear``
+    """``PARAFORGE_FAST_STEP_ONEDNN=0`` keeps the fast step's projections on ``torch.nn.functional.linear``
     (MKL) instead of oneDNN with pre-packed weights."""
     return os.environ.get("PARAFORGE_FAST_STEP_ONEDNN", "1").strip().lower() not in ("0", "false", "no", "off")
 
@@ -120,8 +121,8 @@ def _int8_linear(x: torch.Tensor, packed, bias: torch.Tensor | None = None) -> t
 
 
 def enabled_by_env() -> bool | None:
-    """``PARAFORGE_FAST_STEP``: ``0`` turns the lean step off (every model then runs Hugging Face's decoder),
-    ``1`` on wherever the model is supported, GPUs included; unset (None): the default, on CPU only (the lean
+    """``PARAFORGE_FAST_STEP``: ``0`` turns the fast step off (every model then runs Hugging Face's decoder),
+    ``1`` on wherever the model is supported, GPUs included; unset (None): the default, on CPU only (the fast
     step has not been measured or compared on a GPU yet)."""
     v = os.environ.get("PARAFORGE_FAST_STEP", "").strip().lower()
     if not v:
@@ -130,7 +131,7 @@ def enabled_by_env() -> bool | None:
 
 
 def default_on(device: torch.device) -> bool:
-    """Whether ``beam_search`` takes the lean step when neither its argument nor the environment says."""
+    """Whether ``beam_search`` takes the fast step when neither its argument nor the environment says."""
     env = enabled_by_env()
     return device.type == "cpu" if env is None else env
 
@@ -164,8 +165,8 @@ def supported(model) -> bool:
     return model.get_output_embeddings() is not None
 
 
-def for_model(model, int8: bool = False) -> LeanDecoder | None:
-    """The lean decoder of ``model`` (built once and reused while its weights are unchanged; with ``int8``
+def for_model(model, int8: bool = False) -> FastStep | None:
+    """The fast step of ``model`` (built once and reused while its weights are unchanged; with ``int8``
     its int8 twin, kept beside it), or None for a model it does not support."""
     if not supported(model):
         return None
@@ -174,8 +175,8 @@ def for_model(model, int8: bool = False) -> LeanDecoder | None:
     hit = built.get(int8)
     if hit is not None and hit.key == key:
         return hit
-    lean = built[int8] = LeanDecoder(model, key, int8=int8)
-    return lean
+    fast = built[int8] = FastStep(model, key, int8=int8)
+    return fast
 
 
 def _weights_key(model) -> tuple:
@@ -234,7 +235,7 @@ def _act(fn):
     return fn
 
 
-class LeanDecoder:
+class FastStep:
     """The decoder weights of one Marian/BART model, read once; :meth:`start` makes a per-call state."""
 
     def __init__(self, model, key=None, int8: bool = False):
@@ -309,27 +310,27 @@ class LeanDecoder:
         else:
             self.linear = F.linear
 
-    def start(self, encoder_hidden: torch.Tensor, encoder_mask: torch.Tensor | None, max_length: int) -> LeanState:
+    def start(self, encoder_hidden: torch.Tensor, encoder_mask: torch.Tensor | None, max_length: int) -> FastStepState:
         """The state of one call: cross-attention keys and values of every layer for the B sentences'
         encoder output [B, S, d] (padding ``encoder_mask`` [B, S] 0 as an additive bias), an empty
-        self-attention cache for B rows (one per sentence; :meth:`LeanState.repeat` makes K beams)."""
-        return LeanState(self, encoder_hidden, encoder_mask, max_length)
+        self-attention cache for B rows (one per sentence; :meth:`FastStepState.repeat` makes K beams)."""
+        return FastStepState(self, encoder_hidden, encoder_mask, max_length)
 
 
-class LeanState:
+class FastStepState:
     """One beam search's decoder state: rows are hypotheses, sentence-major (rows // beams = sentence)."""
 
-    def __init__(self, lean: LeanDecoder, enc: torch.Tensor, mask: torch.Tensor | None, max_length: int):
-        self.lean = lean
+    def __init__(self, fast: FastStep, enc: torch.Tensor, mask: torch.Tensor | None, max_length: int):
+        self.fast = fast
         B, S, _ = enc.shape
-        h, hd = lean.heads, lean.head_dim
+        h, hd = fast.heads, fast.head_dim
         self.max_length = max_length
         with torch.no_grad():
             ck, cv = [], []
-            for L in lean.layers:
+            for L in fast.layers:
                 e2 = enc.reshape(B * S, -1)
-                ck.append(lean.linear(e2, L.w_ck, L.b_ck).view(B, S, h, hd).transpose(1, 2))
-                cv.append(lean.linear(e2, L.w_cv, L.b_cv).view(B, S, h, hd).transpose(1, 2))
+                ck.append(fast.linear(e2, L.w_ck, L.b_ck).view(B, S, h, hd).transpose(1, 2))
+                cv.append(fast.linear(e2, L.w_cv, L.b_cv).view(B, S, h, hd).transpose(1, 2))
             self.cross_kT = torch.stack(ck).transpose(-1, -2).contiguous()  # [layers, B, heads, hd, S]
             self.cross_v = torch.stack(cv).contiguous()  # [layers, B, heads, S, hd]
             if mask is not None and not bool(mask.all()):
@@ -341,7 +342,7 @@ class LeanState:
         # the filled length from the first step on; from 16, outputs of ~8 tokens copied twice what they use.
         # Paired runs on the demo model: 0.94-0.97 of the time with 16, outputs identical)
         self.capacity = min(max_length, INITIAL_CAPACITY)
-        self.kv = torch.zeros(2 * lean.n_layers, B, h, self.capacity, hd, dtype=enc.dtype, device=enc.device)
+        self.kv = torch.zeros(2 * fast.n_layers, B, h, self.capacity, hd, dtype=enc.dtype, device=enc.device)
         self._spare: torch.Tensor | None = None  # the previous step's cache, reused by _take_rows
         self.sentences = B
 
@@ -389,35 +390,35 @@ class LeanState:
     def step(self, tokens: torch.Tensor, position: int) -> torch.Tensor:
         """Logits [rows, V] (lm_head + final_logits_bias) for one token per row at ``position`` (cur_len - 1),
         attending to the positions before it in the cache and writing its keys and values there."""
-        lean = self.lean
+        fast = self.fast
         if position >= self.capacity:
             self._grow(position + 1)
         R = tokens.shape[0]
         Bs = self.sentences
         per = R // Bs  # queries per sentence (1 at the first step, else K)
-        h, hd, d = lean.heads, lean.head_dim, lean.d
-        linear = lean.linear
-        x = F.embedding(tokens, lean.embed)
-        if lean.embed_scale != 1.0:
-            x = x * lean.embed_scale
-        x = x + lean.positions[position + lean.pos_offset]
-        if lean.ln_embed is not None:
-            x = F.layer_norm(x, *lean.ln_embed)
+        h, hd, d = fast.heads, fast.head_dim, fast.d
+        linear = fast.linear
+        x = F.embedding(tokens, fast.embed)
+        if fast.embed_scale != 1.0:
+            x = x * fast.embed_scale
+        x = x + fast.positions[position + fast.pos_offset]
+        if fast.ln_embed is not None:
+            x = F.layer_norm(x, *fast.ln_embed)
         kv = self.kv
         n = position + 1
         bias = self.cross_bias
-        for i, L in enumerate(lean.layers):
+        for i, L in enumerate(fast.layers):
             # self-attention: this token's key and value into the cache, then attend to positions 0..position
             qkv = linear(x, L.w_qkv, L.b_qkv).view(R, 3, h, hd)
             kv[2 * i : 2 * i + 2, :, :, position].copy_(qkv[:, 1:].transpose(0, 1))
             q = qkv[:, 0].unsqueeze(2)  # [R, h, 1, hd]
-            w = torch.matmul(q, kv[2 * i, :, :, :n].transpose(-1, -2)) * lean.scaling  # [R, h, 1, n]
+            w = torch.matmul(q, kv[2 * i, :, :, :n].transpose(-1, -2)) * fast.scaling  # [R, h, 1, n]
             w = torch.softmax(w, dim=-1)
             a = torch.matmul(w, kv[2 * i + 1, :, :, :n]).view(R, d)
             x = F.layer_norm(x + linear(a, L.w_o, L.b_o), *L.ln1)
             # cross-attention: a sentence's beams query its encoder keys together
             q = linear(x, L.w_cq, L.b_cq).view(Bs, per, h, hd).transpose(1, 2)  # [Bs, h, per, hd]
-            w = torch.matmul(q, self.cross_kT[i]) * lean.scaling  # [Bs, h, per, S]
+            w = torch.matmul(q, self.cross_kT[i]) * fast.scaling  # [Bs, h, per, S]
             if bias is not None:
                 w = w + bias
             w = torch.softmax(w, dim=-1)
@@ -426,6 +427,6 @@ class LeanState:
             # FFN
             y = linear(L.act(linear(x, L.w_fc1, L.b_fc1)), L.w_fc2, L.b_fc2)
             x = F.layer_norm(x + y, *L.ln3)
-        if lean.final_bias is not None:
-            return linear(x, lean.lm_head, lean.final_bias[0])
-        return linear(x, lean.lm_head)
+        if fast.final_bias is not None:
+            return linear(x, fast.lm_head, fast.final_bias[0])
+        return linear(x, fast.lm_head)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rapidfuzz.distance import Levenshtein
 
-from .vocab import words_of
+from ..words import words_of
 
 
 def word_levenshtein(a: list[str], b: list[str]) -> int:

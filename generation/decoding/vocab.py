@@ -1,6 +1,6 @@
 """Per-vocabulary surface knowledge: what each subword id spells and where words begin and end.
 
-Words are what ``re.findall(r"\\w+", text)`` returns on the detokenised output. Every id is described by
+Words are what generation/words.py says (``\\w+`` runs) on the detokenised output. Every id is described by
 ``lead`` (the ``\\w`` run it appends to the current word), ``has_break`` (it contains a non-word character,
 so the current word ends inside it), ``inner`` (complete words strictly inside it) and ``tail`` (the word
 it leaves open). Special tokens other than EOS are removed by detokenisation: they spell nothing.
@@ -15,16 +15,13 @@ from functools import cached_property
 import numpy as np
 import torch
 
-WORD_RE = re.compile(r"\w+")
-_SPLIT_RE = re.compile(r"(\w+)")
+from ..words import WORD_RE, holds_word, words_of
+
+_SPLIT_RE = re.compile(f"({WORD_RE.pattern})")  # the word rule, keeping the words and what lies between
 
 
 class PhraseError(ValueError):
     """A constraint phrase the vocabulary cannot spell (or an empty one)."""
-
-
-def words_of(text: str) -> list[str]:
-    return WORD_RE.findall(text)
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -155,7 +152,7 @@ def spell_words(info: VocabInfo, ids: list[int]) -> tuple[list[str], bool, bool]
     """The words a token sequence spells (the last one possibly open), whether it starts with a boundary."""
     text = "".join(info.surfaces[i] for i in ids)
     starts = bool(ids) and bool(info.boundary[ids[0]])
-    return words_of(text), starts, bool(text) and not text[-1:].isalnum() and text[-1:] != "_"
+    return words_of(text), starts, bool(text) and not holds_word(text[-1])
 
 
 def encode_phrase(tokenizer, info: VocabInfo, words: list[str]) -> list[int]:

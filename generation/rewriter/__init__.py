@@ -8,7 +8,8 @@ Plain functions, no Django: the ``train_rewriter`` management command is a thin 
   errors) and :func:`build_synthetic_pairs` (demo training data: public English sentences from STS-B and
   SICK paired with a noised copy, PPDB synonym substitution, word drops, local swaps, both directions).
 * :mod:`.tokenizer` — :func:`train_tokenizer`, a SentencePiece unigram model wrapped as a ``MarianTokenizer``.
-* :mod:`.options` — :class:`TrainConfig` and the checks that refuse settings that cannot train.
+* :mod:`.options` — :class:`TrainConfig`, the run's frozen parameters (the command's options are built from it,
+  settings that cannot train are refused when it is made).
 * :mod:`.training` — :func:`train_with` / :func:`train`: warm-up, label smoothing, clipping,
   length-bucketed batches, atomic checkpoints (:mod:`.checkpoints`) and automatic resumption.
 * :mod:`.export` — :func:`export` writes the final folder; :func:`load_rewriter`, :func:`rewrite`.
@@ -28,7 +29,7 @@ from .data import (
     read_public_sentences,
 )
 from .export import TRAINING_JSON, export, load_rewriter, rewrite
-from .options import DEFAULT_CONFIG, TrainConfig, TrainOptionsError, build_config, check_device, check_train_options
+from .options import DEFAULT_CONFIG, TrainConfig, TrainOptionsError, build_config, check_device
 from .tokenizer import TOKENIZER_DIR, load_tokenizer, train_tokenizer
 from .training import TrainResult, train, train_with
 
@@ -45,7 +46,6 @@ __all__ = [
     "build_config",
     "build_synthetic_pairs",
     "check_device",
-    "check_train_options",
     "export",
     "file_sha256",
     "iter_pairs",

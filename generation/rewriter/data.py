@@ -4,7 +4,6 @@ English sentences paired with a PPDB-noised copy)."""
 from __future__ import annotations
 
 import contextlib
-import csv
 import gzip
 import hashlib
 import io
@@ -13,7 +12,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from infra.textfiles import NotUtf8Error, PairsFileError, atomic_write, read_lines
+from infra.textfiles import NotUtf8Error, PairsFileError, atomic_write, open_text, read_lines, tsv_rows
 
 # --------------------------------------------------------------------------------------------------
 # Reading pairs
@@ -85,7 +84,9 @@ def file_sha256(path) -> str:
 
 
 def read_public_sentences(data_dir) -> list[str]:
-    """Unique English sentences from STS-B train/dev and SICK under ``data_dir``, in first-seen order."""
+    """Unique English sentences from STS-B train/dev and SICK under ``data_dir``, in first-seen order (read as
+    every user's file is, :mod:`infra.textfiles`: a byte that is not UTF-8 is a ``NotUtf8Error`` naming its
+    line)."""
     data_dir = Path(data_dir)
     seen: dict[str, None] = {}
 
@@ -98,22 +99,19 @@ def read_public_sentences(data_dir) -> list[str]:
         p = data_dir / "stsb" / name
         if not p.is_file():
             continue
-        with open(p, encoding="utf-8") as fh:
-            for line in fh:
-                cols = line.rstrip("\r\n").split("\t")
-                if len(cols) >= 7:
-                    add(cols[5])
-                    add(cols[6])
+        for _, cols in tsv_rows(p, newline=None):
+            if len(cols) >= 7:
+                add(cols[5])
+                add(cols[6])
     p = data_dir / "sick" / "SICK.txt"
     if p.is_file():
-        with open(p, encoding="utf-8") as fh:
-            reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-            header = next(reader, [])
-            ia, ib = header.index("sentence_A"), header.index("sentence_B")
-            for cols in reader:
-                if len(cols) > max(ia, ib):
-                    add(cols[ia])
-                    add(cols[ib])
+        rows = tsv_rows(p, newline=None)
+        header = next(rows, (0, []))[1]
+        ia, ib = header.index("sentence_A"), header.index("sentence_B")
+        for _, cols in rows:
+            if len(cols) > max(ia, ib):
+                add(cols[ia])
+                add(cols[ib])
     return list(seen)
 
 
@@ -129,7 +127,7 @@ def load_ppdb_synonyms(path, max_per_word: int = 20, known: set[str] | None = No
     """``word<TAB>paraphrase`` lines -> {lowercase word: [alphabetic single-word synonyms]}; with
     ``known``, only synonyms in that word set (PPDB XXXL is noisy: foreign words, misspellings)."""
     syn: dict[str, list[str]] = {}
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open_text(path, errors="replace") as fh:  # any bytes, as generation.ppdb reads PPDB
         for line in fh:
             cols = line.rstrip("\r\n").split("\t")
             if len(cols) < 2:

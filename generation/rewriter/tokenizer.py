@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from infra.textfiles import atomic_dir
+from jobs.params import fail
 
 from .options import TrainOptionsError
 
@@ -84,9 +85,12 @@ def _train_tokenizer_checked(sentences: list[str], out_dir, *, vocab_size: int, 
         found = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(exc))
         if not found:
             raise
-        raise TrainOptionsError(
-            f"--vocab-size {vocab_size} is too small for these pairs: their characters "
-            f"alone need at least {int(found.group(1)) + 1}"
+        raise fail(
+            "{0} {vocab_size} is too small for these pairs: their characters alone need at least {need}",
+            "vocab_size",
+            error=TrainOptionsError,
+            vocab_size=vocab_size,
+            need=int(found.group(1)) + 1,
         ) from None
 
 

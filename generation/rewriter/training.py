@@ -45,14 +45,12 @@ class TrainResult:
         return dict(self.__dict__)
 
 
-def train(
-    pairs_path, out_dir, *, config: dict | None = None, progress: Progress | None = None, **options: Any
-) -> TrainResult:
+def train(pairs, out, *, config: dict | None = None, progress: Progress | None = None, **options: Any) -> TrainResult:
     """Train (or resume training) a Marian-style rewriter on a ``sentence<TAB>paraphrase`` file: ``config``
-    is the architecture, ``options`` the other :class:`TrainConfig` fields. The final folder
-    (``export_dir``, default ``out_dir``) is a Hugging Face folder: config, safetensors weights,
-    tokenizer, ``paraforge_training.json``."""
-    return train_with(TrainConfig(pairs_path, out_dir, architecture=config, **options), progress=progress)
+    is the architecture (``layers``, ``d_model``, ``ffn_dim``, ``heads``), ``options`` the other
+    :class:`TrainConfig` fields. The final folder (``export``, default ``out``) is a Hugging Face folder:
+    config, safetensors weights, tokenizer, ``paraforge_training.json``."""
+    return train_with(TrainConfig(pairs, out, **(config or {}), **options), progress=progress)
 
 
 def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResult:
@@ -61,10 +59,9 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
     import torch
 
     t0 = time.time()
-    # Everything that can refuse the run (settings, the pairs file, the new tokenizer) comes before
-    # --no-resume deletes the previous checkpoints and tokenizer.
-    cfg.check()
-    out_dir = Path(cfg.out_dir)
+    # Everything that can refuse the run (settings: checked when cfg was made; the pairs file, the new
+    # tokenizer) comes before --no-resume deletes the previous checkpoints and tokenizer.
+    out_dir = Path(cfg.out)
     pairs = _training_pairs(cfg)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -86,10 +83,10 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
     if not cfg.export_only and run.step < cfg.steps:
         _train_loop(cfg, run, tokenizer, progress, t0)
     exported = False
-    dest = Path(cfg.export_dir) if cfg.export_dir else out_dir
+    dest = Path(cfg.export) if cfg.export else out_dir
     if cfg.export_only or run.step >= cfg.steps:
         run.model.to("cpu")
-        export(run.model, tokenizer, dest, half=cfg.half, info=_export_info(cfg, run))
+        export(run.model, tokenizer, dest, half=cfg.fp16, info=_export_info(cfg, run))
         exported = True
     return TrainResult(
         out_dir=str(dest if exported else out_dir),
@@ -110,9 +107,9 @@ def _training_pairs(cfg: TrainConfig) -> list[tuple[str, str]]:
     """The pairs to train on (none for ``export_only``)."""
     if cfg.export_only:
         return []
-    if not cfg.pairs_path:
+    if not cfg.pairs:
         raise PairsFileError("no pairs file given")
-    return read_pairs(Path(cfg.pairs_path))
+    return read_pairs(Path(cfg.pairs))
 
 
 @dataclass
@@ -137,7 +134,7 @@ class _Run:
     def payload(self, cfg: TrainConfig) -> dict:
         """What a checkpoint saves."""
         meta = self.meta
-        pairs_path = Path(cfg.pairs_path) if cfg.pairs_path else None
+        pairs_path = Path(cfg.pairs) if cfg.pairs else None
         return {
             "step": self.step,
             "model": self.model.state_dict(),
@@ -237,7 +234,7 @@ def _train_loop(cfg: TrainConfig, run: _Run, tokenizer, progress: Progress | Non
     validation loss and checkpoint every ``checkpoint_every`` and at the end, a checkpoint on Ctrl-C."""
     import torch
 
-    out_dir = Path(cfg.out_dir)
+    out_dir = Path(cfg.out)
     model, optimizer, scheduler, dev, meta = run.model, run.optimizer, run.scheduler, run.device, run.meta
     valid, train_set = _split_valid(_encode(tokenizer, run.pairs, cfg.max_len), cfg.valid_size, cfg.seed)
     lengths = [len(s) + len(t) for s, t in train_set]
@@ -323,7 +320,7 @@ def _export_info(cfg: TrainConfig, run: _Run) -> dict:
     import torch
 
     meta, model_config, pairs = run.meta, run.model_config, run.pairs
-    pairs_path = Path(cfg.pairs_path) if cfg.pairs_path else None
+    pairs_path = Path(cfg.pairs) if cfg.pairs else None
     data_path = pairs_path or (Path(meta["pairs_path"]) if meta.get("pairs_path") else None)
     command = cfg.command
     return {
@@ -345,7 +342,7 @@ def _export_info(cfg: TrainConfig, run: _Run) -> dict:
             "decoder_layers": model_config.decoder_layers,
             "ffn_dim": model_config.encoder_ffn_dim,
             "heads": model_config.encoder_attention_heads,
-            "weights_dtype": "float16" if cfg.half else "float32",
+            "weights_dtype": "float16" if cfg.fp16 else "float32",
         },
         "training": {
             "steps": run.step,

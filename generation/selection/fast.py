@@ -15,6 +15,12 @@ reference for *what* is selected, this module only for *how* it is made cheap:
 
 Process-wide tuning (gc.freeze, GC thresholds) is not done here: see config/process_tuning.py, run at a
 Celery worker's start-up.
+
+**One module, over 600 lines, on purpose.** It is the reference's rules made cheap, held equal to it rule
+by rule and read beside it. Its parts are not separable concerns but one hot loop: the routines read the
+per-word caches directly (a dict ``get``, not a call: the saving this module exists for) and unpack the
+member tuples :func:`_plan` builds for them. Split, those caches and tuple shapes would become an API
+between modules that nothing else should use.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from operator import itemgetter
 from ..idf import IdfValues
 from ..morphology import (
     all_variants,
+    capitalised,
     in_known_form,
     known_words,
     random_verb_inflection,
@@ -34,6 +41,7 @@ from ..morphology import (
 )
 from ..ppdb import ALL_RELATIONS, SPACY_COARSE, coarse_pos_of_spacy
 from ..systems import SYSTEMS, System, get_system
+from ..words import holds_word
 from .values import (
     DRAWS_0,
     DRAWS_1,
@@ -51,7 +59,6 @@ from .values import (
     TaggedSentence,
     as_tagged,
     draw_table,
-    holds_word,
     no_ppdb_match_reason,
     odd_case_forms,
     pool_too_small_reason,
@@ -100,7 +107,7 @@ def _pool_entry(text: str, idf: Mapping[str, float], lo: float, hi: float, texts
             entry = (low, value)
         elif low in PREPOSITIONS:
             entry = (low, 0.0 if value is None else value)
-    if text == low or text == low[:1].upper() + low[1:]:
+    if text == low or text == capitalised(low):
         if len(texts) >= _CACHE_LIMIT:
             texts.clear()
         texts[text] = entry
@@ -158,7 +165,7 @@ _FORMS_ALL: dict[str, dict[str, None]] = {}  # word -> the tokens of its lex-all
 
 def _negatives(word: str) -> Phrases:
     """negative_phrases(word) on a cache miss."""
-    cap = word[:1].upper() + word[1:]  # capitalised(word)
+    cap = capitalised(word)
     found = ((word,), (cap,)) if cap != word else ((word,),)
     if len(_NEGATIVES) >= _CACHE_LIMIT:
         _NEGATIVES.clear()
@@ -170,7 +177,7 @@ def _with_capitals(variants: list[str]) -> list[str]:
     """Each form, then capitalised(form): the tokens of lex-all negative phrases (repeats possible)."""
     forms: list[str] = []
     for form in variants:
-        forms += (form, form[:1].upper() + form[1:])
+        forms += (form, capitalised(form))
     return forms
 
 
@@ -215,7 +222,7 @@ def _negatives_all(word: str) -> Phrases:
     if joined is not None:
         unique = dict.fromkeys(joined.split(" "))
     elif _LEX_ALL_INDEX and in_known_form(word):  # a lowercase word lemminflect has no
-        unique = dict.fromkeys((word, word[:1].upper() + word[1:]))  # other forms of: itself, capitalised
+        unique = dict.fromkeys((word, capitalised(word)))  # other forms of: itself, capitalised
     else:
         # (all_variants(word), uncached: its result is cached here, as phrases; a dict of strings only
         # is not tracked by the garbage collector)
@@ -774,9 +781,6 @@ def _with_blocks(steps: list[tuple]) -> Iterable[tuple]:
             yield routine, tuple((*m, relations) for m in members)
         else:
             yield routine, tuple(members)
-
-
-# ------------------------------------------------------------------------------------ public API
 
 
 # -------------------------------------------------------------------------------------- entry point

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..morphology import all_variants, random_verb_inflection
+from ..morphology import all_variants, capitalised, random_verb_inflection
 from ..ppdb import coarse_pos_of_spacy
 from ..systems import SYSTEMS, System, get_system
 from .values import (
@@ -39,7 +39,6 @@ from .values import (
     SeededDraws,
     Selected,
     TaggedSentence,
-    capitalised,
     no_ppdb_match_reason,
     odd_case_forms,
     pool_too_small_reason,

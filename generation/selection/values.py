@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +14,11 @@ from typing import Any, ClassVar, NamedTuple
 
 from django.conf import settings
 
+from ..morphology import capitalised
+from ..nlp import load_pipeline
+from ..ppdb import open_ppdb
 from ..systems import SYSTEMS, get_system
+from ..words import holds_word
 
 # §3.2 "Prepositions": in the pool whatever their IDF (a preposition missing from the table counts as 0).
 PREPOSITIONS = frozenset("about as at by for from in into of on onto over to with".split())
@@ -137,13 +140,6 @@ def reference_too_short_reason(tokens: int, needed: int) -> str:
 
 NO_WORD_REASON = "reference has no word (only punctuation): no start to keep the output from"
 
-_WORD_CHAR = re.compile(r"\w")
-
-
-def holds_word(token: str) -> bool:
-    """Whether a token holds a word as the decoder counts words (``\\w+`` runs: generation/decoding/vocab.py)."""
-    return _WORD_CHAR.search(token) is not None
-
 
 def positional_phrase(tokens: Sequence[str], count: int) -> Phrase | None:
     """What systems 32-34 keep the output from starting with: the reference's first ``count`` tokens as
@@ -151,7 +147,7 @@ def positional_phrase(tokens: Sequence[str], count: int) -> Phrase | None:
     Why: the decoder matches words, so a phrase of punctuation alone bans nothing it can see (it was an
     empty phrase, an error that failed the whole job), and the rule is about how the output begins in
     words - ``"The figures ...`` gives ``('"', 'The')``: not starting with "The". None when the reference
-    holds no word at all (then there is no constraint set)."""
+    holds no word at all (then there is no constraint set). Words as the decoder counts them: generation/words.py."""
     phrase = tuple(tokens[:count])
     if any(holds_word(t) for t in phrase):
         return phrase
@@ -167,11 +163,6 @@ NO_PPDB_FILE = "no PPDB file given"
 def no_ppdb_match_reason(relation: str) -> str:
     """Why a PPDB system found nothing for any pool token."""
     return f"no PPDB {relation} paraphrase with a matching POS for any pool token"
-
-
-def capitalised(word: str) -> str:
-    """``for`` -> ``For`` (only the first letter changes), as negative phrases ban both."""
-    return word[:1].upper() + word[1:]
 
 
 def odd_case_forms(texts: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -320,8 +311,6 @@ class SeededDraws:
 def tag_sentences(texts: Sequence[str], *, nlp=None, batch_size: int = 256) -> list[TaggedSentence]:
     """Tokenise and POS-tag references with spaCy (``nlp.pipe``, batched)."""
     if nlp is None:
-        from ..nlp import load_pipeline
-
         nlp = load_pipeline(tagger=True)
     texts = list(texts)
     return [
@@ -344,6 +333,4 @@ def resolve_ppdb(ppdb: Any) -> Any:
     """A PPDB source with ``lookup`` (None stays None); a path is opened as an index."""
     if ppdb is None or hasattr(ppdb, "lookup"):
         return ppdb
-    from ..ppdb import open_ppdb
-
     return open_ppdb(ppdb)

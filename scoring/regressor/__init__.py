@@ -14,7 +14,8 @@ One module per job; this package's names are the public interface (``from scorin
 
 Dependencies run one way: errors <- store; errors, recipes <- options; recipes <- evaluation <- data <- train
 (which also uses store and options); recipes, store <- model <- pairs_file. Below the package:
-``scoring.features`` <- ``scoring.encoder_head`` <- ``scoring.embeddings``, never the other way.
+``scoring.similarity.features`` <- ``scoring.similarity.encoder_head`` <- ``scoring.similarity.embeddings``, never the
+other way.
 
 The names load lazily (PEP 562): ``from scoring.regressor import RegressorTrainOptions`` imports ``options`` only,
 so the admin, the forms and the commands' argument parsing never import numpy, scikit-learn or sacrebleu
@@ -28,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and readers see; at run time ``__getattr__`` imports each on first use
     from infra.textfiles import PairsFileError
-
-    from .data import (
+    from scoring.regressor.data import (
         FEATURE_BATCH,
         MIN_CANDIDATES,
         MIN_REFERENCES,
@@ -39,8 +39,8 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time ``__getattr
         training_data,
         training_data_check,
     )
-    from .errors import RegressorError
-    from .evaluation import (
+    from scoring.regressor.errors import RegressorError
+    from scoring.regressor.evaluation import (
         BOOTSTRAP_RESAMPLES,
         CrossValidation,
         Difference,
@@ -53,11 +53,18 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time ``__getattr
         select_estimator,
         spearman,
     )
-    from .model import FittedRegressor, head_check, regressor_load
-    from .options import CV_FOLDS, RegressorTrainOptions
-    from .pairs_file import pairs_file_score
-    from .recipes import DEFAULT_RECIPE, RECIPES, RIDGE_ALPHAS, candidate_estimators, estimator_params, one_thread
-    from .store import (
+    from scoring.regressor.model import FittedRegressor, head_check, regressor_load
+    from scoring.regressor.options import CV_FOLDS, RegressorTrainOptions
+    from scoring.regressor.pairs_file import pairs_file_score
+    from scoring.regressor.recipes import (
+        DEFAULT_RECIPE,
+        RECIPES,
+        RIDGE_ALPHAS,
+        candidate_estimators,
+        estimator_params,
+        one_thread,
+    )
+    from scoring.regressor.store import (
         FORMAT_VERSION,
         NAME_MAX_LENGTH,
         NAME_RULE,
@@ -68,7 +75,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time ``__getattr
         regressor_train_check,
         storage_key,
     )
-    from .train import MODEL_STEPS, regressor_train, signature_string
+    from scoring.regressor.train import MODEL_STEPS, regressor_train, signature_string
 
 # public name -> the module that defines it
 _WHERE = {

@@ -20,12 +20,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from annotation.models import ATTENTION_SYSTEM, Campaign, Candidate
-
-from ..aggregation import ESTIMATES, load_campaign, zscore_estimates
-from ..embeddings import SentenceEncoder
-from ..features import feature_names, pair_features
-from .errors import RegressorError
-from .evaluation import group_split
+from scoring.aggregation import ESTIMATES, load_campaign, zscore_estimates
+from scoring.regressor.errors import RegressorError
+from scoring.regressor.evaluation import group_split
+from scoring.similarity.embeddings import SentenceEncoder
+from scoring.similarity.features import feature_names, pair_features
 
 MIN_CANDIDATES = 20  # judged candidates needed to train
 MIN_REFERENCES = 5  # and distinct references (so that both parts have some)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from .recipes import candidate_estimators, one_thread
+from scoring.regressor.recipes import candidate_estimators, one_thread
 
 BOOTSTRAP_RESAMPLES = 1000
 INNER_FOLDS = 3

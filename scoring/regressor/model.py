@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings import EncoderError, SentenceEncoder, encoder_resolve
-from ..encoder_head import head_info
-from ..features import pair_features
-from ..models import Regressor
-from .errors import RegressorError
-from .recipes import one_thread
-from .store import model_file_read
+from scoring.models import Regressor
+from scoring.regressor.errors import RegressorError
+from scoring.regressor.recipes import one_thread
+from scoring.regressor.store import model_file_read
+from scoring.similarity.embeddings import EncoderError, SentenceEncoder, encoder_resolve
+from scoring.similarity.encoder_head import head_info
+from scoring.similarity.features import pair_features
 
 
 class FittedRegressor:

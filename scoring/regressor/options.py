@@ -1,41 +1,87 @@
-"""How a regressor is trained: :class:`RegressorTrainOptions`, the settings that travel together from the
-command, the admin's and the API's form and the job's params to ``regressor_train``, checked once, when made.
+"""How a regressor is trained: :class:`RegressorTrainOptions`, the settings of the ``train_regressor`` job kind
+(a ``jobs.params`` class), checked once, when made. From them come the command's options, the admin's and the
+API's form fields, a training job's stored ``params["train"]`` and the worker's reading of it.
 
-What is trained (the campaign, the regressor's name) and whether an existing one may be overwritten stay
-separate arguments: they need the database to check, these settings do not."""
+What is trained (the campaign, the regressor's name) and whether an existing one may be overwritten are the job's
+``TrainRegressorParams`` (``scoring.regressor.job``): they need the database to check, these settings do not."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass, field
 
-from ..aggregation import ESTIMATES
-from ..embeddings import DEFAULT_ENCODER, EncoderError, SentenceEncoder, encoder_resolve
-from .errors import RegressorError
-from .recipes import DEFAULT_RECIPE, RECIPES
+from jobs.params import param
+from scoring.aggregation import ESTIMATES
+from scoring.regressor.errors import RegressorError
+from scoring.regressor.recipes import DEFAULT_RECIPE, RECIPES
+from scoring.similarity.embeddings import DEFAULT_ENCODER, ENCODER_HELP, EncoderError, SentenceEncoder, encoder_resolve
 
 CV_FOLDS = 5  # outer folds of the nested grouped CV train_regressor reports
+
+RECIPE_HELP = (
+    f"features and estimators (default {DEFAULT_RECIPE}, the best that passes honest selection, docs/performance.md): "
+    "base (lexical + embedding features) or v2 (plus the NLL relative to the reference's other candidates, the "
+    "systems that produced the text, group-relative and agreement features, a tuned ridge) or v3 (v2's features; "
+    "an RBF-kernel SVR and the mean of ridge, boosting and SVR join the selection) or v4 (v3 plus the features of "
+    "the encoder's STS-tuned top layers, scoring.similarity.encoder_head; README 'Similarity regressor')"
+)
+ASKED = {"required": True}  # a form field with a default that may still not be left empty (the default is shown)
 
 
 @dataclass(frozen=True)
 class RegressorTrainOptions:
-    """One training's settings: ``test_fraction`` (share of references held out), ``seed``,
-    ``with_embeddings`` (the sentence-embedding features), ``min_judgments`` (None: the campaign's minimum per
-    worker), ``target`` (an estimate of ``ESTIMATES``), ``recipe`` (of ``RECIPES``) and ``cv_folds`` (outer
-    folds of the nested CV; 0 skips it) and ``encoder`` (the sentence encoder, ``scoring.embeddings.encoder_resolve``:
-    the packaged ``all-MiniLM-L6-v2`` by default; another one must be installed when the settings are made, and a
-    local folder is kept as its absolute path). A setting that cannot work is a RegressorError when made, its
-    message naming the option as the command spells it."""
+    """One training's settings (each field's help says what it is). ``encoder`` is resolved when the settings
+    are made (``encoder_resolve``): another encoder than the packaged default must be installed by then, and a
+    local folder is kept as its absolute path. A setting that cannot work is a RegressorError when made, its
+    message naming the option as the command spells it. Stored as every training job has stored them:
+    ``recipe``, ``cv_folds`` and ``encoder`` only when not the default, as before those options existed."""
 
-    test_fraction: float = 0.2
-    seed: int = 0
-    with_embeddings: bool = True
-    min_judgments: int | None = None
-    target: str = "raw"
-    recipe: str = DEFAULT_RECIPE
-    cv_folds: int = CV_FOLDS
-    encoder: str = DEFAULT_ENCODER
+    test_fraction: float = field(
+        default=0.2, metadata=param(help="share of references held out for the test, 0-1", form_options=ASKED)
+    )
+    seed: int = field(default=0, metadata=param(form_options={**ASKED, "min_value": 0, "max_value": 2**32 - 1}))
+    with_embeddings: bool = field(
+        default=True,
+        # the command's flag is --no-embeddings (train_regressor), not the --with-embeddings this would make
+        metadata=param(help="sentence-embedding features (slower, more accurate)", cli=False),
+    )
+    min_judgments: int | None = field(
+        default=None,
+        metadata=param(
+            help="count only workers with at least N judgments (default: the campaign's minimum)",
+            form_options={"min_value": 0},
+        ),
+    )
+    target: str = field(
+        default="raw",
+        metadata=param(
+            help="what to predict: raw = mean similarity (ParaBank's, the default) or zscore = the "
+            "bias-corrected estimate (worker z-scores mapped back to 0-100)",
+            choices=ESTIMATES,
+            form_options=ASKED,
+        ),
+    )
+    recipe: str = field(
+        default=DEFAULT_RECIPE,
+        metadata=param(help=RECIPE_HELP, choices=RECIPES, stored="non_default", form_options=ASKED),
+    )
+    cv_folds: int = field(
+        default=CV_FOLDS,
+        metadata=param(
+            help="outer folds of the nested grouped cross-validation whose rho and interval are printed "
+            f"(spearman_cv, spearman_cv_ci95; default {CV_FOLDS}; 0 skips it: faster, no CV figure)",
+            stored="non_default",
+        ),
+    )
+    encoder: str = field(
+        default=DEFAULT_ENCODER,
+        metadata=param(
+            help=f"{ENCODER_HELP} (default {DEFAULT_ENCODER}); stored with the regressor and used whenever it "
+            "scores (docs/how-to/train-regressor.md)",
+            stored="non_default",
+            metavar="NAME_OR_PATH",
+            form_options={"max_length": 1000},
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.min_judgments is not None and int(self.min_judgments) < 0:
@@ -61,33 +107,9 @@ class RegressorTrainOptions:
         object.__setattr__(self, "encoder", name)
 
     def sentence_encoder(self) -> SentenceEncoder:
-        """The encoder these settings name, resolved (its folder and weights' sha256), or a RegressorError naming the
-        command that installs it."""
+        """The encoder these settings name, resolved (its folder and weights' sha256), or a RegressorError naming
+        the command that installs it."""
         try:
             return encoder_resolve(self.encoder.strip())
         except EncoderError as exc:
             raise RegressorError(f"--encoder: {exc}") from None
-
-    def job_params(self) -> dict[str, Any]:
-        """The settings' part of a training job's ``params["train"]``, flat as every job has stored them;
-        ``recipe``, ``cv_folds`` and ``encoder`` only when not the default, as before those options existed."""
-        params: dict[str, Any] = {
-            "test_fraction": self.test_fraction,
-            "seed": self.seed,
-            "with_embeddings": self.with_embeddings,
-            "min_judgments": self.min_judgments,
-            "target": self.target,
-        }
-        if self.recipe != DEFAULT_RECIPE:
-            params["recipe"] = self.recipe
-        if self.cv_folds != CV_FOLDS:
-            params["cv_folds"] = self.cv_folds
-        if self.encoder != DEFAULT_ENCODER:
-            params["encoder"] = self.encoder
-        return params
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> RegressorTrainOptions:
-        """The settings of a job's ``params["train"]`` (its other keys ignored); a setting a job stored before
-        it existed is the default, as it was then."""
-        return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params})

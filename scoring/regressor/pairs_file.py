@@ -9,9 +9,8 @@ import math
 from pathlib import Path
 
 from infra.textfiles import PairsFileError, atomic_write, open_text, undecodable_byte
-
-from ..features import PairError, constraint_phrases
-from .model import FittedRegressor
+from scoring.regressor.model import FittedRegressor
+from scoring.similarity.features import PairError, constraint_phrases
 
 
 def _parse_constraints(text: str) -> dict | str:

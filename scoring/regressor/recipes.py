@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 RECIPES: dict[str, tuple[str, ...]] = {
-    # feature families (scoring.features) each recipe appends to the lexical + embedding features
+    # feature families (scoring.similarity.features) each recipe appends to the lexical + embedding features
     "base": (),
     "v2": ("nll2", "systems", "group", "agree"),
     "v3": ("nll2", "systems", "group", "agree"),  # v2's features; its estimators add an RBF-kernel SVR
-    # v3's estimators; v3's features plus those of the encoder's STS-tuned top layers (scoring.encoder_head)
+    # v3's estimators; v3's features plus those of the encoder's STS-tuned top layers (scoring.similarity.encoder_head)
     "v4": ("nll2", "systems", "group", "agree", "sts"),
 }
 # The recipe train_regressor uses unless told otherwise: the best that passes honest selection. v2-v4 pass the

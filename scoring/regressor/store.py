@@ -18,9 +18,8 @@ from typing import Any
 
 from annotation.models import Campaign
 from infra.storage import get_storage
-
-from ..models import Regressor
-from .errors import RegressorError
+from scoring.models import Regressor
+from scoring.regressor.errors import RegressorError
 
 FORMAT_VERSION = 1
 NAME_MAX_LENGTH = 100

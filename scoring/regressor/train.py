@@ -14,7 +14,7 @@ saving it.
 * Saved to storage at ``regressors/<name>.joblib`` (``store``) with a ``Regressor`` row: the signature
   (features, estimator and parameters, campaign, seed, test fraction, package versions, and a
   sacrebleu-style one-line string) and the metrics (both figures and their intervals, n, the held-out
-  calibration: ``scoring.held_out``).
+  calibration: ``scoring.regressor.held_out``).
 """
 
 from __future__ import annotations
@@ -27,13 +27,15 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
-from ..embeddings import DEFAULT_ENCODER, MAX_REFERENCE_SUBWORDS, SentenceEncoder, encoder_id, encoder_load
-from ..encoder_head import head_info
-from ..features import EMBEDDING_FEATURES, family_names, feature_names
-from ..held_out import calibration_counts
-from ..models import Regressor
-from .data import FEATURE_BATCH, features_in_batches, reference_batches, training_data, training_data_check
-from .evaluation import (
+from scoring.models import Regressor
+from scoring.regressor.data import (
+    FEATURE_BATCH,
+    features_in_batches,
+    reference_batches,
+    training_data,
+    training_data_check,
+)
+from scoring.regressor.evaluation import (
     BOOTSTRAP_RESAMPLES,
     CrossValidation,
     bootstrap_interval,
@@ -41,9 +43,19 @@ from .evaluation import (
     select_estimator,
     spearman,
 )
-from .options import RegressorTrainOptions
-from .recipes import RECIPES, candidate_estimators, estimator_params, one_thread
-from .store import FORMAT_VERSION, ModelFile, model_file_write, regressor_train_check, storage_key
+from scoring.regressor.held_out import calibration_counts
+from scoring.regressor.options import RegressorTrainOptions
+from scoring.regressor.recipes import RECIPES, candidate_estimators, estimator_params, one_thread
+from scoring.regressor.store import FORMAT_VERSION, ModelFile, model_file_write, regressor_train_check, storage_key
+from scoring.similarity.embeddings import (
+    DEFAULT_ENCODER,
+    MAX_REFERENCE_SUBWORDS,
+    SentenceEncoder,
+    encoder_id,
+    encoder_load,
+)
+from scoring.similarity.encoder_head import head_info
+from scoring.similarity.features import EMBEDDING_FEATURES, family_names, feature_names
 
 MODEL_STEPS = 3  # progress steps after the feature batches besides the CV's folds: selection, held-out test, refit
 
@@ -114,7 +126,7 @@ def regressor_train(
     counts steps (the sentence encoder's loading, each feature batch, then model selection, the held-out test, each
     CV fold and the refit), names each stage as it starts (``stage=``: the admin's bar and the command show it),
     and is called last just before anything is written, so a job cancelled meanwhile stops there
-    (``scoring.regressor_job``)."""
+    (``scoring.regressor.job``)."""
     options = options or RegressorTrainOptions()
     name, found = regressor_train_check(campaign=campaign, name=name, replace=replace)
     from sklearn.base import clone  # after the checks: a wrong name costs no scikit-learn (issue 37)
@@ -239,7 +251,7 @@ def regressor_train(
         "n_fit_final": int(len(y)),
         "target": options.target,
         # how often held-out pairs above a score were judged similar: the release card's calibration table
-        # (scoring.held_out; absent for regressors trained before it was kept)
+        # (scoring.regressor.held_out; absent for regressors trained before it was kept)
         "calibration": calibration_counts(y[test], pred),
         # the nested grouped CV over every reference (absent for regressors trained before it was kept)
         **(nested.metrics(cv) if nested is not None else no_cv),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from annotation.batch_params import BatchParams
 from annotation.batches import hit_batch_create
 from annotation.models import Batch, BatchStatus, Campaign, Candidate, CandidateSystem, Hit, Reference
 from annotation.tokens import item_key, submission_token_make
@@ -34,7 +35,7 @@ def sample_campaign(
 
 def published_batch(campaign: Campaign, *, provider: str = "mturk-sandbox", **kw) -> Batch:
     """A batch marked published without calling MTurk (the API does not care how it got published)."""
-    batch = hit_batch_create(campaign=campaign, provider=provider, **kw)
+    batch = hit_batch_create(campaign=campaign, params=BatchParams(provider=provider, **kw))
     Batch.objects.filter(pk=batch.pk).update(status=BatchStatus.PUBLISHED)
     batch.refresh_from_db()
     return batch

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.utils import timezone
 
+from annotation.batch_params import BatchParams
 from annotation.batches import hit_batch_create
 from annotation.models import Assignment, Batch, BatchStatus, Candidate, Hit, Provider, Verification, Worker
 from annotation.providers.prolific.study import median_seconds_per_hit, suggested_minutes
@@ -69,14 +70,15 @@ def test_the_batch_form_takes_numbers_in_digits_0_9_only(admin_client, field, va
 def test_publish_shows_the_cost_preview_before_anything_is_spent(admin_client):
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     paid = hit_batch_create(
-        campaign=campaign, provider="mturk-sandbox", attention_rate=0, settings={"reward_usd": "0.50"}
+        campaign=campaign,
+        params=BatchParams(provider="mturk-sandbox", attention_rate=0, settings={"reward_usd": "0.50"}),
     )
     page = admin_client.post("/admin/annotation/batch/", {"action": "publish_batches", "_selected_action": [paid.pk]})
     text = page.content.decode()
     assert page.status_code == 200 and "Publish now" in text
     assert "1.80" in text  # 1 HIT x 3 assignments x $0.50 x 1.2 (MTurk's fee)
     assert Batch.objects.get(pk=paid.pk).status == BatchStatus.DRAFT
-    local = hit_batch_create(campaign=campaign, provider="local")
+    local = hit_batch_create(campaign=campaign, params=BatchParams(provider="local"))
     page = admin_client.post("/admin/annotation/batch/", {"action": "publish_batches", "_selected_action": [local.pk]})
     assert "nothing is spent" in page.content.decode()
     admin_client.post(
@@ -184,7 +186,7 @@ def _timed(campaign, worker: str, seconds: float, *, hit=True, provider="prolifi
 def test_the_suggested_session_time_has_a_floor_and_counts_verified_human_timings_only(admin_client, settings):
     settings.PROLIFIC_SECONDS_PER_HIT, settings.PROLIFIC_MIN_SECONDS_PER_HIT = 60, 30
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=2, candidates=5)
-    hit_batch_create(campaign=campaign, provider="prolific", attention_rate=0)
+    hit_batch_create(campaign=campaign, params=BatchParams(provider="prolific", attention_rate=0))
     for _ in range(5):  # a script: 11 s per HIT, verified
         _timed(campaign, "bot", 11)
     assert median_seconds_per_hit() is None  # no human pace measured: the default, never the bot's

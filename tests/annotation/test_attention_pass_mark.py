@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.batch_params import BatchParams
 from annotation.batch_settings import ATTENTION_PASS_MARK_DEFAULT, BatchSettingsError, batch_settings_clean
 from annotation.batches import BatchError, hit_batch_create
 from annotation.models import Batch, Worker
@@ -29,12 +30,14 @@ def test_the_pass_mark_is_a_checked_batch_setting():
 
 def test_a_new_batch_states_its_pass_mark():
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=2, candidates=4)
-    made = hit_batch_create(campaign=campaign, provider="local", attention_rate=1.0)
+    made = hit_batch_create(campaign=campaign, params=BatchParams(provider="local", attention_rate=1.0))
     assert made.settings["attention_pass_mark"] == 85  # the default, written down with the batch
-    exact = hit_batch_create(campaign=campaign, provider="local", settings={"attention_pass_mark": 100})
+    exact = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="local", settings={"attention_pass_mark": 100})
+    )
     assert exact.settings["attention_pass_mark"] == 100
     with pytest.raises(BatchError, match="attention_pass_mark"):
-        hit_batch_create(campaign=campaign, provider="local", settings={"attention_pass_mark": 150})
+        hit_batch_create(campaign=campaign, params=BatchParams(provider="local", settings={"attention_pass_mark": 150}))
 
 
 def submit(hit, worker: str, aid: str, copy_score: int) -> None:

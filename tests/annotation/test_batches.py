@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from annotation.batch_params import BatchParams
 from annotation.batches import BatchError, baseline_candidates_import, hit_batch_create
 from annotation.models import ATTENTION_SYSTEM, Batch, BatchStatus, Candidate, CandidateSystem, HitItem
 from jobs.models import Job
@@ -24,7 +25,9 @@ def layout(batch):
 
 def test_every_candidate_of_the_sampled_references_is_in_exactly_one_hit():
     campaign = sample_campaign(refs_per_bucket=4, candidates=7)
-    batch = hit_batch_create(campaign=campaign, provider="local", per_length=2, lengths=(5, 10), attention_rate=0.0)
+    batch = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="local", per_length=2, lengths=(5, 10), attention_rate=0.0)
+    )
     items = HitItem.objects.filter(hit__batch=batch)
     refs = {h.reference.ref_id for h in batch.hits.all()}
     assert len([r for r in refs if r.startswith("5-")]) == 2 and len([r for r in refs if r.startswith("10-")]) == 2
@@ -42,7 +45,8 @@ def test_every_candidate_of_the_sampled_references_is_in_exactly_one_hit():
 def test_attention_rate_is_met_and_the_check_is_the_reference_copy():
     campaign = sample_campaign(buckets=(5, 10, 20, 40), refs_per_bucket=10, candidates=4)
     batch = hit_batch_create(
-        campaign=campaign, provider="local", per_length=10, attention_rate=0.25, seed=3, degraded_rate=0
+        campaign=campaign,
+        params=BatchParams(provider="local", per_length=10, attention_rate=0.25, seed=3, degraded_rate=0),
     )
     hits = list(batch.hits.prefetch_related("items__candidate").select_related("reference"))
     assert len(hits) == 40
@@ -56,38 +60,47 @@ def test_attention_rate_is_met_and_the_check_is_the_reference_copy():
     # no reference's copy is checked twice in one batch
     assert len({h.reference_id for h in checked}) == len(checked)
     none = hit_batch_create(
-        campaign=campaign, provider="local", per_length=10, attention_rate=0.0, seed=3, degraded_rate=0
+        campaign=campaign,
+        params=BatchParams(provider="local", per_length=10, attention_rate=0.0, seed=3, degraded_rate=0),
     )
     assert not HitItem.objects.filter(hit__batch=none, is_attention_check=True).exists()
 
 
 def test_same_seed_same_batch_other_seed_other_batch():
     campaign = sample_campaign(refs_per_bucket=6, candidates=6)
-    a = hit_batch_create(campaign=campaign, provider="local", per_length=3, seed=7, attention_rate=0.3)
-    b = hit_batch_create(campaign=campaign, provider="local", per_length=3, seed=7, attention_rate=0.3)
-    c = hit_batch_create(campaign=campaign, provider="local", per_length=3, seed=8, attention_rate=0.3)
+    a = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="local", per_length=3, seed=7, attention_rate=0.3)
+    )
+    b = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="local", per_length=3, seed=7, attention_rate=0.3)
+    )
+    c = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="local", per_length=3, seed=8, attention_rate=0.3)
+    )
     assert layout(a) == layout(b)
     assert layout(a) != layout(c)
 
 
 def test_redundancy_and_provider_settings():
     campaign = sample_campaign(refs_per_bucket=1, candidates=5)
-    batch = hit_batch_create(campaign=campaign, provider="mturk-sandbox", assignments=5, attention_rate=0)
+    batch = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="mturk-sandbox", assignments=5, attention_rate=0)
+    )
     assert set(batch.hits.values_list("max_assignments", flat=True)) == {5}
     assert batch.provider == "mturk" and batch.settings["sandbox"] is True and batch.settings["assignments"] == 5
     with pytest.raises(BatchError, match="unknown provider"):
-        hit_batch_create(campaign=campaign, provider="crowdflower")
+        hit_batch_create(campaign=campaign, params=BatchParams(provider="crowdflower"))
     with pytest.raises(BatchError, match="no candidates"):
-        hit_batch_create(campaign=campaign, provider="local", lengths=(40,))
+        hit_batch_create(campaign=campaign, params=BatchParams(provider="local", lengths=(40,)))
     with pytest.raises(BatchError, match="attention-rate"):
-        hit_batch_create(campaign=campaign, provider="local", attention_rate=1.5)
+        hit_batch_create(campaign=campaign, params=BatchParams(provider="local", attention_rate=1.5))
 
 
 def test_baseline_outputs_join_the_pool_merged_by_text(tmp_path):
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=2)
     path = tmp_path / "paranmt.tsv"
     path.write_text("ref_id\tcandidate\n5-0\tA baseline paraphrase.\n5-0\tParaphrase 0 of reference 5-0.\n")
-    batch = hit_batch_create(campaign=campaign, provider="local", attention_rate=0, baseline=path)
+    batch = hit_batch_create(campaign=campaign, params=BatchParams(provider="local", attention_rate=0, baseline=path))
     texts = [t for _, items in layout(batch) for t, _ in items]
     assert sorted(texts) == [
         "A baseline paraphrase.",
@@ -174,7 +187,7 @@ def test_a_baseline_that_is_not_utf8_or_is_a_directory_is_refused_naming_the_lin
     latin.write_bytes("ref_id\tcandidate\n5-0\tA fine one.\n5-0\tUn caf\u00e9 noir.\n".encode("latin-1"))
     candidates = Candidate.objects.count()
     with pytest.raises(BatchError, match=r"latin.tsv:3: not UTF-8 \(byte 0xe9"):
-        hit_batch_create(campaign=campaign, provider="local", baseline=latin)
+        hit_batch_create(campaign=campaign, params=BatchParams(provider="local", baseline=latin))
     with pytest.raises(CommandError, match=r"no batch created: .*latin.tsv:3: not UTF-8"):
         run_cli("--campaign", "sample", "--provider", "local", "--baseline", str(latin))
     with pytest.raises(CommandError, match=r"is a directory, not a baseline TSV file"):
@@ -223,14 +236,17 @@ def test_bad_batch_settings_are_refused_naming_the_key_and_nothing_is_made(provi
 def test_the_admins_service_refuses_bad_settings_too_and_keeps_good_ones_as_numbers():
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     with pytest.raises(BatchError, match="'assignment_duration_s': -5 is out of range"):
-        hit_batch_create(campaign=campaign, provider="local", settings={"assignment_duration_s": -5})
+        hit_batch_create(
+            campaign=campaign, params=BatchParams(provider="local", settings={"assignment_duration_s": -5})
+        )
     with pytest.raises(BatchError, match="'reward_usd'"):
-        hit_batch_create(campaign=campaign, provider="mturk", settings={"reward_usd": "abc"})
+        hit_batch_create(campaign=campaign, params=BatchParams(provider="mturk", settings={"reward_usd": "abc"}))
     assert not Batch.objects.exists()
     batch = hit_batch_create(
         campaign=campaign,
-        provider="local",
-        settings={"assignment_duration_s": "1800", "mode": "easl", "easl": {"g": "0.2"}},
+        params=BatchParams(
+            provider="local", settings={"assignment_duration_s": "1800", "mode": "easl", "easl": {"g": "0.2"}}
+        ),
     )
     assert batch.settings["assignment_duration_s"] == 1800 and batch.settings["easl"]["g"] == 0.2
 
@@ -445,12 +461,12 @@ NON_WORD_CANDIDATES = {
 def generated_campaign(tmp_path, storage_dir):
     """A campaign generated from a corpus (its generate job names it) whose IDF table build_idf counted."""
     from annotation.models import Campaign, Reference
-    from generation.corpora import corpus_import
+    from generation.corpora import ImportCorpusParams, corpus_import
     from jobs.execution import job_run_inline, job_start
 
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(CORPUS) + "\n")
-    corpus = corpus_import(name="small", path=path, format="mono")
+    corpus = corpus_import(ImportCorpusParams(name="small", path=path, format="mono"))
     idf = job_run_inline(job_id=job_start(kind="build_idf", params={"corpus": corpus.pk}, enqueue=False).pk)
     assert idf.status == "succeeded"
     job = Job.objects.create(kind="generate", params={"corpus": corpus.pk}, status="succeeded")
@@ -493,15 +509,14 @@ def test_candidates_with_non_words_are_left_out_of_the_hits_and_counted(generate
 def test_drop_non_words_false_keeps_every_candidate_as_parabank_did(generated_campaign):
     batch = hit_batch_create(
         campaign=generated_campaign,
-        provider="local",
-        lengths=(5,),
-        attention_rate=0,
-        settings={"drop_non_words": False},
+        params=BatchParams(provider="local", lengths=(5,), attention_rate=0, settings={"drop_non_words": False}),
     )
     assert shown(batch) == {text for outputs in NON_WORD_CANDIDATES.values() for text in outputs}
     assert batch.settings["drop_non_words"] is False and batch.settings["non_words"]["left_out"] == 0
     with pytest.raises(BatchError, match="'drop_non_words': expected true or false"):
-        hit_batch_create(campaign=generated_campaign, provider="local", settings={"drop_non_words": "no"})
+        hit_batch_create(
+            campaign=generated_campaign, params=BatchParams(provider="local", settings={"drop_non_words": "no"})
+        )
 
 
 def test_a_campaign_with_no_known_corpus_keeps_every_candidate_and_says_so():
@@ -524,4 +539,4 @@ def test_a_sample_of_nothing_but_non_words_says_why_it_has_no_candidates(generat
     Reference.objects.filter(campaign=generated_campaign, ref_id="0").delete()
     Candidate.objects.filter(text="A woman is playing a guitar.").delete()
     with pytest.raises(BatchError, match="1 left out for non-words; the batch setting drop_non_words false"):
-        hit_batch_create(campaign=generated_campaign, provider="local", lengths=(5,))
+        hit_batch_create(campaign=generated_campaign, params=BatchParams(provider="local", lengths=(5,)))

@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from annotation.batch_params import BatchParams
 from annotation.batches import hit_batch_create
 from annotation.degraded import detectability, reference_rule_flags
 from annotation.models import Campaign, Candidate, CandidateSystem, HitItem, Reference, Worker
@@ -62,7 +63,8 @@ def realistic_campaign(n_refs: int = 40, per_ref: int = 8, seed: int = 0) -> Cam
 
 def test_neither_the_text_rule_nor_a_classifier_on_length_runs_and_edges_separates_checks_from_candidates():
     batch = hit_batch_create(
-        campaign=realistic_campaign(), provider="local", lengths=(10,), attention_rate=0, degraded_rate=0.5, seed=4
+        campaign=realistic_campaign(),
+        params=BatchParams(provider="local", lengths=(10,), attention_rate=0, degraded_rate=0.5, seed=4),
     )
     items = list(HitItem.objects.filter(hit__batch=batch).select_related("candidate", "hit__reference"))
     measured = detectability([(i.hit.reference.text, i.candidate.text, i.is_degraded_check) for i in items])
@@ -117,7 +119,8 @@ def test_a_reference_never_gets_a_second_hit_with_a_lone_candidate():
             Candidate.objects.create(reference=ref, text=f"Paraphrase {k} of the {name} reference is here.")
     for attention, degraded in ((0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.5, 0.5)):
         batch = hit_batch_create(
-            campaign=campaign, provider="local", lengths=(10,), attention_rate=attention, degraded_rate=degraded
+            campaign=campaign,
+            params=BatchParams(provider="local", lengths=(10,), attention_rate=attention, degraded_rate=degraded),
         )
         real: dict[str, list[int]] = {}
         for hit in batch.hits.prefetch_related("items"):

@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from annotation.batch_params import BatchParams
 from annotation.batches import BatchError, hit_batch_create
 from annotation.degraded import degraded_candidate_text, degraded_span_length, edit_runs
 from annotation.easl_rounds import batch_items, easl_round_create
@@ -152,7 +153,8 @@ def test_the_text_is_deterministic_per_seed():
 def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once():
     campaign = campaign_of()
     batch = hit_batch_create(
-        campaign=campaign, provider="local", per_length=20, lengths=(10,), attention_rate=0, degraded_rate=0.5, seed=2
+        campaign=campaign,
+        params=BatchParams(provider="local", per_length=20, lengths=(10,), attention_rate=0, degraded_rate=0.5, seed=2),
     )
     hits = list(batch.hits.order_by("id").prefetch_related("items__candidate__systems"))
     checks = degraded_items(batch)
@@ -181,7 +183,8 @@ def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once
     )
     # a later batch never takes a degraded copy for a real candidate
     again = hit_batch_create(
-        campaign=campaign, provider="local", per_length=20, lengths=(10,), attention_rate=0, degraded_rate=0, seed=5
+        campaign=campaign,
+        params=BatchParams(provider="local", per_length=20, lengths=(10,), attention_rate=0, degraded_rate=0, seed=5),
     )
     shown = HitItem.objects.filter(hit__batch=again)
     assert shown.count() == 48 and not shown.filter(candidate__systems__system=DEGRADED_SYSTEM).exists()
@@ -193,12 +196,9 @@ def test_checks_are_spread_over_the_batch_at_random_places_in_their_hits():
     campaign = campaign_of(sentences)
     batch = hit_batch_create(
         campaign=campaign,
-        provider="local",
-        per_length=40,
-        lengths=(10,),
-        attention_rate=0.1,
-        degraded_rate=0.15,
-        seed=11,
+        params=BatchParams(
+            provider="local", per_length=40, lengths=(10,), attention_rate=0.1, degraded_rate=0.15, seed=11
+        ),
     )
     hits = list(batch.hits.order_by("id").prefetch_related("items"))
     assert len(hits) == 40
@@ -219,12 +219,9 @@ def test_same_seed_same_degraded_copies_and_short_references_get_none():
     def texts(seed):
         batch = hit_batch_create(
             campaign=campaign,
-            provider="local",
-            per_length=20,
-            lengths=(10,),
-            attention_rate=0,
-            degraded_rate=1.0,
-            seed=seed,
+            params=BatchParams(
+                provider="local", per_length=20, lengths=(10,), attention_rate=0, degraded_rate=1.0, seed=seed
+            ),
         )
         return [(i.hit.reference.ref_id, i.position, i.candidate.text) for i in degraded_items(batch)]
 
@@ -233,7 +230,9 @@ def test_same_seed_same_degraded_copies_and_short_references_get_none():
     short = campaign_of(["Go now.", "Stop it please.", "Yes."], name="short", candidates=0)
     for ref in short.references.all():  # candidates of 3 tokens at most: none long enough to damage plainly
         Candidate.objects.create(reference=ref, text=ref.text.upper())
-    batch = hit_batch_create(campaign=short, provider="local", per_length=5, lengths=(10,), degraded_rate=1.0)
+    batch = hit_batch_create(
+        campaign=short, params=BatchParams(provider="local", per_length=5, lengths=(10,), degraded_rate=1.0)
+    )
     assert batch.hits.count() == 3 and not degraded_items(batch)
 
 
@@ -302,7 +301,7 @@ def test_bad_rates_are_clear_errors_and_write_nothing(args, message):
         run_cli("--campaign", "degraded", "--provider", "local", "--lengths", "10", *args)
     assert not Batch.objects.exists() and not Hit.objects.exists() and Candidate.objects.count() == candidates
     with pytest.raises(BatchError):
-        hit_batch_create(campaign=Campaign.objects.get(), provider="local", degraded_rate=True)
+        hit_batch_create(campaign=Campaign.objects.get(), params=BatchParams(provider="local", degraded_rate=True))
 
 
 @pytest.mark.django_db
@@ -351,7 +350,9 @@ def test_results_csv_marks_degraded_items_after_the_attention_column():
 @pytest.mark.django_db
 def test_easl_never_estimates_degraded_copies_and_adds_them_to_rounds():
     campaign = campaign_of(SENTENCES[:4], candidates=6)
-    fixed = hit_batch_create(campaign=campaign, provider="local", lengths=(10,), attention_rate=0, degraded_rate=1.0)
+    fixed = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="local", lengths=(10,), attention_rate=0, degraded_rate=1.0)
+    )
     assert len(degraded_items(fixed)) == 4
     easl = Batch.objects.create(
         campaign=campaign,

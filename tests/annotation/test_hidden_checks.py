@@ -85,7 +85,9 @@ def test_a_check_and_a_real_candidate_have_the_same_markup_but_for_their_place(c
         numbers = [max(map(int, re.findall(r"\d+", markup))) for markup, _ in shown]
         guess = numbers.index(max(numbers))
         highest_id_finds_the_check += items[guess].is_degraded_check
-    assert highest_id_finds_the_check < len(checked_hits) / 2  # it found 12 of 12 when ids were shown
+    # it found 12 of 12 when ids were shown; by chance (1 of 5 sentences) it finds about 2.4, and 8 or more
+    # in 0.06% of runs (6 or more, the bound this used to have, in 1.9%: the suite failed on it by chance)
+    assert highest_id_finds_the_check < len(checked_hits) * 2 / 3
 
 
 def test_refused_submissions_and_answers_never_name_candidate_ids(client, checked_hits):

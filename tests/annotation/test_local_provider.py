@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.batch_params import BatchParams
 from annotation.batches import hit_batch_create
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchStatus, Worker
 from annotation.providers.local import assignments_expire, local_hit_take
@@ -63,7 +64,7 @@ def test_full_hits_and_judged_candidates_are_skipped(batch):
 
 def test_drafts_and_mturk_batches_are_not_served():
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
-    hit_batch_create(campaign=campaign, provider="local")  # a draft
+    hit_batch_create(campaign=campaign, params=BatchParams(provider="local"))  # a draft
     published_batch(campaign, provider="mturk-sandbox")
     assert local_hit_take(user=user("ann")) is None
 

@@ -881,6 +881,34 @@ def test_cli_refuses_clearly(monkeypatch):
         _run("expire", str(production.pk), "--sandbox")
 
 
+def test_mturk_is_an_alias_of_crowd_with_its_own_spelling(stub, client, monkeypatch):
+    """``mturk extend`` and ``mturk bonus ASSIGNMENT`` are crowd's ``extend`` and ``assignment-bonus``; crowd
+    refuses what a batch's platform cannot do."""
+    from annotation.management.commands.crowd import Command as CrowdCommand
+    from annotation.management.commands.mturk import Command as MTurkCommand
+
+    assert issubclass(MTurkCommand, CrowdCommand)
+    monkeypatch.setattr(mturk_module.client, "mturk_client", lambda sandbox: client)
+    for k, command in enumerate(("mturk", "crowd")):
+        batch = make_batch(hits=2)
+        stub.add_response("get_account_balance", {"AvailableBalance": "5.00"}, {})
+        for n, hit in enumerate(batch.hits.order_by("id")):
+            Hit.objects.filter(pk=hit.pk).update(external_hit_id=hit_id(10 * k + n))
+            stub.add_response(
+                "create_additional_assignments_for_hit",
+                {},
+                {"HITId": hit_id(10 * k + n), "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": ANY},
+            )
+        out = StringIO()
+        call_command(command, "extend", str(batch.pk), "1", stdout=out)
+        assert json.loads(out.getvalue())["assignments_added"] == 2
+    local = Batch.objects.create(campaign=Campaign.objects.create(name="local"), provider="local")
+    with pytest.raises(CommandError, match="has no extend"):
+        _crowd("extend", str(local.pk), "1")
+    with pytest.raises(CommandError, match="no MTurk assignment"):
+        _crowd("assignment-bonus", "nobody", "0.25", "thanks")
+
+
 def test_periodic_sync_checks_every_published_batch_and_survives_one_failing(stub, provider):
     from annotation.crowd_sync import crowd_batches_sync
 

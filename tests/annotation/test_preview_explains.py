@@ -9,6 +9,7 @@ import re
 import pytest
 
 import annotation.preview
+from annotation.batch_params import BatchParams
 from annotation.batches import hit_batch_create
 from annotation.campaigns import words_warm
 from annotation.models import Batch, Candidate, Reference
@@ -94,11 +95,15 @@ def test_a_prolific_session_is_never_longer_than_the_batch(admin_client, setting
     text = preview(admin_client, campaign, provider="prolific", reward_per_session="1.50", hits_per_session="10")
     assert "A Prolific session is 9 HITs, not the 10 asked: the batch has only 9 HITs" in text
     assert "3 Prolific places" in text  # 9 HITs x 3 assignments / 9 per session
-    batch = hit_batch_create(campaign=campaign, provider="prolific", settings={"hits_per_session": 10})
+    batch = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="prolific", settings={"hits_per_session": 10})
+    )
     assert batch.hits.count() == 9 and batch.settings["hits_per_session"] == 9
-    default = hit_batch_create(campaign=campaign, provider="prolific")  # the default of 10 too
+    default = hit_batch_create(campaign=campaign, params=BatchParams(provider="prolific"))  # the default of 10 too
     assert default.settings["hits_per_session"] == 9
-    small = hit_batch_create(campaign=campaign, provider="prolific", settings={"hits_per_session": 4})
+    small = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="prolific", settings={"hits_per_session": 4})
+    )
     assert small.settings["hits_per_session"] == 4  # a shorter session is the researcher's choice
     assert "A Prolific session is 4 HITs in a row." in preview(
         admin_client, campaign, provider="prolific", reward_per_session="1.50", hits_per_session="4"
@@ -107,13 +112,13 @@ def test_a_prolific_session_is_never_longer_than_the_batch(admin_client, setting
 
 def test_the_first_preview_does_not_load_spacy_once_the_campaigns_words_are_cached(tmp_path, storage_dir, monkeypatch):
     from annotation.models import Campaign, CandidateSystem
-    from generation.corpora import corpus_import
+    from generation.corpora import ImportCorpusParams, corpus_import
     from jobs.execution import job_run_inline, job_start
     from jobs.models import Job
 
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(CORPUS) + "\n")
-    corpus = corpus_import(name="small", path=path, format="mono")
+    corpus = corpus_import(ImportCorpusParams(name="small", path=path, format="mono"))
     assert job_run_inline(job_id=job_start(kind="build_idf", params={"corpus": corpus.pk}, enqueue=False).pk)
     job = Job.objects.create(kind="generate", params={"corpus": corpus.pk}, status="succeeded")
     campaign = Campaign.objects.create(name="generated", job=job)
@@ -132,6 +137,8 @@ def test_the_first_preview_does_not_load_spacy_once_the_campaigns_words_are_cach
         raise AssertionError("the preview loaded spaCy")
 
     monkeypatch.setattr(generation.nlp, "load_pipeline", no_spacy)
-    shown = batch_preview(campaign=campaign, provider="local", lengths=(5,), attention_rate=0, degraded_rate=0)
+    shown = batch_preview(
+        campaign=campaign, params=BatchParams(provider="local", lengths=(5,), attention_rate=0, degraded_rate=0)
+    )
     assert shown.plan.left_out == 3  # the same non-words as the tokenizer finds
     assert "(3 left out for non-words)" in shown.plan.sample_note

@@ -16,6 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from pyrolific.models import CreateStudy
 
+from annotation.batch_params import BatchParams
 from annotation.batches import hit_batch_create
 from annotation.models import (
     Assignment,
@@ -80,7 +81,7 @@ def prolific_batch(
     **settings,
 ) -> Batch:
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=3, candidates=4, settings=campaign_settings)
-    make = published_batch if publish else (lambda c, **kw: hit_batch_create(campaign=c, **kw))
+    make = published_batch if publish else (lambda c, **kw: hit_batch_create(campaign=c, params=BatchParams(**kw)))
     return make(
         campaign,
         provider="prolific",

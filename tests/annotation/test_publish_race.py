@@ -24,6 +24,7 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
+from annotation.batch_params import BatchParams
 from annotation.batches import hit_batch_create
 from annotation.models import Batch, BatchStatus, Campaign, Candidate, Hit, HitItem, Reference
 from annotation.providers.mturk import client as mturk_client_module
@@ -97,11 +98,13 @@ def prolific_draft() -> Batch:
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=3, candidates=4)
     return hit_batch_create(
         campaign=campaign,
-        provider="prolific",
-        assignments=2,
-        attention_rate=0,
-        degraded_rate=0,
-        settings={"hits_per_session": 2, "reward_per_session": "1.20", "first_languages": ["English"]},
+        params=BatchParams(
+            provider="prolific",
+            assignments=2,
+            attention_rate=0,
+            degraded_rate=0,
+            settings={"hits_per_session": 2, "reward_per_session": "1.20", "first_languages": ["English"]},
+        ),
     )
 
 

@@ -302,9 +302,12 @@ def test_a_preview_shows_only_published_crowd_hits(client):
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     published = published_batch(campaign, attention_rate=0).hits.get()
     local = published_batch(campaign, provider="local", attention_rate=0).hits.get()
+    from annotation.batch_params import BatchParams
     from annotation.batches import hit_batch_create
 
-    draft = hit_batch_create(campaign=campaign, provider="mturk-sandbox", attention_rate=0).hits.get()
+    draft = hit_batch_create(
+        campaign=campaign, params=BatchParams(provider="mturk-sandbox", attention_rate=0)
+    ).hits.get()
     sentence = published.reference.text
     shown = client.get(f"/hits/{published.pk}/")  # the task's form on an example, not this HIT's sentences
     assert shown.status_code == 200 and "Preview" in shown.content.decode() and sentence not in shown.content.decode()

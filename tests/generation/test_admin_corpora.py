@@ -6,7 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from generation.corpora import corpus_import
+from generation.corpora import ImportCorpusParams, corpus_import
 from generation.models import Corpus, IdfTable
 from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
@@ -67,7 +67,7 @@ def test_upload_starts_an_import_job_with_a_progress_page(staff_client, storage_
 def test_upload_form_rejects_a_duplicate_name(staff_client, storage_dir, media, tmp_path):
     path = tmp_path / "a.txt"
     path.write_text("one sentence\n")
-    corpus_import(name="taken", path=path)
+    corpus_import(ImportCorpusParams(name="taken", path=path))
     response = staff_client.post(
         reverse("admin:generation_corpus_import"),
         {"file": SimpleUploadedFile("a.txt", b"x\n"), "name": "taken", "format": "", "on_error": "skip"},
@@ -79,7 +79,7 @@ def test_upload_form_rejects_a_duplicate_name(staff_client, storage_dir, media, 
 def test_build_idf_action_and_tsv_download(staff_client, storage_dir, tmp_path, client, django_user_model):
     path = tmp_path / "m.txt"
     path.write_text("The cat sat.\nthe dog\n")
-    corpus = corpus_import(name="m", path=path)
+    corpus = corpus_import(ImportCorpusParams(name="m", path=path))
     response = staff_client.post(
         reverse("admin:generation_corpus_changelist"), {"action": "build_idf", "_selected_action": [corpus.pk]}
     )

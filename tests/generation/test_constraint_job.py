@@ -4,13 +4,14 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from generation.constraint_job import KIND, output_key
+from generation.constraint_job import KIND, SelectConstraintsParams, output_key
 from generation.constraints import select_for_all_systems
 from generation.models import Corpus, CorpusShard, IdfTable
 from infra.shards import read_jsonl_gz, write_jsonl_gz
 from infra.storage import get_storage
 from jobs.execution import job_run_inline, job_start
 from jobs.models import JobStatus
+from jobs.params import ParamsError, from_values
 
 pytestmark = pytest.mark.django_db
 
@@ -161,3 +162,28 @@ def test_page_is_refused_to_anonymous_and_non_staff(client, django_user_model, s
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
     client.force_login(django_user_model.objects.create_user("plain-c", password="pw"))
     assert client.get(reverse("constraint_systems")).status_code == 302
+
+
+def test_a_job_with_only_a_corpus_runs_and_the_plan_records_what_it_chose(storage_dir):
+    """The oldest shape: no idf_table, systems, seed, window or batch size; the plan adds the three it resolves."""
+    corpus, table = _corpus(REFERENCES[:2])
+    job = job_start(kind=KIND, params={"corpus": corpus.pk}, enqueue=False)
+    assert list(job.params.items()) == [
+        ("corpus", corpus.pk),
+        ("idf_table", table.pk),
+        ("systems", list(range(1, 35))),
+        ("seed", 0),
+    ]
+    job = job_run_inline(job_id=job.pk)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.result["records"] == 2 * 34
+    params = from_values(SelectConstraintsParams, job.params)
+    assert (params.batch_size, params.options.idf_window()) == (256, (7.0, 17.0))
+
+
+def test_an_idf_window_that_leaves_every_pool_empty_is_refused_when_the_job_is_made(storage_dir):
+    corpus, _ = _corpus(REFERENCES[:1])
+    with pytest.raises(ParamsError, match=r"min-idf \(12\) > max-idf \(8\)"):
+        job_start(kind=KIND, params={"corpus": corpus.pk, "min_idf": 12, "max_idf": 8}, enqueue=False)
+    with pytest.raises(ParamsError, match="batch_size must be at least 1"):
+        SelectConstraintsParams(corpus=corpus.pk, batch_size=0)

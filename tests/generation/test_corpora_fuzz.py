@@ -28,6 +28,7 @@ from generation.corpora import (
     TAB_IN_MONO,
     TOO_LONG,
     CorpusImportError,
+    ImportCorpusParams,
     corpus_discard,
     corpus_import,
     corpus_records,
@@ -162,13 +163,15 @@ def test_import_keeps_exactly_the_valid_lines_or_nothing(tmp_path, storage_dir, 
 
     def import_it():
         return corpus_import(
-            name=path.name,
-            path=path,
-            format=fmt,
-            on_error=on_error,
-            shard_size=shard_size,
-            max_line_chars=MAX_CHARS,
-            display_name="upload.txt",
+            ImportCorpusParams(
+                name=path.name,
+                path=path,
+                format=fmt,
+                on_error=on_error,
+                shard_size=shard_size,
+                max_line_chars=MAX_CHARS,
+                display_name="upload.txt",
+            ),
             on_bad_line=seen.append,
         )
 
@@ -227,7 +230,9 @@ def test_a_truncated_gzip_is_a_clear_error_and_leaves_nothing(tmp_path, storage_
     corpora_before, files_before = Corpus.objects.count(), _files(storage_dir)
     with pytest.raises(CorpusImportError) as caught:
         corpus_import(
-            name=path.name, path=path, format="bitext", on_error=on_error, shard_size=2, max_line_chars=MAX_CHARS
+            ImportCorpusParams(
+                name=path.name, path=path, format="bitext", on_error=on_error, shard_size=2, max_line_chars=MAX_CHARS
+            )
         )
     assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
     assert Corpus.objects.count() == corpora_before

@@ -122,10 +122,10 @@ def test_unsatisfiable_reported(tiny_marian):
 def test_row_blocks_are_argmax_and_topk(V):
     """The CPU's block-maxima argmax / group top-k return exactly what torch's return: ties (first maximum),
     -inf rows, a short last block; a top-k whose answer depends on topk's order among ties is refused."""
-    from generation.decoding.dba import _RowBlocks
+    from generation.decoding.row_blocks import RowBlocks
 
     g = torch.Generator().manual_seed(V)
-    blk = _RowBlocks(V, torch.device("cpu"))
+    blk = RowBlocks(V, torch.device("cpu"))
     x = torch.randn(24, V, generator=g).round(decimals=1)  # many ties
     x[3] = float("-inf")
     x[4, : V // 2] = float("-inf")
@@ -148,7 +148,7 @@ def test_row_blocks_are_argmax_and_topk(V):
 
 @pytest.mark.parametrize("beam", [1, 3, 5])
 def test_cpu_block_path_equals_generic_path(tiny_marian, monkeypatch, beam):
-    """The CPU's block-maxima candidates (``_RowBlocks``) choose and score exactly what the generic [H, V]
+    """The CPU's block-maxima candidates (``RowBlocks``) choose and score exactly what the generic [H, V]
     passes (a GPU's path) do: same n-best tokens and scores, bit for bit."""
     from generation.decoding import dba
 
@@ -167,7 +167,7 @@ def test_cpu_block_path_equals_generic_path(tiny_marian, monkeypatch, beam):
         res = decode(tiny_marian, sources, cons, beam=beam, nbest=beam, max_length=16, batch_size=4)
         return [(r.unsatisfiable, [(o["tokens"], o["score"]) for o in r.outputs]) for r in res]
 
-    monkeypatch.setattr(dba._RowBlocks, "TOPK_MIN", 0)  # (the tiny model's scores are below it)
+    monkeypatch.setattr(dba.RowBlocks, "TOPK_MIN", 0)  # (the tiny model's scores are below it)
     fast = run()
-    monkeypatch.setattr(dba, "_RowBlocks", lambda V, dev: None)
+    monkeypatch.setattr(dba, "RowBlocks", lambda V, dev: None)
     assert run() == fast

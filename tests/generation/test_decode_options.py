@@ -21,6 +21,7 @@ from generation.decoding.batching import (
     sentence_bytes,
 )
 from generation.decoding.loading import model_dtype
+from jobs.params import from_values, to_json
 
 GiB, MiB = 2**30, 2**20
 
@@ -55,7 +56,7 @@ def test_every_check_in_one_place_said_as_param_and_as_option(values, message, o
 
 def test_from_values_reads_a_commands_options_and_a_jobs_params():
     parsed = {"beam": "4", "nbest": 2, "batch_size": None, "max_length": 20, "device": "", "verbosity": 1}
-    options = DecodeOptions.from_values(parsed)
+    options = from_values(DecodeOptions, parsed)
     assert (options.beam, options.nbest, options.batch_size, options.max_length, options.device) == (
         4,
         2,
@@ -63,7 +64,7 @@ def test_from_values_reads_a_commands_options_and_a_jobs_params():
         20,
         None,
     )
-    params = options.replace(dtype="float32", batch_size=8).job_params()
+    params = to_json(options.replace(dtype="float32", batch_size=8))  # exactly the keys jobs have stored
     assert params == {
         "beam": 4,
         "nbest": 2,
@@ -74,7 +75,7 @@ def test_from_values_reads_a_commands_options_and_a_jobs_params():
         "device": None,
         "dtype": "float32",
     }
-    assert DecodeOptions.from_values(params) == options.replace(dtype="float32", batch_size=8)
+    assert from_values(DecodeOptions, params) == options.replace(dtype="float32", batch_size=8)
     with pytest.raises(TypeError):
         options.replace(beams=3)  # a misspelt option is no silent default
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from generation.decoding import decode, from_objects, load_model, normalise_constraints, violations
-from generation.decoding.vocab import words_of
 from generation.prompts import PromptTemplate, PromptTemplateError
+from generation.words import words_of
 
 from .causal_models import save_chat_model, tiny_causal, tiny_tokenizer
 

@@ -9,7 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from generation.decoding import normalise_constraints, violations
-from generation.generation_job import KIND, GenerationSettingsError, candidate_shard_key, generation_params
+from generation.generation_job import KIND
+from generation.generation_job.kind import candidate_shard_key
+from generation.generation_job.params import GenerationSettingsError
 from generation.models import Resource
 from generation.prompts import CHAT_INSTRUCTION
 from infra.shards import read_jsonl_gz
@@ -17,7 +19,7 @@ from jobs.execution import job_run_inline, job_start
 from jobs.models import Job, JobStatus
 
 from .causal_models import save_chat_model
-from .test_generation_job import corpus  # noqa: F401 - the job tests' corpus (a fixture)
+from .test_generation_job import checked_params, corpus  # noqa: F401 - the job tests' corpus (a fixture)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -96,7 +98,7 @@ def test_a_folder_that_is_neither_kind_is_refused(corpus, tmp_path):  # noqa: F8
     (tmp_path / "bert" / "config.json").write_text('{"architectures": ["BertModel"]}')
     (tmp_path / "bert" / "model.safetensors").write_bytes(b"x")
     with pytest.raises(GenerationSettingsError, match="neither an encoder-decoder .* nor a decoder-only"):
-        generation_params(corpus=corpus, model=str(tmp_path / "bert"), systems=[28])
+        checked_params(corpus, model=str(tmp_path / "bert"), systems=[28])
 
 
 def test_paraphrase_cli_with_a_decoder_only_model(chat_dir, tmp_path):

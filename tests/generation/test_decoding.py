@@ -195,11 +195,11 @@ def test_graph_replayed_steps_equal_eager_steps(tiny_marian, monkeypatch):
     """The CUDA-graph path (bookkeeping run from static buffers, the length read from the device) decodes
     exactly as the eager path, with and without constraints; only the capture itself needs a GPU."""
     import generation.decoding as decoding
-    from generation.decoding import dba
+    from generation.decoding import cuda_graphs, dba
 
     graphs, searches = [], []
-    monkeypatch.setattr(dba, "_graphs_supported", lambda dev: True)
-    monkeypatch.setattr(dba, "_capture", lambda fn: graphs.append(_Replay(fn)) or graphs[-1])
+    monkeypatch.setattr(cuda_graphs, "supported", lambda dev: True)
+    monkeypatch.setattr(cuda_graphs, "capture", lambda fn: graphs.append(_Replay(fn)) or graphs[-1])
     monkeypatch.setattr(
         decoding, "beam_search", lambda *a, **kw: searches.append(dba.beam_search(*a, **kw)) or searches[-1]
     )

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from generation.decode_options import DecodeOptionsError, DiverseOptions
 from generation.decoding.clustering import PINNED, comparable_words, distance_matrix, k_medoids, pick_per_cluster
-from generation.decoding.vocab import words_of
+from generation.words import words_of
 
 DEMO_MODEL = Path(__file__).resolve().parents[2] / "generation" / "demo" / "model"
 SENTENCES = [
@@ -48,12 +48,12 @@ def test_same_seed_gives_the_same_outputs_whatever_the_batch(demo):
     assert [r.outputs for r in one] != [r.outputs for r in other]
 
 
-def test_hugging_face_step_samples_what_the_lean_step_samples(demo, monkeypatch):
-    # a GPU runs Hugging Face's decoder step (its cache shrunk as inputs finish); the CPU the lean one
-    lean = _decode(demo, SENTENCES[:2], batch_size=2)
+def test_hugging_face_step_samples_what_the_fast_step_samples(demo, monkeypatch):
+    # a GPU runs Hugging Face's decoder step (its cache shrunk as inputs finish); the CPU the fast one
+    fast = _decode(demo, SENTENCES[:2], batch_size=2)
     monkeypatch.setenv("PARAFORGE_FAST_STEP", "0")
     hf = _decode(demo, SENTENCES[:2], batch_size=2)
-    assert [r.outputs for r in hf] == [r.outputs for r in lean]
+    assert [r.outputs for r in hf] == [r.outputs for r in fast]
     assert all(r.outputs for r in hf)
 
 

@@ -1,5 +1,5 @@
-"""The lean decoder step (generation/decoding/fast_step.py, issue 20) computes what Hugging Face's decoder
-computes: logits within 1e-5 step by step (with beams reordered and sentences dropped as the beam search
+"""The fast step (a lean decoder step: generation/decoding/fast_step.py, issue 20) computes what Hugging Face's
+decoder computes: logits within 1e-5 step by step (with beams reordered and sentences dropped as the beam search
 does), and the same decoded tokens with and without it."""
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ def _compare_steps(loaded, K=4, steps=14, shrink_at=(6, 10), seed=0, rtol=0.0):
     with torch.no_grad():
         enc = model.get_encoder()(**enc_in, return_dict=True)
         start = torch.full((B,), model.config.decoder_start_token_id, dtype=torch.long)
-        lean = fast_step.for_model(model)
-        assert lean is not None
-        state = lean.start(enc.last_hidden_state, enc_in["attention_mask"], steps + 2)
+        fast = fast_step.for_model(model)
+        assert fast is not None
+        state = fast.start(enc.last_hidden_state, enc_in["attention_mask"], steps + 2)
         out = model(
             encoder_outputs=enc,
             attention_mask=enc_in["attention_mask"],
@@ -117,16 +117,16 @@ def _err(ours, hf, rtol):
     return ((ours - hf).abs() - rtol * hf.abs()).max().item()
 
 
-def test_lean_logits_equal_hf_marian(tiny_marian, projections):
+def test_fast_step_logits_equal_hf_marian(tiny_marian, projections):
     assert _compare_steps(tiny_marian) <= 1e-5
 
 
-def test_lean_logits_equal_hf_bart(tiny_bart, projections):
+def test_fast_step_logits_equal_hf_bart(tiny_bart, projections):
     assert _compare_steps(tiny_bart, K=3) <= 1e-5
 
 
 @pytest.mark.parametrize("seed", [0, 3])
-def test_lean_logits_equal_hf_demo_model_past_the_first_capacity(demo, projections, seed):
+def test_fast_step_logits_equal_hf_demo_model_past_the_first_capacity(demo, projections, seed):
     """The demo model (scaled embeddings, swish, tied lm_head, final_logits_bias; logits of magnitude ~10),
     past 16 positions (the static cache doubles from 4 to 32). With F.linear within 1e-5; with oneDNN's products
     (another summation order) within 1e-5 + 1e-6 x |logit| (a few float32 ulps: 1.1e-5 was seen)."""
@@ -145,7 +145,7 @@ def _scores(results):
 
 
 @pytest.mark.parametrize("constrained", [False, pytest.param(True, marks=pytest.mark.slow)])
-def test_decode_identical_with_and_without_lean_step(demo, projections, constrained):
+def test_decode_identical_with_and_without_fast_step(demo, projections, constrained):
     """Demo model, 4 batches of 6 (batches shrink as sentences finish): the same tokens with the lean step as
     with Hugging Face's, unconstrained and with positive, negative and bos_avoid constraints."""
     from .conftest import corpus
@@ -166,37 +166,37 @@ def test_decode_identical_with_and_without_lean_step(demo, projections, constrai
         ]
         cons = [pool[i % len(pool)] for i in range(len(sources))]
     runs = {}
-    for lean in (False, True):
-        runs[lean] = decode(demo, sources, cons, beam=5, nbest=3, max_length=40, batch_size=6, fast_step=lean)
+    for fast in (False, True):
+        runs[fast] = decode(demo, sources, cons, beam=5, nbest=3, max_length=40, batch_size=6, fast_step=fast)
     assert _tokens(runs[True]) == _tokens(runs[False])
     assert _scores(runs[True]) == pytest.approx(_scores(runs[False]), abs=1e-4)
     if constrained:
         assert any(r.outputs for r in runs[True]) and sum(bool(r.outputs) for r in runs[True]) >= len(sources) - 2
 
 
-def test_lean_step_equals_hf_path_bart_constrained(tiny_bart):
+def test_fast_step_equals_hf_path_bart_constrained(tiny_bart):
     c = [{"positive": [["cat"]], "negative": [["the"], ["a", "a"]], "bos_avoid": [["How"]]}] * 3
     a = decode(tiny_bart, SOURCES[:3], c, beam=4, nbest=2, max_length=20, fast_step=False)
     b = decode(tiny_bart, SOURCES[:3], c, beam=4, nbest=2, max_length=20, fast_step=True)
     assert _tokens(a) == _tokens(b)
 
 
-def test_which_models_take_the_lean_step(tiny_marian, tiny_t5_dir, monkeypatch):
+def test_which_models_take_the_fast_step(tiny_marian, tiny_t5_dir, monkeypatch):
     """Marian and BART in eval mode only; T5 keeps Hugging Face's decoder; PARAFORGE_FAST_STEP=0 turns it
     off, 1 on, unset: on CPU; the fused weights are rebuilt when a decoder weight changes in place."""
     monkeypatch.setenv("PARAFORGE_FAST_STEP_ONEDNN", "0")  # (the fused weights as they are, not packed)
     t5 = load_model(tiny_t5_dir, device="cpu")
     assert fast_step.for_model(t5.model) is None
     model = tiny_marian.model
-    lean = fast_step.for_model(model)
-    assert lean is not None and fast_step.for_model(model) is lean
+    fast = fast_step.for_model(model)
+    assert fast is not None and fast_step.for_model(model) is fast
     w = model.model.decoder.layers[0].self_attn.k_proj.weight
     saved = w.detach().clone()
     try:
         with torch.no_grad():
             w.mul_(2.0)
         fresh = fast_step.for_model(model)
-        assert fresh is not lean
+        assert fresh is not fast
         d = w.shape[0]
         assert torch.equal(fresh.layers[0].w_qkv[d : 2 * d], w)
     finally:
@@ -212,8 +212,8 @@ def test_which_models_take_the_lean_step(tiny_marian, tiny_t5_dir, monkeypatch):
     monkeypatch.setenv("PARAFORGE_FAST_STEP", "0")
     assert not fast_step.enabled_by_env()
     calls = []
-    real = fast_step.LeanState.step
-    monkeypatch.setattr(fast_step.LeanState, "step", lambda self, *a: calls.append(1) or real(self, *a))
+    real = fast_step.FastStepState.step
+    monkeypatch.setattr(fast_step.FastStepState, "step", lambda self, *a: calls.append(1) or real(self, *a))
     decode(tiny_marian, SOURCES[:2], None, beam=3, max_length=10)
     assert not calls
     monkeypatch.setenv("PARAFORGE_FAST_STEP", "1")
@@ -226,7 +226,7 @@ def test_which_models_take_the_lean_step(tiny_marian, tiny_t5_dir, monkeypatch):
     assert calls
 
 
-def test_lean_decoders_do_not_keep_their_models_alive(tiny_marian):
+def test_fast_steps_do_not_keep_their_models_alive(tiny_marian):
     """The per-model cache is keyed weakly and its entries hold no reference to their model."""
     import gc
 
@@ -244,7 +244,7 @@ def test_lean_decoders_do_not_keep_their_models_alive(tiny_marian):
     assert len(fast_step._CACHE) == before - 1
 
 
-def test_lean_decoder_cached_while_decoding_serves_outside_inference_mode(tiny_marian):
+def test_fast_step_cached_while_decoding_serves_outside_inference_mode(tiny_marian):
     """``beam_search`` runs in inference mode, so the lean decoder it caches holds inference tensors: a later
     caller without inference mode (no_grad only, as here) steps with it exactly as with a fresh one."""
     model = tiny_marian.model
@@ -252,14 +252,14 @@ def test_lean_decoder_cached_while_decoding_serves_outside_inference_mode(tiny_m
     decode(tiny_marian, ["the cat sat"], beam=2, max_length=6)
     cached = fast_step.for_model(model)
     assert cached is not None and torch.is_inference(cached.layers[0].w_qkv)
-    fresh = fast_step.LeanDecoder(model, cached.key)
+    fresh = fast_step.FastStep(model, cached.key)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, tiny_marian.vocab.size, (2, 5), generator=g)
     with torch.no_grad():
         enc = model.get_encoder()(input_ids=ids, attention_mask=torch.ones_like(ids), return_dict=True)
         outs = []
-        for lean in (cached, fresh):
-            st = lean.start(enc.last_hidden_state, None, 8)
+        for fast in (cached, fresh):
+            st = fast.start(enc.last_hidden_state, None, 8)
             logits = [st.step(torch.full((2,), model.config.decoder_start_token_id, dtype=torch.long), 0)]
             st.repeat(2)
             tok = torch.randint(0, tiny_marian.vocab.size, (4,), generator=torch.Generator().manual_seed(1))
@@ -280,14 +280,14 @@ def test_int8_step_is_close_to_float32_and_decodes_mostly_the_same(demo):
     """The int8 twin of the lean decoder (kept beside the float32 one) gives logits within int8's error of
     the float32 step's, and decoding with it mostly returns the same best outputs, every constraint still
     met: an option that trades exactness for speed, and says how much."""
-    lean32, lean8 = fast_step.for_model(demo.model), fast_step.for_model(demo.model, int8=True)
-    assert lean8 is not lean32 and lean8.int8 and fast_step.for_model(demo.model, int8=True) is lean8
+    fast32, fast8 = fast_step.for_model(demo.model), fast_step.for_model(demo.model, int8=True)
+    assert fast8 is not fast32 and fast8.int8 and fast_step.for_model(demo.model, int8=True) is fast8
     enc_in = demo.tokenizer(SOURCES, return_tensors="pt", padding=True)
     with torch.no_grad():
         enc = demo.model.get_encoder()(**enc_in, return_dict=True).last_hidden_state
         start = torch.full((len(SOURCES),), demo.model.config.decoder_start_token_id, dtype=torch.long)
-        a = lean32.start(enc, enc_in["attention_mask"], 8).step(start, 0)
-        b = lean8.start(enc, enc_in["attention_mask"], 8).step(start, 0)
+        a = fast32.start(enc, enc_in["attention_mask"], 8).step(start, 0)
+        b = fast8.start(enc, enc_in["attention_mask"], 8).step(start, 0)
     assert not torch.equal(a, b)  # (int8 arithmetic, not a silent float32 fallback)
     assert (a - b).abs().max().item() < 0.05 * a.abs().max().item()
     sources = (
@@ -310,7 +310,7 @@ def test_int8_step_is_close_to_float32_and_decodes_mostly_the_same(demo):
 
 
 @needs_int8
-def test_int8_needs_the_lean_step(tiny_marian, tiny_t5_dir):
+def test_int8_needs_the_fast_step(tiny_marian, tiny_t5_dir):
     with pytest.raises(ValueError, match="int8 runs on the lean decoder step only"):
         decode(tiny_marian, ["a b"], None, beam=2, max_length=6, fast_step=False, int8=True)
     with pytest.raises(ValueError, match="int8 runs on the lean decoder step only"):

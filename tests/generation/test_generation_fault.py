@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from generation.corpora import corpus_import
-from generation.generation_job import KIND, candidate_shard_key
+from generation.corpora import ImportCorpusParams, corpus_import
+from generation.generation_job import KIND
+from generation.generation_job.kind import candidate_shard_key
 from generation.models import IdfTable, ResourceShard
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
@@ -48,7 +49,7 @@ def _one_torch_thread_per_worker():
 def _corpus(tmp_path):
     path = tmp_path / "refs.txt"
     path.write_text("\n".join(SENTENCES) + "\n")
-    corpus = corpus_import(name="fault-gen", path=path, format="mono", shard_size=4)
+    corpus = corpus_import(ImportCorpusParams(name="fault-gen", path=path, format="mono", shard_size=4))
     key = f"idf/fault-gen-{corpus.pk}.tsv"
     words = sorted({w for s in SENTENCES for w in s.split()})
     with get_storage().open_write(key) as fh:

@@ -11,23 +11,20 @@ from django.core.management import CommandError, call_command
 from annotation.campaigns import campaign_from_sample
 from annotation.models import Campaign, Candidate, CandidateSystem, Reference
 from generation.constraints import select_for_all_systems
-from generation.corpora import corpus_import
+from generation.corpora import ImportCorpusParams, corpus_import
+from generation.decode_options import DecodeOptionsError
 from generation.decoding import normalise_constraints, violations
-from generation.generation_job import (
-    KIND,
-    GenerationSettingsError,
-    _run_chunk,
-    candidate_shard_key,
-    generation_params,
-    length_bucket,
-    model_fingerprint,
-)
+from generation.generation_job import KIND
+from generation.generation_job.kind import candidate_shard_key, run_chunk
+from generation.generation_job.params import GenerateParams, generation_params, model_fingerprint
+from generation.generation_job.sample import length_bucket
 from generation.models import IdfTable, Resource, ResourceShard
 from generation.nlp import load_pipeline
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
 from jobs.execution import job_finish, job_run_inline, job_start
 from jobs.models import Job, JobStatus
+from jobs.params import from_values
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -81,7 +78,7 @@ def _idf_value(word: str) -> float:
 def corpus(tmp_path, storage_dir):
     path = tmp_path / "refs.txt"
     path.write_text("\n".join(SENTENCES) + "\n")
-    corpus = corpus_import(name="tiny-gen", path=path, format="mono", shard_size=5)
+    corpus = corpus_import(ImportCorpusParams(name="tiny-gen", path=path, format="mono", shard_size=5))
     words = sorted({w for s in SENTENCES for w in s.split() if w.isalpha()})
     key = f"idf/tiny-gen-{corpus.pk}.tsv"
     with get_storage().open_write(key) as fh:
@@ -103,6 +100,12 @@ def _params(corpus, model_dir, **extra):
         "seed": 1,
         **extra,
     }
+
+
+def checked_params(corpus, **values) -> dict:
+    """A generate job's params as the command makes them, from ``values`` by setting name (decoding ones
+    included): ``generation_params`` of a ``GenerateParams``."""
+    return generation_params(from_values(GenerateParams, {"corpus": corpus.pk, **values}))
 
 
 def _records(job):
@@ -187,9 +190,9 @@ def test_job_writes_documented_shards_obeying_constraints_and_merging_systems(co
 def test_stop_rule_is_checked_and_a_job_planned_without_one_keeps_hugging_faces(corpus, tiny_marian_dir):
     """``stop`` is a checked setting; a job planned before it existed (no "stop" in its params) decodes its
     remaining chunks under Hugging Face's rule, the one its first chunks ran under, and says so."""
-    with pytest.raises(GenerationSettingsError, match="stop must be one of auto, beam, nbest, not 'first'"):
-        generation_params(corpus=corpus, model=str(tiny_marian_dir), systems=[28], stop="first")
-    assert generation_params(corpus=corpus, model=str(tiny_marian_dir), systems=[28], stop="nbest")["stop"] == "nbest"
+    with pytest.raises(DecodeOptionsError, match="stop must be one of auto, beam, nbest, not 'first'"):
+        checked_params(corpus, model=str(tiny_marian_dir), systems=[28], stop="first")
+    assert checked_params(corpus, model=str(tiny_marian_dir), systems=[28], stop="nbest")["stop"] == "nbest"
     job = job_start(kind=KIND, params=_params(corpus, tiny_marian_dir, systems=[17, 28]), enqueue=False)
     assert job.params["stop"] == "auto"
     del job.params["stop"]
@@ -207,7 +210,7 @@ def test_rerunning_a_chunk_rewrites_the_same_shard_and_row(corpus, tiny_marian_d
     before = list(read_jsonl_gz(candidate_shard_key(job.pk, 1)))
     row = ResourceShard.objects.get(resource__job=job, index=1)
     chunk = job.chunks.get(index=1)
-    result = _run_chunk(job, chunk, lambda done, total: None)  # a redelivered message
+    result = run_chunk(job, chunk, lambda done, total: None)  # a redelivered message
     assert list(read_jsonl_gz(candidate_shard_key(job.pk, 1))) == before
     assert result["sha256"] == row.sha256 == chunk.result["sha256"]
     assert ResourceShard.objects.filter(resource__job=job).count() == 3
@@ -422,7 +425,7 @@ def test_cancelling_stops_a_chunk_at_its_next_batch_without_writing(corpus, tiny
         record(done, total)
 
     with pytest.raises(JobCancelled):
-        _run_chunk(job, chunk, progress)
+        run_chunk(job, chunk, progress)
     done, total = seen[-1]
     assert 0 < done < total  # stopped at a batch boundary (the recorder checks at most every 0.5 s), not the end
     assert not get_storage().exists(candidate_shard_key(job.pk, 0)) and not ResourceShard.objects.exists()
@@ -439,7 +442,7 @@ def test_a_bitext_corpus_decodes_the_source_under_the_references_constraints(
     ]
     path = tmp_path / "pairs.tsv"
     path.write_text("".join(f"{s}\t{r}\n" for s, r in pairs))
-    corpus = corpus_import(name="tiny-bitext", path=path, format="bitext")
+    corpus = corpus_import(ImportCorpusParams(name="tiny-bitext", path=path, format="bitext"))
     key = "idf/tiny-bitext.tsv"
     with get_storage().open_write(key) as fh:
         fh.write("".join(f"{w}\t{_idf_value(w)}\n" for s, r in pairs for w in r.split()).encode())

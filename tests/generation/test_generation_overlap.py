@@ -10,24 +10,21 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
-import generation.generation_job as gj
+import generation.generation_job.pipeline as gj
 from generation.constraints import select_constraints
-from generation.corpora import corpus_import
+from generation.corpora import ImportCorpusParams, corpus_import
+from generation.decode_options import DecodeOptionsError
 from generation.decoding import normalise_constraints, violations
-from generation.generation_job import (
-    BATCH_RULE,
-    DEVICE_BATCH_RULE,
-    KIND,
-    GenerationSettingsError,
-    candidate_shard_key,
-    generation_params,
-    prepared_ahead,
-)
+from generation.generation_job import KIND
+from generation.generation_job.kind import candidate_shard_key, run_chunk
+from generation.generation_job.pipeline import BATCH_RULE, DEVICE_BATCH_RULE, prepared_ahead
 from generation.models import IdfTable
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
 from jobs.execution import job_run_inline, job_start
 from jobs.models import JobStatus
+
+from .test_generation_job import checked_params
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -52,7 +49,7 @@ def _idf(word: str) -> float:
 def corpus(tmp_path, storage_dir, db):
     path = tmp_path / "refs.txt"
     path.write_text("\n".join(SENTENCES) + "\n")
-    corpus = corpus_import(name="quoted", path=path, format="mono", shard_size=100)
+    corpus = corpus_import(ImportCorpusParams(name="quoted", path=path, format="mono", shard_size=100))
     words = sorted({w.strip('",.') for s in SENTENCES for w in s.split()} - {""})
     key = f"idf/quoted-{corpus.pk}.tsv"
     with get_storage().open_write(key) as fh:
@@ -149,7 +146,7 @@ def test_overlapped_chunk_writes_exactly_what_the_sequential_one_writes(corpus, 
     monkeypatch.setattr(gj, "decode_window", decode)
     monkeypatch.setattr(gj, "PREPARE_AHEAD", 1)
     interval = sys.getswitchinterval()
-    result = gj._run_chunk(job, job.chunks.get(), lambda done, total: None)
+    result = run_chunk(job, job.chunks.get(), lambda done, total: None)
     assert _records(job) == sequential and result["sha256"] == sha
     assert sys.getswitchinterval() == interval  # (shorter GIL slices only while the chunk overlaps)
     assert {name for kind, _, name in events if kind == "prepare"} == {"generate-prepare"}
@@ -185,8 +182,8 @@ def test_a_job_states_the_batch_and_dtype_it_decoded_with(corpus, tiny_marian_di
 
 @pytest.mark.django_db
 def test_half_precision_is_refused_for_a_cpu_job_with_a_clear_error(corpus, tiny_marian_dir):
-    with pytest.raises(GenerationSettingsError, match="dtype float16 needs a CUDA device"):
-        generation_params(corpus=corpus, model=str(tiny_marian_dir), systems=[28], device="cpu", dtype="float16")
+    with pytest.raises(DecodeOptionsError, match="dtype float16 needs a CUDA device"):
+        checked_params(corpus, model=str(tiny_marian_dir), systems=[28], device="cpu", dtype="float16")
     args = ["quoted", "--model", str(tiny_marian_dir), "--systems", "28", "--device", "cpu", "--dtype", "bfloat16"]
     with pytest.raises(CommandError, match="dtype bfloat16 needs a CUDA device"):
         call_command("generate", *args)

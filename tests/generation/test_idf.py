@@ -1,4 +1,5 @@
 import copy
+import io
 import json
 import math
 import pickle
@@ -9,13 +10,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from moto import mock_aws
 
-from generation.corpora import corpus_import
+from generation.corpora import ImportCorpusParams, corpus_import
 from generation.idf import IdfFileError, idf_table_export, idf_table_import, idf_table_load, read_idf_tsv
-from generation.idf_job import df_key
+from generation.idf_job import BuildIdfParams, df_key
 from generation.models import IdfTable
 from infra.storage import get_storage
 from jobs.execution import chunk_run, job_finish, job_run_inline, job_start
-from jobs.models import JobChunk, JobStatus
+from jobs.models import Job, JobChunk, JobStatus
+from jobs.params import ParamsError
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +30,7 @@ EXPECTED_DF = {"the": 2, "cat": 2, "sat": 1, ".": 2, "dog": 2, "a": 1, "and": 1,
 def _corpus(tmp_path, name="tiny", shard_size=2):
     path = tmp_path / f"{name}.txt"
     path.write_text("".join(s + "\n" for s in SENTENCES))
-    return corpus_import(name=name, path=path, format="mono", shard_size=shard_size)
+    return corpus_import(ImportCorpusParams(name=name, path=path, format="mono", shard_size=shard_size))
 
 
 def _build(corpus, **params):
@@ -208,3 +210,16 @@ def test_import_idf_refuses_an_empty_name(tmp_path, storage_dir):
         with pytest.raises(CommandError, match="an IDF table needs a name"):
             call_command("import_idf", name, str(path))
     assert not IdfTable.objects.exists()
+
+
+def test_build_idf_stores_the_params_it_always_stored_and_runs_a_job_without_a_name(tmp_path, storage_dir):
+    """The command stores ``{"corpus": id}`` and ``name`` only when given (the admin's action never gives one)."""
+    corpus = _corpus(tmp_path)
+    call_command("build_idf", "tiny", "--wait", "--name", "named", stdout=io.StringIO())
+    call_command("build_idf", "tiny", "--wait", stdout=io.StringIO())
+    jobs = list(Job.objects.filter(kind="build_idf").order_by("pk"))
+    assert [job.params for job in jobs] == [{"corpus": corpus.pk, "name": "named"}, {"corpus": corpus.pk}]
+    assert [job.status for job in jobs] == [JobStatus.SUCCEEDED] * 2
+    assert jobs[1].result["name"] == "tiny"  # no name stored: the corpus's own
+    with pytest.raises(ParamsError, match="name must not be blank"):
+        BuildIdfParams(corpus=corpus.pk, name=" ")

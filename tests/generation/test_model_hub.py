@@ -151,18 +151,18 @@ def test_an_id_not_in_the_cache_while_offline_is_a_clear_error(tmp_path, hf_cach
 
 
 def test_the_generation_job_takes_a_hub_id(hf_cache, settings):
-    from generation.generation_job import (
+    from generation.generation_job.params import (
         GenerationSettingsError,
-        _check_model_folder,
-        loaded_model,
+        check_model_folder,
         model_fingerprint,
         resolve_model_folder,
     )
+    from generation.generation_job.pipeline import loaded_model
 
     snapshot = build_hub_cache(hf_cache)
     assert resolve_model_folder(REPO_ID) == snapshot
-    _check_model_folder(REPO_ID)
+    check_model_folder(REPO_ID)
     assert model_fingerprint(REPO_ID) == model_fingerprint(str(DEMO_MODEL))
     assert loaded_model(REPO_ID, "cpu").path == str(snapshot)
     with pytest.raises(GenerationSettingsError, match="neither a local folder nor in the Hugging Face cache"):
-        _check_model_folder("Helsinki-NLP/opus-mt-en-de")
+        check_model_folder("Helsinki-NLP/opus-mt-en-de")

@@ -13,9 +13,12 @@ import pytest
 from django.core.management import call_command
 
 from generation.constraints import ConstraintSet, as_tagged, select_for_all_systems
-from generation.corpora import corpus_import
+from generation.corpora import ImportCorpusParams, corpus_import
+from generation.decode_options import DecodeOptions
 from generation.decoding import normalise_constraints
-from generation.generation_job import KIND, candidate_shard_key, generation_params
+from generation.generation_job import KIND
+from generation.generation_job.kind import candidate_shard_key
+from generation.generation_job.params import GenerateParams, generation_params
 from generation.ppdb import open_ppdb
 from generation.selection import reference
 from infra.shards import read_jsonl_gz
@@ -105,16 +108,17 @@ def test_a_generation_job_with_punctuation_paraphrases_succeeds(
     settings.PARAFORGE_MIN_IDF = 0.5  # (three documents: a word in one of them has IDF ln 3)
     path = tmp_path / "refs.txt"
     path.write_text("\n".join(SENTENCES) + "\n")
-    corpus = corpus_import(name="ppdb-punctuation", path=path, format="mono")
+    corpus = corpus_import(ImportCorpusParams(name="ppdb-punctuation", path=path, format="mono"))
     call_command("build_idf", "ppdb-punctuation", "--wait", stdout=open(tmp_path / "idf.out", "w"))
+    decoding = DecodeOptions(beam=3, max_length=16, device="cpu")
     params = generation_params(
-        corpus=corpus,
-        model=str(tiny_marian_dir),
-        systems=[35, 36, 37],
-        ppdb=str(punctuation_ppdb),
-        beam=3,
-        max_length=16,
-        device="cpu",
+        GenerateParams(
+            corpus=corpus.pk,
+            model=str(tiny_marian_dir),
+            systems=[35, 36, 37],
+            ppdb=str(punctuation_ppdb),
+            decode=decoding,
+        )
     )
     job = job_run_inline(job_id=job_start(kind=KIND, params=params, enqueue=False).pk)
     assert job.status == JobStatus.SUCCEEDED, job.error

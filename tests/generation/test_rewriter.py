@@ -11,7 +11,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError, call_command, load_command_class
 
 from generation import rewriter
 
@@ -106,7 +106,7 @@ def test_export_only_and_fp16_export(tmp_path, pairs_file):
     dest = tmp_path / "export"
     dest.mkdir()
     (dest / "README.md").write_text("kept")
-    res = rewriter.train(None, out, export_only=True, export_dir=dest, half=True, **TINY)
+    res = rewriter.train(None, out, export_only=True, export=dest, fp16=True, **TINY)
     assert res.exported and res.step == 3
     assert (dest / "README.md").read_text() == "kept"
     model, tok = rewriter.load_rewriter(dest)
@@ -322,3 +322,39 @@ def test_a_gzipped_pairs_file_is_read_whatever_its_name(tmp_path):
     packed = tmp_path / "pairs.tsv"  # gzipped, but not named so
     packed.write_bytes(gzip.compress("\ufeffA cat sat.\tThe cat sat.\nDogs run.\tDogs are running.\n".encode()))
     assert rewriter.read_pairs(packed) == [("A cat sat.", "The cat sat."), ("Dogs run.", "Dogs are running.")]
+
+
+def test_train_config_is_the_commands_options_and_refuses_what_cannot_train(tmp_path):
+    """One frozen class: its fields are the command's options (``--batch-size``), its ``__post_init__`` the
+    checks, naming a setting as a keyword and, in ``option_message``, as the command spells it."""
+    from jobs.params import field_names
+
+    parser = load_command_class("generation", "train_rewriter").create_parser("manage.py", "train_rewriter")
+    flags = {flag for action in parser._actions for flag in action.option_strings}
+    assert {"--pairs", "--out", "--export", "--fp16", "--no-resume", "--batch-size", "--d-model"} <= flags
+    assert not {"--weight-decay", "--clip", "--valid-size", "--command"} & flags  # set by code, not a person
+    assert "pairs" in field_names(rewriter.TrainConfig)
+    with pytest.raises(rewriter.TrainOptionsError) as caught:
+        rewriter.TrainConfig(None, tmp_path / "o", batch_size=0)
+    assert str(caught.value) == "batch_size must be at least 1, not 0"
+    assert caught.value.option_message == "--batch-size must be at least 1, not 0"
+    with pytest.raises(rewriter.TrainOptionsError, match="out is required"):
+        rewriter.TrainConfig(None, None)
+    with pytest.raises(rewriter.TrainOptionsError, match="label_smoothing must be in"):
+        rewriter.TrainConfig(None, tmp_path / "o", label_smoothing=1.0)
+    # the width alone sets the feed-forward width (4 x) and, when 4 does not divide it, one head
+    assert rewriter.TrainConfig(None, tmp_path, d_model=30).architecture == {
+        "layers": None,
+        "d_model": 30,
+        "heads": 1,
+        "ffn_dim": 120,
+    }
+    assert not tmp_path.joinpath("o").exists()
+
+
+def test_demo_sentences_that_are_not_utf8_name_the_line(tmp_path):
+    d = tmp_path / "data"
+    (d / "stsb").mkdir(parents=True)
+    (d / "stsb" / "sts-train.csv").write_bytes("g\tf\t2012\t1\t1.0\tCaf\xe9.\tA cafe.\n".encode("latin-1"))
+    with pytest.raises(CommandError, match=r"sts-train\.csv:1: not UTF-8 \(byte 0xe9 at column 19\)"):
+        call_command("train_rewriter", "--make-demo-pairs", str(tmp_path / "p.tsv"), "--data-dir", str(d))

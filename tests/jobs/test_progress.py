@@ -233,12 +233,11 @@ def test_durations():
 
 @pytest.mark.django_db
 def test_score_resource_wait_shows_pairs_per_shard_and_keeps_its_json(storage_dir, monkeypatch):
-    from scoring import scoring_job
     from tests.scoring.resource_data import OverlapScorer, build_resource, make_regressor
 
     make_regressor("overlap")
     build_resource()  # 3 shards of 8, 6 and 4 pairs
-    monkeypatch.setattr(scoring_job, "load_regressor", lambda name: OverlapScorer())
+    monkeypatch.setattr("scoring.regressor.regressor_load", lambda name: OverlapScorer())
     out, err = io.StringIO(), io.StringIO()
     call_command(
         "score_resource", "res", "--regressor", "overlap", "--wait", "--batch-size", "2", stdout=out, stderr=err

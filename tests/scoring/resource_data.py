@@ -10,7 +10,7 @@ from infra.shards import write_jsonl_gz
 from jobs.models import Job, JobStatus
 from scoring.diversity import tokens
 from scoring.models import Regressor, ScoredResource
-from scoring.scoring_job import score_shard
+from scoring.scored.job import score_shard
 
 REFERENCES = [
     "How often do earthquakes occur in this region?",

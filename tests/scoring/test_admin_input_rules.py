@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from jobs.models import Job
 from scoring.models import Regressor, ScoredResource
 from scoring.regressor import RegressorTrainOptions
-from scoring.regressor_job import train_regressor_launch
+from scoring.regressor.job import train_regressor_launch
 
 from .resource_data import build_resource
 from .test_admin_jobs import SCORE, TRAIN, train_form

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from jobs.models import Job
 from scoring.models import Regressor
 from scoring.regressor import RegressorTrainOptions, regressor_train
-from scoring.regressor_job import train_regressor_launch
+from scoring.regressor.job import train_regressor_launch
 
 from .resource_data import build_resource
 from .test_regressor import build_campaign
@@ -89,10 +89,10 @@ def test_the_score_form_refuses_a_regressor_it_cannot_apply(boss, tmp_path, stor
     # a regressor trained on features this code no longer computes
     build_campaign(tmp_path, n_refs=8)
     trained = regressor_train(campaign="synthetic", name="old", options=RegressorTrainOptions(with_embeddings=False))
-    import scoring.features
+    import scoring.similarity.features
 
-    real = scoring.features.feature_names
-    monkeypatch.setattr(scoring.features, "feature_names", lambda **kw: [*real(**kw), "new_feature"])
+    real = scoring.similarity.features.feature_names
+    monkeypatch.setattr(scoring.similarity.features, "feature_names", lambda **kw: [*real(**kw), "new_feature"])
     text = refusal(boss.post(SCORE, {"resource": resource.pk, "regressor": trained.pk, "batch_size": "4"}))
     assert "regressor 'old' was trained on other features than this code computes: retrain it" in text
     assert not Job.objects.exists()

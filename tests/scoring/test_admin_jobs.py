@@ -10,7 +10,6 @@ from django.test import Client
 
 from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
-from scoring import scoring_job
 from scoring.models import Regressor, Release, ScoredResource
 
 from .resource_data import OverlapScorer, build_resource
@@ -163,7 +162,7 @@ def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign, monkeypat
     response = boss.post(SCORE, {"resource": resource.pk, "regressor": regressor.pk, "batch_size": "4"})
     assert "regressor &#x27;taken&#x27;: its model file is missing" in response.content.decode()  # (a bare row)
     assert not Job.objects.filter(kind="score_resource").exists()
-    monkeypatch.setattr(scoring_job, "load_regressor", lambda name: OverlapScorer())  # as if its file were there
+    monkeypatch.setattr("scoring.regressor.regressor_load", lambda name: OverlapScorer())  # as if its file were there
     assert boss.post(SCORE, {"resource": resource.pk, "regressor": regressor.pk, "batch_size": "4"}).status_code == 302
     response = boss.post(SCORE, {"resource": resource.pk, "regressor": regressor.pk, "batch_size": "4"})
     assert response.status_code == 200 and "already being scored" in response.content.decode()

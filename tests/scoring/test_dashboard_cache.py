@@ -16,9 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from annotation.models import Assignment, AssignmentStatus, Campaign, Candidate, Judgment, Verification, Worker
 from annotation.quality import campaign_rater_figures, worker_disqualify
 from scoring.aggregation import fluency_rows, load_campaign, similarity_rows, zscore_estimates
+from scoring.dashboard.tables import CampaignTables, campaign_fingerprints, rater_row
 from scoring.diversity import diversity_rows
 from scoring.reliability import reliability
-from scoring.tables import CampaignTables, campaign_fingerprints, rater_row
 from tests.annotation.parabank_data import CANDS, import_contract
 
 pytestmark = pytest.mark.django_db

@@ -34,7 +34,7 @@ from annotation.models import (
 )
 from annotation.quality import campaign_rater_figures, worker_quality
 from scoring.aggregation import load_campaign
-from scoring.plots import cost_figure, raters_figure, reliability_figure
+from scoring.dashboard.plots import cost_figure, raters_figure, reliability_figure
 from scoring.reliability import reliability, split_rhos
 
 from .test_reliability import _crowd, _oracle

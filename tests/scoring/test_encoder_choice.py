@@ -18,11 +18,12 @@ from django.core.management import CommandError, call_command
 
 from infra.storage import get_storage
 from jobs.models import Job
-from scoring import encoder_install
-from scoring.embeddings import DEFAULT_ENCODER, encoder_dir, encoder_resolve, pair_similarities
-from scoring.features import pair_features
+from jobs.params import from_values, to_json
 from scoring.models import Regressor
 from scoring.regressor import RegressorError, RegressorTrainOptions, regressor_load
+from scoring.similarity import encoder_install
+from scoring.similarity.embeddings import DEFAULT_ENCODER, encoder_dir, encoder_resolve, pair_similarities
+from scoring.similarity.features import pair_features
 
 from .resource_data import OverlapScorer, build_resource, make_regressor, record, score_with
 from .test_regressor import build_campaign
@@ -181,10 +182,10 @@ def test_the_encoder_setting_is_checked_when_made_and_travels_with_the_job():
         RegressorTrainOptions(recipe="v4", encoder="some/other-encoder")
     with pytest.raises(RegressorError, match="--encoder: sentence encoder 'no-such-encoder'"):
         RegressorTrainOptions(encoder="no-such-encoder")
-    assert "encoder" not in RegressorTrainOptions().job_params()  # the default: as jobs stored it before
+    assert "encoder" not in to_json(RegressorTrainOptions())  # the default: as jobs stored it before
     options = RegressorTrainOptions(encoder=str(encoder_dir()))
-    assert options.job_params()["encoder"] == str(encoder_dir().resolve())
-    assert RegressorTrainOptions.from_params(options.job_params()) == options
+    assert to_json(options)["encoder"] == str(encoder_dir().resolve())
+    assert from_values(RegressorTrainOptions, to_json(options)) == options
 
 
 def test_the_api_and_the_admin_form_take_the_encoder(client, campaign, no_installed_encoders, other_encoder):

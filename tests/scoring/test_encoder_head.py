@@ -10,10 +10,13 @@ import pytest
 import torch
 from django.core.management import call_command
 
-from scoring import encoder_head
-from scoring.embeddings import encoder, pair_similarities
-from scoring.encoder_head import (
+from scoring.models import Regressor
+from scoring.regressor import RegressorError, regressor_load
+from scoring.similarity import encoder_head
+from scoring.similarity.embeddings import encoder, pair_similarities
+from scoring.similarity.encoder_head import (
     HEAD_PATH,
+    HeadTrainSettings,
     bottom_states,
     head_cosines,
     head_info,
@@ -24,9 +27,7 @@ from scoring.encoder_head import (
     save_head,
     train_head,
 )
-from scoring.features import STS_FEATURES, feature_names, pair_features
-from scoring.models import Regressor
-from scoring.regressor import RegressorError, regressor_load
+from scoring.similarity.features import STS_FEATURES, feature_names, pair_features
 
 TEXTS = [
     "A man is playing a guitar.",
@@ -92,14 +93,16 @@ def test_a_head_run_on_shared_bottom_states_gives_the_same_features_and_can_be_t
         head_similarities(layers, states, refs, paras), pair_similarities(refs, paras, head=(first, layers))[:, 4:]
     )
     judged = [(a, b, 10.0) for a, b in zip(refs, paras)]
-    state, _ = train_head(judged, start_from=layers, states=states, lr=0.0, batch_size=4)  # lr 0: unchanged
+    state, _ = train_head(
+        judged, HeadTrainSettings(lr=0.0, batch_size=4), start_from=layers, states=states
+    )  # lr 0: unchanged
     np.testing.assert_allclose(
         head_similarities(head_layers(state, 2), states, refs, paras)[:, 0],
         head_cosines(list(zip(refs, paras))),
         atol=1e-5,
     )
     with pytest.raises(ValueError, match="start_from has 2 layers, not 1"):
-        train_head(judged, layers=1, start_from=layers, states=states)
+        train_head(judged, HeadTrainSettings(layers=1), start_from=layers, states=states)
 
 
 def test_training_moves_the_cosines_towards_the_gold_scores_and_saves_a_loadable_head(tmp_path):
@@ -115,12 +118,14 @@ def test_training_moves_the_cosines_towards_the_gold_scores_and_saves_a_loadable
         cos = head_cosines([(a, b) for a, b, _ in pairs], path)
         return float(np.mean((cos - np.array([s / 100 for _, _, s in pairs])) ** 2))
 
-    state, settings = train_head(pairs, layers=1, epochs=8, lr=3e-4, batch_size=4)
+    state, settings = train_head(pairs, HeadTrainSettings(layers=1, epochs=8, lr=3e-4, batch_size=4))
     path = tmp_path / "head.safetensors"
     save_head(state, settings, path, source="four pairs")
     assert head_info(path)["layers"] == 1 and head_info(path)["trained_on"] == "four pairs"
     assert load_head(path)[0] == 5
-    untrained, _ = train_head(pairs, layers=1, epochs=1, lr=0.0, batch_size=4)  # lr 0: the packaged layer
+    untrained, _ = train_head(
+        pairs, HeadTrainSettings(layers=1, epochs=1, lr=0.0, batch_size=4)
+    )  # lr 0: the packaged layer
     save_head(untrained, settings, tmp_path / "same.safetensors", source="none")
     assert error(path) < error(tmp_path / "same.safetensors") / 2
 
@@ -139,6 +144,23 @@ def test_evaluate_command_prints_both_cosines_rho(tmp_path, capsys):
     assert out["pairs"] == 4 and out["head_cosine_spearman"] > 0.5 and out["encoder_cosine_spearman"] > 0.5
     with pytest.raises(SystemExit):
         encoder_head.main(["train", "--stsb", str(path), "--layers", "0"])
+
+
+def test_the_default_training_settings_are_the_shipped_heads_and_a_bad_one_is_refused_when_made(tmp_path, capsys):
+    info = head_info()
+    assert HeadTrainSettings().as_dict() == {k: info[k] for k in ("layers", "epochs", "lr", "batch_size", "seed")}
+    assert list(HeadTrainSettings().as_dict()) == ["layers", "epochs", "lr", "batch_size", "seed"]
+    for bad in ({"layers": 0}, {"epochs": 0}, {"layers": 1.5}, {"batch_size": 0}, {"seed": -1}, {"lr": -1e-4}):
+        with pytest.raises(ValueError):
+            HeadTrainSettings(**bad)
+    with pytest.raises(ValueError, match="lr must be a finite number"):
+        HeadTrainSettings(lr=float("nan"))
+    path = tmp_path / "sts.csv"
+    path.write_text("main-captions\tMSRvid\t2012test\t0001\t5.000\tA man plays.\tA man is playing.\n")
+    for option in ("--layers", "--epochs"):  # the command's message, as before the settings were a class
+        with pytest.raises(SystemExit):
+            encoder_head.main(["train", "--stsb", str(path), option, "0"])
+        assert "--layers and --epochs must be >= 1" in capsys.readouterr().err
 
 
 @pytest.mark.django_db

@@ -13,8 +13,10 @@ from django.core.management import CommandError
 from jobs.execution import job_run_inline
 from jobs.models import JobStatus
 from scoring.models import Release
-from scoring.release_filters import FilterError, ReleaseFilters, parse_filters
-from scoring.releases import ReleaseError, release_export, release_write
+from scoring.releases.checks import ReleaseError
+from scoring.releases.export import release_export, release_write
+from scoring.releases.filters import FilterError, ReleaseFilters, parse_filters
+from scoring.releases.params import ReleaseExportParams
 
 from .test_release_guards import boss, errors_of, export_url, exports, fake_model  # noqa: F401  (boss: fixture)
 from .test_releases import export, scored  # noqa: F401  (scored is a fixture)
@@ -103,12 +105,12 @@ def test_an_export_that_fails_while_writing_leaves_nothing_behind(scored, tmp_pa
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("scoring.releases._write_judgments", broken)  # after pairs.tsv.gz is written
+    monkeypatch.setattr("scoring.releases.manifest.write_judgments", broken)  # after pairs.tsv.gz is written
     tmp_path = tmp_path / "exports"
     (tmp_path / "given").mkdir(parents=True)  # a folder the user made stays, empty
     for out in (tmp_path / "given", tmp_path / "new" / "rel"):
         with pytest.raises(OSError, match="disk full"):
-            release_export(resource=scored.resource, out_dir=out, version="v1")
+            release_export(ReleaseExportParams(resource=scored.resource.pk, version="v1"), out_dir=out)
     assert leftovers(tmp_path) == ["given"] and not Release.objects.exists()
 
 
@@ -119,7 +121,11 @@ def test_an_export_whose_release_cannot_be_recorded_removes_its_files_and_upload
     monkeypatch.setattr(Release.objects, "create", refused)
     tmp_path = tmp_path / "exports"
     with pytest.raises(RuntimeError, match="database gone"):
-        release_export(resource=scored.resource, out_dir=tmp_path / "rel", version="v1", upload=f"file://{tmp_path}/up")
+        release_export(
+            ReleaseExportParams(resource=scored.resource.pk, version="v1"),
+            out_dir=tmp_path / "rel",
+            upload=f"file://{tmp_path}/up",
+        )
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [] and not (tmp_path / "rel").exists()
     assert not Release.objects.exists()
 

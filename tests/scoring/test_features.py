@@ -3,8 +3,16 @@ import math
 import numpy as np
 import pytest
 
-from scoring.embeddings import pair_cosines, subword_lengths
-from scoring.features import LEXICAL_FEATURES, PairError, feature_names, lexical_row, pair_features
+from scoring.similarity.embeddings import pair_cosines, subword_lengths
+from scoring.similarity.features import (
+    LEXICAL_FEATURES,
+    PairError,
+    RowSideData,
+    family_matrix,
+    feature_names,
+    lexical_row,
+    pair_features,
+)
 
 
 def row(ref, para, nll=None, constraints=None) -> dict:
@@ -116,3 +124,23 @@ def test_empty_paraphrase_is_defined():
     f = row("A cat.", "...")
     assert f["para_len"] == 0 and f["bleu"] == 0.0 and f["pinc"] == 100.0
     assert all(not math.isnan(v) for v in f.values())
+
+
+def test_the_families_columns_come_from_the_rows_side_data_as_pair_features_appends_them():
+    pairs = [
+        {"reference": "A cat sleeps.", "paraphrase": "A cat is sleeping.", "nll": 0.4, "constraints": {"28": {}}},
+        {"reference": "A cat sleeps.", "paraphrase": "The cat naps.", "nll": 0.9, "constraints": {"1": {}, "28": {}}},
+        {"reference": "Kids run.", "paraphrase": "Children run.", "nll": None, "constraints": None},
+    ]
+    families = ("nll2", "systems", "group")
+    fb = pair_features(pairs, with_embeddings=False, families=families)
+    n_base = len(LEXICAL_FEATURES)
+    side = RowSideData(
+        references=[p["reference"] for p in pairs],
+        nlls=[p["nll"] for p in pairs],
+        constraints=[p["constraints"] for p in pairs],
+    )
+    extra = family_matrix(fb.matrix[:, :n_base], fb.names[:n_base], side, families=families, with_embeddings=False)
+    np.testing.assert_array_equal(extra, fb.matrix[:, n_base:])
+    with pytest.raises(ValueError, match="nlls, vectors: not one row per reference"):
+        RowSideData(references=["a", "b"], nlls=[None], constraints=[None, None], vectors=np.zeros((3, 384)))

@@ -13,9 +13,10 @@ from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
 from scoring.models import Regressor, Release, ScoredResource
 from scoring.regressor import RegressorTrainOptions
-from scoring.regressor_job import train_regressor_launch
-from scoring.release_job import export_release_start
-from scoring.scoring_job import score_resource_launch
+from scoring.regressor.job import train_regressor_launch
+from scoring.releases.job import export_release_start
+from scoring.releases.params import ReleaseExportParams
+from scoring.scored.job import score_resource_launch
 
 from .resource_data import build_resource
 from .test_regressor import build_campaign
@@ -40,7 +41,7 @@ def path(tmp_path, storage_dir):
     )
     resource = build_resource()
     score = run(score_resource_launch(resource=resource, regressor=Regressor.objects.get(name="pages")))
-    export = run(export_release_start(resource=resource, version="v1"))
+    export = run(export_release_start(ReleaseExportParams(resource=resource.pk, version="v1")))
     return {"campaign": campaign, "resource": resource, "train": train, "score": score, "export": export}
 
 

@@ -1,7 +1,7 @@
 """The by-length plots give every length its own colour (issue 37, item 7): "5 tokens" and "40 tokens" shared one
 when the 40-token bucket had no bars (the legend drew the empty entry in the colour cycle's first colour)."""
 
-from scoring.plots import by_length_figure, length_colours
+from scoring.dashboard.plots import by_length_figure, length_colours
 
 
 def table(buckets, rows) -> dict:

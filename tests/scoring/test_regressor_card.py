@@ -1,5 +1,5 @@
 """The release card states the regressor's nested cross-validated rho beside its held-out rho (issue 32), with
-the same n, interval and wording rules (``scoring.held_out``)."""
+the same n, interval and wording rules (``scoring.regressor.held_out``)."""
 
 import io
 import json
@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from scoring.held_out import cv_rho
+from scoring.regressor.held_out import cv_rho
 
 from .resource_data import OverlapScorer, build_resource, make_regressor, record, score_with
 

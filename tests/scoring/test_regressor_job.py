@@ -9,10 +9,11 @@ from django.core.management import CommandError, call_command
 from infra.storage import get_storage
 from jobs.execution import job_cancel, job_launch, job_resume, job_run_inline
 from jobs.models import Job, JobChunk, JobStatus
+from jobs.params import from_values, to_json
 from jobs.registry import get_kind
 from scoring.models import Regressor
 from scoring.regressor import RegressorError, RegressorTrainOptions, storage_key, train as training
-from scoring.regressor_job import KIND, SUMMARY_KEYS
+from scoring.regressor.job import KIND, SUMMARY_KEYS, TrainRegressorParams
 
 from .test_regressor import build_campaign
 
@@ -129,9 +130,9 @@ def test_a_job_stored_with_the_flat_training_params_of_before_still_runs(campaig
         "target": "raw",
         "cv_folds": 0,
     }
-    options = RegressorTrainOptions.from_params(stored)
-    assert options == RegressorTrainOptions(test_fraction=0.25, seed=4, with_embeddings=False, cv_folds=0)
-    assert {"campaign": "synthetic", "name": "old", "replace": False, **options.job_params()} == stored
+    params = from_values(TrainRegressorParams, stored)
+    assert params.options == RegressorTrainOptions(test_fraction=0.25, seed=4, with_embeddings=False, cv_folds=0)
+    assert to_json(params) == stored
     job = job_launch(kind=KIND, params={"train": dict(stored)}, label="train old on synthetic")
     job = job_run_inline(job_id=job.pk)
     assert job.status == JobStatus.SUCCEEDED, job.error
@@ -153,7 +154,7 @@ def test_a_setting_that_cannot_work_is_refused_by_the_options_with_the_commands_
     with pytest.raises(RegressorError) as refused:
         RegressorTrainOptions(**settings)
     with pytest.raises(RegressorError) as stored:  # a job's params are checked by the same rules
-        RegressorTrainOptions.from_params({"campaign": "synthetic", "name": "x", **settings})
+        from_values(RegressorTrainOptions, {"campaign": "synthetic", "name": "x", **settings})
     for mode in ((), ("--async",)):
         with pytest.raises(CommandError) as shown:
             train("synthetic", "--name", "x", "--no-embeddings", *args, *mode)

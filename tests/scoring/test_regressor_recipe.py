@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from scoring.embeddings import embed
-from scoring.features import FAMILIES, feature_names, pair_features
 from scoring.models import Regressor
 from scoring.regressor import pairs_file_score, reference_batches, regressor_load, training_data
+from scoring.similarity.embeddings import embed
+from scoring.similarity.features import FAMILIES, feature_names, pair_features
 from tests.scoring.test_regressor import build_campaign
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from annotation.importers import import_parabank
 from scoring.models import Regressor
 from scoring.regressor import training_data
-from scoring.regressor_job import SUMMARY_KEYS
+from scoring.regressor.job import SUMMARY_KEYS
 from tests.annotation.parabank_data import write_parabank
 from tests.scoring.test_regressor import build_campaign
 

@@ -6,8 +6,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from moto import mock_aws
 
-from scoring.release_filters import parse_filters
-from scoring.releases import RELEASE_VIEW_PERMS, release_export
+from scoring.releases.access import RELEASE_VIEW_PERMS
+from scoring.releases.export import release_export
+from scoring.releases.params import ReleaseExportParams
 
 from .resource_data import OverlapScorer, build_resource, make_regressor, score_with
 
@@ -18,8 +19,8 @@ pytestmark = pytest.mark.django_db
 def releases(storage_dir, tmp_path):
     resource = build_resource()
     score_with(resource, make_regressor(), OverlapScorer())
-    public = release_export(resource=resource, out_dir=tmp_path / "v1")
-    private = release_export(resource=resource, out_dir=tmp_path / "v2", filters=parse_filters("top=1"))
+    public = release_export(ReleaseExportParams(resource=resource.pk), out_dir=tmp_path / "v1")
+    private = release_export(ReleaseExportParams(resource=resource.pk, filters="top=1"), out_dir=tmp_path / "v2")
     return public, private
 
 
@@ -132,7 +133,9 @@ def test_a_release_uploaded_to_s3_is_served_from_s3(client, storage_dir, tmp_pat
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="pub")
     resource = build_resource()
     score_with(resource, make_regressor(), OverlapScorer())
-    release = release_export(resource=resource, out_dir=tmp_path / "local", upload="s3://pub/releases/res")
+    release = release_export(
+        ReleaseExportParams(resource=resource.pk), out_dir=tmp_path / "local", upload="s3://pub/releases/res"
+    )
     assert release.location == "s3://pub/releases/res"
     (tmp_path / "local" / "judgments.tsv.gz").unlink()  # served from the bucket, not the local copy
     response = as_user(client, users["staff"]).get(f"/api/releases/{release.pk}/files/judgments.tsv.gz")

@@ -11,7 +11,8 @@ from playwright.sync_api import expect, sync_playwright
 from jobs.execution import job_run_inline
 from jobs.models import JobStatus
 from scoring.models import Release
-from scoring.release_job import export_release_start
+from scoring.releases.job import export_release_start
+from scoring.releases.params import ReleaseExportParams
 from tests.screens import shoot
 
 from .resource_data import OverlapScorer, build_resource, make_regressor, score_with
@@ -23,7 +24,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_the_export_result_page_offers_the_release_files(live_server, monkeypatch, tmp_path, storage_dir):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
     scored = score_with(build_resource(), make_regressor(), OverlapScorer(max_words=10))
-    job = job_run_inline(job_id=export_release_start(resource=scored.resource, license="CC-BY-4.0").pk)
+    job = job_run_inline(
+        job_id=export_release_start(ReleaseExportParams(resource=scored.resource.pk, license="CC-BY-4.0")).pk
+    )
     assert job.status == JobStatus.SUCCEEDED, job.error
     release = Release.objects.get()
     get_user_model().objects.create_superuser("boss", password="pw-for-the-browser")

@@ -64,11 +64,11 @@ COPY = "officials call for dialogue after the  protest."
 def screened(storage_dir, tmp_path):
     """A resource generated from a corpus whose IDF table build_idf counted, scored, and a campaign of the same
     references and candidates (its generate job names the corpus) for the HIT batch's screen."""
-    from generation.corpora import corpus_import
+    from generation.corpora import ImportCorpusParams, corpus_import
 
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(CORPUS) + "\n")
-    corpus = corpus_import(name="news", path=path, format="mono")
+    corpus = corpus_import(ImportCorpusParams(name="news", path=path, format="mono"))
     idf = job_run_inline(job_id=job_start(kind="build_idf", params={"corpus": corpus.pk}, enqueue=False).pk)
     assert idf.status == "succeeded"
     job = Job.objects.create(kind="generate", params={"corpus": corpus.pk}, status=JobStatus.SUCCEEDED)

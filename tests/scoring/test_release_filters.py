@@ -10,9 +10,9 @@ import pytest
 from django.core.management import CommandError
 
 from scoring.diversity import tokens
-from scoring.entailment import EntailmentJudge
 from scoring.models import Release
-from scoring.release_filters import FilterError, filter_candidates, parse_filters, repetition_rate, sentence_bleu
+from scoring.releases.entailment import EntailmentJudge
+from scoring.releases.filters import FilterError, filter_candidates, parse_filters, repetition_rate, sentence_bleu
 
 from . import test_releases
 from .resource_data import PARAPHRASES, REFERENCES, records

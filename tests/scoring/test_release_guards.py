@@ -11,9 +11,11 @@ from django.contrib.auth import get_user_model
 from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
 from scoring.models import Release
-from scoring.release_filters import FilterError, parse_filters
-from scoring.release_job import export_release_start
-from scoring.releases import ReleaseError, release_export
+from scoring.releases.checks import ReleaseError
+from scoring.releases.export import release_export
+from scoring.releases.filters import FilterError, parse_filters
+from scoring.releases.job import export_release_start
+from scoring.releases.params import ReleaseExportParams
 
 from .test_releases import export, scored  # noqa: F401  (scored is a fixture)
 
@@ -61,7 +63,7 @@ def test_the_export_form_refuses_an_unsafe_version_before_queuing(boss, scored):
 @pytest.mark.parametrize("version", BAD_VERSIONS)
 def test_the_job_and_the_command_refuse_an_unsafe_version(scored, tmp_path, version):  # noqa: F811
     with pytest.raises(ReleaseError, match="starting with a letter or digit"):
-        export_release_start(resource=scored.resource, version=version)
+        export_release_start(ReleaseExportParams(resource=scored.resource.pk, version=version))
     assert not exports().exists()
     from django.core.management import CommandError
 
@@ -112,16 +114,18 @@ def test_an_export_job_does_not_pass_off_another_exports_release_as_its_own(boss
     assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED
     made = Release.objects.get(version="v2")
     assert made.job_id == job.pk
-    from scoring.release_job import _run_chunk
+    from scoring.releases.job import _run_chunk
 
     assert _run_chunk(job, job.chunks.get(), lambda done, total: None)["release"] == made.pk
 
 
 def test_of_two_exports_that_both_passed_the_checks_the_second_fails_clearly(scored, tmp_path, monkeypatch):  # noqa: F811
-    release_export(resource=scored.resource, out_dir=tmp_path / "a", version="v1")
-    monkeypatch.setattr("scoring.releases.release_version_free", lambda resource, version: None)  # checked too early
+    release_export(ReleaseExportParams(resource=scored.resource.pk, version="v1"), out_dir=tmp_path / "a")
+    monkeypatch.setattr(
+        "scoring.releases.export.release_version_free", lambda resource, version: None
+    )  # checked too early
     with pytest.raises(ReleaseError, match="'v1' of 'res' was made by another export meanwhile"):
-        release_export(resource=scored.resource, out_dir=tmp_path / "b", version="v1")
+        release_export(ReleaseExportParams(resource=scored.resource.pk, version="v1"), out_dir=tmp_path / "b")
     assert Release.objects.count() == 1
 
 
@@ -201,6 +205,8 @@ def test_the_export_form_does_not_say_whether_a_server_folder_exists(boss, score
     # the job's own check at its start says the same for a folder outside
     with pytest.raises(FilterError, match="not an allowed model folder"):
         export_release_start(
-            resource=scored.resource, version="v2", filters="entailment=argmax", entailment_model=str(outside)
+            ReleaseExportParams(
+                resource=scored.resource.pk, version="v2", filters="entailment=argmax", entailment_model=str(outside)
+            )
         )
     assert exports().count() == 1

@@ -16,11 +16,13 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Campaign
 from jobs.models import Job, JobStatus
-from scoring import release_parquet
 from scoring.models import Release
-from scoring.release_card import size_category
-from scoring.release_filters import parse_filters
-from scoring.releases import JUDGMENT_COLUMNS, PAIR_COLUMNS, ReleaseError, release_write
+from scoring.releases import parquet as release_parquet
+from scoring.releases.card import size_category
+from scoring.releases.checks import ReleaseError
+from scoring.releases.columns import JUDGMENT_COLUMNS, PAIR_COLUMNS
+from scoring.releases.export import release_write
+from scoring.releases.filters import parse_filters
 from tests.annotation.parabank_data import import_contract
 
 from .resource_data import OverlapScorer, build_resource, make_regressor, score_with
@@ -316,9 +318,12 @@ def test_the_release_job_and_api_serve_a_parquet_release(client, scored):
     from django.contrib.auth.models import Permission
 
     from jobs.execution import job_run_inline
-    from scoring.release_job import export_release_start
+    from scoring.releases.job import export_release_start
+    from scoring.releases.params import ReleaseExportParams
 
-    job = export_release_start(resource=scored.resource, fmt="parquet", license="cc-by-sa-4.0", filters="top=2")
+    job = export_release_start(
+        ReleaseExportParams(resource=scored.resource.pk, format="parquet", license="cc-by-sa-4.0", filters="top=2")
+    )
     assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error
     release = Release.objects.get()
     assert release.manifest["pairs_format"] == "parquet" and release.manifest["license"] == "CC-BY-SA-4.0"
@@ -334,5 +339,7 @@ def test_the_release_job_and_api_serve_a_parquet_release(client, scored):
     assert "license: cc-by-sa-4.0" in card
     # a bad licence is refused when the job is planned: no job, nothing written
     with pytest.raises(ReleaseError, match="licence"):
-        export_release_start(resource=scored.resource, fmt="parquet", license="Not A Licence")
+        export_release_start(
+            ReleaseExportParams(resource=scored.resource.pk, format="parquet", license="Not A Licence")
+        )
     assert Release.objects.count() == 1 and Job.objects.filter(kind="export_release").count() == 1

@@ -18,13 +18,14 @@ from django.core.management import CommandError, call_command
 
 from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
-from scoring.held_out import SIMILAR_AT, calibration_counts, calibration_of, fisher_interval, wilson_interval
 from scoring.models import Release
 from scoring.regressor import RegressorTrainOptions, regressor_train
-from scoring.release_card import license_check, local_name
-from scoring.release_filters import FilterError, is_copy, parse_filters
-from scoring.release_job import export_release_start
-from scoring.releases import JUDGMENT_COLUMNS, PAIR_COLUMNS
+from scoring.regressor.held_out import SIMILAR_AT, calibration_counts, calibration_of, fisher_interval, wilson_interval
+from scoring.releases.card import license_check, local_name
+from scoring.releases.columns import JUDGMENT_COLUMNS, PAIR_COLUMNS
+from scoring.releases.filters import FilterError, is_copy, parse_filters
+from scoring.releases.job import export_release_start
+from scoring.releases.params import ReleaseExportParams
 
 from .resource_data import SETTINGS, OverlapScorer, build_resource, make_regressor, record, score_with
 from .test_regressor import build_campaign
@@ -100,7 +101,7 @@ def test_the_admin_form_and_the_job_keep_copies_when_asked(client, copies, tmp_p
     job = Job.objects.get(kind="export_release")
     assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error
     assert Release.objects.get().manifest["counts"]["copies"] == 2
-    job = export_release_start(resource=copies.resource, version="v2", keep_copies=False)
+    job = export_release_start(ReleaseExportParams(resource=copies.resource.pk, version="v2", keep_copies=False))
     assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error
     counts = Release.objects.get(version="v2").manifest["counts"]
     assert counts["copies_read"] == 2 and counts["copies"] == 0 and counts["pairs"] == 2
@@ -150,7 +151,7 @@ def test_release_files_are_readable_by_others_whatever_the_umask(scored, tmp_pat
     old = os.umask(0o077)
     try:
         export("res", "--out", str(tmp_path / "out"))
-        job = export_release_start(resource=scored.resource, version="v9")
+        job = export_release_start(ReleaseExportParams(resource=scored.resource.pk, version="v9"))
         assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error
     finally:
         os.umask(old)

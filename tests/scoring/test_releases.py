@@ -14,8 +14,9 @@ from annotation.models import Campaign
 from infra.shards import write_jsonl_gz
 from jobs.models import Job, JobStatus
 from scoring.models import Release, ScoredResource
-from scoring.release_filters import FilterError, ngram_overlap, parse_filters
-from scoring.releases import JUDGMENT_COLUMNS, PAIR_COLUMNS, release_write
+from scoring.releases.columns import JUDGMENT_COLUMNS, PAIR_COLUMNS
+from scoring.releases.export import release_write
+from scoring.releases.filters import FilterError, ngram_overlap, parse_filters
 from tests.annotation.parabank_data import import_contract
 
 from .resource_data import OverlapScorer, build_resource, make_regressor, records, score_with

@@ -17,7 +17,7 @@ from annotation.models import Campaign
 from annotation.split_half import ratings_of, spearman, split_half_reliability, stepped_up
 from scoring.aggregation import load_campaign, zscore_estimates
 from scoring.regressor import training_data
-from scoring.releases import _write_judgments
+from scoring.releases.writers import write_judgments
 from scoring.reliability import krippendorff_alpha_interval, reliability, split_half
 from tests.annotation.parabank_data import write_parabank
 
@@ -104,7 +104,7 @@ def test_degraded_items_are_no_row_no_aggregate_and_marked_in_releases(offsets):
     assert est.mean == pytest.approx(60.0) and est.sd == pytest.approx(200**0.5)
     assert all("mat sat on the cat" not in p["paraphrase"] for p in training_data(offsets, min_judgments=0).pairs)
     lines = []
-    _write_judgments(lines.append, [offsets], {"judgments": 0})
+    write_judgments(lines.append, [offsets], {"judgments": 0})
     rows = list(csv.DictReader(io.StringIO("".join(lines)), delimiter="\t"))
     degraded = [r for r in rows if r["paraphrase"] == "The mat sat on the cat cat."]
     assert len(degraded) == 1 and degraded[0]["systems"] == "degraded"

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Campaign
-from scoring.tables import system_name
+from scoring.dashboard.tables import system_name
 from tests.annotation.parabank_data import CANDS, import_contract
 
 pytestmark = pytest.mark.django_db

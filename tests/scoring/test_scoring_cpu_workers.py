@@ -17,9 +17,13 @@ import numpy as np
 import pytest
 
 from jobs.models import Job
-from scoring.embeddings import CPU_FLOAT32, EncoderPlacement
-from scoring.features import PairError, pair_features
-from scoring.lexical_processes import (
+from jobs.params import from_values, to_json
+from scoring.models import Regressor, ScoredResource
+from scoring.scored.device import ScoringDevice, ScoringDeviceError
+from scoring.scored.job import score_resource_launch
+from scoring.similarity.embeddings import CPU_FLOAT32, EncoderPlacement
+from scoring.similarity.features import PairError, pair_features
+from scoring.similarity.lexical_processes import (
     LEXICAL_PROCESS_CODE,
     LexicalProcessError,
     close_lexical_processes,
@@ -27,9 +31,6 @@ from scoring.lexical_processes import (
     current_cpu_workers,
     lexical_processes,
 )
-from scoring.models import Regressor, ScoredResource
-from scoring.scoring_device import ScoringDevice, ScoringDeviceError
-from scoring.scoring_job import score_resource_launch
 
 from .resource_data import PARAPHRASES, REFERENCES, build_resource, record, records
 from .test_scoring_job import tiny_regressor
@@ -141,8 +142,8 @@ def test_the_processes_start_inside_a_daemonic_celery_prefork_child():
     script = textwrap.dedent(
         """
         import billiard, numpy as np
-        from scoring.features import pair_features
-        from scoring.lexical_processes import close_lexical_processes, cpu_workers_on
+        from scoring.similarity.features import pair_features
+        from scoring.similarity.lexical_processes import close_lexical_processes, cpu_workers_on
 
         PAIRS = [{"reference": f"The cat sat on mat {i}.", "paraphrase": f"A cat sat on the mat {i}."}
                  for i in range(50)]
@@ -168,9 +169,9 @@ def test_the_processes_start_inside_a_daemonic_celery_prefork_child():
 
 
 def test_the_job_option_is_checked_travels_in_the_params_and_picks_the_processes():
-    assert ScoringDevice().cpu_workers is None and ScoringDevice.from_params({}) == ScoringDevice()
+    assert ScoringDevice().cpu_workers is None and from_values(ScoringDevice, {}) == ScoringDevice()
     device = ScoringDevice(device="cuda", cpu_workers=6)
-    assert device.job_params()["cpu_workers"] == 6 and ScoringDevice.from_params(device.job_params()) == device
+    assert to_json(device)["cpu_workers"] == 6 and from_values(ScoringDevice, to_json(device)) == device
     for bad in (0, -1, 1.5, True, "4"):
         with pytest.raises(ScoringDeviceError, match="cpu_workers must be a whole number >= 1"):
             ScoringDevice(cpu_workers=bad)
@@ -206,7 +207,7 @@ def test_a_scoring_job_with_two_cpu_workers_writes_the_same_scores(storage_dir, 
     def not_here(*args, **kwargs):
         raise AssertionError("with cpu_workers=2 the lexical rows are computed in the lexical processes")
 
-    monkeypatch.setattr("scoring.features.lexical_row", not_here)  # (the lexical processes import their own)
+    monkeypatch.setattr("scoring.similarity.features.lexical_row", not_here)  # (the lexical processes import their own)
     two = score_resource_launch(
         resource=resource, regressor=regressor, wait=True, batch_size=8, device=ScoringDevice(cpu_workers=2)
     )

@@ -19,13 +19,14 @@ from scipy.stats import spearmanr
 
 from jobs.execution import chunk_queue
 from jobs.models import Job, JobStatus
-from scoring.embeddings import CPU_FLOAT32, EncoderPlacement, current_placement, embed, encoder, encoding_on
-from scoring.features import EMBEDDING_FEATURES, LEXICAL_FEATURES, pair_features
+from jobs.params import from_values, to_json
 from scoring.forms import ScoreResourceForm
 from scoring.models import Regressor, ScoredResource
 from scoring.regressor import FittedRegressor, candidate_estimators
-from scoring.scoring_device import ScoringDevice, ScoringDeviceError
-from scoring.scoring_job import score_resource_launch
+from scoring.scored.device import ScoringDevice, ScoringDeviceError
+from scoring.scored.job import score_resource_launch
+from scoring.similarity.embeddings import CPU_FLOAT32, EncoderPlacement, current_placement, embed, encoder, encoding_on
+from scoring.similarity.features import EMBEDDING_FEATURES, LEXICAL_FEATURES, pair_features
 
 from .resource_data import PARAPHRASES, REFERENCES, build_resource
 from .test_scoring_job import tiny_regressor
@@ -111,9 +112,9 @@ def test_the_cpu_float32_path_is_the_default_and_one_copy_of_the_encoder():
 
 
 def test_a_device_choice_is_checked_and_a_worker_turns_it_into_a_placement(caplog):
-    assert ScoringDevice().queue == "cpu" and ScoringDevice.from_params({}) == ScoringDevice()
+    assert ScoringDevice().queue == "cpu" and from_values(ScoringDevice, {}) == ScoringDevice()
     cuda = ScoringDevice(device="cuda")
-    assert cuda.queue == "gpu" and ScoringDevice.from_params(cuda.job_params()) == cuda
+    assert cuda.queue == "gpu" and from_values(ScoringDevice, to_json(cuda)) == cuda
     assert cuda.placement(cuda_available=True) == EncoderPlacement(device="cuda", dtype="float16", batch_size=1024)
     assert ScoringDevice(device="cuda", dtype="bfloat16", encode_batch=64).placement(
         cuda_available=True
@@ -121,7 +122,7 @@ def test_a_device_choice_is_checked_and_a_worker_turns_it_into_a_placement(caplo
     assert ScoringDevice().placement(cuda_available=True) == CPU_FLOAT32  # asked for the CPU: the CPU
     with pytest.raises(ScoringDeviceError, match="this worker has no CUDA device"):
         cuda.placement(cuda_available=False)
-    with caplog.at_level(logging.WARNING, logger="scoring.scoring_device"):
+    with caplog.at_level(logging.WARNING, logger="scoring.scored.device"):
         assert ScoringDevice(device="auto").placement(cuda_available=False) == CPU_FLOAT32
     assert "no CUDA device; encoding on the CPU in float32" in caplog.text
     for bad, message in (
@@ -178,7 +179,7 @@ def test_a_scoring_asked_for_cuda_sends_its_chunks_to_the_gpu_queue(
 def test_on_a_worker_without_cuda_a_cuda_job_fails_clearly_and_auto_scores_on_the_cpu(
     storage_dir, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr("scoring.scoring_job.cuda_available", lambda: False)
+    monkeypatch.setattr("scoring.scored.job.cuda_available", lambda: False)
     tiny_regressor(tmp_path)
     build_resource()
     with pytest.raises(CommandError, match="this worker has no CUDA device"):

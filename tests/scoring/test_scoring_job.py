@@ -12,11 +12,11 @@ from threadpoolctl import threadpool_limits
 
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
-from jobs.execution import job_resume, job_wait
+from jobs.execution import chunk_queue, job_launch, job_resume, job_wait
 from jobs.models import Job, JobChunk, JobStatus
 from scoring.models import Regressor, ScoredResource
 from scoring.regressor import RegressorTrainOptions, regressor_load, regressor_train
-from scoring.scoring_job import pair_of, score_records, score_shard, scored_shard_key
+from scoring.scored.job import pair_of, score_records, score_shard, scored_shard_key
 from tests.annotation.parabank_data import import_contract
 from tests.conftest import CeleryWorker
 
@@ -107,6 +107,28 @@ def test_score_resource_writes_mirrored_scored_shards(storage_dir, tmp_path):
     assert [(c.done_units, c.total_units) for c in chunks] == [(8, 8), (6, 6), (4, 4)]
 
 
+@pytest.mark.django_db
+def test_a_scoring_job_stored_before_later_options_still_runs(storage_dir, tmp_path):
+    """Jobs queued before GPU scoring (no ``device``, ``dtype``, ``encode_batch`` or ``cpu_workers``) and with no
+    ``batch_size`` or ``throttle_s`` at all: each scores on the CPU in float32, in batches of 256, the same scores,
+    and its params stay as stored (``scoring.scored.params.ScoreResourceParams`` reads the absent keys as defaults)."""
+    tiny_regressor(tmp_path)
+    resource = build_resource()
+    now = score("res", "--regressor", "tiny", "--wait")
+    expected = pairs_of_shards(e["key"] for e in ScoredResource.objects.get().shards)
+    for stored in (
+        {"resource": resource.pk, "regressor": "tiny", "batch_size": 4, "throttle_s": 0.0},
+        {"resource": resource.pk, "regressor": "tiny"},
+    ):
+        job = job_launch(kind="score_resource", params=dict(stored), label="score res with tiny", wait=True)
+        assert job.status == JobStatus.SUCCEEDED, job.error
+        assert chunk_queue(job) == "cpu" and job.result["encoded_on"] == ["cpu/float32"]
+        assert {k: v for k, v in job.params.items() if k != "regressor_trained_at"} == stored
+        scored = ScoredResource.objects.get()
+        assert scored.job_id == job.pk != now["job"]
+        assert pairs_of_shards(e["key"] for e in scored.shards) == expected
+
+
 def _contents(storage_dir, shards):
     return [(storage_dir / e["key"]).read_bytes() for e in shards]
 
@@ -138,7 +160,7 @@ def test_a_new_scoring_replaces_the_old_only_once_it_succeeds(
     storage_dir, tmp_path, django_capture_on_commit_callbacks
 ):
     from jobs.execution import job_cancel, job_run_inline
-    from scoring.releases import scoring_for
+    from scoring.releases.checks import scoring_for
 
     tiny_regressor(tmp_path)
     resource = build_resource()
@@ -173,7 +195,7 @@ def test_a_new_scoring_replaces_the_old_only_once_it_succeeds(
 
 @pytest.mark.django_db
 def test_a_retrained_regressor_needs_a_new_scoring(storage_dir, tmp_path):
-    from scoring.releases import ReleaseError, scoring_for
+    from scoring.releases.checks import ReleaseError, scoring_for
 
     regressor = tiny_regressor(tmp_path)
     resource = build_resource()

@@ -1,5 +1,6 @@
-"""STS-B and SICK as development data (``scoring.sts``, ``scoring.sts_files``): gold scores on the regressor's
-0-100 scale, a file imported as a campaign, and a regressor evaluated on a file beside its single features."""
+"""STS-B and SICK as development data (``scoring.similarity.sts``, ``scoring.similarity.sts_files``): gold scores on
+the regressor's 0-100 scale, a file imported as a campaign, and a regressor evaluated on a file beside its single
+features."""
 
 import random
 
@@ -7,7 +8,7 @@ import pytest
 
 from annotation.models import Campaign
 from scoring.regressor import RegressorTrainOptions, regressor_train
-from scoring.sts import sts_evaluate, sts_import, sts_read
+from scoring.similarity.sts import sts_evaluate, sts_import, sts_read
 
 WORDS = "river mountain teacher window garden yellow market engine silver doctor island letter winter".split()
 

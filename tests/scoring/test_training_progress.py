@@ -18,7 +18,7 @@ from jobs.execution import job_progress, job_run_inline, job_start
 from jobs.models import Job, JobChunk, JobStatus
 from jobs.widgets import progress_bar
 from scoring.regressor import RegressorTrainOptions
-from scoring.regressor_job import KIND, SUMMARY_KEYS, train_regressor_launch
+from scoring.regressor.job import KIND, SUMMARY_KEYS, train_regressor_launch
 
 from .test_regressor import build_campaign
 

@@ -14,19 +14,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation.batch_params import PROVIDER_NAMES, BatchError, BatchParams
 from annotation.batch_settings import BatchSettingsError, length_buckets
-from annotation.batches import (
-    PROVIDER_NAMES,
-    BatchError,
-    batch_cost_estimate_usd,
-    batch_publish_check,
-    batch_settings_check,
-    hit_batch_create,
-)
+from annotation.batches import batch_cost_estimate_usd, batch_publish_check, hit_batch_create
 from annotation.models import Campaign
 from annotation.providers import ProviderError, get_provider
 from annotation.publishing import batch_publish
-from api.numbers import cli_float, cli_int
+from api.numbers import cli_int
+from jobs.params import add_arguments, from_values
 
 
 def _lengths(value: str) -> tuple[int, ...]:
@@ -49,23 +44,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--provider", choices=PROVIDER_NAMES, help="default: the PARAFORGE_HIT_PROVIDER setting (local unless set)"
         )
-        parser.add_argument("--per-length", type=cli_int, default=100, help="references per length bucket")
-        parser.add_argument("--lengths", default="5,10,20,40", help="length buckets, comma-separated")
-        parser.add_argument("--assignments", type=cli_int, default=3, help="different workers per HIT (R)")
-        parser.add_argument(
-            "--attention-rate", type=cli_float, default=0.1, help="share of HITs with an attention check"
-        )
-        parser.add_argument(
-            "--degraded-rate",
-            type=cli_float,
-            default=None,
-            help="share of HITs with a degraded check (a damaged copy of a candidate) (default 0.1, or the "
+        add_arguments(  # --per-length ... --label: BatchParams' fields, in its order
+            parser,
+            BatchParams,
+            lengths="length buckets, comma-separated (default 5,10,20,40)",
+            degraded_rate="share of HITs with a degraded check (a damaged copy of a candidate) (default 0.1, or the "
             "--batch-settings degraded_rate)",
         )
-        parser.add_argument("--seed", type=cli_int, default=0)
-        parser.add_argument("--baseline", help="TSV of baseline outputs (ref_id, candidate[, sys_id]) to add first")
-        parser.add_argument("--baseline-system", default="35", help="system id of --baseline rows without sys_id")
-        parser.add_argument("--label", default="")
         parser.add_argument(
             "--batch-settings",
             dest="batch_settings",
@@ -74,25 +59,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--publish", action="store_true", help="publish MTurk batches now (spends money)")
 
-    def handle(
-        self,
-        *args,
-        job,
-        campaign,
-        provider,
-        per_length,
-        lengths,
-        assignments,
-        attention_rate,
-        seed,
-        baseline,
-        baseline_system,
-        label,
-        batch_settings,
-        publish,
-        degraded_rate=None,
-        **options,
-    ):
+    def handle(self, *args, job, campaign, provider, batch_settings, publish, **options):
         provider = provider or settings.PARAFORGE_HIT_PROVIDER
         try:
             extra = json.loads(batch_settings)
@@ -108,23 +75,17 @@ class Command(BaseCommand):
         paid = publish and provider != "local"
         try:
             with transaction.atomic():  # any refusal below leaves nothing behind (no draft, no baseline rows)
-                extra = batch_settings_check(extra)
-                if paid:
-                    batch_publish_check(provider=provider, settings=extra)
-                batch = hit_batch_create(
-                    campaign=target,
+                lengths = options["lengths"]
+                params = from_values(
+                    BatchParams,
+                    options,
                     provider=provider,
-                    per_length=per_length,
-                    lengths=_lengths(lengths),
-                    assignments=assignments,
-                    attention_rate=attention_rate,
-                    seed=seed,
-                    baseline=baseline,
-                    baseline_system=baseline_system,
-                    label=label,
                     settings=extra,
-                    degraded_rate=degraded_rate,
+                    **({} if lengths is None else {"lengths": _lengths(lengths)}),
                 )
+                if paid:
+                    batch_publish_check(provider=provider, settings=params.settings)
+                batch = hit_batch_create(campaign=target, params=params)
                 cost = batch_cost_estimate_usd(batch=batch)
                 if paid and cost is not None:
                     batch_publish_check(provider=provider, settings=batch.settings, cost_usd=cost)

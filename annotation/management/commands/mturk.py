@@ -1,32 +1,47 @@
-"""Mechanical Turk operations on a batch; prints JSON.
+"""``mturk``: an alias of ``crowd`` for Mechanical Turk batches, in the spelling it had before ``crowd`` served
+every provider; prints JSON.
 
-``python manage.py mturk balance [--sandbox]``
-``python manage.py mturk publish|sync|approve|expire BATCH``
-``python manage.py mturk extend BATCH N``
-``python manage.py mturk bonus ASSIGNMENT AMOUNT REASON``
-A batch's own provider settings decide sandbox or production; ``--sandbox`` picks the sandbox for
-``balance`` and, given with a batch command, insists that the batch is a sandbox one.
+``python manage.py mturk balance [--sandbox]``             = ``crowd balance --provider mturk[-sandbox]``
+``python manage.py mturk publish|sync|approve|expire BATCH`` = ``crowd publish|sync|approve|expire BATCH``
+``python manage.py mturk extend BATCH N``                  = ``crowd extend BATCH N``
+``python manage.py mturk bonus ASSIGNMENT AMOUNT REASON``  = ``crowd assignment-bonus ASSIGNMENT AMOUNT REASON``
+Why it stays: scripts and notes of MTurk labs call it. What it adds is only its own checks: the batch must be
+an MTurk one, and ``--sandbox`` picks the sandbox for ``balance`` and, given with a batch command, insists
+that the batch is a sandbox one; ``balance`` prints MTurk's four keys, as it always has.
 """
 
 import argparse
-import contextlib
 import json
 
-from botocore.exceptions import BotoCoreError, ClientError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from annotation.batches import BatchError
-from annotation.models import Assignment, Batch
+from annotation.management.commands.crowd import (
+    Command as CrowdCommand,
+    assignment_bonus_arguments,
+    batch_get,
+    extend_arguments,
+    mturk_assignment,
+)
+from annotation.models import Batch
 from annotation.providers import get_provider
-from annotation.providers.mturk import MTurkError, MTurkProvider, bonus_fee_usd, bonus_grant, error_code, error_message
-from annotation.publishing import batch_publish
-from api.numbers import ascii_int, cli_decimal, cli_int
+from api.numbers import cli_int
+
+BALANCE_KEYS = ("sandbox", "endpoint", "available_usd", "on_hold_usd")
+SAME_AS_CROWD = {"bonus": "assignment-bonus"}  # the mturk spelling -> crowd's, where they differ
 
 
-class Command(BaseCommand):
+def mturk_batch_check(batch: Batch, sandbox: bool) -> None:
+    """Refuse a batch that is not on MTurk, or (``--sandbox``) on MTurk's production site."""
+    if batch.provider != "mturk":
+        raise CommandError(f"batch {batch.pk} is on provider {batch.provider!r}, not mturk")
+    if sandbox and not get_provider(batch).sandbox:
+        raise CommandError(f"batch {batch.pk} is a production batch; drop --sandbox")
+
+
+class Command(CrowdCommand):
     help = (
         "Mechanical Turk: balance | publish BATCH | sync BATCH | approve BATCH | expire BATCH | extend BATCH N | "
-        "bonus ASSIGNMENT AMOUNT REASON (JSON output)."
+        "bonus ASSIGNMENT AMOUNT REASON (JSON output). An alias of crowd for MTurk batches."
     )
 
     def add_arguments(self, parser):
@@ -46,80 +61,17 @@ class Command(BaseCommand):
             ("expire", "take the batch's HITs off MTurk now"),
         ):
             add(name, text).add_argument("batch", type=cli_int)
-        sub = add("extend", "add N assignments to each published HIT")
-        sub.add_argument("batch", type=cli_int)
-        sub.add_argument("n", type=cli_int)
-        sub = add("bonus", "pay a bonus once (same arguments again pay nothing)")
-        sub.add_argument("assignment", help="the MTurk assignment id (or our assignment pk)")
-        sub.add_argument("amount", type=cli_decimal, help="US dollars, e.g. 0.25")
-        sub.add_argument("reason", help="shown to the worker")
+        extend_arguments(add("extend", "add N assignments to each published HIT"))
+        assignment_bonus_arguments(add("bonus", "pay a bonus once (same arguments again pay nothing)"))
 
     def handle(self, *args, action, sandbox, **options):
-        try:
-            result = getattr(self, f"_{action}")(sandbox=sandbox, **options)
-        except (MTurkError, LookupError) as exc:
-            raise CommandError(str(exc)) from exc
-        except ClientError as exc:
-            raise CommandError(f"MTurk refused: {error_code(exc)}: {error_message(exc)}") from exc
-        except BotoCoreError as exc:
-            raise CommandError(f"MTurk could not be reached: {exc}") from exc
+        if action == "balance":
+            options["provider"] = "mturk-sandbox" if sandbox else "mturk"
+        elif action == "bonus":
+            mturk_batch_check(mturk_assignment(options["assignment"]).hit.batch, sandbox)
+        else:
+            mturk_batch_check(batch_get(options["batch"]), sandbox)
+        result = self.operate(SAME_AS_CROWD.get(action, action), options)
+        if action == "balance":
+            result = {key: result[key] for key in BALANCE_KEYS}
         self.stdout.write(json.dumps(result, default=str))
-
-    def _provider_for(self, batch_id: int, sandbox: bool) -> tuple[Batch, MTurkProvider]:
-        try:
-            batch = Batch.objects.get(pk=batch_id)
-        except Batch.DoesNotExist as exc:
-            raise CommandError(f"no batch {batch_id}") from exc
-        if batch.provider != "mturk":
-            raise CommandError(f"batch {batch_id} is on provider {batch.provider!r}, not mturk")
-        provider = get_provider(batch)
-        if sandbox and not provider.sandbox:
-            raise CommandError(f"batch {batch_id} is a production batch; drop --sandbox")
-        return batch, provider
-
-    def _balance(self, *, sandbox, **_):
-        balance = MTurkProvider(sandbox=sandbox).balance()
-        return {key: balance[key] for key in ("sandbox", "endpoint", "available_usd", "on_hold_usd")}
-
-    def _publish(self, *, sandbox, batch, **_):
-        batch, _ = self._provider_for(batch, sandbox)
-        try:
-            return batch_publish(batch=batch)  # one publish of a batch at a time (annotation.publishing)
-        except BatchError as exc:
-            raise CommandError(str(exc)) from exc
-
-    def _sync(self, *, sandbox, batch, **_):
-        batch, provider = self._provider_for(batch, sandbox)
-        return provider.sync(batch=batch)
-
-    def _approve(self, *, sandbox, batch, **_):
-        batch, provider = self._provider_for(batch, sandbox)
-        return provider.approve_batch(batch=batch)
-
-    def _expire(self, *, sandbox, batch, **_):
-        batch, provider = self._provider_for(batch, sandbox)
-        return provider.expire(batch=batch)
-
-    def _extend(self, *, sandbox, batch, n, **_):
-        batch, provider = self._provider_for(batch, sandbox)
-        return provider.extend(batch=batch, assignments=n)
-
-    def _bonus(self, *, sandbox, assignment, amount, reason, **_):
-        mturk = Assignment.objects.filter(hit__batch__provider="mturk").select_related("hit", "worker")
-        found = mturk.filter(external_assignment_id=assignment).first()
-        if found is None:
-            with contextlib.suppress(ValueError):  # not our pk either ("²".isdigit(), yet int("²") raises)
-                found = mturk.filter(pk=ascii_int(assignment, name="an assignment", minimum=1)).first()
-        if found is None or found.hit_id is None:
-            raise CommandError(f"no MTurk assignment {assignment!r}")
-        _, provider = self._provider_for(found.hit.batch_id, sandbox)
-        bonus, paid_now = bonus_grant(assignment=found, amount_usd=amount, reason=reason, provider=provider)
-        return {
-            "bonus": bonus.pk,
-            "assignment": found.external_assignment_id,
-            "worker": bonus.worker.external_id,
-            "amount_usd": str(bonus.amount_usd),
-            "fee_usd": str(bonus_fee_usd(bonus.amount_usd)),
-            "sent_at": bonus.sent_at.isoformat() if bonus.sent_at else None,
-            "paid_now": paid_now,
-        }

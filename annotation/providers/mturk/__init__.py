@@ -1,8 +1,8 @@
-"""Mechanical Turk through boto3, in three parts: ``fees`` (MTurk's commission, pure), ``client`` (the boto3
-client and which errors are transient) and ``gateway`` (``MTurkProvider``: the block qualification, the
-HIT type, ExternalQuestion HITs, sync with verification, payments, expiry). Callers use the
-``HitProvider`` interface (``annotation.providers``); the names below are for tests and the ``mturk``
-command."""
+"""Mechanical Turk through boto3, in four parts: ``fees`` (MTurk's commission, pure), ``client`` (the boto3
+client and which errors are transient), ``hit_config`` (a batch's HIT settings, qualifications and
+ExternalQuestion, before any call) and ``gateway`` (``MTurkProvider``: the block qualification, the HIT type,
+ExternalQuestion HITs, sync with verification, payments, expiry). Callers use the ``HitProvider`` interface
+(``annotation.providers``); the names below are for tests and the ``crowd`` command."""
 
 from .client import (
     PRODUCTION_ENDPOINT,
@@ -28,15 +28,13 @@ from .fees import (
     fee_rate,
     hit_cost_usd,
 )
-from .gateway import (
+from .gateway import MTurkProvider, bonus_grant, bonus_token
+from .hit_config import (
     BATCH_SETTING_KEYS,
     QUAL_APPROVAL_RATE,
     QUAL_APPROVED_HITS,
     QUAL_LOCALE,
-    MTurkProvider,
     batch_mturk_config,
-    bonus_grant,
-    bonus_token,
     external_question_xml,
     hit_page_url,
     qualification_requirements,

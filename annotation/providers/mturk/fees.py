@@ -28,7 +28,8 @@ class InsufficientBalance(MTurkError, BaseInsufficientBalance):
     pass
 
 
-def _usd(value: Any) -> Decimal:
+def usd_amount(value: Any) -> Decimal:
+    """``value`` as US dollars to the cent (an ``MTurkError`` for what is no amount, or a negative one)."""
     try:
         amount = Decimal(str(value))
     except (InvalidOperation, ValueError) as exc:
@@ -51,16 +52,16 @@ def _fee(amount: Decimal, rate: Decimal) -> Decimal:
 
 def assignment_fee_usd(reward_usd: Any, assignments: int) -> Decimal:
     """The fee MTurk adds to one assignment's reward."""
-    return _fee(_usd(reward_usd), fee_rate(assignments))
+    return _fee(usd_amount(reward_usd), fee_rate(assignments))
 
 
 def bonus_fee_usd(amount_usd: Any) -> Decimal:
-    return _fee(_usd(amount_usd), FEE_RATE)
+    return _fee(usd_amount(amount_usd), FEE_RATE)
 
 
 def hit_cost_usd(reward_usd: Any, assignments: int) -> Decimal:
     """Rewards plus fees of one HIT: assignments x (reward + fee)."""
-    reward = _usd(reward_usd)
+    reward = usd_amount(reward_usd)
     return (reward + assignment_fee_usd(reward, assignments)) * int(assignments)
 
 

@@ -1,5 +1,10 @@
-"""The MTurk gateway: ``MTurkProvider`` (the ``HitProvider`` on MTurk) and bonus grants.
-payments (approve, reject, bonus) and cost accounting with MTurk's fee.
+"""The MTurk gateway: ``MTurkProvider`` (the ``HitProvider`` on MTurk: block qualification, HIT type, publishing
+ExternalQuestion HITs, sync with verification, payments -- approve, reject, bonus -- expiry, extension, worker
+blocks) and bonus grants; what a batch's HITs are made of is ``hit_config``, MTurk's fee ``fees``.
+
+Why one module of over 600 lines: the class mirrors MTurk's requester API operation by operation, each method
+one ``HitProvider`` operation over the same client, retry policy, request tokens and provider state; cut in
+two, each half would need the other's private helpers (``_call``, the token and state helpers).
 
 Workers submit their judgments to our API first (the slider page then posts to ``turkSubmitTo``), where
 they are stored as unverified. ``sync`` does not parse answers: it confirms every unverified assignment
@@ -26,13 +31,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
-from xml.sax.saxutils import escape
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.utils import timezone
 
-from annotation.batch_settings import BatchSettingsError, batch_settings_clean
 from annotation.verification import Confirmation, submissions_verify
 
 from ..common import bonus_recipients, provider_state as _state, provider_state_save as _save_state, public_url_check
@@ -44,137 +47,27 @@ from .fees import (
     InsufficientBalance,
     MTurkConfigurationError,
     MTurkError,
-    _usd,
     batch_cost_usd,
     bonus_fee_usd,
     hit_cost_usd,
+    usd_amount,
+)
+from .hit_config import (
+    batch_mturk_config,
+    external_question_xml,
+    hit_page_url,
+    qualification_requirements,
 )
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Hit, Worker
 
-# MTurk's system qualification types
-QUAL_APPROVAL_RATE = "000000000000000000L0"  # PercentAssignmentsApproved
-QUAL_APPROVED_HITS = "00000000000000000040"  # NumberHITsApproved
-QUAL_LOCALE = "00000000000000000071"  # Worker_Locale
-
-
-EXTERNAL_QUESTION_NS = (
-    "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
-)
 ASSIGNMENT_STATUSES = ["Submitted", "Approved", "Rejected"]
 NOTIFY_BATCH = 100  # notify_workers takes at most 100 workers a call
 _HIT_ID = re.compile(r"\b[A-Z0-9]{30}\b")
 # MTurk remembers a UniqueRequestToken for 24 hours; an unfinished publish older than this is looked up instead
 TOKEN_WINDOW = timedelta(hours=23)
 _DUPLICATE_TURK_CODES = {"AWS.MechanicalTurk.HitAlreadyExists", "AWS.MechanicalTurk.DuplicateRequest"}
-
-# Batch.settings keys this provider reads (top level), with their defaults in ``batch_mturk_config``.
-BATCH_SETTING_KEYS = (
-    "reward_usd",
-    "assignment_duration_s",
-    "auto_approval_delay_s",
-    "lifetime_s",
-    "title",
-    "description",
-    "keywords",
-    "min_approval_rate",
-    "min_approved_hits",
-    "locales",
-    "frame_height",
-    "public_url",
-)
-
-
-def batch_mturk_config(batch: Batch, *, sandbox: bool) -> dict:
-    """The batch's HIT settings with the defaults filled in (a sandbox asks for no approved-HIT count,
-    since sandbox workers -- the researcher testing -- have none)."""
-    defaults = {
-        "reward_usd": settings.MTURK_REWARD_USD,
-        "assignment_duration_s": settings.MTURK_ASSIGNMENT_DURATION_S,
-        "auto_approval_delay_s": settings.MTURK_AUTO_APPROVAL_DELAY_S,
-        "lifetime_s": settings.MTURK_LIFETIME_S,
-        "title": "Rate how well sentences paraphrase a reference sentence",
-        "description": (
-            "Read a sentence and five rewrites of it; move a slider to say how close in meaning each "
-            "rewrite is, and whether it is fluent English."
-        ),
-        "keywords": "paraphrase, similarity, sentence, rating, slider, English",
-        "min_approval_rate": settings.MTURK_MIN_APPROVAL_RATE,
-        "min_approved_hits": 0 if sandbox else settings.MTURK_MIN_APPROVED_HITS,
-        "locales": list(settings.MTURK_LOCALES),
-        "frame_height": 0,  # 0: MTurk sizes the frame to the worker's window (phones included)
-        "public_url": settings.PARAFORGE_PUBLIC_URL,
-    }
-    try:
-        given = batch_settings_clean(batch.settings or {})  # the same check as when the batch was made
-    except BatchSettingsError as exc:
-        raise MTurkConfigurationError(f"batch {batch.pk}: {exc}") from exc
-    config = {key: default if given.get(key) is None else given[key] for key, default in defaults.items()}
-    config["reward_usd"] = _usd(config["reward_usd"])
-    for key in (
-        "assignment_duration_s",
-        "auto_approval_delay_s",
-        "lifetime_s",
-        "min_approval_rate",
-        "min_approved_hits",
-        "frame_height",
-    ):
-        config[key] = int(config[key])
-    if isinstance(config["locales"], str):
-        config["locales"] = [c.strip() for c in config["locales"].split(",") if c.strip()]
-    return config
-
-
-def external_question_xml(url: str, *, frame_height: int) -> str:
-    return (
-        f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}">'
-        f"<ExternalURL>{escape(url)}</ExternalURL><FrameHeight>{int(frame_height)}</FrameHeight>"
-        "</ExternalQuestion>"
-    )
-
-
-def hit_page_url(public_url: str, hit: Hit) -> str:
-    return f"{public_url.rstrip('/')}/hits/{hit.pk}/"
-
-
-def qualification_requirements(config: dict, *, block_qualification_id: str) -> list[dict]:
-    guard = "DiscoverPreviewAndAccept"
-    reqs = []
-    if config["min_approval_rate"] > 0:
-        reqs.append(
-            {
-                "QualificationTypeId": QUAL_APPROVAL_RATE,
-                "Comparator": "GreaterThanOrEqualTo",
-                "IntegerValues": [config["min_approval_rate"]],
-                "ActionsGuarded": guard,
-            }
-        )
-    if config["min_approved_hits"] > 0:
-        reqs.append(
-            {
-                "QualificationTypeId": QUAL_APPROVED_HITS,
-                "Comparator": "GreaterThanOrEqualTo",
-                "IntegerValues": [config["min_approved_hits"]],
-                "ActionsGuarded": guard,
-            }
-        )
-    locales = [{"Country": c.upper()} for c in config["locales"]]
-    if len(locales) == 1:
-        reqs.append(
-            {
-                "QualificationTypeId": QUAL_LOCALE,
-                "Comparator": "EqualTo",
-                "LocaleValues": locales,
-                "ActionsGuarded": guard,
-            }
-        )
-    elif locales:
-        reqs.append(
-            {"QualificationTypeId": QUAL_LOCALE, "Comparator": "In", "LocaleValues": locales, "ActionsGuarded": guard}
-        )
-    reqs.append({"QualificationTypeId": block_qualification_id, "Comparator": "DoesNotExist", "ActionsGuarded": guard})
-    return reqs
 
 
 def _is_duplicate_request(error: ClientError) -> bool:
@@ -600,7 +493,7 @@ class MTurkProvider:
             self._call(
                 "send_bonus",
                 WorkerId=bonus.worker.external_id,
-                BonusAmount=str(_usd(bonus.amount_usd)),
+                BonusAmount=str(usd_amount(bonus.amount_usd)),
                 AssignmentId=bonus.assignment.external_assignment_id,
                 Reason=bonus.reason,
                 UniqueRequestToken=bonus.unique_request_token,
@@ -618,7 +511,7 @@ class MTurkProvider:
             "batch": batch.pk,
             "provider": self.name,
             "currency": self.currency,
-            "amount": str(_usd(amount)),
+            "amount": str(usd_amount(amount)),
             "fee_each": str(bonus_fee_usd(amount)),
             "paid": 0,
             "already_paid": 0,
@@ -730,7 +623,7 @@ class MTurkProvider:
 
 def bonus_token(*, assignment: Assignment, amount_usd: Decimal, reason: str) -> str:
     """The same bonus (assignment, amount, reason) always gets the same token: re-running never pays twice."""
-    digest = hashlib.sha256(f"{assignment.pk}|{_usd(amount_usd)}|{reason.strip()}".encode()).hexdigest()[:24]
+    digest = hashlib.sha256(f"{assignment.pk}|{usd_amount(amount_usd)}|{reason.strip()}".encode()).hexdigest()[:24]
     return f"pf-bonus-{assignment.pk}-{digest}"
 
 
@@ -738,7 +631,7 @@ def bonus_grant(*, assignment: Assignment, amount_usd: Any, reason: str, provide
     """Record and pay a bonus; returns (bonus, paid now). Running it again with the same arguments pays nothing."""
     from annotation.models import Bonus
 
-    amount = _usd(amount_usd)
+    amount = usd_amount(amount_usd)
     reason = (reason or "").strip()
     if amount <= 0:
         raise MTurkError("a bonus must be more than $0.00")

@@ -25,6 +25,11 @@ completion code, kept first) is recorded in ``provider_state["study_requests"]``
 such a request without its study looks for a draft of that name (the study a request that died had created)
 before creating one. A bonus batch is created once and its id stored before it is paid, so a re-run pays the
 same one.
+
+Why one module of over 600 lines: ``ProlificProvider`` mirrors Prolific's API v1 operation by operation, each
+method one ``HitProvider`` operation over the same client, workspace, blocklist group and provider state; what
+is not a call already lives beside it (``study``: a batch's study settings and session size, ``sessions``: a
+participant's session, ``approval``: which sessions are paid or rejected, ``fees``: Prolific's service fee).
 """
 
 from __future__ import annotations

@@ -87,6 +87,7 @@ class Command(BaseCommand):
 
     def demo_sample(self, corpus) -> None:
         """Decode an evaluation sample with the demo model and put it on a published local HIT batch."""
+        from annotation.batch_params import BatchParams
         from annotation.batches import hit_batch_create
         from annotation.models import Batch, Campaign
         from annotation.publishing import batch_publish
@@ -114,13 +115,15 @@ class Command(BaseCommand):
         if not Batch.objects.filter(campaign=campaign).exists():
             batch = hit_batch_create(
                 campaign=campaign,
-                provider="local",
-                per_length=DEMO_PER_LENGTH,
-                lengths=DEMO_LENGTHS,
-                assignments=3,
-                attention_rate=0.2,
-                seed=0,
-                label="demo",
+                params=BatchParams(
+                    provider="local",
+                    per_length=DEMO_PER_LENGTH,
+                    lengths=DEMO_LENGTHS,
+                    assignments=3,
+                    attention_rate=0.2,
+                    seed=0,
+                    label="demo",
+                ),
             )
             batch_publish(batch=batch)
             self.stdout.write(

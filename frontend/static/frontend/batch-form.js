@@ -1,4 +1,4 @@
-// The HIT batch form (annotation/admin.py BatchForm): show only the chosen provider's fieldsets, and say at once
+// The HIT batch form (annotation/admin/batch_form.py BatchForm): show only the chosen provider's fieldsets, and say at once
 // that a Preview or a Create is on its way. Without JavaScript every fieldset stays visible, and the server
 // reads only the chosen provider's fields anyway.
 (function () {

@@ -5,8 +5,10 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from generation.corpora import corpus_get
+from generation.idf_job import BuildIdfParams
 from generation.models import CorpusStatus, IdfTable
 from jobs.execution import job_launch
+from jobs.params import ParamsError, add_arguments, from_values, to_json
 from jobs.progress import job_progress_display
 
 
@@ -19,23 +21,24 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("corpus", help="corpus name or id")
         parser.add_argument("--wait", action="store_true")
-        parser.add_argument("--name", default=None, help="the IDF table's name (default: the corpus's name)")
+        add_arguments(parser, BuildIdfParams)
 
-    def handle(self, *args, corpus, wait, name, **options):
+    def handle(self, *args, corpus, wait, **options):
         found = corpus_get(corpus)
         if found is None:
             raise CommandError(f"no corpus named or numbered {corpus!r}")
         if found.status != CorpusStatus.READY:
             raise CommandError(f"corpus {found.name!r} is {found.status}, not ready")
-        if name is not None and not name.strip():
-            raise CommandError("--name must not be blank (leave it out for the corpus's name)")
-        if name and IdfTable.objects.filter(name=name).exists():
-            raise CommandError(f"an IDF table named {name!r} already exists")
-        params = {"corpus": found.pk}
-        if name:
-            params["name"] = name
+        try:
+            params = from_values(BuildIdfParams, options, corpus=found.pk)
+        except ParamsError as exc:
+            raise CommandError(exc.option_message) from None
+        if params.name and IdfTable.objects.filter(name=params.name).exists():
+            raise CommandError(f"an IDF table named {params.name!r} already exists")
         with job_progress_display(self.stderr, enabled=wait) as show:
-            job = job_launch(kind="build_idf", params=params, label=f"IDF of {found.name}", wait=wait, on_progress=show)
+            job = job_launch(
+                kind="build_idf", params=to_json(params), label=f"IDF of {found.name}", wait=wait, on_progress=show
+            )
         out = {
             "job": job.pk,
             "status": job.status,

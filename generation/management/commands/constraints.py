@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from api.numbers import cli_float, cli_int
+from generation.constraint_job import ConstraintOptions
+from jobs.params import ParamsError, add_arguments, from_values
 
 
 def _one_line(message: object) -> str:
@@ -35,13 +37,15 @@ class Command(BaseCommand):
         parser.add_argument("sentence", help="the reference sentence")
         parser.add_argument("--idf", required=True, help="IDF table: token<TAB>idf lines")
         parser.add_argument("--system", required=True, help="system number, 1-37 (ParaBank Tab. 3)")
-        parser.add_argument("--seed", type=cli_int, default=0, help="seed of the random systems (default 0)")
-        parser.add_argument("--ppdb", help="PPDB 2.0 lexical file (gzip or plain), for systems 35-37")
-        parser.add_argument("--min-idf", type=cli_float, default=None, help="pool's lower IDF bound (default 7.0)")
-        parser.add_argument("--max-idf", type=cli_float, default=None, help="pool's upper IDF bound (default 17.0)")
+        add_arguments(
+            parser,
+            ConstraintOptions,
+            min_idf=f"pool's lower IDF bound (default {settings.PARAFORGE_MIN_IDF})",
+            max_idf=f"pool's upper IDF bound (default {settings.PARAFORGE_MAX_IDF})",
+        )
 
     def handle(self, *args, **options) -> None:
-        from generation.constraints import checked_idf_window, select_constraints
+        from generation.constraints import select_constraints
         from generation.idf import read_idf_tsv
         from generation.systems import UnknownSystem, get_system
 
@@ -50,24 +54,25 @@ class Command(BaseCommand):
         except UnknownSystem as exc:
             raise CommandError(_one_line(exc)) from None
         try:
-            min_idf, max_idf = checked_idf_window(options["min_idf"], options["max_idf"])
-        except ValueError as exc:
-            raise CommandError(_one_line(exc)) from None
-        if system.kind == "ppdb" and not options.get("ppdb"):
+            chosen = from_values(ConstraintOptions, options)
+        except ParamsError as exc:
+            raise CommandError(_one_line(exc.option_message)) from None
+        min_idf, max_idf = chosen.idf_window()
+        if system.kind == "ppdb" and not chosen.ppdb:
             raise CommandError(f"system {system.number} ({system.name}) needs --ppdb FILE (a PPDB 2.0 lexical file)")
         try:
             idf = read_idf_tsv(options["idf"])
         except (OSError, ValueError) as exc:
             raise CommandError(_one_line(f"unreadable IDF file: {exc}")) from None
         ppdb = None
-        if options.get("ppdb"):
+        if chosen.ppdb:
             from generation.ppdb import PpdbError, open_ppdb
 
             try:
-                ppdb = open_ppdb(options["ppdb"])
+                ppdb = open_ppdb(chosen.ppdb)
             except (PpdbError, OSError) as exc:
                 raise CommandError(_one_line(exc)) from None
         result = select_constraints(
-            system, options["sentence"], idf, seed=options["seed"], ppdb=ppdb, min_idf=min_idf, max_idf=max_idf
+            system, options["sentence"], idf, seed=chosen.seed, ppdb=ppdb, min_idf=min_idf, max_idf=max_idf
         )
         self.stdout.write(json.dumps(result.to_json(), ensure_ascii=False))

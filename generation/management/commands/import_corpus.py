@@ -2,15 +2,16 @@
 [--source TEXT] [--license SPDX-ID] [--terms TEXT]``"""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from api.numbers import cli_int
-from generation.corpora import CorpusImportError, _Input, corpus_terms, detect_format
+from generation.corpora import CorpusImportError, ImportCorpusParams, check_corpus_file, detect_format
 from generation.models import Corpus
 from jobs.execution import job_launch
+from jobs.params import ParamsError, add_arguments, from_values, to_json
 
 
 class Command(BaseCommand):
@@ -22,72 +23,31 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("file")
-        parser.add_argument(
-            "--format",
-            choices=["bitext", "mono"],
-            default=None,
-            help="default: bitext if the first non-empty line holds a tab, else mono",
+        add_arguments(
+            parser,
+            ImportCorpusParams,
+            shard_size=f"references per shard (default PARAFORGE_SHARD_SIZE={settings.PARAFORGE_SHARD_SIZE})",
+            max_line_chars="longer lines are bad "
+            f"(default PARAFORGE_MAX_LINE_CHARS={settings.PARAFORGE_MAX_LINE_CHARS})",
         )
-        parser.add_argument(
-            "--on-error",
-            choices=["skip", "abort"],
-            default="skip",
-            help="skip bad lines (reported) or abort, keeping nothing (default: skip)",
-        )
-        parser.add_argument(
-            "--shard-size",
-            type=cli_int,
-            default=None,
-            help=f"references per shard (default PARAFORGE_SHARD_SIZE={settings.PARAFORGE_SHARD_SIZE})",
-        )
-        parser.add_argument(
-            "--max-line-chars",
-            type=cli_int,
-            default=None,
-            help=f"longer lines are bad (default PARAFORGE_MAX_LINE_CHARS={settings.PARAFORGE_MAX_LINE_CHARS})",
-        )
-        parser.add_argument(
-            "--source", default=None, help="where the sentences come from (a dataset's name, a URL, a citation)"
-        )
-        parser.add_argument(
-            "--license",
-            default=None,
-            help="the sentences' licence as an SPDX id (CC-BY-4.0, CC-BY-SA-4.0, CC-BY-NC-4.0, ...; LicenseRef-NAME "
-            "for terms of their own; default NOASSERTION: not stated); a release may not grant more than it allows",
-        )
-        parser.add_argument("--terms", default=None, help="the terms in words, for the release card")
 
-    def handle(self, *args, name, file, format, on_error, shard_size, max_line_chars, **options):
+    def handle(self, *args, name, file, **options):
         try:
-            terms = corpus_terms(options.get("source"), options.get("license"), options.get("terms"))
-        except CorpusImportError as exc:
-            raise CommandError(str(exc)) from None
-        if shard_size is not None and shard_size < 1:
-            raise CommandError("--shard-size must be at least 1")
-        if max_line_chars is not None and max_line_chars < 1:
-            raise CommandError("--max-line-chars must be at least 1")
+            params = from_values(
+                ImportCorpusParams, options, name=name, path=str(Path(file).resolve()), display_name=str(file)
+            )
+        except ParamsError as exc:
+            raise CommandError(exc.option_message) from None
         try:
-            with _Input(file):
-                pass
-            fmt = format or detect_format(file, max_line_chars=max_line_chars)
+            check_corpus_file(file)
+            fmt = params.format or detect_format(file, max_line_chars=params.max_line_chars)
         except CorpusImportError as exc:
             raise CommandError(str(exc)) from None
         if Corpus.objects.filter(name=name).exists():
             raise CommandError(f"a corpus named {name!r} already exists")
+        terms = params.terms
         job = job_launch(
-            kind="import_corpus",
-            label=f"import {name}",
-            wait=True,
-            params={
-                "name": name,
-                "path": str(Path(file).resolve()),
-                "format": fmt,
-                "on_error": on_error,
-                "shard_size": shard_size,
-                "max_line_chars": max_line_chars,
-                "display_name": str(file),
-                **terms.as_params(),
-            },
+            kind="import_corpus", label=f"import {name}", wait=True, params=to_json(replace(params, format=fmt))
         )
         corpus = Corpus.objects.filter(name=name, import_job=job).first()
         if corpus is not None:

@@ -50,11 +50,11 @@ from generation.decode_options import (
     DiverseOptions,
     add_arguments,
     add_diverse_arguments,
-    option_flag,
 )
 from generation.model_source import MODEL_HELP, ModelFolderError, model_folder
 from generation.prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, resolve as resolve_prompt
 from infra.textfiles import TextFileError, atomic_write, read_lines
+from jobs.params import add_arguments as params_arguments, from_values, option_flag
 
 
 def _one_line(message: object) -> str:
@@ -189,7 +189,7 @@ def diverse_options(o: dict) -> DiverseOptions | None:
     if clash:
         raise CommandError(f"--diverse samples its own negative constraints: leave out {option_flag(clash[0])}")
     try:
-        return DiverseOptions.from_values(o)
+        return from_values(DiverseOptions, o)
     except DecodeOptionsError as exc:
         raise CommandError(exc.option_message) from None
 
@@ -260,21 +260,11 @@ class Command(BaseCommand):
         parser.add_argument("--ppdb", help="PPDB 2.0 lexical file for systems 35-37")
         add_arguments(parser)
         add_diverse_arguments(parser)
-        parser.add_argument(
-            "--int8",
-            action="store_true",
-            help="CPU, Marian/BART: the decoder's products on dynamic int8 weights (faster; outputs "
-            "can differ from float32's)",
-        )
-        parser.add_argument(
-            "--rerank-dissimilar",
-            action="store_true",
-            help="order each n-best list by word Levenshtein distance to the reference (ties: score)",
-        )
+        params_arguments(parser, DecodeOptions, only=("int8", "rerank_dissimilar"))  # (not a job's)
 
     def handle(self, *args, **o) -> None:
         try:
-            options = DecodeOptions.from_values(o)
+            options = from_values(DecodeOptions, o)
         except DecodeOptionsError as exc:
             raise CommandError(exc.option_message) from None
         if o["constraints"] and o["system"]:

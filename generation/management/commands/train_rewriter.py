@@ -20,7 +20,11 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from api.numbers import cli_float, cli_int
+from api.numbers import cli_int
+from generation import rewriter
+from generation.rewriter import TrainConfig, TrainOptionsError
+from infra.textfiles import TextFileError
+from jobs.params import add_arguments, from_values
 
 
 def _fmt_s(sec) -> str:
@@ -39,45 +43,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--pairs", help="sentence<TAB>paraphrase file (.tsv or .tsv.gz)")
-        parser.add_argument("--out", help="training folder: checkpoints/, tokenizer/ and the final export")
-        parser.add_argument(
-            "--export", dest="export_dir", help="write the final Hugging Face folder here instead of --out"
-        )
-        parser.add_argument(
-            "--export-only", action="store_true", help="export the latest checkpoint in --out without training"
-        )
-        parser.add_argument("--fp16", action="store_true", help="export float16 weights (half the size)")
-        parser.add_argument("--steps", type=cli_int, default=3000, help="total optimizer steps (default 3000)")
-        parser.add_argument(
-            "--stop-after",
-            type=cli_int,
-            default=None,
-            help="stop this run after N new steps (checkpointed); re-run to resume",
-        )
-        parser.add_argument("--batch-size", type=cli_int, default=64)
-        parser.add_argument("--lr", type=cli_float, default=7e-4, help="peak learning rate")
-        parser.add_argument("--warmup", type=cli_int, default=400, help="linear warm-up steps")
-        parser.add_argument("--schedule", choices=["inverse_sqrt", "linear", "constant"], default="inverse_sqrt")
-        parser.add_argument("--label-smoothing", type=cli_float, default=0.1)
-        parser.add_argument("--layers", type=cli_int, default=None, help="encoder and decoder layers (default 3)")
-        parser.add_argument("--d-model", type=cli_int, default=None, help="model width (default 256)")
-        parser.add_argument("--ffn-dim", type=cli_int, default=None, help="feed-forward width (default 4 x d-model)")
-        parser.add_argument("--heads", type=cli_int, default=None, help="attention heads (default 4)")
-        parser.add_argument("--vocab-size", type=cli_int, default=8000, help="SentencePiece vocabulary")
-        parser.add_argument("--max-len", type=cli_int, default=128, help="max subword tokens per side")
-        parser.add_argument("--checkpoint-every", type=cli_int, default=200)
-        parser.add_argument("--keep-checkpoints", type=cli_int, default=3)
-        parser.add_argument("--threads", type=cli_int, default=None, help="torch CPU threads")
-        parser.add_argument("--seed", type=cli_int, default=13)
-        parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda when available)")
-        parser.add_argument(
-            "--no-resume", action="store_true", help="start afresh (deletes --out/checkpoints and --out/tokenizer)"
-        )
+        # the training settings come from TrainConfig (one field, one option); the rest are this command's
+        add_arguments(parser, TrainConfig, exclude=("data_note",))
         parser.add_argument(
             "--log-every", type=cli_int, default=25, help="progress line interval when stderr is not a terminal"
         )
-        parser.add_argument("--data-note", default=None, help="free text recorded in paraforge_training.json")
+        add_arguments(parser, TrainConfig, only=("data_note",))
         parser.add_argument(
             "--make-demo-pairs",
             metavar="OUT.tsv",
@@ -89,37 +60,32 @@ class Command(BaseCommand):
         parser.add_argument("--demo-copies", type=cli_int, default=2, help="noised copies per sentence")
 
     def handle(self, *args, **o):
-        from generation import rewriter
-
         if o["make_demo_pairs"]:
             data_dir = Path(o["data_dir"] or Path(settings.BASE_DIR).parent / "shared" / "data")
+            seed = TrainConfig.seed if o["seed"] is None else o["seed"]
             try:
                 summary = rewriter.build_synthetic_pairs(
-                    data_dir, o["make_demo_pairs"], seed=o["seed"], copies=o["demo_copies"]
+                    data_dir, o["make_demo_pairs"], seed=seed, copies=o["demo_copies"]
                 )
-            except FileNotFoundError as exc:
+            except (FileNotFoundError, TextFileError) as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(json.dumps(summary))
             return
 
-        if not o["out"]:
-            raise CommandError("--out is required")
-        if not o["export_only"]:
-            if not o["pairs"]:
+        command = (
+            "python manage.py train_rewriter " + shlex.join(sys.argv[2:])
+            if len(sys.argv) > 1 and sys.argv[1] == "train_rewriter"
+            else None
+        )
+        try:
+            train_config = from_values(TrainConfig, o, command=command)
+        except TrainOptionsError as exc:
+            raise CommandError(exc.option_message) from None
+        if not train_config.export_only:
+            if not train_config.pairs:
                 raise CommandError("--pairs is required (or --export-only, or --make-demo-pairs)")
-            if not Path(o["pairs"]).is_file():
-                raise CommandError(f"pairs file not found: {o['pairs']}")
-        for option in ("layers", "d_model", "ffn_dim", "heads"):
-            if o[option] is not None and o[option] < 1:
-                raise CommandError(f"--{option.replace('_', '-')} must be at least 1, not {o[option]}")
-
-        config = {"layers": o["layers"], "d_model": o["d_model"], "heads": o["heads"]}
-        if o["ffn_dim"]:
-            config["ffn_dim"] = o["ffn_dim"]
-        elif o["d_model"]:
-            config["ffn_dim"] = 4 * o["d_model"]
-        if o["heads"] is None and o["d_model"] and o["d_model"] % 4:
-            config["heads"] = 1
+            if not Path(train_config.pairs).is_file():
+                raise CommandError(f"pairs file not found: {train_config.pairs}")
 
         err = self.stderr._out if hasattr(self.stderr, "_out") else sys.stderr
         tty = hasattr(err, "isatty") and err.isatty()
@@ -146,39 +112,11 @@ class Command(BaseCommand):
                 err.write(line + "\n")
                 err.flush()
 
-        command = (
-            "python manage.py train_rewriter " + shlex.join(sys.argv[2:])
-            if len(sys.argv) > 1 and sys.argv[1] == "train_rewriter"
-            else None
-        )
-        train_config = rewriter.TrainConfig(
-            o["pairs"],
-            o["out"],
-            architecture=config,
-            steps=o["steps"],
-            batch_size=o["batch_size"],
-            lr=o["lr"],
-            warmup=o["warmup"],
-            schedule=o["schedule"],
-            label_smoothing=o["label_smoothing"],
-            vocab_size=o["vocab_size"],
-            max_len=o["max_len"],
-            checkpoint_every=o["checkpoint_every"],
-            keep_checkpoints=o["keep_checkpoints"],
-            seed=o["seed"],
-            threads=o["threads"],
-            resume=not o["no_resume"],
-            export_dir=o["export_dir"],
-            export_only=o["export_only"],
-            half=o["fp16"],
-            command=command,
-            data_note=o["data_note"],
-            stop_after=o["stop_after"],
-            device=o["device"],
-        )
         try:
             result = rewriter.train_with(train_config, progress=progress)
-        except (rewriter.PairsFileError, rewriter.TrainOptionsError, FileNotFoundError) as exc:
+        except TrainOptionsError as exc:
+            raise CommandError(exc.option_message) from None
+        except (rewriter.PairsFileError, FileNotFoundError) as exc:
             raise CommandError(str(exc)) from None
         if tty:
             err.write("\n")

@@ -1,7 +1,7 @@
 """``python manage.py report CAMPAIGN --table similarity|fluency|diversity|reliability|raters
 [--format json|md|csv] [--min-judgments N] [--estimate raw|zscore]``
 
-The tables are the dashboard's, from the same cache (``scoring.tables.CampaignTables``)."""
+The tables are the dashboard's, from the same cache (``scoring.dashboard.tables.CampaignTables``)."""
 
 import json
 
@@ -11,7 +11,14 @@ from annotation.batches import non_words_line, non_words_summary
 from annotation.models import Campaign
 from api.numbers import cli_int
 from scoring.aggregation import ESTIMATES
-from scoring.tables import REPORT_TABLES, EstimateError, build_table, check_estimate, render_csv, render_markdown
+from scoring.dashboard.tables import (
+    REPORT_TABLES,
+    EstimateError,
+    build_table,
+    check_estimate,
+    render_csv,
+    render_markdown,
+)
 
 
 class Command(BaseCommand):

@@ -1,18 +1,22 @@
 """``score_resource RESOURCE --regressor NAME [--wait] [--batch-size N] [--throttle S] [--device cpu|cuda|auto]
-[--dtype T] [--encode-batch N]``"""
+[--dtype T] [--encode-batch N]``
+
+The settings' options are the job's parameters' (``scoring.scored.params.ScoreResourceParams``,
+``jobs.params.add_arguments``), with ``--throttle`` for ``throttle_s``; a setting that cannot work is refused
+before any job exists, named as the option."""
 
 import json
-import math
 
 from django.core.management.base import BaseCommand, CommandError
 
-from api.numbers import cli_float, cli_int
+from api.numbers import cli_float
 from generation.models import Resource
 from generation.named import named_or_numbered
+from jobs import params
 from jobs.progress import job_progress_display
 from scoring.models import Regressor, ScoredResource
-from scoring.scoring_device import DEVICE_HELP, DEVICES, DTYPE_HELP, DTYPES, ENCODE_BATCH_HELP
-from scoring.scoring_job import DEFAULT_BATCH_SIZE, GPU_BATCH_SIZE, score_resource_launch, scoring_device
+from scoring.scored.job import score_resource_launch, scoring_device
+from scoring.scored.params import THROTTLE_HELP, ScoreResourceParams
 
 
 def find_resource(name_or_id: str) -> Resource:
@@ -31,48 +35,34 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("resource", help="resource name or id")
-        parser.add_argument("--regressor", required=True, help="name of a trained regressor (train_regressor)")
-        parser.add_argument("--wait", action="store_true")
-        parser.add_argument(
-            "--batch-size",
-            type=cli_int,
-            default=None,
-            dest="batch_size",
-            help=f"pairs per prediction batch (default {DEFAULT_BATCH_SIZE} on the CPU, {GPU_BATCH_SIZE} for cuda "
-            "and auto)",
-        )
-        parser.add_argument(
+        params.add_arguments(parser, ScoreResourceParams)  # --regressor, --batch-size and the device's options
+        parser.add_argument(  # (the one setting whose option is not its name, throttle_s)
             "--throttle",
             type=cli_float,
             default=0.0,
-            help="seconds to sleep after each batch (demos and fault drills; default 0)",
+            help=THROTTLE_HELP,
         )
-        parser.add_argument("--device", choices=DEVICES, default=None, help=DEVICE_HELP)
-        parser.add_argument("--dtype", choices=DTYPES, default=None, help=DTYPE_HELP)
-        parser.add_argument("--encode-batch", type=cli_int, default=None, dest="encode_batch", help=ENCODE_BATCH_HELP)
+        parser.add_argument("--wait", action="store_true")
 
-    def handle(self, *args, resource, regressor, wait, batch_size, throttle, device, dtype, encode_batch, **options):
+    def handle(self, *args, resource: str, regressor: str, wait: bool, throttle: float, **options):
         found = find_resource(resource)
         model = Regressor.objects.filter(name=regressor).first()
         if model is None:
             raise CommandError(f"no regressor named {regressor!r} (train one with manage.py train_regressor)")
-        if (batch_size is not None and batch_size < 1) or not 0 <= throttle < math.inf:  # NaN fails too
-            raise CommandError("--batch-size must be >= 1 and --throttle a finite number >= 0")
-        try:
-            chosen = scoring_device(device, dtype=dtype, encode_batch=encode_batch)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
-        try:
+        try:  # (the settings are checked, ScoreResourceParams, before any job exists)
+            chosen = scoring_device(options)  # --device, else the installation's
             with job_progress_display(self.stderr, enabled=wait) as show:
                 job = score_resource_launch(
                     resource=found,
                     regressor=model,
                     wait=wait,
-                    batch_size=batch_size,
+                    batch_size=options["batch_size"],
                     throttle_s=throttle,
                     device=chosen,
                     on_progress=show,
                 )
+        except params.ParamsError as exc:  # (named as this command's options)
+            raise CommandError(exc.option_message) from None
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         scored = ScoredResource.objects.filter(resource=found, regressor=model).first()

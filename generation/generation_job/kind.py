@@ -1,0 +1,184 @@
+"""The ``generate`` job kind: plan, run a chunk, finish (the settings: :mod:`.params`; a chunk's decoding:
+:mod:`.pipeline`; the evaluation sample: :mod:`.sample`).
+
+The ``Resource`` row is created with the job (``plan``), which also records the model's weights hash, so
+that every chunk (and a resumed job) decodes with the same weights. Chunks: one per corpus shard, or one
+per slice of the sample (``sample_chunk_size`` references). A chunk writes ONE candidate shard at
+``candidates/<job>/shard-<chunk>.jsonl.gz`` in the record format of :class:`generation.models.Resource`,
+atomically (a chunk stopped half-way leaves nothing behind), then upserts its ``ResourceShard``. A chunk
+that runs again rewrites the same file and the same row. ``finish`` sums the chunks into the resource and
+records its settings; annotation's finish hook turns an evaluation sample into a campaign.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from django.db import transaction
+
+from infra.shards import write_jsonl_gz
+from jobs.models import Job, JobChunk
+from jobs.params import from_values, to_json
+from jobs.registry import JobKind, ProgressFn, register
+
+from ..models import Corpus, CorpusFormat, IdfTable, Resource, ResourceShard
+from ..nlp import pipeline_signature
+from . import KIND
+from .params import (
+    GenerateParams,
+    GenerationSettingsError,
+    check_name_free,
+    generate_params_checked,
+    job_stop_rule,
+    model_fingerprint,
+)
+from .pipeline import (
+    BATCH_RULE,
+    DEVICE_BATCH_RULE,
+    PREPARE_SWITCH_INTERVAL,
+    ChunkTally,
+    chunk_records,
+    chunk_setup,
+    decoded_windows,
+    prepare_ahead_for,
+    short_gil_slices,
+)
+from .sample import sample_references
+
+
+def candidate_shard_key(job_id: int, chunk_index: int) -> str:
+    return f"candidates/{job_id}/shard-{chunk_index:05d}.jsonl.gz"
+
+
+def plan(job: Job) -> list[dict[str, Any]]:
+    """Check the job's settings again (as stored: ``jobs.params.from_values``), create its resource, record
+    the weights hash and the name, draw the sample; one chunk per corpus shard or per slice of the sample."""
+    settings = generate_params_checked(from_values(GenerateParams, job.params))
+    corpus = Corpus.objects.get(pk=settings.corpus)
+    name = settings.name or f"{corpus.name}-job{job.pk}"
+    if settings.name is None:
+        check_name_free(name)
+    params = {**to_json(settings), "name": name, "model_sha256": model_fingerprint(settings.model)}
+    params["resource"] = Resource.objects.create(name=name, corpus=corpus, job=job).pk
+    if settings.sample_per_length is not None:
+        sample = sample_references(
+            corpus, per_length=settings.sample_per_length, lengths=settings.lengths, seed=settings.seed
+        )
+        params["sample"] = {str(L): sum(1 for r in sample if r["bucket"] == L) for L in settings.lengths}
+        step = settings.sample_chunk_size
+        chunks = [{"references": sample[k : k + step]} for k in range(0, len(sample), step)]
+    else:
+        chunks = [{"shard": s.index, "key": s.key, "n_records": s.n_records} for s in corpus.shards.order_by("index")]
+    if not chunks:
+        raise GenerationSettingsError(f"corpus {corpus.name!r} has no references to decode")
+    job.params = params
+    job.save(update_fields=["params"])
+    return chunks
+
+
+def run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any]:
+    """Decode a chunk's references window by window (:func:`.pipeline.decoded_windows`) into one shard,
+    written atomically. On a GPU the next window is tagged and its constraints selected in a background
+    thread while the current one decodes (``PREPARE_AHEAD``), the GIL handed over in short slices."""
+    params = job.params
+    setup = chunk_setup(params, Corpus.objects.get(pk=params["corpus"]).format == CorpusFormat.BITEXT)
+    total = int(chunk.params.get("n_records") or len(chunk.params.get("references") or ()))
+    tally = ChunkTally()
+    ahead = prepare_ahead_for(setup.model.device.type)
+    records = decoded_windows(chunk_records(chunk), setup, progress, total, tally, ahead)
+    with short_gil_slices(PREPARE_SWITCH_INTERVAL) if ahead else contextlib.nullcontext():
+        written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records)
+    with transaction.atomic():
+        ResourceShard.objects.update_or_create(
+            resource_id=params["resource"],
+            index=chunk.index,
+            defaults={
+                "key": written["key"],
+                "n_references": tally.references,
+                "n_pairs": tally.pairs,
+                "sha256": written["sha256"],
+            },
+        )
+    return {
+        "key": written["key"],
+        "sha256": written["sha256"],
+        "references": tally.references,
+        "pairs": tally.pairs,
+        "per_system": dict(sorted(tally.per_system.items(), key=lambda kv: int(kv[0]))),
+        "batch_size": setup.batch.size,
+        "batch_rule": setup.batch.rule,
+        "dtype": setup.model.dtype,
+    }
+
+
+# ----------------------------------------------------------------------------------------- finish
+
+
+def resource_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """What the resource records of how it was made (the release card reads it): the job's settings as it
+    decoded them (``stop``: :func:`job_stop_rule`), the IDF table's name and the tokenizer's version."""
+    table = IdfTable.objects.filter(pk=params["idf_table"]).first()
+    out = {
+        "model": params["model"],
+        "model_sha256": params["model_sha256"],
+        "systems": params["systems"],
+        "beam": params["beam"],
+        "nbest": params["nbest"],
+        "stop": job_stop_rule(params),
+        "max_length": params["max_length"],
+        "length_penalty": params["length_penalty"],
+        "idf_table": params["idf_table"],
+        "idf_table_name": table.name if table else None,
+        "seed": params["seed"],
+        "ppdb": params.get("ppdb"),
+        "device": params.get("device"),
+        "tokenizer": pipeline_signature(),
+    }
+    if params.get("prompt_template"):  # a decoder-only model's prompt (shown on the release card)
+        out["prompt_template"] = params["prompt_template"]
+    if "sample_per_length" in params:
+        out.update(
+            sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")
+        )
+    return out
+
+
+def finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
+    """Sum the chunks into the resource (in one transaction) and the job's result."""
+    params = job.params
+    per_system: dict[str, dict[str, int]] = {}
+    for c in chunks:
+        for system, n in c.result["per_system"].items():
+            row = per_system.setdefault(system, dict.fromkeys(n, 0))
+            for key, value in n.items():
+                row[key] = row.get(key, 0) + value
+    with transaction.atomic():  # a failure leaves the resource as it was
+        resource = Resource.objects.select_for_update().get(pk=params["resource"])
+        resource.n_references = sum(c.result["references"] for c in chunks)
+        resource.n_pairs = sum(c.result["pairs"] for c in chunks)
+        resource.settings = resource_settings(params)
+        resource.save(update_fields=["n_references", "n_pairs", "settings"])
+    return {
+        "resource": resource.pk,
+        "name": resource.name,
+        "references": resource.n_references,
+        "pairs": resource.n_pairs,
+        "shards": [c.result["key"] for c in chunks],
+        "campaign": None,  # an evaluation sample's campaign: filled in by annotation's finish hook
+        "per_system": dict(sorted(per_system.items(), key=lambda kv: int(kv[0]))),
+        "decoding": decoding_summary(params, chunks),
+    }
+
+
+def decoding_summary(params: dict[str, Any], chunks: list[JobChunk]) -> dict[str, Any]:
+    """How the chunks decoded: their batch sizes and dtypes (each chunk's own figures are in its result;
+    chunks that ran before these were recorded state none)."""
+    return {
+        "batch_size": sorted({c.result["batch_size"] for c in chunks if "batch_size" in c.result}),
+        "batch_rule": BATCH_RULE if params.get("batch_size") else DEVICE_BATCH_RULE,
+        "dtype": sorted({c.result["dtype"] for c in chunks if "dtype" in c.result}),
+    }
+
+
+register(JobKind(name=KIND, plan=plan, run_chunk=run_chunk, finish=finish, queue="gpu", unit="references"))

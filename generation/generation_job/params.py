@@ -1,0 +1,293 @@
+"""The ``generate`` job's settings: one frozen :class:`GenerateParams`, from which ``manage.py generate``'s
+options, the job's stored params and the worker's reading are built (``jobs.params``), and its checks.
+
+Settings: ``corpus`` (id), ``model`` (a local Hugging Face seq2seq folder the workers can read, or a hub id
+such as ``Helsinki-NLP/opus-mt-cs-en`` that they find in, or fetch into, their Hugging Face cache),
+``systems`` (numbers, Tab. 3), ``idf_table`` (id; default the corpus's latest), the decoding options of
+``generation.decode_options.DecodeOptions`` stored flat as jobs always stored them: ``beam`` (5), ``nbest``
+(1), ``max_length`` (128), ``length_penalty`` (1.0), ``stop`` ("auto": when a sentence's search ends, see
+``generation.decoding.decode``; a job planned before it existed has none and keeps "beam", the rule its first
+chunks ran under: :func:`job_stop_rule`), ``batch_size`` (None: each chunk takes the device's, 32 on the CPU
+and from the free memory on a GPU: ``generation.decoding.batching``; its result says which), ``device``
+(None: CUDA when the worker has it), ``dtype`` (None: float16 on a GPU, float32 on the CPU; float16 and
+bfloat16 need a GPU); then ``seed`` (0), ``ppdb`` (PPDB 2.0 file, needed by 35-37), ``name`` (the
+Resource's; default ``<corpus>-job<id>``), ``sample_per_length`` + ``lengths`` (the evaluation sample;
+absent = the whole corpus), ``sample_chunk_size`` (references per chunk of a sample, 50),
+``pause_per_batch`` (seconds to sleep after each decoded batch, 0: throttles a GPU shared with other work;
+the fault test uses it to kill a worker mid-chunk) and ``prompt_template`` (a decoder-only model's prompt,
+stored as its JSON so that a worker needs no file).
+
+Checks that need nothing but the values run when a :class:`GenerateParams` is made; those that read the
+database or the file system (the corpus is ready, the model folder loads, the PPDB file is there, the name
+is free, the default IDF table) run in :func:`generate_params_checked`, the one service the command, the
+demo and the plan use. A job of an older shape (no ``stop``, ``dtype``, ``batch_size`` or
+``prompt_template``) reads with the defaults, and decodes under :func:`job_stop_rule`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from jobs.params import ParamsError, fail, finite, from_values, int_at_least, param, to_json
+
+from ..decode_options import DecodeOptions
+from ..hooks import name_taken
+from ..model_source import MODEL_HELP, ModelFolderError, model_folder
+from ..models import Corpus, CorpusStatus, Resource
+from ..prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, for_folder
+from ..systems import PPDB_SYSTEMS, UnknownSystem, get_system
+
+DEFAULT_LENGTHS = (5, 10, 20, 40)
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
+CAUSAL_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")  # config.json "architectures" of a decoder-only model
+# DecodeOptions' per-process knobs: a job decodes without them (their defaults), and never stores them
+NOT_JOB_OPTIONS = ("early_stopping", "int8", "rerank_dissimilar", "cuda_graph", "shrink", "fast_step")
+
+
+class GenerationSettingsError(ParamsError):
+    """Generation settings that cannot work (unknown model folder, bad system number, ...): one line."""
+
+
+# ------------------------------------------------------------------------------------- model folder
+
+
+def resolve_model_folder(path: str) -> Path:
+    """The model's local folder: as given, or relative to the project root (where workers run), or a hub id's
+    snapshot in the Hugging Face cache (``generation.model_source.model_folder``, the one rule)."""
+    try:
+        return model_folder(path, base_dir=settings.BASE_DIR)
+    except ModelFolderError as exc:
+        raise GenerationSettingsError(str(exc)) from None
+
+
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
+def model_fingerprint(path: str) -> str:
+    """SHA-256 of the folder's weights file (of its weights files' hashes when there are several)."""
+    folder = resolve_model_folder(path)
+    files = (
+        sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
+        if folder.is_dir()
+        else []
+    )
+    if not files:
+        raise GenerationSettingsError(
+            f"model folder {path!r} holds no weights file ({', '.join('*' + s for s in WEIGHT_SUFFIXES[:2])})"
+        )
+    key = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    found = _FINGERPRINTS.get(key)
+    if found is None:
+        digests = []
+        for f in files:
+            h = hashlib.sha256()
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            digests.append((f.name, h.hexdigest()))
+        found = (
+            digests[0][1]
+            if len(digests) == 1
+            else hashlib.sha256("".join(f"{n}:{d}\n" for n, d in digests).encode()).hexdigest()
+        )
+        _FINGERPRINTS[key] = found
+    return found
+
+
+def check_model_folder(path: str) -> bool:
+    """Raises GenerationSettingsError for a folder the decoder cannot load; returns whether the model is
+    decoder-only (a causal LM: it is prompted, ``generation/prompts.py``) rather than an encoder-decoder."""
+    folder = resolve_model_folder(path)
+    if not folder.is_dir():
+        raise GenerationSettingsError(f"model folder {path!r} is not a folder")
+    if not (folder / "config.json").is_file():
+        raise GenerationSettingsError(f"model folder {path!r} has no config.json (not a Hugging Face checkpoint)")
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise GenerationSettingsError(f"model folder {path!r}: unreadable config.json ({exc})") from None
+    if config.get("is_encoder_decoder"):
+        return False
+    if any(str(a).endswith(CAUSAL_ARCHITECTURES) for a in config.get("architectures") or []):
+        return True
+    raise GenerationSettingsError(
+        f"model folder {path!r} is neither an encoder-decoder (seq2seq) nor a decoder-only (causal LM) model"
+    )
+
+
+def prompt_template_json(path: str, causal: bool, value: str | dict | None) -> dict | None:
+    """The job's prompt template as stored (its JSON: a worker needs no file), None for an encoder-decoder
+    model; GenerationSettingsError for one that cannot be used."""
+    if not causal:
+        if value is not None:
+            raise GenerationSettingsError(
+                f"prompt_template is for decoder-only models; {path!r} is an encoder-decoder model"
+            )
+        return None
+    try:
+        return for_folder(resolve_model_folder(path), value).to_json()
+    except PromptTemplateError as exc:
+        raise GenerationSettingsError(str(exc)) from None
+
+
+# ----------------------------------------------------------------------------------------- settings
+
+
+def parse_systems(values: Sequence[int | str]) -> list[int]:
+    """System numbers (duplicates dropped, order kept); GenerationSettingsError for a bad one."""
+    out: list[int] = []
+    for value in values:
+        try:
+            number = get_system(value).number
+        except UnknownSystem as exc:
+            raise GenerationSettingsError(str(exc)) from None
+        if number not in out:
+            out.append(number)
+    if not out:
+        raise GenerationSettingsError("give at least one system (1-37)")
+    return out
+
+
+def _items(value: Any) -> list:
+    """A list setting's items: a comma-separated string's (a form's, a command's) or the sequence's."""
+    if isinstance(value, str):
+        return [x.strip() for x in value.split(",") if x.strip()]
+    return list(value)
+
+
+def _int(name: str, value: Any, minimum: int = 1) -> int:
+    return int_at_least(name, value, minimum, error=GenerationSettingsError)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerateParams:
+    """A generation job's settings (the module docstring says each), checked when made (those needing no
+    database or file: :func:`generate_params_checked` does the rest). Declared in the order
+    ``manage.py generate`` lists its options. ``lengths`` is None without a sample (it is checked even
+    then, so a typo is not ignored, but a job without a sample does not store it)."""
+
+    corpus: int = field(metadata=param(help="the corpus's id", cli=False))
+    model: str = field(metadata=param(help=MODEL_HELP))
+    prompt_template: str | dict | None = field(
+        default=None, metadata=param(help=PROMPT_TEMPLATE_HELP, kind=str, stored="if_set")
+    )
+    systems: tuple[int, ...] = field(metadata=param(help="comma-separated system numbers (1-37, Tab. 3)", kind=str))
+    sample_per_length: int | None = field(
+        default=None,
+        metadata=param(
+            help="decode only this many references per length bucket (the evaluation sample)", stored="if_set"
+        ),
+    )
+    lengths: tuple[int, ...] | None = field(
+        default=DEFAULT_LENGTHS,
+        metadata=param(
+            help="length buckets of the sample (spaCy tokens; default 5,10,20,40); used with --sample-per-length",
+            kind=str,
+            stored="if_set",
+        ),
+    )
+    decode: DecodeOptions = field(default=DecodeOptions(), metadata=param(flatten=True))
+    seed: int = field(default=0, metadata=param(help="seed of the systems' random choices of words"))
+    ppdb: str | None = field(default=None, metadata=param(help="PPDB 2.0 lexical file (systems 35-37)"))
+    idf_table: int | None = field(
+        default=None, metadata=param(help="IDF table id (default: the corpus's latest)", cli=False)
+    )
+    name: str | None = field(
+        default=None, metadata=param(help="the resource's name (default: <corpus>-job<id>)", stored="if_set")
+    )
+    sample_chunk_size: int = field(default=50, metadata=param(help="sampled references per chunk"))
+    pause_per_batch: float = field(
+        default=0.0, metadata=param(help="seconds to sleep after each decoded batch (throttles a shared GPU)")
+    )
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        put("corpus", _int("corpus", self.corpus))
+        put("model", str(self.model))
+        put("systems", tuple(parse_systems(_items(self.systems))))
+        if not isinstance(self.decode, DecodeOptions):
+            raise GenerationSettingsError(f"decode must be DecodeOptions, not {type(self.decode).__name__}")
+        knobs = [n for n in NOT_JOB_OPTIONS if getattr(self.decode, n) != getattr(DecodeOptions(), n)]
+        if knobs:
+            raise fail("{0} is not a generation job's setting", knobs[0], error=GenerationSettingsError)
+        put("seed", _int("seed", self.seed, 0))
+        put("ppdb", str(self.ppdb) if self.ppdb else None)
+        if not self.ppdb and any(n in PPDB_SYSTEMS for n in self.systems):
+            raise GenerationSettingsError("PPDB systems 35-37 need a PPDB file (--ppdb FILE)")
+        if self.idf_table is not None:
+            put("idf_table", _int("idf_table", self.idf_table))
+        put("sample_chunk_size", _int("sample_chunk_size", self.sample_chunk_size))
+        put("pause_per_batch", max(0.0, finite("pause_per_batch", self.pause_per_batch, error=GenerationSettingsError)))
+        lengths = _items(DEFAULT_LENGTHS if self.lengths is None else self.lengths)
+        lengths = sorted({_int("length", n) for n in lengths})  # checked even when unused: a typo is not ignored
+        if not lengths:
+            raise GenerationSettingsError("give at least one length bucket")
+        if self.sample_per_length is not None:
+            put("sample_per_length", _int("sample_per_length", self.sample_per_length))
+        put("lengths", tuple(lengths) if self.sample_per_length is not None else None)
+        put("name", (str(self.name).strip() or None) if self.name is not None else None)
+
+
+def check_name_free(name: str) -> None:
+    """GenerationSettingsError when a resource (or what another app keeps under it, e.g. the evaluation
+    sample's campaign) already has the name."""
+    if Resource.objects.filter(name=name).exists():
+        raise GenerationSettingsError(f"a resource named {name!r} already exists")
+    taken = name_taken(name)  # e.g. annotation: the evaluation sample's campaign takes the name
+    if taken:
+        raise GenerationSettingsError(taken)
+
+
+def generate_params_checked(params: GenerateParams) -> GenerateParams:
+    """``params`` checked against the database and the file system (nothing is created), completed: the
+    corpus's latest IDF table where none is given, a decoder-only model's prompt template as its JSON.
+    Raises GenerationSettingsError."""
+    corpus = Corpus.objects.filter(pk=params.corpus).first()
+    if corpus is None:
+        raise GenerationSettingsError(f"no corpus numbered {params.corpus}")
+    if corpus.status != CorpusStatus.READY:
+        raise GenerationSettingsError(f"corpus {corpus.name!r} is {corpus.status}, not ready")
+    template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
+    model_fingerprint(params.model)
+    if params.ppdb and Path(params.ppdb).is_dir():
+        raise GenerationSettingsError(f"PPDB file {params.ppdb!r} is a directory, not a file")
+    if params.ppdb and not Path(params.ppdb).is_file():
+        raise GenerationSettingsError(f"PPDB file {params.ppdb!r} does not exist")
+    idf_table = params.idf_table
+    if idf_table is None:
+        idf_table = corpus.idf_tables.order_by("-created_at", "-pk").values_list("pk", flat=True).first()
+        if idf_table is None:
+            raise GenerationSettingsError(f"corpus {corpus.name!r} has no IDF table (run build_idf first)")
+    if params.name:
+        check_name_free(params.name)
+    return dataclasses.replace(params, idf_table=idf_table, prompt_template=template)
+
+
+def generation_params(params: GenerateParams) -> dict[str, Any]:
+    """The params a generate job starts with: ``params`` checked (:func:`generate_params_checked`), as JSON."""
+    return to_json(generate_params_checked(params))
+
+
+# ----------------------------------------------------------------------------- the worker's reading
+
+
+def job_stop_rule(params: dict[str, Any]) -> str:
+    """The stopping rule a job decodes under: its own, or "beam" for a job planned before jobs had one (its
+    chunks that already ran used Hugging Face's rule, and a resumed job must not mix two)."""
+    return params.get("stop") or "beam"
+
+
+def job_decode_options(params: dict[str, Any]) -> DecodeOptions:
+    """The decoding options of a job's params (a job planned before some option existed gets the value its
+    first chunks ran under: ``job_stop_rule``; no dtype, the device's; no batch_size, the device's rule)."""
+    return from_values(DecodeOptions, params, stop=job_stop_rule(params))

@@ -1,0 +1,1 @@
+"""The researcher's dashboard: its views, ParaBank's tables and the plots."""

@@ -1,0 +1,129 @@
+"""A release's files written into one folder, the card and the manifest last: what the release says about itself.
+
+``manifest.json`` holds the version, the licence (SPDX), the counts, ``files`` (name -> ``{name, sha256,
+bytes}``), the provenance by name (never a path of this machine: ``scoring.releases.card.local_name``), the
+regressor (name, held-out rho with n and interval, metrics with the calibration, signature), the generation
+settings (``Resource.settings``, paths turned into names), the screen and the filters. It is strict JSON (no NaN
+or Infinity) and holds no timestamp, so the same inputs give the same bytes; the card (``README.md``) is built
+from it alone.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infra.storage import LocalStorage
+from scoring.models import ScoredResource
+from scoring.regressor.held_out import held_out_rho
+from scoring.releases.card import CARD_FILE, NO_LICENSE, dataset_card, local_name, without_local_paths
+from scoring.releases.checks import ReleaseError
+from scoring.releases.columns import (
+    JUDGMENTS_FILE,
+    MANIFEST_FILE,
+    RELEASE_FORMAT,
+    card_columns,
+    manifest_columns,
+    pairs_file_name,
+)
+from scoring.releases.filters import COPY_RULE, ReleaseFilters
+from scoring.releases.rows import COUNT_KEYS, pair_screen, release_campaigns
+from scoring.releases.writers import gzip_lines, hashed, write_judgments, write_pairs, write_parquet
+
+
+def release_files(manifest: dict[str, Any]) -> list[str]:
+    """The files of a release, manifest included (the names the API serves), the manifest last."""
+    return sorted(manifest.get("files") or {}) + [MANIFEST_FILE]
+
+
+def release_provenance(scored: ScoredResource) -> dict[str, Any]:
+    """Where the release comes from, by name (never a path of this machine: ``card.local_name``): the
+    corpus and the file it was imported from, the paraphrase model and its weights' SHA-256, the IDF table, the
+    PPDB file, the regressor and its training campaign."""
+    resource, regressor = scored.resource, scored.regressor
+    generation, signature = resource.settings or {}, regressor.signature or {}
+    corpus = resource.corpus
+    return {
+        "corpus": {
+            "name": corpus.name,
+            "source": local_name(corpus.source_name) or None,
+            "origin": corpus.source or None,
+            "license": corpus.license or NO_LICENSE,
+            "terms": corpus.terms or None,
+            "format": corpus.format,
+            "references": corpus.n_references,
+        },
+        "model": {"name": local_name(generation.get("model")), "weights_sha256": generation.get("model_sha256")},
+        "idf_table": generation.get("idf_table_name"),
+        "ppdb": local_name(generation.get("ppdb")),
+        "regressor": {
+            "name": regressor.name,
+            "campaign": signature.get("campaign"),
+            "estimator": signature.get("estimator"),
+            "encoder": signature.get("encoder"),
+            "signature": signature.get("string"),
+        },
+    }
+
+
+def write_release_files(
+    out: LocalStorage, scored: ScoredResource, version: str, fmt: str, filters: ReleaseFilters, license: str
+) -> dict[str, Any]:
+    """Write every file of the release into ``out`` (the staging folder), the manifest last; returns it."""
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    screen = pair_screen(scored)
+    files: dict[str, dict] = {}
+    if fmt == "parquet":
+        campaigns = release_campaigns(scored)
+        write_parquet(out, scored, filters, campaigns, counts, files, screen)
+    else:
+        pairs_name = pairs_file_name(fmt)
+        files[pairs_name] = {"name": pairs_name}
+        with gzip_lines(out, pairs_name, files[pairs_name]) as write:
+            write_pairs(write, scored, filters, fmt, counts, screen)
+        campaigns = release_campaigns(scored)
+        files[JUDGMENTS_FILE] = {"name": JUDGMENTS_FILE}
+        with gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
+            write_judgments(write, campaigns, counts)
+    regressor = scored.regressor
+    manifest = without_local_paths(
+        {
+            "format": RELEASE_FORMAT,
+            "resource": scored.resource.name,
+            "version": version,
+            "license": license,
+            "pairs_format": fmt,
+            "columns": manifest_columns(fmt),
+            "files": files,
+            "counts": {**counts, "campaigns": len(campaigns)},
+            "copy_rule": COPY_RULE,
+            "screen": screen.as_dict(),
+            "campaigns": [c.name for c in campaigns],
+            "provenance": release_provenance(scored),
+            "regressor": {
+                "name": regressor.name,
+                "spearman_test": (regressor.metrics or {}).get("spearman_test"),
+                "held_out": held_out_rho(regressor.metrics).as_dict(),
+                "metrics": regressor.metrics,
+                "signature": regressor.signature,
+            },
+            "scored_shards": [
+                {"index": e["index"], "n_pairs": e["n_pairs"], "sha256": e["sha256"]}
+                for e in sorted(scored.shards, key=lambda e: e["index"])
+            ],
+            "generation": scored.resource.settings,
+            "filters": filters.as_dict(),
+        }
+    )
+    files[CARD_FILE] = {"name": CARD_FILE}
+    card = dataset_card(manifest, card_columns(fmt))
+    with hashed(out, CARD_FILE, files[CARD_FILE]) as sink:
+        sink.write(card.encode("utf-8"))
+    manifest["files"] = files
+    try:  # strict JSON: a NaN or an infinity would make a manifest no JSON reader takes
+        text = json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2, allow_nan=False)
+    except ValueError as exc:
+        raise ReleaseError(f"the release's manifest holds a number JSON cannot write ({exc})") from None
+    with out.open_write(MANIFEST_FILE) as fh:
+        fh.write((text + "\n").encode("utf-8"))
+    return manifest

@@ -1,0 +1,170 @@
+"""What fills a release's files: the pairs of the scored shards that pass the screen and the filters, and the
+verified judgments of the campaigns behind the release, read one at a time.
+
+The screen is the one rule of ``generation.screening`` a HIT batch applies too: a paraphrase identical to its
+reference (``is_copy``) is left out unless the filters keep copies, and one with a non-word unless they keep
+non-words (kept, its score is emptied and its ``caveat`` is ``non_words``). Every pair without an honest score
+has a ``caveat`` and a null score (also ``long_reference``, a reference longer than any the regressor was trained
+on, and ``unscored``). ``counts`` (the manifest's) are kept as the rows go.
+
+Streaming: pairs come from the scored shards one record at a time (shard order) and judgments from a database
+cursor, so memory stays flat whatever the resource's size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from django.db.models import Max
+
+from annotation.models import LENGTH_BUCKETS, Campaign, CandidateSystem, Judgment, Reference
+from generation.screening import NON_WORD, NON_WORD_RULE, Vocabulary, screen_verdicts, screen_vocabulary
+from infra.shards import read_jsonl_gz
+from infra.storage import get_storage
+from scoring.aggregation import counted_workers, system_sort_key
+from scoring.models import ScoredResource
+from scoring.releases.columns import LONG_REFERENCE, NON_WORDS, UNSCORED
+from scoring.releases.filters import COPY_RULE, ReleaseFilters, filter_candidates, is_copy
+
+# the manifest's counts, in the order it lists them
+COUNT_KEYS = (
+    "references_read",
+    "pairs_read",
+    "references",
+    "pairs",
+    "pairs_unscored",
+    "copies_read",
+    "copies",
+    "non_words_read",
+    "non_words",
+    "long_reference_pairs",
+    "judgments",
+)
+
+
+def release_campaigns(scored: ScoredResource) -> list[Campaign]:
+    """The campaigns whose judgments go with the release: those that evaluated a sample of the resource's
+    generation job, and the campaign the regressor was trained on."""
+    ids = set()
+    if scored.resource.job_id:
+        ids |= set(Campaign.objects.filter(job_id=scored.resource.job_id).values_list("pk", flat=True))
+    if scored.regressor.campaign_id:
+        ids.add(scored.regressor.campaign_id)
+    return list(Campaign.objects.filter(pk__in=ids).order_by("name"))
+
+
+@dataclasses.dataclass(frozen=True)
+class PairScreen:
+    """What a release checks in each pair besides the filters: the non-word vocabulary of the resource's corpus
+    (``generation.screening``, as a HIT batch; None: not screened, ``note`` says why) and the longest reference
+    the regressor was trained on (``length_limit`` tokens: past it no judgment backs a score)."""
+
+    vocabulary: Vocabulary | None
+    note: str
+    length_limit: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest's record of the screen."""
+        return {
+            "copy_rule": COPY_RULE,
+            "non_word_rule": NON_WORD_RULE,
+            "vocabulary": self.vocabulary.source if self.vocabulary is not None else None,
+            "note": None if self.vocabulary is not None else self.note,
+            "length_limit": self.length_limit,
+        }
+
+
+def pair_screen(scored: ScoredResource) -> PairScreen:
+    """The screen of ``scored``'s release: its corpus's vocabulary and its regressor's training lengths (the
+    longest reference bucket judged in its campaign; without a campaign, the longest bucket a batch samples)."""
+    vocabulary, note = screen_vocabulary(scored.resource.corpus)
+    campaign = scored.regressor.campaign_id
+    longest = (
+        Reference.objects.filter(campaign_id=campaign).aggregate(m=Max("length_bucket"))["m"] if campaign else None
+    )
+    return PairScreen(vocabulary=vocabulary, note=note, length_limit=longest or max(LENGTH_BUCKETS))
+
+
+def _marked(record: dict[str, Any], screen: PairScreen, filters: ReleaseFilters, counts: dict[str, int]) -> list[dict]:
+    """The record's candidates less its non-words (unless ``filters.keep_non_words``), each pair without an
+    honest score given a null score and its ``caveat``; counts the non-words and the long references."""
+    candidates = record.get("candidates") or []
+    pairs = [(record["reference"], c["text"]) for c in candidates]
+    verdicts = screen_verdicts(pairs, screen.vocabulary, cached=False)  # a whole resource: read once
+    long_reference = (record.get("length") or 0) > screen.length_limit
+    kept = []
+    for c, (verdict, _) in zip(candidates, verdicts):
+        if verdict == NON_WORD:
+            counts["non_words_read"] += 1
+            if not filters.keep_non_words:
+                continue
+            c = {**c, "score": None, "caveat": NON_WORDS}
+        elif long_reference:
+            c = {**c, "score": None, "caveat": LONG_REFERENCE}
+        elif c.get("score") is None:
+            c = {**c, "caveat": UNSCORED}
+        kept.append(c)
+    return kept
+
+
+def kept_records(
+    scored: ScoredResource, filters: ReleaseFilters, counts: dict[str, int], screen: PairScreen
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each scored record (shard order, one at a time) with its candidates that pass the screen and ``filters``,
+    marked (``_marked``); counts as it goes."""
+    storage = get_storage()
+    for entry in sorted(scored.shards, key=lambda e: e["index"]):
+        for record in read_jsonl_gz(entry["key"], storage=storage):
+            candidates = record.get("candidates") or []
+            counts["references_read"] += 1
+            counts["pairs_read"] += len(candidates)
+            counts["copies_read"] += sum(is_copy(record["reference"], c["text"]) for c in candidates)
+            kept = filter_candidates(filters, {**record, "candidates": _marked(record, screen, filters, counts)})
+            if not kept:
+                continue
+            counts["references"] += 1
+            counts["pairs"] += len(kept)
+            counts["pairs_unscored"] += sum(c.get("score") is None for c in kept)
+            counts["non_words"] += sum(c.get("caveat") == NON_WORDS for c in kept)
+            counts["long_reference_pairs"] += sum(c.get("caveat") == LONG_REFERENCE for c in kept)
+            if filters.keep_copies:
+                counts["copies"] += sum(is_copy(record["reference"], c["text"]) for c in kept)
+            yield record, kept
+
+
+def judgment_rows(campaigns: list[Campaign], counts: dict[str, int]) -> Iterator[tuple]:
+    """The release's judgments in ``JUDGMENT_COLUMNS`` order, ``systems`` as a list (database cursor): every
+    verified judgment of ``campaigns``, workers anonymised as 1, 2, ... per campaign in order of appearance."""
+    for campaign in campaigns:
+        counted = counted_workers(campaign)
+        systems: dict[int, list[str]] = {}
+        for cid, system in (
+            CandidateSystem.objects.filter(candidate__reference__campaign=campaign)
+            .values_list("candidate_id", "system")
+            .order_by("candidate_id", "system")
+        ):
+            systems.setdefault(cid, []).append(system)
+        anonymous: dict[int, int] = {}
+        rows = (
+            Judgment.objects.counted()
+            .filter(candidate__reference__campaign=campaign)
+            .order_by("candidate__reference__length_bucket", "candidate__reference_id", "candidate_id", "pk")
+            .values_list(
+                "worker_id",
+                "candidate_id",
+                "candidate__reference__ref_id",
+                "candidate__reference__length_bucket",
+                "candidate__reference__text",
+                "candidate__text",
+                "candidate__nll",
+                "score",
+                "fluency",
+            )
+        )
+        for worker, cid, ref_id, bucket, ref_text, text, nll, score, fluency in rows.iterator(chunk_size=2000):
+            anon = anonymous.setdefault(worker, len(anonymous) + 1)
+            sys_ids = sorted(systems.get(cid, []), key=system_sort_key)
+            counts["judgments"] += 1
+            yield (campaign.name, anon, worker in counted, ref_id, bucket, ref_text, sys_ids, text, nll, score, fluency)

@@ -1,0 +1,1 @@
+"""Scoring a resource: the score_resource job and the device it computes on."""
