@@ -16,6 +16,7 @@ from django.utils.html import format_html
 
 from config.converters import MAX_ID
 from generation.generation_job import KIND as GENERATE_KIND
+from generation.generation_job.params import job_systems
 from generation.models import Corpus, Resource
 from generation.nlp import SpacyModelMissing
 from generation.vocabulary import text_words
@@ -38,7 +39,7 @@ def campaign_from_sample(job: Job, chunks: list[JobChunk], *, name: str) -> Camp
                 "description": (
                     f"evaluation sample of corpus {Corpus.objects.get(pk=params['corpus']).name}: up to "
                     f"{params['sample_per_length']} references per length {params['lengths']}, systems "
-                    f"{', '.join(map(str, params['systems']))}, model {local_name(params['model'])}"
+                    f"{', '.join(job_systems(params))}, model {local_name(params['model'])}"
                 ),
             },
         )

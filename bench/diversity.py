@@ -43,26 +43,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from generation.decoding.clustering import comparable_words  # noqa: E402
-from scoring.diversity import bleu_no_bp, tokens  # noqa: E402
+from scoring.diversity import bleu_no_bp, intersection_over_union  # noqa: E402
 
 DEMO_CORPUS = ROOT / "generation" / "demo" / "corpus.txt"
 DEMO_MODEL = ROOT / "generation" / "demo" / "model"
 BEAM, NBEST = 8, 5
 
 
-def pairwise_one_minus_bleu(outputs: list[list[str]]) -> float | None:
-    """100 - BLEU over every within-reference pair (i < j) of outputs, as one corpus."""
+def within_reference_one_minus_bleu(outputs: list[list[str]]) -> float | None:
+    """100 - BLEU over every within-reference pair (i < j) of outputs, as one corpus (the campaign tables'
+    ``scoring.diversity.pairwise_one_minus_bleu`` compares two systems instead: rank i against rank j)."""
     left, right = [], []
     for outs in outputs:
         for a, b in itertools.combinations(outs, 2):
             left.append(a)
             right.append(b)
     return 100.0 - bleu_no_bp(left, right).bleu if left else None
-
-
-def intersection_over_union(a: str, b: str) -> float:
-    x, y = set(tokens(a)), set(tokens(b))
-    return len(x & y) / len(x | y) if x | y else 1.0
 
 
 def has_non_word(text: str, reference: str, lexicon: set[str]) -> bool:
@@ -81,7 +77,7 @@ def measure(name: str, refs: list[str], outputs: list[list[str]], seconds: float
     row = {
         "system": name,
         "outputs": len(flat),
-        "pair_1_bleu": pairwise_one_minus_bleu(outputs),
+        "pair_1_bleu": within_reference_one_minus_bleu(outputs),
         "ref_1_bleu": 100.0 - bleu_no_bp(flat_refs, flat).bleu if flat else None,
         "ref_iou": statistics.fmean(intersection_over_union(r, o) for r, o in zip(flat_refs, flat)) if flat else None,
         "sim": float(statistics.fmean(cos)) if flat else None,

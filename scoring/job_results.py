@@ -17,6 +17,7 @@ from annotation.models import Campaign
 from api.permissions import staff_has_perms
 from generation.generation_job import KIND as GENERATE_KIND
 from generation.models import Resource
+from generation.systems import system_display_name, system_rank
 from jobs.models import Job
 from jobs.results import FileLink, JobOutcome, Link, Table, register_outcome, url_or_none
 from scoring.models import Regressor, Release, ScoredResource
@@ -215,11 +216,15 @@ def generate_outcome(job: Job, user: Any) -> JobOutcome | None:
     per_system = result.get("per_system") or {}
     if per_system:
         keys = sorted({k for counts in per_system.values() for k in counts})
+        ranks = all(system_rank(system) for system in per_system)  # a diverse job's outputs: "r1" is "rank 1"
         outcome.tables.append(
             Table(
-                title="Per constraint system",
-                header=("system", *keys),
-                rows=[(system, *(f"{counts.get(k, 0):,}" for k in keys)) for system, counts in per_system.items()],
+                title="Per rank" if ranks else "Per constraint system",
+                header=("rank" if ranks else "system", *keys),
+                rows=[
+                    (system_display_name(system) if ranks else system, *(f"{counts.get(k, 0):,}" for k in keys))
+                    for system, counts in per_system.items()
+                ],
             )
         )
     campaign = Campaign.objects.filter(pk=result.get("campaign")).first() if result.get("campaign") else None

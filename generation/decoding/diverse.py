@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from ..decode_options import DecodeOptionsError, DiverseOptions
+from ..decode_options import DiverseOptions, decoder_only_diverse_error
 from ..morphology import capitalised, known_words
 from ..words import words_of
 from . import fast_step, normalise_constraints, violations
@@ -387,12 +387,7 @@ def diverse_decode(
         options = options.replace(**changes)
     for model, role in ((loaded, "--model"), (backward, "--backward-model")):
         if model is not None and model.causal:
-            # the sampler's rows share one encoder pass; a decoder-only model has none (issue 40 decodes it
-            # under constraints with beam search, not yet in this mode)
-            raise DecodeOptionsError(
-                f"{role}: {model.path} is a decoder-only model; --diverse samples encoder-decoder (seq2seq) "
-                "models only: use beam search with --prompt-template for it"
-            )
+            raise decoder_only_diverse_error(role, model.path)
     refs = [(r or s) for s, r in zip(sources, references or [None] * len(sources))]
     if len(refs) != len(sources):
         raise ValueError("one reference (or None) per source is needed")

@@ -22,15 +22,20 @@ from jobs.models import Job, JobChunk
 from jobs.params import from_values, to_json
 from jobs.registry import JobKind, ProgressFn, register
 
+from ..decode_options import DIVERSE_SHARED
 from ..models import Corpus, CorpusFormat, IdfTable, Resource, ResourceShard
 from ..nlp import pipeline_signature
+from ..systems import system_sort_key
 from . import KIND
+from .diverse_chunk import DEVICE_INPUTS_RULE, DiverseSetup, diverse_records, diverse_setup
 from .params import (
     GenerateParams,
     GenerationSettingsError,
     check_name_free,
     generate_params_checked,
+    job_diverse_options,
     job_stop_rule,
+    job_systems,
     model_fingerprint,
 )
 from .pipeline import (
@@ -53,13 +58,16 @@ def candidate_shard_key(job_id: int, chunk_index: int) -> str:
 
 def plan(job: Job) -> list[dict[str, Any]]:
     """Check the job's settings again (as stored: ``jobs.params.from_values``), create its resource, record
-    the weights hash and the name, draw the sample; one chunk per corpus shard or per slice of the sample."""
+    the weights hash (a diverse job's backward model's too) and the name, draw the sample; one chunk per corpus
+    shard or per slice of the sample."""
     settings = generate_params_checked(from_values(GenerateParams, job.params))
     corpus = Corpus.objects.get(pk=settings.corpus)
     name = settings.name or f"{corpus.name}-job{job.pk}"
     if settings.name is None:
         check_name_free(name)
     params = {**to_json(settings), "name": name, "model_sha256": model_fingerprint(settings.model)}
+    if settings.backward_model:
+        params["backward_model_sha256"] = model_fingerprint(settings.backward_model)
     params["resource"] = Resource.objects.create(name=name, corpus=corpus, job=job).pk
     if settings.sample_per_length is not None:
         sample = sample_references(
@@ -80,18 +88,58 @@ def plan(job: Job) -> list[dict[str, Any]]:
 def run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any]:
     """Decode a chunk's references window by window (:func:`.pipeline.decoded_windows`) into one shard,
     written atomically. On a GPU the next window is tagged and its constraints selected in a background
-    thread while the current one decodes (``PREPARE_AHEAD``), the GIL handed over in short slices."""
+    thread while the current one decodes (``PREPARE_AHEAD``), the GIL handed over in short slices. A diverse
+    job's chunk: :func:`run_diverse_chunk`."""
     params = job.params
-    setup = chunk_setup(params, Corpus.objects.get(pk=params["corpus"]).format == CorpusFormat.BITEXT)
+    is_bitext = Corpus.objects.get(pk=params["corpus"]).format == CorpusFormat.BITEXT
     total = int(chunk.params.get("n_records") or len(chunk.params.get("references") or ()))
     tally = ChunkTally()
+    if params.get("diverse"):
+        return run_diverse_chunk(job, chunk, diverse_setup(params, is_bitext), progress, total, tally)
+    setup = chunk_setup(params, is_bitext)
     ahead = prepare_ahead_for(setup.model.device.type)
     records = decoded_windows(chunk_records(chunk), setup, progress, total, tally, ahead)
     with short_gil_slices(PREPARE_SWITCH_INTERVAL) if ahead else contextlib.nullcontext():
         written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records)
+    shard_row(job, chunk, written, tally)
+    return {
+        "key": written["key"],
+        "sha256": written["sha256"],
+        "references": tally.references,
+        "pairs": tally.pairs,
+        "per_system": by_system(tally.per_system),
+        "batch_size": setup.batch.size,
+        "batch_rule": setup.batch.rule,
+        "dtype": setup.model.dtype,
+    }
+
+
+def run_diverse_chunk(
+    job: Job, chunk: JobChunk, setup: DiverseSetup, progress: ProgressFn, total: int, tally: ChunkTally
+) -> dict[str, Any]:
+    """A diverse job's chunk (:mod:`.diverse_chunk`): one shard written atomically, as any chunk's; its result
+    adds the engine's counts (``diverse``: what became of the samples, and ``fewer_than_keep``)."""
+    records = diverse_records(chunk_records(chunk), setup, progress, total, tally)
+    written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records)
+    shard_row(job, chunk, written, tally)
+    return {
+        "key": written["key"],
+        "sha256": written["sha256"],
+        "references": tally.references,
+        "pairs": tally.pairs,
+        "per_system": by_system(tally.per_system),
+        "diverse": dict(sorted(tally.diverse.items())),
+        "batch_size": setup.inputs_per_batch,
+        "batch_rule": setup.batch_rule,
+        "dtype": setup.model.dtype,
+    }
+
+
+def shard_row(job: Job, chunk: JobChunk, written: dict[str, Any], tally: ChunkTally) -> None:
+    """The chunk's ``ResourceShard``: created, or (a chunk that ran again) updated to the same values."""
     with transaction.atomic():
         ResourceShard.objects.update_or_create(
-            resource_id=params["resource"],
+            resource_id=job.params["resource"],
             index=chunk.index,
             defaults={
                 "key": written["key"],
@@ -100,16 +148,11 @@ def run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any]
                 "sha256": written["sha256"],
             },
         )
-    return {
-        "key": written["key"],
-        "sha256": written["sha256"],
-        "references": tally.references,
-        "pairs": tally.pairs,
-        "per_system": dict(sorted(tally.per_system.items(), key=lambda kv: int(kv[0]))),
-        "batch_size": setup.batch.size,
-        "batch_rule": setup.batch.rule,
-        "dtype": setup.model.dtype,
-    }
+
+
+def by_system(per_system: dict[str, Any]) -> dict[str, Any]:
+    """``per_system`` in the order systems are listed (numbers, then ranks: ``generation.systems``)."""
+    return dict(sorted(per_system.items(), key=lambda kv: system_sort_key(kv[0])))
 
 
 # ----------------------------------------------------------------------------------------- finish
@@ -118,6 +161,8 @@ def run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any]
 def resource_settings(params: dict[str, Any]) -> dict[str, Any]:
     """What the resource records of how it was made (the release card reads it): the job's settings as it
     decoded them (``stop``: :func:`job_stop_rule`), the IDF table's name and the tokenizer's version."""
+    if params.get("diverse"):
+        return diverse_resource_settings(params)
     table = IdfTable.objects.filter(pk=params["idf_table"]).first()
     out = {
         "model": params["model"],
@@ -144,6 +189,29 @@ def resource_settings(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def diverse_resource_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """A diverse job's settings as its resource records them: the model(s), the systems (the ranks), every
+    option of the diverse mode (``diverse``), seed, maximum length, device, tokenizer, and the sample."""
+    options = to_json(job_diverse_options(params))
+    out = {
+        "model": params["model"],
+        "model_sha256": params["model_sha256"],
+        "systems": job_systems(params),
+        "diverse": {k: v for k, v in options.items() if k not in DIVERSE_SHARED},
+        "backward_model": params.get("backward_model"),
+        "backward_model_sha256": params.get("backward_model_sha256"),
+        "max_length": params["max_length"],
+        "seed": params["seed"],
+        "device": params.get("device"),
+        "tokenizer": pipeline_signature(),
+    }
+    if "sample_per_length" in params:
+        out.update(
+            sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")
+        )
+    return out
+
+
 def finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
     """Sum the chunks into the resource (in one transaction) and the job's result."""
     params = job.params
@@ -159,16 +227,23 @@ def finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:
         resource.n_pairs = sum(c.result["pairs"] for c in chunks)
         resource.settings = resource_settings(params)
         resource.save(update_fields=["n_references", "n_pairs", "settings"])
-    return {
+    out = {
         "resource": resource.pk,
         "name": resource.name,
         "references": resource.n_references,
         "pairs": resource.n_pairs,
         "shards": [c.result["key"] for c in chunks],
         "campaign": None,  # an evaluation sample's campaign: filled in by annotation's finish hook
-        "per_system": dict(sorted(per_system.items(), key=lambda kv: int(kv[0]))),
+        "per_system": by_system(per_system),
         "decoding": decoding_summary(params, chunks),
     }
+    if params.get("diverse"):
+        counts: dict[str, int] = {}
+        for c in chunks:
+            for key, n in c.result.get("diverse", {}).items():
+                counts[key] = counts.get(key, 0) + n
+        out["diverse"] = dict(sorted(counts.items()))
+    return out
 
 
 def decoding_summary(params: dict[str, Any], chunks: list[JobChunk]) -> dict[str, Any]:
@@ -176,7 +251,9 @@ def decoding_summary(params: dict[str, Any], chunks: list[JobChunk]) -> dict[str
     chunks that ran before these were recorded state none)."""
     return {
         "batch_size": sorted({c.result["batch_size"] for c in chunks if "batch_size" in c.result}),
-        "batch_rule": BATCH_RULE if params.get("batch_size") else DEVICE_BATCH_RULE,
+        "batch_rule": BATCH_RULE
+        if params.get("batch_size")
+        else (DEVICE_INPUTS_RULE if params.get("diverse") else DEVICE_BATCH_RULE),
         "dtype": sorted({c.result["dtype"] for c in chunks if "dtype" in c.result}),
     }
 

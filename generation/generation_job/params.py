@@ -17,6 +17,14 @@ absent = the whole corpus), ``sample_chunk_size`` (references per chunk of a sam
 the fault test uses it to kill a worker mid-chunk) and ``prompt_template`` (a decoder-only model's prompt,
 stored as its JSON so that a worker needs no file).
 
+``diverse`` (stored only when true) decodes with ParaBank 2's diverse mode instead of constraint systems:
+``generation.decode_options.DiverseOptions``' fields, flattened (``negative_sets`` ... ``max_nll``, stored only
+by a diverse job: None otherwise), and ``backward_model`` (stored when given); ``seed``, ``max_length`` and
+``batch_size`` are the job's own, one value each, which the sampler reads too. A diverse job takes no
+``systems`` (not stored), IDF table, PPDB file or prompt, nor beam search's settings other than their defaults;
+its candidates' systems are the ranks "r1" .. "r<keep>" (:func:`job_systems`). A plain job's stored JSON is
+what it always was.
+
 Checks that need nothing but the values run when a :class:`GenerateParams` is made; those that read the
 database or the file system (the corpus is ready, the model folder loads, the PPDB file is there, the name
 is free, the default IDF table) run in :func:`generate_params_checked`, the one service the command, the
@@ -36,16 +44,26 @@ from typing import Any
 
 from django.conf import settings
 
-from jobs.params import ParamsError, fail, finite, from_values, int_at_least, param, to_json
+from jobs.params import ParamsError, fail, finite, from_values, int_at_least, param, to_json, true_false_or_unset
 
-from ..decode_options import DecodeOptions
+from ..decode_options import DIVERSE_SHARED, DecodeOptions, DiverseOptions, decoder_only_diverse_error
 from ..hooks import name_taken
 from ..model_source import MODEL_HELP, ModelFolderError, model_folder
 from ..models import Corpus, CorpusStatus, Resource
 from ..prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, for_folder
-from ..systems import PPDB_SYSTEMS, UnknownSystem, get_system
+from ..systems import PPDB_SYSTEMS, UnknownSystem, get_system, rank_system
 
 DEFAULT_LENGTHS = (5, 10, 20, 40)
+DIVERSE_HELP = (
+    "ParaBank 2's diverse mode: sample under random negative constraints, score, cluster; each reference's "
+    "kept outputs become systems r1, r2, ... by rank (no --systems)"
+)
+BACKWARD_HELP = "--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)"
+DEFAULT = DiverseOptions()
+DIVERSE_ONLY = tuple(f.name for f in dataclasses.fields(DiverseOptions) if f.name not in DIVERSE_SHARED)
+# settings of constrained decoding that the diverse mode cannot honour (it draws its own negative sets)
+NOT_WITH_DIVERSE = ("systems", "ppdb", "idf_table", "prompt_template")
+BEAM_ONLY = ("beam", "nbest", "stop", "length_penalty")  # DecodeOptions' beam search settings
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
 CAUSAL_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")  # config.json "architectures" of a decoder-only model
 # DecodeOptions' per-process knobs: a job decodes without them (their defaults), and never stores them
@@ -179,7 +197,14 @@ class GenerateParams:
     prompt_template: str | dict | None = field(
         default=None, metadata=param(help=PROMPT_TEMPLATE_HELP, kind=str, stored="if_set")
     )
-    systems: tuple[int, ...] = field(metadata=param(help="comma-separated system numbers (1-37, Tab. 3)", kind=str))
+    systems: tuple[int, ...] = field(
+        default=(),
+        metadata=param(
+            help="comma-separated system numbers (1-37, Tab. 3); needed, except with --diverse (which takes none)",
+            kind=str,
+            stored="non_default",
+        ),
+    )
     sample_per_length: int | None = field(
         default=None,
         metadata=param(
@@ -195,7 +220,12 @@ class GenerateParams:
         ),
     )
     decode: DecodeOptions = field(default=DecodeOptions(), metadata=param(flatten=True))
-    seed: int = field(default=0, metadata=param(help="seed of the systems' random choices of words"))
+    diverse: bool = field(default=False, metadata=param(help=DIVERSE_HELP, stored="non_default"))
+    diverse_options: DiverseOptions | None = field(default=None, metadata=param(flatten=True, kind=DiverseOptions))
+    backward_model: str | None = field(default=None, metadata=param(help=BACKWARD_HELP, stored="if_set"))
+    seed: int = field(
+        default=0, metadata=param(help="seed of the systems' random choices of words (with --diverse: of its draws)")
+    )
     ppdb: str | None = field(default=None, metadata=param(help="PPDB 2.0 lexical file (systems 35-37)"))
     idf_table: int | None = field(
         default=None, metadata=param(help="IDF table id (default: the corpus's latest)", cli=False)
@@ -214,13 +244,18 @@ class GenerateParams:
 
         put("corpus", _int("corpus", self.corpus))
         put("model", str(self.model))
-        put("systems", tuple(parse_systems(_items(self.systems))))
         if not isinstance(self.decode, DecodeOptions):
             raise GenerationSettingsError(f"decode must be DecodeOptions, not {type(self.decode).__name__}")
         knobs = [n for n in NOT_JOB_OPTIONS if getattr(self.decode, n) != getattr(DecodeOptions(), n)]
         if knobs:
             raise fail("{0} is not a generation job's setting", knobs[0], error=GenerationSettingsError)
         put("seed", _int("seed", self.seed, 0))
+        put("diverse", bool(true_false_or_unset("diverse", self.diverse, error=GenerationSettingsError)))
+        put("backward_model", str(self.backward_model) if self.backward_model else None)
+        put("systems", tuple(_items(self.systems)))
+        put("diverse_options", self._checked_diverse_options())
+        if not self.diverse:
+            put("systems", tuple(parse_systems(self.systems)))
         put("ppdb", str(self.ppdb) if self.ppdb else None)
         if not self.ppdb and any(n in PPDB_SYSTEMS for n in self.systems):
             raise GenerationSettingsError("PPDB systems 35-37 need a PPDB file (--ppdb FILE)")
@@ -236,6 +271,46 @@ class GenerateParams:
             put("sample_per_length", _int("sample_per_length", self.sample_per_length))
         put("lengths", tuple(lengths) if self.sample_per_length is not None else None)
         put("name", (str(self.name).strip() or None) if self.name is not None else None)
+
+    def _checked_diverse_options(self) -> DiverseOptions | None:
+        """The diverse mode's options (None without ``diverse``): its own settings refused without it, and with
+        it the settings it cannot honour (constraint systems, their IDF table and PPDB file, a prompt, beam
+        search's); ``seed``, ``max_length`` and ``batch_size`` are the job's own, one value each."""
+        options = self.diverse_options
+        if options is not None and not isinstance(options, DiverseOptions):
+            raise GenerationSettingsError(f"diverse_options must be DiverseOptions, not {type(options).__name__}")
+        if not self.diverse:
+            given = [n for n in DIVERSE_ONLY if options is not None and getattr(options, n) != getattr(DEFAULT, n)]
+            given += ["backward_model"] if self.backward_model else []
+            if given:
+                raise fail("{0} needs {1}", given[0], "diverse", error=GenerationSettingsError)
+            return None
+        clash = [n for n in NOT_WITH_DIVERSE if getattr(self, n)]
+        if clash:
+            raise fail(
+                "{1} samples its own negative constraints: leave out {0}",
+                clash[0],
+                "diverse",
+                error=GenerationSettingsError,
+            )
+        search = [n for n in BEAM_ONLY if getattr(self.decode, n) != getattr(DecodeOptions(), n)]
+        if search:
+            raise fail(
+                "{0} is beam search's; {1} samples: leave it out", search[0], "diverse", error=GenerationSettingsError
+            )
+        shared = {"seed": self.seed, "max_length": self.decode.max_length, "batch_size": self.decode.batch_size}
+        if options is None:
+            return DiverseOptions(**shared)
+        for name, value in shared.items():
+            if getattr(options, name) != value:
+                raise fail(
+                    "{0} is one setting of the job and of its diverse sampling: {value!r} and {other!r} differ",
+                    name,
+                    error=GenerationSettingsError,
+                    value=value,
+                    other=getattr(options, name),
+                )
+        return options
 
 
 def check_name_free(name: str) -> None:
@@ -257,6 +332,8 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
         raise GenerationSettingsError(f"no corpus numbered {params.corpus}")
     if corpus.status != CorpusStatus.READY:
         raise GenerationSettingsError(f"corpus {corpus.name!r} is {corpus.status}, not ready")
+    if params.diverse:
+        return diverse_params_checked(params)
     template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
     model_fingerprint(params.model)
     if params.ppdb and Path(params.ppdb).is_dir():
@@ -271,6 +348,39 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
     if params.name:
         check_name_free(params.name)
     return dataclasses.replace(params, idf_table=idf_table, prompt_template=template)
+
+
+def diverse_params_checked(params: GenerateParams) -> GenerateParams:
+    """A diverse job's models checked (encoder-decoder ones: the refusal ``paraphrase --diverse`` gives a
+    decoder-only model) and its name; it takes no IDF table, no PPDB file, no prompt."""
+    for role, path in (("--model", params.model), ("--backward-model", params.backward_model)):
+        if path is None:
+            continue
+        try:
+            causal = check_model_folder(path)
+        except GenerationSettingsError as exc:
+            raise GenerationSettingsError(f"{role}: {exc}" if role != "--model" else str(exc)) from None
+        if causal:
+            raise GenerationSettingsError(str(decoder_only_diverse_error(role, path)))
+        model_fingerprint(path)
+    if params.name:
+        check_name_free(params.name)
+    return params
+
+
+def job_diverse_options(params: dict[str, Any]) -> DiverseOptions | None:
+    """The diverse mode's options of a job's params (None for a job of constraint systems): one reading of the
+    stored settings, where the job's ``seed``, ``max_length`` and ``batch_size`` are the sampler's too."""
+    return from_values(DiverseOptions, params) if params.get("diverse") else None
+
+
+def job_systems(params: dict[str, Any]) -> list[str]:
+    """The systems a job's candidates carry, as shard records and campaigns spell them: its constraint systems'
+    numbers, or the diverse mode's ranks ("r1" .. "r<keep>")."""
+    options = job_diverse_options(params)
+    if options is None:
+        return [str(n) for n in params["systems"]]
+    return [rank_system(r) for r in range(1, options.keep + 1)]
 
 
 def generation_params(params: GenerateParams) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from .params import job_decode_options, model_fingerprint, resolve_model_folder
 WINDOW = 512  # references tagged, selected and decoded together inside a chunk
 
 _MODEL_LOCK = threading.Lock()
-_MODEL: dict[tuple[str, str | None, str | None, str], Any] = {}
+_MODEL: dict[str, tuple[tuple[str, str | None, str | None, str], Any]] = {}  # role -> (key, model)
 # Windows prepared (tagged, constraints selected) ahead of the one decoding, in a background thread: the
 # bounded queue's size; 0: prepare each window only when it is its turn (the sequential version). None:
 # 1 where the model is on a GPU, 0 on the CPU, where the decoder itself keeps the cores and the GIL busy
@@ -52,22 +52,37 @@ DEVICE_BATCH_RULE = (
 )
 
 
-def loaded_model(path: str, device: str | None, dtype: str | None = None, prompt_template: dict | None = None):
-    """The decoder's model, loaded once per process (one model kept at a time); a decoder-only one with the
-    job's ``prompt_template``."""
+def loaded_model(
+    path: str,
+    device: str | None,
+    dtype: str | None = None,
+    prompt_template: dict | None = None,
+    *,
+    role: str = "forward",
+):
+    """The decoder's model, loaded once per process (one model kept per ``role`` at a time: the diverse mode's
+    ``backward`` one beside it); a decoder-only one with the job's ``prompt_template``."""
     from ..decoding import load_model  # (torch: loaded by the worker that decodes, not by the plan)
 
     key = (str(resolve_model_folder(path)), device, dtype, json.dumps(prompt_template, sort_keys=True))
     with _MODEL_LOCK:
-        if key not in _MODEL:
+        held = _MODEL.get(role)
+        if held is None or held[0] != key:
             if device == "cuda":
                 import torch
 
                 if not torch.cuda.is_available():
                     raise RuntimeError("device 'cuda' was asked for but this worker has no CUDA device")
-            _MODEL.clear()
-            _MODEL[key] = load_model(key[0], device=device, dtype=dtype, prompt_template=prompt_template)
-        return _MODEL[key]
+            _MODEL.pop(role, None)
+            held = _MODEL[role] = (key, load_model(key[0], device=device, dtype=dtype, prompt_template=prompt_template))
+        return held[1]
+
+
+def release_model(role: str) -> None:
+    """Let go of the model kept for ``role`` (a diverse job's backward model, once a chunk needs none): why, it
+    would hold memory that a GPU's batch size is computed from."""
+    with _MODEL_LOCK:
+        _MODEL.pop(role, None)
 
 
 def chunk_records(chunk: JobChunk) -> Iterator[dict[str, Any]]:
@@ -97,6 +112,7 @@ def chunk_setup(params: dict[str, Any], is_bitext: bool) -> ChunkSetup:
     from ..decoding import BatchChoice, default_batch_size
 
     options = job_decode_options(params)
+    release_model("backward")
     model = loaded_model(params["model"], options.device, options.dtype, params.get("prompt_template"))
     if model_fingerprint(params["model"]) != params["model_sha256"]:
         raise RuntimeError(f"the weights in {params['model']!r} changed since the job started")
@@ -292,11 +308,13 @@ def short_gil_slices(seconds: float) -> Iterator[None]:
 
 @dataclass
 class ChunkTally:
-    """What a chunk's windows decoded so far: references, merged pairs, per-system counts."""
+    """What a chunk's windows decoded so far: references, merged pairs, per-system counts (and the diverse
+    mode's counts of its samples: ``generation.decoding.diverse.DiverseResult``'s, summed)."""
 
     references: int = 0
     pairs: int = 0
     per_system: dict[str, dict[str, int]] = field(default_factory=dict)
+    diverse: dict[str, int] = field(default_factory=dict)
 
 
 def decoded_windows(

@@ -11,6 +11,7 @@ import io
 from typing import TYPE_CHECKING
 
 from annotation.costs import campaign_batch_costs
+from generation.systems import system_rank
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -51,7 +52,9 @@ def _text(value: str) -> str:
 
 
 def _label(row: dict) -> str:
-    return _text(row["system"] if row["name"] == row["system"] else f"{row['system']} {row['name']}")
+    """ "17 neg 3rd lowest IDF"; the name alone where it says the system already ("rank 1" for "r1")."""
+    alone = row["name"] == row["system"] or system_rank(row["system"]) is not None
+    return _text(row["name"] if alone else f"{row['system']} {row['name']}")
 
 
 def similarity_vs_diversity_png(similarity: dict, diversity: dict) -> bytes:

@@ -1,4 +1,6 @@
-"""ParaBank's result tables (Tab. 4 top: similarity, Tab. 4 bottom: diversity, Tab. 5: fluency), the
+"""ParaBank's result tables (Tab. 4 top: similarity, Tab. 4 bottom: diversity, Tab. 5: fluency), ParaBank 2's
+diversity view (``pairwise``: 1-BLEU and intersection/union against the reference, pairwise 1-BLEU between
+two systems' outputs for the same reference, ``scoring.diversity.pairwise_rows``), the
 reliability figures and the raters' quality-control figures for a campaign, as a dict (the JSON of
 ``manage.py report``), Markdown or CSV. Values are unrounded except in Markdown (2 decimals, "-" for an
 empty cell; reliability 3 decimals). Raters go by ``annotation.models.rater_name``, as everywhere.
@@ -30,23 +32,32 @@ from annotation.models import Campaign, Candidate, CandidateSystem, Judgment, Ve
 from annotation.quality import RaterFigures, campaign_rater_figures
 from annotation.split_half import split_half_label
 from api.csv_safety import spreadsheet_csv_writer
+from generation.systems import system_display_name, system_rank
 from scoring.aggregation import ESTIMATES, CampaignData, fluency_rows, load_campaign, similarity_rows, zscore_estimates
-from scoring.diversity import diversity_rows
+from scoring.diversity import diversity_rows, pairwise_rows
 from scoring.reliability import reliability_and_splits
 
 log = logging.getLogger(__name__)
 
-TABLES = {"similarity": similarity_rows, "fluency": fluency_rows, "diversity": diversity_rows}
+TABLES = {
+    "similarity": similarity_rows,
+    "fluency": fluency_rows,
+    "diversity": diversity_rows,
+    "pairwise": pairwise_rows,
+}
 REPORT_TABLES = (*TABLES, "reliability", "raters")
 TITLES = {
     "similarity": "Semantic similarity (0-100)",
     "fluency": "Meaningful and grammatical (%)",
     "diversity": "BLEU without brevity penalty (lower = more diverse)",
+    "pairwise": "ParaBank 2 diversity: 1-BLEU and token intersection/union against the reference, pairwise 1-BLEU "
+    "between systems (higher 1-BLEU, lower I/U = more diverse)",
     "raters": "Raters: attention checks, degraded-copy test, mean scores",
 }
 ZSCORE_TITLE = "Semantic similarity (0-100), bias-corrected (worker z-scores)"
-# the tables made of the counted raters' judgments (diversity is made of the candidates alone)
+# the tables made of the counted raters' judgments, and those made of the candidates alone
 COUNTING_RATERS = ("similarity", "fluency", "reliability")
+SAMPLE_TABLES = ("diversity", "pairwise")
 # Bump when a table's rules or shape change: entries made by the old code are then never read.
 CACHE_VERSION = 2  # 2: reliability from 2 judgments per candidate, stepped up (annotation.split_half)
 # An entry whose fingerprint no longer matches is never read again; expiry frees its room (a campaign in
@@ -74,16 +85,11 @@ def check_estimate(table: str, estimate: str | None) -> str | None:
 
 def system_name(campaign: Campaign, system: str) -> str:
     """The campaign's own name for a system (an imported ParaBank campaign maps "35" to "PARANMT"), else
-    the Tab. 3 name from generation.systems when it knows the number, else the number itself."""
+    ``generation.systems.system_display_name`` ("17" -> its Tab. 3 name, "r3" -> "rank 3", else itself)."""
     names = (campaign.settings or {}).get("system_names") or {}
     if system in names:
         return str(names[system])
-    try:
-        from generation.systems import get_system
-
-        return str(get_system(int(system)).name)
-    except Exception:  # noqa: BLE001 - no such module yet, not a number, or an unknown system
-        return str(system)
+    return system_display_name(str(system))
 
 
 def campaign_fingerprints(campaign: Campaign) -> tuple[str, str]:
@@ -189,10 +195,18 @@ class CampaignTables:
                 rows, extra["workers_sd0"] = self.cached("similarity-zscore", self._zscore_rows)
             else:
                 rows = self.cached("similarity", lambda: similarity_rows(self.data))
-        elif table == "diversity":
-            rows = self.cached("diversity", lambda: diversity_rows(self.data), judgments=False, minimum=False)
+        elif table in SAMPLE_TABLES:
+            rows = self.cached(table, lambda: TABLES[table](self.data), judgments=False, minimum=False)
         else:
             rows = self.cached(table, lambda: TABLES[table](self.data))
+        if table == "pairwise":  # one column per system instead of the length buckets
+            return {
+                "table": table,
+                "campaign": self.campaign.name,
+                **counts,
+                "systems": [r["system"] for r in rows],
+                "rows": [self._named(r) for r in rows],
+            }
         return {
             "table": table,
             "campaign": self.campaign.name,
@@ -259,6 +273,10 @@ def empty_reason(result: dict) -> tuple[str, int | None] | None:
     )
 
 
+def _blank(value) -> object:
+    return "" if value is None else value
+
+
 def _fmt(value) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -312,11 +330,35 @@ def _markdown_raters(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def column_label(system: str, name: str) -> str:
+    """A pairwise table's column header for a system: its name where that is a rank ("rank 1", short), else the
+    system as the "#" column shows it (a Tab. 3 name is too long for a column)."""
+    return name if system_rank(system) is not None else system
+
+
+def _markdown_pairwise(result: dict) -> str:
+    names = {r["system"]: r["name"] for r in result["rows"]}
+    columns = [column_label(s, names[s]).replace("|", "\\|") for s in result["systems"]]
+    lines = [
+        f"**{TITLES['pairwise']}** — campaign {result['campaign']}",
+        "",
+        "| # | System | 1-BLEU ref | I/U ref | " + " | ".join(columns) + " | Avg. |",
+        "|---|---|---:|---:|" + "---:|" * (len(columns) + 1),
+    ]
+    for row in result["rows"]:
+        cells = [row["system"], row["name"].replace("|", "\\|"), _fmt(row["ref_1_bleu"]), _fmt3(row["ref_iou"])]
+        cells += [_fmt(row["pairwise"].get(s)) for s in result["systems"]] + [_fmt(row["avg"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render_markdown(result: dict) -> str:
     if result["table"] == "reliability":
         return _markdown_reliability(result) + _markdown_empty(result)
     if result["table"] == "raters":
         return _markdown_raters(result)
+    if result["table"] == "pairwise":
+        return _markdown_pairwise(result)
     buckets = result["buckets"]
     title = ZSCORE_TITLE if result.get("estimate") == "zscore" else TITLES[result["table"]]
     lines = [
@@ -365,6 +407,14 @@ def render_csv(result: dict) -> str:
         writer.writerow(columns)
         for row in result["rows"]:
             writer.writerow(["" if row[k] is None else row[k] for k in columns])
+        return out.getvalue()
+    if result["table"] == "pairwise":
+        writer.writerow(["system", "name", "ref_1_bleu", "ref_iou", *result["systems"], "avg", "n"])
+        for row in result["rows"]:
+            figures = [row["ref_1_bleu"], row["ref_iou"], *(row["pairwise"].get(s) for s in result["systems"])]
+            writer.writerow(
+                [row["system"], row["name"], *("" if v is None else v for v in figures), _blank(row["avg"]), row["n"]]
+            )
         return out.getvalue()
     buckets = result["buckets"]
     writer.writerow(["system", "name", *buckets, "avg", "std", "n"])

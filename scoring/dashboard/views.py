@@ -1,5 +1,6 @@
 """The researcher's dashboard (staff only): a campaign's similarity, fluency and diversity tables
-(ParaBank Tab. 4-5, the same numbers as ``manage.py report``), the reliability figures, the cost so far
+(ParaBank Tab. 4-5, the same numbers as ``manage.py report``), ParaBank 2's pairwise diversity view, the
+reliability figures, the cost so far
 per batch (``annotation.costs``), the raters' quality-control figures (``annotation.quality``), and plots
 of each, downloadable.
 
@@ -38,6 +39,7 @@ from scoring.dashboard.tables import (
     CampaignTables,
     EstimateError,
     check_estimate,
+    column_label,
     empty_reason,
     render_csv,
 )
@@ -83,6 +85,8 @@ def _fmt3(value) -> str:
 
 def _display(table: dict, fill_url: Callable[[int], str]) -> dict:
     """Rows as formatted cells for the template (autoescaped there), and why the table is empty (``_empty``)."""
+    if table["table"] == "pairwise":
+        return _display_pairwise(table)
     rows = []
     for r in table["rows"]:
         cells = [_fmt(r["by_length"].get(b)) for b in table["buckets"]] + [_fmt(r["avg"])]
@@ -100,6 +104,30 @@ def _display(table: dict, fill_url: Callable[[int], str]) -> dict:
         "rows": rows,
         "workers_sd0": table.get("workers_sd0") if table.get("estimate") == "zscore" else None,
         "empty": _empty(table, fill_url),
+    }
+
+
+def _display_pairwise(table: dict) -> dict:
+    """ParaBank 2's diversity view: against the reference, then one column per system (``column_label``)."""
+    names = {r["system"]: r["name"] for r in table["rows"]}
+    rows = [
+        {
+            "system": r["system"],
+            "name": r["name"],
+            "cells": [_fmt(r["ref_1_bleu"]), _fmt3(r["ref_iou"])]
+            + [_fmt(r["pairwise"].get(s)) for s in table["systems"]]
+            + [_fmt(r["avg"])],
+            "n": r["n"],
+        }
+        for r in table["rows"]
+    ]
+    return {
+        "name": "pairwise",
+        "title": TITLES["pairwise"],
+        "headers": ["1-BLEU ref", "I/U ref", *(column_label(s, names[s]) for s in table["systems"]), "Avg."],
+        "rows": rows,
+        "workers_sd0": None,
+        "empty": None,
     }
 
 

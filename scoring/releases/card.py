@@ -28,6 +28,7 @@ import yaml
 from infra.licences import NO_LICENSE, SPDX_LICENSES, license_check, license_conflict  # noqa: F401 (re-exported)
 from infra.local_paths import is_local_path, local_name, without_local_paths  # noqa: F401 (used here and re-exported)
 from scoring.regressor.held_out import SIMILAR_AT, calibration_of, calibration_rows_text, cv_rho, held_out_rho, percent
+from scoring.releases.columns import PARABANK2, PARABANK2_PARAPHRASES, PARAFORGE
 
 CARD_FILE = "README.md"
 LICENSE_HELP = (
@@ -116,8 +117,17 @@ def license_text(spdx: str) -> str:
     )
 
 
-def _loading(fmt: str, files: dict[str, str]) -> list[str]:
+def _loading(fmt: str, files: dict[str, str], layout: str = PARAFORGE) -> list[str]:
     pairs, judgments = files["pairs"], files["judgments"]
+    if layout == PARABANK2:  # no header, and lines of different lengths: read it as rows of cells
+        code = [
+            "import csv, gzip, pandas",
+            f'with gzip.open("{pairs}", "rt", encoding="utf-8") as fh:',
+            '    lines = list(csv.reader(fh, delimiter="\\t", quoting=csv.QUOTE_NONE))',
+            "# each line: score, reference, paraphrase 1 (the best), paraphrase 2, ... (at most 5)",
+            f'judgments = pandas.read_csv("{judgments}", sep="\\t", quoting=csv.QUOTE_NONE, keep_default_na=False)',
+        ]
+        return ["```python", *code, "```"]
     if fmt == "parquet":
         code = [
             "from datasets import load_dataset",
@@ -137,6 +147,21 @@ def _loading(fmt: str, files: dict[str, str]) -> list[str]:
             f'judgments = pandas.read_csv("{judgments}", sep="\\t", quoting=csv.QUOTE_NONE, keep_default_na=False)',
         ]
     return ["```python", *code, "```"]
+
+
+def _layout(layout: str) -> list[str]:
+    """What the parabank2 layout is, for a reader who knows ParaBank 2's files (nothing for Paraforge's own)."""
+    if layout != PARABANK2:
+        return []
+    return [
+        "",
+        f"The pairs are laid out as ParaBank 2's TSV (Hu et al., CoNLL 2019): a line per reference, no header, "
+        f"holding a score, the reference and its paraphrases, at most {PARABANK2_PARAPHRASES}, best first: a diverse "
+        "resource's outputs in rank order (rank 1 first), other resources' pairs by predicted similarity, highest "
+        "first. The score is the first paraphrase's predicted similarity (0-100; empty: it has none), not a score of "
+        "the reference. Each paraphrase's own score, systems, constraints and caveat are in a release of the "
+        "paraforge layout.",
+    ]
 
 
 def _trust(manifest: dict[str, Any]) -> list[str]:
@@ -216,7 +241,13 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         f"- {copies:,} paraphrase(s) identical to their reference (same text after Unicode NFKC, case folding and "
         f"whitespace collapsing) were {kept}. Near-copies (a word or a punctuation mark changed) remain; the "
         "overlap and BLEU filters remove them.",
-        "- The paraphrases are machine output of lexically constrained decoding: they can be ungrammatical, "
+        "- The paraphrases are machine output of "
+        + (
+            "sampling under negative constraints"
+            if (manifest.get("generation") or {}).get("diverse")
+            else "lexically constrained decoding"
+        )
+        + ": they can be ungrammatical, "
         "change the meaning, or repeat words. Fluency was judged only for the judged sample (`gm` in the "
         "judgments), not predicted for every pair.",
         f"- The references are the English side of corpus {_code(corpus.get('name', manifest['resource']))}"
@@ -312,6 +343,7 @@ def dataset_card(manifest: dict[str, Any], columns: list[tuple[str, list[tuple[s
     provenance, the settings, and the citation of ParaBank. ``columns``: per file title, its ``(name, type,
     meaning)`` rows. Built from the manifest alone, so it is as reproducible."""
     counts, fmt = manifest["counts"], manifest["pairs_format"]
+    layout = manifest.get("layout", PARAFORGE)
     files = manifest["files"]
     names = {
         "pairs": next(n for n in files if n.startswith("pairs.")),
@@ -340,11 +372,18 @@ def dataset_card(manifest: dict[str, Any], columns: list[tuple[str, list[tuple[s
         "",
         f"# {name}",
         "",
-        f"Paraphrases of the references of resource {_code(manifest['resource'])}, generated with lexically "
-        "constrained decoding the way ParaBank (Hu et al., 2019) was built, each pair scored by a similarity "
-        "regressor trained on human judgments (0-100), together with those judgments. Release "
-        f"{_code(manifest['version'])}, format `{fmt}`; `manifest.json` beside this card holds every fact below "
-        "and the SHA-256 of each file.",
+        f"Paraphrases of the references of resource {_code(manifest['resource'])}, generated "
+        + (
+            "by sampling under random negative constraints, scored and clustered into ranked outputs, the way "
+            "ParaBank 2 (Hu et al., 2019b) was built"
+            if (manifest.get("generation") or {}).get("diverse")
+            else "with lexically constrained decoding the way ParaBank (Hu et al., 2019) was built"
+        )
+        + ", each pair scored by a similarity regressor trained on human judgments (0-100), together with those "
+        "judgments. Release "
+        f"{_code(manifest['version'])}, format `{fmt}`, layout `{layout}`; `manifest.json` beside this card holds "
+        "every fact below and the SHA-256 of each file.",
+        *_layout(layout),
         "",
         "## Licence",
         "",
@@ -358,13 +397,13 @@ def dataset_card(manifest: dict[str, Any], columns: list[tuple[str, list[tuple[s
     for config in ("pairs", "judgments"):
         file = names[config]
         n = f"{rows[file]:,}"
-        if fmt == "jsonl" and config == "pairs":
+        if (fmt == "jsonl" or layout == PARABANK2) and config == "pairs":
             n = f"{counts['references']:,} references ({counts['pairs']:,} pairs)"
         cells = [f"`{file}`", n, f"`{files[file]['sha256']}`"]
         if fmt == "parquet":
             cells.insert(0, f"{config} (default)" if config == "pairs" else config)
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", *_loading(fmt, names), ""]
+    lines += ["", *_loading(fmt, names, layout), ""]
     for title, described in columns:
         lines += [f"### Columns of `{title}`", "", "| column | type | meaning |", "|---|---|---|"]
         lines += [f"| `{column}` | `{kind}` | {_cell(meaning)} |" for column, kind, meaning in described]

@@ -18,7 +18,7 @@ from generation.models import Resource
 from jobs.models import JobStatus
 from scoring.models import Release, ScoredResource
 from scoring.releases.card import NO_LICENSE, license_check, license_conflict
-from scoring.releases.columns import FORMATS
+from scoring.releases.columns import FORMATS, LAYOUTS, PARABANK2
 from scoring.scored.job import regressor_version
 
 # a version names a folder (releases/<resource id>/<version>/): no separators, no "." or "..", no newline
@@ -69,6 +69,20 @@ def format_check(fmt: Any) -> str:
     if fmt not in FORMATS:
         raise ReleaseError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     return fmt
+
+
+def layout_check(fmt: str, layout: Any) -> str:
+    """``layout`` if it is a pairs layout (``LAYOUTS``) that ``fmt`` can hold, else a ReleaseError: ParaBank 2's
+    layout is its TSV, so it is written only as ``tsv`` (a JSONL or Parquet file of ParaBank 2's lines would be
+    neither ParaBank 2's file nor Paraforge's typed pairs)."""
+    if layout not in LAYOUTS:
+        raise ReleaseError(f"unknown layout {layout!r} (one of {', '.join(LAYOUTS)})")
+    if layout == PARABANK2 and fmt != "tsv":
+        raise ReleaseError(
+            f"layout {PARABANK2} is ParaBank 2's TSV and is written only as format tsv, not {fmt}: export it with "
+            f"format tsv, or choose layout paraforge for {fmt}"
+        )
+    return layout
 
 
 def card_license(fmt: str, license: str | None) -> str:

@@ -20,6 +20,22 @@ from scoring.releases.parquet import JUDGMENT_MEANINGS, JUDGMENTS_PARQUET, PAIR_
 # 3: non-words left out as in a HIT batch, a caveat column for every pair without an honest score
 RELEASE_FORMAT = "paraforge-release/3"
 FORMATS = ("tsv", "jsonl", "parquet")
+# how the pairs are laid out: Paraforge's own columns (a pair per row, a reference per JSONL line), or ParaBank 2's
+# TSV (a reference per line: score, reference, up to PARABANK2_PARAPHRASES paraphrases in rank order; tsv only)
+PARAFORGE, PARABANK2 = "paraforge", "parabank2"
+LAYOUTS = (PARAFORGE, PARABANK2)
+PARABANK2_PARAPHRASES = 5
+PARABANK2_FILE = "pairs.parabank2.tsv.gz"
+PARABANK2_COLUMNS = ("score", "reference", *(f"paraphrase_{k}" for k in range(1, PARABANK2_PARAPHRASES + 1)))
+PARABANK2_MEANINGS = {
+    "score": "the first paraphrase's predicted similarity to the reference, 0-100 (empty: it has a caveat, as in "
+    "the paraforge layout)",
+    "reference": "the reference sentence",
+    **{
+        f"paraphrase_{k}": f"its rank-{k} paraphrase (a line ends after its last one: no empty cells)"
+        for k in range(1, PARABANK2_PARAPHRASES + 1)
+    },
+}
 PAIR_COLUMNS = (
     "ref_index",
     "reference",
@@ -53,7 +69,9 @@ JUDGMENTS_FILE = "judgments.tsv.gz"
 MANIFEST_FILE = "manifest.json"
 
 
-def pairs_file_name(fmt: str) -> str:
+def pairs_file_name(fmt: str, layout: str = PARAFORGE) -> str:
+    if layout == PARABANK2:
+        return PARABANK2_FILE
     return PAIRS_PARQUET if fmt == "parquet" else f"pairs.{fmt}.gz"
 
 
@@ -61,9 +79,12 @@ def judgments_file_name(fmt: str) -> str:
     return JUDGMENTS_PARQUET if fmt == "parquet" else JUDGMENTS_FILE
 
 
-def manifest_columns(fmt: str) -> dict[str, Any]:
+def manifest_columns(fmt: str, layout: str = PARAFORGE) -> dict[str, Any]:
     """The manifest's ``columns``: per data file, its columns (parquet: with their Arrow types; jsonl: the
-    reference object's keys and each paraphrase's)."""
+    reference object's keys and each paraphrase's; the parabank2 layout: its line's cells, up to the fifth
+    paraphrase)."""
+    if layout == PARABANK2:
+        return {PARABANK2_FILE: list(PARABANK2_COLUMNS), JUDGMENTS_FILE: list(JUDGMENT_COLUMNS)}
     if fmt == "parquet":
         return {
             PAIRS_PARQUET: parquet.schema_columns(parquet.PAIRS_SCHEMA),
@@ -95,10 +116,10 @@ def _text_kind(field: Any, *, jsonl: bool = False) -> str:
     return "string" if jsonl else "text"
 
 
-def card_columns(fmt: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
+def card_columns(fmt: str, layout: str = PARAFORGE) -> list[tuple[str, list[tuple[str, str, str]]]]:
     """Per data file, its ``(column, type, meaning)`` rows for the card: the Arrow types for parquet, how the text
-    writes them else (one schema, ``scoring.releases.parquet``, for every format)."""
-    pairs_name, judgments_name = pairs_file_name(fmt), judgments_file_name(fmt)
+    writes them else (one schema, ``scoring.releases.parquet``, for every format; the parabank2 layout's cells)."""
+    pairs_name, judgments_name = pairs_file_name(fmt, layout), judgments_file_name(fmt)
     pairs_schema, judgments_schema = parquet.PAIRS_SCHEMA, parquet.JUDGMENTS_SCHEMA
     if fmt == "parquet":
         return [
@@ -106,6 +127,12 @@ def card_columns(fmt: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
             (judgments_name, [(f.name, str(f.type), JUDGMENT_MEANINGS[f.name]) for f in judgments_schema]),
         ]
     judgments = [(f.name, _text_kind(f), JUDGMENT_MEANINGS[f.name]) for f in judgments_schema]
+    if layout == PARABANK2:
+        kinds = {f.name: _text_kind(f) for f in pairs_schema}  # score and reference as in the paraforge layout
+        return [
+            (pairs_name, [(c, kinds.get(c, "text"), PARABANK2_MEANINGS[c]) for c in PARABANK2_COLUMNS]),
+            (judgments_name, judgments),
+        ]
     if fmt == "jsonl":
         pairs_fields = {f.name: f for f in pairs_schema}
         pairs = [

@@ -1,10 +1,11 @@
 """The export service: a release of a scored resource written, all or nothing, into a folder (and optionally
 uploaded), and recorded as a ``Release`` row.
 
-A release folder holds the pairs (``pairs.tsv.gz``, ``pairs.jsonl.gz`` or ``pairs.parquet``), the judgments,
-the ``README.md`` card and ``manifest.json`` (``docs/reference/release-format.md``). The package's modules each
-hold one part: ``columns`` (the files' shapes), ``checks`` (version, format, licence, the scoring to release),
-``rows`` (the screened, filtered pairs and the judgments, streamed), ``writers`` (TSV, JSONL, Parquet),
+A release folder holds the pairs (``pairs.tsv.gz``, ``pairs.jsonl.gz``, ``pairs.parquet``, or in ParaBank 2's
+layout ``pairs.parabank2.tsv.gz``), the judgments, the ``README.md`` card and ``manifest.json``
+(``docs/reference/release-format.md``). The package's modules each hold one part: ``columns`` (the files' shapes),
+``checks`` (version, format, layout, licence, the scoring to release), ``rows`` (the screened, filtered pairs and
+the judgments, streamed), ``writers`` (TSV, JSONL, Parquet; Paraforge's layout or ParaBank 2's),
 ``manifest`` (the files in a folder, the card and the manifest last), ``card``, ``filters``, ``params`` (the
 export's settings) and ``job`` (the ``export_release`` job kind); ``access`` says who reads a release.
 
@@ -36,13 +37,14 @@ from scoring.models import Release, ScoredResource
 from scoring.releases.checks import (
     ReleaseError,
     card_license,
+    layout_check,
     next_version,
     release_license_check,
     release_version_check,
     release_version_free,
     scoring_for,
 )
-from scoring.releases.columns import MANIFEST_FILE
+from scoring.releases.columns import MANIFEST_FILE, PARAFORGE
 from scoring.releases.filters import ReleaseFilters
 from scoring.releases.manifest import release_files, write_release_files
 from scoring.releases.params import ReleaseExportParams
@@ -96,12 +98,15 @@ def release_write(
     fmt: str = "tsv",
     filters: ReleaseFilters | None = None,
     license: str | None = None,
+    layout: str = PARAFORGE,
 ) -> dict[str, Any]:
     """Write a release's files into ``out_dir`` (which must not hold a release yet); returns the manifest.
-    ``license``: an SPDX id (``card_license``), stated on the card and in the manifest. All or nothing: the
+    ``license``: an SPDX id (``card_license``), stated on the card and in the manifest; ``layout``: the pairs'
+    (``layout_check``: parabank2 only as tsv). All or nothing: the
     files are made in a staging folder beside ``out_dir`` and moved in once complete; on any failure nothing
     is left (the staging folder and any folder made for ``out_dir`` are removed)."""
     license = card_license(fmt, license)
+    layout_check(fmt, layout)
     release_license_check(scored, license)
     release_version_check(version)
     filters = filters or ReleaseFilters()
@@ -117,7 +122,7 @@ def release_write(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
     moved: list[Path] = []
     try:
-        manifest = write_release_files(LocalStorage(staging), scored, version, fmt, filters, license)
+        manifest = write_release_files(LocalStorage(staging), scored, version, fmt, filters, license, layout)
         _move_into_place(staging, out_dir, release_files(manifest), moved)
     except BaseException:
         for path in moved:
@@ -163,7 +168,13 @@ def release_export(
     out_dir = Path(out_dir).resolve()
     created = _missing_folders(out_dir)
     manifest = release_write(
-        scored=scored, out_dir=out_dir, version=version, fmt=params.format, filters=filters, license=params.license
+        scored=scored,
+        out_dir=out_dir,
+        version=version,
+        fmt=params.format,
+        filters=filters,
+        license=params.license,
+        layout=params.layout,
     )
     names = release_files(manifest)
     try:

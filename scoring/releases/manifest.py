@@ -1,11 +1,11 @@
 """A release's files written into one folder, the card and the manifest last: what the release says about itself.
 
-``manifest.json`` holds the version, the licence (SPDX), the counts, ``files`` (name -> ``{name, sha256,
-bytes}``), the provenance by name (never a path of this machine: ``scoring.releases.card.local_name``), the
-regressor (name, held-out rho with n and interval, metrics with the calibration, signature), the generation
-settings (``Resource.settings``, paths turned into names), the screen and the filters. It is strict JSON (no NaN
-or Infinity) and holds no timestamp, so the same inputs give the same bytes; the card (``README.md``) is built
-from it alone.
+``manifest.json`` holds the version, the licence (SPDX), the pairs' format and layout, the counts, ``files`` (name
+-> ``{name, sha256, bytes}``), the provenance by name (never a path of this machine:
+``scoring.releases.card.local_name``), the regressor (name, held-out rho with n and interval, metrics with the
+calibration, signature), the generation settings (``Resource.settings``, paths turned into names), the screen and
+the filters. It is strict JSON (no NaN or Infinity) and holds no timestamp, so the same inputs give the same bytes;
+the card (``README.md``) is built from it alone.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from infra.storage import LocalStorage
 from scoring.models import ScoredResource
 from scoring.regressor.held_out import held_out_rho
 from scoring.releases.card import CARD_FILE, NO_LICENSE, dataset_card, local_name, without_local_paths
-from scoring.releases.checks import ReleaseError
+from scoring.releases.checks import ReleaseError, layout_check
 from scoring.releases.columns import (
     JUDGMENTS_FILE,
     MANIFEST_FILE,
+    PARAFORGE,
     RELEASE_FORMAT,
     card_columns,
     manifest_columns,
@@ -67,9 +68,17 @@ def release_provenance(scored: ScoredResource) -> dict[str, Any]:
 
 
 def write_release_files(
-    out: LocalStorage, scored: ScoredResource, version: str, fmt: str, filters: ReleaseFilters, license: str
+    out: LocalStorage,
+    scored: ScoredResource,
+    version: str,
+    fmt: str,
+    filters: ReleaseFilters,
+    license: str,
+    layout: str = PARAFORGE,
 ) -> dict[str, Any]:
-    """Write every file of the release into ``out`` (the staging folder), the manifest last; returns it."""
+    """Write every file of the release into ``out`` (the staging folder), the manifest last; returns it.
+    ``layout``: the pairs' (``columns.LAYOUTS``; parabank2 only with ``fmt`` tsv, ``checks.layout_check``)."""
+    layout_check(fmt, layout)
     counts = dict.fromkeys(COUNT_KEYS, 0)
     screen = pair_screen(scored)
     files: dict[str, dict] = {}
@@ -77,10 +86,10 @@ def write_release_files(
         campaigns = release_campaigns(scored)
         write_parquet(out, scored, filters, campaigns, counts, files, screen)
     else:
-        pairs_name = pairs_file_name(fmt)
+        pairs_name = pairs_file_name(fmt, layout)
         files[pairs_name] = {"name": pairs_name}
         with gzip_lines(out, pairs_name, files[pairs_name]) as write:
-            write_pairs(write, scored, filters, fmt, counts, screen)
+            write_pairs(write, scored, filters, fmt, counts, screen, layout)
         campaigns = release_campaigns(scored)
         files[JUDGMENTS_FILE] = {"name": JUDGMENTS_FILE}
         with gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
@@ -93,7 +102,8 @@ def write_release_files(
             "version": version,
             "license": license,
             "pairs_format": fmt,
-            "columns": manifest_columns(fmt),
+            "layout": layout,
+            "columns": manifest_columns(fmt, layout),
             "files": files,
             "counts": {**counts, "campaigns": len(campaigns)},
             "copy_rule": COPY_RULE,
@@ -116,7 +126,7 @@ def write_release_files(
         }
     )
     files[CARD_FILE] = {"name": CARD_FILE}
-    card = dataset_card(manifest, card_columns(fmt))
+    card = dataset_card(manifest, card_columns(fmt, layout))
     with hashed(out, CARD_FILE, files[CARD_FILE]) as sink:
         sink.write(card.encode("utf-8"))
     manifest["files"] = files

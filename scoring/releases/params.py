@@ -5,9 +5,10 @@ the admin's and the API's export form, the JSON an export job stores and the wor
 Stored as (``jobs.params.to_json``, in this order): ``resource`` (id), ``version`` (set when the job starts: the
 next free ``vN`` unless given), ``format``, ``filters`` (the ``--filters`` text), ``min_score``, ``regressor``
 (name or null: the latest completed scoring), ``entailment_model``, ``license`` (null: NOASSERTION),
-``keep_copies``, ``keep_non_words``. Jobs stored before a setting existed lack its key (``entailment_model``,
-``license``, ``keep_copies``, ``keep_non_words`` came later): ``jobs.params.from_values`` reads the default for
-it, so they still run as they did.
+``keep_copies``, ``keep_non_words``, and ``layout`` only when it is not the default ``paraforge`` (so an export
+job's JSON is what it always was unless ParaBank 2's layout is asked for). Jobs stored before a setting existed
+lack its key (``entailment_model``, ``license``, ``keep_copies``, ``keep_non_words``, ``layout`` came later):
+``jobs.params.from_values`` reads the default for it, so they still run as they did.
 
 Where a release goes is not a setting of it: the command's ``--out`` and ``--upload`` are its own, and a job
 always writes to the configured storage (``scoring.releases.job``). The filters text is parsed where it is used
@@ -22,8 +23,8 @@ from django import forms
 
 from jobs.params import param
 from scoring.releases.card import LICENSE_HELP
-from scoring.releases.checks import format_check, release_version_check
-from scoring.releases.columns import FORMATS
+from scoring.releases.checks import format_check, layout_check, release_version_check
+from scoring.releases.columns import FORMATS, LAYOUTS, PARAFORGE
 from scoring.releases.filters import ReleaseFilters, parse_filters
 
 FILTERS_HELP = (
@@ -128,9 +129,25 @@ class ReleaseExportParams:
         ),
     )
 
+    layout: str = dataclasses.field(
+        default=PARAFORGE,
+        metadata=param(
+            help="how the pairs are laid out: paraforge (a pair per row, or a reference per JSONL line) or "
+            "parabank2 (ParaBank 2's TSV: a line per reference, its score, the reference and up to 5 paraphrases in "
+            "rank order; format tsv only)",
+            choices=LAYOUTS,
+            stored="non_default",
+            form_options={
+                "help_text": "paraforge: a pair per row; parabank2: ParaBank 2's TSV, a line per reference with its "
+                "score, the reference and up to 5 paraphrases in rank order (format tsv only)"
+            },
+        ),
+    )
+
     def __post_init__(self) -> None:
         """The command's ``--filters`` words joined into one text; an empty model folder or licence is none given
-        (as jobs have always stored them); the version's and the format's rules (``scoring.releases.checks``)."""
+        (as jobs have always stored them), an empty layout the default (an API call or a form without one); the
+        version's, the format's and the layout's rules (``scoring.releases.checks``)."""
         if isinstance(self.filters, (list, tuple)):
             object.__setattr__(self, "filters", ",".join(self.filters))
         for name in ("entailment_model", "license"):
@@ -138,9 +155,12 @@ class ReleaseExportParams:
                 object.__setattr__(self, name, None)
         for name in ("keep_copies", "keep_non_words"):
             object.__setattr__(self, name, bool(getattr(self, name)))
+        if not self.layout:
+            object.__setattr__(self, "layout", PARAFORGE)
         if self.version is not None:
             release_version_check(self.version)
         format_check(self.format)
+        layout_check(self.format, self.layout)
 
     def release_filters(self, *, load_model: bool = True, confined: bool = False) -> ReleaseFilters:
         """The filters these settings ask for (``filters.parse_filters``: ``load_model=False`` only checks the NLI

@@ -14,7 +14,7 @@ cursor, so memory stays flat whatever the resource's size.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db.models import Max
@@ -110,10 +110,15 @@ def _marked(record: dict[str, Any], screen: PairScreen, filters: ReleaseFilters,
 
 
 def kept_records(
-    scored: ScoredResource, filters: ReleaseFilters, counts: dict[str, int], screen: PairScreen
+    scored: ScoredResource,
+    filters: ReleaseFilters,
+    counts: dict[str, int],
+    screen: PairScreen,
+    arrange: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Each scored record (shard order, one at a time) with its candidates that pass the screen and ``filters``,
-    marked (``_marked``); counts as it goes."""
+    marked (``_marked``), then ``arrange``d (a layout's order and cap, e.g. ParaBank 2's five); counts what is
+    released as it goes."""
     storage = get_storage()
     for entry in sorted(scored.shards, key=lambda e: e["index"]):
         for record in read_jsonl_gz(entry["key"], storage=storage):
@@ -122,6 +127,8 @@ def kept_records(
             counts["pairs_read"] += len(candidates)
             counts["copies_read"] += sum(is_copy(record["reference"], c["text"]) for c in candidates)
             kept = filter_candidates(filters, {**record, "candidates": _marked(record, screen, filters, counts)})
+            if arrange is not None:
+                kept = arrange(kept)
             if not kept:
                 continue
             counts["references"] += 1

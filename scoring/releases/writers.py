@@ -1,6 +1,8 @@
 """The writers of a release's data files: gzip-compressed TSV or JSONL, or typed Parquet (``scoring.releases
 .parquet``), each written as its rows stream in (``scoring.releases.rows``) and hashed as it is written, so the
-manifest gets every file's SHA-256 and size without reading it again.
+manifest gets every file's SHA-256 and size without reading it again. The pairs come in Paraforge's layout (a pair
+per TSV row, a reference per JSONL line) or in ParaBank 2's (``parabank2_paraphrases``: a reference per TSV line,
+its score, the reference and up to five paraphrases in rank order).
 
 Deterministic: gzip's mtime is 0 and its file name empty, columns and keys come in a fixed order
 (``scoring.releases.columns``), so the same rows give byte-identical files. A TSV cell never breaks a row: tabs
@@ -13,15 +15,17 @@ import contextlib
 import gzip
 import io
 import json
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from annotation.models import Campaign
+from generation.systems import system_rank
 from infra.shards import HashingWriter
 from infra.storage import LocalStorage
 from scoring.models import ScoredResource
 from scoring.releases import parquet
-from scoring.releases.columns import JUDGMENT_COLUMNS, PAIR_COLUMNS
+from scoring.releases.columns import JUDGMENT_COLUMNS, PAIR_COLUMNS, PARABANK2, PARABANK2_PARAPHRASES, PARAFORGE
 from scoring.releases.filters import ReleaseFilters
 from scoring.releases.parquet import JUDGMENTS_PARQUET, PAIRS_PARQUET, ParquetRows, pair_row
 from scoring.releases.rows import PairScreen, judgment_rows, kept_records
@@ -104,10 +108,46 @@ def _tsv_pair(record: dict[str, Any], c: dict[str, Any]) -> str:
     )
 
 
+def candidate_rank(candidate: dict[str, Any]) -> int | None:
+    """A diverse-mode output's rank: the smallest ``k`` of its systems ``"r<k>"`` (None: not a ranked output)."""
+    ranks = [rank for s in candidate.get("systems") or [] if (rank := system_rank(s)) is not None]
+    return min(ranks, default=None)
+
+
+def parabank2_paraphrases(kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A reference's kept pairs as ParaBank 2 lists them: at most ``PARABANK2_PARAPHRASES``, best first. A diverse
+    resource's outputs (systems ``"r1"``, ``"r2"`` ...) come in rank order; other pairs (a beam resource's) by
+    predicted similarity, highest first, pairs without a score last; ties keep the pairs' order."""
+
+    def order(item: tuple[int, dict[str, Any]]) -> tuple[float, bool, float, int]:
+        index, c = item
+        rank, score = candidate_rank(c), c.get("score")
+        return (math.inf if rank is None else rank, score is None, -(score or 0.0), index)
+
+    return [c for _, c in sorted(enumerate(kept), key=order)][:PARABANK2_PARAPHRASES]
+
+
+def _parabank2_line(record: dict[str, Any], paraphrases: list[dict[str, Any]]) -> str:
+    """One reference as a line of ParaBank 2's TSV (no header): the first paraphrase's score, the reference, the
+    paraphrases; a line ends after its last paraphrase."""
+    return _tsv((paraphrases[0].get("score"), record["reference"], *(c["text"] for c in paraphrases)))
+
+
 def write_pairs(
-    write: Write, scored: ScoredResource, filters: ReleaseFilters, fmt: str, counts: dict[str, int], screen: PairScreen
+    write: Write,
+    scored: ScoredResource,
+    filters: ReleaseFilters,
+    fmt: str,
+    counts: dict[str, int],
+    screen: PairScreen,
+    layout: str = PARAFORGE,
 ) -> None:
-    """The pairs file's text (``fmt`` tsv: a header, then a row per pair; jsonl: a line per reference)."""
+    """The pairs file's text (``fmt`` tsv: a header, then a row per pair; jsonl: a line per reference; ``layout``
+    parabank2, tsv only: a line per reference, no header)."""
+    if layout == PARABANK2:
+        for record, kept in kept_records(scored, filters, counts, screen, arrange=parabank2_paraphrases):
+            write(_parabank2_line(record, kept))
+        return
     if fmt == "tsv":
         write(_tsv(PAIR_COLUMNS))
     for record, kept in kept_records(scored, filters, counts, screen):

@@ -33,7 +33,10 @@ after those, in ``FAMILIES`` order:
   that produced it, ``{system: set}``): ``sys_n`` systems that produced this text (the decoders agree),
   ``sys_n_rel`` (over the group's largest), ``sys_baseline`` (system 28, no constraint, among them) and
   how many of them are of each kind of Tab. 3 (``sys_neg_high``, ``sys_neg_low``, ``sys_neg_rand``,
-  ``sys_pos``, ``sys_bos``, ``sys_ppdb``); a key that is not one of the 37 systems counts for nothing;
+  ``sys_pos``, ``sys_bos``, ``sys_ppdb``); a key that is not one of the 37 systems counts for nothing,
+  ParaBank 2's ranks ("r1", "r2", ...) included: a rank's output looks like an imported baseline's (whose
+  systems the training pairs leave out), an output of no Tab. 3 system, and adding a column for it would
+  change every recipe's features and so every stored regressor;
 * ``group``: each of ``GROUP_BASE`` relative to the reference's other candidates in the batch:
   minus the group's mean (``grp_X_dmean``), minus its best (``grp_X_dmax``), percentile rank
   (``grp_X_rank``), and ``grp_size``; the embedding columns only ``with_embeddings``;

@@ -6,6 +6,10 @@
         [--ppdb FILE] [--batch-size B] [--max-length L] [--length-penalty LP] [--idf TABLE]
         [--sample-chunk-size R] [--pause-per-batch SECONDS]
         [--prompt-template paraphrase-chat|paraphrase-plain|FILE]
+    python manage.py generate CORPUS --model DIR|ORG/NAME --diverse [--negative-sets 5] [--samples 30]
+        [--top-k 10] [--temperature 1] [--ban-fraction X] [--ban-function-words] [--allow-non-words]
+        [--discourage PENALTY] [--clusters 8] [--keep 5] [--max-nll 3.5] [--backward-model M2] [--seed S]
+        [--sample-per-length N] [--lengths ...] [--max-length L] [--batch-size INPUTS] [--device ...] [--wait] ...
 
 The options are ``generation.generation_job.params.GenerateParams``' fields (the decoding ones
 ``generation.decode_options.DecodeOptions``', the rules ``paraphrase`` follows), ``--idf`` (a table's name or
@@ -13,6 +17,12 @@ id) aside. Every setting is checked before anything is created (``generate_param
 one-line error and a non-zero exit. ``--batch-size`` left out: each chunk takes the device's batch (32 on the CPU,
 from the free memory on a GPU) and its result says which. With ``--wait`` it blocks until the job ends and
 exits non-zero if it failed.
+
+``--diverse`` decodes with ParaBank 2's diverse mode (``generation.decoding.diverse``, the options of
+``paraphrase --diverse``): each reference's kept outputs become systems ``r1`` .. ``r<keep>`` by rank. It takes
+no ``--systems`` (nor ``--idf``, ``--ppdb``, ``--prompt-template``, or beam search's ``--beam``, ``--nbest``,
+``--stop``, ``--length-penalty``): giving one is an error, as is a diverse option without ``--diverse``.
+``--seed``, ``--max-length`` and ``--batch-size`` (inputs per batch there) are the job's one value each.
 """
 
 from __future__ import annotations
@@ -49,7 +59,8 @@ def _int_list(value: str, what: str) -> list[str]:
 class Command(BaseCommand):
     help = (
         "Decode a corpus (or, with --sample-per-length, its evaluation sample) under ParaBank constraint "
-        "systems into a paraphrase resource, as a chunked job on the gpu queue."
+        "systems (or, with --diverse, ParaBank 2's diverse mode) into a paraphrase resource, as a chunked job "
+        "on the gpu queue."
     )
 
     def add_arguments(self, parser) -> None:
@@ -76,7 +87,9 @@ class Command(BaseCommand):
                 "note: --lengths only sets the evaluation sample's buckets; without "
                 "--sample-per-length the whole corpus is decoded"
             )
-        values = {**o, "systems": _int_list(o["systems"], "--systems"), "idf_table": table.pk if table else None}
+        values = {**o, "idf_table": table.pk if table else None}
+        if o["systems"] is not None:
+            values["systems"] = _int_list(o["systems"], "--systems")
         if o["lengths"] is not None:
             values["lengths"] = _int_list(o["lengths"], "--lengths")
         try:

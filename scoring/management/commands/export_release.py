@@ -1,6 +1,6 @@
 """``export_release RESOURCE [--out DIR] [--license SPDX-ID] [--min-score X] [--format tsv|jsonl|parquet]
-[--filters ...] [--keep-copies] [--keep-non-words] [--entailment-model DIR] [--regressor NAME] [--version V]
-[--upload s3://bucket/prefix]``"""
+[--layout paraforge|parabank2] [--filters ...] [--keep-copies] [--keep-non-words] [--entailment-model DIR]
+[--regressor NAME] [--version V] [--upload s3://bucket/prefix]``"""
 
 import dataclasses
 import json
@@ -26,8 +26,9 @@ class Command(BaseCommand):
         "their reference left out unless --keep-copies, and those with a non-word unless --keep-non-words, "
         "as a HIT batch leaves them out), the human judgments, a README.md card (licence, "
         "held-out rho with n and interval, calibration table, limitations, provenance) and manifest.json "
-        "(counts, SHA-256 of each file, regressor, generation settings, filters). Same inputs -> "
-        "byte-identical files."
+        "(counts, SHA-256 of each file, regressor, generation settings, filters). --layout parabank2 writes the "
+        "pairs as ParaBank 2's TSV instead (a line per reference: score, reference, up to 5 paraphrases in rank "
+        "order). Same inputs -> byte-identical files."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -42,7 +43,7 @@ class Command(BaseCommand):
             help="folder to write the release into (must not hold one; default var/releases/RESOURCE/VERSION)",
         )
         parser.add_argument("--upload", default=None, help="also copy the files to s3://bucket/prefix")
-        params.add_arguments(parser, ReleaseExportParams)  # what to release: --version, --format, --filters ...
+        params.add_arguments(parser, ReleaseExportParams)  # what to release: --version, --format, --layout ...
 
     def handle(self, *args, resource: str, out: str | None, upload: str | None, **options) -> None:
         found = find_resource(resource)

@@ -1,4 +1,4 @@
-"""``python manage.py report CAMPAIGN --table similarity|fluency|diversity|reliability|raters
+"""``python manage.py report CAMPAIGN --table similarity|fluency|diversity|pairwise|reliability|raters
 [--format json|md|csv] [--min-judgments N] [--estimate raw|zscore]``
 
 The tables are the dashboard's, from the same cache (``scoring.dashboard.tables.CampaignTables``)."""
@@ -25,7 +25,9 @@ class Command(BaseCommand):
     help = (
         "Print a campaign's ParaBank-style table: similarity (Tab. 4 top), fluency = meaningful-and-"
         "grammatical rate (Tab. 5) or diversity = BLEU without brevity penalty (Tab. 4 bottom), by system "
-        "x length bucket; reliability = split-half reliability of the raw and z-score similarity "
+        "x length bucket; pairwise = ParaBank 2's diversity view per system: 1-BLEU and token "
+        "intersection/union against the reference, and 1-BLEU between two systems' outputs for the same "
+        "reference; reliability = split-half reliability of the raw and z-score similarity "
         "estimates and Krippendorff's alpha; or raters = each rater's attention checks, degraded-copy test "
         "and mean scores, by the name the admin and the dashboard use."
     )

@@ -1,0 +1,241 @@
+"""``generate --diverse`` (issue 39): ParaBank 2's diverse mode as a generate job. Each reference's kept outputs
+become candidates of systems r1 .. rK in rank order, none holding a word of the negative set it was sampled
+under; the same seed writes byte-identical shards; a chunk that runs again (a redelivered message, as after a
+worker killed mid-chunk) rewrites the same shard and row, each rank once; the evaluation sample becomes a
+campaign of those systems; a plain job stores what it always stored.
+
+On the shipped demo model, with few samples per reference so that the CPU runs stay short. The SIGKILL fault
+test (test_generation_fault.py) covers the resume machinery itself for any chunk; here the chunk is re-run
+through the kind's ``run_chunk``, which is what the resumed worker calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import Campaign, CandidateSystem
+from generation.corpora import ImportCorpusParams, corpus_import
+from generation.decode_options import DiverseOptions
+from generation.decoding.clustering import PINNED
+from generation.generation_job import KIND
+from generation.generation_job.kind import candidate_shard_key, run_chunk
+from generation.generation_job.params import GenerateParams, GenerationSettingsError, generation_params
+from generation.models import Resource, ResourceShard
+from generation.words import words_of
+from infra.shards import read_jsonl_gz
+from jobs.execution import job_finish, job_run_inline, job_start
+from jobs.models import Job, JobStatus
+from jobs.params import from_values, to_json
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("one_torch_thread")]
+
+DEMO_MODEL = str(Path(__file__).resolve().parents[2] / "generation" / "demo" / "model")
+SENTENCES = [
+    "The committee approved the new budget on Monday.",
+    "A man is playing a guitar.",
+    "Two dogs are running through the snow.",
+]
+SMALL = {"negative_sets": 2, "samples": 6, "keep": 3, "clusters": 5, "max_length": 40, "seed": 7, "device": "cpu"}
+DIVERSE_KEYS = {"text", "nll", "systems", "constraints", "diverse_score", "cluster", "banned"}
+
+
+@pytest.fixture
+def corpus(tmp_path, storage_dir):
+    path = tmp_path / "refs.txt"
+    path.write_text("\n".join(SENTENCES) + "\n")
+    return corpus_import(ImportCorpusParams(name="diverse-gen", path=path, format="mono", shard_size=2))
+
+
+def _params(corpus, **values) -> dict:
+    return generation_params(
+        from_values(GenerateParams, {"corpus": corpus.pk, "model": DEMO_MODEL, "diverse": True, **SMALL, **values})
+    )
+
+
+def _records(job) -> list[dict]:
+    return [r for c in job.chunks.order_by("index") for r in read_jsonl_gz(candidate_shard_key(job.pk, c.index))]
+
+
+def _check_ranked(record: dict, keep: int) -> None:
+    """At most ``keep`` candidates, systems r1, r2, ... in rank order (best score first), none holding a banned
+    word of its own set, which is its constraints' negative set; nll is the forward NLL (no backward model)."""
+    cands = record["candidates"]
+    assert 1 <= len(cands) <= keep and record["no_constraints"] == []
+    assert [c["systems"] for c in cands] == [[f"r{r}"] for r in range(1, len(cands) + 1)]
+    assert [c["diverse_score"] for c in cands] == sorted(c["diverse_score"] for c in cands)
+    for c in cands:
+        assert set(c) == DIVERSE_KEYS
+        [system] = c["systems"]
+        assert c["banned"] and not set(words_of(c["text"])) & set(c["banned"]), c
+        assert c["constraints"] == {system: {"positive": [], "negative": [[w] for w in c["banned"]], "bos_avoid": []}}
+        assert c["nll"] == c["diverse_score"] and 0 < c["nll"] <= 3.5
+        assert c["cluster"] != PINNED
+    assert len({c["cluster"] for c in cands}) == len(cands)
+
+
+def test_a_diverse_job_writes_ranked_candidates_and_records_its_settings(corpus):
+    params = _params(corpus)
+    # stored: the mode and every option of it; no constraint system, IDF table, PPDB file
+    assert params["diverse"] is True and "systems" not in params and params["idf_table"] is None
+    assert {k: params[k] for k in ("negative_sets", "samples", "keep", "clusters", "seed", "max_length")} == {
+        "negative_sets": 2,
+        "samples": 6,
+        "keep": 3,
+        "clusters": 5,
+        "seed": 7,
+        "max_length": 40,
+    }
+    assert to_json(from_values(GenerateParams, params)) == params  # the worker's reading is what was stored
+    job = job_start(kind=KIND, params=params, enqueue=False)
+    assert job.total_chunks == 2
+    job = job_run_inline(job_id=job.pk)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    records = _records(job)
+    assert [r["reference"] for r in records] == SENTENCES
+    for record in records:
+        _check_ranked(record, keep=3)
+    per_system = job.result["per_system"]
+    assert list(per_system) == ["r1", "r2", "r3"]
+    assert (
+        sum(v["outputs"] for v in per_system.values())
+        == job.result["pairs"]
+        == sum(len(r["candidates"]) for r in records)
+    )
+    assert per_system["r1"]["outputs"] == len(SENTENCES)
+    counts = job.result["diverse"]
+    assert counts["sampled"] == len(SENTENCES) * 2 * 6 and counts["violating"] == 0
+    assert counts["fewer_than_keep"] == sum(len(r["candidates"]) < 3 for r in records)
+    settings = Resource.objects.get(job=job).settings
+    assert settings["systems"] == ["r1", "r2", "r3"] and settings["model"] == DEMO_MODEL
+    everything = to_json(DiverseOptions(negative_sets=2, samples=6, keep=3, clusters=5))
+    assert settings["diverse"] == {k: v for k, v in everything.items() if k not in ("seed", "max_length", "batch_size")}
+    assert {k: settings["diverse"][k] for k in ("negative_sets", "samples", "keep", "clusters", "max_nll")} == {
+        "negative_sets": 2,
+        "samples": 6,
+        "keep": 3,
+        "clusters": 5,
+        "max_nll": 3.5,
+    }
+    assert (settings["seed"], settings["max_length"], settings["backward_model"]) == (7, 40, None)
+
+    # the same seed writes byte-identical shards; another seed other outputs
+    again = job_run_inline(job_id=job_start(kind=KIND, params=_params(corpus, name="again"), enqueue=False).pk)
+    assert [c.result["sha256"] for c in again.chunks.order_by("index")] == [
+        c.result["sha256"] for c in job.chunks.order_by("index")
+    ]
+    other = job_run_inline(job_id=job_start(kind=KIND, params=_params(corpus, name="other", seed=8), enqueue=False).pk)
+    assert [r["candidates"] for r in _records(other)] != [r["candidates"] for r in records]
+
+
+def test_a_chunk_run_again_rewrites_the_same_shard_each_rank_once(corpus):
+    job = job_run_inline(job_id=job_start(kind=KIND, params=_params(corpus), enqueue=False).pk)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    before = list(read_jsonl_gz(candidate_shard_key(job.pk, 0)))
+    row = ResourceShard.objects.get(resource__job=job, index=0)
+    chunk = job.chunks.get(index=0)
+    result = run_chunk(job, chunk, lambda done, total: None)  # a redelivered message (a worker lost mid-chunk)
+    after = list(read_jsonl_gz(candidate_shard_key(job.pk, 0)))
+    assert after == before and result["sha256"] == row.sha256 == chunk.result["sha256"]
+    assert ResourceShard.objects.filter(resource__job=job).count() == 2
+    for record in _records(job):
+        systems = [s for c in record["candidates"] for s in c["systems"]]
+        assert len(systems) == len(set(systems))  # each rank once
+    assert job_finish(job_id=job.pk).result == job.result  # finishing twice changes nothing
+
+
+def test_the_evaluation_sample_becomes_a_campaign_of_rank_systems(corpus, capsys):
+    call_command(
+        "generate",
+        "diverse-gen",
+        *("--model", DEMO_MODEL, "--diverse", "--negative-sets", "2", "--samples", "6", "--keep", "2"),
+        *("--max-length", "40", "--device", "cpu", "--sample-per-length", "1", "--lengths", "5,10", "--wait"),
+    )
+    out = json.loads(capsys.readouterr().out)
+    job = Job.objects.get(pk=out["job"])
+    assert out["status"] == "succeeded" and out["sample"] == {"5": 1, "10": 1} and out["references"] == 2
+    campaign = Campaign.objects.get(pk=out["campaign"])
+    assert "systems r1, r2" in campaign.description
+    systems = list(
+        CandidateSystem.objects.filter(candidate__reference__campaign=campaign).values_list("system", flat=True)
+    )
+    assert systems and set(systems) <= {"r1", "r2"} and "r1" in systems
+    assert sum(len(r["candidates"]) for r in _records(job)) == len(systems) == out["pairs"]
+
+
+def test_a_backward_model_adds_to_the_score_and_nll_stays_the_forward_one(corpus):
+    params = _params(corpus, backward_model=DEMO_MODEL, max_nll=7, sample_per_length=1, lengths=[10])
+    job = job_run_inline(job_id=job_start(kind=KIND, params=params, enqueue=False).pk)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    [record] = _records(job)
+    for c in record["candidates"]:
+        assert 0 < c["nll"] < c["diverse_score"] <= 7  # the score is the forward NLL plus the backward one
+    settings = Resource.objects.get(job=job).settings
+    assert settings["backward_model"] == DEMO_MODEL
+    assert settings["backward_model_sha256"] == settings["model_sha256"] == job.params["backward_model_sha256"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--diverse", "--systems", "28"], "diverse samples its own negative constraints: leave out systems"),
+        (["--diverse", "--beam", "8"], "beam is beam search's; diverse samples"),
+        (["--systems", "28", "--samples", "6"], "samples needs diverse"),
+        (["--systems", "28", "--backward-model", DEMO_MODEL], "backward_model needs diverse"),
+        (["--diverse", "--samples", "0"], "samples must be at least 1"),
+        ([], "give at least one system"),
+    ],
+)
+def test_cli_refuses_what_the_mode_cannot_honour(corpus, args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("generate", "diverse-gen", "--model", DEMO_MODEL, *args)
+    assert not Job.objects.exists() and not Resource.objects.exists()
+
+
+def test_a_decoder_only_model_is_refused_as_paraphrase_refuses_it(corpus, tmp_path):
+    from tests.generation.causal_models import save_chat_model
+
+    chat = save_chat_model(tmp_path / "chat")
+    with pytest.raises(CommandError) as raised:
+        call_command("generate", "diverse-gen", "--model", str(chat), "--diverse")
+    assert str(raised.value) == (
+        f"--model: {chat} is a decoder-only model; --diverse samples encoder-decoder (seq2seq) models only: "
+        "use beam search with --prompt-template for it"
+    )
+    with pytest.raises(GenerationSettingsError, match="--backward-model: .* is a decoder-only model"):
+        _params(corpus, backward_model=str(chat))
+
+
+def test_settings_keep_one_value_of_what_the_mode_shares_and_a_plain_job_stores_none_of_it():
+    made = GenerateParams(
+        corpus=1,
+        model="m",
+        diverse=True,
+        seed=3,
+        decode=from_values(GenerateParams, {"corpus": 1, "model": "m", "systems": [28], "max_length": 40}).decode,
+    )
+    assert (made.diverse_options.seed, made.diverse_options.max_length) == (3, 40)
+    with pytest.raises(GenerationSettingsError, match="seed is one setting"):
+        GenerateParams(corpus=1, model="m", diverse=True, seed=3, diverse_options=DiverseOptions(seed=4))
+    plain = from_values(GenerateParams, {"corpus": 1, "model": "m", "systems": [28], "max_length": 40, "seed": 2})
+    assert plain.diverse_options is None and not plain.diverse
+    assert set(to_json(plain)) == {
+        "corpus",
+        "model",
+        "systems",
+        "beam",
+        "nbest",
+        "stop",
+        "max_length",
+        "length_penalty",
+        "batch_size",
+        "device",
+        "dtype",
+        "seed",
+        "ppdb",
+        "idf_table",
+        "sample_chunk_size",
+        "pause_per_batch",
+    }
