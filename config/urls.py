@@ -10,7 +10,7 @@ urlpatterns = [
     path("api/schema/ui/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="schema-ui"),
     path("api/", include("jobs.urls")),
     path("api/", include("annotation.urls")),
-    path("research/", include("generation.urls")),
+    path("", include("generation.urls")),  # api/corpora/…/generations/ and research/… (generation/urls.py)
     path("", include("scoring.urls")),  # api/releases/… and research/campaigns/… (scoring/urls.py)
     path("", include("frontend.urls")),
 ]

@@ -1,5 +1,6 @@
-"""Admin of generation/: corpora (import by upload, with a progress bar; IDF action), shards, IDF tables,
-generated resources (with their generation job's progress) and their candidate shards."""
+"""Admin of generation/: corpora (import by upload, with a progress bar; IDF action; "Generate": a form that starts
+a ``generate`` job on a ready corpus, constraint systems or ParaBank 2's diverse mode, then shows its progress),
+shards, IDF tables, generated resources (with their generation job's progress) and their candidate shards."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ from django.utils.html import format_html, format_html_join
 
 from api.permissions import admin_permission
 from infra.storage import get_storage
-from jobs.execution import job_start
+from jobs.execution import job_launch, job_start
 from jobs.models import Job
+from jobs.results import job_outcome_html
 from jobs.widgets import PROGRESS_JS, progress_bar
 
 from .corpora import CorpusImportError, corpus_terms
+from .forms import GENERATE_PERMS, GENERATE_PROGRESS_PERMS, GenerateForm
+from .generation_job import KIND as GENERATE_KIND
 from .hooks import sample_link
 from .idf import idf_table_key
 from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus, IdfTable, Resource, ResourceShard
@@ -146,6 +150,8 @@ class CorpusAdmin(admin.ModelAdmin):
     has_import_permission = admin_permission(*IMPORT_PERMS)
     has_import_progress_permission = admin_permission(*IMPORT_PROGRESS_PERMS)
     has_build_idf_permission = admin_permission(*BUILD_IDF_PERMS)
+    has_generate_permission = admin_permission(*GENERATE_PERMS)
+    has_generate_progress_permission = admin_permission(*GENERATE_PROGRESS_PERMS)
 
     def changelist_view(self, request, extra_context=None):
         extra = {"may_import": self.has_import_permission(request)}
@@ -159,7 +165,27 @@ class CorpusAdmin(admin.ModelAdmin):
                 self.admin_site.admin_view(self.import_progress_view),
                 name="generation_corpus_import_progress",
             ),
+            path(
+                "<int:corpus_id>/generate/",
+                self.admin_site.admin_view(self.generate_view),
+                name="generation_corpus_generate",
+            ),
+            path(
+                "generate/<int:job_id>/",
+                self.admin_site.admin_view(self.generate_progress_view),
+                name="generation_corpus_generate_progress",
+            ),
         ] + super().get_urls()
+
+    def get_list_display(self, request):
+        shown = list(super().get_list_display(request))
+        return shown + ["generate_link"] if self.has_generate_permission(request) else shown
+
+    @admin.display(description="generate")
+    def generate_link(self, corpus: Corpus) -> str:
+        if corpus.status != CorpusStatus.READY:
+            return "-"
+        return format_html('<a href="{}">generate…</a>', reverse("admin:generation_corpus_generate", args=[corpus.pk]))
 
     @admin.display(description="shards")
     def shard_count(self, corpus: Corpus) -> int:
@@ -267,6 +293,52 @@ class CorpusAdmin(admin.ModelAdmin):
             "media": self.media,
         }
         return render(request, "admin/generation/corpus/import_progress.html", context)
+
+    def generate_view(self, request, corpus_id: int):
+        """The generate form of a corpus (``generation.forms.GenerateForm``: ``manage.py generate``'s settings and
+        checks); a valid one starts the job and leads to its progress page."""
+        if not self.has_generate_permission(request):
+            raise PermissionDenied  # a refused form checks nothing and starts no job
+        corpus = get_object_or_404(Corpus, pk=corpus_id)
+        if request.method == "POST":
+            form = GenerateForm(request.POST, corpus=corpus)
+            if form.is_valid():
+                try:
+                    job = job_launch(
+                        kind=GENERATE_KIND, params=form.cleaned_data["params"], label=f"generate {corpus.name}"
+                    )
+                except ValueError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    self.log_addition(request, job, f"Started: {job.label}")  # Recent actions
+                    return HttpResponseRedirect(reverse("admin:generation_corpus_generate_progress", args=[job.pk]))
+        else:
+            form = GenerateForm(corpus=corpus)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "corpus": corpus,
+            "title": f"Generate paraphrases of {corpus.name}",
+            "media": self.media + form.media,
+        }
+        return render(request, "admin/generation/corpus/generate.html", context)
+
+    def generate_progress_view(self, request, job_id: int):
+        """The page the generate form leads to: the job's live bar, then what it made (``jobs.results``)."""
+        if not self.has_generate_progress_permission(request):
+            raise PermissionDenied
+        job = get_object_or_404(Job, pk=job_id, kind=GENERATE_KIND)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "job": job,
+            "progress": progress_bar(job),
+            "title": job.label.capitalize() or "Generating",
+            "outcome_html": job_outcome_html(job, request.user),
+            "media": self.media,
+        }
+        return render(request, "admin/generation/corpus/generate_progress.html", context)
 
 
 @admin.register(IdfTable)

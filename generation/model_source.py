@@ -96,11 +96,14 @@ _RESOLVED: dict[tuple[str, str | None, str, bool], Path] = {}
 _RESOLVE_LOCK = threading.Lock()
 
 
-def model_folder(value: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
+def model_folder(
+    value: str | os.PathLike, base_dir: str | os.PathLike | None = None, *, cache_only: bool = False
+) -> Path:
     """The local folder for a ``--model`` value (see the module's docstring). A path that exists is returned
     as it is (the caller says what it lacks when it is not a checkpoint folder); a hub id comes back as its
-    snapshot folder in the cache. Raises ModelFolderError: a folder that does not exist, a hub id that is not
-    cached while offline, unknown or unreachable."""
+    snapshot folder in the cache. ``cache_only``: never fetch, as if offline (a web form: a request must not
+    make the server download a model). Raises ModelFolderError: a folder that does not exist, a hub id that
+    is not cached while offline, unknown or unreachable."""
     text = os.fspath(value)
     path = Path(text)
     if path.exists():
@@ -110,11 +113,11 @@ def model_folder(value: str | os.PathLike, base_dir: str | os.PathLike | None = 
     found = hub_id(text)
     if found is None:
         raise ModelFolderError(f"model folder {text!r} does not exist")
-    return _hub_snapshot(*found)
+    return _hub_snapshot(*found, cache_only=cache_only)
 
 
-def _hub_snapshot(repo_id: str, revision: str | None) -> Path:
-    cache, offline = hub_cache_dir(), hub_offline()
+def _hub_snapshot(repo_id: str, revision: str | None, *, cache_only: bool = False) -> Path:
+    cache, offline = hub_cache_dir(), hub_offline() or cache_only
     key = (repo_id, revision, str(cache), offline)
     with _RESOLVE_LOCK:
         if key in _RESOLVED and _RESOLVED[key].is_dir():
@@ -145,7 +148,9 @@ def _hub_snapshot(repo_id: str, revision: str | None) -> Path:
             f"model folder {name!r} does not exist, nor is it a valid hub id ({_one_line(exc)})"
         ) from None
     except LocalEntryNotFoundError as exc:
-        if offline:
+        if cache_only:
+            reason = "it is not fetched from here"
+        elif offline:
             reason = "offline mode (HF_HUB_OFFLINE=1 or TRANSFORMERS_OFFLINE=1) forbids fetching it"
         else:
             cause = exc.__cause__ or exc

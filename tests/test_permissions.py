@@ -448,6 +448,13 @@ def score_api(client):
     return gate(answer, answer.status_code == 400 and answer.json()["code"] == "invalid")
 
 
+def generate_api(client):
+    """No model given: the form answers 400 ``invalid`` naming it, which only a user past the permission check gets
+    to read; nothing is started either way."""
+    answer = post_json(client, f"/api/corpora/{corpus().pk}/generations/", {"systems": "28"})
+    return gate(answer, answer.status_code == 400 and answer.json()["code"] == "invalid")
+
+
 def export_api(client):
     scored = scored_resource()
     answer = post_json(client, f"/api/scored-resources/{scored.pk}/releases/", {"version": "v1"})
@@ -474,6 +481,12 @@ SCENARIOS: dict[str, Callable] = {
     "/admin/generation/corpus/import/": corpus_import,
     "/admin/generation/corpus/import/<int:job_id>/": get_page(
         lambda: f"/admin/generation/corpus/import/{job('import_corpus', name='c').pk}/"
+    ),
+    "/admin/generation/corpus/<int:corpus_id>/generate/": form_page(
+        lambda: f"/admin/generation/corpus/{corpus().pk}/generate/"
+    ),
+    "/admin/generation/corpus/generate/<int:job_id>/": get_page(
+        lambda: f"/admin/generation/corpus/generate/{job('generate').pk}/"
     ),
     "/admin/generation/idftable/<int:table_id>/download/": get_page(idf_download_url),
     "/admin/annotation/campaign/<path:object_id>/batch/": create_batch_page,
@@ -502,6 +515,7 @@ SCENARIOS: dict[str, Callable] = {
     "/api/batches/<id:batch_id>/sync/": batch_operation_api("sync", "published", lambda batch: True),
     "/api/batches/<id:batch_id>/approve/": batch_operation_api("approve", "published", approve_done),
     "/api/batches/<id:batch_id>/expire/": batch_operation_api("expire", "published", expire_done),
+    "/api/corpora/<id:corpus_id>/generations/": generate_api,
     "/api/regressors/": train_api,
     "/api/scored-resources/": score_api,
     "/api/scored-resources/<id:scored_resource_id>/releases/": export_api,

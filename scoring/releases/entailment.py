@@ -19,12 +19,11 @@ message whether or not it exists, so the form says nothing about the server's ot
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
+from infra.model_roots import confined_paths, model_roots
 
 ARGMAX = "argmax"
 BATCH_SIZE = 32
@@ -81,19 +80,10 @@ def entailment_model_folder(folder: str | Path, *, shown_as: str | None = None) 
     return path.resolve()
 
 
-def model_roots() -> list[Path]:
-    """The folders a form may name models under: ``settings.PARAFORGE_MODEL_ROOTS`` (a list of folders),
-    by default ``models/`` of the project and of ``PARAFORGE_VAR_DIR``; resolved."""
-    return [Path(os.path.realpath(root)) for root in settings.PARAFORGE_MODEL_ROOTS]
-
-
-def _within(path: Path, roots: list[Path]) -> bool:
-    return any(path == root or path.is_relative_to(root) for root in roots)
-
-
 def allowed_entailment_model(folder: str | Path) -> Path:
     """``folder`` (absolute, or relative to a model root) resolved, symbolic links and ``..`` included, if
-    that lies under one of ``model_roots()``; then checked like ``entailment_model_folder``. Anything
+    that lies under one of the model roots (``infra.model_roots``, the one rule of what a form may name); then
+    checked like ``entailment_model_folder``. Anything
     outside the roots, existing or not, gets the same EntailmentModelError, which names neither the roots nor
     any other path of the server: only what the user typed and what they can do about it."""
     roots = model_roots()
@@ -105,13 +95,8 @@ def allowed_entailment_model(folder: str | Path) -> Path:
         else "entailment models are not enabled on this server (no model folders: PARAFORGE_MODEL_ROOTS); "
         "ask its administrator, or export with manage.py export_release --entailment-model DIR"
     )
-    try:
-        given = Path(str(folder))
-        candidates = [given] if given.is_absolute() else [root / given for root in roots]
-        inside = [path for path in (Path(os.path.realpath(c)) for c in candidates) if _within(path, roots)]
-    except (OSError, ValueError, RuntimeError):  # a NUL byte, a name too long, a symbolic link loop
-        raise refused from None
-    if not str(folder).strip() or not inside:
+    inside = confined_paths(str(folder))  # (a NUL byte, a name too long, a symbolic link loop: none)
+    if not inside:
         raise refused
     found = next((path for path in inside if path.is_dir()), inside[0])
     return entailment_model_folder(found, shown_as=str(folder))
