@@ -70,7 +70,7 @@ def job_progress_page(model_admin: admin.ModelAdmin, request, job_id: int, *, ki
         "outcome_html": job_outcome_html(job, request.user),
         "media": model_admin.media,
     }
-    return render(request, "scoring/admin_job_progress.html", context)
+    return render(request, "admin/job_progress.html", context)
 
 
 @admin.register(Regressor)
@@ -130,7 +130,7 @@ class RegressorAdmin(admin.ModelAdmin):
             form = TrainRegressorForm(initial={"campaign": request.GET.get("campaign")})
         return render(
             request,
-            "scoring/admin_job_form.html",
+            "admin/job_form.html",
             {
                 **self.admin_site.each_context(request),
                 "opts": self.model._meta,
@@ -317,7 +317,7 @@ class ScoredResourceAdmin(admin.ModelAdmin):
             form = ScoreResourceForm(initial={k: request.GET.get(k) for k in ("resource", "regressor")})
         return render(
             request,
-            "scoring/admin_job_form.html",
+            "admin/job_form.html",
             {
                 **self.admin_site.each_context(request),
                 "opts": self.model._meta,

@@ -102,16 +102,9 @@ def run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any]
     with short_gil_slices(PREPARE_SWITCH_INTERVAL) if ahead else contextlib.nullcontext():
         written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records)
     shard_row(job, chunk, written, tally)
-    return {
-        "key": written["key"],
-        "sha256": written["sha256"],
-        "references": tally.references,
-        "pairs": tally.pairs,
-        "per_system": by_system(tally.per_system),
-        "batch_size": setup.batch.size,
-        "batch_rule": setup.batch.rule,
-        "dtype": setup.model.dtype,
-    }
+    return chunk_result(
+        written, tally, batch_size=setup.batch.size, batch_rule=setup.batch.rule, dtype=setup.model.dtype
+    )
 
 
 def run_diverse_chunk(
@@ -122,16 +115,26 @@ def run_diverse_chunk(
     records = diverse_records(chunk_records(chunk), setup, progress, total, tally)
     written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records)
     shard_row(job, chunk, written, tally)
+    return chunk_result(
+        written,
+        tally,
+        batch_size=setup.inputs_per_batch,
+        batch_rule=setup.batch_rule,
+        dtype=setup.model.dtype,
+        diverse=dict(sorted(tally.diverse.items())),
+    )
+
+
+def chunk_result(written: dict[str, Any], tally: ChunkTally, **decoding: Any) -> dict[str, Any]:
+    """A chunk's result, either mode: its shard, what it holds, and how it decoded (``decoding``: batch size and
+    rule, dtype, and a diverse chunk's counts)."""
     return {
         "key": written["key"],
         "sha256": written["sha256"],
         "references": tally.references,
         "pairs": tally.pairs,
         "per_system": by_system(tally.per_system),
-        "diverse": dict(sorted(tally.diverse.items())),
-        "batch_size": setup.inputs_per_batch,
-        "batch_rule": setup.batch_rule,
-        "dtype": setup.model.dtype,
+        **decoding,
     }
 
 
