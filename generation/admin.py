@@ -21,8 +21,7 @@ from api.permissions import admin_permission
 from infra.storage import get_storage
 from jobs.execution import job_launch, job_start
 from jobs.models import Job
-from jobs.results import job_outcome_html
-from jobs.widgets import PROGRESS_JS, progress_bar
+from jobs.widgets import PROGRESS_JS, job_progress_page, progress_bar
 
 from .corpora import CorpusImportError, corpus_terms
 from .forms import GENERATE_PERMS, GENERATE_PROGRESS_PERMS, GenerateForm
@@ -341,17 +340,7 @@ class CorpusAdmin(admin.ModelAdmin):
         """The page the generate form leads to: the job's live bar, then what it made (``jobs.results``)."""
         if not self.has_generate_progress_permission(request):
             raise PermissionDenied
-        job = get_object_or_404(Job, pk=job_id, kind=GENERATE_KIND)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "job": job,
-            "progress": progress_bar(job),
-            "title": job.label.capitalize() or "Generating",
-            "outcome_html": job_outcome_html(job, request.user),
-            "media": self.media,
-        }
-        return render(request, "admin/job_progress.html", context)
+        return job_progress_page(self, request, job_id, kind=GENERATE_KIND, title=None)
 
 
 @admin.register(IdfTable)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.shortcuts import get_object_or_404, render
 from django.utils.html import format_html
 
 from .execution import job_progress
 from .models import Job
+from .results import job_outcome_html
 
 PROGRESS_JS = "frontend/job-progress.js"
 
@@ -34,3 +36,20 @@ def progress_text(p: dict) -> str:
     if p.get("error"):
         text += f" — {p['error']}"
     return text
+
+
+def job_progress_page(model_admin, request, job_id: int, *, kind: str, title: str | None = None):
+    """The admin page a job form leads to (the caller has checked the permissions): the job's live bar (it
+    reloads itself when the job ends), then what the job made (``jobs.results``: the kind's outcome) or why it
+    stopped. ``title``: the page's, else the job's label."""
+    job = get_object_or_404(Job, pk=job_id, kind=kind)
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "job": job,
+        "progress": progress_bar(job),
+        "title": title or job.label.capitalize() or kind,
+        "outcome_html": job_outcome_html(job, request.user),
+        "media": model_admin.media,
+    }
+    return render(request, "admin/job_progress.html", context)

@@ -21,8 +21,7 @@ from django.utils.html import format_html, format_html_join
 
 from api.permissions import staff_has_perms
 from jobs.models import Job
-from jobs.results import job_outcome_html
-from jobs.widgets import PROGRESS_JS, progress_bar
+from jobs.widgets import PROGRESS_JS, job_progress_page as widget_job_progress_page, progress_bar
 from scoring import job_results  # noqa: F401  (the result pages of the scoring and generation jobs)
 from scoring.forms import (
     EXPORT_PERMS,
@@ -57,20 +56,9 @@ def require(request, perms: tuple[str, ...]) -> None:
 
 
 def job_progress_page(model_admin: admin.ModelAdmin, request, job_id: int, *, kind: str, title: str):
-    """The page a job form leads to: the job's live bar (it reloads itself when the job ends), then what the
-    job made (``jobs.results``: the kind's outcome, ``scoring.job_results``) or why it stopped."""
+    """The page a job form leads to (``jobs.widgets.job_progress_page``), for those who may follow jobs."""
     require(request, ("jobs.view_job",))
-    job = get_object_or_404(Job, pk=job_id, kind=kind)
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "opts": model_admin.model._meta,
-        "job": job,
-        "progress": progress_bar(job),
-        "title": title,
-        "outcome_html": job_outcome_html(job, request.user),
-        "media": model_admin.media,
-    }
-    return render(request, "admin/job_progress.html", context)
+    return widget_job_progress_page(model_admin, request, job_id, kind=kind, title=title)
 
 
 @admin.register(Regressor)
