@@ -12,6 +12,12 @@ one). ``--prompt-template`` takes a built-in name or a file:
 * a file: UTF-8 text with ``{source}`` where the reference goes, used as it is (any chat markup written
   out in it); the output ends at EOS or at the first line break.
 
+Without ``--prompt-template`` a checkpoint folder is decoded with the template recorded in its
+``paraforge_training.json`` (:func:`recorded_template`: a rewriter ``train_rewriter --base-model`` fine-tuned
+on that prompt), else with ``paraphrase-chat`` where its tokenizer has a chat template, else
+``paraphrase-plain``. :meth:`PromptTemplate.encode` is the one tokenization of prompts, for decoding and for
+that fine-tuning alike (train and decode must see the same tokens).
+
 A template travels as :class:`PromptTemplate` (its JSON is stored with a job and a resource, so a worker
 needs no file and a release card can show it). This module imports neither torch nor Django.
 """
@@ -30,9 +36,11 @@ PLAIN_TEXT = "Sentence: {source}\nParaphrase:"
 BUILTINS = ("paraphrase-chat", "paraphrase-plain")
 MAX_TEMPLATE_CHARS = 20_000
 PROMPT_TEMPLATE_HELP = (
-    "a decoder-only model's prompt: paraphrase-chat (its chat template; the default where it has one), "
-    "paraphrase-plain (base models; the default otherwise) or a UTF-8 file with {source} where the reference goes"
+    "a decoder-only model's prompt: paraphrase-chat (its chat template), paraphrase-plain (base models) or a "
+    "UTF-8 file with {source} where the reference goes; default: the template a train_rewriter --base-model "
+    "export recorded, else paraphrase-chat where the model has a chat template, else paraphrase-plain"
 )
+TRAINING_JSON = "paraforge_training.json"  # train_rewriter's record beside an exported model
 
 
 class PromptTemplateError(ValueError):
@@ -74,6 +82,16 @@ class PromptTemplate:
         return tokenizer.apply_chat_template(
             [{"role": "user", "content": body}], tokenize=False, add_generation_prompt=True
         )
+
+    def encode(self, tokenizer, sources: list[str], **kwargs):
+        """The prompts of ``sources`` tokenized (``kwargs``: the tokenizer's, e.g. padding). A chat template's
+        text carries its own special tokens (nothing is added); a plain one gets the tokenizer's usual ones (a
+        BOS). Not truncated: cutting a prompt would cut its end, where the model is told to answer."""
+        return self.tokenize(tokenizer, [self.render(tokenizer, s) for s in sources], **kwargs)
+
+    def tokenize(self, tokenizer, texts: list[str], **kwargs):
+        """Rendered prompt texts (or a prompt's text followed by its answer) tokenized as prompts are."""
+        return tokenizer(texts, add_special_tokens=not self.chat, **kwargs)
 
 
 def _check_text(text: str, name: str) -> None:
@@ -126,10 +144,32 @@ def folder_has_chat_template(folder: Path) -> bool:
     return isinstance(config, dict) and bool(config.get("chat_template"))
 
 
+def recorded_template(folder: Path) -> PromptTemplate | None:
+    """The template a fine-tuned rewriter was trained on (``prompt_template`` in the folder's
+    ``paraforge_training.json``), None where it records none: decoding it with another prompt would ask it
+    something it was not taught."""
+    try:
+        info = json.loads((Path(folder) / TRAINING_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    stored = info.get("prompt_template") if isinstance(info, dict) else None
+    if stored is None:
+        return None
+    try:
+        return PromptTemplate.from_json(stored)
+    except PromptTemplateError as exc:
+        raise PromptTemplateError(f"{TRAINING_JSON} in {str(folder)!r}: {exc}") from None
+
+
 def for_folder(folder: Path, value: str | PromptTemplate | dict | None) -> PromptTemplate:
-    """The template a decoder-only checkpoint folder is decoded with: ``value`` (:func:`resolve`), or its
-    default (:func:`default_for`, read from the folder)."""
-    return resolve(value) or builtin("paraphrase-chat" if folder_has_chat_template(folder) else "paraphrase-plain")
+    """The template a decoder-only checkpoint folder is decoded with: ``value`` (:func:`resolve`), else the one
+    it was fine-tuned on (:func:`recorded_template`), else its default (:func:`default_for`, read from the
+    folder)."""
+    return (
+        resolve(value)
+        or recorded_template(folder)
+        or builtin("paraphrase-chat" if folder_has_chat_template(folder) else "paraphrase-plain")
+    )
 
 
 def default_for(tokenizer) -> PromptTemplate:

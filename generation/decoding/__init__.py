@@ -88,6 +88,13 @@ def _phrases(value, key) -> list[list[str]]:
     return out
 
 
+def written_positives(c: dict | None) -> list[str]:
+    """The positive phrases of a (valid) constraint value as written, punctuation kept, in the order of
+    :func:`normalise_constraints`'s ``positive``: what the decoder spells (``vocab.encode_phrase``)."""
+    phrases = (c or {}).get("positive") or []
+    return [" ".join([ph] if isinstance(ph, str) else ph).strip() for ph in phrases]
+
+
 def normalise_constraints(c: dict | None) -> dict:
     """{"positive", "negative", "bos_avoid"} -> lists of word lists (words as ``\\w+`` runs); extra keys ignored."""
     c = c or {}
@@ -164,7 +171,10 @@ def decode(
         why = _conflict(c)
         if why is None:
             try:
-                pos_ids[i] = [encode_phrase(loaded.tokenizer, loaded.vocab, p) for p in c["positive"]]
+                written = written_positives(constraints[i])
+                pos_ids[i] = [
+                    encode_phrase(loaded.tokenizer, loaded.vocab, p, w) for p, w in zip(c["positive"], written)
+                ]
             except PhraseError as exc:
                 why = str(exc)
         if why is not None:

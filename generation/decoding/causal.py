@@ -28,13 +28,9 @@ import torch
 
 
 def prompt_batch(loaded, sources: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The prompts of ``sources`` (``loaded.prompt``), tokenized and left-padded: (input_ids, attention_mask)
-    [B, P]. A chat template's text carries its own special tokens (nothing is added); a plain one gets the
-    tokenizer's usual ones (a BOS). Not truncated: cutting a prompt would cut its end, where the model is
-    told to answer."""
-    tok = loaded.tokenizer
-    texts = [loaded.prompt.render(tok, s) for s in sources]
-    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=not loaded.prompt.chat)
+    """The prompts of ``sources`` (``loaded.prompt``), tokenized as ``PromptTemplate.encode`` says (the rule
+    fine-tuning uses too) and left-padded: (input_ids, attention_mask) [B, P]."""
+    enc = loaded.prompt.encode(loaded.tokenizer, sources, return_tensors="pt", padding=True)
     return enc["input_ids"].to(loaded.device), enc["attention_mask"].to(loaded.device)
 
 

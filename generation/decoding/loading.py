@@ -10,7 +10,7 @@ import torch
 
 from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
 from ..model_source import ModelFolderError, model_folder
-from ..prompts import PromptTemplate, PromptTemplateError, default_for, resolve
+from ..prompts import PromptTemplate, PromptTemplateError, default_for, recorded_template, resolve
 from .vocab import VocabInfo, build_vocab_info
 
 
@@ -150,7 +150,8 @@ def load_model(
     The files are then read from that folder only (``local_files_only``: nothing else is fetched). ``device``
     and ``dtype``: as :func:`from_objects` takes them (a dtype the device refuses fails before loading). An
     encoder-decoder checkpoint loads as a seq2seq model, any other as a causal LM (decoder-only) with
-    ``prompt_template`` (see :func:`from_objects`)."""
+    ``prompt_template`` (see :func:`from_objects`; None: the one the folder's ``paraforge_training.json``
+    records, ``prompts.recorded_template``, else the model's default)."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     model_dtype(device.type, dtype)
     p = model_folder(path)
@@ -174,4 +175,6 @@ def load_model(
         tokenizer = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - one clear message for any unloadable folder
         raise ModelFolderError(f"cannot load a {kind} from {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    if not seq2seq and prompt_template is None:
+        prompt_template = recorded_template(p)  # a fine-tuned rewriter: the prompt it was trained on
     return from_objects(model, tokenizer, device, str(p), dtype, prompt_template)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 import torch
+from tokenizers import decoders as tk_decoders, models as tk_models
 
 from ..words import WORD_RE, holds_word, words_of
 
@@ -68,20 +70,75 @@ class VocabInfo:
         return torch.tensor([bool(x) for x in self.inner], dtype=torch.bool)
 
 
+@dataclass(frozen=True)
+class WordScheme:
+    """How a tokenizer's tokens spell words, as far as where a word starts goes.
+
+    ``marks``: a mark inside a token starts a word (SentencePiece's "▁"; byte-level BPE's "Ġ", whose pieces
+    spell bytes: ``byte_level``). ``continuation``: every token starts a word except those that begin with
+    ``prefix`` (WordPiece's "##"), which continue the word before. ``whole_words``: every token is a word of
+    its own (a WordLevel vocabulary split on whitespace)."""
+
+    kind: Literal["marks", "continuation", "whole_words"]
+    prefix: str = ""
+    byte_level: bool = False
+
+
+def word_scheme(tokenizer, pieces: list[str | None]) -> WordScheme:
+    """The word scheme of ``tokenizer`` (``pieces``: its tokens by id), read from the tokenizer itself, never
+    from a model's name. Why from its detokeniser: outputs are checked on ``tokenizer.decode``'s text, so the
+    decoder's idea of where words start must be the one decode applies. A Hugging Face fast tokenizer says it
+    in its backend: a WordPiece decoder glues a token that begins with its prefix to the one before and puts
+    a space before any other; with no decoder at all the backend joins tokens with spaces, so each token is
+    a whole word (a WordLevel or WordPiece model; a vocabulary without marks). Any other tokenizer marks word
+    starts inside its tokens, "Ġ" (byte-level) or "▁", whichever the vocabulary holds more of; one without
+    a backend, with no such marks and with "##" pieces, is a WordPiece one (a Python BertTokenizer)."""
+    real = [p for p in pieces if p]
+    n_byte, n_meta = sum("Ġ" in p for p in real), sum("▁" in p for p in real)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        if isinstance(backend.decoder, tk_decoders.WordPiece):
+            return WordScheme("continuation", prefix=backend.decoder.prefix)
+        if backend.decoder is None and (
+            isinstance(backend.model, (tk_models.WordLevel, tk_models.WordPiece)) or not (n_byte or n_meta)
+        ):
+            return WordScheme("whole_words")
+    elif not (n_byte or n_meta) and any(p.startswith("##") and len(p) > 2 for p in real):
+        return WordScheme("continuation", prefix="##")
+    return WordScheme("marks", byte_level=n_byte > n_meta)
+
+
+def _continuation_surface(tokenizer, piece: str, prefix: str) -> str:
+    """What ``piece`` appends to an output under a WordPiece detokeniser: asked of the backend's decoder
+    after a word (it then applies its own clean-up too: "." and "n't" join the word before), else the rule."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and backend.decoder is not None:
+        out = backend.decoder.decode(["a", piece])
+        if out.startswith("a"):
+            return out[1:]
+    return piece[len(prefix) :] if piece.startswith(prefix) else " " + piece
+
+
 def surface_strings(tokenizer, size: int) -> tuple[list[str], set[int]]:
+    """What each id spells in a detokenised output ("" for special tokens and ids past the tokenizer), with
+    a leading space where the token starts a word (``word_scheme``)."""
     ids = list(range(size))
     n_tok = len(tokenizer)
     pieces = [tokenizer.convert_ids_to_tokens(i) if i < n_tok else None for i in ids]
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
-    real = [p for p in pieces if p]
-    byte_level = sum("Ġ" in p for p in real) > sum("▁" in p for p in real)
+    scheme = word_scheme(tokenizer, pieces)
+    byte_level = scheme.byte_level
     dec = _byte_decoder() if byte_level else None
     out = []
     for i, p in enumerate(pieces):
         if p is None or i in special:
             out.append("")
             continue
-        if byte_level:
+        if scheme.kind == "whole_words":
+            s = " " + p
+        elif scheme.kind == "continuation":
+            s = _continuation_surface(tokenizer, p, scheme.prefix)
+        elif byte_level:
             try:
                 s = bytes(dec[c] for c in p).decode("utf-8", errors="replace")
             except KeyError:
@@ -155,10 +212,21 @@ def spell_words(info: VocabInfo, ids: list[int]) -> tuple[list[str], bool, bool]
     return words_of(text), starts, bool(text) and not holds_word(text[-1])
 
 
-def encode_phrase(tokenizer, info: VocabInfo, words: list[str]) -> list[int]:
+def encode_phrase(tokenizer, info: VocabInfo, words: list[str], written: str | None = None) -> list[int]:
     """Subword ids of a phrase as a sequence of whole words preceded by a word boundary (the leading-space
-    variant: "▁word" / "Ġword"). Raises PhraseError when the vocabulary cannot spell it that way."""
-    text = " " + " ".join(words)
+    variant: "▁word" / "Ġword"). ``written``: the phrase as the user wrote it, punctuation included
+    ("guitar."); it is decoded as written when the vocabulary spells it as the same words (a user who asks
+    for "guitar." gets "guitar.", and a word-level vocabulary that holds "flute." but no "flute" can meet
+    it), else as its words. Raises PhraseError when the vocabulary cannot spell it either way."""
+    if written is not None and written.strip() != " ".join(words):
+        try:
+            return _encode_words(tokenizer, info, words, " " + written.strip())
+        except PhraseError:
+            pass
+    return _encode_words(tokenizer, info, words, " " + " ".join(words))
+
+
+def _encode_words(tokenizer, info: VocabInfo, words: list[str], text: str) -> list[int]:
     try:
         ids = tokenizer(text_target=text, add_special_tokens=False)["input_ids"]
     except (TypeError, ValueError):

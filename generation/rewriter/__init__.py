@@ -1,5 +1,6 @@
 """The monolingual rewriter (SPEC §1 "Monolingual rewriter", ParaBank §6): train a small Marian-style
-English->English seq2seq model on ``sentence<TAB>paraphrase`` pairs and save a Hugging Face folder
+English->English seq2seq model on ``sentence<TAB>paraphrase`` pairs, or fine-tune a ``base_model``
+(a decoder-only model on prompt + paraphrase, or an encoder-decoder one), and save a Hugging Face folder
 that the constrained decoder loads like any other checkpoint.
 
 Plain functions, no Django: the ``train_rewriter`` management command is a thin wrapper.
@@ -12,7 +13,12 @@ Plain functions, no Django: the ``train_rewriter`` management command is a thin 
   settings that cannot train are refused when it is made).
 * :mod:`.training` — :func:`train_with` / :func:`train`: warm-up, label smoothing, clipping,
   length-bucketed batches, atomic checkpoints (:mod:`.checkpoints`) and automatic resumption.
-* :mod:`.export` — :func:`export` writes the final folder; :func:`load_rewriter`, :func:`rewrite`.
+* :mod:`.base_model` — a ``--base-model`` found, loaded, and checked against the checkpoints it resumes.
+* :mod:`.causal` — a decoder-only model's examples (the decoder's own prompt, then the paraphrase and its
+  end-of-turn token; the prompt's labels ignored), right-padded batches and the continuation's loss.
+* :mod:`.export` — :func:`export` writes the final folder (``paraforge_training.json`` records the base and
+  the prompt template: ``generation.prompts.recorded_template`` reads it back); :func:`load_rewriter`,
+  :func:`rewrite`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-TRAINING_JSON = "paraforge_training.json"
+from generation.prompts import TRAINING_JSON
 
 
 def _tf_version() -> str:
@@ -18,20 +18,11 @@ def _tf_version() -> str:
     return transformers.__version__
 
 
-def export(model, tokenizer, dest, *, half: bool = False, info: dict | None = None) -> Path:
-    """``save_pretrained`` (safetensors) + tokenizer + ``paraforge_training.json`` into ``dest``,
-    written to a temporary sibling folder first and swapped in."""
-    import torch
+def marian_generation_config(cfg):
+    """The from-scratch rewriter's ``generate`` settings (a fine-tuned base keeps its own)."""
     from transformers import GenerationConfig
 
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dest.name}-", dir=dest.parent))
-    model = model.eval()
-    if half:
-        model = model.to(torch.float16)
-    cfg = model.config
-    model.generation_config = GenerationConfig(
+    return GenerationConfig(
         decoder_start_token_id=cfg.decoder_start_token_id,
         pad_token_id=cfg.pad_token_id,
         eos_token_id=cfg.eos_token_id,
@@ -40,6 +31,22 @@ def export(model, tokenizer, dest, *, half: bool = False, info: dict | None = No
         num_beams=4,
         max_length=128,
     )
+
+
+def export(model, tokenizer, dest, *, half: bool = False, info: dict | None = None, generation_config=None) -> Path:
+    """``save_pretrained`` (safetensors) + tokenizer + ``paraforge_training.json`` into ``dest``,
+    written to a temporary sibling folder first and swapped in. ``generation_config``: replaces the model's
+    (None: the model's own, e.g. a chat model's end-of-turn tokens)."""
+    import torch
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dest.name}-", dir=dest.parent))
+    model = model.eval()
+    if half:
+        model = model.to(torch.float16)
+    if generation_config is not None:
+        model.generation_config = generation_config
     model.save_pretrained(str(tmp), safe_serialization=True)
     if half:
         model.to(torch.float32)
@@ -57,7 +64,8 @@ def export(model, tokenizer, dest, *, half: bool = False, info: dict | None = No
 
 
 def load_rewriter(path):
-    """(model, tokenizer) from a saved folder, float32 on CPU, no network."""
+    """(model, tokenizer) of a seq2seq rewriter from a saved folder, float32 on CPU, no network (a decoder-only
+    one decodes through ``generation.decoding.load_model``, which puts each sentence in its prompt)."""
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 

@@ -2,6 +2,11 @@
 the ``train_rewriter`` command's options are built and whose ``__post_init__`` refuses settings that cannot
 work, and the Marian model configuration (``DEFAULT_CONFIG`` with the run's overrides).
 
+Two kinds of run: from scratch (a Marian model and a SentencePiece tokenizer made here), or fine-tuning a
+``base_model`` (a decoder-only checkpoint prompted with ``prompt_template``, or an encoder-decoder one): the
+base brings its architecture and tokenizer, so the from-scratch settings (:data:`FROM_SCRATCH_ONLY`) are
+refused beside it.
+
 Fields are named as the command spells its options (``out`` is ``--out``, ``fp16`` is ``--fp16``), so that a
 setting is one line here. No torch at import: the device check imports it only when a device is named."""
 
@@ -11,7 +16,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobs.params import ParamsError, fail, finite, int_at_least, param
+from generation.prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, resolve
+from jobs.params import ParamsError, fail, finite, int_at_least, option_flag, param
 
 DEFAULT_CONFIG = {
     "encoder_layers": 3,
@@ -30,6 +36,10 @@ DEFAULT_CONFIG = {
 }
 SCHEDULES = ("inverse_sqrt", "linear", "constant")
 ARCHITECTURE = ("layers", "d_model", "ffn_dim", "heads")  # the fields that override DEFAULT_CONFIG
+FROM_SCRATCH_ONLY = (*ARCHITECTURE, "vocab_size")  # what a --base-model brings itself
+DEFAULT_VOCAB_SIZE = 8000
+DEFAULT_LR = 7e-4  # from scratch
+DEFAULT_FINE_TUNE_LR = 5e-5  # a pretrained --base-model: a from-scratch peak would wreck what it knows
 
 
 class TrainOptionsError(ParamsError):
@@ -48,7 +58,8 @@ class TrainConfig:
     the latest checkpoint in ``out/checkpoints`` up to ``steps``. ``stop_after`` stops this invocation after
     that many new steps (with a checkpoint), as a kill would. ``export_only`` exports the latest checkpoint
     without training. ``layers``, ``d_model``, ``ffn_dim`` and ``heads`` override ``DEFAULT_CONFIG``
-    (:attr:`architecture`). ``command`` and ``data_note`` are recorded in the export."""
+    (:attr:`architecture`). ``base_model`` fine-tunes a checkpoint instead (with ``prompt_template`` for a
+    decoder-only one). ``command`` and ``data_note`` are recorded in the export."""
 
     pairs: str | os.PathLike | None = field(
         default=None, metadata=param(help="sentence<TAB>paraphrase file (.tsv or .tsv.gz)")
@@ -63,13 +74,33 @@ class TrainConfig:
     export_only: bool = field(
         default=False, metadata=param(help="export the latest checkpoint in --out without training")
     )
+    base_model: str | None = field(
+        default=None,
+        metadata=param(
+            help="fine-tune this checkpoint (a local folder or a hub id, as --model takes it) instead of training "
+            "a Marian model from scratch: a decoder-only (causal LM) one is trained on prompt + paraphrase, an "
+            "encoder-decoder one on sentence -> paraphrase",
+            metavar="MODEL",
+        ),
+    )
+    prompt_template: str | None = field(
+        default=None,
+        metadata=param(
+            help="with a decoder-only --base-model: the prompt each pair's sentence is put in, recorded in the "
+            "export so that paraphrase and generate decode with it; " + PROMPT_TEMPLATE_HELP.split(": ", 1)[1],
+            metavar="NAME_OR_FILE",
+        ),
+    )
     fp16: bool = field(default=False, metadata=param(help="export float16 weights (half the size)"))
     steps: int = field(default=3000, metadata=param(help="total optimizer steps (default 3000)"))
     stop_after: int | None = field(
         default=None, metadata=param(help="stop this run after N new steps (checkpointed); re-run to resume")
     )
     batch_size: int = field(default=64, metadata=param())
-    lr: float = field(default=7e-4, metadata=param(help="peak learning rate"))
+    lr: float | None = field(
+        default=None,
+        metadata=param(help=f"peak learning rate (default {DEFAULT_LR:g}; {DEFAULT_FINE_TUNE_LR:g} with --base-model)"),
+    )
     warmup: int = field(default=400, metadata=param(help="linear warm-up steps"))
     schedule: str = field(default="inverse_sqrt", metadata=param(choices=SCHEDULES))
     label_smoothing: float = field(default=0.1, metadata=param())
@@ -77,8 +108,12 @@ class TrainConfig:
     d_model: int | None = field(default=None, metadata=param(help="model width (default 256)"))
     ffn_dim: int | None = field(default=None, metadata=param(help="feed-forward width (default 4 x d-model)"))
     heads: int | None = field(default=None, metadata=param(help="attention heads (default 4)"))
-    vocab_size: int = field(default=8000, metadata=param(help="SentencePiece vocabulary"))
-    max_len: int = field(default=128, metadata=param(help="max subword tokens per side"))
+    vocab_size: int | None = field(
+        default=None, metadata=param(help=f"SentencePiece vocabulary (default {DEFAULT_VOCAB_SIZE})")
+    )
+    max_len: int = field(
+        default=128, metadata=param(help="max subword tokens per side (a prompt is never cut, its continuation is)")
+    )
     checkpoint_every: int = field(default=200, metadata=param())
     keep_checkpoints: int = field(default=3, metadata=param())
     threads: int | None = field(default=None, metadata=param(help="torch CPU threads"))
@@ -100,14 +135,18 @@ class TrainConfig:
         model): when the object is made, before ``train_with`` touches the training folder."""
         if not self.out:
             raise fail("{0} is required", "out", error=TrainOptionsError)
+        self._check_kind_of_run()
+        if not self.base_model and self.vocab_size is None:
+            self._set("vocab_size", DEFAULT_VOCAB_SIZE)
         for name, minimum in (("steps", 1), ("batch_size", 1), ("checkpoint_every", 1), ("warmup", 0)):
             self._set(name, int_at_least(name, getattr(self, name), minimum, error=TrainOptionsError))
         # max_len: room for one subword and </s>
         self._set("max_len", int_at_least("max_len", self.max_len, 2, error=TrainOptionsError))
-        self._set("vocab_size", int_at_least("vocab_size", self.vocab_size, 1, error=TrainOptionsError))
-        for name in ("threads", "stop_after", *ARCHITECTURE):
+        for name in ("threads", "stop_after", "vocab_size", *ARCHITECTURE):
             if getattr(self, name) is not None:
                 self._set(name, int_at_least(name, getattr(self, name), 1, error=TrainOptionsError))
+        if self.lr is None:
+            self._set("lr", DEFAULT_FINE_TUNE_LR if self.base_model else DEFAULT_LR)
         lr = finite("lr", self.lr, error=TrainOptionsError)
         if lr <= 0:
             raise fail("{0} must be a positive number, not {value}", "lr", error=TrainOptionsError, value=lr)
@@ -129,6 +168,32 @@ class TrainConfig:
             raise fail("{0} {value} is a file, not a folder", "out", error=TrainOptionsError, value=out)
         if self.device is not None:
             check_device(self.device)
+
+    def _check_kind_of_run(self) -> None:
+        """From scratch or fine-tuning: settings of the other kind are refused, not ignored (a --layers beside
+        a --base-model would otherwise be silently dropped), and a template that cannot be read is said now."""
+        if not self.base_model:
+            if self.prompt_template is not None:
+                raise fail(
+                    "{0} needs {1} (a decoder-only model to fine-tune): the from-scratch Marian rewriter reads "
+                    "the sentence itself, it has no prompt",
+                    "prompt_template",
+                    "base_model",
+                    error=TrainOptionsError,
+                )
+            return
+        given = [name for name in FROM_SCRATCH_ONLY if getattr(self, name) is not None]
+        if given:
+            raise TrainOptionsError(
+                f"{', '.join(given)} set the from-scratch Marian rewriter; base_model brings its own "
+                "architecture and tokenizer: leave them out",
+                f"{', '.join(option_flag(n) for n in given)} set the from-scratch Marian rewriter; --base-model "
+                "brings its own architecture and tokenizer: leave them out",
+            )
+        try:
+            resolve(self.prompt_template)
+        except PromptTemplateError as exc:
+            raise TrainOptionsError(f"prompt_template: {exc}", f"--prompt-template: {exc}") from None
 
     def _set(self, name: str, value) -> None:
         object.__setattr__(self, name, value)  # (frozen: a checked value replaces the given one once, here)

@@ -1,4 +1,5 @@
-"""The rewriter's tokenizer: a SentencePiece unigram model trained on the pairs, saved as a ``MarianTokenizer``."""
+"""The rewriter's tokenizer: a SentencePiece unigram model trained on the pairs, saved as a ``MarianTokenizer``
+(from scratch), or a ``--base-model``'s own, kept in the training folder (fine-tuning)."""
 
 from __future__ import annotations
 
@@ -120,3 +121,29 @@ def prepare_tokenizer(
         if not resume and (out_dir / CHECKPOINTS).exists():
             shutil.rmtree(out_dir / CHECKPOINTS)  # a new tokenizer makes old checkpoints meaningless
     return load_tokenizer(tok_dir)
+
+
+def keep_base_tokenizer(out_dir: Path, tokenizer, *, resume: bool) -> None:
+    """A fine-tuning run's tokenizer (its base's) saved in the training folder, so that resuming and exporting
+    need only that folder. Like :func:`prepare_tokenizer`: the old one (and, with ``resume`` off, the old
+    checkpoints) goes only once the new one is written."""
+    from .checkpoints import CHECKPOINTS
+
+    with atomic_dir(out_dir / TOKENIZER_DIR) as new_tok:
+        tokenizer.save_pretrained(str(new_tok))
+        if not resume and (out_dir / CHECKPOINTS).exists():
+            shutil.rmtree(out_dir / CHECKPOINTS)
+
+
+def load_kept_tokenizer(out_dir: Path):
+    """The tokenizer :func:`keep_base_tokenizer` saved (any kind: ``AutoTokenizer``)."""
+    import warnings
+
+    from transformers import AutoTokenizer
+
+    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+
+    tok_dir = out_dir / TOKENIZER_DIR
+    if not tok_dir.is_dir():
+        raise FileNotFoundError(f"tokenizer missing in {tok_dir}")
+    return AutoTokenizer.from_pretrained(str(tok_dir), local_files_only=True)

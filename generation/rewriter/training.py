@@ -2,6 +2,11 @@
 pairs, the tokenizer, the model and optimizer restored from the latest checkpoint, the loop, the export);
 :func:`train` is the same with the options as keyword arguments.
 
+One loop for every kind of run; what differs is small and named: the model a fresh run starts from (a new
+Marian, or the ``--base-model``'s weights), its tokenizer (trained here, or the base's), and how pairs become
+batches and a loss (:class:`_Feed`: source -> target for a seq2seq model, prompt + continuation for a
+decoder-only one, :mod:`.causal`).
+
 Written by hand rather than with ``Seq2SeqTrainer``: its checkpoints, resumption and batches differ from
 these (atomic ``step-N`` checkpoints holding the RNG state, length-bucketed batches fixed by (seed, epoch)
 so that a resumed run sees the batch an uninterrupted one would, a new peak lr honoured on resume)."""
@@ -15,14 +20,29 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from generation.prompts import PromptTemplate
+
+from .base_model import (
+    ORIGIN_KEYS,
+    BaseModel,
+    check_resume,
+    find_base_model,
+    load_base_model,
+    load_base_tokenizer,
+    model_from_config,
+    origin,
+    run_template,
+)
+from .causal import causal_loss, collate, encode_pairs, end_token_id
 from .checkpoints import CHECKPOINTS, _latest_checkpoint, _now, _rng_state, _save_checkpoint, _set_rng_state, load_state
 from .data import PairsFileError, file_sha256, read_pairs
-from .export import _tf_version, export
+from .export import _tf_version, export, marian_generation_config
 from .options import TrainConfig, build_config
-from .tokenizer import prepare_tokenizer
+from .tokenizer import keep_base_tokenizer, load_kept_tokenizer, prepare_tokenizer
 
 Progress = Callable[[dict], None]
 
@@ -46,8 +66,9 @@ class TrainResult:
 
 
 def train(pairs, out, *, config: dict | None = None, progress: Progress | None = None, **options: Any) -> TrainResult:
-    """Train (or resume training) a Marian-style rewriter on a ``sentence<TAB>paraphrase`` file: ``config``
-    is the architecture (``layers``, ``d_model``, ``ffn_dim``, ``heads``), ``options`` the other
+    """Train (or resume training) a rewriter on a ``sentence<TAB>paraphrase`` file: a Marian-style model from
+    scratch (``config`` is its architecture: ``layers``, ``d_model``, ``ffn_dim``, ``heads``), or with
+    ``base_model=`` (and ``prompt_template=``) a fine-tuned checkpoint; ``options`` are the other
     :class:`TrainConfig` fields. The final folder (``export``, default ``out``) is a Hugging Face folder:
     config, safetensors weights, tokenizer, ``paraforge_training.json``."""
     return train_with(TrainConfig(pairs, out, **(config or {}), **options), progress=progress)
@@ -59,34 +80,37 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
     import torch
 
     t0 = time.time()
-    # Everything that can refuse the run (settings: checked when cfg was made; the pairs file, the new
-    # tokenizer) comes before --no-resume deletes the previous checkpoints and tokenizer.
+    # Everything that can refuse the run (settings: checked when cfg was made; the pairs file, the base model,
+    # the checkpoint's origin, the new tokenizer) comes before --no-resume deletes the previous checkpoints
+    # and tokenizer.
     out_dir = Path(cfg.out)
     pairs = _training_pairs(cfg)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
-    out_dir.mkdir(parents=True, exist_ok=True)
     ckpt = _latest_checkpoint(out_dir) if (cfg.resume or cfg.export_only) else None
     if cfg.export_only and ckpt is None:
         raise FileNotFoundError(f"no checkpoint under {out_dir / CHECKPOINTS} to export")
     state = load_state(ckpt)
-    tokenizer = prepare_tokenizer(
-        out_dir,
-        pairs,
-        resuming=state is not None,
-        export_only=cfg.export_only,
-        resume=cfg.resume,
-        vocab_size=cfg.vocab_size,
-        seed=cfg.seed,
-    )
-    run = _start_run(cfg, tokenizer, state, ckpt, pairs)
+    base = check_resume(cfg, state.get("meta", {})) if state is not None else _fresh_base(cfg)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer, run_origin = _run_tokenizer(cfg, out_dir, pairs, state, base)
+    run = _start_run(cfg, tokenizer, state, ckpt, pairs, run_origin, base)
     if not cfg.export_only and run.step < cfg.steps:
-        _train_loop(cfg, run, tokenizer, progress, t0)
+        _train_loop(cfg, run, progress, t0)
     exported = False
     dest = Path(cfg.export) if cfg.export else out_dir
     if cfg.export_only or run.step >= cfg.steps:
         run.model.to("cpu")
-        export(run.model, tokenizer, dest, half=cfg.fp16, info=_export_info(cfg, run))
+        own = run.meta.get("base_model") is not None  # a fine-tuned base keeps its generation settings
+        generation_config = None if own else marian_generation_config(run.model.config)
+        export(
+            run.model,
+            tokenizer,
+            dest,
+            half=cfg.fp16,
+            info=_export_info(cfg, run),
+            generation_config=generation_config,
+        )
         exported = True
     return TrainResult(
         out_dir=str(dest if exported else out_dir),
@@ -112,6 +136,61 @@ def _training_pairs(cfg: TrainConfig) -> list[tuple[str, str]]:
     return read_pairs(Path(cfg.pairs))
 
 
+def _fresh_base(cfg: TrainConfig) -> BaseModel | None:
+    """A new run's ``--base-model`` (None: from scratch), found before anything is written."""
+    return find_base_model(cfg.base_model) if cfg.base_model else None
+
+
+def _run_tokenizer(
+    cfg: TrainConfig, out_dir: Path, pairs: list, state: dict | None, base: BaseModel | None
+) -> tuple[Any, dict]:
+    """The run's tokenizer and origin (``base_model.ORIGIN_KEYS``): a checkpointed fine-tuning run's from its
+    training folder and checkpoint; a from-scratch run's as :func:`prepare_tokenizer` makes or finds it; a new
+    fine-tuning run's from its base, with the prompt template checked against it before the base's tokenizer
+    replaces the folder's."""
+    meta = state.get("meta", {}) if state is not None else {}
+    if state is not None and meta.get("base_model"):
+        return load_kept_tokenizer(out_dir), {k: meta.get(k) for k in ORIGIN_KEYS}
+    if base is None:
+        tokenizer = prepare_tokenizer(
+            out_dir,
+            pairs,
+            resuming=state is not None,
+            export_only=cfg.export_only,
+            resume=cfg.resume,
+            vocab_size=cfg.vocab_size,
+            seed=cfg.seed,
+        )
+        return tokenizer, origin(None, None)
+    tokenizer = load_base_tokenizer(base.folder)
+    template = run_template(base, cfg.prompt_template, tokenizer)
+    keep_base_tokenizer(out_dir, tokenizer, resume=cfg.resume)
+    return tokenizer, origin(base, template)
+
+
+@dataclass(frozen=True)
+class _Feed:
+    """How a run's pairs become examples (``encode``), batches (``collate``: input, mask, labels tensors) and
+    a loss (``loss``): what differs between a seq2seq and a decoder-only model."""
+
+    encode: Callable[[list], list]
+    collate: Callable
+    loss: Callable
+    pad_id: int
+
+
+def _feed(cfg: TrainConfig, tokenizer, model, run_origin: dict) -> _Feed:
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    if not run_origin.get("causal"):
+        return _Feed(partial(_encode, tokenizer, max_len=cfg.max_len), _collate, _loss, pad_id)
+    # the decoder's own EOS rule (torch is imported by then: the model is built)
+    from generation.decoding.loading import causal_eos_ids
+
+    template = PromptTemplate.from_json(run_origin["prompt_template"])
+    end_id = end_token_id(template, tokenizer, causal_eos_ids(model))
+    return _Feed(partial(encode_pairs, template, tokenizer, end_id, max_len=cfg.max_len), collate, causal_loss, pad_id)
+
+
 @dataclass
 class _Run:
     """A run's model, optimizer and schedule, and what it has done so far (restored from a checkpoint)."""
@@ -124,6 +203,7 @@ class _Run:
     n_params: int
     meta: dict
     pairs: list
+    feed: _Feed
     step: int = 0
     start_step: int = 0
     history: list = field(default_factory=list)
@@ -142,6 +222,7 @@ class _Run:
             "scheduler": self.scheduler.state_dict(),
             "rng": _rng_state(),
             "config": self.model_config.to_dict(),
+            "generation_config": self.model.generation_config.to_dict(),
             "history": self.history,
             "last_loss": self.last_loss,
             "meta": {
@@ -159,22 +240,41 @@ class _Run:
         }
 
 
-def _start_run(cfg: TrainConfig, tokenizer, state: dict | None, ckpt: Path | None, pairs: list) -> _Run:
-    """A seeded new model with AdamW (no weight decay on biases and norms) and its schedule, restored from
-    ``state`` when resuming: weights always; optimizer, schedule position and RNG unless only exporting
-    (a re-run may change the peak lr: the schedule keeps its position and uses the new peak)."""
-    import torch
-    from transformers import MarianConfig, MarianMTModel
+def _new_model(cfg: TrainConfig, tokenizer, state: dict | None, base: BaseModel | None, causal: bool):
+    """The run's model before any checkpoint's weights: the checkpoint's architecture (its config's own
+    class), else the base's weights, else a new seeded Marian model."""
+    from transformers import GenerationConfig, MarianMTModel
 
     if state is not None:
-        model_config = MarianConfig.from_dict(state["config"])
-        meta = state.get("meta", {})
-    else:
-        model_config = build_config(tokenizer, cfg.architecture)
-        meta = {}
+        model = model_from_config(state["config"], causal)
+        if state.get("generation_config"):
+            model.generation_config = GenerationConfig.from_dict(state["generation_config"])
+        return model
+    if base is not None:
+        return load_base_model(base)
+    return MarianMTModel(build_config(tokenizer, cfg.architecture))
+
+
+def _start_run(
+    cfg: TrainConfig,
+    tokenizer,
+    state: dict | None,
+    ckpt: Path | None,
+    pairs: list,
+    run_origin: dict,
+    base: BaseModel | None,
+) -> _Run:
+    """A seeded new model (or the base's) with AdamW (no weight decay on biases and norms) and its schedule,
+    restored from ``state`` when resuming: weights always; optimizer, schedule position and RNG unless only
+    exporting (a re-run may change the peak lr: the schedule keeps its position and uses the new peak)."""
+    import torch
+
+    meta = {**state.get("meta", {})} if state is not None else {}
+    meta.update(run_origin)
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
-    model = MarianMTModel(model_config)
+    model = _new_model(cfg, tokenizer, state, base, bool(run_origin.get("causal")))
+    model_config = model.config
     dev = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     n_params = sum(p.numel() for p in model.parameters())
 
@@ -199,6 +299,7 @@ def _start_run(cfg: TrainConfig, tokenizer, state: dict | None, ckpt: Path | Non
         n_params=n_params,
         meta=meta,
         pairs=pairs,
+        feed=_feed(cfg, tokenizer, model, run_origin),
     )
     if state is not None:
         model.load_state_dict(state["model"])
@@ -229,16 +330,16 @@ def _split_valid(encoded: list, valid_size: int, seed: int) -> tuple[list, list]
     return [encoded[i] for i in order[:n_valid]], [encoded[i] for i in order[n_valid:]]
 
 
-def _train_loop(cfg: TrainConfig, run: _Run, tokenizer, progress: Progress | None, t0: float) -> None:
+def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: float) -> None:
     """Optimizer steps up to ``cfg.steps`` (or ``stop_after`` new ones): loss history every 50 steps, a
     validation loss and checkpoint every ``checkpoint_every`` and at the end, a checkpoint on Ctrl-C."""
     import torch
 
     out_dir = Path(cfg.out)
     model, optimizer, scheduler, dev, meta = run.model, run.optimizer, run.scheduler, run.device, run.meta
-    valid, train_set = _split_valid(_encode(tokenizer, run.pairs, cfg.max_len), cfg.valid_size, cfg.seed)
+    feed = run.feed
+    valid, train_set = _split_valid(feed.encode(run.pairs), cfg.valid_size, cfg.seed)
     lengths = [len(s) + len(t) for s, t in train_set]
-    pad_id = tokenizer.pad_token_id
     n_batches = len(_batches(lengths, cfg.batch_size, cfg.seed, 0))
     model.train()
     window: list[float] = []
@@ -262,8 +363,8 @@ def _train_loop(cfg: TrainConfig, run: _Run, tokenizer, progress: Progress | Non
                 epoch_cache.clear()
                 epoch_cache[epoch] = _batches(lengths, cfg.batch_size, cfg.seed, epoch)
             batch = [train_set[i] for i in epoch_cache[epoch][pos]]
-            src, att, lab = (x.to(dev) for x in _collate(batch, pad_id))
-            loss, _ = _loss(model, src, att, lab, cfg.label_smoothing)
+            src, att, lab = (x.to(dev) for x in feed.collate(batch, feed.pad_id))
+            loss, _ = feed.loss(model, src, att, lab, cfg.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
@@ -285,7 +386,7 @@ def _train_loop(cfg: TrainConfig, run: _Run, tokenizer, progress: Progress | Non
                     }
                 )
             if step % cfg.checkpoint_every == 0 or step == stop_at:
-                vl = _evaluate(model, valid, pad_id, cfg.batch_size, 0.0)
+                vl = _evaluate(model, valid, feed, cfg.batch_size)
                 run.valid_loss = vl
                 if run.history and run.history[-1]["step"] == step:
                     run.history[-1]["valid_loss"] = round(vl, 4) if vl is not None else None
@@ -319,12 +420,16 @@ def _export_info(cfg: TrainConfig, run: _Run) -> dict:
     """``paraforge_training.json``: how the model was made (commands, data, architecture, training)."""
     import torch
 
-    meta, model_config, pairs = run.meta, run.model_config, run.pairs
+    meta, pairs = run.meta, run.pairs
     pairs_path = Path(cfg.pairs) if cfg.pairs else None
     data_path = pairs_path or (Path(meta["pairs_path"]) if meta.get("pairs_path") else None)
     command = cfg.command
     return {
         "made_by": "python manage.py train_rewriter",
+        # a fine-tuned checkpoint and, for a decoder-only one, the prompt it learnt: paraphrase and generate
+        # decode with it when no --prompt-template is given (generation.prompts.recorded_template)
+        "base_model": meta.get("base_model"),
+        "prompt_template": meta.get("prompt_template"),
         "command": (meta.get("commands") or [{}])[0].get("command") or command or shlex.join(sys.argv),
         "commands": meta.get("commands", []),
         "export_command": command or shlex.join(sys.argv),
@@ -334,16 +439,7 @@ def _export_info(cfg: TrainConfig, run: _Run) -> dict:
             "pairs": len(pairs) or meta.get("pairs"),
             "note": cfg.data_note or meta.get("data_note"),
         },
-        "model": {
-            "parameters": run.n_params,
-            "vocab_size": model_config.vocab_size,
-            "d_model": model_config.d_model,
-            "encoder_layers": model_config.encoder_layers,
-            "decoder_layers": model_config.decoder_layers,
-            "ffn_dim": model_config.encoder_ffn_dim,
-            "heads": model_config.encoder_attention_heads,
-            "weights_dtype": "float16" if cfg.fp16 else "float32",
-        },
+        "model": {**_model_info(run), "weights_dtype": "float16" if cfg.fp16 else "float32"},
         "training": {
             "steps": run.step,
             "batch_size": cfg.batch_size,
@@ -361,6 +457,29 @@ def _export_info(cfg: TrainConfig, run: _Run) -> dict:
         },
         "exported_at": _now(),
         "versions": {"torch": torch.__version__, "transformers": _tf_version()},
+    }
+
+
+def _model_info(run: _Run) -> dict:
+    """The export's ``model`` record: a from-scratch Marian's architecture, or what the fine-tuned base is."""
+    config = run.model_config
+    if run.meta.get("base_model") is not None:
+        return {
+            "parameters": run.n_params,
+            "base_model": run.meta["base_model"],
+            "model_type": config.model_type,
+            "architectures": list(config.architectures or []),
+            "decoder_only": bool(run.meta.get("causal")),
+            "vocab_size": config.vocab_size,
+        }
+    return {
+        "parameters": run.n_params,
+        "vocab_size": config.vocab_size,
+        "d_model": config.d_model,
+        "encoder_layers": config.encoder_layers,
+        "decoder_layers": config.decoder_layers,
+        "ffn_dim": config.encoder_ffn_dim,
+        "heads": config.encoder_attention_heads,
     }
 
 
@@ -429,7 +548,8 @@ def _loss(model, src, att, lab, label_smoothing):
     return loss, out
 
 
-def _evaluate(model, encoded, pad_id, batch_size, label_smoothing):
+def _evaluate(model, encoded, feed: _Feed, batch_size: int):
+    """The mean loss per labelled token over ``encoded`` (no label smoothing, no dropout)."""
     import torch
 
     if not encoded:
@@ -440,8 +560,8 @@ def _evaluate(model, encoded, pad_id, batch_size, label_smoothing):
         for b in range(0, len(encoded), batch_size):
             ex = encoded[b : b + batch_size]
             dev = next(model.parameters()).device
-            src, att, lab = (x.to(dev) for x in _collate(ex, pad_id))
-            loss, _ = _loss(model, src, att, lab, 0.0)
+            src, att, lab = (x.to(dev) for x in feed.collate(ex, feed.pad_id))
+            loss, _ = feed.loss(model, src, att, lab, 0.0)
             ntok = int((lab != -100).sum())
             tot += float(loss) * ntok
             n += ntok

@@ -25,6 +25,17 @@ each rule (what "judged similar" means, which thresholds, when n is small, which
   same interval method (``cv_rho``); absent for a regressor trained before it was kept or with ``--cv-folds 0``.
 * **Small n**: fewer than ``SMALL_N`` = 100 held-out pairs: the interval is wide and the figures are a rough
   guide; every place that prints them says so.
+* **Calibration map** (``calibration_map`` in the metrics, what a release's ``score`` goes through): an isotonic
+  regression (increasing, clipped outside its range, 0-100) of the held-out pairs' training target on their
+  predicted score, fitted by ``train_regressor`` on the same held-out predictions as the table, kept as plain
+  JSON (``x``/``y`` breakpoints, the pairs it was fitted on) and applied by ``calibrate`` (``np.interp``, no
+  scikit-learn or Django needed). A calibrated score is the expected mean human similarity of held-out pairs
+  predicted like this one, so a release's scores speak the judges' scale rather than the regressor's (a ridge
+  shrinks towards the mean: its 80 may be people's 70). Isotonic because it assumes nothing but that a higher
+  prediction means no lower similarity, and it keeps the pairs' order. Fewer than ``MIN_CALIBRATION_PAIRS`` =
+  20 held-out pairs fit no map (a step function through a handful of points would move scores by noise): the
+  record says so (``x`` null) and a release keeps the raw scores. Absent for a regressor trained before the map
+  was kept (retrain to get it).
 """
 
 from __future__ import annotations
@@ -38,6 +49,8 @@ SIMILAR_AT = 60.0
 CALIBRATION_THRESHOLDS = (50, 60, 70, 80, 90)
 SMALL_N = 100
 Z95 = 1.959963984540054
+MIN_CALIBRATION_PAIRS = 20
+CALIBRATION_METHOD = "isotonic"
 
 
 def calibration_counts(human: Sequence[float], predicted: Sequence[float]) -> dict[str, Any]:
@@ -54,6 +67,66 @@ def calibration_counts(human: Sequence[float], predicted: Sequence[float]) -> di
         above = predicted >= threshold
         rows.append({"min_score": threshold, "pairs": int(above.sum()), "similar": int((above & similar).sum())})
     return {"similar_at": SIMILAR_AT, "pairs": int(len(human)), "similar": int(similar.sum()), "rows": rows}
+
+
+def calibration_map_fit(human: Sequence[float], predicted: Sequence[float]) -> dict[str, Any]:
+    """The calibration map a regressor keeps in its metrics (JSON): ``method``, ``pairs`` (the held-out pairs it
+    was fitted on), ``min_pairs`` and the breakpoints ``x`` (predicted scores, increasing) and ``y`` (the expected
+    target there, non-decreasing, 0-100); ``x`` and ``y`` are null with fewer than ``MIN_CALIBRATION_PAIRS``
+    pairs. Deterministic: the same pairs give the same breakpoints."""
+    import numpy as np  # loaded when a regressor is trained, not with the app
+    from sklearn.isotonic import IsotonicRegression
+
+    human = np.asarray(human, dtype=np.float64)
+    predicted = np.asarray(predicted, dtype=np.float64)
+    kept = {"method": CALIBRATION_METHOD, "pairs": int(len(human)), "min_pairs": MIN_CALIBRATION_PAIRS}
+    if len(human) < MIN_CALIBRATION_PAIRS:
+        return {**kept, "x": None, "y": None}
+    fitted = IsotonicRegression(increasing=True, out_of_bounds="clip", y_min=0.0, y_max=100.0).fit(predicted, human)
+    return {**kept, "x": [float(v) for v in fitted.X_thresholds_], "y": [float(v) for v in fitted.y_thresholds_]}
+
+
+def calibrate(scores: Sequence[float | None], x: Sequence[float], y: Sequence[float]) -> list[float | None]:
+    """``scores`` through the map with breakpoints ``x``/``y`` (linear between them, clipped outside: what the
+    isotonic regression predicts); a None stays None."""
+    import numpy as np  # loaded when a release is written, not with the app
+
+    known = [s for s in scores if s is not None]
+    mapped = iter(np.interp(np.asarray(known, dtype=np.float64), x, y).tolist()) if known else iter(())
+    return [None if s is None else next(mapped) for s in scores]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreCalibration:
+    """A regressor's calibration map (``calibration_map_fit``): ``fitted`` when it has breakpoints."""
+
+    pairs: int  # the held-out pairs it was (or would have been) fitted on
+    min_pairs: int
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    method: str = CALIBRATION_METHOD
+
+    @property
+    def fitted(self) -> bool:
+        return bool(self.x)
+
+    def apply(self, scores: Sequence[float | None]) -> list[float | None]:
+        """``scores`` calibrated (``calibrate``); unchanged when no map was fitted."""
+        return calibrate(scores, self.x, self.y) if self.fitted else list(scores)
+
+
+def score_calibration_of(metrics: Mapping[str, Any] | None) -> ScoreCalibration | None:
+    """The regressor's calibration map; None for a regressor trained before it was kept (retrain to get it)."""
+    kept = (metrics or {}).get("calibration_map")
+    if not kept:
+        return None
+    return ScoreCalibration(
+        pairs=int(kept["pairs"]),
+        min_pairs=int(kept.get("min_pairs") or MIN_CALIBRATION_PAIRS),
+        x=tuple(float(v) for v in kept.get("x") or ()),
+        y=tuple(float(v) for v in kept.get("y") or ()),
+        method=kept.get("method") or CALIBRATION_METHOD,
+    )
 
 
 def wilson_interval(k: int, n: int) -> tuple[float, float] | None:

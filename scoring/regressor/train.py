@@ -14,7 +14,8 @@ saving it.
 * Saved to storage at ``regressors/<name>.joblib`` (``store``) with a ``Regressor`` row: the signature
   (features, estimator and parameters, campaign, seed, test fraction, package versions, and a
   sacrebleu-style one-line string) and the metrics (both figures and their intervals, n, the held-out
-  calibration: ``scoring.regressor.held_out``).
+  calibration table and the calibration map a release's scores go through, both from the held-out predictions
+  only: ``scoring.regressor.held_out``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from scoring.regressor.evaluation import (
     select_estimator,
     spearman,
 )
-from scoring.regressor.held_out import calibration_counts
+from scoring.regressor.held_out import calibration_counts, calibration_map_fit
 from scoring.regressor.options import RegressorTrainOptions
 from scoring.regressor.recipes import RECIPES, candidate_estimators, estimator_params, one_thread
 from scoring.regressor.store import FORMAT_VERSION, ModelFile, model_file_write, regressor_train_check, storage_key
@@ -253,6 +254,9 @@ def regressor_train(
         # how often held-out pairs above a score were judged similar: the release card's calibration table
         # (scoring.regressor.held_out; absent for regressors trained before it was kept)
         "calibration": calibration_counts(y[test], pred),
+        # the isotonic map of the held-out target on the held-out prediction that a release's score goes through
+        # (scoring.regressor.held_out; x null under MIN_CALIBRATION_PAIRS pairs; absent before it was kept)
+        "calibration_map": calibration_map_fit(y[test], pred),
         # the nested grouped CV over every reference (absent for regressors trained before it was kept)
         **(nested.metrics(cv) if nested is not None else no_cv),
     }

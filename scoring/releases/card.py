@@ -27,7 +27,16 @@ import yaml
 
 from infra.licences import NO_LICENSE, SPDX_LICENSES, license_check, license_conflict  # noqa: F401 (re-exported)
 from infra.local_paths import is_local_path, local_name, without_local_paths  # noqa: F401 (used here and re-exported)
-from scoring.regressor.held_out import SIMILAR_AT, calibration_of, calibration_rows_text, cv_rho, held_out_rho, percent
+from scoring.regressor.held_out import (
+    SIMILAR_AT,
+    calibrate,
+    calibration_of,
+    calibration_rows_text,
+    cv_rho,
+    held_out_rho,
+    percent,
+    score_calibration_of,
+)
 from scoring.releases.columns import PARABANK2, PARABANK2_PARAPHRASES, PARAFORGE
 
 CARD_FILE = "README.md"
@@ -158,24 +167,70 @@ def _layout(layout: str) -> list[str]:
         f"The pairs are laid out as ParaBank 2's TSV (Hu et al., CoNLL 2019): a line per reference, no header, "
         f"holding a score, the reference and its paraphrases, at most {PARABANK2_PARAPHRASES}, best first: a diverse "
         "resource's outputs in rank order (rank 1 first), other resources' pairs by predicted similarity, highest "
-        "first. The score is the first paraphrase's predicted similarity (0-100; empty: it has none), not a score of "
-        "the reference. Each paraphrase's own score, systems, constraints and caveat are in a release of the "
-        "paraforge layout.",
+        "first. The score is the first paraphrase's `score` (0-100, calibrated as the paraforge layout's when the "
+        "regressor has a calibration map: see below; empty: it has none), not a score of the reference. Each "
+        "paraphrase's own score and raw score, systems, constraints and caveat are in a release of the paraforge "
+        "layout.",
+    ]
+
+
+def _calibrated_scores(manifest: dict[str, Any]) -> list[str]:
+    """What the pairs' ``score`` is: ``raw_score`` through the regressor's calibration map (fitted on how many
+    held-out pairs of which campaign, and what a calibrated score means), or the raw prediction and why."""
+    calibration = manifest.get("calibration") or {}
+    if not calibration.get("applied"):
+        reason = (
+            f"the regressor's held-out part had only {calibration.get('pairs') or 0:,} pairs, fewer than the "
+            f"{calibration.get('min_pairs')} a calibration map needs. Judge more pairs, train it again"
+            if calibration.get("status") == "too_few_pairs"
+            else "the regressor was trained before Paraforge kept a calibration map. Train it again"
+        )
+        campaign, name = calibration.get("campaign") or "CAMPAIGN", manifest["regressor"]["name"]
+        retrain = _code(f"train_regressor {campaign} --name {name} --replace")
+        rescore = _code(f"score_resource {manifest['resource']} --regressor {name} --wait")
+        return [
+            f"**The scores are not calibrated.** `score` is the regressor's raw prediction (the same as `raw_score`), "
+            f"not an estimate of human similarity: {reason} ({retrain}, with the settings of its signature below), "
+            f"score the resource with it again ({rescore}) and export again for calibrated scores.",
+            "",
+        ]
+    campaign = f" of campaign {_code(calibration['campaign'])}" if calibration.get("campaign") else ""
+    references = f" ({calibration['n_references']:,} references)" if calibration.get("n_references") else ""
+    target = (
+        "the bias-corrected human similarity (`--target zscore`)"
+        if calibration.get("target") == "zscore"
+        else "the mean human similarity"
+    )
+    return [
+        f"**Calibrated scores.** `score` is the regressor's prediction (`raw_score`) mapped through a calibration "
+        f"fitted on {calibration['pairs']:,} held-out pairs{references}{campaign}: an isotonic regression (monotone, "
+        f"increasing) of {target} on the predicted score. A calibrated score is the expected mean human similarity "
+        "(0-100) of pairs predicted like this one: held-out pairs the map gives 70 were judged 70 on average. "
+        "Being monotone, it keeps the pairs' order; pairs on one step of the map share a score (and are ordered by "
+        "`raw_score`). `--min-score` (`score=`), `rerank=score`, `top` and the parabank2 layout act on `score`, "
+        "the calibrated value. Its breakpoints are in `manifest.json` (`regressor.metrics.calibration_map`); it was "
+        "fitted with the model fitted on the train part, and the deployed model is refit on every judged pair, so "
+        "it is an estimate for the recipe, like the rho.",
+        "",
     ]
 
 
 def _trust(manifest: dict[str, Any]) -> list[str]:
-    """The held-out rho with its n, interval and warning, and the calibration table."""
+    """The held-out rho with its n, interval and warning, what the scores are (calibrated or raw), and the
+    calibration table."""
     regressor = manifest["regressor"]
     metrics = regressor.get("metrics") or {}
     rho = held_out_rho(metrics)
+    applied = (manifest.get("calibration") or {}).get("applied")
+    predicted = "`raw_score`" if applied else "`score`"
     lines = [
         "## How far to trust the scores",
         "",
-        f"`score` is predicted by the similarity regressor {_code(regressor['name'])}, trained on human judgments "
+        f"{predicted} is predicted by the similarity regressor {_code(regressor['name'])}, trained on human judgments "
         "and tested once on references it never saw (its split keeps a reference's pairs together). Held-out "
         f"Spearman's rho between predicted and human similarity: **{rho.text()}**.",
         "",
+        *_calibrated_scores(manifest),
     ]
     cv = cv_rho(metrics)
     if cv is not None:
@@ -198,18 +253,37 @@ def _trust(manifest: dict[str, Any]) -> list[str]:
     lines += [
         f"**Calibration.** A held-out pair counts as *judged similar* when its mean human similarity is at least "
         f"{calibration.similar_at:g} of 100. Of the regressor's {calibration.pairs:,} held-out pairs, "
-        f"{calibration.similar:,} ({percent(calibration.base_rate)}) were. For each cut on the predicted score:",
+        f"{calibration.similar:,} ({percent(calibration.base_rate)}) were. For each cut on the predicted score"
+        + (" (`raw_score`, with the calibrated `score` it maps to):" if applied else ":"),
         "",
-        "| score >= | held-out pairs | judged similar | precision (95% interval) | similar pairs kept |",
-        "|---:|---:|---:|---|---:|",
     ]
-    lines += ["| " + " | ".join(cells) + " |" for cells in calibration_rows_text(calibration)]
+    rows = calibration_rows_text(calibration)
+    if applied:
+        found = score_calibration_of(metrics)
+        cuts = [None] + calibrate([r.min_score for r in calibration.rows], found.x, found.y)
+        lines += [
+            "| raw_score >= | score there | held-out pairs | judged similar | precision (95% interval) | "
+            "similar pairs kept |",
+            "|---:|---:|---:|---:|---|---:|",
+        ]
+        rows = [(cells[0], "–" if cut is None else f"{cut:.1f}", *cells[1:]) for cells, cut in zip(rows, cuts)]
+    else:
+        lines += [
+            "| score >= | held-out pairs | judged similar | precision (95% interval) | similar pairs kept |",
+            "|---:|---:|---:|---|---:|",
+        ]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     lines += [
         "",
-        "Read a row as: keeping the pairs with `score` at or above the cut, about *precision* of them would be "
-        "judged similar by people, and about *similar pairs kept* of the pairs people find similar are kept "
-        "(measured on the held-out references, interval by Wilson's method). The deployed regressor was refit on "
-        "every judged pair, so these are estimates for the recipe, like the rho.",
+        f"Read a row as: keeping the pairs with {predicted} at or above the cut"
+        + (
+            " (`--min-score` at the `score` beside it keeps them, and any pair on the same step of the map)"
+            if applied
+            else ""
+        )
+        + ", about *precision* of them would be judged similar by people, and about *similar pairs kept* of the "
+        "pairs people find similar are kept (measured on the held-out references, interval by Wilson's method). "
+        "The deployed regressor was refit on every judged pair, so these are estimates for the recipe, like the rho.",
         "",
     ]
     return lines
@@ -410,7 +484,8 @@ def dataset_card(manifest: dict[str, Any], columns: list[tuple[str, list[tuple[s
         lines.append("")
     lines += [
         "The same thing has the same name in every file: `reference`, `paraphrase`, `systems`, `nll` in the pairs "
-        "and the judgments alike; `score` is the predicted similarity, `human_score` a person's.",
+        "and the judgments alike; `score` is the predicted similarity (calibrated when the regressor has a "
+        "calibration map, see below), `raw_score` the regressor's own prediction, `human_score` a person's.",
         "",
         *_trust(manifest),
         "## Counts",

@@ -18,7 +18,8 @@ from scoring.releases.parquet import JUDGMENT_MEANINGS, JUDGMENTS_PARQUET, PAIR_
 # 2: one vocabulary (the judgments' ref_sent/candidate/sys_id/NLL/ref_len became reference/paraphrase/systems/
 # nll/length_bucket, the JSONL paraphrases' text became paraphrase), a card in every format, copies left out
 # 3: non-words left out as in a HIT batch, a caveat column for every pair without an honest score
-RELEASE_FORMAT = "paraforge-release/3"
+# 4: score calibrated on the regressor's held-out judgments (when it has a map), its own prediction as raw_score
+RELEASE_FORMAT = "paraforge-release/4"
 FORMATS = ("tsv", "jsonl", "parquet")
 # how the pairs are laid out: Paraforge's own columns (a pair per row, a reference per JSONL line), or ParaBank 2's
 # TSV (a reference per line: score, reference, up to PARABANK2_PARAPHRASES paraphrases in rank order; tsv only)
@@ -28,8 +29,8 @@ PARABANK2_PARAPHRASES = 5
 PARABANK2_FILE = "pairs.parabank2.tsv.gz"
 PARABANK2_COLUMNS = ("score", "reference", *(f"paraphrase_{k}" for k in range(1, PARABANK2_PARAPHRASES + 1)))
 PARABANK2_MEANINGS = {
-    "score": "the first paraphrase's predicted similarity to the reference, 0-100 (empty: it has a caveat, as in "
-    "the paraforge layout)",
+    "score": "the first paraphrase's score, 0-100, as the paraforge layout's score column: its predicted similarity "
+    "to the reference, calibrated when the regressor has a calibration map (empty: it has a caveat)",
     "reference": "the reference sentence",
     **{
         f"paraphrase_{k}": f"its rank-{k} paraphrase (a line ends after its last one: no empty cells)"
@@ -45,6 +46,7 @@ PAIR_COLUMNS = (
     "systems",
     "nll",
     "score",
+    "raw_score",
     "constraints",
     "caveat",
 )
@@ -62,7 +64,7 @@ JUDGMENT_COLUMNS = (
     "gm",
 )
 JSONL_REFERENCE_KEYS = ("ref_index", "reference", "source", "length", "paraphrases")
-JSONL_PARAPHRASE_KEYS = ("paraphrase", "systems", "constraints", "nll", "score", "caveat")
+JSONL_PARAPHRASE_KEYS = ("paraphrase", "systems", "constraints", "nll", "score", "raw_score", "caveat")
 # a pair's caveat (parquet.PAIR_MEANINGS): why its score is null
 NON_WORDS, LONG_REFERENCE, UNSCORED = "non_words", "long_reference", "unscored"
 JUDGMENTS_FILE = "judgments.tsv.gz"

@@ -7,10 +7,11 @@ Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, 
     plen=3-30         paraphrase length in words (after lowercasing and stripping punctuation)
     overlap=0.2-0.8   unigram overlap bounds (Wieting et al. §5.7: shared n-grams / n-grams of the
                       shorter sentence); overlap1 / overlap2 / overlap3 for orders 1-3
-    score=60          minimum predicted similarity (the same as --min-score); unscored pairs then drop
+    score=60          minimum score (the same as --min-score): the released ``score``, calibrated when the
+                      regressor has a calibration map (``scoring.releases.rows``); unscored pairs then drop
     rerank=dissimilar order each reference's paraphrases most dissimilar first (word Levenshtein
                       distance, ties by model score: Wubben et al., generation.decoding.rerank);
-                      rerank=score orders by predicted similarity, highest first
+                      rerank=score orders by the released ``score``, highest first (ties by ``raw_score``)
     top=5             keep the first K paraphrases of each reference (after rerank)
     bleu=10-70        sentence BLEU (0-100) of the paraphrase against its reference, the smoothed
                       sentence-level variant Wieting et al. §5.7 use (see ``sentence_bleu``)
@@ -367,6 +368,14 @@ def _keep(f: ReleaseFilters, ref_tokens: list[str], candidate: dict[str, Any], r
     return True
 
 
+def _score_order(candidate: dict[str, Any]) -> tuple[float, float]:
+    """``rerank=score``'s key: the released score, highest first, then the raw prediction (pairs a calibration
+    map's flat step gives one score keep the regressor's order); unscored pairs last."""
+    score = candidate.get("score")
+    raw = candidate.get("raw_score", score)
+    return (-score if score is not None else math.inf, -raw if raw is not None else math.inf)
+
+
 def filter_candidates(f: ReleaseFilters, record: dict[str, Any]) -> list[dict[str, Any]]:
     """The candidates of one (scored) shard record that pass ``f``, in release order."""
     if f.length is not None and not _inside(record.get("length") or 0, f.length):
@@ -392,7 +401,7 @@ def filter_candidates(f: ReleaseFilters, record: dict[str, Any]) -> list[dict[st
         ]
         kept = [o["c"] for o in rerank_dissimilar(outputs, record["reference"])]
     elif f.rerank == "score":
-        kept = sorted(kept, key=lambda c: -(c["score"] if c.get("score") is not None else float("-inf")))
+        kept = sorted(kept, key=_score_order)
     if f.top is not None:
         kept = kept[: f.top]
     return kept

@@ -3,9 +3,11 @@
 ``manifest.json`` holds the version, the licence (SPDX), the pairs' format and layout, the counts, ``files`` (name
 -> ``{name, sha256, bytes}``), the provenance by name (never a path of this machine:
 ``scoring.releases.card.local_name``), the regressor (name, held-out rho with n and interval, metrics with the
-calibration, signature), the generation settings (``Resource.settings``, paths turned into names), the screen and
-the filters. It is strict JSON (no NaN or Infinity) and holds no timestamp, so the same inputs give the same bytes;
-the card (``README.md``) is built from it alone.
+calibration, signature), ``calibration`` (whether the pairs' ``score`` went through the regressor's calibration
+map, fitted on how many held-out pairs of which campaign, or why not and how to get it: ``score_calibration``), the
+generation settings (``Resource.settings``, paths turned into names), the screen and the filters. It is strict JSON
+(no NaN or Infinity) and holds no timestamp, so the same inputs give the same bytes; the card (``README.md``) is
+built from it alone.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from infra.storage import LocalStorage
 from scoring.models import ScoredResource
-from scoring.regressor.held_out import held_out_rho
+from scoring.regressor.held_out import MIN_CALIBRATION_PAIRS, held_out_rho, score_calibration_of
 from scoring.releases.card import CARD_FILE, NO_LICENSE, dataset_card, local_name, without_local_paths
 from scoring.releases.checks import ReleaseError, layout_check
 from scoring.releases.columns import (
@@ -64,6 +66,56 @@ def release_provenance(scored: ScoredResource) -> dict[str, Any]:
             "encoder": signature.get("encoder"),
             "signature": signature.get("string"),
         },
+    }
+
+
+CALIBRATED, TOO_FEW_PAIRS, NOT_KEPT = "calibrated", "too_few_pairs", "not_kept"
+
+
+def score_calibration(scored: ScoredResource) -> dict[str, Any]:
+    """The manifest's ``calibration``: ``applied`` (the pairs' ``score`` is ``raw_score`` through the regressor's
+    map) and ``status`` (``calibrated``; ``too_few_pairs``: its held-out part was under ``min_pairs``;
+    ``not_kept``: trained before maps were kept), the ``pairs`` and ``n_references`` the map was fitted on, their
+    ``campaign`` and ``target``, and a ``note`` in words (without a map: how to get one). The breakpoints are in
+    ``regressor.metrics.calibration_map``."""
+    regressor = scored.regressor
+    metrics, campaign = regressor.metrics or {}, (regressor.signature or {}).get("campaign")
+    found = score_calibration_of(metrics)
+    retrain = (
+        f"train_regressor {campaign or 'CAMPAIGN'} --name {regressor.name} --replace, with the settings of its "
+        f"signature; then score_resource {scored.resource.name} --regressor {regressor.name} --wait"
+    )
+    if found is None:
+        status = NOT_KEPT
+        note = (
+            "not calibrated: the regressor was trained before Paraforge kept a calibration map, so score is its "
+            f"raw prediction (equal to raw_score), not an estimate of human similarity; train it again ({retrain}) "
+            "and export again for calibrated scores"
+        )
+    elif not found.fitted:
+        status = TOO_FEW_PAIRS
+        note = (
+            f"not calibrated: the regressor's held-out part had {found.pairs:,} pairs, fewer than the "
+            f"{found.min_pairs} a calibration map needs, so score is its raw prediction (equal to raw_score); "
+            f"judge more pairs, train it again ({retrain}) and export again for calibrated scores"
+        )
+    else:
+        status = CALIBRATED
+        note = (
+            f"score is raw_score through an isotonic map fitted on {found.pairs:,} held-out pairs"
+            + (f" of campaign {campaign}" if campaign else "")
+            + ": the expected mean human similarity of held-out pairs predicted like this one"
+        )
+    return {
+        "applied": status == CALIBRATED,
+        "status": status,
+        "method": found.method if found is not None and found.fitted else None,
+        "pairs": found.pairs if found is not None else None,
+        "n_references": metrics.get("n_references_test") if found is not None and found.fitted else None,
+        "min_pairs": found.min_pairs if found is not None else MIN_CALIBRATION_PAIRS,
+        "campaign": campaign,
+        "target": metrics.get("target"),
+        "note": note,
     }
 
 
@@ -117,6 +169,7 @@ def write_release_files(
                 "metrics": regressor.metrics,
                 "signature": regressor.signature,
             },
+            "calibration": score_calibration(scored),
             "scored_shards": [
                 {"index": e["index"], "n_pairs": e["n_pairs"], "sha256": e["sha256"]}
                 for e in sorted(scored.shards, key=lambda e: e["index"])

@@ -62,6 +62,7 @@ def _schemas() -> dict[str, Any]:
             ("systems", pa.list_(pa.string())),
             ("nll", pa.float64()),
             ("score", pa.float64()),
+            ("raw_score", pa.float64()),
             ("constraints", pa.list_(constraint)),
             ("caveat", pa.string()),
         ]
@@ -99,7 +100,12 @@ PAIR_MEANINGS = {
     "paraphrase": "the paraphrase",
     "systems": "the constraint systems (ParaBank Tab. 3) that produced this text",
     "nll": "the decoder's negative log-likelihood of the paraphrase (null if unknown)",
-    "score": "predicted similarity to the reference, 0-100 (null: not scored, see caveat)",
+    "score": "similarity to the reference, 0-100: the regressor's prediction calibrated on its held-out judgments "
+    "(the expected mean human similarity of pairs predicted like this one), or its raw prediction when the "
+    "regressor has no calibration map (the card and the manifest's calibration say which; null: not scored, see "
+    "caveat)",
+    "raw_score": "the regressor's own predicted similarity, 0-100, before calibration (equal to score when there is "
+    "no calibration map; null with score)",
     "constraints": "per system, the lexical constraints decoded with: positive, negative and beginning-avoid "
     "phrases (each a list of tokens)",
     "caveat": "why the pair has no honest score (null: none): non_words (it holds a word that is not English, kept "
@@ -192,6 +198,7 @@ def pair_row(record: dict[str, Any], candidate: dict[str, Any]) -> tuple:
         [str(s) for s in candidate.get("systems") or []],
         candidate.get("nll"),
         candidate.get("score"),
+        candidate.get("raw_score"),
         constraints_struct(candidate.get("constraints")),
         candidate.get("caveat"),
     )

@@ -7,6 +7,12 @@ non-words (kept, its score is emptied and its ``caveat`` is ``non_words``). Ever
 has a ``caveat`` and a null score (also ``long_reference``, a reference longer than any the regressor was trained
 on, and ``unscored``). ``counts`` (the manifest's) are kept as the rows go.
 
+Calibration: a pair's ``raw_score`` is the regressor's prediction and its ``score`` that prediction through the
+regressor's calibration map (``scoring.regressor.held_out``: the expected mean human similarity of held-out pairs
+predicted alike), or the prediction itself when the regressor has no map (trained before it was kept, or on too
+few held-out pairs). It is mapped here, before the filters, so ``--min-score``, ``rerank=score``, ``top`` and the
+parabank2 layout's order all act on the score a user sees in the file. A pair with a caveat has neither.
+
 Streaming: pairs come from the scored shards one record at a time (shard order) and judgments from a database
 cursor, so memory stays flat whatever the resource's size.
 """
@@ -25,6 +31,7 @@ from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
 from scoring.aggregation import counted_workers, system_sort_key
 from scoring.models import ScoredResource
+from scoring.regressor.held_out import ScoreCalibration, score_calibration_of
 from scoring.releases.columns import LONG_REFERENCE, NON_WORDS, UNSCORED
 from scoring.releases.filters import COPY_RULE, ReleaseFilters, filter_candidates, is_copy
 
@@ -87,9 +94,31 @@ def pair_screen(scored: ScoredResource) -> PairScreen:
     return PairScreen(vocabulary=vocabulary, note=note, length_limit=longest or max(LENGTH_BUCKETS))
 
 
-def _marked(record: dict[str, Any], screen: PairScreen, filters: ReleaseFilters, counts: dict[str, int]) -> list[dict]:
+def release_calibration(scored: ScoredResource) -> ScoreCalibration | None:
+    """The map a release's scores go through: its regressor's, when one was fitted; None: the raw scores are
+    released (the manifest's ``calibration`` and the card say why)."""
+    found = score_calibration_of(scored.regressor.metrics)
+    return found if found is not None and found.fitted else None
+
+
+def _calibrated(candidates: list[dict[str, Any]], calibration: ScoreCalibration | None) -> list[dict[str, Any]]:
+    """Each candidate with its prediction as ``raw_score`` and ``score`` calibrated (the prediction itself without
+    a map); a null score (a caveat) stays null in both."""
+    raw = [c.get("score") for c in candidates]
+    scores = calibration.apply(raw) if calibration is not None else raw
+    return [{**c, "score": s, "raw_score": r} for c, s, r in zip(candidates, scores, raw)]
+
+
+def _marked(
+    record: dict[str, Any],
+    screen: PairScreen,
+    filters: ReleaseFilters,
+    counts: dict[str, int],
+    calibration: ScoreCalibration | None = None,
+) -> list[dict]:
     """The record's candidates less its non-words (unless ``filters.keep_non_words``), each pair without an
-    honest score given a null score and its ``caveat``; counts the non-words and the long references."""
+    honest score given a null score and its ``caveat``, the others' scores calibrated (``_calibrated``); counts
+    the non-words and the long references."""
     candidates = record.get("candidates") or []
     pairs = [(record["reference"], c["text"]) for c in candidates]
     verdicts = screen_verdicts(pairs, screen.vocabulary, cached=False)  # a whole resource: read once
@@ -106,7 +135,7 @@ def _marked(record: dict[str, Any], screen: PairScreen, filters: ReleaseFilters,
         elif c.get("score") is None:
             c = {**c, "caveat": UNSCORED}
         kept.append(c)
-    return kept
+    return _calibrated(kept, calibration)
 
 
 def kept_records(
@@ -120,13 +149,16 @@ def kept_records(
     marked (``_marked``), then ``arrange``d (a layout's order and cap, e.g. ParaBank 2's five); counts what is
     released as it goes."""
     storage = get_storage()
+    calibration = release_calibration(scored)
     for entry in sorted(scored.shards, key=lambda e: e["index"]):
         for record in read_jsonl_gz(entry["key"], storage=storage):
             candidates = record.get("candidates") or []
             counts["references_read"] += 1
             counts["pairs_read"] += len(candidates)
             counts["copies_read"] += sum(is_copy(record["reference"], c["text"]) for c in candidates)
-            kept = filter_candidates(filters, {**record, "candidates": _marked(record, screen, filters, counts)})
+            kept = filter_candidates(
+                filters, {**record, "candidates": _marked(record, screen, filters, counts, calibration)}
+            )
             if arrange is not None:
                 kept = arrange(kept)
             if not kept:

@@ -76,6 +76,7 @@ def _jsonl_reference(record: dict[str, Any], kept: list[dict[str, Any]]) -> str:
             "constraints": c.get("constraints") or {},
             "nll": c.get("nll"),
             "score": c.get("score"),
+            "raw_score": c.get("raw_score"),
             "caveat": c.get("caveat"),
         }
         for c in kept
@@ -102,6 +103,7 @@ def _tsv_pair(record: dict[str, Any], c: dict[str, Any]) -> str:
             " ".join(c.get("systems") or []),
             c.get("nll"),
             c.get("score"),
+            c.get("raw_score"),
             c.get("constraints") or {},
             c.get("caveat"),
         )
@@ -117,12 +119,14 @@ def candidate_rank(candidate: dict[str, Any]) -> int | None:
 def parabank2_paraphrases(kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A reference's kept pairs as ParaBank 2 lists them: at most ``PARABANK2_PARAPHRASES``, best first. A diverse
     resource's outputs (systems ``"r1"``, ``"r2"`` ...) come in rank order; other pairs (a beam resource's) by
-    predicted similarity, highest first, pairs without a score last; ties keep the pairs' order."""
+    ``score`` (the calibrated one, as the line's score cell), highest first, pairs that share one by ``raw_score``
+    (a calibration map's flat step), pairs without a score last; ties keep the pairs' order."""
 
-    def order(item: tuple[int, dict[str, Any]]) -> tuple[float, bool, float, int]:
+    def order(item: tuple[int, dict[str, Any]]) -> tuple[float, bool, float, float, int]:
         index, c = item
         rank, score = candidate_rank(c), c.get("score")
-        return (math.inf if rank is None else rank, score is None, -(score or 0.0), index)
+        raw = c.get("raw_score", score)
+        return (math.inf if rank is None else rank, score is None, -(score or 0.0), -(raw or 0.0), index)
 
     return [c for _, c in sorted(enumerate(kept), key=order)][:PARABANK2_PARAPHRASES]
 

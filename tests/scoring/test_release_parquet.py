@@ -93,6 +93,7 @@ def pair_from_tsv(row: dict) -> dict:
         "systems": row["systems"].split(),
         "nll": number(row["nll"]),
         "score": number(row["score"]),
+        "raw_score": number(row["raw_score"]),
         "constraints": json.loads(row["constraints"]),
         "caveat": row["caveat"] or None,  # an empty cell is null
     }

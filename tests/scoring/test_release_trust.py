@@ -133,11 +133,19 @@ def test_the_same_thing_has_the_same_column_name_in_every_file(scored, tmp_path)
     assert {r["paraphrase"] for r in judgments} >= {"It is fine now.", "He left very soon."}
     with gzip.open(tmp_path / "j" / "pairs.jsonl.gz", "rt") as fh:
         first = json.loads(fh.readline())
-    assert set(first["paraphrases"][0]) == {"paraphrase", "systems", "constraints", "nll", "score", "caveat"}
+    assert set(first["paraphrases"][0]) == {
+        "paraphrase",
+        "systems",
+        "constraints",
+        "nll",
+        "score",
+        "raw_score",
+        "caveat",
+    }
     assert pq.read_schema(tmp_path / "p" / "pairs.parquet").names == list(PAIR_COLUMNS)
     assert pq.read_schema(tmp_path / "p" / "judgments.parquet").names == list(JUDGMENT_COLUMNS) == judgments_header
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
-    assert manifest["format"] == "paraforge-release/3"  # 3: the caveat column (issue 41)
+    assert manifest["format"] == "paraforge-release/4"  # 3: the caveat column; 4: raw_score (issue 41)
 
 
 # --- files others can read -----------------------------------------------------------------------------------

@@ -139,7 +139,15 @@ def test_jsonl_groups_paraphrases_per_reference(scored, tmp_path):
         refs = [json.loads(line) for line in fh]
     assert len(refs) == 8 and refs[0]["reference"] == "How often do earthquakes occur in this region?"
     assert [p["paraphrase"] for p in refs[2]["paraphrases"]][0] == "Yesterday the committee passed the new budget."
-    assert set(refs[0]["paraphrases"][0]) == {"paraphrase", "systems", "constraints", "nll", "score", "caveat"}
+    assert set(refs[0]["paraphrases"][0]) == {
+        "paraphrase",
+        "systems",
+        "constraints",
+        "nll",
+        "score",
+        "raw_score",
+        "caveat",
+    }
     assert Release.objects.get().version == "2026.1"
 
 

@@ -4,6 +4,12 @@
     python manage.py train_rewriter --pairs var/rewriter-train/demo-pairs.tsv --out var/rewriter-train \\
         --steps 4000 --threads 2
     python manage.py train_rewriter --out var/rewriter-train --export-only --export generation/demo/model
+    python manage.py train_rewriter --pairs pairs.tsv --out var/qwen-rewriter --base-model Qwen/Qwen2.5-0.5B-Instruct \
+        --prompt-template paraphrase-chat --steps 2000 --batch-size 16 --device cuda
+
+With ``--base-model`` a checkpoint is fine-tuned instead: a decoder-only one on its prompt + the paraphrase
+(``--prompt-template``, recorded in the export: ``paraphrase`` and ``generate`` decode with it), an
+encoder-decoder one on sentence -> paraphrase.
 
 Progress goes to stderr (a bar on a terminal, a line every ``--log-every`` steps otherwise); one
 line of JSON on stdout summarises the run.
@@ -38,8 +44,10 @@ def _fmt_s(sec) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Train an English->English Marian-style seq2seq rewriter on sentence<TAB>paraphrase pairs "
-        "(checkpoints, automatic resumption) and save a Hugging Face folder."
+        "Train an English->English rewriter on sentence<TAB>paraphrase pairs (checkpoints, automatic resumption) "
+        "and save a Hugging Face folder: a Marian-style seq2seq model from scratch, or with --base-model a "
+        "fine-tuned checkpoint (a decoder-only one learns to answer --prompt-template's prompt, which the export "
+        "records and paraphrase/generate then use when they are given no --prompt-template)."
     )
 
     def add_arguments(self, parser):
