@@ -21,7 +21,13 @@ from generation.systems import system_display_name, system_rank
 from jobs.models import Job
 from jobs.results import FileLink, JobOutcome, Link, Table, register_outcome, url_or_none
 from scoring.models import Regressor, Release, ScoredResource
-from scoring.regressor.held_out import HeldOutRho, calibration_of, calibration_rows_text, held_out_rho
+from scoring.regressor.held_out import (
+    HeldOutRho,
+    calibration_of,
+    calibration_table_cells,
+    held_out_rho,
+    score_calibration_of,
+)
 from scoring.regressor.job import KIND as TRAIN_KIND
 from scoring.releases.access import releases_visible_to
 from scoring.releases.card import NO_LICENSE
@@ -56,11 +62,12 @@ def _calibration_table(metrics: dict[str, Any] | None) -> list[Table]:
     calibration = calibration_of(metrics)
     if calibration is None:
         return []
+    header, rows = calibration_table_cells(calibration, score_calibration_of(metrics))
     return [
         Table(
             title="Calibration on the held-out pairs",
-            header=("score >=", "held-out pairs", "judged similar", "precision (95% interval)", "similar pairs kept"),
-            rows=calibration_rows_text(calibration),
+            header=header,
+            rows=rows,
             note=f"Judged similar: a mean human similarity of at least {calibration.similar_at:g} of 100. Keep the "
             "pairs scored at or above a cut to get about that precision (Wilson interval).",
         )

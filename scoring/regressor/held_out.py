@@ -301,3 +301,18 @@ def calibration_rows_text(calibration: Calibration) -> list[tuple[str, str, str,
         )
         for r in [everything, *calibration.rows]
     ]
+
+
+def calibration_table_cells(
+    calibration: Calibration, score_map: ScoreCalibration | None
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The calibration table's header and cells, the same on the card and the result pages. With a fitted
+    ``score_map`` the cuts are on the regressor's own prediction (``raw_score``) and a column shows the
+    calibrated ``score`` each cut maps to: the value a release shows and its filters act on."""
+    rows = calibration_rows_text(calibration)
+    tail = ("held-out pairs", "judged similar", "precision (95% interval)", "similar pairs kept")
+    if score_map is None or not score_map.fitted:
+        return ("score >=", *tail), rows
+    cuts = [None, *score_map.apply([r.min_score for r in calibration.rows])]
+    cells = [(row[0], "–" if cut is None else f"{cut:.1f}", *row[1:]) for row, cut in zip(rows, cuts)]
+    return ("raw_score >=", "score there", *tail), cells

@@ -29,9 +29,8 @@ from infra.licences import NO_LICENSE, SPDX_LICENSES, license_check, license_con
 from infra.local_paths import is_local_path, local_name, without_local_paths  # noqa: F401 (used here and re-exported)
 from scoring.regressor.held_out import (
     SIMILAR_AT,
-    calibrate,
     calibration_of,
-    calibration_rows_text,
+    calibration_table_cells,
     cv_rho,
     held_out_rho,
     percent,
@@ -257,21 +256,9 @@ def _trust(manifest: dict[str, Any]) -> list[str]:
         + (" (`raw_score`, with the calibrated `score` it maps to):" if applied else ":"),
         "",
     ]
-    rows = calibration_rows_text(calibration)
-    if applied:
-        found = score_calibration_of(metrics)
-        cuts = [None] + calibrate([r.min_score for r in calibration.rows], found.x, found.y)
-        lines += [
-            "| raw_score >= | score there | held-out pairs | judged similar | precision (95% interval) | "
-            "similar pairs kept |",
-            "|---:|---:|---:|---:|---|---:|",
-        ]
-        rows = [(cells[0], "–" if cut is None else f"{cut:.1f}", *cells[1:]) for cells, cut in zip(rows, cuts)]
-    else:
-        lines += [
-            "| score >= | held-out pairs | judged similar | precision (95% interval) | similar pairs kept |",
-            "|---:|---:|---:|---|---:|",
-        ]
+    header, rows = calibration_table_cells(calibration, score_calibration_of(metrics) if applied else None)
+    align = ["---" if h.startswith("precision") else "---:" for h in header]
+    lines += ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     lines += [
         "",

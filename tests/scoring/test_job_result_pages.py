@@ -13,6 +13,7 @@ from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus
 from scoring.models import Regressor, Release, ScoredResource
 from scoring.regressor import RegressorTrainOptions
+from scoring.regressor.held_out import calibrate
 from scoring.regressor.job import train_regressor_launch
 from scoring.releases.job import export_release_start
 from scoring.releases.params import ReleaseExportParams
@@ -84,11 +85,29 @@ def test_the_training_page_shows_the_held_out_rho_with_its_n_and_the_calibration
     assert "fewer than 100" in doc.xpath("string(//ul[contains(@class,'job-warnings')])")  # 16 held-out pairs
     calibration = doc.xpath("//h2[text()='Calibration on the held-out pairs']/following-sibling::table[1]//tr")
     assert [r.xpath("string(td[1])") for r in calibration[1:]] == ["any", "50", "60", "70", "80", "90"]
+    assert calibration[0].xpath("string(th[1])") == "score >="  # too few held-out pairs for a map: raw scores
     found = links(doc)
     assert found["regressor pages"] == f"/admin/scoring/regressor/{row.pk}/change/"
     assert found["score a resource with it…"] == f"/admin/scoring/scoredresource/score/?regressor={row.pk}"
     assert found[f"dashboard of campaign {campaign.name}"] == f"/research/campaigns/{campaign.pk}/"
     assert_raw_only_in_details(doc, job)
+
+
+def test_with_a_calibration_map_the_training_page_cuts_on_raw_score_and_shows_the_score_there(
+    boss, tmp_path, storage_dir
+):
+    """The release's ``score`` is calibrated (issue 41): the page's cuts are on the prediction, ``raw_score``, and
+    each shows the calibrated score a release's ``--min-score`` would use, as the card's table does."""
+    campaign = build_campaign(tmp_path, n_refs=20)
+    options = RegressorTrainOptions(with_embeddings=False, test_fraction=0.3)
+    job = run(train_regressor_launch(campaign=campaign.name, name="mapped", options=options))
+    kept = Regressor.objects.get(name="mapped").metrics["calibration_map"]
+    doc = page(boss, f"/admin/scoring/regressor/train/{job.pk}/")
+    table = doc.xpath("//h2[text()='Calibration on the held-out pairs']/following-sibling::table[1]//tr")
+    assert [h.text_content() for h in table[0].xpath("th")][:2] == ["raw_score >=", "score there"]
+    cuts = [(float(r.xpath("string(td[1])")), r.xpath("string(td[2])")) for r in table[2:]]
+    assert [cut for cut, _ in cuts] == [50, 60, 70, 80, 90]
+    assert [there for _, there in cuts] == [f"{v:.1f}" for v in calibrate([c for c, _ in cuts], kept["x"], kept["y"])]
 
 
 def test_the_scoring_page_leads_to_the_export(boss, path):

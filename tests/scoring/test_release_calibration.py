@@ -5,11 +5,13 @@ score; a release's ``score`` is the regressor's prediction through it and ``raw_
 pairs) exports raw scores and the card and the manifest say so and how to get calibrated ones."""
 
 import gzip
+import io
 import json
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from django.core.management import call_command
 from sklearn.isotonic import IsotonicRegression
 
 from scoring.regressor import RegressorTrainOptions, regressor_train
@@ -243,3 +245,19 @@ def test_the_parabank2_layout_carries_the_calibrated_score_in_the_paraforge_orde
             assert float(score) == pytest.approx(np.interp(float(best[0]["raw_score"]), MAP["x"], MAP["y"]))
     card = (tmp_path / "pb2" / "README.md").read_text()
     assert "**Calibrated scores.**" in card
+
+
+def export_stderr(out) -> str:
+    err = io.StringIO()
+    call_command("export_release", "res", "--out", str(out), "--license", "CC-BY-4.0", stdout=io.StringIO(), stderr=err)
+    return err.getvalue()
+
+
+def test_the_command_warns_when_the_scores_are_not_calibrated(uncalibrated, tmp_path):
+    """``export_release`` says so on stderr, with the note's commands, before anyone publishes raw scores."""
+    err = export_stderr(tmp_path / "raw")
+    assert "warning: the scores are not calibrated:" in err and "--replace" in err
+
+
+def test_the_command_says_nothing_of_calibration_when_the_scores_are(calibrated, tmp_path):
+    assert "calibrated" not in export_stderr(tmp_path / "cal")

@@ -63,7 +63,8 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(self._summary(release, found.name, out), ensure_ascii=False))
 
     def _warn(self, manifest: dict[str, Any]) -> None:
-        """What a person must know before publishing: no licence, or a held-out rho not to be trusted."""
+        """What a person must know before publishing: no licence, a held-out rho not to be trusted, or scores
+        that are the regressor's own, not calibrated (the manifest's note says how to get calibrated ones)."""
         rho = held_out_rho(manifest["regressor"].get("metrics"))
         if manifest["license"] == NO_LICENSE:
             self.stderr.write(
@@ -72,6 +73,9 @@ class Command(BaseCommand):
             )
         if rho.warning():
             self.stderr.write(f"warning: {rho.warning()}")
+        calibration = manifest.get("calibration") or {}
+        if not calibration.get("applied"):
+            self.stderr.write(f"warning: the scores are not calibrated: {calibration.get('note')}")
 
     @staticmethod
     def _summary(release: Release, resource: str, out: str) -> dict[str, Any]:
