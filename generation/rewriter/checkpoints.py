@@ -16,18 +16,15 @@ CHECKPOINTS = "checkpoints"
 STATE_FILE = "state.pt"
 
 
-def _latest_checkpoint(out_dir: Path) -> Path | None:
-    root = out_dir / CHECKPOINTS
+def latest_checkpoint(out_dir: str | Path) -> Path | None:
+    """The newest complete checkpoint under ``out_dir`` (None without one): what a re-run resumes from."""
+    root = Path(out_dir) / CHECKPOINTS
     if not root.is_dir():
         return None
     cands = sorted(
         p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"step-\d+", p.name) and (p / STATE_FILE).is_file()
     )
     return cands[-1] if cands else None
-
-
-def latest_checkpoint(out_dir) -> Path | None:
-    return _latest_checkpoint(Path(out_dir))
 
 
 def load_state(checkpoint: Path | None) -> dict | None:
@@ -37,13 +34,16 @@ def load_state(checkpoint: Path | None) -> dict | None:
     return torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=False) if checkpoint else None
 
 
-def _rng_state():
+def rng_state() -> dict:
+    """Python's and torch's RNG state, saved with a checkpoint so that a resumed run draws what an
+    uninterrupted one would."""
     import torch
 
     return {"python": random.getstate(), "torch": torch.get_rng_state()}
 
 
-def _set_rng_state(state):
+def set_rng_state(state: dict | None) -> None:
+    """Restore :func:`rng_state`'s state (nothing for a checkpoint saved without one)."""
     import torch
 
     if not state:
@@ -52,7 +52,7 @@ def _set_rng_state(state):
     torch.set_rng_state(state["torch"])
 
 
-def _save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path:
+def save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path:
     """Write ``checkpoints/step-XXXXXXX`` atomically (a temporary folder renamed into place) and keep
     only the newest ``keep`` checkpoints."""
     import torch
@@ -63,7 +63,7 @@ def _save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path
     with atomic_dir(final) as tmp:
         torch.save(payload, tmp / STATE_FILE)
         with open(tmp / "meta.json", "w") as fh:
-            json.dump({"step": step, "loss": payload.get("last_loss"), "saved_at": _now()}, fh)
+            json.dump({"step": step, "loss": payload.get("last_loss"), "saved_at": utc_now()}, fh)
     if keep > 0:
         olds = sorted(p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"step-\d+", p.name))
         for p in olds[:-keep]:
@@ -71,5 +71,6 @@ def _save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path
     return final
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """Now, in UTC, as the checkpoints' and the training record's timestamps are written."""
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

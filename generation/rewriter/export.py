@@ -12,7 +12,7 @@ from pathlib import Path
 from generation.prompts import TRAINING_JSON
 
 
-def _tf_version() -> str:
+def transformers_version() -> str:
     import transformers
 
     return transformers.__version__

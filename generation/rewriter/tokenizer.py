@@ -14,6 +14,7 @@ from pathlib import Path
 from infra.textfiles import atomic_dir
 from jobs.params import fail
 
+from .checkpoints import CHECKPOINTS
 from .options import TrainOptionsError
 
 TOKENIZER_DIR = "tokenizer"
@@ -113,8 +114,6 @@ def prepare_tokenizer(
         return load_tokenizer(tok_dir)
     if export_only:
         raise FileNotFoundError(f"tokenizer missing in {tok_dir}")
-    from .checkpoints import CHECKPOINTS
-
     sents = list(dict.fromkeys([s for s, _ in pairs] + [t for _, t in pairs]))
     with atomic_dir(tok_dir) as new_tok:
         _train_tokenizer_checked(sents, new_tok, vocab_size=vocab_size, seed=seed)
@@ -127,8 +126,6 @@ def keep_base_tokenizer(out_dir: Path, tokenizer, *, resume: bool) -> None:
     """A fine-tuning run's tokenizer (its base's) saved in the training folder, so that resuming and exporting
     need only that folder. Like :func:`prepare_tokenizer`: the old one (and, with ``resume`` off, the old
     checkpoints) goes only once the new one is written."""
-    from .checkpoints import CHECKPOINTS
-
     with atomic_dir(out_dir / TOKENIZER_DIR) as new_tok:
         tokenizer.save_pretrained(str(new_tok))
         if not resume and (out_dir / CHECKPOINTS).exists():

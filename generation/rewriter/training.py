@@ -38,9 +38,17 @@ from .base_model import (
     run_template,
 )
 from .causal import causal_loss, collate, encode_pairs, end_token_id
-from .checkpoints import CHECKPOINTS, _latest_checkpoint, _now, _rng_state, _save_checkpoint, _set_rng_state, load_state
+from .checkpoints import (
+    CHECKPOINTS,
+    latest_checkpoint,
+    load_state,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+    utc_now,
+)
 from .data import PairsFileError, file_sha256, read_pairs
-from .export import _tf_version, export, marian_generation_config
+from .export import export, marian_generation_config, transformers_version
 from .options import TrainConfig, build_config
 from .tokenizer import keep_base_tokenizer, load_kept_tokenizer, prepare_tokenizer
 
@@ -87,7 +95,7 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
     pairs = _training_pairs(cfg)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
-    ckpt = _latest_checkpoint(out_dir) if (cfg.resume or cfg.export_only) else None
+    ckpt = latest_checkpoint(out_dir) if (cfg.resume or cfg.export_only) else None
     if cfg.export_only and ckpt is None:
         raise FileNotFoundError(f"no checkpoint under {out_dir / CHECKPOINTS} to export")
     state = load_state(ckpt)
@@ -220,7 +228,7 @@ class _Run:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
-            "rng": _rng_state(),
+            "rng": rng_state(),
             "config": self.model_config.to_dict(),
             "generation_config": self.model.generation_config.to_dict(),
             "history": self.history,
@@ -313,7 +321,7 @@ def _start_run(
         run.step = int(state["step"])
         run.history = list(state.get("history", []))
         if not cfg.export_only:
-            _set_rng_state(state.get("rng"))
+            set_rng_state(state.get("rng"))
     run.start_step = run.step
     run.last_loss = run.history[-1]["loss"] if run.history else None
     run.valid_loss = run.history[-1].get("valid_loss") if run.history else None
@@ -346,10 +354,10 @@ def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: floa
     epoch_cache: dict[int, list[list[int]]] = {}
     t_start = time.time()
     stop_at = cfg.steps if cfg.stop_after is None else min(cfg.steps, run.step + cfg.stop_after)
-    meta.setdefault("first_started_at", _now())
+    meta.setdefault("first_started_at", utc_now())
     this_command = cfg.command or shlex.join(sys.argv)
     meta["commands"] = list(meta.get("commands", [])) + [
-        {"command": this_command, "from_step": run.step, "started_at": _now()}
+        {"command": this_command, "from_step": run.step, "started_at": utc_now()}
     ]
     model.to(dev)
     for st in optimizer.state.values():
@@ -390,7 +398,7 @@ def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: floa
                 run.valid_loss = vl
                 if run.history and run.history[-1]["step"] == step:
                     run.history[-1]["valid_loss"] = round(vl, 4) if vl is not None else None
-                run.ckpt_path = str(_save_checkpoint(out_dir, step, run.payload(cfg), cfg.keep_checkpoints))
+                run.ckpt_path = str(save_checkpoint(out_dir, step, run.payload(cfg), cfg.keep_checkpoints))
             if progress:
                 el = time.time() - t_start
                 rate = (step - run.start_step) / el if el > 0 else 0.0
@@ -412,7 +420,7 @@ def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: floa
                 )
     except KeyboardInterrupt:
         if run.step > run.start_step:
-            run.ckpt_path = str(_save_checkpoint(out_dir, run.step, run.payload(cfg), cfg.keep_checkpoints))
+            run.ckpt_path = str(save_checkpoint(out_dir, run.step, run.payload(cfg), cfg.keep_checkpoints))
         raise
 
 
@@ -455,8 +463,8 @@ def _export_info(cfg: TrainConfig, run: _Run) -> dict:
             "checkpoint": run.ckpt_path,
             "history": run.history,
         },
-        "exported_at": _now(),
-        "versions": {"torch": torch.__version__, "transformers": _tf_version()},
+        "exported_at": utc_now(),
+        "versions": {"torch": torch.__version__, "transformers": transformers_version()},
     }
 
 
