@@ -27,6 +27,10 @@ lowercased text without punctuation: ``scoring.diversity.bleu_no_bp``; "1-BLEU" 
 * ``5 outputs``: share of references that got 5 outputs;
 * ``cand/s``: candidates per second of decoding: beam hypotheses (references x beam) for the beam systems,
   sampled rows (references x sets x samples) for diverse; the ratio line compares them.
+
+A last line gives what became of the diverse mode's samples (``DiverseResult.counts``, mean per reference):
+ended with EOS, dropped for a non-word, distinct after that, under ``max_nll``, clusters formed (the pinned
+one included), and outputs kept.
 """
 
 from __future__ import annotations
@@ -193,6 +197,13 @@ def main() -> None:
         print(f"  ref 1-BLEU {d['ref_1_bleu'] - b['ref_1_bleu']:+.1f} points")
     print(f"  non-word share {d['non_word']:.3f} vs {b['non_word']:.3f}")
     print(f"  candidates/s ratio {d['cand_per_s'] / b['cand_per_s']:.2f}x")
+    keys = ("finished", "non_word", "distinct", "under_max_nll", "clusters")
+    means = {k: statistics.fmean(r.counts.get(k, 0) for r in div) for k in keys}
+    print(
+        f"diverse candidates per reference (mean of {options.rows} sampled): "
+        + ", ".join(f"{k} {v:.1f}" for k, v in means.items())
+        + f"; kept {statistics.fmean(len(r.outputs) for r in div):.2f}"
+    )
     print("example (first reference):")
     print(f"  reference: {refs[0]}")
     for name, outs in (("beam", beam[0].outputs), ("diverse", div[0].outputs)):

@@ -10,22 +10,26 @@
 For each input:
 
 1. ``negative_sets`` random sets of the reference's distinct words (``ban_fraction`` of them, at least
-   one; the reference is the source when none is given), each word banned with its casing variants (its
-   lowercase and capitalised forms and the form the reference has: the rule ParaBank's negative
-   constraints follow, ``generation.selection``'s ``negative_phrases``) through ``banned.py``'s exact
-   word-level tables, or, with ``discourage``, made that much less likely;
+   one; the reference is the source when none is given; dealt from a shuffled deck, so that every word is
+   banned before any is banned twice), each word banned with its casing variants (its lowercase and
+   capitalised forms and the form the reference has: the rule ParaBank's negative constraints follow,
+   ``generation.selection``'s ``negative_phrases``) through ``banned.py``'s exact word-level tables, or,
+   with ``discourage``, made that much less likely;
 2. ``samples`` top-``top_k`` samples at ``temperature`` under each set: all ``negative_sets x samples``
    samples of an input are rows of one batched decoder step (the encoder runs once per input and its
-   rows share its output; the first decoder step too), several inputs per batch (``batch_size``);
-3. candidates with a non-word (a word neither in lemminflect's English word list nor in the reference:
-   what a subword model writes when its word is banned, "Thes" for "The") are dropped unless
-   ``allow_non_words``; each remaining candidate's score: its negative log-likelihood per token under the
-   model (EOS included), plus the backward model's NLL per token of the source given the candidate when
-   one is given; candidates above ``max_nll`` are dropped, and in ban mode any that holds a banned word
-   (never, by construction: a safety net, counted);
+   rows share its output; the first decoder step too), several inputs per batch (``batch_size``); in ban
+   mode a token after which the open word spells a banned word out is not drawn (the ban forbids only
+   the word's completion: such a row could only go on into a non-word, "eyes" + "s");
+3. candidates with a non-word (a word neither in lemminflect's English word list, the function, number
+   and calendar words, nor in the reference: what a subword model writes when its word is banned, "Thes"
+   for "The") are dropped unless ``allow_non_words``; each remaining candidate's score: its negative
+   log-likelihood per token under the model (EOS included), plus the backward model's NLL per token of
+   the source given the candidate when one is given; candidates above ``max_nll`` are dropped, and in
+   ban mode any that holds a banned word (never, by construction: a safety net, counted);
 4. identical candidates (as lowercased words without punctuation) merged, the best-scoring kept;
-   ``clustering.k_medoids`` under word Levenshtein distance with the reference as pinned point 0;
-   the best of every other cluster, best first, ``keep`` at most (fewer when fewer clusters form).
+   ``clustering.k_medoids`` under word Levenshtein distance with the reference as pinned point 0 (its
+   cluster: what is strictly nearer the reference than any other medoid); the best of every other
+   cluster, best first, ``keep`` at most (fewer when fewer clusters form).
 
 Randomness comes from a hash of (seed, source, reference) per input: the same seed and device give the
 same outputs whatever else is in the batch (up to the last bits of the model's arithmetic, which can
@@ -131,14 +135,34 @@ def casing_variants(word: str) -> list[str]:
 
 def draw_negative_sets(reference: str, options: DiverseOptions, rng: random.Random) -> list[list[str]]:
     """``options.negative_sets`` random sets of :func:`ban_pool`'s words, ``ban_fraction`` of them each
-    (rounded, at least one; none for a reference without words), casing variants included."""
+    (rounded, at least one; none for a reference without words), casing variants included. The sets are
+    dealt from a shuffled deck of the pool (a fresh shuffle when it runs out, no word twice in a set), so
+    every word is banned before any is banned twice: drawn independently, five one-word sets from a
+    three-word pool left a word unbanned more often than not, and its paraphrases unsampled."""
     words = ban_pool(reference, options)
     n = min(len(words), max(1, round(options.ban_fraction * len(words)))) if words else 0
     sets = []
+    deck: list[str] = []
     for _ in range(options.negative_sets):
-        drawn = rng.sample(words, n)
+        if len(deck) < n:  # a fresh shuffle under what is left, none of it twice in one set
+            deck += [w for w in rng.sample(words, len(words)) if w not in deck]
+        drawn, deck = deck[:n], deck[n:]
         sets.append([form for w in drawn for form in casing_variants(w)])
     return sets
+
+
+# Words that do not inflect, so lemminflect's tables (nouns, verbs, adjectives, adverbs) never list them:
+# number words and the calendar's names. With FUNCTION_WORDS they complete the word list of the non-word
+# filter, which without them dropped every candidate that wrote "of", "six" or "Monday" where its
+# reference had not (on the demo model: 2.1-2.5% of the samples of development lines 1000-1127, distinct
+# candidates per reference 42 -> 46 on lines 1000-1031).
+UNINFLECTED_WORDS = frozenset(
+    """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
+    seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million
+    billion trillion first second third fourth fifth sixth seventh eighth ninth tenth once twice january
+    february march april may june july august september october november december monday tuesday wednesday
+    thursday friday saturday sunday""".split()
+)
 
 
 @functools.cache
@@ -147,11 +171,19 @@ def english_words() -> frozenset[str]:
     return frozenset(known_words())
 
 
-def non_words(text: str, reference: str) -> list[str]:
-    """The words of ``text`` (lowercased, with a letter) that are neither English words lemminflect knows
-    nor words of the reference: what a subword model writes when its word is banned ("Thes", "newael",
-    "Mandelas"). None are found when lemminflect's tables cannot be read (nothing to judge by)."""
+@functools.cache
+def filter_words() -> frozenset[str]:
+    """The non-word filter's English: lemminflect's words, FUNCTION_WORDS and UNINFLECTED_WORDS (empty
+    when lemminflect's tables cannot be read: then nothing is judged)."""
     known = english_words()
+    return known | FUNCTION_WORDS | UNINFLECTED_WORDS if known else known
+
+
+def non_words(text: str, reference: str) -> list[str]:
+    """The words of ``text`` (lowercased, with a letter) that are neither English words
+    (:func:`filter_words`) nor words of the reference: what a subword model writes when its word is banned
+    ("Thes", "newael", "Mandelas"). None are found when lemminflect's tables cannot be read (nothing to judge by)."""
+    known = filter_words()
     if not known:
         return []
     ref = set(comparable_words(reference))
@@ -170,6 +202,25 @@ def _start_token(model, gen_cfg) -> int:
     if isinstance(start, (list, tuple)):
         start = start[0]
     return int(start)
+
+
+def avoid_spelled_bans(ns: NegativeState, top_v: torch.Tensor, top_i: torch.Tensor) -> torch.Tensor:
+    """``top_v`` with -inf for the top-k tokens after which the open word spells a banned word out. The ban
+    forbids only what would complete the word, so a row that has spelled "eyes" can only go on into a longer
+    word: "eyes" + "s", "floating" + "igator". On the demo model that was most of the samples' non-words
+    (30 of 30 rows for "All eyes on the trip ..." with "eyes" banned), and the non-word filter left 10
+    distinct candidates of 150 samples per reference on average (42 with this rule; development lines
+    1000-1031): too few for 8 clusters and 5 outputs. Sampling then picks among the other top-k tokens;
+    a row whose every top-k token spells a banned word out keeps them (the non-word filter judges its
+    candidate)."""
+    H, k = top_i.shape
+    src = torch.arange(H, device=top_i.device).repeat_interleave(k)
+    bidx = ns.bidx.repeat_interleave(k)
+    node, g = ns.advance(src, top_i.reshape(-1), bidx)
+    finite = torch.isfinite(top_v)
+    spelled = ns.ends_badly(node, g, bidx).view(H, k) & finite
+    spelled &= ~(spelled | ~finite).all(1, keepdim=True)
+    return top_v.masked_fill(spelled, float("-inf"))
 
 
 @torch.inference_mode()
@@ -261,7 +312,9 @@ def sample_batch(
         if options.temperature != 1.0:
             work = work / options.temperature
         top_v, top_i = torch.topk(work, k, dim=1)
-        dead = ~torch.isfinite(top_v[:, 0])  # every token banned: the row cannot go on
+        if ns is not None and options.discourage is None:
+            top_v = avoid_spelled_bans(ns, top_v, top_i)
+        dead = ~torch.isfinite(top_v).any(1)  # every token banned: the row cannot go on
         probs = torch.softmax(top_v.masked_fill(dead[:, None], 0.0).double(), dim=1)
         cdf = probs.cumsum(1)
         u = uniforms[cur - 1].index_select(0, rows) * cdf[:, -1]

@@ -1,0 +1,79 @@
+"""How the diverse mode (issue 39) draws its negative sets, samples under them and filters its candidates.
+
+The rules that decide which candidates reach the clustering and which it keeps: every word of the ban pool
+is banned before any is banned twice; a sample never spells a banned word out and goes on into a longer word
+("eyess"); the non-word filter knows the words lemminflect does not list (function, number and calendar
+words); the pinned cluster takes only what is strictly nearer the reference than any other medoid.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from generation.decode_options import DiverseOptions
+from generation.decoding.clustering import PINNED, distance_matrix, k_medoids, pick_per_cluster
+from generation.decoding.diverse import ban_pool, draw_negative_sets, non_words, sample_batch
+from generation.words import words_of
+
+DEMO_MODEL = Path(__file__).resolve().parents[2] / "generation" / "demo" / "model"
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from generation.decoding import load_model
+
+    return load_model(str(DEMO_MODEL), device="cpu")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_pool_word_is_banned_before_any_is_banned_twice(seed):
+    reference = "Children jumping on a trampoline."  # pool: children, jumping, trampoline; one word a set
+    options = DiverseOptions(negative_sets=5, ban_fraction=0.3)
+    sets = draw_negative_sets(reference, options, random.Random(seed))
+    firsts = [s[0].lower() for s in sets]  # each set: one word in its casing variants
+    assert sorted(firsts[:3]) == ["children", "jumping", "trampoline"]
+    assert sorted(Counter(firsts).values()) == [1, 2, 2]
+
+
+def test_a_set_never_holds_a_word_twice_when_the_deck_runs_out():
+    reference = "A black and white dog looking at the camera."  # pool of 5 content words, 2 a set
+    options = DiverseOptions(negative_sets=7, ban_fraction=0.4)
+    for seed in range(30):
+        for s in draw_negative_sets(reference, options, random.Random(seed)):
+            words = {w.lower() for w in s}
+            assert len(words) == 2 and words <= {w.lower() for w in ban_pool(reference, options)}
+
+
+@pytest.mark.parametrize(
+    ("source", "banned"),
+    [("All eyes on the trip ...", "eyes"), ("The seagull is floating on the water.", "floating")],
+)
+def test_a_sample_never_spells_a_banned_word_out_into_a_longer_word(demo, source, banned):
+    # the ban forbids completing "eyes"; before this rule the demo model wrote "eyes" + "s" in 30 of 30 rows
+    options = DiverseOptions(negative_sets=1, samples=30, seed=0, max_length=40)
+    forms = [banned, banned.capitalize()]
+    [rows] = sample_batch(demo, [source], [[forms]], [torch.Generator().manual_seed(3)], options)
+    texts = [demo.tokenizer.decode(r[0], skip_special_tokens=True) for r in rows if r is not None]
+    assert len(texts) >= 20
+    longer = [w for t in texts for w in words_of(t) if w.lower().startswith(banned) and w.lower() != banned]
+    assert longer == []
+    assert not any(banned in (w.lower() for w in words_of(t)) for t in texts)
+
+
+def test_function_number_and_calendar_words_are_no_non_words():
+    reference = "The committee approved the budget."
+    assert non_words("The board approved six of the budgets on Monday in September.", reference) == []
+    assert non_words("Thes committee approveded the budget.", reference) == ["thes", "approveded"]
+
+
+def test_a_one_word_swap_as_near_another_medoid_as_the_reference_can_be_kept():
+    texts = ["a b c d e", "x b c d e", "x y c d e", "A b c d e."]  # reference, a swap, two swaps, a copy
+    clustering = k_medoids(distance_matrix(texts), 2)
+    assert clustering.medoids[PINNED] == 0
+    assert list(clustering.labels) == [PINNED, 1, 1, PINNED]  # the copy stays pinned; the swap does not
+    assert pick_per_cluster(clustering, [0.0, 0.1, 0.2, 0.0]) == [(1, 1)]
