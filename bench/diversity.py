@@ -1,7 +1,8 @@
 """Diversity of three ways to get five paraphrases per reference (issue 39), in one run on the same references.
 
     .venv/bin/python bench/diversity.py [--model DIR] [--corpus FILE] [--references 40] [--offset 2000]
-        [--device cpu|cuda] [--negative-sets 5] [--samples 30] [--seed 0] [--backward-model DIR] [--json OUT]
+        [--device cpu|cuda] [--negative-sets 5] [--samples 30] [--seed 0] [--backward-model DIR]
+        [--speed-repeat 3] [--json OUT]
 
 Systems, each decoding the same references (lines ``--offset`` .. ``--offset + --references`` of ``--corpus``,
 by default the demo corpus from line 2,000: sentences the diverse mode's defaults were never tuned on):
@@ -26,7 +27,13 @@ lowercased text without punctuation: ``scoring.diversity.bleu_no_bp``; "1-BLEU" 
   lemminflect's list and the reference's, so its share is 0 by construction unless ``--allow-non-words``);
 * ``5 outputs``: share of references that got 5 outputs;
 * ``cand/s``: candidates per second of decoding: beam hypotheses (references x beam) for the beam systems,
-  sampled rows (references x sets x samples) for diverse; the ratio line compares them.
+  sampled rows (references x sets x samples) for diverse; the ratio line compares them. ``seconds``: for
+  beam n-best and diverse the median of ``--speed-repeat`` (3) timed passes over all the references, run
+  interleaved (beam n-best, diverse, beam n-best, diverse, ...) after an untimed pass of each (the
+  warm-up, whose outputs are the ones measured above: both decoders are deterministic); for beam +
+  rerank one pass. Why interleaved: on a shared machine one run's beam baseline took 1.0 s and the
+  next's 4.4 s (other jobs' load), so timed back to back the ratio read 0.49x or 1.79x; interleaved,
+  a load change falls on both sides. The line after the ratio lists every timed pass.
 
 A last line gives what became of the diverse mode's samples (``DiverseResult.counts``, mean per reference):
 ended with EOS, dropped for a non-word, distinct after that, under ``max_nll``, clusters formed (the pinned
@@ -120,8 +127,11 @@ def main() -> None:
     p.add_argument("--backward-model", default=None)
     p.add_argument("--allow-non-words", action="store_true", help="diverse: keep candidates with a non-word")
     p.add_argument("--batch-size", type=int, default=None, help="diverse: inputs decoded together")
+    p.add_argument("--speed-repeat", type=int, default=3, help="timed passes of beam n-best and diverse, interleaved")
     p.add_argument("--json", default=None, help="also write the rows here")
     a = p.parse_args()
+    if a.speed_repeat < 1:
+        p.error("--speed-repeat must be at least 1")
 
     import torch
 
@@ -144,36 +154,60 @@ def main() -> None:
         f"{Path(a.corpus).name}), model {Path(a.model).name}, device {dev} "
         f"({torch.cuda.get_device_name() if dev == 'cuda' else f'{torch.get_num_threads()} threads'})"
     )
-    decode(model, refs[:2], beam=BEAM, nbest=NBEST)  # warm-up (lazy tables, lean step)
-    diverse_decode(model, refs[:1], options=DiverseOptions(negative_sets=1, samples=2, seed=a.seed))
-
-    rows = []
-    sync()
-    t = time.perf_counter()
-    beam = decode(model, refs, beam=BEAM, nbest=NBEST)
-    sync()
-    secs = time.perf_counter() - t
-    rows.append(
-        measure("beam n-best", refs, [[o["text"] for o in r.outputs] for r in beam], secs, len(refs) * BEAM, lexicon)
-    )
-
-    sync()
-    t = time.perf_counter()
-    rer = decode(model, refs, beam=BEAM, nbest=BEAM, rerank_dissimilar=True)
-    sync()
-    secs = time.perf_counter() - t
-    outs = [[o["text"] for o in r.outputs][:NBEST] for r in rer]
-    rows.append(measure("beam + rerank", refs, outs, secs, len(refs) * BEAM, lexicon))
 
     options = DiverseOptions(negative_sets=a.negative_sets, samples=a.samples, seed=a.seed, batch_size=a.batch_size)
-    sync()
-    t = time.perf_counter()
-    div = diverse_decode(model, refs, options=options, backward=backward)
-    sync()
-    secs = time.perf_counter() - t
-    rows.append(
-        measure("diverse", refs, [[o["text"] for o in r.outputs] for r in div], secs, len(refs) * options.rows, lexicon)
-    )
+
+    def timed(run):
+        sync()
+        t = time.perf_counter()
+        result = run()
+        sync()
+        return result, time.perf_counter() - t
+
+    def run_beam():
+        return decode(model, refs, beam=BEAM, nbest=NBEST)
+
+    def run_rerank():
+        return decode(model, refs, beam=BEAM, nbest=BEAM, rerank_dissimilar=True)
+
+    def run_diverse():
+        return diverse_decode(model, refs, options=options, backward=backward)
+
+    # speed: beam n-best and diverse interleaved (an untimed pass of each first), the median of each
+    beam, _ = timed(run_beam)
+    div, _ = timed(run_diverse)
+    beam_secs, div_secs = [], []
+    for _ in range(a.speed_repeat):
+        beam_secs.append(timed(run_beam)[1])
+        div_secs.append(timed(run_diverse)[1])
+    rer, rer_secs = timed(run_rerank)
+
+    rows = [
+        measure(
+            "beam n-best",
+            refs,
+            [[o["text"] for o in r.outputs] for r in beam],
+            statistics.median(beam_secs),
+            len(refs) * BEAM,
+            lexicon,
+        ),
+        measure(
+            "beam + rerank",
+            refs,
+            [[o["text"] for o in r.outputs][:NBEST] for r in rer],
+            rer_secs,
+            len(refs) * BEAM,
+            lexicon,
+        ),
+        measure(
+            "diverse",
+            refs,
+            [[o["text"] for o in r.outputs] for r in div],
+            statistics.median(div_secs),
+            len(refs) * options.rows,
+            lexicon,
+        ),
+    ]
 
     print(
         f"{'system':<14} {'pair 1-BLEU':>11} {'ref 1-BLEU':>10} {'ref I/U':>8} {'sim':>6} {'sim@1':>6} "
@@ -197,6 +231,10 @@ def main() -> None:
         print(f"  ref 1-BLEU {d['ref_1_bleu'] - b['ref_1_bleu']:+.1f} points")
     print(f"  non-word share {d['non_word']:.3f} vs {b['non_word']:.3f}")
     print(f"  candidates/s ratio {d['cand_per_s'] / b['cand_per_s']:.2f}x")
+    print(
+        f"  timing: {a.speed_repeat} interleaved passes (beam n-best, diverse, ...) after an untimed one, medians; "
+        f"beam n-best {' '.join(f'{x:.2f}' for x in beam_secs)} s, diverse {' '.join(f'{x:.2f}' for x in div_secs)} s"
+    )
     keys = ("finished", "non_word", "distinct", "under_max_nll", "clusters")
     means = {k: statistics.fmean(r.counts.get(k, 0) for r in div) for k in keys}
     print(

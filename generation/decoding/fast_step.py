@@ -345,6 +345,7 @@ class FastStepState:
         self.kv = torch.zeros(2 * fast.n_layers, B, h, self.capacity, hd, dtype=enc.dtype, device=enc.device)
         self._spare: torch.Tensor | None = None  # the previous step's cache, reused by _take_rows
         self.sentences = B
+        self.cross_places: tuple[torch.Tensor, int] | None = None  # (see place_cross_rows)
 
     @property
     def rows(self) -> int:
@@ -380,6 +381,14 @@ class FastStepState:
             self.cross_bias = self.cross_bias.index_select(0, kept_sentences)
         self.sentences = len(kept_sentences)
 
+    def place_cross_rows(self, places: torch.Tensor | None, width: int = 0) -> None:
+        """Run the cross-attention as if every sentence still had ``width`` rows, row r at ``places[r]`` of the
+        [sentences x width] block (None: the rows as they are). For a sampler whose finished rows leave the
+        batch (``diverse.sample_batch``): the products of the queries with a short source's keys gave other
+        last bits at another row count (MKL; source lengths 6 and 9 of the demo model, not 8 or 13), so the
+        kept rows' logits would no longer equal the full batch's; the other products are per row."""
+        self.cross_places = None if places is None else (places, width)
+
     def _grow(self, need: int) -> None:
         cap = min(self.max_length, max(need, 2 * self.capacity))
         kv = self.kv.new_zeros(*self.kv.shape[:3], cap, self.kv.shape[4])
@@ -407,6 +416,7 @@ class FastStepState:
         kv = self.kv
         n = position + 1
         bias = self.cross_bias
+        places, width = self.cross_places if self.cross_places is not None else (None, per)
         for i, L in enumerate(fast.layers):
             # self-attention: this token's key and value into the cache, then attend to positions 0..position
             qkv = linear(x, L.w_qkv, L.b_qkv).view(R, 3, h, hd)
@@ -417,12 +427,17 @@ class FastStepState:
             a = torch.matmul(w, kv[2 * i + 1, :, :, :n]).view(R, d)
             x = F.layer_norm(x + linear(a, L.w_o, L.b_o), *L.ln1)
             # cross-attention: a sentence's beams query its encoder keys together
-            q = linear(x, L.w_cq, L.b_cq).view(Bs, per, h, hd).transpose(1, 2)  # [Bs, h, per, hd]
-            w = torch.matmul(q, self.cross_kT[i]) * fast.scaling  # [Bs, h, per, S]
+            q = linear(x, L.w_cq, L.b_cq)
+            if places is not None:  # each row in its former place of a full block (zeros elsewhere)
+                q = q.new_zeros(Bs * width, d).index_copy_(0, places, q)
+            q = q.view(Bs, width, h, hd).transpose(1, 2)  # [Bs, h, width, hd]
+            w = torch.matmul(q, self.cross_kT[i]) * fast.scaling  # [Bs, h, width, S]
             if bias is not None:
                 w = w + bias
             w = torch.softmax(w, dim=-1)
-            a = torch.matmul(w, self.cross_v[i]).transpose(1, 2).reshape(R, d)
+            a = torch.matmul(w, self.cross_v[i]).transpose(1, 2).reshape(Bs * width, d)
+            if places is not None:
+                a = a.index_select(0, places)
             x = F.layer_norm(x + linear(a, L.w_co, L.b_co), *L.ln2)
             # FFN
             y = linear(L.act(linear(x, L.w_fc1, L.b_fc1)), L.w_fc2, L.b_fc2)
