@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from pathlib import Path
 
 # ``org/name`` as the hub spells repository ids (letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``),
@@ -182,3 +183,11 @@ def _hub_snapshot(repo_id: str, revision: str | None, *, cache_only: bool = Fals
 
 def _one_line(message: object) -> str:
     return " ".join(str(message).split())
+
+
+def ignore_sacremoses_warning() -> None:
+    """Silence MarianTokenizer's "Recommended: pip install sacremoses" (the demo model's and opus-mt's tokenizer):
+    it warns when it cannot set up Moses punctuation normalisation, but transformers 5 never applies that
+    normaliser to the text it encodes (``MarianTokenizer.normalize`` has no caller), so the package would
+    change nothing and the warning is noise. Called wherever a tokenizer is loaded."""
+    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses", category=UserWarning)

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
 
 from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
-from ..model_source import ModelFolderError, model_folder
+from ..model_source import ModelFolderError, ignore_sacremoses_warning, model_folder
 from ..prompts import PromptTemplate, PromptTemplateError, default_for, recorded_template, resolve
 from .vocab import VocabInfo, build_vocab_info
 
@@ -161,10 +160,7 @@ def load_model(
         raise ModelFolderError(f"model folder {str(path)!r} has no config.json (not a Hugging Face checkpoint)")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-    # MarianTokenizer (the demo model's, opus-mt's) warns "Recommended: pip install sacremoses" when it cannot set
-    # up Moses punctuation normalisation, but transformers 5 never applies that normaliser to the text it encodes
-    # (``MarianTokenizer.normalize`` has no caller): the package would change nothing, so the warning is noise
-    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses", category=UserWarning)
+    ignore_sacremoses_warning()
     kind = "model"
     try:
         config = AutoConfig.from_pretrained(str(p), local_files_only=True)

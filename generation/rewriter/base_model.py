@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from generation.model_source import ModelFolderError, model_folder
+from generation.model_source import ModelFolderError, ignore_sacremoses_warning, model_folder
 from generation.prompts import PromptTemplate, PromptTemplateError, for_folder, resolve
 from jobs.params import fail
 
@@ -72,13 +72,9 @@ def load_base_model(base: BaseModel):
 
 
 def load_base_tokenizer(folder: Path):
-    import warnings
-
     from transformers import AutoTokenizer
 
-    # (a Marian base's tokenizer asks for sacremoses, which transformers 5 never uses: decoding.loading says why)
-    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses", category=UserWarning)
-
+    ignore_sacremoses_warning()
     try:
         return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     except (OSError, ValueError) as exc:

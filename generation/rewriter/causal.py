@@ -76,19 +76,22 @@ def encode_pairs(
     return out
 
 
+def right_padded(rows: list[list[int]], value: int):
+    """``rows`` as one long tensor [len(rows), longest], each row from position 0, ``value`` after it."""
+    import torch
+
+    out = torch.full((len(rows), max(len(r) for r in rows)), value, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
 def collate(examples: list[tuple[list[int], list[int]]], pad_id: int):
     """Right-padded tensors ``(input_ids, attention_mask, labels)`` [B, T]: padding is ``pad_id`` (any token:
     masked out and never a label)."""
-    import torch
-
-    width = max(len(ids) for ids, _ in examples)
-    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(examples), width), dtype=torch.long)
-    labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)
-    for i, (x, y) in enumerate(examples):
-        ids[i, : len(x)] = torch.tensor(x)
-        mask[i, : len(x)] = 1
-        labels[i, : len(y)] = torch.tensor(y)
+    ids = right_padded([x for x, _ in examples], pad_id)
+    mask = right_padded([[1] * len(x) for x, _ in examples], 0)
+    labels = right_padded([y for _, y in examples], IGNORE)
     return ids, mask, labels
 
 

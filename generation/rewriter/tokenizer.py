@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from generation.model_source import ignore_sacremoses_warning
 from infra.textfiles import atomic_dir
 from jobs.params import fail
 
@@ -70,11 +71,9 @@ def train_tokenizer(sentences: Iterable[str], out_dir, *, vocab_size: int = 8000
 
 
 def load_tokenizer(path):
-    import warnings
-
     from transformers import MarianTokenizer
 
-    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+    ignore_sacremoses_warning()
 
     return MarianTokenizer.from_pretrained(str(path), local_files_only=True)
 
@@ -134,11 +133,9 @@ def keep_base_tokenizer(out_dir: Path, tokenizer, *, resume: bool) -> None:
 
 def load_kept_tokenizer(out_dir: Path):
     """The tokenizer :func:`keep_base_tokenizer` saved (any kind: ``AutoTokenizer``)."""
-    import warnings
-
     from transformers import AutoTokenizer
 
-    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+    ignore_sacremoses_warning()
 
     tok_dir = out_dir / TOKENIZER_DIR
     if not tok_dir.is_dir():

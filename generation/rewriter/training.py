@@ -37,7 +37,7 @@ from .base_model import (
     origin,
     run_template,
 )
-from .causal import causal_loss, collate, encode_pairs, end_token_id
+from .causal import IGNORE, causal_loss, collate, encode_pairs, end_token_id, right_padded
 from .checkpoints import (
     CHECKPOINTS,
     latest_checkpoint,
@@ -532,17 +532,10 @@ def _batches(lengths: list[int], batch_size: int, seed: int, epoch: int) -> list
 
 
 def _collate(examples, pad_id):
-    import torch
-
-    ms = max(len(s) for s, _ in examples)
-    mt = max(len(t) for _, t in examples)
-    src = torch.full((len(examples), ms), pad_id, dtype=torch.long)
-    att = torch.zeros((len(examples), ms), dtype=torch.long)
-    lab = torch.full((len(examples), mt), -100, dtype=torch.long)
-    for i, (s, t) in enumerate(examples):
-        src[i, : len(s)] = torch.tensor(s)
-        att[i, : len(s)] = 1
-        lab[i, : len(t)] = torch.tensor(t)
+    """A seq2seq batch: sources right-padded with ``pad_id`` and masked, labels right-padded with IGNORE."""
+    src = right_padded([s for s, _ in examples], pad_id)
+    att = right_padded([[1] * len(s) for s, _ in examples], 0)
+    lab = right_padded([t for _, t in examples], IGNORE)
     return src, att, lab
 
 
@@ -552,7 +545,7 @@ def _loss(model, src, att, lab, label_smoothing):
     out = model(input_ids=src, attention_mask=att, labels=lab)  # labels -> shifted decoder inputs
     logits = out.logits.float()
     flat, y = logits.view(-1, logits.size(-1)), lab.view(-1)
-    loss = F.cross_entropy(flat, y, ignore_index=-100, label_smoothing=label_smoothing)
+    loss = F.cross_entropy(flat, y, ignore_index=IGNORE, label_smoothing=label_smoothing)
     return loss, out
 
 
@@ -570,7 +563,7 @@ def _evaluate(model, encoded, feed: _Feed, batch_size: int):
             dev = next(model.parameters()).device
             src, att, lab = (x.to(dev) for x in feed.collate(ex, feed.pad_id))
             loss, _ = feed.loss(model, src, att, lab, 0.0)
-            ntok = int((lab != -100).sum())
+            ntok = int((lab != IGNORE).sum())
             tot += float(loss) * ntok
             n += ntok
     model.train()
