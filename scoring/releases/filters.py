@@ -368,9 +368,10 @@ def _keep(f: ReleaseFilters, ref_tokens: list[str], candidate: dict[str, Any], r
     return True
 
 
-def _score_order(candidate: dict[str, Any]) -> tuple[float, float]:
-    """``rerank=score``'s key: the released score, highest first, then the raw prediction (pairs a calibration
-    map's flat step gives one score keep the regressor's order); unscored pairs last."""
+def score_order(candidate: dict[str, Any]) -> tuple[float, float]:
+    """How released pairs are ordered by score (``rerank=score``, the parabank2 layout): the released score,
+    highest first, then the raw prediction (pairs a calibration map's flat step gives one score keep the
+    regressor's order); unscored pairs last."""
     score = candidate.get("score")
     raw = candidate.get("raw_score", score)
     return (-score if score is not None else math.inf, -raw if raw is not None else math.inf)
@@ -401,7 +402,7 @@ def filter_candidates(f: ReleaseFilters, record: dict[str, Any]) -> list[dict[st
         ]
         kept = [o["c"] for o in rerank_dissimilar(outputs, record["reference"])]
     elif f.rerank == "score":
-        kept = sorted(kept, key=_score_order)
+        kept = sorted(kept, key=score_order)
     if f.top is not None:
         kept = kept[: f.top]
     return kept

@@ -26,7 +26,7 @@ from infra.storage import LocalStorage
 from scoring.models import ScoredResource
 from scoring.releases import parquet
 from scoring.releases.columns import JUDGMENT_COLUMNS, PAIR_COLUMNS, PARABANK2, PARABANK2_PARAPHRASES, PARAFORGE
-from scoring.releases.filters import ReleaseFilters
+from scoring.releases.filters import ReleaseFilters, score_order
 from scoring.releases.parquet import JUDGMENTS_PARQUET, PAIRS_PARQUET, ParquetRows, pair_row
 from scoring.releases.rows import PairScreen, judgment_rows, kept_records
 
@@ -122,11 +122,10 @@ def parabank2_paraphrases(kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ``score`` (the calibrated one, as the line's score cell), highest first, pairs that share one by ``raw_score``
     (a calibration map's flat step), pairs without a score last; ties keep the pairs' order."""
 
-    def order(item: tuple[int, dict[str, Any]]) -> tuple[float, bool, float, float, int]:
+    def order(item: tuple[int, dict[str, Any]]) -> tuple[float, float, float, int]:
         index, c = item
-        rank, score = candidate_rank(c), c.get("score")
-        raw = c.get("raw_score", score)
-        return (math.inf if rank is None else rank, score is None, -(score or 0.0), -(raw or 0.0), index)
+        rank = candidate_rank(c)
+        return (math.inf if rank is None else rank, *score_order(c), index)
 
     return [c for _, c in sorted(enumerate(kept), key=order)][:PARABANK2_PARAPHRASES]
 
