@@ -123,6 +123,8 @@ def main() -> None:
     p.add_argument("--device", choices=("cpu", "cuda"), default=None)
     p.add_argument("--negative-sets", type=int, default=5)
     p.add_argument("--samples", type=int, default=30)
+    p.add_argument("--ban-fraction", type=float, default=0.3, help="diverse: mean share of words in a negative set")
+    p.add_argument("--ban-spread", type=float, default=0.2, help="diverse: the sets' shares graded over +- this")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backward-model", default=None)
     p.add_argument("--allow-non-words", action="store_true", help="diverse: keep candidates with a non-word")
@@ -155,7 +157,16 @@ def main() -> None:
         f"({torch.cuda.get_device_name() if dev == 'cuda' else f'{torch.get_num_threads()} threads'})"
     )
 
-    options = DiverseOptions(negative_sets=a.negative_sets, samples=a.samples, seed=a.seed, batch_size=a.batch_size)
+    options = DiverseOptions(
+        negative_sets=a.negative_sets,
+        samples=a.samples,
+        ban_fraction=a.ban_fraction,
+        ban_spread=a.ban_spread,
+        seed=a.seed,
+        batch_size=a.batch_size,
+    )
+    shares = ", ".join(f"{f:g}" for f in options.ban_fractions)
+    print(f"# diverse: {options.negative_sets} negative sets (word shares {shares}) x {options.samples} samples")
 
     def timed(run):
         sync()

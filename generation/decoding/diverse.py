@@ -9,8 +9,9 @@
 
 For each input:
 
-1. ``negative_sets`` random sets of the reference's distinct words (``ban_fraction`` of them, at least
-   one; the reference is the source when none is given; dealt from a shuffled deck, so that every word is
+1. ``negative_sets`` random sets of the reference's distinct words (``ban_fraction`` of them on average,
+   graded from ``ban_fraction - ban_spread`` to ``+ ban_spread``, each at least one; the reference is the
+   source when none is given; dealt from a shuffled deck, so that every word is
    banned before any is banned twice), each word banned with its casing variants (its lowercase and
    capitalised forms and the form the reference has: the rule ParaBank's negative constraints follow,
    ``generation.selection``'s ``negative_phrases``) through ``banned.py``'s exact word-level tables, or,
@@ -151,16 +152,17 @@ def casing_variants(word: str) -> list[str]:
 
 
 def draw_negative_sets(reference: str, options: DiverseOptions, rng: random.Random) -> list[list[str]]:
-    """``options.negative_sets`` random sets of :func:`ban_pool`'s words, ``ban_fraction`` of them each
-    (rounded, at least one; none for a reference without words), casing variants included. The sets are
+    """``options.negative_sets`` random sets of :func:`ban_pool`'s words, each its share of them
+    (``options.ban_fractions``, lowest first; rounded, at least one; none for a reference without words),
+    casing variants included. The sets are
     dealt from a shuffled deck of the pool (a fresh shuffle when it runs out, no word twice in a set), so
     every word is banned before any is banned twice: drawn independently, five one-word sets from a
     three-word pool left a word unbanned more often than not, and its paraphrases unsampled."""
     words = ban_pool(reference, options)
-    n = min(len(words), max(1, round(options.ban_fraction * len(words)))) if words else 0
     sets = []
     deck: list[str] = []
-    for _ in range(options.negative_sets):
+    for fraction in options.ban_fractions:
+        n = min(len(words), max(1, round(fraction * len(words)))) if words else 0
         if len(deck) < n:  # a fresh shuffle under what is left, none of it twice in one set
             deck += [w for w in rng.sample(words, len(words)) if w not in deck]
         drawn, deck = deck[:n], deck[n:]

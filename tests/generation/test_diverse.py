@@ -108,6 +108,8 @@ def test_options_are_checked():
         DiverseOptions(clusters=1)
     with pytest.raises(DecodeOptionsError, match="ban_fraction"):
         DiverseOptions(ban_fraction=1.5)
+    with pytest.raises(DecodeOptionsError, match="ban_spread"):
+        DiverseOptions(ban_spread=-0.1)
     with pytest.raises(DecodeOptionsError) as exc:
         DiverseOptions(samples=0)
     assert "--samples" in exc.value.option_message

@@ -33,7 +33,7 @@ def demo():
 @pytest.mark.parametrize("seed", range(20))
 def test_every_pool_word_is_banned_before_any_is_banned_twice(seed):
     reference = "Children jumping on a trampoline."  # pool: children, jumping, trampoline; one word a set
-    options = DiverseOptions(negative_sets=5, ban_fraction=0.3)
+    options = DiverseOptions(negative_sets=5, ban_fraction=0.3, ban_spread=0)
     sets = draw_negative_sets(reference, options, random.Random(seed))
     firsts = [s[0].lower() for s in sets]  # each set: one word in its casing variants
     assert sorted(firsts[:3]) == ["children", "jumping", "trampoline"]
@@ -42,11 +42,39 @@ def test_every_pool_word_is_banned_before_any_is_banned_twice(seed):
 
 def test_a_set_never_holds_a_word_twice_when_the_deck_runs_out():
     reference = "A black and white dog looking at the camera."  # pool of 5 content words, 2 a set
-    options = DiverseOptions(negative_sets=7, ban_fraction=0.4)
+    options = DiverseOptions(negative_sets=7, ban_fraction=0.4, ban_spread=0)
     for seed in range(30):
         for s in draw_negative_sets(reference, options, random.Random(seed)):
             words = {w.lower() for w in s}
             assert len(words) == 2 and words <= {w.lower() for w in ban_pool(reference, options)}
+
+
+def test_the_negative_sets_are_graded_from_light_to_heavy_bans():
+    # a ten-word pool: by default the five sets ban 1, 2, 3, 4 and 5 of its words (0.1 .. 0.5), not 3 each
+    reference = "Young children happily jumping on bright trampoline near green grass at school."
+    options = DiverseOptions()
+    assert len(ban_pool(reference, options)) == 10
+    assert options.ban_fractions == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    for seed in range(10):
+        sets = draw_negative_sets(reference, options, random.Random(seed))
+        sizes = [len({w.lower() for w in s}) for s in sets]
+        assert sizes == [1, 2, 3, 4, 5]
+        assert len({w.lower() for s in sets for w in s}) == 10  # the deck still deals every word out first
+    flat = options.replace(ban_spread=0)
+    assert [len({w.lower() for w in s}) for s in draw_negative_sets(reference, flat, random.Random(0))] == [3] * 5
+
+
+def test_the_graded_shares_stay_between_nothing_and_everything():
+    assert DiverseOptions(ban_fraction=0.1, ban_spread=0.3).ban_fractions == pytest.approx([0, 0, 0.1, 0.25, 0.4])
+    assert DiverseOptions(ban_fraction=0.9, ban_spread=0.4, negative_sets=3).ban_fractions == pytest.approx(
+        [0.5, 0.9, 1.0]
+    )
+    assert DiverseOptions(negative_sets=1, ban_fraction=0.4).ban_fractions == [0.4]
+    # a share of 0 still bans one word: every sample is sampled under a ban
+    sets = draw_negative_sets(
+        "Children jumping on a trampoline.", DiverseOptions(ban_fraction=0, ban_spread=0), random.Random(0)
+    )
+    assert all(len({w.lower() for w in s}) == 1 for s in sets)
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,8 @@ line, in order::
 
 (``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty.)
 
-``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--clusters 8] [--keep 5]
-[--backward-model M2] [--max-nll 3.5] [--seed N]``: ParaBank 2's mode instead of constrained beam search
+``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--ban-spread 0.2] [--clusters 8]
+[--keep 5] [--backward-model M2] [--max-nll 3.5] [--seed N]``: ParaBank 2's mode instead of constrained beam search
 (``generation.decoding.diverse``; ``--seed``, ``--max-length``, ``--batch-size`` (inputs decoded together),
 ``--device`` and ``--dtype`` apply too). Each line's ``outputs`` are the kept paraphrases in rank order::
 
@@ -157,6 +157,7 @@ DIVERSE_ONLY = (
     "top_k",
     "temperature",
     "ban_fraction",
+    "ban_spread",
     "ban_function_words",
     "allow_non_words",
     "discourage",
