@@ -22,7 +22,12 @@ from generation.decode_options import DiverseOptions
 from generation.decoding.clustering import PINNED
 from generation.generation_job import KIND
 from generation.generation_job.kind import candidate_shard_key, run_chunk
-from generation.generation_job.params import GenerateParams, GenerationSettingsError, generation_params
+from generation.generation_job.params import (
+    GenerateParams,
+    GenerationSettingsError,
+    generation_params,
+    job_diverse_options,
+)
 from generation.models import Resource, ResourceShard
 from generation.words import words_of
 from infra.shards import read_jsonl_gz
@@ -128,6 +133,24 @@ def test_a_diverse_job_writes_ranked_candidates_and_records_its_settings(corpus)
     ]
     other = job_run_inline(job_id=job_start(kind=KIND, params=_params(corpus, name="other", seed=8), enqueue=False).pk)
     assert [r["candidates"] for r in _records(other)] != [r["candidates"] for r in records]
+
+
+def test_a_job_stored_before_graded_negative_sets_resumes_as_it_began(corpus):
+    # its stored settings have no ban_spread: every set was drawn at ban_fraction, and so it goes on
+    old = job_start(kind=KIND, params=_params(corpus, name="old"), enqueue=False)
+    assert old.params["ban_spread"] == 0.2  # a job started today stores it; one stored before did not:
+    stored = {k: v for k, v in old.params.items() if k != "ban_spread"}
+    Job.objects.filter(pk=old.pk).update(params=stored)
+    assert job_diverse_options(stored).ban_spread == 0.0
+    old = job_run_inline(job_id=old.pk)
+    flat = job_run_inline(
+        job_id=job_start(kind=KIND, params=_params(corpus, name="flat", ban_spread=0), enqueue=False).pk
+    )
+    assert old.status == flat.status == JobStatus.SUCCEEDED, old.error
+    assert [c.result["sha256"] for c in old.chunks.order_by("index")] == [
+        c.result["sha256"] for c in flat.chunks.order_by("index")
+    ]
+    assert Resource.objects.get(job=old).settings["diverse"]["ban_spread"] == 0.0
 
 
 def test_a_chunk_run_again_rewrites_the_same_shard_each_rank_once(corpus):
