@@ -124,7 +124,7 @@ def main() -> None:
     p.add_argument("--negative-sets", type=int, default=5)
     p.add_argument("--samples", type=int, default=30)
     p.add_argument("--ban-fraction", type=float, default=0.3, help="diverse: mean share of words in a negative set")
-    p.add_argument("--ban-spread", type=float, default=0.2, help="diverse: the sets' shares graded over +- this")
+    p.add_argument("--ban-spread", type=float, default=0.0, help="diverse: the sets' shares graded over +- this")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backward-model", default=None)
     p.add_argument("--allow-non-words", action="store_true", help="diverse: keep candidates with a non-word")

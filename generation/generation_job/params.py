@@ -370,12 +370,8 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
 
 def job_diverse_options(params: dict[str, Any]) -> DiverseOptions | None:
     """The diverse mode's options of a job's params (None for a job of constraint systems): one reading of the
-    stored settings, where the job's ``seed``, ``max_length`` and ``batch_size`` are the sampler's too. A job
-    stored before ``ban_spread`` existed drew every negative set at ``ban_fraction``: it reads as 0, so that
-    such a job resumes (and its card reads) as it began."""
-    if not params.get("diverse"):
-        return None
-    return from_values(DiverseOptions, params, **({} if "ban_spread" in params else {"ban_spread": 0.0}))
+    stored settings, where the job's ``seed``, ``max_length`` and ``batch_size`` are the sampler's too."""
+    return from_values(DiverseOptions, params) if params.get("diverse") else None
 
 
 def job_systems(params: dict[str, Any]) -> list[str]:

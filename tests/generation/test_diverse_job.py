@@ -135,22 +135,19 @@ def test_a_diverse_job_writes_ranked_candidates_and_records_its_settings(corpus)
     assert [r["candidates"] for r in _records(other)] != [r["candidates"] for r in records]
 
 
-def test_a_job_stored_before_graded_negative_sets_resumes_as_it_began(corpus):
-    # its stored settings have no ban_spread: every set was drawn at ban_fraction, and so it goes on
-    old = job_start(kind=KIND, params=_params(corpus, name="old"), enqueue=False)
-    assert old.params["ban_spread"] == 0.2  # a job started today stores it; one stored before did not:
-    stored = {k: v for k, v in old.params.items() if k != "ban_spread"}
-    Job.objects.filter(pk=old.pk).update(params=stored)
-    assert job_diverse_options(stored).ban_spread == 0.0
-    old = job_run_inline(job_id=old.pk)
-    flat = job_run_inline(
-        job_id=job_start(kind=KIND, params=_params(corpus, name="flat", ban_spread=0), enqueue=False).pk
-    )
-    assert old.status == flat.status == JobStatus.SUCCEEDED, old.error
-    assert [c.result["sha256"] for c in old.chunks.order_by("index")] == [
-        c.result["sha256"] for c in flat.chunks.order_by("index")
-    ]
-    assert Resource.objects.get(job=old).settings["diverse"]["ban_spread"] == 0.0
+def test_graded_negative_sets_are_a_stored_setting_and_a_job_without_it_decodes_as_before(corpus):
+    # a job of today's default stores what a diverse job stored before --ban-spread existed, and reads it back so
+    plain = _params(corpus)
+    assert "ban_spread" not in plain and job_diverse_options(plain).ban_fractions == [0.3, 0.3]
+    graded = _params(corpus, name="graded", ban_spread=0.2)
+    assert graded["ban_spread"] == 0.2 and job_diverse_options(graded).ban_fractions == pytest.approx([0.1, 0.5])
+    jobs = [job_run_inline(job_id=job_start(kind=KIND, params=p, enqueue=False).pk) for p in (plain, graded)]
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 2, [j.error for j in jobs]
+    settings = [Resource.objects.get(job=j).settings["diverse"] for j in jobs]
+    assert "ban_spread" not in settings[0] and settings[1]["ban_spread"] == 0.2  # the card says so when graded
+    sizes = [[len({w.lower() for w in c["banned"]}) for r in _records(j) for c in r["candidates"]] for j in jobs]
+    assert set(sizes[0]) == {1}  # 0.3 of these three references' 3-5 pool words: one word in every set
+    assert 2 in sizes[1]  # graded, the heavier set bans 0.5 of them: two words
 
 
 def test_a_chunk_run_again_rewrites_the_same_shard_each_rank_once(corpus):

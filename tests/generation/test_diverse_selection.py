@@ -50,9 +50,9 @@ def test_a_set_never_holds_a_word_twice_when_the_deck_runs_out():
 
 
 def test_the_negative_sets_are_graded_from_light_to_heavy_bans():
-    # a ten-word pool: by default the five sets ban 1, 2, 3, 4 and 5 of its words (0.1 .. 0.5), not 3 each
+    # a ten-word pool: graded by 0.2, the five sets ban 1, 2, 3, 4 and 5 of its words (0.1 .. 0.5), not 3 each
     reference = "Young children happily jumping on bright trampoline near green grass at school."
-    options = DiverseOptions()
+    options = DiverseOptions(ban_spread=0.2)
     assert len(ban_pool(reference, options)) == 10
     assert options.ban_fractions == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
     for seed in range(10):
@@ -60,7 +60,7 @@ def test_the_negative_sets_are_graded_from_light_to_heavy_bans():
         sizes = [len({w.lower() for w in s}) for s in sets]
         assert sizes == [1, 2, 3, 4, 5]
         assert len({w.lower() for s in sets for w in s}) == 10  # the deck still deals every word out first
-    flat = options.replace(ban_spread=0)
+    flat = DiverseOptions()  # by default, ParaBank 2's way
     assert [len({w.lower() for w in s}) for s in draw_negative_sets(reference, flat, random.Random(0))] == [3] * 5
 
 

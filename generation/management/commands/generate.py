@@ -7,7 +7,7 @@
         [--sample-chunk-size R] [--pause-per-batch SECONDS]
         [--prompt-template paraphrase-chat|paraphrase-plain|FILE]
     python manage.py generate CORPUS --model DIR|ORG/NAME --diverse [--negative-sets 5] [--samples 30]
-        [--top-k 10] [--temperature 1] [--ban-fraction X] [--ban-spread 0.2] [--ban-function-words] [--allow-non-words]
+        [--top-k 10] [--temperature 1] [--ban-fraction X] [--ban-spread 0] [--ban-function-words] [--allow-non-words]
         [--discourage PENALTY] [--clusters 8] [--keep 5] [--max-nll 3.5] [--backward-model M2] [--seed S]
         [--sample-per-length N] [--lengths ...] [--max-length L] [--batch-size INPUTS] [--device ...] [--wait] ...
 

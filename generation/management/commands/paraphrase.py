@@ -17,7 +17,7 @@ line, in order::
 
 (``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty.)
 
-``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--ban-spread 0.2] [--clusters 8]
+``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--ban-spread 0] [--clusters 8]
 [--keep 5] [--backward-model M2] [--max-nll 3.5] [--seed N]``: ParaBank 2's mode instead of constrained beam search
 (``generation.decoding.diverse``; ``--seed``, ``--max-length``, ``--batch-size`` (inputs decoded together),
 ``--device`` and ``--dtype`` apply too). Each line's ``outputs`` are the kept paraphrases in rank order::
