@@ -219,7 +219,9 @@ class DiverseOptions:
     temperature: float = field(default=1.0, metadata=param(help="--diverse"))
     ban_fraction: float = field(
         default=0.3,
-        metadata=param(help="--diverse: mean share of the reference's distinct words in a negative set"),
+        metadata=param(
+            help="--diverse: share of the reference's distinct words in each negative set (with --ban-spread: the mean)"
+        ),
     )
     ban_spread: float = field(
         default=0.0,

@@ -9,9 +9,9 @@
 
 For each input:
 
-1. ``negative_sets`` random sets of the reference's distinct words (``ban_fraction`` of them on average,
-   graded from ``ban_fraction - ban_spread`` to ``+ ban_spread``, each at least one; the reference is the
-   source when none is given; dealt from a shuffled deck, so that every word is
+1. ``negative_sets`` random sets of the reference's distinct words (``ban_fraction`` of them, or shares
+   graded over ``ban_fraction`` +- ``ban_spread``; each at least one; the reference is the source when none
+   is given; dealt from a shuffled deck, so that every word is
    banned before any is banned twice), each word banned with its casing variants (its lowercase and
    capitalised forms and the form the reference has: the rule ParaBank's negative constraints follow,
    ``generation.selection``'s ``negative_phrases``) through ``banned.py``'s exact word-level tables, or,
