@@ -1,7 +1,8 @@
 """Diversity of three ways to get five paraphrases per reference (issue 39), in one run on the same references.
 
     .venv/bin/python bench/diversity.py [--model DIR] [--corpus FILE] [--references 40] [--offset 2000]
-        [--device cpu|cuda] [--negative-sets 5] [--samples 30] [--seed 0] [--backward-model DIR]
+        [--device cpu|cuda] [--negative-sets 5] [--samples 30] [--ban-fraction 0.3] [--ban-spread 0]
+        [--allow-non-words] [... every option of paraphrase --diverse] [--seed 0] [--backward-model DIR]
         [--speed-repeat 3] [--json OUT]
 
 Systems, each decoding the same references (lines ``--offset`` .. ``--offset + --references`` of ``--corpus``,
@@ -53,7 +54,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from generation.decode_options import DecodeOptionsError, DiverseOptions  # noqa: E402
 from generation.decoding.clustering import comparable_words  # noqa: E402
+from jobs.params import add_arguments, from_values  # noqa: E402
 from scoring.diversity import bleu_no_bp, intersection_over_union  # noqa: E402
 
 DEMO_CORPUS = ROOT / "generation" / "demo" / "corpus.txt"
@@ -121,23 +124,23 @@ def main() -> None:
     p.add_argument("--references", type=int, default=40)
     p.add_argument("--offset", type=int, default=2000)
     p.add_argument("--device", choices=("cpu", "cuda"), default=None)
-    p.add_argument("--negative-sets", type=int, default=5)
-    p.add_argument("--samples", type=int, default=30)
-    p.add_argument("--ban-fraction", type=float, default=0.3, help="diverse: mean share of words in a negative set")
-    p.add_argument("--ban-spread", type=float, default=0.0, help="diverse: the sets' shares graded over +- this")
+    # the diverse mode's options as paraphrase --diverse offers them (DiverseOptions' fields, defaults and help)
+    add_arguments(p, DiverseOptions)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backward-model", default=None)
-    p.add_argument("--allow-non-words", action="store_true", help="diverse: keep candidates with a non-word")
     p.add_argument("--batch-size", type=int, default=None, help="diverse: inputs decoded together")
     p.add_argument("--speed-repeat", type=int, default=3, help="timed passes of beam n-best and diverse, interleaved")
     p.add_argument("--json", default=None, help="also write the rows here")
     a = p.parse_args()
     if a.speed_repeat < 1:
         p.error("--speed-repeat must be at least 1")
+    try:
+        options = from_values(DiverseOptions, vars(a))  # with the bench's own --seed and --batch-size
+    except DecodeOptionsError as exc:
+        p.error(exc.option_message)
 
     import torch
 
-    from generation.decode_options import DiverseOptions
     from generation.decoding import decode, load_model
     from generation.decoding.diverse import diverse_decode
     from generation.morphology import known_words
@@ -157,14 +160,6 @@ def main() -> None:
         f"({torch.cuda.get_device_name() if dev == 'cuda' else f'{torch.get_num_threads()} threads'})"
     )
 
-    options = DiverseOptions(
-        negative_sets=a.negative_sets,
-        samples=a.samples,
-        ban_fraction=a.ban_fraction,
-        ban_spread=a.ban_spread,
-        seed=a.seed,
-        batch_size=a.batch_size,
-    )
     shares = ", ".join(f"{f:g}" for f in options.ban_fractions)
     print(f"# diverse: {options.negative_sets} negative sets (word shares {shares}) x {options.samples} samples")
 
