@@ -267,12 +267,10 @@ class DiverseOptions:
         put("temperature", _finite("temperature", self.temperature))
         if self.temperature <= 0:
             raise _fail("{0} must be above 0, not {value!r}", "temperature", value=self.temperature)
-        put("ban_fraction", _finite("ban_fraction", self.ban_fraction))
-        if not 0.0 <= self.ban_fraction <= 1.0:
-            raise _fail("{0} must be between 0 and 1, not {value!r}", "ban_fraction", value=self.ban_fraction)
-        put("ban_spread", _finite("ban_spread", self.ban_spread))
-        if not 0.0 <= self.ban_spread <= 1.0:
-            raise _fail("{0} must be between 0 and 1, not {value!r}", "ban_spread", value=self.ban_spread)
+        for name in ("ban_fraction", "ban_spread"):
+            put(name, _finite(name, getattr(self, name)))
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise _fail("{0} must be between 0 and 1, not {value!r}", name, value=getattr(self, name))
         for name in ("ban_function_words", "allow_non_words"):
             put(name, bool(_flag(name, getattr(self, name))))
         put("max_nll", _finite("max_nll", self.max_nll))

@@ -11,11 +11,10 @@ For each input:
 
 1. ``negative_sets`` random sets of the reference's distinct words (``ban_fraction`` of them, or shares
    graded over ``ban_fraction`` +- ``ban_spread``; each at least one; the reference is the source when none
-   is given; dealt from a shuffled deck, so that every word is
-   banned before any is banned twice), each word banned with its casing variants (its lowercase and
-   capitalised forms and the form the reference has: the rule ParaBank's negative constraints follow,
-   ``generation.selection``'s ``negative_phrases``) through ``banned.py``'s exact word-level tables, or,
-   with ``discourage``, made that much less likely;
+   is given; dealt from a shuffled deck, so that every word is banned before any is banned twice), each
+   word banned with its casing variants (its lowercase and capitalised forms and the form the reference
+   has: the rule ParaBank's negative constraints follow, ``generation.selection``'s ``negative_phrases``)
+   through ``banned.py``'s exact word-level tables, or, with ``discourage``, made that much less likely;
 2. ``samples`` top-``top_k`` samples at ``temperature`` under each set: all ``negative_sets x samples``
    samples of an input are rows of one batched decoder step (the encoder runs once per input and its
    rows share its output; the first decoder step too), several inputs per batch (``batch_size``); in ban
@@ -154,10 +153,10 @@ def casing_variants(word: str) -> list[str]:
 def draw_negative_sets(reference: str, options: DiverseOptions, rng: random.Random) -> list[list[str]]:
     """``options.negative_sets`` random sets of :func:`ban_pool`'s words, each its share of them
     (``options.ban_fractions``, lowest first; rounded, at least one; none for a reference without words),
-    casing variants included. The sets are
-    dealt from a shuffled deck of the pool (a fresh shuffle when it runs out, no word twice in a set), so
-    every word is banned before any is banned twice: drawn independently, five one-word sets from a
-    three-word pool left a word unbanned more often than not, and its paraphrases unsampled."""
+    casing variants included. The sets are dealt from a shuffled deck of the pool (a fresh shuffle when it
+    runs out, no word twice in a set), so every word is banned before any is banned twice: drawn
+    independently, five one-word sets from a three-word pool left a word unbanned more often than not, and
+    its paraphrases unsampled."""
     words = ban_pool(reference, options)
     sets = []
     deck: list[str] = []
