@@ -18,6 +18,13 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
+HIT_SCRIPT = "**/frontend/hit.js"
+
+
+def wait_until_ready(page) -> None:
+    """Wait for hit.js to have attached its handlers (it marks the form): a click that navigates does not wait
+    for the next page's load, and a page driven before its script runs loses touches and submits natively."""
+    page.wait_for_selector("#hit-form[data-ready='1']", state="attached")
 
 
 @pytest.mark.parametrize("viewport", [(390, 844), (1280, 900)], ids=["phone", "desktop"])
@@ -89,7 +96,8 @@ def test_a_worker_scores_five_candidates_and_the_judgments_are_stored(live_serve
 @pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
 def test_a_local_annotator_must_set_every_slider_sees_the_save_and_can_return_a_hit(live_server, monkeypatch, viewport):
     """Issue 29: an untouched slider is no judgment; the next page says the HIT was saved; Return asks first and
-    says what it did. Issue 37: a click on an unset slider (no thumb shown) puts it where clicked, as moved."""
+    says what it did. Issue 37: a click on an unset slider (no thumb shown) puts it where clicked, as moved.
+    Issue 46: before the page's script runs (held back here, as on a slow phone) the sliders read unset, not 50."""
     from django.conf import settings as django_settings
     from django.contrib.auth import get_user_model
     from django.test import Client
@@ -111,8 +119,15 @@ def test_a_local_annotator_must_set_every_slider_sees_the_save_and_can_return_a_
             )
             page = context.new_page()
             page.goto(f"{live_server.url}/annotate/next/")
+            held = []
+            page.route(HIT_SCRIPT, lambda route: held.append(route))  # the HIT page's script waits until released
             page.click("#take")
             page.wait_for_selector("#hit-form")
+            assert page.locator("#score-1-value").inner_text() == "not set"  # not "50", even with no script yet
+            assert "thumbless" in page.locator("#item-1").get_attribute("class")  # and no thumb at 50
+            held[0].continue_()
+            page.unroute(HIT_SCRIPT)
+            wait_until_ready(page)
             assert "2 more HITs for you after this one" in page.locator("#guide").inner_text()
             assert page.locator("#instructions").get_attribute("open") is not None  # a first HIT
             assert page.locator("#score-1-value").inner_text() == "not set"  # not "50"
@@ -133,6 +148,7 @@ def test_a_local_annotator_must_set_every_slider_sees_the_save_and_can_return_a_
             assert page.locator("#score-5-value").inner_text() == "50"
             page.click("#submit")
             page.wait_for_selector("#saved-notice")
+            wait_until_ready(page)  # Return asks first only once the script runs
             assert "Saved" in page.locator("#saved-notice").inner_text()
             stored = sorted(Judgment.objects.values_list("score", "slider_moved"))
             assert stored == [(50, True)] + [(51, True)] * 4  # placed by the click: the worker chose 50

@@ -5,7 +5,10 @@
    puts it where touched (recorded as moved), arrow keys move it, Enter or Space keeps the value it holds
    (recorded as not moved). An untouched slider is no judgment.
    Unsent answers survive a reload: kept in localStorage under this page's HIT, assignment and worker,
-   restored only onto the same sentences (their per-HIT keys), dropped once the submission is saved. */
+   restored only onto the same sentences (their per-HIT keys), dropped once the submission is saved.
+   The template renders every slider unset, as this script starts it, so a page whose script has not run yet
+   shows no anchor at 50. Once every handler is attached and saved answers are back, the form gets
+   data-ready="1": a page driven (or tested) before that could lose a touch or submit the form natively. */
 (function () {
   "use strict";
   var form = document.getElementById("hit-form");
@@ -252,4 +255,5 @@
       }
     });
   }
+  form.dataset.ready = "1";
 }());
