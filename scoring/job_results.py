@@ -171,6 +171,16 @@ def export_outcome(job: Job, user: Any) -> JobOutcome | None:
             "paraphrases identical to their reference",
             f"{copies:,} " + ("kept (keep copies)" if kept_copies else "left out"),
         ),
+        *(
+            [
+                (
+                    "near-copies of their reference",
+                    f"{counts['near_copies_read']:,} " + ("kept" if kept_copies else "left out"),
+                )
+            ]
+            if "near_copies_read" in counts
+            else []
+        ),
         (
             "paraphrases with a non-word",
             f"{counts.get('non_words_read', 0):,} "

@@ -37,6 +37,7 @@ from scoring.regressor.held_out import (
     score_calibration_of,
 )
 from scoring.releases.columns import PARABANK2, PARABANK2_PARAPHRASES, PARAFORGE
+from scoring.releases.filters import NEAR_COPY_EDITS
 
 CARD_FILE = "README.md"
 LICENSE_HELP = (
@@ -300,8 +301,17 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         "non-word kept, a reference longer than any the regressor was trained on "
         f"({counts.get('long_reference_pairs', 0):,} pair(s)), or one the regressor skipped.",
         f"- {copies:,} paraphrase(s) identical to their reference (same text after Unicode NFKC, case folding and "
-        f"whitespace collapsing) were {kept}. Near-copies (a word or a punctuation mark changed) remain; the "
-        "overlap and BLEU filters remove them.",
+        + (
+            f"whitespace collapsing) and {counts['near_copies_read']:,} near-copies (the same once punctuation is "
+            f'dropped too, or {NEAR_COPY_EDITS} character apart: "A Women is eating" for "A woman is eating.") '
+            f"were {kept}. Paraphrases a word or more from their reference remain; the overlap and BLEU filters "
+            "remove more."
+            if "near_copies_read" in counts  # releases made before near-copies were screened lack the count
+            else f"whitespace collapsing) were {kept}. Near-copies were not screened in this release."
+        ),
+        '- Slips the non-word screen cannot see stay in: every word of "The cats is eating" is a word, so a '
+        "wrong number, tense or agreement passes, and the regressor scores meaning, not grammar. Check the "
+        "pairs you keep (or filter by `gm`-judged fluency where you have judgments) before training on them.",
         "- The paraphrases are machine output of "
         + (
             "sampling under negative constraints"
@@ -483,6 +493,11 @@ def dataset_card(manifest: dict[str, Any], columns: list[tuple[str, list[tuple[s
         f"| pairs | {counts['pairs_read']:,} | {counts['pairs']:,} |",
         f"| paraphrases identical to their reference | {counts.get('copies_read', 0):,} "
         f"| {counts.get('copies', 0):,} |",
+        *(
+            [f"| near-copies of their reference | {counts['near_copies_read']:,} | {counts['near_copies']:,} |"]
+            if "near_copies_read" in counts
+            else []
+        ),
         f"| paraphrases with a non-word | {counts.get('non_words_read', 0):,} | {counts.get('non_words', 0):,} |",
         "",
         *_screen(manifest),

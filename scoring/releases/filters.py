@@ -17,8 +17,9 @@ Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, 
                       sentence-level variant Wieting et al. §5.7 use (see ``sentence_bleu``)
     repetition=-0.1   maximum unigram repetition rate of the paraphrase (Wieting et al. §5.6, see
                       ``repetition_rate``); repetition3 for trigrams (repetition1 = repetition)
-    copies=keep       keep paraphrases identical to their reference (``is_copy``), which are left out by
-                      default (``copies=drop``; ``export_release --keep-copies``)
+    copies=keep       keep paraphrases identical to their reference (``is_copy``) and near-copies of it
+                      (``is_near_copy``), which are left out by default (``copies=drop``;
+                      ``export_release --keep-copies``)
     non_words=keep    keep paraphrases holding a non-word (``generation.screening``: what a HIT batch leaves
                       out), left out by default (``non_words=drop``; ``export_release --keep-non-words``);
                       kept, their score is emptied and their ``caveat`` says why
@@ -29,7 +30,12 @@ Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, 
 A paraphrase identical to its reference is not a paraphrase (the decoder's unconstrained or lightly constrained
 systems often return the reference itself, and a regressor scores such a copy near 100, so it would top every
 sorted release): unless ``copies=keep``, it is left out before every other filter. The rule is ``is_copy``, in
-``generation.screening`` with the non-word rule, which a HIT batch applies too.
+``generation.screening`` with the non-word rule, which a HIT batch applies too. A release also leaves out a
+**near-copy** (``is_near_copy``, ``NEAR_COPY_RULE``): equal to its reference once punctuation is dropped too, or
+within ``NEAR_COPY_EDITS`` character edit of it ("A woman is eating." / "A Women is eating"; "rate cut" / "rate
+cuts"): a one-character change is a slip or a different fact, never a paraphrase, and the regressor scores it
+near 100, so it would top a release sorted by score. Slips further from the reference (a wrong inflection in a
+real rewording) stay in: the non-word screen cannot see them, and the card says so.
 A pair too short to have an n-gram of order n passes that order's bounds (nothing to measure).
 Every number is written in digits 0-9 (``api.numbers``: no ``١٢``, ``1_0``, ``nan`` or ``inf``, and a value of
 thousands of digits is refused, not read): a bound is a finite number from 0 to ``MAX_LENGTH_BOUND`` (len, plen),
@@ -43,8 +49,11 @@ import dataclasses
 import functools
 import math
 import re
+import unicodedata
 from collections import Counter
 from typing import Any
+
+from rapidfuzz.distance import Levenshtein
 
 from api.numbers import ascii_float, ascii_int, shown
 from generation.screening import COPY_RULE, NON_WORD_RULE, copy_key, is_copy  # noqa: F401 (re-exported)
@@ -63,6 +72,33 @@ _KNOWN = (
 COPIES = ("drop", "keep")
 BLEU_ORDER = 4
 MIN_REPEAT_CHARS = 3
+NEAR_COPY_EDITS = 1  # characters inserted, deleted or replaced (Levenshtein), after near_copy_key
+NEAR_COPY_RULE = (
+    "a paraphrase is a near-copy of its reference when it is not a copy but both are equal, or at most "
+    f"{NEAR_COPY_EDITS} character edit (insertion, deletion or replacement) apart, after Unicode NFKC "
+    "normalisation, case folding, dropping every punctuation mark and collapsing whitespace"
+)
+
+
+def near_copy_key(text: str) -> str:
+    """The text as ``is_near_copy`` compares it (``NEAR_COPY_RULE``): ``copy_key`` without its punctuation
+    (Unicode categories P*), so "Let's eat, Grandma." and "lets eat grandma" agree."""
+    kept = "".join(ch for ch in copy_key(text) if not unicodedata.category(ch).startswith("P"))
+    return " ".join(kept.split())
+
+
+def is_near_copy(reference: str, paraphrase: str) -> bool:
+    """Whether ``paraphrase`` is its reference again but for punctuation and at most ``NEAR_COPY_EDITS``
+    characters (``NEAR_COPY_RULE``); an exact copy (``is_copy``) is counted as a copy, not a near-copy."""
+    if is_copy(reference, paraphrase):
+        return False
+    a, b = near_copy_key(reference), near_copy_key(paraphrase)
+    return Levenshtein.distance(a, b, score_cutoff=NEAR_COPY_EDITS) <= NEAR_COPY_EDITS
+
+
+def is_copy_or_near_copy(reference: str, paraphrase: str) -> bool:
+    """What a release leaves out unless it keeps copies (``copies=keep``)."""
+    return is_copy(reference, paraphrase) or is_near_copy(reference, paraphrase)
 
 
 class FilterError(ValueError):
@@ -83,7 +119,7 @@ class ReleaseFilters:
     bleu: Range | None = None
     repetition: tuple[tuple[int, Range], ...] = ()
     entailment: float | str | None = None  # a threshold on P(entailment) or "argmax"
-    keep_copies: bool = False  # paraphrases identical to their reference (is_copy) stay in
+    keep_copies: bool = False  # paraphrases identical to their reference (is_copy) or near it (is_near_copy) stay in
     keep_non_words: bool = False  # paraphrases with a non-word (generation.screening) stay in, marked
     # the loaded NLI model (scoring.releases.entailment.EntailmentJudge) that entailment= runs on
     judge: Any = dataclasses.field(default=None, compare=False, repr=False)
@@ -386,7 +422,7 @@ def filter_candidates(f: ReleaseFilters, record: dict[str, Any]) -> list[dict[st
     kept = [
         c
         for c in record.get("candidates") or []
-        if (f.keep_copies or not is_copy(reference, c["text"])) and _keep(f, ref_tokens, c, reference)
+        if (f.keep_copies or not is_copy_or_near_copy(reference, c["text"])) and _keep(f, ref_tokens, c, reference)
     ]
     if f.entailment is not None and kept:
         if f.judge is None:

@@ -29,7 +29,7 @@ from scoring.releases.columns import (
     manifest_columns,
     pairs_file_name,
 )
-from scoring.releases.filters import COPY_RULE, ReleaseFilters
+from scoring.releases.filters import COPY_RULE, NEAR_COPY_RULE, ReleaseFilters
 from scoring.releases.rows import COUNT_KEYS, pair_screen, release_campaigns
 from scoring.releases.writers import gzip_lines, hashed, write_judgments, write_pairs, write_parquet
 
@@ -159,6 +159,7 @@ def write_release_files(
             "files": files,
             "counts": {**counts, "campaigns": len(campaigns)},
             "copy_rule": COPY_RULE,
+            "near_copy_rule": NEAR_COPY_RULE,
             "screen": screen.as_dict(),
             "campaigns": [c.name for c in campaigns],
             "provenance": release_provenance(scored),

@@ -109,10 +109,12 @@ class ReleaseExportParams:
         default=False,
         metadata=param(
             help="keep paraphrases identical to their reference (after Unicode NFKC, case folding and whitespace "
-            "collapsing), which are left out by default; counted in the manifest either way",
+            "collapsing) and near-copies (the same but for punctuation and one character), which are left out by "
+            "default; counted in the manifest either way",
             form_options={
                 "help_text": "keep paraphrases identical to their reference (same text after case folding and "
-                "whitespace collapsing), which a release leaves out by default (the filter copies=keep)"
+                "whitespace collapsing) and near-copies (the same but for punctuation and one character), which a "
+                "release leaves out by default (the filter copies=keep)"
             },
         ),
     )

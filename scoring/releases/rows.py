@@ -2,7 +2,8 @@
 verified judgments of the campaigns behind the release, read one at a time.
 
 The screen is the one rule of ``generation.screening`` a HIT batch applies too: a paraphrase identical to its
-reference (``is_copy``) is left out unless the filters keep copies, and one with a non-word unless they keep
+reference (``is_copy``) or a near-copy of it (``is_near_copy``: the same but for punctuation and one character) is
+left out unless the filters keep copies, and one with a non-word unless they keep
 non-words (kept, its score is emptied and its ``caveat`` is ``non_words``). Every pair without an honest score
 has a ``caveat`` and a null score (also ``long_reference``, a reference longer than any the regressor was trained
 on, and ``unscored``). ``counts`` (the manifest's) are kept as the rows go.
@@ -33,7 +34,14 @@ from scoring.aggregation import counted_workers, system_sort_key
 from scoring.models import ScoredResource
 from scoring.regressor.held_out import ScoreCalibration, score_calibration_of
 from scoring.releases.columns import LONG_REFERENCE, NON_WORDS, UNSCORED
-from scoring.releases.filters import COPY_RULE, ReleaseFilters, filter_candidates, is_copy
+from scoring.releases.filters import (
+    COPY_RULE,
+    NEAR_COPY_RULE,
+    ReleaseFilters,
+    filter_candidates,
+    is_copy,
+    is_near_copy,
+)
 
 # the manifest's counts, in the order it lists them
 COUNT_KEYS = (
@@ -44,6 +52,8 @@ COUNT_KEYS = (
     "pairs_unscored",
     "copies_read",
     "copies",
+    "near_copies_read",
+    "near_copies",
     "non_words_read",
     "non_words",
     "long_reference_pairs",
@@ -76,6 +86,7 @@ class PairScreen:
         """The manifest's record of the screen."""
         return {
             "copy_rule": COPY_RULE,
+            "near_copy_rule": NEAR_COPY_RULE,
             "non_word_rule": NON_WORD_RULE,
             "vocabulary": self.vocabulary.source if self.vocabulary is not None else None,
             "note": None if self.vocabulary is not None else self.note,
@@ -156,6 +167,7 @@ def kept_records(
             counts["references_read"] += 1
             counts["pairs_read"] += len(candidates)
             counts["copies_read"] += sum(is_copy(record["reference"], c["text"]) for c in candidates)
+            counts["near_copies_read"] += sum(is_near_copy(record["reference"], c["text"]) for c in candidates)
             kept = filter_candidates(
                 filters, {**record, "candidates": _marked(record, screen, filters, counts, calibration)}
             )
@@ -170,6 +182,7 @@ def kept_records(
             counts["long_reference_pairs"] += sum(c.get("caveat") == LONG_REFERENCE for c in kept)
             if filters.keep_copies:
                 counts["copies"] += sum(is_copy(record["reference"], c["text"]) for c in kept)
+                counts["near_copies"] += sum(is_near_copy(record["reference"], c["text"]) for c in kept)
             yield record, kept
 
 

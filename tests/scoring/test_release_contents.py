@@ -58,6 +58,9 @@ NON_WORDS = {
     "Smoking is reachinging your health.",
 }
 COPY = "officials call for dialogue after the  protest."
+# "fors" is also one character from its reference: a near-copy, left out even when non-words are kept
+NEAR_COPY = "Officials call fors dialogue after the protest."
+KEPT_NON_WORDS = NON_WORDS - {NEAR_COPY}
 
 
 @pytest.fixture
@@ -129,9 +132,11 @@ def test_keep_non_words_keeps_them_marked_and_unscored_in_every_format(screened,
     with pytest.raises(CommandError, match="disagree"):
         export("news-res", "--out", str(tmp_path / "x"), "--keep-non-words", "--filters", "non_words=drop")
     result = export("news-res", "--out", str(tmp_path / "tsv"), "--keep-non-words")
-    assert result["counts"]["non_words"] == 3 and result["counts"]["pairs"] == 7
+    assert result["counts"]["non_words"] == 2 and result["counts"]["pairs"] == 6
+    assert result["counts"]["near_copies_read"] == 1 and result["counts"]["near_copies"] == 0
     pairs = released_pairs(tmp_path / "tsv")
-    for text in NON_WORDS:  # the regressor's number for a non-word would mean nothing
+    assert NEAR_COPY not in pairs
+    for text in KEPT_NON_WORDS:  # the regressor's number for a non-word would mean nothing
         assert pairs[text]["score"] == "" and pairs[text]["caveat"] == "non_words"
     fine = pairs["Ryanair boss praises the safety report."]
     assert fine["caveat"] == "" and float(fine["score"]) > 0
@@ -139,8 +144,8 @@ def test_keep_non_words_keeps_them_marked_and_unscored_in_every_format(screened,
     export("news-res", "--out", str(tmp_path / "jsonl"), "--keep-non-words", "--format", "jsonl")
     with gzip.open(tmp_path / "jsonl" / "pairs.jsonl.gz", "rt") as fh:
         jsonl = {p["paraphrase"]: p for line in fh for p in json.loads(line)["paraphrases"]}
-    assert {t: (jsonl[t]["score"], jsonl[t]["caveat"]) for t in NON_WORDS} == dict.fromkeys(
-        NON_WORDS, (None, "non_words")
+    assert {t: (jsonl[t]["score"], jsonl[t]["caveat"]) for t in KEPT_NON_WORDS} == dict.fromkeys(
+        KEPT_NON_WORDS, (None, "non_words")
     )
     assert jsonl["Ryanair boss praises the safety report."]["caveat"] is None
 
@@ -149,8 +154,8 @@ def test_keep_non_words_keeps_them_marked_and_unscored_in_every_format(screened,
     export("news-res", "--out", str(tmp_path / "pq"), "--keep-non-words", "--format", "parquet")
     table = pq.read_table(tmp_path / "pq" / "pairs.parquet").to_pylist()
     parquet = {r["paraphrase"]: r for r in table}
-    assert {t: (parquet[t]["score"], parquet[t]["caveat"]) for t in NON_WORDS} == dict.fromkeys(
-        NON_WORDS, (None, "non_words")
+    assert {t: (parquet[t]["score"], parquet[t]["caveat"]) for t in KEPT_NON_WORDS} == dict.fromkeys(
+        KEPT_NON_WORDS, (None, "non_words")
     )
     card = (tmp_path / "pq" / "README.md").read_text()
     assert "kept (`--keep-non-words`), each with an empty `score` and the `caveat` `non_words`" in card
@@ -164,7 +169,7 @@ def test_the_admin_form_and_the_api_keep_non_words_only_when_asked(screened, adm
     assert "non_words=keep" in job.params["filters"]
     done = job_run_inline(job_id=job.pk)
     assert done.status == JobStatus.SUCCEEDED, done.error
-    assert done.result["counts"]["non_words"] == 3
+    assert done.result["counts"]["non_words"] == len(KEPT_NON_WORDS)
 
 
 def test_references_longer_than_any_the_regressor_was_trained_on_are_marked_not_scored(storage_dir, tmp_path):

@@ -23,7 +23,7 @@ from scoring.regressor import RegressorTrainOptions, regressor_train
 from scoring.regressor.held_out import SIMILAR_AT, calibration_counts, calibration_of, fisher_interval, wilson_interval
 from scoring.releases.card import license_check, local_name
 from scoring.releases.columns import JSONL_PARAPHRASE_KEYS, JUDGMENT_COLUMNS, PAIR_COLUMNS
-from scoring.releases.filters import FilterError, is_copy, parse_filters
+from scoring.releases.filters import FilterError, is_copy, is_near_copy, parse_filters
 from scoring.releases.job import export_release_start
 from scoring.releases.params import ReleaseExportParams
 
@@ -38,6 +38,8 @@ PARAPHRASES = [
     REFERENCE,  # the reference itself
     "  how OFTEN do earthquakes   occur in this region?",  # the same but for case and spacing: a copy
     "How often do earthquakes occur in this region",  # no question mark: not a copy
+    "How often do earthquakes occurs in this region?",  # one character from it: a near-copy
+    "How often do earthquakes strike in this region?",  # a word changed: kept
 ]
 
 
@@ -63,19 +65,33 @@ def copies(storage_dir):
 def test_paraphrases_identical_to_their_reference_are_left_out_and_counted(copies, tmp_path):
     result = export("copies", "--out", str(tmp_path / "a"))
     rows, _ = tsv(tmp_path / "a" / "pairs.tsv.gz")
-    assert [r["paraphrase"] for r in rows] == [PARAPHRASES[0], PARAPHRASES[3]]
+    assert [r["paraphrase"] for r in rows] == [PARAPHRASES[0], PARAPHRASES[5]]
     assert result["counts"]["copies_read"] == 2 and result["counts"]["copies"] == 0
-    assert result["counts"]["pairs_read"] == 4 and result["counts"]["pairs"] == 2
+    assert result["counts"]["near_copies_read"] == 2 and result["counts"]["near_copies"] == 0
+    assert result["counts"]["pairs_read"] == 6 and result["counts"]["pairs"] == 2
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert manifest["filters"]["keep_copies"] is False and "case folding" in manifest["copy_rule"]
+    assert "punctuation" in manifest["near_copy_rule"] and manifest["screen"]["near_copy_rule"]
     card = (tmp_path / "a" / "README.md").read_text()
     assert "| paraphrases identical to their reference | 2 | 0 |" in card and "were left out" in card
+    assert "| near-copies of their reference | 2 | 0 |" in card and "2 near-copies" in card
+    assert "Slips the non-word screen cannot see stay in" in card
 
     kept = export("copies", "--out", str(tmp_path / "b"), "--keep-copies")
     rows, _ = tsv(tmp_path / "b" / "pairs.tsv.gz")
     assert [r["paraphrase"] for r in rows] == PARAPHRASES
     assert kept["counts"]["copies_read"] == 2 and kept["counts"]["copies"] == 2
+    assert kept["counts"]["near_copies"] == 2
     assert json.loads((tmp_path / "b" / "manifest.json").read_text())["filters"]["keep_copies"] is True
+
+
+def test_near_copies_are_a_slip_or_punctuation_from_their_reference():
+    assert is_near_copy("The cat sat.", "The cat sat")  # punctuation only
+    assert is_near_copy("A woman is eating.", "A Women is eating.")  # one character: a slip
+    assert is_near_copy("RBA delivers another rate cut", "RBA delivers another rate cuts")
+    assert not is_near_copy("The cat sat.", "the cat sat.")  # a copy, counted as one
+    assert not is_near_copy("A man is eating.", "A woman is eating.")  # two characters
+    assert not is_near_copy("Ryanair chief praises report findings.", "Ryanair president hails report findings")
 
 
 def test_the_copy_rule_forgives_case_and_spacing_only():
@@ -105,6 +121,7 @@ def test_the_admin_form_and_the_job_keep_copies_when_asked(client, copies, tmp_p
     assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error
     counts = Release.objects.get(version="v2").manifest["counts"]
     assert counts["copies_read"] == 2 and counts["copies"] == 0 and counts["pairs"] == 2
+    assert counts["near_copies_read"] == 2 and counts["near_copies"] == 0
 
 
 # --- one vocabulary ----------------------------------------------------------------------------------------

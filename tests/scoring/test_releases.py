@@ -67,6 +67,8 @@ def test_export_tsv_release_files_and_manifest(scored, tmp_path):
         "pairs_unscored": 2,
         "copies_read": 1,
         "copies": 0,
+        "near_copies_read": 0,
+        "near_copies": 0,
         "non_words_read": 0,  # its corpus has no IDF table: not screened (test_release_contents.py)
         "non_words": 0,
         "long_reference_pairs": 0,
