@@ -215,3 +215,39 @@ def test_a_copy_tapped_at_95_on_a_phone_passes_the_attention_check_by_default(li
     worker = Worker.objects.get(external_id="WORKER1")
     quality = worker_quality(worker=worker, campaign=hit.batch.campaign)
     assert (quality.attention_passed, quality.attention_failed) == (1, 0)
+
+
+def test_a_refused_submit_on_a_phone_says_why_on_screen_beside_the_sentence_it_shows(live_server, phone):
+    """Issue 48: Submit with a sentence unanswered scrolls to that sentence; the reason must be on screen with it
+    (not left by the Submit button, screens below), must not cover it, and goes once it is answered."""
+    hit = long_hit()
+    page = phone.new_page()
+    page.goto(page_url(live_server, hit))
+    for n in range(1, 4):
+        tap_at(page, f"#score-{n}", 60)
+        page.locator(f"input[name='fluency-{n}'][value='2']").check()
+    page.locator("#submit").scroll_into_view_if_needed()
+    page.click("#submit")  # sentences 4 and 5 unanswered
+    assert "2 left" in page.locator("#hit-message").inner_text()
+    page.locator("input[name='fluency-5'][value='2']").check()
+    page.locator("#item-1").scroll_into_view_if_needed()  # the worker scrolled up again: the page shows sentence 4
+    page.click("#submit")
+    assert "1 left" in page.locator("#hit-message").inner_text()
+    shown, said = rect(page, "#item-4"), rect(page, "#hit-message")
+    assert 0 <= shown["top"] and shown["bottom"] <= PHONE["height"], shown  # the sentence asked about
+    assert 0 <= said["top"] and said["bottom"] <= PHONE["height"], said  # and why, both on screen
+    assert said["top"] >= rect(page, "#item-4 .fluency")["bottom"]  # not over the answers it asks for
+    shoot(page, "mturk-slider-page-phone-refused")
+    page.locator("input[name='fluency-4'][value='2']").check()
+    page.click("#submit")
+    assert "set the slider of sentence 4, 5" in page.locator("#hit-message").inner_text().lower()
+    said = rect(page, "#hit-message")
+    assert 0 <= said["top"] and said["bottom"] <= PHONE["height"], said
+    assert said["top"] >= rect(page, "#score-4")["bottom"]
+    tap_at(page, "#score-4", 60)
+    assert "set the slider" in page.locator("#hit-message").inner_text()  # sentence 5 still waits
+    tap_at(page, "#score-5", 60)
+    assert page.locator("#hit-message").inner_text() == ""  # every sentence it named answered: the reason goes
+    page.click("#submit")
+    page.wait_for_url("https://workersandbox.mturk.com/**")
+    assert Judgment.objects.count() == 5

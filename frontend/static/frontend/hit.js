@@ -8,7 +8,9 @@
    restored only onto the same sentences (their per-HIT keys), dropped once the submission is saved.
    The template renders every slider unset, as this script starts it, so a page whose script has not run yet
    shows no anchor at 50. Once every handler is attached and saved answers are back, the form gets
-   data-ready="1": a page driven (or tested) before that could lose a touch or submit the form natively. */
+   data-ready="1": a page driven (or tested) before that could lose a touch or submit the form natively.
+   A refused Submit scrolls to the first sentence left unanswered and says why inside it (on a phone the Submit
+   button is screens below); the reason goes, back by the button, once every flagged sentence is answered. */
 (function () {
   "use strict";
   var form = document.getElementById("hit-form");
@@ -18,6 +20,7 @@
   var fieldsets = Array.prototype.slice.call(form.querySelectorAll("fieldset.candidate"));
   var mustMove = form.dataset.mustMove === "1";
   var comment = document.getElementById("comment");
+  var unanswered = false;  // the message names sentences left unanswered: it goes once none is flagged
   var STORE_PREFIX = "paraforge-answers:";
   var STALE_MS = 7 * 24 * 3600 * 1000;  // a week: an assignment never lasts longer than that unsubmitted
   var storeKey = form.dataset.canSubmit === "1" && form.dataset.assignment ?
@@ -39,6 +42,7 @@
     fs.classList.toggle("unset", !nonsensical && !isSet(fs));
     fs.classList.toggle("thumbless", !isSet(fs));  // no thumb until set, N/A or not
     fs.classList.toggle("missing", false);
+    if (unanswered && !form.querySelector("fieldset.candidate.missing")) { say("", false); }
   }
 
   function storage() {
@@ -132,7 +136,12 @@
   });
   comment.addEventListener("input", remember);
 
-  function say(text, isError) {
+  // where: the sentence the page shows (a refused Submit), otherwise the place by the Submit button
+  function say(text, isError, where) {
+    unanswered = false;
+    if (where) { where.appendChild(message); } else if (message.nextElementSibling !== button) {
+      form.insertBefore(message, button);
+    }
     message.textContent = text;
     message.classList.toggle("error", !!isError);
   }
@@ -179,13 +188,15 @@
       return list.map(function (fs) { return fieldsets.indexOf(fs) + 1; }).join(", ");
     };
     if (missing.length) {
-      say("Please say whether every sentence makes sense (" + missing.length + " left).", true);
+      say("Please say whether every sentence makes sense (" + missing.length + " left).", true, missing[0]);
+      unanswered = true;
       show(missing[0], missing[0].querySelector("input[type=radio]"));
       return;
     }
     if (unset.length) {
       say("Please set the slider of sentence " + places(unset) + " (touch or click the line where the sentence " +
-          "belongs), or mark the sentence nonsensical.", true);
+          "belongs), or mark the sentence nonsensical.", true, unset[0]);
+      unanswered = true;
       show(unset[0], unset[0].querySelector("input.score"));
       return;
     }
