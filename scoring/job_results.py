@@ -22,9 +22,11 @@ from jobs.models import Job
 from jobs.results import FileLink, JobOutcome, Link, Table, register_outcome, url_or_none
 from scoring.models import Regressor, Release, ScoredResource
 from scoring.regressor.held_out import (
-    HeldOutRho,
+    calibration_note,
     calibration_of,
     calibration_table_cells,
+    calibration_title,
+    cv_rho,
     held_out_rho,
     score_calibration_of,
 )
@@ -54,22 +56,28 @@ def _admin_link(user: Any, text: str, obj: Any) -> Link | str:
     return Link(text, reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk]))
 
 
-def _rho_figures(rho: HeldOutRho) -> list[tuple[str, str]]:
-    return [("held-out Spearman's rho", rho.text())]
+def _rho_figures(metrics: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The held-out rho and, beside it, the nested cross-validation's (over every reference) when it was kept."""
+    cv = cv_rho(metrics)
+    figures = [("held-out Spearman's rho", held_out_rho(metrics).text())]
+    if cv is not None:
+        folds = (metrics or {}).get("cv_folds")
+        figures.append((f"cross-validated Spearman's rho ({folds} folds by reference, nested)", cv.text()))
+    return figures
 
 
 def _calibration_table(metrics: dict[str, Any] | None) -> list[Table]:
     calibration = calibration_of(metrics)
     if calibration is None:
         return []
-    header, rows = calibration_table_cells(calibration, score_calibration_of(metrics))
+    score_map = score_calibration_of(metrics)
+    header, rows = calibration_table_cells(calibration, score_map)
     return [
         Table(
-            title="Calibration on the held-out pairs",
+            title=calibration_title(score_map),
             header=header,
             rows=rows,
-            note=f"Judged similar: a mean human similarity of at least {calibration.similar_at:g} of 100. Keep the "
-            "pairs scored at or above a cut to get about that precision (Wilson interval).",
+            note=calibration_note(calibration, score_map),
         )
     ]
 
@@ -81,8 +89,14 @@ def train_outcome(job: Job, user: Any) -> JobOutcome | None:
     row = Regressor.objects.select_related("campaign").filter(name=result.get("name")).first()
     same = row is not None and (row.signature or {}).get("string") == result.get("signature")
     metrics = (row.metrics or {}) if same else {k: result.get(k) for k in ("spearman_test", "n_test", "n_train")}
-    if not same and result.get("spearman_test_ci95"):
-        metrics["spearman_test_ci95"] = result["spearman_test_ci95"]
+    if not same:
+        metrics.update(
+            {
+                k: result[k]
+                for k in ("spearman_test_ci95", "spearman_cv", "spearman_cv_ci95", "cv_folds")
+                if result.get(k) is not None
+            }
+        )
     rho = held_out_rho(metrics)
     outcome = JobOutcome(made=_admin_link(user, f"regressor {result.get('name')}", row) if row else result.get("name"))
     if row is not None and staff_has_perms(user, SCORE_PERMS):
@@ -94,7 +108,7 @@ def train_outcome(job: Job, user: Any) -> JobOutcome | None:
     elif not same:
         outcome.warnings.append("The regressor was trained again since this job: its page shows the newer training.")
     outcome.warnings += [w for w in (rho.warning(),) if w]
-    outcome.figures += _rho_figures(rho)
+    outcome.figures += _rho_figures(metrics)
     outcome.figures += [
         ("training pairs", f"{metrics.get('n_train', 0) or 0:,}"),
         ("estimator", str(result.get("estimator") or "")),
@@ -128,7 +142,7 @@ def score_outcome(job: Job, user: Any) -> JobOutcome | None:
         ("pairs skipped", f"{skipped:,} (reference over 100 subword tokens: no score)"),
         ("shards", f"{int(result.get('shards') or 0):,}"),
         ("regressor", scored.regressor.name),
-        *_rho_figures(rho),
+        *_rho_figures(scored.regressor.metrics),
     ]
     outcome.warnings += [w for w in (rho.warning(),) if w]
     if scored.regressor.campaign is not None:
@@ -195,7 +209,7 @@ def export_outcome(job: Job, user: Any) -> JobOutcome | None:
         ("format", str(manifest.get("pairs_format") or "")),
         ("licence", license + (" (none given)" if license == NO_LICENSE else "")),
         ("regressor", str(regressor.get("name") or "")),
-        *_rho_figures(rho),
+        *_rho_figures(regressor.get("metrics")),
         ("location", release.location),
     ]
     if license == NO_LICENSE:

@@ -25,6 +25,13 @@ each rule (what "judged similar" means, which thresholds, when n is small, which
   same interval method (``cv_rho``); absent for a regressor trained before it was kept or with ``--cv-folds 0``.
 * **Small n**: fewer than ``SMALL_N`` = 100 held-out pairs: the interval is wide and the figures are a rough
   guide; every place that prints them says so.
+* **Too few references**: fewer than ``MIN_INTERVAL_REFERENCES`` = 5 held-out references: no interval is shown
+  ("no interval: too few references"). A bootstrap over references resamples 2 references into at most 3
+  different sets, so its "95% interval" (0.71 to 1.00 around 0.714) says nothing about how far the figure may
+  be off; the recorded bounds stay in the metrics.
+* **Calibration or not**: every page that shows the calibration table takes its title and its note from
+  ``calibration_title`` and ``calibration_note``, so none implies calibrated scores where there is no map: the
+  title then says the table is precision at cuts on the raw prediction, and the note why there is no map.
 * **Calibration map** (``calibration_map`` in the metrics, what a release's ``score`` goes through): an isotonic
   regression (increasing, clipped outside its range, 0-100) of the held-out pairs' training target on their
   predicted score, fitted by ``train_regressor`` on the same held-out predictions as the table, kept as plain
@@ -48,6 +55,7 @@ from typing import Any
 SIMILAR_AT = 60.0
 CALIBRATION_THRESHOLDS = (50, 60, 70, 80, 90)
 SMALL_N = 100
+MIN_INTERVAL_REFERENCES = 5
 Z95 = 1.959963984540054
 MIN_CALIBRATION_PAIRS = 20
 CALIBRATION_METHOD = "isotonic"
@@ -194,6 +202,11 @@ class HeldOutRho:
     interval_method: str | None  # "bootstrap" (references resampled) or "Fisher z"
 
     @property
+    def too_few_references(self) -> bool:
+        """Fewer than ``MIN_INTERVAL_REFERENCES`` references: an interval would be meaningless, none is shown."""
+        return self.n_references is not None and self.n_references < MIN_INTERVAL_REFERENCES
+
+    @property
     def small(self) -> bool:
         """Fewer than ``SMALL_N`` held-out pairs (or an unknown n): a rough figure."""
         return self.n is None or self.n < SMALL_N
@@ -204,11 +217,12 @@ class HeldOutRho:
             return "not defined (constant predictions or targets)" if self.n else "not recorded"
         refs = f" of {self.n_references:,} references" if self.n_references else ""
         n = f"n = {self.n:,} held-out pairs{refs}" if self.n is not None else "n not recorded"
-        ci = (
-            f"; 95% interval {self.interval[0]:.2f} to {self.interval[1]:.2f}, {self.interval_method}"
-            if self.interval
-            else "; no interval"
-        )
+        if self.too_few_references:
+            ci = f"; no interval: too few references, fewer than {MIN_INTERVAL_REFERENCES}"
+        elif self.interval:
+            ci = f"; 95% interval {self.interval[0]:.2f} to {self.interval[1]:.2f}, {self.interval_method}"
+        else:
+            ci = "; no interval"
         return f"{self.rho:.3f} ({n}{ci})"
 
     def warning(self) -> str | None:
@@ -219,6 +233,11 @@ class HeldOutRho:
         return (
             f"The held-out part has {n} pairs (fewer than {SMALL_N}): the rho and the calibration are rough "
             "estimates with wide intervals. Judge more pairs and retrain for firmer figures."
+            + (
+                f" With {self.n_references} held-out reference(s) no interval is shown: any would be meaningless."
+                if self.too_few_references
+                else ""
+            )
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -230,6 +249,7 @@ class HeldOutRho:
             "ci95": list(self.interval) if self.interval else None,
             "interval_method": self.interval_method,
             "small_n": self.small,
+            "too_few_references": self.too_few_references,
         }
 
 
@@ -316,3 +336,32 @@ def calibration_table_cells(
     cuts = [None, *score_map.apply([r.min_score for r in calibration.rows])]
     cells = [(row[0], "–" if cut is None else f"{cut:.1f}", *row[1:]) for row, cut in zip(rows, cuts)]
     return ("raw_score >=", "score there", *tail), cells
+
+
+def calibration_title(score_map: ScoreCalibration | None) -> str:
+    """The calibration table's title: what the table is, so a page without a map implies no calibration."""
+    if score_map is not None and score_map.fitted:
+        return "Calibration on the held-out pairs (raw_score cuts and the calibrated score there)"
+    return "Precision at cuts on the raw score, held-out pairs (no calibration map: score = raw_score)"
+
+
+def calibration_note(calibration: Calibration, score_map: ScoreCalibration | None) -> str:
+    """What the calibration table's rows promise, beside the table on every page: with a map, about that
+    precision at a cut; without one, that there is no map, why, and that the scores are the raw predictions."""
+    judged = f"Judged similar: a mean human similarity of at least {calibration.similar_at:g} of 100."
+    if score_map is not None and score_map.fitted:
+        return (
+            f"{judged} Keeping the pairs with raw_score at or above a cut (score at or above the value beside it) "
+            f"gave about that precision on {calibration.pairs:,} held-out pairs (Wilson 95% interval)."
+        )
+    why = (
+        "the regressor was trained before Paraforge kept one"
+        if score_map is None
+        else f"its {score_map.pairs:,} held-out pairs are fewer than the {score_map.min_pairs} a map needs"
+    )
+    rough = " With so few pairs the rows are a rough guide, not a promise." if calibration.pairs < SMALL_N else ""
+    return (
+        f"There is no calibration map ({why}): a release's score is the regressor's raw prediction (score equals "
+        f"raw_score), not an estimate of human similarity. {judged} Each row counts the held-out pairs predicted "
+        f"at or above the cut and how many of them people judged similar.{rough}"
+    )

@@ -30,6 +30,7 @@ from jobs.params import from_values, param, to_json
 from jobs.registry import JobKind, ProgressFn, register
 from scoring.models import Regressor
 from scoring.regressor import NAME_MAX_LENGTH, NAME_RULE, RegressorError, RegressorTrainOptions, regressor_train_check
+from scoring.regressor.held_out import MIN_INTERVAL_REFERENCES
 
 KIND = "train_regressor"
 
@@ -96,10 +97,10 @@ def regressor_summary(row: Regressor) -> dict[str, Any]:
     }
 
 
-def _rho_text(rho: float | None, interval: list[float] | None) -> str:
+def _rho_text(rho: float | None, interval: list[float] | None, references: int | None = None) -> str:
     if rho is None:
         return "undefined (a constant side)"
-    if not interval:
+    if not interval or (references is not None and references < MIN_INTERVAL_REFERENCES):
         return f"{rho:.3f} (no interval: too few references)"
     return f"{rho:.3f} (95% CI {interval[0]:.3f} to {interval[1]:.3f})"
 
@@ -108,14 +109,18 @@ def regressor_summary_text(summary: dict[str, Any], *, campaign: str | None = No
     """``regressor_summary`` (or a training job's result) for a person: rounded figures with their meaning, one
     per line; ``train_regressor --json`` prints the summary itself."""
     on = f" on campaign {campaign!r}" if campaign else ""
+    row = Regressor.objects.filter(name=summary["name"]).only("metrics", "signature").first()
+    same = row is not None and (row.signature or {}).get("string") == summary.get("signature")
+    metrics = (row.metrics or {}) if same else {}  # the references behind each figure, when still known
     lines = [
         f"regressor {summary['name']!r} trained{on} (recipe {summary.get('recipe') or 'base'}, estimator "
         f"{summary['estimator']})",
-        f"  held-out references: Spearman's rho {_rho_text(summary['spearman_test'], summary['spearman_test_ci95'])}"
+        f"  held-out references: Spearman's rho "
+        f"{_rho_text(summary['spearman_test'], summary['spearman_test_ci95'], metrics.get('n_references_test'))}"
         f"; {summary['n_train']} judged pairs to train, {summary['n_test']} held out",
     ]
     if summary.get("cv_folds"):
-        rho = _rho_text(summary.get("spearman_cv"), summary.get("spearman_cv_ci95"))
+        rho = _rho_text(summary.get("spearman_cv"), summary.get("spearman_cv_ci95"), metrics.get("n_references_cv"))
         lines.append(f"  nested {summary['cv_folds']}-fold grouped cross-validation: Spearman's rho {rho}")
     else:
         lines.append("  nested cross-validation: skipped (--cv-folds 0)")

@@ -31,6 +31,7 @@ from scoring.regressor.held_out import (
     SIMILAR_AT,
     calibration_of,
     calibration_table_cells,
+    calibration_title,
     cv_rho,
     held_out_rho,
     percent,
@@ -220,7 +221,7 @@ def _trust(manifest: dict[str, Any]) -> list[str]:
     calibration table."""
     regressor = manifest["regressor"]
     metrics = regressor.get("metrics") or {}
-    rho = held_out_rho(metrics)
+    rho, cv = held_out_rho(metrics), cv_rho(metrics)
     applied = (manifest.get("calibration") or {}).get("applied")
     predicted = "`raw_score`" if applied else "`score`"
     lines = [
@@ -228,18 +229,16 @@ def _trust(manifest: dict[str, Any]) -> list[str]:
         "",
         f"{predicted} is predicted by the similarity regressor {_code(regressor['name'])}, trained on human judgments "
         "and tested once on references it never saw (its split keeps a reference's pairs together). Held-out "
-        f"Spearman's rho between predicted and human similarity: **{rho.text()}**.",
+        f"Spearman's rho between predicted and human similarity: **{rho.text()}**."
+        + (
+            f" Over every reference, by nested cross-validation ({metrics.get('cv_folds')} folds by reference; "
+            f"the estimator chosen and fitted without the fold it predicts): **{cv.text()}**."
+            if cv is not None
+            else ""
+        ),
         "",
         *_calibrated_scores(manifest),
     ]
-    cv = cv_rho(metrics)
-    if cv is not None:
-        lines += [
-            f"Over every reference, by nested cross-validation ({metrics.get('cv_folds')} folds by reference; "
-            "the estimator chosen and fitted without the fold it predicts): "
-            f"**{cv.text()}**.",
-            "",
-        ]
     if rho.warning():
         lines += [f"> **Warning.** {rho.warning()}", ""]
     calibration = calibration_of(metrics)
@@ -250,14 +249,17 @@ def _trust(manifest: dict[str, Any]) -> list[str]:
             "",
         ]
         return lines
+    score_map = score_calibration_of(metrics) if applied else None
     lines += [
-        f"**Calibration.** A held-out pair counts as *judged similar* when its mean human similarity is at least "
+        f"**{calibration_title(score_map)}.** "
+        + ("" if applied else "This table is not a calibration: the scores above are the raw predictions. ")
+        + f"A held-out pair counts as *judged similar* when its mean human similarity is at least "
         f"{calibration.similar_at:g} of 100. Of the regressor's {calibration.pairs:,} held-out pairs, "
         f"{calibration.similar:,} ({percent(calibration.base_rate)}) were. For each cut on the predicted score"
         + (" (`raw_score`, with the calibrated `score` it maps to):" if applied else ":"),
         "",
     ]
-    header, rows = calibration_table_cells(calibration, score_calibration_of(metrics) if applied else None)
+    header, rows = calibration_table_cells(calibration, score_map)
     align = ["---" if h.startswith("precision") else "---:" for h in header]
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in rows]

@@ -81,11 +81,20 @@ def test_the_training_page_shows_the_held_out_rho_with_its_n_and_the_calibration
     doc = page(boss, f"/admin/scoring/regressor/train/{job.pk}/")
     rho = figures(doc)["held-out Spearman's rho"]
     assert rho.startswith(f"{row.metrics['spearman_test']:.3f} (n = {row.metrics['n_test']} held-out pairs of ")
-    assert "95% interval" in rho
+    # 4 held-out references: a bootstrap over them would print a meaningless "95% interval"
+    assert rho.endswith("of 4 references; no interval: too few references, fewer than 5)")
     assert "fewer than 100" in doc.xpath("string(//ul[contains(@class,'job-warnings')])")  # 16 held-out pairs
-    calibration = doc.xpath("//h2[text()='Calibration on the held-out pairs']/following-sibling::table[1]//tr")
+    cv = figures(doc)["cross-validated Spearman's rho (5 folds by reference, nested)"]  # beside the held-out rho
+    assert cv.startswith(f"{row.metrics['spearman_cv']:.3f} (n = {row.metrics['n_cv']} held-out pairs of ")
+    # too few held-out pairs for a map: the title says what the table is, the note beside it says why
+    title = "Precision at cuts on the raw score, held-out pairs (no calibration map: score = raw_score)"
+    assert not doc.xpath("//h2[starts-with(text(), 'Calibration')]")
+    calibration = doc.xpath(f"//h2[text()='{title}']/following-sibling::table[1]//tr")
     assert [r.xpath("string(td[1])") for r in calibration[1:]] == ["any", "50", "60", "70", "80", "90"]
-    assert calibration[0].xpath("string(th[1])") == "score >="  # too few held-out pairs for a map: raw scores
+    assert calibration[0].xpath("string(th[1])") == "score >="
+    note = doc.xpath(f"string(//h2[text()='{title}']/following-sibling::p[1])")
+    assert "There is no calibration map (its 16 held-out pairs are fewer than the 20 a map needs)" in note
+    assert "score equals raw_score" in note and "to get about that precision" not in note
     found = links(doc)
     assert found["regressor pages"] == f"/admin/scoring/regressor/{row.pk}/change/"
     assert found["score a resource with it…"] == f"/admin/scoring/scoredresource/score/?regressor={row.pk}"
@@ -103,7 +112,8 @@ def test_with_a_calibration_map_the_training_page_cuts_on_raw_score_and_shows_th
     job = run(train_regressor_launch(campaign=campaign.name, name="mapped", options=options))
     kept = Regressor.objects.get(name="mapped").metrics["calibration_map"]
     doc = page(boss, f"/admin/scoring/regressor/train/{job.pk}/")
-    table = doc.xpath("//h2[text()='Calibration on the held-out pairs']/following-sibling::table[1]//tr")
+    title = "Calibration on the held-out pairs (raw_score cuts and the calibrated score there)"
+    table = doc.xpath(f"//h2[text()='{title}']/following-sibling::table[1]//tr")
     assert [h.text_content() for h in table[0].xpath("th")][:2] == ["raw_score >=", "score there"]
     cuts = [(float(r.xpath("string(td[1])")), r.xpath("string(td[2])")) for r in table[2:]]
     assert [cut for cut, _ in cuts] == [50, 60, 70, 80, 90]
@@ -116,7 +126,8 @@ def test_the_scoring_page_leads_to_the_export(boss, path):
     assert doc.xpath("string(//p[@class='job-done'])").startswith("Done: res scored (18 pairs)")
     shown = figures(doc)
     assert shown["pairs scored"] == "18 of 18" and shown["regressor"] == "pages"
-    assert shown["held-out Spearman's rho"].endswith("bootstrap over references)")
+    assert shown["held-out Spearman's rho"].endswith("no interval: too few references, fewer than 5)")
+    assert "cross-validated Spearman's rho (5 folds by reference, nested)" in shown
     assert links(doc)["export a release…"] == f"/admin/scoring/scoredresource/{scored.pk}/export/"
     assert_raw_only_in_details(doc, path["score"])
 

@@ -75,7 +75,7 @@ class Command(BaseCommand):
             self.stderr.write(f"warning: {rho.warning()}")
         calibration = manifest.get("calibration") or {}
         if not calibration.get("applied"):
-            self.stderr.write(f"warning: the scores are not calibrated: {calibration.get('note')}")
+            self.stderr.write(f"warning: {calibration.get('note')}")  # the note begins "not calibrated: ..."
 
     @staticmethod
     def _summary(release: Release, resource: str, out: str) -> dict[str, Any]:
