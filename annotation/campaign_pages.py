@@ -11,6 +11,7 @@ from typing import Any
 from infra.local_paths import local_name
 
 from .models import CAMPAIGN_DEFAULTS, Assignment, Campaign, rater_name
+from .quality import batch_pass_marks
 
 # what each setting means, in the words the dashboard and the quality-control page use
 SETTING_LABELS = {
@@ -52,8 +53,28 @@ def campaign_settings_rows(campaign: Campaign) -> list[tuple[str, str, str]]:
             note = "default"
         else:
             note = f"default: {setting_value(default)}"
-        rows.append((SETTING_LABELS.get(key, key.replace("_", " ")), setting_value(value), note))
+        shown = setting_value(value)
+        if key == "attention_pass_mark":
+            shown = batches_pass_mark(campaign, shown)
+        rows.append((SETTING_LABELS.get(key, key.replace("_", " ")), shown, note))
     return rows
+
+
+def batches_pass_mark(campaign: Campaign, campaign_mark: str) -> str:
+    """The pass mark as the checks were scored: each batch's own (``annotation.quality.batch_pass_marks``),
+    then the campaign's, which only imported judgments and batches made before the setting use. A campaign
+    page saying 100 while every batch checks at 85 misleads whoever reads the disqualifications."""
+    marks = batch_pass_marks(campaign.batches.values_list("pk", flat=True))
+    if not marks:
+        return campaign_mark
+    by_mark: dict[int, list[int]] = {}
+    for pk, mark in sorted(marks.items()):
+        by_mark.setdefault(mark, []).append(pk)
+    batches = "; ".join(
+        f"{mark} in batch{'es' if len(pks) > 1 else ''} {', '.join(str(pk) for pk in pks)}"
+        for mark, pks in sorted(by_mark.items())
+    )
+    return f"{batches} (each batch's own); {campaign_mark} for imported judgments and batches without their own"
 
 
 def campaign_model_name(campaign: Campaign) -> str | None:

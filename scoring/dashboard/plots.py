@@ -101,8 +101,8 @@ def length_colours(buckets) -> dict:
 
 
 def by_length_figure(table: dict) -> Figure:
-    """Grouped bars: for each system, one bar per length bucket (empty cells are left out; a bucket without any
-    stays in the legend, marked "no data")."""
+    """Grouped bars: for each system, one bar per length bucket (empty cells are left out; the table's buckets
+    are those with data, ``scoring.dashboard.tables.filled_buckets``, so the legend has no empty entry)."""
     from matplotlib.patches import Patch
 
     buckets, rows = table["buckets"], table["rows"]
@@ -120,8 +120,7 @@ def by_length_figure(table: dict) -> Figure:
             width=width,
             color=colours[bucket],
         )
-        empty = all(y is None for y in ys)
-        handles.append(Patch(facecolor=colours[bucket], label=f"{bucket} tokens" + (" (no data)" if empty else "")))
+        handles.append(Patch(facecolor=colours[bucket], label=f"{bucket} tokens"))
     ax.set_xticks(range(len(rows)), [_label(r) for r in rows], rotation=45, ha="right", fontsize=8)
     ax.set_ylabel(_YLABELS.get(table["table"], table["table"]))
     ax.set_title(f"{table['table'].capitalize()} by reference length — {_text(table['campaign'])}")

@@ -207,16 +207,20 @@ class CampaignTables:
                 "systems": [r["system"] for r in rows],
                 "rows": [self._named(r) for r in rows],
             }
+        named = [self._named(r) for r in rows]
+        every = self.cached("buckets", lambda: self.data.buckets, judgments=False, minimum=False)
         return {
             "table": table,
             "campaign": self.campaign.name,
             **counts,
             **extra,
-            "buckets": [
-                str(b) for b in self.cached("buckets", lambda: self.data.buckets, judgments=False, minimum=False)
-            ],
-            "rows": [self._named(r) for r in rows],
+            "buckets": filled_buckets([str(b) for b in every], named),
+            "rows": named,
         }
+
+    def counted_worker_ids(self) -> list[int]:
+        """The pks of the workers counted at this minimum (``scoring.aggregation.counted_workers``)."""
+        return self.cached("counted-workers", lambda: sorted(self.data.counted_workers))
 
     def reliability(self) -> tuple[dict, dict]:
         """(the reliability figures, each split's rho): ``scoring.reliability.reliability_and_splits``."""
@@ -244,6 +248,12 @@ class CampaignTables:
             "name": system_name(self.campaign, row["system"]),
             **{k: v for k, v in row.items() if k not in ("system", "name")},
         }
+
+
+def filled_buckets(buckets: list[str], rows: list[dict]) -> list[str]:
+    """The length buckets with a value in some row: a campaign without 40-token references gets no empty "40"
+    column, nor a "40 tokens" legend entry with no bar."""
+    return [b for b in buckets if any(r["by_length"].get(b) is not None for r in rows)]
 
 
 def build_table(campaign: Campaign, table: str, min_judgments: int | None = None, estimate: str | None = None) -> dict:

@@ -174,14 +174,25 @@ def _cost_rows(campaign: Campaign) -> list[dict]:
     ]
 
 
+def _counted(rater, counted: set[int], minimum: int) -> str:
+    """Whether the rater's judgments count in the tables above, and if not why: the same rule as the tables'."""
+    if rater.worker_id in counted:
+        return "counted"
+    if rater.disqualified:
+        return "not counted: disqualified"
+    return f"not counted: fewer than {minimum} judgment{'s' if minimum != 1 else ''}"
+
+
 def _rater_rows(tables: CampaignTables) -> list[dict]:
     rows = []
+    counted = set(tables.counted_worker_ids())
     for r in tables.raters():
         rate = r.attention_pass_rate
         rows.append(
             {
                 "name": r.name,
                 "disqualified": r.disqualified,
+                "counted": _counted(r, counted, tables.min_judgments),
                 "judgments": r.judgments,
                 "attention": f"{r.attention_passed}/{r.attention_checks}"
                 + (f" ({rate:.0%})" if rate is not None else ""),
@@ -260,6 +271,7 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "min_per_candidate": rel["min_judgments_per_candidate"],
         "empty": _empty(rel, fill_url),
     }
+    raters = _rater_rows(results)
     context = {
         "campaign": campaign,
         "tables": [_display(t, fill_url) for t in tables.values()],
@@ -271,7 +283,8 @@ def campaign_dashboard(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "switch": switch,
         "reliability": reliability,
         "costs": _cost_rows(campaign),
-        "raters": _rater_rows(results),
+        "raters": raters,
+        "rater_count": len(raters),
     }
     return render(request, "scoring/campaign_dashboard.html", context)
 

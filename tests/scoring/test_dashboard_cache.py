@@ -181,8 +181,8 @@ def test_a_disqualification_shows_at_the_next_view(staff_client, campaign):
     assert after["similarity"] != before["similarity"]
     assert _shown(staff_client, campaign) == after
     html = _page(staff_client, campaign)
-    assert f"({after['counted_workers']} workers counted)" in html
-    assert "<td>4</td>" in html and "disqualified</td>" in html
+    assert f"({after['counted_workers']} of " in html
+    assert "<td>4</td>" in html and "<td>not counted: disqualified</td>" in html
 
 
 def test_the_fingerprint_follows_the_judgments_not_other_rows(campaign):

@@ -42,7 +42,7 @@ def _report(*args) -> str:
 def test_an_empty_table_says_why_and_links_the_minimum_that_fills_it(staff_client, demo):
     base = f"/research/campaigns/{demo.pk}/"
     html = staff_client.get(base).content.decode()
-    assert demo.min_judgments_per_worker == 25 and "(0 workers counted)" in html
+    assert demo.min_judgments_per_worker == 25 and "(0 of 3 raters counted" in html
     reason = "No rater has 25 judgments yet; the most any rater has is 3."
     link = f'<a href="{base}?min_judgments=3">Count raters with at least 3 judgments</a>'
     # similarity, fluency and reliability count raters; diversity does not, and is filled
@@ -50,9 +50,14 @@ def test_an_empty_table_says_why_and_links_the_minimum_that_fills_it(staff_clien
     diversity = html.split('id="table-diversity"')[1].split("</section>")[0]
     assert reason not in diversity
     filled = staff_client.get(f"{base}?min_judgments=3").content.decode()
-    assert reason not in filled and "(2 workers counted)" in filled
+    assert reason not in filled and "(2 of 3 raters counted" in filled
+    # issue 48: beside "2 of 3", the raters table says which one is not counted and why
+    raters = filled.split('id="table-raters"')[1].split("</section>")[0]
+    assert raters.count("<td>counted</td>") == 2 and raters.count("<td>not counted: fewer than 3 judgments</td>") == 1
     similarity = filled.split('id="table-similarity"')[1].split("</section>")[0]
     assert re.search(r'<td class="num">\d+\.\d\d</td>', similarity)  # figures where there were only dashes
+    # issue 48: no empty length column (it had 5, 10, 20 and 40): only 5-token references have counted judgments
+    assert re.findall(r"<th>(\d+)</th>", similarity) == ["5"]
     # the bias-corrected switch keeps its estimate in the link
     zscore = staff_client.get(f"{base}?estimate=zscore").content.decode()
     assert f'href="{base}?min_judgments=3&amp;estimate=zscore"' in zscore
