@@ -63,6 +63,20 @@ def test_train_score_and_export_from_the_admin(live_server, monkeypatch, tmp_pat
             expect(page.locator("p.job-done")).to_contain_text("regressor browser-reg", timeout=20_000)
             expect(page.locator("[data-job-text]")).to_have_text("succeeded 100%")
             shoot(page, "admin-2-training-done")
+            # issue 48: one truth about the figures, on a desktop and on a phone
+            job_page = page.locator("#job-page")
+            for width, height in ((1280, 900), (390, 844)):
+                page.set_viewport_size({"width": width, "height": height})
+                figures = page.locator("table.job-figures")
+                expect(figures).to_contain_text("no interval: too few references, fewer than 5")  # 4 references
+                expect(figures).to_contain_text("cross-validated Spearman's rho (5 folds by reference, nested)")
+                title = job_page.locator("h2", has_text="no calibration map: score = raw_score")
+                expect(title).to_be_visible()
+                note = job_page.locator("p.help", has_text="There is no calibration map")
+                note.scroll_into_view_if_needed()
+                expect(note).to_be_visible()
+                expect(job_page).not_to_contain_text("Calibration on the held-out pairs")
+            page.set_viewport_size({"width": 1280, "height": 900})
 
             page.click("text=score a resource with it…")
             page.select_option("#id_resource", str(resource.pk))
@@ -77,6 +91,12 @@ def test_train_score_and_export_from_the_admin(live_server, monkeypatch, tmp_pat
             run_latest("export_release")
             expect(page.locator("p.job-done")).to_contain_text("release v1 of res", timeout=20_000)
             shoot(page, "admin-5-release-exported")
+            for width, height in ((390, 844), (1280, 900)):
+                page.set_viewport_size({"width": width, "height": height})
+                near = page.locator("table.job-figures tr", has_text="near-copies of their reference")
+                near.scroll_into_view_if_needed()
+                expect(near).to_be_visible()
+                expect(near).to_contain_text("left out")
             page.click("p.job-done a")
             assert re.search(r"/admin/scoring/release/\d+/change/$", page.url)
         finally:
