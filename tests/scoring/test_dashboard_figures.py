@@ -308,7 +308,7 @@ def test_the_dashboard_shows_the_new_figures_and_tables(staff_client, campaign):
 def test_the_new_plots_load_in_a_browser_under_the_pages_csp(live_server, campaign, client, monkeypatch, tmp_path):
     """Headless Chromium: the dashboard's cost, reliability and rater images load (same-origin PNGs, nothing
     the Content-Security-Policy blocks) and show at their size."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     from tests.annotation.test_browser import CHROMIUM_ARGS
     from tests.screens import shoot
@@ -336,6 +336,18 @@ def test_the_new_plots_load_in_a_browser_under_the_pages_csp(live_server, campai
             for plot in ("cost-per-batch", "reliability", "raters"):
                 page.locator(f"#plot-{plot}").scroll_into_view_if_needed()
                 shoot(page, f"dashboard-{plot}")
+            # issue 48, on a desktop and a phone: how many raters count, and why the others do not
+            for width, height in ((1280, 900), (390, 844)):
+                page.set_viewport_size({"width": width, "height": height})
+                page.goto(f"{live_server.url}/research/campaigns/{campaign.pk}/")
+                expect(page.locator("#counted-workers")).to_contain_text("2 of 3 raters counted")
+                w2 = page.locator("#table-raters tr", has_text="W2").locator("td").last
+                w2.scroll_into_view_if_needed()
+                expect(w2).to_have_text("not counted: disqualified")
+                expect(w2).to_be_in_viewport()
+                # wide tables scroll in their own box: the page itself never scrolls sideways
+                assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+                page.wait_for_load_state("networkidle")  # the plots' images served before the server stops
         finally:
             browser.close()
     assert blocked == []
