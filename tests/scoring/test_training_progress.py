@@ -92,6 +92,9 @@ def test_the_command_names_its_stages_and_prints_a_readable_summary_or_json(tmp_
     text = out.getvalue()
     assert text.startswith("regressor 'plain' trained on campaign 'synthetic' (recipe base, estimator ")
     assert "held-out references: Spearman's rho " in text and "nested 5-fold grouped cross-validation" in text
+    # 4 held-out references: no bootstrap "95% CI" over them (issue 48); the cross-validation's 20 keep theirs
+    assert re.search(r"held-out references: Spearman's rho -?\d\.\d{3} \(no interval: too few references\)", text)
+    assert re.search(r"cross-validation: Spearman's rho -?\d\.\d{3} \(95% CI ", text)
     figures = re.findall(r"-?\d+\.\d+", text.split("signature:")[0])
     assert figures and all(len(f.split(".")[1]) == 3 for f in figures)  # rounded, not 0.5789473684210527
     assert not text.lstrip().startswith("{")
