@@ -24,6 +24,7 @@ from scoring.models import Regressor, Release, ScoredResource
 from scoring.regressor.held_out import (
     calibration_note,
     calibration_of,
+    calibration_status,
     calibration_table_cells,
     calibration_title,
     cv_rho,
@@ -63,6 +64,8 @@ def _rho_figures(metrics: dict[str, Any] | None) -> list[tuple[str, str]]:
     if cv is not None:
         folds = (metrics or {}).get("cv_folds")
         figures.append((f"cross-validated Spearman's rho ({folds} folds by reference, nested)", cv.text()))
+    if metrics and "calibration_map" in metrics:  # a regressor trained before maps were kept: its table says so
+        figures.append(("calibration map", calibration_status(score_calibration_of(metrics))))
     return figures
 
 

@@ -345,6 +345,20 @@ def calibration_title(score_map: ScoreCalibration | None) -> str:
     return "Precision at cuts on the raw score, held-out pairs (no calibration map: score = raw_score)"
 
 
+def calibration_status(score_map: ScoreCalibration | None) -> str:
+    """In a few words, what a release's ``score`` will be: calibrated through a map, or the raw prediction and
+    why (the figure a page without the table shows)."""
+    if score_map is not None and score_map.fitted:
+        return f"calibrated: an isotonic map fitted on {score_map.pairs:,} held-out pairs"
+    return f"none: score = raw_score ({_no_map_reason(score_map)})"
+
+
+def _no_map_reason(score_map: ScoreCalibration | None) -> str:
+    if score_map is None:
+        return "the regressor was trained before Paraforge kept one"
+    return f"its {score_map.pairs:,} held-out pairs are fewer than the {score_map.min_pairs} a map needs"
+
+
 def calibration_note(calibration: Calibration, score_map: ScoreCalibration | None) -> str:
     """What the calibration table's rows promise, beside the table on every page: with a map, about that
     precision at a cut; without one, that there is no map, why, and that the scores are the raw predictions."""
@@ -354,11 +368,7 @@ def calibration_note(calibration: Calibration, score_map: ScoreCalibration | Non
             f"{judged} Keeping the pairs with raw_score at or above a cut (score at or above the value beside it) "
             f"gave about that precision on {calibration.pairs:,} held-out pairs (Wilson 95% interval)."
         )
-    why = (
-        "the regressor was trained before Paraforge kept one"
-        if score_map is None
-        else f"its {score_map.pairs:,} held-out pairs are fewer than the {score_map.min_pairs} a map needs"
-    )
+    why = _no_map_reason(score_map)
     rough = " With so few pairs the rows are a rough guide, not a promise." if calibration.pairs < SMALL_N else ""
     return (
         f"There is no calibration map ({why}): a release's score is the regressor's raw prediction (score equals "

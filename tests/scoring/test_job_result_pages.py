@@ -115,6 +115,7 @@ def test_with_a_calibration_map_the_training_page_cuts_on_raw_score_and_shows_th
     title = "Calibration on the held-out pairs (raw_score cuts and the calibrated score there)"
     table = doc.xpath(f"//h2[text()='{title}']/following-sibling::table[1]//tr")
     assert [h.text_content() for h in table[0].xpath("th")][:2] == ["raw_score >=", "score there"]
+    assert figures(doc)["calibration map"] == f"calibrated: an isotonic map fitted on {kept['pairs']} held-out pairs"
     cuts = [(float(r.xpath("string(td[1])")), r.xpath("string(td[2])")) for r in table[2:]]
     assert [cut for cut, _ in cuts] == [50, 60, 70, 80, 90]
     assert [there for _, there in cuts] == [f"{v:.1f}" for v in calibrate([c for c, _ in cuts], kept["x"], kept["y"])]
@@ -128,6 +129,10 @@ def test_the_scoring_page_leads_to_the_export(boss, path):
     assert shown["pairs scored"] == "18 of 18" and shown["regressor"] == "pages"
     assert shown["held-out Spearman's rho"].endswith("no interval: too few references, fewer than 5)")
     assert "cross-validated Spearman's rho (5 folds by reference, nested)" in shown
+    # the scoring page has no calibration table: a figure says what a release's score will be
+    assert shown["calibration map"] == (
+        "none: score = raw_score (its 16 held-out pairs are fewer than the 20 a map needs)"
+    )
     assert links(doc)["export a release…"] == f"/admin/scoring/scoredresource/{scored.pk}/export/"
     assert_raw_only_in_details(doc, path["score"])
 
