@@ -21,6 +21,7 @@ cursor, so memory stays flat whatever the resource's size.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,12 +36,13 @@ from scoring.models import ScoredResource
 from scoring.regressor.held_out import ScoreCalibration, score_calibration_of
 from scoring.releases.columns import LONG_REFERENCE, NON_WORDS, UNSCORED
 from scoring.releases.filters import (
+    COPY,
     COPY_RULE,
+    NEAR_COPY,
     NEAR_COPY_RULE,
     ReleaseFilters,
+    copy_kind,
     filter_candidates,
-    is_copy,
-    is_near_copy,
 )
 
 # the manifest's counts, in the order it lists them
@@ -166,8 +168,9 @@ def kept_records(
             candidates = record.get("candidates") or []
             counts["references_read"] += 1
             counts["pairs_read"] += len(candidates)
-            counts["copies_read"] += sum(is_copy(record["reference"], c["text"]) for c in candidates)
-            counts["near_copies_read"] += sum(is_near_copy(record["reference"], c["text"]) for c in candidates)
+            kinds = Counter(copy_kind(record["reference"], c["text"]) for c in candidates)
+            counts["copies_read"] += kinds[COPY]
+            counts["near_copies_read"] += kinds[NEAR_COPY]
             kept = filter_candidates(
                 filters, {**record, "candidates": _marked(record, screen, filters, counts, calibration)}
             )
@@ -181,8 +184,9 @@ def kept_records(
             counts["non_words"] += sum(c.get("caveat") == NON_WORDS for c in kept)
             counts["long_reference_pairs"] += sum(c.get("caveat") == LONG_REFERENCE for c in kept)
             if filters.keep_copies:
-                counts["copies"] += sum(is_copy(record["reference"], c["text"]) for c in kept)
-                counts["near_copies"] += sum(is_near_copy(record["reference"], c["text"]) for c in kept)
+                kept_kinds = Counter(copy_kind(record["reference"], c["text"]) for c in kept)
+                counts["copies"] += kept_kinds[COPY]
+                counts["near_copies"] += kept_kinds[NEAR_COPY]
             yield record, kept
 
 
