@@ -10,7 +10,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.decorators import (
     api_view,
     authentication_classes,
@@ -23,6 +23,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.listing import ListQuery, listed, page_serializer
 from api.openapi import api_errors
 from api.permissions import staff_with_perms
 from jobs.params import from_values
@@ -31,7 +32,7 @@ from .batch_params import BatchError, BatchParams
 from .batches import batch_cost_estimate_usd, hit_batch_create
 from .campaigns import campaign_lookup
 from .exports import RESULTS_PERMS, batch_results_csv
-from .models import Batch, Hit
+from .models import Batch, Campaign, Hit
 from .permissions import BATCH_OPERATION_PERMS, CREATE_BATCH_PERMS
 from .providers import ProviderError, get_provider
 from .publishing import PublishInProgress, batch_publish
@@ -304,3 +305,28 @@ batch_publish_view = _batch_operation("publish", "Publish a batch on its platfor
 batch_sync_view = _batch_operation("sync", "Verify a batch's submissions with its platform (staff).")
 batch_approve_view = _batch_operation("approve", "Pay a batch's verified work (staff; Prolific: sessions done).")
 batch_expire_view = _batch_operation("expire", "No new work on a batch: expire its HITs or stop its study (staff).")
+
+
+class CampaignSerializer(serializers.ModelSerializer):
+    """A campaign in a listing: its id and name (either one names it in ``/api/campaigns/<campaign>/batches/``)."""
+
+    class Meta:
+        model = Campaign
+        fields = ["id", "name", "description", "created_at"]
+
+
+CampaignPageSerializer = page_serializer(CampaignSerializer, "CampaignPageSerializer")
+
+
+@extend_schema(
+    operation_id="campaign_list",
+    tags=["annotation"],
+    summary="Every campaign, newest first (staff).",
+    parameters=[ListQuery],
+    responses={200: CampaignPageSerializer, **api_errors(400)},
+)
+@api_view(["GET"])
+@permission_classes([staff_with_perms("annotation.view_campaign")])
+def campaign_list(request: Request) -> Response:
+    """GET /api/campaigns/: a page of campaigns."""
+    return listed(request, Campaign.objects.order_by("-created_at", "-pk"), CampaignSerializer)

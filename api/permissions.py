@@ -60,3 +60,20 @@ def permissions_grant_to_holders(apps, *, app_label: str, model: str, new: list[
         user.user_permissions.add(*granted)
     for group in group_model.objects.filter(permissions=old):
         group.permissions.add(*granted)
+
+
+def staff_with_perms_by_method(by_method: dict[str, tuple[str, ...]]) -> type[BasePermission]:
+    """A DRF permission class for a URL whose methods need different permissions (``GET`` lists, ``POST``
+    starts a job): an active staff user holding every permission its method names; a method not named (the
+    view answers 405) needs them all."""
+    every = tuple(dict.fromkeys(p for perms in by_method.values() for p in perms))
+
+    class StaffWithPermsByMethod(BasePermission):
+        def has_permission(self, request, view) -> bool:
+            method = "GET" if request.method == "HEAD" else request.method
+            return staff_has_perms(request.user, by_method.get(method, every))
+
+    StaffWithPermsByMethod.__name__ = (
+        "StaffWith(" + "; ".join(f"{m}: {', '.join(p)}" for m, p in by_method.items()) + ")"
+    )
+    return StaffWithPermsByMethod

@@ -5,30 +5,81 @@ ParaBank 2's diverse mode).
 The JSON object's types are checked by a serializer made from the admin's form (``api.form_api``), then the form
 itself validates it (``generation.forms``: the job's own start check, the model paths confined to the server's
 model folders), and the same job starts, answered with 202, its id and where to follow it
-(``GET /api/jobs/<id>/``). The permissions are the admin page's."""
+(``GET /api/jobs/<id>/``). The permissions are the admin page's.
+
+``GET /api/corpora/`` lists the corpora (their ids, for that URL) and ``GET`` on the generations URL lists the
+corpus's generation jobs (``api.listing``: paged, filtered by status)."""
 
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.form_api import JOB_STARTED, form_checked, form_serializer, job_started
+from api.listing import ListQuery, listed, page_serializer
 from api.openapi import api_errors
-from api.permissions import staff_with_perms
+from api.permissions import staff_with_perms, staff_with_perms_by_method
+from jobs.api import JobPageSerializer, JobQuery, jobs_listed
 from jobs.execution import job_launch
+from jobs.models import Job
 
 from .forms import GENERATE_PERMS, GenerateForm
 from .generation_job import KIND
-from .models import Corpus
+from .models import Corpus, CorpusStatus
+
+CORPUS_LIST_PERMS = ("generation.view_corpus",)
+GENERATIONS_LIST_PERMS = ("generation.view_corpus", "jobs.view_job")
 
 GenerateInSerializer = form_serializer(GenerateForm, "GenerateInSerializer")
 
 
+class CorpusSerializer(serializers.ModelSerializer):
+    """A corpus in a listing: its id (what ``/api/corpora/<id>/generations/`` takes) and whether it is ready."""
+
+    class Meta:
+        model = Corpus
+        fields = ["id", "name", "format", "status", "n_references", "source", "license", "created_at"]
+
+
+class CorpusQuery(ListQuery):
+    """A corpus listing's filter: its status (``ready`` ones can be generated from)."""
+
+    status = serializers.ChoiceField(
+        choices=CorpusStatus.choices, required=False, help_text="Only corpora in this status."
+    )
+
+
+CorpusPageSerializer = page_serializer(CorpusSerializer, "CorpusPageSerializer")
+
+
 @extend_schema(
+    operation_id="corpus_list",
+    tags=["generation"],
+    summary="Every corpus, newest first, by status (staff).",
+    parameters=[CorpusQuery],
+    responses={200: CorpusPageSerializer, **api_errors(400)},
+)
+@api_view(["GET"])
+@permission_classes([staff_with_perms(*CORPUS_LIST_PERMS)])
+def corpus_list(request: Request) -> Response:
+    """GET /api/corpora/: a page of corpora."""
+    return listed(request, Corpus.objects.order_by("-created_at", "-pk"), CorpusSerializer, CorpusQuery)
+
+
+@extend_schema(
+    methods=["GET"],
+    operation_id="corpus_generation_list",
+    tags=["generation"],
+    summary="A corpus's generation jobs, newest first, by status (staff).",
+    parameters=[JobQuery],
+    responses={200: JobPageSerializer, **api_errors(400, 404)},
+)
+@extend_schema(
+    methods=["POST"],
     operation_id="corpus_generate",
     tags=["generation"],
     request=GenerateInSerializer,
@@ -41,11 +92,13 @@ GenerateInSerializer = form_serializer(GenerateForm, "GenerateInSerializer")
     "cannot start (a corpus that is not ready, a name taken), before any job exists.",
     responses={**JOB_STARTED, **api_errors(400, 404, 413, 415)},
 )
-@api_view(["POST"])
-@permission_classes([staff_with_perms(*GENERATE_PERMS)])
+@api_view(["GET", "POST"])
+@permission_classes([staff_with_perms_by_method({"GET": GENERATIONS_LIST_PERMS, "POST": tuple(GENERATE_PERMS)})])
 def corpus_generate(request: Request, corpus_id: int) -> Response:
-    """POST /api/corpora/<id>/generations/: 202 with the generation job."""
+    """GET /api/corpora/<id>/generations/: a page of the corpus's generation jobs; POST: 202 with a new one."""
     corpus = get_object_or_404(Corpus, pk=corpus_id)
+    if request.method == "GET":
+        return jobs_listed(request, Job.objects.filter(kind=KIND, params__corpus=corpus.pk))
     form, refused = form_checked(request, GenerateInSerializer, GenerateForm, corpus=corpus)
     if refused is not None:
         return refused

@@ -8,6 +8,7 @@ import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 4
 from . import api, views_constraints
 
 urlpatterns: list = [
+    path("api/corpora/", api.corpus_list, name="corpus-list"),
     path("api/corpora/<id:corpus_id>/generations/", api.corpus_generate, name="corpus-generate"),
     path("research/constraints/", views_constraints.constraint_systems, name="constraint_systems"),
     path(

@@ -74,6 +74,11 @@ def get_kind(name: str) -> JobKind:
         raise LookupError(f"unknown job kind {name!r}; known: {', '.join(sorted(_KINDS)) or 'none'}") from None
 
 
+def kind_names() -> list[str]:
+    """Every registered kind's name, sorted (what a job's ``kind`` may be)."""
+    return sorted(_KINDS)
+
+
 def add_finish_hook(kind_name: str, hook: FinishHook) -> None:
     """Run ``hook(job, chunks, result)`` after every ``finish`` of that kind (registering twice is a no-op)."""
     hooks = _FINISH_HOOKS.setdefault(kind_name, [])

@@ -10,10 +10,13 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.listing import ListQuery, listed, page_serializer
 from api.openapi import api_errors
 from scoring.models import Release
 from scoring.releases.access import release_open, releases_visible_to
 from scoring.serializers import ReleaseDetailSerializer, ReleaseSerializer
+
+ReleasePageSerializer = page_serializer(ReleaseSerializer, "ReleasePageSerializer")
 
 
 def _visible(request: Request, release_id: int) -> Release:
@@ -26,14 +29,14 @@ def _visible(request: Request, release_id: int) -> Release:
 @extend_schema(
     operation_id="release_list",
     tags=["releases"],
-    summary="The releases the caller may see.",
-    responses={200: ReleaseSerializer(many=True), **api_errors()},
+    summary="The releases the caller may see, newest first (a page of them).",
+    parameters=[ListQuery],
+    responses={200: ReleasePageSerializer, **api_errors(400)},
 )
 @api_view(["GET"])
 @permission_classes([IsAuthenticated])
 def release_list(request: Request) -> Response:
-    releases = releases_visible_to(request.user).order_by("-created_at", "-pk")
-    return Response(ReleaseSerializer(releases, many=True, context={"request": request}).data)
+    return listed(request, releases_visible_to(request.user).order_by("-created_at", "-pk"), ReleaseSerializer)
 
 
 @extend_schema(

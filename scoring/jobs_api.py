@@ -3,7 +3,8 @@
 Each endpoint takes a JSON object, checks its types with a serializer made from the admin's form
 (``form_serializer``: one definition of the fields), then validates it with that very form
 (``scoring.forms``: the job's own start checks), and starts the same job the admin starts, answering 202 with
-the job's id and where to follow it (``GET /api/jobs/<id>/``). Permissions are the admin's."""
+the job's id and where to follow it (``GET /api/jobs/<id>/``). Permissions are the admin's. ``GET`` on the
+regressors and scored-resources URLs lists them (``api.listing``), so a script finds the ids these take."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.form_api import JOB_STARTED, form_checked, form_serializer, job_started
+from api.listing import ListQuery, QueryIntegerField, listed, page_serializer
+from api.numbers import MAX_INT
 from api.openapi import api_errors
-from api.permissions import staff_has_perms, staff_with_perms
+from api.permissions import staff_has_perms, staff_with_perms, staff_with_perms_by_method
 from scoring.forms import (
     EXPORT_PERMS,
     SCORE_PERMS,
@@ -25,19 +28,53 @@ from scoring.forms import (
     ScoreResourceForm,
     TrainRegressorForm,
 )
-from scoring.models import ScoredResource
+from scoring.models import Regressor, ScoredResource
 from scoring.regressor.job import train_regressor_launch
 from scoring.releases.checks import LicenseConflictError, ReleaseError
 from scoring.releases.filters import FilterError
 from scoring.releases.job import export_release_for
 from scoring.scored.job import score_resource_launch
+from scoring.serializers import RegressorSerializer, ScoredResourceSerializer
 
 TrainInSerializer = form_serializer(TrainRegressorForm, "TrainInSerializer")
 ScoreInSerializer = form_serializer(ScoreResourceForm, "ScoreInSerializer")
 ExportInSerializer = form_serializer(ExportReleaseForm, "ExportInSerializer")
 
+REGRESSOR_LIST_PERMS = ("scoring.view_regressor",)
+SCORED_LIST_PERMS = ("scoring.view_scoredresource",)
+
+
+def id_filter(help_text: str) -> QueryIntegerField:
+    return QueryIntegerField(required=False, min_value=0, max_value=MAX_INT, help_text=help_text)
+
+
+class RegressorQuery(ListQuery):
+    """A regressor listing's filter: the campaign it was trained on."""
+
+    campaign = id_filter("Only regressors trained on this campaign (its id).")
+
+
+class ScoredResourceQuery(ListQuery):
+    """A scored-resource listing's filters: the resource, the regressor."""
+
+    resource = id_filter("Only scorings of this resource (its id).")
+    regressor = id_filter("Only scorings by this regressor (its id).")
+
+
+RegressorPageSerializer = page_serializer(RegressorSerializer, "RegressorPageSerializer")
+ScoredResourcePageSerializer = page_serializer(ScoredResourceSerializer, "ScoredResourcePageSerializer")
+
 
 @extend_schema(
+    methods=["GET"],
+    operation_id="regressor_list",
+    tags=["scoring"],
+    summary="Every regressor, newest first, by campaign (staff).",
+    parameters=[RegressorQuery],
+    responses={200: RegressorPageSerializer, **api_errors(400)},
+)
+@extend_schema(
+    methods=["POST"],
     operation_id="regressor_train",
     tags=["scoring"],
     request=TrainInSerializer,
@@ -46,10 +83,12 @@ ExportInSerializer = form_serializer(ExportReleaseForm, "ExportInSerializer")
     "with 400 before any job exists.",
     responses={**JOB_STARTED, **api_errors(400, 413, 415)},
 )
-@api_view(["POST"])
-@permission_classes([staff_with_perms(*TRAIN_PERMS)])
+@api_view(["GET", "POST"])
+@permission_classes([staff_with_perms_by_method({"GET": REGRESSOR_LIST_PERMS, "POST": tuple(TRAIN_PERMS)})])
 def regressor_train_view(request: Request) -> Response:
-    """POST /api/regressors/: 202 with the training job."""
+    """GET /api/regressors/: a page of regressors; POST: 202 with the training job."""
+    if request.method == "GET":
+        return listed(request, Regressor.objects.order_by("-created_at", "-pk"), RegressorSerializer, RegressorQuery)
     form, refused = form_checked(request, TrainInSerializer, TrainRegressorForm)
     if refused is not None:
         return refused
@@ -66,16 +105,28 @@ def regressor_train_view(request: Request) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
+    operation_id="scored_resource_list",
+    tags=["scoring"],
+    summary="Every scored resource, newest first, by resource and regressor (staff).",
+    parameters=[ScoredResourceQuery],
+    responses={200: ScoredResourcePageSerializer, **api_errors(400)},
+)
+@extend_schema(
+    methods=["POST"],
     operation_id="resource_score",
     tags=["scoring"],
     request=ScoreInSerializer,
     summary="Score a generated resource with a trained regressor (staff; as the admin's form).",
     responses={**JOB_STARTED, **api_errors(400, 413, 415)},
 )
-@api_view(["POST"])
-@permission_classes([staff_with_perms(*SCORE_PERMS)])
+@api_view(["GET", "POST"])
+@permission_classes([staff_with_perms_by_method({"GET": SCORED_LIST_PERMS, "POST": tuple(SCORE_PERMS)})])
 def resource_score(request: Request) -> Response:
-    """POST /api/scored-resources/: 202 with the scoring job."""
+    """GET /api/scored-resources/: a page of scored resources; POST: 202 with the scoring job."""
+    if request.method == "GET":
+        scored = ScoredResource.objects.select_related("resource", "regressor").order_by("-created_at", "-pk")
+        return listed(request, scored, ScoredResourceSerializer, ScoredResourceQuery)
     form, refused = form_checked(request, ScoreInSerializer, ScoreResourceForm)
     if refused is not None:
         return refused

@@ -4,7 +4,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from scoring.models import Release
+from scoring.models import Regressor, Release, ScoredResource
 from scoring.releases.columns import MANIFEST_FILE
 from scoring.releases.manifest import release_files
 
@@ -75,3 +75,26 @@ class ReleaseDetailSerializer(ReleaseSerializer):
 
     class Meta(ReleaseSerializer.Meta):
         fields = [*ReleaseSerializer.Meta.fields, "manifest"]
+
+
+class RegressorSerializer(serializers.ModelSerializer):
+    """A regressor in a listing: its id (what ``POST /api/scored-resources/`` takes), its campaign and what its
+    held-out part says (``metrics``: Spearman's rho, its interval, n_train, n_test)."""
+
+    metrics = serializers.JSONField(help_text="Held-out Spearman's rho with its bootstrap interval, n_train, n_test.")
+
+    class Meta:
+        model = Regressor
+        fields = ["id", "name", "campaign", "metrics", "created_at"]
+
+
+class ScoredResourceSerializer(serializers.ModelSerializer):
+    """A scored resource in a listing: its id (what ``POST /api/scored-resources/<id>/releases/`` takes), the
+    resource and the regressor that scored it, by id and name."""
+
+    resource_name = serializers.CharField(source="resource.name")
+    regressor_name = serializers.CharField(source="regressor.name")
+
+    class Meta:
+        model = ScoredResource
+        fields = ["id", "resource", "resource_name", "regressor", "regressor_name", "n_pairs", "job", "created_at"]

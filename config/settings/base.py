@@ -157,6 +157,8 @@ SPECTACULAR_SETTINGS = {
     # <id:...> (config/converters.py): the database's 64-bit ids, else the URL does not match (404)
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}},
     "COMPONENT_SPLIT_REQUEST": True,  # request and response shapes apart (writable vs read-only fields)
+    # a job's status is one enum wherever it shows (a job's progress, the job listing and its filter)
+    "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "jobs.models.JobStatus"},
 }
 
 # --- Celery -------------------------------------------------------------------------------------

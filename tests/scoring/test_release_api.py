@@ -55,9 +55,9 @@ def test_anonymous_is_refused_everywhere(client, releases):
 def test_staff_sees_every_release_and_others_only_theirs(client, releases, users):
     v1, v2 = releases
     v1.allowed_users.add(users["alice"])
-    staff = as_user(client, users["staff"]).get("/api/releases/").json()
+    staff = as_user(client, users["staff"]).get("/api/releases/").json()["results"]
     assert [r["version"] for r in staff] == ["v2", "v1"]
-    alice = as_user(client, users["alice"]).get("/api/releases/").json()
+    alice = as_user(client, users["alice"]).get("/api/releases/").json()["results"]
     assert [r["version"] for r in alice] == ["v1"]
     row = alice[0]
     assert row["resource"] == "res" and row["counts"]["pairs"] == 17  # 18 less the copy of its reference
@@ -65,7 +65,7 @@ def test_staff_sees_every_release_and_others_only_theirs(client, releases, users
     assert [f["name"] for f in row["files"]] == ["README.md", "judgments.tsv.gz", "pairs.tsv.gz", "manifest.json"]
     assert row["files"][2]["url"].endswith(f"/api/releases/{v1.pk}/files/pairs.tsv.gz")
     assert "location" not in row  # server paths are not shown
-    assert as_user(client, users["bob"]).get("/api/releases/").json() == []
+    assert as_user(client, users["bob"]).get("/api/releases/").json()["results"] == []
 
 
 def test_staff_without_the_release_permission_sees_no_more_than_the_admin_shows(client, releases, users):
@@ -77,7 +77,7 @@ def test_staff_without_the_release_permission_sees_no_more_than_the_admin_shows(
     c = as_user(client, bare)
     assert c.get("/admin/scoring/release/").status_code == 403
     assert c.get(f"/admin/scoring/release/{v2.pk}/change/").status_code == 403
-    assert [r["version"] for r in c.get("/api/releases/").json()] == ["v1"]
+    assert [r["version"] for r in c.get("/api/releases/").json()["results"]] == ["v1"]
     for url in (
         f"/api/releases/{v2.pk}/",
         f"/api/releases/{v2.pk}/files/pairs.tsv.gz",
@@ -90,13 +90,13 @@ def test_staff_without_the_release_permission_sees_no_more_than_the_admin_shows(
     # changing releases (their allowed users) without viewing them opens neither
     as_user(client, with_perms(bare, "scoring.change_release"))
     assert c.get("/admin/scoring/release/").status_code == 403
-    assert [r["version"] for r in c.get("/api/releases/").json()] == ["v1"]
+    assert [r["version"] for r in c.get("/api/releases/").json()["results"]] == ["v1"]
 
     # the permission the admin asks for opens both, files included
     as_user(client, with_perms(bare, *RELEASE_VIEW_PERMS))
     assert c.get("/admin/scoring/release/").status_code == 200
     assert c.get(f"/admin/scoring/release/{v2.pk}/change/").status_code == 200
-    assert [r["version"] for r in c.get("/api/releases/").json()] == ["v2", "v1"]
+    assert [r["version"] for r in c.get("/api/releases/").json()["results"]] == ["v2", "v1"]
     assert c.get(f"/api/releases/{v2.pk}/files/pairs.tsv.gz").status_code == 200
 
 

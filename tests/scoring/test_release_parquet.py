@@ -331,7 +331,7 @@ def test_the_release_job_and_api_serve_a_parquet_release(client, scored):
     staff = get_user_model().objects.create_user("staff", password="pw", is_staff=True)
     staff.user_permissions.add(Permission.objects.get(content_type__app_label="scoring", codename="view_release"))
     client.force_login(staff)  # (RELEASE_VIEW_PERMS: the admin's release pages ask the same)
-    listed = client.get("/api/releases/").json()[0]
+    listed = client.get("/api/releases/").json()["results"][0]
     assert [f["name"] for f in listed["files"]] == ["README.md", "judgments.parquet", "pairs.parquet", "manifest.json"]
     for name in ("pairs.parquet", "README.md"):
         body = b"".join(client.get(f"/api/releases/{release.pk}/files/{name}").streaming_content)
