@@ -143,7 +143,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Paraforge",
     "DESCRIPTION": "Paraforge's HTTP API: the submission API that the slider page posts to, the staff read "
-    "APIs of batches and jobs, and the release API. Every error is JSON "
+    "APIs of batches and jobs, the listings (paged) of jobs, corpora, campaigns, regressors and scored "
+    "resources, the researcher's path, and the release API. Every error is JSON "
     '`{"detail": "a sentence", "code": "a word"}`. Staff endpoints take the admin\'s session '
     "(sign in at /admin/login/) and its model permissions.",
     "VERSION": "1",
