@@ -35,6 +35,11 @@ class QueryIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+def id_filter(help_text: str) -> QueryIntegerField:
+    """A filter by a row's id (``?campaign=3``): a database id, else 400."""
+    return QueryIntegerField(required=False, min_value=0, max_value=MAX_INT, help_text=help_text)
+
+
 class ListQuery(serializers.Serializer):
     """The paging parameters every listing takes; a listing's filters subclass it (each one a model field)."""
 

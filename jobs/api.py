@@ -1,3 +1,4 @@
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
@@ -73,7 +74,7 @@ class JobQuery(ListQuery):
 JobPageSerializer = page_serializer(JobSerializer, "JobPageSerializer")
 
 
-def jobs_listed(request: Request, jobs) -> Response:
+def jobs_listed(request: Request, jobs: QuerySet[Job]) -> Response:
     """A page of ``jobs``, newest first, filtered by the query's status and kind."""
     return listed(request, jobs.order_by("-created_at", "-pk"), JobSerializer, JobQuery)
 

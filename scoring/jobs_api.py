@@ -16,8 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.form_api import JOB_STARTED, form_checked, form_serializer, job_started
-from api.listing import ListQuery, QueryIntegerField, listed, page_serializer
-from api.numbers import MAX_INT
+from api.listing import ListQuery, id_filter, listed, page_serializer
 from api.openapi import api_errors
 from api.permissions import staff_has_perms, staff_with_perms, staff_with_perms_by_method
 from scoring.forms import (
@@ -42,10 +41,6 @@ ExportInSerializer = form_serializer(ExportReleaseForm, "ExportInSerializer")
 
 REGRESSOR_LIST_PERMS = ("scoring.view_regressor",)
 SCORED_LIST_PERMS = ("scoring.view_scoredresource",)
-
-
-def id_filter(help_text: str) -> QueryIntegerField:
-    return QueryIntegerField(required=False, min_value=0, max_value=MAX_INT, help_text=help_text)
 
 
 class RegressorQuery(ListQuery):
