@@ -4,7 +4,8 @@ Each endpoint takes a JSON object, checks its types with a serializer made from 
 (``form_serializer``: one definition of the fields), then validates it with that very form
 (``scoring.forms``: the job's own start checks), and starts the same job the admin starts, answering 202 with
 the job's id and where to follow it (``GET /api/jobs/<id>/``). Permissions are the admin's. ``GET`` on the
-regressors and scored-resources URLs lists them (``api.listing``), so a script finds the ids these take."""
+regressors, scored-resources and a scored resource's releases URLs lists them (``api.listing``), so a script
+finds the ids these take."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from rest_framework.response import Response
 from api.form_api import JOB_STARTED, form_checked, form_serializer, job_started
 from api.listing import ListQuery, id_filter, listed, page_serializer
 from api.openapi import api_errors
-from api.permissions import staff_has_perms, staff_with_perms, staff_with_perms_by_method
+from api.permissions import staff_has_perms, staff_with_perms_by_method
 from scoring.forms import (
     EXPORT_PERMS,
     SCORE_PERMS,
@@ -27,13 +28,14 @@ from scoring.forms import (
     ScoreResourceForm,
     TrainRegressorForm,
 )
-from scoring.models import Regressor, ScoredResource
+from scoring.models import Regressor, Release, ScoredResource
 from scoring.regressor.job import train_regressor_launch
+from scoring.releases.access import RELEASE_VIEW_PERMS
 from scoring.releases.checks import LicenseConflictError, ReleaseError
 from scoring.releases.filters import FilterError
 from scoring.releases.job import export_release_for
 from scoring.scored.job import score_resource_launch
-from scoring.serializers import RegressorSerializer, ScoredResourceSerializer
+from scoring.serializers import RegressorSerializer, ReleaseSerializer, ScoredResourceSerializer
 
 TrainInSerializer = form_serializer(TrainRegressorForm, "TrainInSerializer")
 ScoreInSerializer = form_serializer(ScoreResourceForm, "ScoreInSerializer")
@@ -41,6 +43,7 @@ ExportInSerializer = form_serializer(ExportReleaseForm, "ExportInSerializer")
 
 REGRESSOR_LIST_PERMS = ("scoring.view_regressor",)
 SCORED_LIST_PERMS = ("scoring.view_scoredresource",)
+SCORED_RELEASES_PERMS = ("scoring.view_scoredresource", *RELEASE_VIEW_PERMS)
 
 
 class RegressorQuery(ListQuery):
@@ -58,6 +61,7 @@ class ScoredResourceQuery(ListQuery):
 
 RegressorPageSerializer = page_serializer(RegressorSerializer, "RegressorPageSerializer")
 ScoredResourcePageSerializer = page_serializer(ScoredResourceSerializer, "ScoredResourcePageSerializer")
+ScoredReleasePageSerializer = page_serializer(ReleaseSerializer, "ScoredReleasePageSerializer")
 
 
 @extend_schema(
@@ -133,6 +137,15 @@ def resource_score(request: Request) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
+    operation_id="scored_resource_release_list",
+    tags=["releases"],
+    summary="The releases exported from a scored resource, newest first (staff).",
+    parameters=[ListQuery],
+    responses={200: ScoredReleasePageSerializer, **api_errors(400, 404)},
+)
+@extend_schema(
+    methods=["POST"],
     operation_id="release_export",
     tags=["releases"],
     request=ExportInSerializer,
@@ -143,11 +156,16 @@ def resource_score(request: Request) -> Response:
         **api_errors(400, 404, 409, 413, 415, said={409: "That version exists or is being exported (`conflict`)."}),
     },
 )
-@api_view(["POST"])
-@permission_classes([staff_with_perms(*EXPORT_PERMS)])
+@api_view(["GET", "POST"])
+@permission_classes([staff_with_perms_by_method({"GET": SCORED_RELEASES_PERMS, "POST": tuple(EXPORT_PERMS)})])
 def release_export_view(request: Request, scored_resource_id: int) -> Response:
-    """POST /api/scored-resources/<id>/releases/: 202 with the export job."""
+    """GET /api/scored-resources/<id>/releases/: a page of its releases; POST: 202 with the export job."""
     scored = get_object_or_404(ScoredResource.objects.select_related("resource", "regressor"), pk=scored_resource_id)
+    if request.method == "GET":  # a release names the regressor that scored it in its manifest
+        releases = Release.objects.select_related("resource").filter(
+            resource=scored.resource, manifest__regressor__name=scored.regressor.name
+        )
+        return listed(request, releases.order_by("-created_at", "-pk"), ReleaseSerializer)
     form, refused = form_checked(request, ExportInSerializer, ExportReleaseForm)
     if refused is not None:
         return refused

@@ -17,8 +17,8 @@ from scoring.models import Regressor, Release, ScoredResource
 pytestmark = pytest.mark.django_db
 
 
-def staff(client, *perms: str):
-    user = get_user_model().objects.create_user("lister", password="pw-lister-1", is_staff=True)
+def staff(client, *perms: str, name: str = "lister"):
+    user = get_user_model().objects.create_user(name, password=f"pw-{name}-1", is_staff=True)
     for perm in perms:
         app_label, codename = perm.split(".")
         user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
@@ -176,6 +176,27 @@ def test_releases_are_a_page_of_those_the_caller_may_see(client):
     assert client.get("/api/releases/?limit=x").status_code == 400
 
 
+def test_a_scored_resource_lists_the_releases_exported_from_it(client):
+    """Two regressors scored one resource: each scoring lists only the releases its regressor made."""
+    resource = Resource.objects.create(name="res", corpus=Corpus.objects.create(name="c", format="mono"))
+    reg_a, reg_b = (Regressor.objects.create(name=n, key=f"r/{n}") for n in ("reg-a", "reg-b"))
+    scored_a = ScoredResource.objects.create(resource=resource, regressor=reg_a)
+    ScoredResource.objects.create(resource=resource, regressor=reg_b)
+
+    def release(version: str, regressor: str) -> Release:
+        manifest = {"regressor": {"name": regressor}}
+        return Release.objects.create(resource=resource, version=version, location="x", manifest=manifest)
+
+    v1, _, v3 = release("v1", "reg-a"), release("v2", "reg-b"), release("v3", "reg-a")
+    c = staff(client, "scoring.view_scoredresource", "scoring.view_release")
+    assert ids(c.get(f"/api/scored-resources/{scored_a.pk}/releases/")) == [v3.pk, v1.pk]
+    assert c.get("/api/scored-resources/999999/releases/").status_code == 404
+    without = staff(client, "scoring.view_scoredresource", name="other").get(
+        f"/api/scored-resources/{scored_a.pk}/releases/"
+    )
+    assert without.status_code == 403 and without.json()["code"] == "permission_denied"
+
+
 def test_the_description_documents_each_listing_its_filters_and_its_page():
     from drf_spectacular.generators import SchemaGenerator
 
@@ -188,6 +209,7 @@ def test_the_description_documents_each_listing_its_filters_and_its_page():
         "/api/regressors/": {"limit", "offset", "campaign"},
         "/api/scored-resources/": {"limit", "offset", "resource", "regressor"},
         "/api/releases/": {"limit", "offset"},
+        "/api/scored-resources/{scored_resource_id}/releases/": {"scored_resource_id", "limit", "offset"},
     }
     for path, parameters in expected.items():
         get = paths[path]["get"]
@@ -195,4 +217,5 @@ def test_the_description_documents_each_listing_its_filters_and_its_page():
         assert {"200", "400", "403"} <= set(get["responses"]), path
         page = get["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
         assert page.endswith("Page"), path
+    assert "post" in paths["/api/scored-resources/{scored_resource_id}/releases/"]
     assert "post" in paths["/api/regressors/"] and "post" in paths["/api/corpora/{corpus_id}/generations/"]

@@ -482,6 +482,19 @@ def the_corpus():
     return Corpus.objects.get()
 
 
+def scored_releases_api(client):
+    """Done when the scored resource's release is in the page."""
+    from scoring.models import Release
+
+    scored = scored_resource()
+    release = Release.objects.create(
+        resource=scored.resource, version="v1", location="releases/x", manifest={"regressor": {"name": "reg-1"}}
+    )
+    answer = client.get(f"/api/scored-resources/{scored.pk}/releases/")
+    listed = answer.status_code == 200 and [r["id"] for r in answer.json()["results"]] == [release.pk]
+    return gate(answer, listed)
+
+
 def regressor():
     from scoring.models import Regressor
 
@@ -543,6 +556,7 @@ SCENARIOS: dict[str, Callable] = {
     ),
     "GET /api/regressors/": api_list(lambda: "/api/regressors/", regressor),
     "GET /api/scored-resources/": api_list(lambda: "/api/scored-resources/", scored_resource),
+    "GET /api/scored-resources/<id:scored_resource_id>/releases/": scored_releases_api,
     "/api/batches/<id:batch_id>/hits/": api_get(lambda: f"/api/batches/{local_batch().pk}/hits/"),
     "/api/batches/<id:batch_id>/results.csv": api_get(lambda: f"/api/batches/{local_batch().pk}/results.csv"),
     "/api/campaigns/<path:campaign>/batches/": batch_create_api,
