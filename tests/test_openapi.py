@@ -43,6 +43,8 @@ class Rows:
     batch_id: int
     job_id: int
     release: Release
+    corpus_id: int
+    scored_resource_id: int
     staff_cookies: dict[str, str]
 
 
@@ -53,7 +55,8 @@ def rows(live_server, storage_dir, tmp_path, settings, client) -> Rows:
     batch = published_batch(campaign, attention_rate=0)
     job = Job.objects.create(kind="score_resource", status=JobStatus.SUCCEEDED, total_chunks=0, result={"pairs": 3})
     resource = build_resource()
-    score_with(resource, make_regressor(), OverlapScorer())
+    scored = score_with(resource, make_regressor(), OverlapScorer())
+    Job.objects.create(kind="generate", status=JobStatus.RUNNING, total_chunks=0, params={"corpus": resource.corpus_id})
     release = release_export(ReleaseExportParams(resource=resource.pk), out_dir=tmp_path / "v1")
     staff = get_user_model().objects.create_superuser("staff", password="pw")
     client.force_login(staff)
@@ -62,6 +65,8 @@ def rows(live_server, storage_dir, tmp_path, settings, client) -> Rows:
         batch_id=batch.pk,
         job_id=job.pk,
         release=release,
+        corpus_id=resource.corpus_id,
+        scored_resource_id=scored.pk,
         staff_cookies={"sessionid": client.cookies["sessionid"].value},
     )
 
@@ -82,6 +87,8 @@ def _real_ids(case, rows: Rows):
     """The same request with its ids pointed at existing rows: a submission gets a valid token for its
     assignment and worker ids and the HIT's candidates (the generated scores and fluencies kept)."""
     ids = {"hit_id": rows.hit.pk, "batch_id": rows.batch_id, "job_id": rows.job_id, "release_id": rows.release.pk}
+    if case.method.upper() == "GET":  # the listings under a corpus or a scored resource (a POST there starts a job)
+        ids.update(corpus_id=rows.corpus_id, scored_resource_id=rows.scored_resource_id)
     path = {k: ids.get(k, v) for k, v in (case.path_parameters or {}).items()}
     if "name" in path:  # one of the release's files (gzip or the JSON manifest), picked by the generated name
         names = release_files(rows.release.manifest)
