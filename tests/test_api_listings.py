@@ -219,3 +219,27 @@ def test_the_description_documents_each_listing_its_filters_and_its_page():
         assert page.endswith("Page"), path
     assert "post" in paths["/api/scored-resources/{scored_resource_id}/releases/"]
     assert "post" in paths["/api/regressors/"] and "post" in paths["/api/corpora/{corpus_id}/generations/"]
+
+
+@pytest.mark.parametrize("url", ["/api/jobs/", "/api/scored-resources/", "/api/releases/", "/api/regressors/"])
+def test_a_page_costs_the_same_queries_whatever_its_rows(client, url):
+    """No query a row: a page of 40 rows asks the database as often as a page of 2."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    corpus = Corpus.objects.create(name="c", format="mono")
+    c = staff(client, "jobs.view_job", "scoring.view_scoredresource", "scoring.view_release", "scoring.view_regressor")
+
+    def queries_for(n: int) -> int:
+        start = Job.objects.count()
+        for k in range(start, start + n):
+            Job.objects.create(kind="selftest", status="succeeded", total_chunks=0)
+            resource = Resource.objects.create(name=f"res-{k}", corpus=corpus)
+            regressor = Regressor.objects.create(name=f"reg-{k}", key="r")
+            ScoredResource.objects.create(resource=resource, regressor=regressor)
+            Release.objects.create(resource=resource, version="v1", location="x", manifest={})
+        with CaptureQueriesContext(connection) as captured:
+            assert len(ids(c.get(url))) == start + n
+        return len(captured)
+
+    assert queries_for(2) == queries_for(38)
