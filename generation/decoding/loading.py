@@ -10,6 +10,7 @@ import torch
 from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
 from ..model_source import ModelFolderError, ignore_sacremoses_warning, model_folder
 from ..prompts import PromptTemplate, PromptTemplateError, default_for, recorded_template, resolve
+from .adapters import AdapterFolderError, adapter_base, is_adapter_folder, merged_adapter_model
 from .vocab import VocabInfo, build_vocab_info
 
 
@@ -156,18 +157,23 @@ def load_model(
     p = model_folder(path)
     if not p.is_dir():
         raise ModelFolderError(f"model folder {str(path)!r} is not a folder")
-    if not (p / "config.json").is_file():
+    adapter = is_adapter_folder(p)  # train_rewriter --lora-rank: merged into its base (decoding/adapters.py)
+    try:
+        weights = model_folder(adapter_base(p)) if adapter else p
+    except (AdapterFolderError, ModelFolderError) as exc:
+        raise ModelFolderError(f"adapter folder {str(path)!r}: its base model: {exc}") from None
+    if not (weights / "config.json").is_file():
         raise ModelFolderError(f"model folder {str(path)!r} has no config.json (not a Hugging Face checkpoint)")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     ignore_sacremoses_warning()
     kind = "model"
     try:
-        config = AutoConfig.from_pretrained(str(p), local_files_only=True)
+        config = AutoConfig.from_pretrained(str(weights), local_files_only=True)
         seq2seq = bool(getattr(config, "is_encoder_decoder", False))
         kind = "seq2seq model" if seq2seq else "causal language model (decoder-only)"
         auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
-        model = auto.from_pretrained(str(p), local_files_only=True)
+        model = merged_adapter_model(p, weights) if adapter else auto.from_pretrained(str(p), local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - one clear message for any unloadable folder
         raise ModelFolderError(f"cannot load a {kind} from {str(path)!r}: {type(exc).__name__}: {exc}") from None

@@ -18,7 +18,7 @@ from jobs.params import fail
 
 from .options import TrainConfig, TrainOptionsError
 
-ORIGIN_KEYS = ("base_model", "base_folder", "causal", "prompt_template")
+ORIGIN_KEYS = ("base_model", "base_folder", "causal", "prompt_template", "lora")
 
 
 @dataclass(frozen=True)
@@ -115,14 +115,74 @@ def run_template(base: BaseModel, value: str | None, tokenizer) -> PromptTemplat
     return template
 
 
-def origin(base: BaseModel | None, template: PromptTemplate | None) -> dict:
-    """What a checkpoint records of where its run started (:data:`ORIGIN_KEYS`)."""
+def origin(base: BaseModel | None, template: PromptTemplate | None, lora: dict | None = None) -> dict:
+    """What a checkpoint records of where its run started (:data:`ORIGIN_KEYS`; ``lora``: the adapters'
+    settings, None when every weight is trained)."""
     return {
         "base_model": base.given if base else None,
         "base_folder": str(base.folder.resolve()) if base else None,
         "causal": bool(base and base.causal),
         "prompt_template": template.to_json() if template else None,
+        "lora": lora,
     }
+
+
+def wrap_with_lora(model, lora: dict):
+    """``model`` with rank-``lora["rank"]`` adapters on every linear layer (peft's ``all-linear``: attention
+    and feed-forward, not the LM head), the base's own weights frozen."""
+    from peft import LoraConfig, TaskType, get_peft_model
+
+    config = LoraConfig(
+        r=int(lora["rank"]),
+        lora_alpha=float(lora["alpha"]),
+        lora_dropout=float(lora["dropout"]),
+        target_modules="all-linear",
+        task_type=TaskType.CAUSAL_LM
+        if not getattr(model.config, "is_encoder_decoder", False)
+        else TaskType.SEQ_2_SEQ_LM,
+    )
+    return get_peft_model(model, config)
+
+
+def is_adapted(model) -> bool:
+    """A model wrapped by :func:`wrap_with_lora`."""
+    return hasattr(model, "peft_config")
+
+
+def trained_weights(model) -> dict:
+    """What a checkpoint keeps of the model: every weight, or the adapters' alone (the base stays frozen and is
+    read again from its folder: an adapter run's checkpoint of a 270M-parameter base is megabytes, not a
+    gigabyte)."""
+    if is_adapted(model):
+        from peft import get_peft_model_state_dict
+
+        return get_peft_model_state_dict(model)
+    return model.state_dict()
+
+
+def load_trained_weights(model, weights: dict) -> None:
+    """Put a checkpoint's :func:`trained_weights` back (a weight the model does not have is an error)."""
+    if not is_adapted(model):
+        model.load_state_dict(weights)
+        return
+    from peft import set_peft_model_state_dict
+
+    result = set_peft_model_state_dict(model, weights)
+    if result.unexpected_keys:
+        raise ValueError(f"the checkpoint's adapters do not fit this model: {sorted(result.unexpected_keys)[:3]}")
+
+
+def base_of_checkpoint(meta: dict) -> BaseModel:
+    """The base a checkpointed adapter run was trained on, from the folder its checkpoint recorded (an
+    ``--export-only`` of an adapter run needs the base's weights underneath)."""
+    folder = meta.get("base_folder")
+    if not folder or not Path(folder).is_dir():
+        raise _refuse(
+            "the checkpoint's adapters were trained on {saved!r} ({folder}), which is not there: give {0}",
+            saved=meta.get("base_model"),
+            folder=folder,
+        )
+    return find_base_model(folder)
 
 
 def check_resume(cfg: TrainConfig, meta: dict) -> BaseModel | None:
@@ -158,6 +218,14 @@ def check_resume(cfg: TrainConfig, meta: dict) -> BaseModel | None:
             saved=saved,
             folder=meta.get("base_folder"),
             value=cfg.base_model,
+        )
+    if cfg.lora != meta.get("lora"):
+        raise _refuse(
+            "{where} holds checkpoints trained with adapters {saved_lora}, not {given_lora}: give the same "
+            "--lora-rank (and --lora-alpha, --lora-dropout) to resume them, " + again,
+            where=where,
+            saved_lora=meta.get("lora") or "none (every weight)",
+            given_lora=cfg.lora or "none (every weight)",
         )
     stored = meta.get("prompt_template")
     if cfg.prompt_template is not None and stored is not None:

@@ -40,6 +40,7 @@ FROM_SCRATCH_ONLY = (*ARCHITECTURE, "vocab_size")  # what a --base-model brings 
 DEFAULT_VOCAB_SIZE = 8000
 DEFAULT_LR = 7e-4  # from scratch
 DEFAULT_FINE_TUNE_LR = 5e-5  # a pretrained --base-model: a from-scratch peak would wreck what it knows
+DEFAULT_LORA_LR = 2e-4  # adapters start at zero and are few: peft's usual peak, the base itself stays frozen
 
 
 class TrainOptionsError(ParamsError):
@@ -91,6 +92,21 @@ class TrainConfig:
             metavar="NAME_OR_FILE",
         ),
     )
+    lora_rank: int = field(
+        default=0,
+        metadata=param(
+            help="with --base-model: train low-rank adapters (LoRA) of rank R on every linear layer instead of all "
+            "the base's weights; the export is the adapter (a few MB), decoded on top of the base (default 0: "
+            "fine-tune every weight)",
+            metavar="R",
+        ),
+    )
+    lora_alpha: float | None = field(
+        default=None, metadata=param(help="with --lora-rank: the adapters' scaling alpha (default 2 x R)")
+    )
+    lora_dropout: float = field(
+        default=0.05, metadata=param(help="with --lora-rank: dropout on the adapters' input (default 0.05)")
+    )
     fp16: bool = field(default=False, metadata=param(help="export float16 weights (half the size)"))
     steps: int = field(default=3000, metadata=param(help="total optimizer steps (default 3000)"))
     stop_after: int | None = field(
@@ -99,7 +115,10 @@ class TrainConfig:
     batch_size: int = field(default=64, metadata=param())
     lr: float | None = field(
         default=None,
-        metadata=param(help=f"peak learning rate (default {DEFAULT_LR:g}; {DEFAULT_FINE_TUNE_LR:g} with --base-model)"),
+        metadata=param(
+            help=f"peak learning rate (default {DEFAULT_LR:g}; {DEFAULT_FINE_TUNE_LR:g} with --base-model, "
+            f"{DEFAULT_LORA_LR:g} with --lora-rank)"
+        ),
     )
     warmup: int = field(default=400, metadata=param(help="linear warm-up steps"))
     schedule: str = field(default="inverse_sqrt", metadata=param(choices=SCHEDULES))
@@ -145,8 +164,11 @@ class TrainConfig:
         for name in ("threads", "stop_after", "vocab_size", *ARCHITECTURE):
             if getattr(self, name) is not None:
                 self._set(name, int_at_least(name, getattr(self, name), 1, error=TrainOptionsError))
+        self._check_lora()
         if self.lr is None:
-            self._set("lr", DEFAULT_FINE_TUNE_LR if self.base_model else DEFAULT_LR)
+            self._set(
+                "lr", DEFAULT_LORA_LR if self.lora_rank else DEFAULT_FINE_TUNE_LR if self.base_model else DEFAULT_LR
+            )
         lr = finite("lr", self.lr, error=TrainOptionsError)
         if lr <= 0:
             raise fail("{0} must be a positive number, not {value}", "lr", error=TrainOptionsError, value=lr)
@@ -194,6 +216,38 @@ class TrainConfig:
             resolve(self.prompt_template)
         except PromptTemplateError as exc:
             raise TrainOptionsError(f"prompt_template: {exc}", f"--prompt-template: {exc}") from None
+
+    def _check_lora(self) -> None:
+        """Adapters train on a pretrained base only, and their alpha and dropout mean nothing without them."""
+        rank = int_at_least("lora_rank", self.lora_rank, 0, error=TrainOptionsError)
+        self._set("lora_rank", rank)
+        if not rank:
+            if self.lora_alpha is not None:
+                raise fail("{0} needs {1}", "lora_alpha", "lora_rank", error=TrainOptionsError)
+            return
+        if not self.base_model:
+            raise fail(
+                "{0} trains adapters on a pretrained {1}; the from-scratch Marian rewriter has none",
+                "lora_rank",
+                "base_model",
+                error=TrainOptionsError,
+            )
+        alpha = (
+            2.0 * rank if self.lora_alpha is None else finite("lora_alpha", self.lora_alpha, error=TrainOptionsError)
+        )
+        if alpha <= 0:
+            raise fail("{0} must be a positive number, not {value}", "lora_alpha", error=TrainOptionsError, value=alpha)
+        self._set("lora_alpha", alpha)
+        dropout = finite("lora_dropout", self.lora_dropout, error=TrainOptionsError)
+        if not 0 <= dropout < 1:
+            raise fail("{0} must be in [0, 1), not {value}", "lora_dropout", error=TrainOptionsError, value=dropout)
+
+    @property
+    def lora(self) -> dict | None:
+        """The adapters' settings as a checkpoint records them (None: every weight is trained)."""
+        if not self.lora_rank:
+            return None
+        return {"rank": self.lora_rank, "alpha": self.lora_alpha, "dropout": self.lora_dropout}
 
     def _set(self, name: str, value) -> None:
         object.__setattr__(self, name, value)  # (frozen: a checked value replaces the given one once, here)

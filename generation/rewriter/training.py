@@ -29,13 +29,17 @@ from generation.prompts import PromptTemplate
 from .base_model import (
     ORIGIN_KEYS,
     BaseModel,
+    base_of_checkpoint,
     check_resume,
     find_base_model,
     load_base_model,
     load_base_tokenizer,
+    load_trained_weights,
     model_from_config,
     origin,
     run_template,
+    trained_weights,
+    wrap_with_lora,
 )
 from .causal import IGNORE, causal_loss, collate, encode_pairs, end_token_id, right_padded
 from .checkpoints import (
@@ -173,7 +177,7 @@ def _run_tokenizer(
     tokenizer = load_base_tokenizer(base.folder)
     template = run_template(base, cfg.prompt_template, tokenizer)
     keep_base_tokenizer(out_dir, tokenizer, resume=cfg.resume)
-    return tokenizer, origin(base, template)
+    return tokenizer, origin(base, template, cfg.lora)
 
 
 @dataclass(frozen=True)
@@ -225,7 +229,7 @@ class _Run:
         pairs_path = Path(cfg.pairs) if cfg.pairs else None
         return {
             "step": self.step,
-            "model": self.model.state_dict(),
+            "model": trained_weights(self.model),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "rng": rng_state(),
@@ -253,6 +257,10 @@ def _new_model(cfg: TrainConfig, tokenizer, state: dict | None, base: BaseModel 
     class), else the base's weights, else a new seeded Marian model."""
     from transformers import GenerationConfig, MarianMTModel
 
+    lora = (state or {}).get("meta", {}).get("lora") if state is not None else cfg.lora
+    if lora:  # adapters: the base's weights underneath, the checkpoint's adapters loaded next
+        base = base or base_of_checkpoint(state["meta"])
+        return wrap_with_lora(load_base_model(base), lora)
     if state is not None:
         model = model_from_config(state["config"], causal)
         if state.get("generation_config"):
@@ -310,7 +318,7 @@ def _start_run(
         feed=_feed(cfg, tokenizer, model, run_origin),
     )
     if state is not None:
-        model.load_state_dict(state["model"])
+        load_trained_weights(model, state["model"])
         if not cfg.export_only:
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
@@ -474,6 +482,8 @@ def _model_info(run: _Run) -> dict:
     if run.meta.get("base_model") is not None:
         return {
             "parameters": run.n_params,
+            "trained_parameters": sum(p.numel() for p in run.model.parameters() if p.requires_grad),
+            "lora": run.meta.get("lora"),
             "base_model": run.meta["base_model"],
             "model_type": config.model_type,
             "architectures": list(config.architectures or []),

@@ -1,0 +1,105 @@
+"""The training pairs of the packaged paraphraser (Gemma 3 270M + LoRA adapters, issue 47): one
+``sentence<TAB>paraphrase`` file that ``train_rewriter --pairs`` reads, made from public human judgments.
+
+    .venv/bin/python bench/paraphraser_recipe.py --data ../shared/data --out var/paraphraser/pairs.tsv
+
+The recipe (docs/explanation/paraphraser.md says why):
+
+* ParaBank's released judgments (``parabank-eval``, research use): a reference and each distinct candidate
+  that its raters judged a paraphrase (mean slider >= 80, every rater's grammar mark 2), not a copy or a
+  near-copy of it (the release's own rule, ``scoring.releases.filters.copy_kind``); at most 4 a reference.
+  References whose ``ref_id % 4 == 1`` are held out for ``bench/paraphraser.py`` and never used here (the
+  other quarter, ``% 4 == 0``, is withheld from the project altogether).
+* STS-B train (scores CC BY-SA 4.0): pairs scored >= 4.4 of 5 (4.0 still lets in "a girl in a red shirt"
+  for "a girl in riding gear"), in both directions, no copies.
+* SICK is left out: CC BY-NC-SA 3.0 would make the shipped adapter non-commercial.
+
+Both sides at most ``--max-words`` words (short sequences: a 2-core CPU trains in one session). The order is
+shuffled with a fixed seed so that the file, and the run trained on it, is reproducible."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import random
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+import django
+
+django.setup()
+from scoring.releases.filters import copy_kind  # noqa: E402 - the release's own copy rule, once Django is set up
+
+HELD_OUT_REMAINDER = 1  # ref_id % 4 == 1: bench/paraphraser.py's ParaBank references
+
+
+def parabank_pairs(folder: Path, *, min_score: float = 80.0, per_reference: int = 4) -> list[tuple[str, str]]:
+    refs = {}
+    with open(folder / "ref.tsv", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE):
+            refs[row["ref_id"]] = row["ref_sent"]
+    scores: dict[tuple[str, str], list[float]] = defaultdict(list)
+    grammar: dict[tuple[str, str], list[str]] = defaultdict(list)
+    with open(folder / "candidates.tsv", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE):
+            if row["sys_id"] == "0" or int(row["ref_id"]) % 4 == HELD_OUT_REMAINDER:
+                continue
+            key = (row["ref_id"], row["candidate"])
+            scores[key].append(float(row["human_score"]) if row["human_score"] else 0.0)
+            grammar[key].append(row["gm"])
+    by_ref: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for (ref_id, cand), values in scores.items():
+        mean = sum(values) / len(values)
+        if mean >= min_score and all(g == "2" for g in grammar[(ref_id, cand)]):
+            if copy_kind(refs[ref_id], cand) is None:
+                by_ref[ref_id].append((mean, cand))
+    pairs = []
+    for ref_id, cands in sorted(by_ref.items()):
+        for _, cand in sorted(cands, reverse=True)[:per_reference]:
+            pairs.append((refs[ref_id], cand))
+    return pairs
+
+
+def stsb_pairs(path: Path, *, min_score: float = 4.4) -> list[tuple[str, str]]:
+    pairs = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) < 7 or float(cols[4]) < min_score:
+                continue
+            a, b = cols[5].strip(), cols[6].strip()
+            if a and b and copy_kind(a, b) is None:
+                pairs += [(a, b), (b, a)]
+    return pairs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, required=True, help="the folder holding parabank-eval/ and stsb/")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--max-words", type=int, default=25)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args(argv)
+    sources = {
+        "parabank-eval": parabank_pairs(args.data / "parabank-eval"),
+        "stsb-train": stsb_pairs(args.data / "stsb" / "sts-train.csv"),
+    }
+    kept = []
+    for name, pairs in sources.items():
+        short = [(a, b) for a, b in pairs if len(a.split()) <= args.max_words and len(b.split()) <= args.max_words]
+        print(f"{name}: {len(pairs)} pairs, {len(short)} of at most {args.max_words} words", file=sys.stderr)
+        kept += short
+    kept = sorted(set(kept))
+    random.Random(args.seed).shuffle(kept)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("".join(f"{a}\t{b}\n" for a, b in kept), encoding="utf-8")
+    print(f"{len(kept)} pairs -> {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
