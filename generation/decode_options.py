@@ -21,6 +21,7 @@ from typing import Any
 from jobs.params import (
     ParamsError,
     add_arguments as params_arguments,
+    check_bounds,
     fail,
     finite,
     int_at_least,
@@ -41,6 +42,14 @@ DTYPE_HELP = (
 )
 BATCH_HELP = "sentences decoded together (default: follows the device: 32 on the CPU, from the free memory on a GPU)"
 DEVICE_HELP = "default: CUDA where there is one, else the CPU"
+# The decoder's ranges (jobs.params: declared on each field, one check for CLI, admin, API and worker). Why
+# these: ParaBank decodes with beams of 5-20 and sentences of a few dozen subwords; a beam of 100, 1024 tokens or
+# 4096 sentences a batch is already past any research use, and above them one job's tensors outgrow a 2-core,
+# 24 GiB worker. The diverse mode's rows (sets x samples) are bounded again by its budget (resource_budget).
+MAX_BEAM = 100
+MAX_TOKENS = 1024
+MAX_BATCH = 4096
+MAX_SEED = 2**32 - 1
 # The options ``paraphrase`` and ``generate`` share, in the order their help lists them
 SHARED_OPTIONS = ("beam", "nbest", "stop", "max_length", "length_penalty", "batch_size", "device", "dtype")
 
@@ -97,17 +106,29 @@ class DecodeOptions:
     start token, as in ``transformers``; ``int8``: the lean step's products on dynamic int8 weights (CPU,
     Marian and BART); ``rerank_dissimilar``: order each n-best list by word edit distance to the reference."""
 
-    beam: int = field(default=5, metadata=param(help="hypotheses kept per input at each step (the beam size)"))
-    nbest: int = field(default=1, metadata=param(help="outputs returned per input, best first (at most --beam)"))
+    beam: int = field(
+        default=5,
+        metadata=param(help="hypotheses kept per input at each step (the beam size)", minimum=1, maximum=MAX_BEAM),
+    )
+    nbest: int = field(
+        default=1,
+        metadata=param(help="outputs returned per input, best first (at most --beam)", minimum=1, maximum=MAX_BEAM),
+    )
     stop: str = field(default=STOP_DEFAULT, metadata=param(help=STOP_HELP, choices=STOP_RULES))
     max_length: int = field(
-        default=128, metadata=param(help="maximum output length in subword tokens, decoder start token included")
+        default=128,
+        metadata=param(
+            help="maximum output length in subword tokens, decoder start token included", minimum=2, maximum=MAX_TOKENS
+        ),
     )
     length_penalty: float = field(
-        default=1.0, metadata=param(help="finished hypotheses' scores are divided by their length to this power")
+        default=1.0,
+        metadata=param(
+            help="finished hypotheses' scores are divided by their length to this power", minimum=-10, maximum=10
+        ),
     )
     early_stopping: bool | str = field(default=False, metadata=_knob())
-    batch_size: int | None = field(default=None, metadata=param(help=BATCH_HELP))
+    batch_size: int | None = field(default=None, metadata=param(help=BATCH_HELP, minimum=1, maximum=MAX_BATCH))
     device: str | None = field(default=None, metadata=param(help=DEVICE_HELP, choices=DEVICES))
     dtype: str | None = field(default=None, metadata=param(help=DTYPE_HELP, choices=DTYPES))
     int8: bool = field(
@@ -166,6 +187,7 @@ class DecodeOptions:
                 raise problem
         if self.cuda_graph and self.shrink:
             raise DecodeOptionsError("shrink and cuda_graph exclude each other (a graph replays fixed shapes)")
+        check_bounds(self, error=DecodeOptionsError)
 
     @property
     def model_device(self) -> str | None:
@@ -213,14 +235,18 @@ class DiverseOptions:
     samples`` rows; None: 1 on the CPU, 8 on a GPU). ``max_length`` counts the decoder start token, as in
     :class:`DecodeOptions`."""
 
-    negative_sets: int = field(default=5, metadata=param(help="--diverse"))
-    samples: int = field(default=30, metadata=param(help="--diverse: per set"))
-    top_k: int = field(default=10, metadata=param(help="--diverse"))
-    temperature: float = field(default=1.0, metadata=param(help="--diverse"))
+    # ParaBank 2 draws 5 sets x 30 samples; 50 x 500 is far past it (the budget then bounds their product)
+    negative_sets: int = field(default=5, metadata=param(help="--diverse", minimum=1, maximum=50))
+    samples: int = field(default=30, metadata=param(help="--diverse: per set", minimum=1, maximum=500))
+    top_k: int = field(default=10, metadata=param(help="--diverse", minimum=1, maximum=1000))
+    temperature: float = field(default=1.0, metadata=param(help="--diverse (above 0)", minimum=0, maximum=100))
     ban_fraction: float = field(
         default=0.3,
         metadata=param(
-            help="--diverse: share of the reference's distinct words in each negative set (with --ban-spread: the mean)"
+            help="--diverse: share of the reference's distinct words in each negative set "
+            "(with --ban-spread: the mean)",
+            minimum=0,
+            maximum=1,
         ),
     )
     ban_spread: float = field(
@@ -229,6 +255,8 @@ class DiverseOptions:
             help="--diverse: grade the sets' shares evenly from ban-fraction minus this to plus this, lightest "
             "first (0.2: 0.1 .. 0.5; 0, ParaBank 2's way: every set at ban-fraction)",
             stored="non_default",
+            minimum=0,
+            maximum=1,
         ),
     )
     ban_function_words: bool = field(
@@ -243,15 +271,19 @@ class DiverseOptions:
             help="--diverse: keep candidates with a word that is neither an English word nor the reference's"
         ),
     )
-    discourage: float | None = field(default=None, metadata=param(help=DISCOURAGE_HELP, metavar="PENALTY"))
-    clusters: int = field(default=8, metadata=param(help="--diverse"))
-    keep: int = field(default=5, metadata=param(help="--diverse"))
-    max_nll: float = field(default=3.5, metadata=param(help="--diverse: drop candidates scored above"))
+    discourage: float | None = field(
+        default=None, metadata=param(help=DISCOURAGE_HELP, metavar="PENALTY", minimum=0, maximum=1000)
+    )
+    clusters: int = field(default=8, metadata=param(help="--diverse", minimum=2, maximum=100))
+    keep: int = field(default=5, metadata=param(help="--diverse", minimum=1, maximum=100))
+    max_nll: float = field(
+        default=3.5, metadata=param(help="--diverse: drop candidates scored above", minimum=0, maximum=100)
+    )
     # the command's own --seed, --max-length and --batch-size (shared with constrained decoding; a generate
     # job's one value of each, its own option and form field: never offered twice)
-    seed: int = field(default=0, metadata=param(cli=False, form=False))
-    max_length: int = field(default=128, metadata=param(cli=False, form=False))
-    batch_size: int | None = field(default=None, metadata=param(cli=False, form=False))
+    seed: int = field(default=0, metadata=param(cli=False, form=False, minimum=0, maximum=MAX_SEED))
+    max_length: int = field(default=128, metadata=param(cli=False, form=False, minimum=2, maximum=MAX_TOKENS))
+    batch_size: int | None = field(default=None, metadata=param(cli=False, form=False, minimum=1, maximum=MAX_BATCH))
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -269,8 +301,6 @@ class DiverseOptions:
             raise _fail("{0} must be above 0, not {value!r}", "temperature", value=self.temperature)
         for name in ("ban_fraction", "ban_spread"):
             put(name, _finite(name, getattr(self, name)))
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise _fail("{0} must be between 0 and 1, not {value!r}", name, value=getattr(self, name))
         for name in ("ban_function_words", "allow_non_words"):
             put(name, bool(_flag(name, getattr(self, name))))
         put("max_nll", _finite("max_nll", self.max_nll))
@@ -280,6 +310,7 @@ class DiverseOptions:
             put("discourage", _finite("discourage", self.discourage))
             if self.discourage <= 0:
                 raise _fail("{0} must be above 0, not {value!r}", "discourage", value=self.discourage)
+        check_bounds(self, error=DecodeOptionsError)
 
     @property
     def ban_fractions(self) -> list[float]:

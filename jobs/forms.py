@@ -12,7 +12,7 @@ from django import forms
 
 from api.forms import AsciiFloatField, AsciiIntegerField
 
-from .params import field_default, field_kind, field_param, settings_fields
+from .params import field_bounds, field_default, field_kind, field_param, settings_fields
 
 
 def form_fields(cls: type, *, only: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> dict[str, Any]:
@@ -29,6 +29,9 @@ def form_fields(cls: type, *, only: Iterable[str] | None = None, exclude: Iterab
         options: dict[str, Any] = {"help_text": meta["help"], "required": default is dataclasses.MISSING}
         if default not in (None, dataclasses.MISSING):
             options["initial"] = default
+        minimum, maximum = field_bounds(field)
+        if kind in (int, float) and not meta["choices"]:
+            options.update({k: v for k, v in (("min_value", minimum), ("max_value", maximum)) if v is not None})
         options.update(meta["form_options"])
         if kind is bool:
             options["required"] = False

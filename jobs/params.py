@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from api.numbers import cli_float, cli_int
+from api.numbers import cli_float, cli_int, is_ascii_int
 
 T = TypeVar("T")
 STORED_RULES = ("always", "if_set", "non_default")
@@ -63,6 +63,8 @@ def int_at_least(field: str, value: Any, minimum: int, why: str = "", *, error: 
     """``value`` as an int of at least ``minimum`` (``why`` is added to the message of one below it)."""
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise fail("{0} must be an integer, not {value!r}", field, error=error, value=value)
+    if isinstance(value, str) and not is_ascii_int(value):  # int() takes "١٥", "１５" and "1_5": a setting does not
+        raise fail("{0} must be an integer written in digits 0-9, not {value!r}", field, error=error, value=value)
     try:
         n = int(value)
     except (TypeError, ValueError, OverflowError):
@@ -103,13 +105,17 @@ def param(
     metavar: str | None = None,
     form_options: Mapping[str, Any] | None = None,
     nargs: str | None = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
 ) -> dict[str, Any]:
     """A field's ``metadata``: ``help`` (the option's and the form field's), ``cli`` / ``form`` (whether the
     command / the forms offer it), ``stored`` (``always``, ``if_set``: not when None, ``non_default``: not when
     the default), ``kind`` (int, float, str or bool when the annotation does not say it plainly), ``choices``,
     ``flatten`` (a nested params dataclass whose fields sit at the top level), ``metavar``,
     ``form_options`` (keywords for the form field: ``min_value``, ``max_value``, ``initial`` ...), and ``nargs``
-    (the option's, e.g. ``"+"`` for several words, which the class's ``__post_init__`` then joins)."""
+    (the option's, e.g. ``"+"`` for several words, which the class's ``__post_init__`` then joins).
+    ``minimum`` / ``maximum``: a number's range, the one place it is declared: the command's option, the form
+    field and :func:`check_bounds` (every surface, the worker's reading included) read it from here."""
     if stored not in STORED_RULES:
         raise ValueError(f"stored must be one of {STORED_RULES}, not {stored!r}")
     return {
@@ -124,6 +130,8 @@ def param(
             "metavar": metavar,
             "form_options": dict(form_options or {}),
             "nargs": nargs,
+            "minimum": minimum,
+            "maximum": maximum,
         }
     }
 
@@ -131,6 +139,39 @@ def param(
 def field_param(field: dataclasses.Field) -> dict[str, Any]:
     """A field's :func:`param` metadata (the defaults for a field declared without one)."""
     return field.metadata.get("param") or param()["param"]
+
+
+def field_bounds(field: dataclasses.Field) -> tuple[float | None, float | None]:
+    """A field's declared ``(minimum, maximum)`` (None: that side unbounded)."""
+    meta = field_param(field)
+    return meta.get("minimum"), meta.get("maximum")
+
+
+def bounds_text(field: str, minimum: float | None, maximum: float | None) -> str:
+    """The rule of a field's range in words (``{0} must be between 1 and 64``), ``{0}`` standing for its name."""
+    if minimum is not None and maximum is not None:
+        return f"{{0}} must be between {minimum} and {maximum}"
+    if maximum is not None:
+        return f"{{0}} must be at most {maximum}"
+    return f"{{0}} must be at least {minimum}"
+
+
+def check_bounds(obj: Any, *, error: type[ParamsError] = ParamsError) -> None:
+    """Refuse a number of ``obj`` (a params dataclass; its own fields, not a flattened group's, which checks
+    itself) outside its field's declared range, naming the limit. Why here: the CLI, the admin, the API and a
+    worker reading a stored job all build the class, so one check holds for every way a job is asked for."""
+    for field in dataclasses.fields(obj):
+        minimum, maximum = field_bounds(field)
+        value = getattr(obj, field.name)
+        if value is None or isinstance(value, bool) or (minimum is None and maximum is None):
+            continue
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if not isinstance(item, (int, float)):
+                continue
+            if (minimum is not None and item < minimum) or (maximum is not None and item > maximum):
+                raise fail(
+                    bounds_text(field.name, minimum, maximum) + ", not {value!r}", field.name, error=error, value=item
+                )
 
 
 def field_default(field: dataclasses.Field) -> Any:
@@ -211,6 +252,11 @@ def add_arguments(
         if default not in (None, dataclasses.MISSING, "", ()) and help_text and "default" not in help_text:
             help_text = f"{help_text} (default {default})"
         options: dict[str, Any] = {"default": None, "dest": field.name, "help": help_text}
+        minimum, maximum = field_bounds(field)
+        if minimum is not None or maximum is not None:
+            limits = bounds_text(field.name, minimum, maximum).replace("{0} must be ", "")
+            help_text = f"{help_text}; {limits}" if help_text else limits
+            options["help"] = help_text
         if meta["choices"]:
             options["choices"] = meta["choices"]
         elif kind is int:

@@ -44,9 +44,20 @@ from typing import Any
 
 from django.conf import settings
 
-from jobs.params import ParamsError, fail, finite, from_values, int_at_least, param, to_json, true_false_or_unset
+from api.numbers import MAX_INT, is_ascii_int
+from jobs.params import (
+    ParamsError,
+    check_bounds,
+    fail,
+    finite,
+    from_values,
+    int_at_least,
+    param,
+    to_json,
+    true_false_or_unset,
+)
 
-from ..decode_options import DIVERSE_SHARED, DecodeOptions, DiverseOptions, decoder_only_diverse_error
+from ..decode_options import DIVERSE_SHARED, MAX_SEED, DecodeOptions, DiverseOptions, decoder_only_diverse_error
 from ..hooks import name_taken
 from ..model_source import MODEL_HELP, ModelFolderError, model_folder
 from ..models import Corpus, CorpusStatus, Resource
@@ -159,10 +170,22 @@ def prompt_template_json(path: str, causal: bool, value: str | dict | None) -> d
 # ----------------------------------------------------------------------------------------- settings
 
 
+# The ranges of the job's own numbers (jobs.params: declared on each field, checked by CLI, admin, API and
+# worker alike). Why these: each is far past what a ParaBank-style run asks for (ParaBank samples 100s of
+# references per bucket, of at most a few dozen tokens) yet keeps one job from holding a 2-core, 24 GiB worker:
+# a pause longer than a minute per batch is a stuck job, not a throttle.
+MAX_SAMPLE_PER_LENGTH = 100_000
+MAX_LENGTH_BUCKET = 1_000  # spaCy tokens; the decoder reads at most 1024 subwords
+MAX_CHUNK = 10_000
+MAX_PAUSE = 60.0  # seconds
+
+
 def parse_systems(values: Sequence[int | str]) -> list[int]:
     """System numbers (duplicates dropped, order kept); GenerationSettingsError for a bad one."""
     out: list[int] = []
     for value in values:
+        if isinstance(value, str) and not is_ascii_int(value):  # int() reads "١٥" and "1_5" as 15: refused
+            raise GenerationSettingsError(f"unknown system {value!r}: write system numbers in digits 0-9 (1-37)")
         try:
             number = get_system(value).number
         except UnknownSystem as exc:
@@ -192,7 +215,7 @@ class GenerateParams:
     ``manage.py generate`` lists its options. ``lengths`` is None without a sample (it is checked even
     then, so a typo is not ignored, but a job without a sample does not store it)."""
 
-    corpus: int = field(metadata=param(help="the corpus's id", cli=False))
+    corpus: int = field(metadata=param(help="the corpus's id", cli=False, minimum=1, maximum=MAX_INT))
     model: str = field(metadata=param(help=MODEL_HELP))
     prompt_template: str | dict | None = field(
         default=None, metadata=param(help=PROMPT_TEMPLATE_HELP, kind=str, stored="if_set")
@@ -203,12 +226,17 @@ class GenerateParams:
             help="comma-separated system numbers (1-37, Tab. 3); needed, except with --diverse (which takes none)",
             kind=str,
             stored="non_default",
+            minimum=1,
+            maximum=37,
         ),
     )
     sample_per_length: int | None = field(
         default=None,
         metadata=param(
-            help="decode only this many references per length bucket (the evaluation sample)", stored="if_set"
+            help="decode only this many references per length bucket (the evaluation sample)",
+            stored="if_set",
+            minimum=1,
+            maximum=MAX_SAMPLE_PER_LENGTH,
         ),
     )
     lengths: tuple[int, ...] | None = field(
@@ -217,6 +245,8 @@ class GenerateParams:
             help="length buckets of the sample (spaCy tokens; default 5,10,20,40); used with --sample-per-length",
             kind=str,
             stored="if_set",
+            minimum=1,
+            maximum=MAX_LENGTH_BUCKET,
         ),
     )
     decode: DecodeOptions = field(default=DecodeOptions(), metadata=param(flatten=True))
@@ -224,18 +254,29 @@ class GenerateParams:
     diverse_options: DiverseOptions | None = field(default=None, metadata=param(flatten=True, kind=DiverseOptions))
     backward_model: str | None = field(default=None, metadata=param(help=BACKWARD_HELP, stored="if_set"))
     seed: int = field(
-        default=0, metadata=param(help="seed of the systems' random choices of words (with --diverse: of its draws)")
+        default=0,
+        metadata=param(
+            help="seed of the systems' random choices of words (with --diverse: of its draws)",
+            minimum=0,
+            maximum=MAX_SEED,
+        ),
     )
     ppdb: str | None = field(default=None, metadata=param(help="PPDB 2.0 lexical file (systems 35-37)"))
     idf_table: int | None = field(
-        default=None, metadata=param(help="IDF table id (default: the corpus's latest)", cli=False)
+        default=None,
+        metadata=param(help="IDF table id (default: the corpus's latest)", cli=False, minimum=1, maximum=MAX_INT),
     )
     name: str | None = field(
         default=None, metadata=param(help="the resource's name (default: <corpus>-job<id>)", stored="if_set")
     )
-    sample_chunk_size: int = field(default=50, metadata=param(help="sampled references per chunk"))
+    sample_chunk_size: int = field(
+        default=50, metadata=param(help="sampled references per chunk", minimum=1, maximum=MAX_CHUNK)
+    )
     pause_per_batch: float = field(
-        default=0.0, metadata=param(help="seconds to sleep after each decoded batch (throttles a shared GPU)")
+        default=0.0,
+        metadata=param(
+            help="seconds to sleep after each decoded batch (throttles a shared GPU)", minimum=0, maximum=MAX_PAUSE
+        ),
     )
 
     def __post_init__(self) -> None:
@@ -271,6 +312,7 @@ class GenerateParams:
             put("sample_per_length", _int("sample_per_length", self.sample_per_length))
         put("lengths", tuple(lengths) if self.sample_per_length is not None else None)
         put("name", (str(self.name).strip() or None) if self.name is not None else None)
+        check_bounds(self, error=GenerationSettingsError)
 
     def _checked_diverse_options(self) -> DiverseOptions | None:
         """The diverse mode's options (None without ``diverse``): its own settings refused without it, and with

@@ -1,0 +1,101 @@
+"""Issue 46 (3): every generation setting is bounded where it is declared, and the command, the admin's form and
+the API refuse the same out-of-range value with a message naming the limit; ``lengths`` and ``systems`` take
+digits 0-9 only (``int()`` reads "١٥", "１５" and "1_5" as 15)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from generation.forms import GenerateForm
+from generation.generation_job.params import GenerateParams, GenerationSettingsError
+from jobs.models import Job
+from jobs.params import from_values
+
+from .test_generate_admin_api import DEMO_MODEL, browser_form, corpus, post_json, staff  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.django_db
+
+TOO_BIG = [
+    ({"diverse": True, "negative_sets": 1_000_000_000}, "negative_sets", "50"),
+    ({"diverse": True, "samples": 100_000}, "samples", "500"),
+    ({"systems": "28", "pause_per_batch": 1e9}, "pause_per_batch", "60"),
+    ({"systems": "28", "beam": 101, "nbest": 1}, "beam", "100"),
+    ({"systems": "28", "max_length": 100_000}, "max_length", "1024"),
+    ({"systems": "28", "batch_size": 10**6}, "batch_size", "4096"),
+    ({"systems": "28", "sample_per_length": 10**7}, "sample_per_length", "100000"),
+    ({"systems": "28", "seed": 2**40}, "seed", "4294967295"),
+]
+
+
+@pytest.mark.parametrize(("changes", "field", "limit"), TOO_BIG)
+def test_api_refuses_a_setting_above_its_bound_naming_the_limit(corpus, client, changes, field, limit):  # noqa: F811
+    staff(client)
+    answer = post_json(client, corpus.pk, {"model": "model", **changes})
+    assert answer.status_code == 400, answer.content
+    body = answer.json()
+    assert body["code"] == "invalid" and list(body["errors"]) == [field], body
+    assert limit in body["errors"][field][0], body
+    assert not Job.objects.exists()
+
+
+def test_the_command_and_the_admin_refuse_the_same_values(corpus):  # noqa: F811
+    with pytest.raises(CommandError, match=r"negative.sets must be between 1 and 50"):
+        call_command(
+            "generate",
+            corpus.name,
+            "--model",
+            str(DEMO_MODEL),
+            "--diverse",
+            "--negative-sets",
+            "1000000000",
+            stdout=open(os.devnull, "w"),
+        )
+    with pytest.raises(CommandError, match=r"pause.per.batch must be between 0 and 60"):
+        call_command(
+            "generate",
+            corpus.name,
+            "--model",
+            str(DEMO_MODEL),
+            "--systems",
+            "28",
+            "--pause-per-batch",
+            "1e9",
+            stdout=open(os.devnull, "w"),
+        )
+    form = GenerateForm(browser_form(corpus, model="model", diverse="on", negative_sets=10**9), corpus=corpus)
+    assert not form.is_valid() and "50" in str(form.errors["negative_sets"])
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("typed", ["١٥", "１５", "1_5", "²"])
+def test_lengths_and_systems_take_ascii_digits_only(corpus, client, typed):  # noqa: F811
+    staff(client)
+    for body, field in (
+        ({"systems": "28", "sample_per_length": 1, "lengths": f"5,{typed}"}, "lengths"),
+        ({"systems": f"28,{typed}"}, "systems"),
+    ):
+        answer = post_json(client, corpus.pk, {"model": "model", **body})
+        assert answer.status_code == 400 and field in answer.json()["errors"], answer.content
+        assert "0-9" in answer.json()["errors"][field][0]
+    assert not Job.objects.exists()
+
+
+def test_a_stored_job_within_the_bounds_reads_as_before():
+    stored = {
+        "corpus": 1,
+        "model": "m",
+        "systems": [17, 28],
+        "beam": 5,
+        "nbest": 1,
+        "max_length": 128,
+        "pause_per_batch": 0.5,
+        "seed": 3,
+        "sample_chunk_size": 50,
+    }
+    params = from_values(GenerateParams, stored)
+    assert params.systems == (17, 28) and params.pause_per_batch == 0.5 and params.decode.beam == 5
+    with pytest.raises(GenerationSettingsError, match="lengths? must"):
+        from_values(GenerateParams, {**stored, "sample_per_length": 1, "lengths": [5, 5000]})
