@@ -20,7 +20,8 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
-from jobs.params import ParamsError, param
+from api.numbers import MAX_INT
+from jobs.params import ParamsError, check_bounds, int_at_least, param
 
 from .batch_settings import LABEL_RULE, MAX_LABEL, BatchSettingsError, batch_label_check, batch_settings_clean
 from .models import LENGTH_BUCKETS
@@ -62,7 +63,10 @@ class BatchParams:
     )
     per_length: int = dataclasses.field(
         default=100,
-        metadata=param(help="references per length bucket", form_options={"required": True, "min_value": 1}),
+        # (a campaign pays for every item: 100,000 references a bucket is past any budget a study has)
+        metadata=param(
+            help="references per length bucket", form_options={"required": True}, minimum=1, maximum=100_000
+        ),
     )
     lengths: tuple[int, ...] = dataclasses.field(
         default=LENGTH_BUCKETS,
@@ -70,29 +74,35 @@ class BatchParams:
             help="length buckets, comma-separated",
             kind=str,
             form_options={"required": True, "initial": ",".join(map(str, LENGTH_BUCKETS))},
+            minimum=1,
+            maximum=1000,
         ),
     )
     assignments: int = dataclasses.field(
         default=3,
-        metadata=param(
-            help="different workers per HIT (R)", form_options={"required": True, "min_value": 1, "max_value": 100}
-        ),
+        metadata=param(help="different workers per HIT (R)", form_options={"required": True}, minimum=1, maximum=100),
     )
     attention_rate: float = dataclasses.field(
         default=0.1,
         metadata=param(
             help="share of HITs with an attention check",
-            form_options={"required": True, "min_value": 0, "max_value": 1},
+            form_options={"required": True},
+            minimum=0,
+            maximum=1,
         ),
     )
     degraded_rate: float | None = dataclasses.field(
         default=None,
         metadata=param(
             help="share of HITs with a degraded check (a damaged copy of a candidate)",
-            form_options={"required": True, "min_value": 0, "max_value": 1, "initial": DEFAULT_DEGRADED_RATE},
+            form_options={"required": True, "initial": DEFAULT_DEGRADED_RATE},
+            minimum=0,
+            maximum=1,
         ),
     )
-    seed: int = dataclasses.field(default=0, metadata=param(form_options={"required": True}))
+    seed: int = dataclasses.field(
+        default=0, metadata=param(form_options={"required": True}, minimum=-MAX_INT, maximum=MAX_INT)
+    )
     baseline: str | None = dataclasses.field(
         default=None,
         metadata=param(help="TSV of baseline outputs (ref_id, candidate[, sys_id]) to add first", form=False),
@@ -106,7 +116,7 @@ class BatchParams:
         metadata=param(help="the batch settings (annotation.batch_settings)", cli=False, form=False),
     )
     hit_size: int = dataclasses.field(
-        default=HIT_SIZE, metadata=param(help="candidates per HIT", cli=False, form=False)
+        default=HIT_SIZE, metadata=param(help="candidates per HIT", cli=False, form=False, minimum=2, maximum=100)
     )
 
     def __post_init__(self) -> None:
@@ -134,7 +144,7 @@ class BatchParams:
             raise BatchError("--attention-rate must be between 0 and 1")
         if self.hit_size < 2:
             raise BatchError("a HIT needs at least 2 candidates")
-        lengths = tuple(int(x) for x in self.lengths)
+        lengths = tuple(int_at_least("lengths", x, 1, error=BatchError) for x in self.lengths)  # digits 0-9 only
         if not lengths:
             raise BatchError("no length buckets given")
         provider_name_check(self.provider)
@@ -145,3 +155,4 @@ class BatchParams:
             ("lengths", lengths),
         ):
             object.__setattr__(self, name, value)
+        check_bounds(self, error=BatchError)

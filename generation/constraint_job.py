@@ -22,7 +22,7 @@ from typing import Any
 from api.numbers import MAX_INT
 from infra.shards import batched, read_jsonl_gz, write_jsonl_gz
 from jobs.models import Job, JobChunk
-from jobs.params import ParamsError, finite, from_values, int_at_least, param
+from jobs.params import ParamsError, check_bounds, finite, from_values, int_at_least, param
 from jobs.registry import JobKind, ProgressFn, register
 
 from .constraints import (
@@ -70,15 +70,22 @@ class ConstraintOptions:
     (one) and the ``select_constraints`` job (a corpus's). Checked when made: a whole seed, finite IDF bounds
     with the lower not above the upper (None: the settings' PARAFORGE_MIN_IDF / PARAFORGE_MAX_IDF)."""
 
-    seed: int = field(default=0, metadata=param(help="seed of the random systems"))
+    # (a seed below 0 has always been taken: stored jobs keep reading; IDF is log(N/df), at most ~30 for any corpus)
+    seed: int = field(default=0, metadata=param(help="seed of the random systems", minimum=-MAX_INT, maximum=MAX_INT))
     ppdb: str | None = field(
         default=None, metadata=param(help="PPDB 2.0 lexical file (gzip or plain), for systems 35-37", stored="if_set")
     )
     min_idf: float | None = field(
-        default=None, metadata=param(help="pool's lower IDF bound (default PARAFORGE_MIN_IDF)", stored="if_set")
+        default=None,
+        metadata=param(
+            help="pool's lower IDF bound (default PARAFORGE_MIN_IDF)", stored="if_set", minimum=0, maximum=1000
+        ),
     )
     max_idf: float | None = field(
-        default=None, metadata=param(help="pool's upper IDF bound (default PARAFORGE_MAX_IDF)", stored="if_set")
+        default=None,
+        metadata=param(
+            help="pool's upper IDF bound (default PARAFORGE_MAX_IDF)", stored="if_set", minimum=0, maximum=1000
+        ),
     )
 
     def __post_init__(self) -> None:
@@ -86,6 +93,7 @@ class ConstraintOptions:
         for name in ("min_idf", "max_idf"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, finite(name, getattr(self, name)))
+        check_bounds(self)
         self.idf_window()
 
     def idf_window(self) -> tuple[float, float]:
@@ -101,17 +109,23 @@ class SelectConstraintsParams:
     """The settings of a ``select_constraints`` job. Checked when made: known system numbers, and a PPDB file
     for the PPDB systems (35-37)."""
 
-    corpus: int = field(metadata=param(help="the corpus (id)", cli=False))
+    corpus: int = field(metadata=param(help="the corpus (id)", cli=False, minimum=1, maximum=MAX_INT))
     idf_table: int | None = field(
-        default=None, metadata=param(help="the IDF table (id); default: the corpus's latest", cli=False)
+        default=None,
+        metadata=param(help="the IDF table (id); default: the corpus's latest", cli=False, minimum=1, maximum=MAX_INT),
     )
     systems: tuple[int, ...] | None = field(
         default=None,
-        metadata=param(help="system numbers; default: all 37, or 1-34 without ppdb", cli=False, form=False),
+        metadata=param(
+            help="system numbers; default: all 37, or 1-34 without ppdb", cli=False, form=False, minimum=1, maximum=37
+        ),
     )
     options: ConstraintOptions = field(default=ConstraintOptions(), metadata=param(flatten=True))
     batch_size: int = field(
-        default=256, metadata=param(help="sentences per spaCy batch (nlp.pipe)", cli=False, stored="non_default")
+        default=256,
+        metadata=param(
+            help="sentences per spaCy batch (nlp.pipe)", cli=False, stored="non_default", minimum=1, maximum=100_000
+        ),
     )
 
     def __post_init__(self) -> None:
@@ -121,6 +135,7 @@ class SelectConstraintsParams:
             object.__setattr__(self, "systems", tuple(get_system(n).number for n in self.systems))
         if not self.options.ppdb and any(n in PPDB_SYSTEMS for n in self.systems or ()):
             raise ParamsError("PPDB systems 35-37 need a 'ppdb' file path in the job params")
+        check_bounds(self)
 
     def system_numbers(self) -> list[int]:
         """The systems' numbers: those given, else all 37 (1-34 without a PPDB file)."""

@@ -28,7 +28,7 @@ from infra.licences import NO_LICENSE, license_check
 from infra.shards import read_jsonl_gz, write_jsonl_gz
 from infra.storage import LocalStorage, get_storage
 from infra.textfiles import LineReader, TextFileError, undecodable_byte
-from jobs.params import ParamsError, fail, int_at_least, param, to_json
+from jobs.params import ParamsError, check_bounds, fail, int_at_least, param, to_json
 
 from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus
 from .named import named_or_numbered
@@ -290,10 +290,13 @@ class ImportCorpusParams:
         ),
     )
     shard_size: int | None = field(
-        default=None, metadata=param(help="references per shard (default PARAFORGE_SHARD_SIZE)")
+        # a shard is one worker task's references: above a million, one task's memory and time are not bounded
+        default=None,
+        metadata=param(help="references per shard (default PARAFORGE_SHARD_SIZE)", minimum=1, maximum=1_000_000),
     )
     max_line_chars: int | None = field(
-        default=None, metadata=param(help="longer lines are bad (default PARAFORGE_MAX_LINE_CHARS)")
+        default=None,
+        metadata=param(help="longer lines are bad (default PARAFORGE_MAX_LINE_CHARS)", minimum=1, maximum=1_000_000),
     )
     display_name: str | None = field(
         default=None,
@@ -324,6 +327,7 @@ class ImportCorpusParams:
         for name in ("shard_size", "max_line_chars"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, int_at_least(name, getattr(self, name), 1, error=ImportParamsError))
+        check_bounds(self, error=ImportParamsError)
 
 
 def corpus_import(

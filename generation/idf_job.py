@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from api.numbers import MAX_INT
 from infra.storage import get_storage
 from jobs.models import Job, JobChunk
-from jobs.params import fail, from_values, int_at_least, param
+from jobs.params import check_bounds, fail, from_values, int_at_least, param
 from jobs.registry import JobKind, ProgressFn, register
 
 from .corpora import corpus_records, delete_folder
@@ -30,7 +31,7 @@ class BuildIdfParams:
     """The settings of a ``build_idf`` job (``build_idf CORPUS [--name NAME]``, the admin's action). Checked when
     made: a corpus id, and a name that is not blank when one is given (None: the corpus's own)."""
 
-    corpus: int = field(metadata=param(help="the corpus (id)", cli=False))
+    corpus: int = field(metadata=param(help="the corpus (id)", cli=False, minimum=1, maximum=MAX_INT))
     name: str | None = field(
         default=None, metadata=param(help="the IDF table's name (default: the corpus's name)", stored="if_set")
     )
@@ -39,6 +40,7 @@ class BuildIdfParams:
         object.__setattr__(self, "corpus", int_at_least("corpus", self.corpus, 1))
         if self.name is not None and not str(self.name).strip():
             raise fail("{0} must not be blank (leave it out for the corpus's name)", "name")
+        check_bounds(self)
 
 
 def df_key(job_id: int, chunk_index: int) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from generation.prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, resolve
-from jobs.params import ParamsError, fail, finite, int_at_least, option_flag, param
+from jobs.params import ParamsError, check_bounds, fail, finite, int_at_least, option_flag, param
 
 DEFAULT_CONFIG = {
     "encoder_layers": 3,
@@ -48,9 +48,9 @@ class TrainOptionsError(ParamsError):
     command's option)."""
 
 
-def _internal() -> dict:
-    """A field the code sets, not a person: neither an option nor a form field."""
-    return param(cli=False, form=False)
+def _internal(**bounds: float) -> dict:
+    """A field the code sets, not a person: neither an option nor a form field (``bounds``: its range)."""
+    return param(cli=False, form=False, **bounds)
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,8 @@ class TrainConfig:
     lora_rank: int = field(
         default=0,
         metadata=param(
+            minimum=0,
+            maximum=1024,
             help="with --base-model: train low-rank adapters (LoRA) of rank R on every linear layer instead of all "
             "the base's weights; the export is the adapter (a few MB), decoded on top of the base (default 0: "
             "fine-tune every weight)",
@@ -102,41 +104,58 @@ class TrainConfig:
         ),
     )
     lora_alpha: float | None = field(
-        default=None, metadata=param(help="with --lora-rank: the adapters' scaling alpha (default 2 x R)")
+        default=None,
+        metadata=param(minimum=0, maximum=10_000, help="with --lora-rank: the adapters' scaling alpha (default 2 x R)"),
     )
     lora_dropout: float = field(
-        default=0.05, metadata=param(help="with --lora-rank: dropout on the adapters' input (default 0.05)")
+        default=0.05,
+        metadata=param(minimum=0, maximum=1, help="with --lora-rank: dropout on the adapters' input (default 0.05)"),
     )
     fp16: bool = field(default=False, metadata=param(help="export float16 weights (half the size)"))
-    steps: int = field(default=3000, metadata=param(help="total optimizer steps (default 3000)"))
-    stop_after: int | None = field(
-        default=None, metadata=param(help="stop this run after N new steps (checkpointed); re-run to resume")
+    steps: int = field(
+        default=3000, metadata=param(minimum=1, maximum=10_000_000, help="total optimizer steps (default 3000)")
     )
-    batch_size: int = field(default=64, metadata=param())
+    stop_after: int | None = field(
+        default=None,
+        metadata=param(
+            minimum=1, maximum=10_000_000, help="stop this run after N new steps (checkpointed); re-run to resume"
+        ),
+    )
+    batch_size: int = field(default=64, metadata=param(minimum=1, maximum=4096))
     lr: float | None = field(
         default=None,
         metadata=param(
+            minimum=0,
+            maximum=1,
             help=f"peak learning rate (default {DEFAULT_LR:g}; {DEFAULT_FINE_TUNE_LR:g} with --base-model, "
-            f"{DEFAULT_LORA_LR:g} with --lora-rank)"
+            f"{DEFAULT_LORA_LR:g} with --lora-rank)",
         ),
     )
-    warmup: int = field(default=400, metadata=param(help="linear warm-up steps"))
+    warmup: int = field(default=400, metadata=param(minimum=0, maximum=10_000_000, help="linear warm-up steps"))
     schedule: str = field(default="inverse_sqrt", metadata=param(choices=SCHEDULES))
-    label_smoothing: float = field(default=0.1, metadata=param())
-    layers: int | None = field(default=None, metadata=param(help="encoder and decoder layers (default 3)"))
-    d_model: int | None = field(default=None, metadata=param(help="model width (default 256)"))
-    ffn_dim: int | None = field(default=None, metadata=param(help="feed-forward width (default 4 x d-model)"))
-    heads: int | None = field(default=None, metadata=param(help="attention heads (default 4)"))
+    label_smoothing: float = field(default=0.1, metadata=param(minimum=0, maximum=1))
+    layers: int | None = field(
+        default=None, metadata=param(minimum=1, maximum=64, help="encoder and decoder layers (default 3)")
+    )
+    d_model: int | None = field(default=None, metadata=param(minimum=1, maximum=8192, help="model width (default 256)"))
+    ffn_dim: int | None = field(
+        default=None, metadata=param(minimum=1, maximum=65_536, help="feed-forward width (default 4 x d-model)")
+    )
+    heads: int | None = field(default=None, metadata=param(minimum=1, maximum=128, help="attention heads (default 4)"))
     vocab_size: int | None = field(
-        default=None, metadata=param(help=f"SentencePiece vocabulary (default {DEFAULT_VOCAB_SIZE})")
+        default=None,
+        metadata=param(minimum=1, maximum=1_000_000, help=f"SentencePiece vocabulary (default {DEFAULT_VOCAB_SIZE})"),
     )
     max_len: int = field(
-        default=128, metadata=param(help="max subword tokens per side (a prompt is never cut, its continuation is)")
+        default=128,
+        metadata=param(
+            minimum=2, maximum=4096, help="max subword tokens per side (a prompt is never cut, its continuation is)"
+        ),
     )
-    checkpoint_every: int = field(default=200, metadata=param())
-    keep_checkpoints: int = field(default=3, metadata=param())
-    threads: int | None = field(default=None, metadata=param(help="torch CPU threads"))
-    seed: int = field(default=13, metadata=param())
+    checkpoint_every: int = field(default=200, metadata=param(minimum=1, maximum=10_000_000))
+    keep_checkpoints: int = field(default=3, metadata=param(minimum=0, maximum=1000))
+    threads: int | None = field(default=None, metadata=param(minimum=1, maximum=1024, help="torch CPU threads"))
+    seed: int = field(default=13, metadata=param(minimum=0, maximum=4_294_967_295))
     device: str | None = field(
         default=None, metadata=param(help="cpu, cuda, cuda:1 ... (default: cuda when available)")
     )
@@ -144,10 +163,13 @@ class TrainConfig:
         default=False, metadata=param(help="start afresh (deletes --out/checkpoints and --out/tokenizer)")
     )
     data_note: str | None = field(default=None, metadata=param(help="free text recorded in paraforge_training.json"))
-    weight_decay: float = field(default=0.01, metadata=_internal())
-    clip: float = field(default=1.0, metadata=_internal())
-    valid_size: int = field(default=200, metadata=_internal())
+    weight_decay: float = field(default=0.01, metadata=_internal(minimum=0, maximum=10))
+    clip: float = field(default=1.0, metadata=_internal(minimum=0, maximum=1000))
+    valid_size: int = field(default=200, metadata=_internal(minimum=0, maximum=1_000_000))
     command: str | None = field(default=None, metadata=_internal())
+
+    # The ranges (jobs.params: one check for the command and the class) are far past any recipe's (ParaBank's
+    # rewriter: 6 layers, width 512, 32k subwords) yet refuse a typo's model that no 24 GiB machine could hold.
 
     def __post_init__(self) -> None:
         """Refuse settings that would crash mid-run or silently do nothing (``steps`` 0 exported an untrained
@@ -190,6 +212,7 @@ class TrainConfig:
             raise fail("{0} {value} is a file, not a folder", "out", error=TrainOptionsError, value=out)
         if self.device is not None:
             check_device(self.device)
+        check_bounds(self, error=TrainOptionsError)
 
     def _check_kind_of_run(self) -> None:
         """From scratch or fine-tuning: settings of the other kind are refused, not ignored (a --layers beside

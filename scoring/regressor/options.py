@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jobs.params import param
+from jobs.params import ParamsError, check_bounds, param
 from scoring.aggregation import ESTIMATES
 from scoring.regressor.errors import RegressorError
 from scoring.regressor.recipes import DEFAULT_RECIPE, RECIPES
@@ -36,9 +36,10 @@ class RegressorTrainOptions:
     ``recipe``, ``cv_folds`` and ``encoder`` only when not the default, as before those options existed."""
 
     test_fraction: float = field(
-        default=0.2, metadata=param(help="share of references held out for the test, 0-1", form_options=ASKED)
+        default=0.2,
+        metadata=param(help="share of references held out for the test, 0-1", form_options=ASKED, minimum=0, maximum=1),
     )
-    seed: int = field(default=0, metadata=param(form_options={**ASKED, "min_value": 0, "max_value": 2**32 - 1}))
+    seed: int = field(default=0, metadata=param(form_options=ASKED, minimum=0, maximum=2**32 - 1))
     with_embeddings: bool = field(
         default=True,
         # the command's flag is --no-embeddings (train_regressor), not the --with-embeddings this would make
@@ -48,7 +49,8 @@ class RegressorTrainOptions:
         default=None,
         metadata=param(
             help="count only workers with at least N judgments (default: the campaign's minimum)",
-            form_options={"min_value": 0},
+            minimum=0,
+            maximum=1_000_000,
         ),
     )
     target: str = field(
@@ -70,6 +72,8 @@ class RegressorTrainOptions:
             help="outer folds of the nested grouped cross-validation whose rho and interval are printed "
             f"(spearman_cv, spearman_cv_ci95; default {CV_FOLDS}; 0 skips it: faster, no CV figure)",
             stored="non_default",
+            minimum=0,
+            maximum=100,  # (each fold refits every model: 100 is past any use and still ends)
         ),
     )
     encoder: str = field(
@@ -94,6 +98,10 @@ class RegressorTrainOptions:
             raise RegressorError(f"--test-fraction must be between 0 and 1, got {self.test_fraction}")
         if not isinstance(self.cv_folds, int) or self.cv_folds == 1 or self.cv_folds < 0:
             raise RegressorError(f"--cv-folds must be 0 (no cross-validation) or at least 2, got {self.cv_folds}")
+        try:
+            check_bounds(self)
+        except ParamsError as exc:
+            raise RegressorError(exc.option_message) from None
         if not isinstance(self.encoder, str) or not self.encoder.strip():
             raise RegressorError(f"--encoder must name a sentence encoder, not {self.encoder!r}")
         name = self.encoder.strip()

@@ -21,7 +21,8 @@ import dataclasses
 
 from django import forms
 
-from jobs.params import param
+from api.numbers import MAX_INT
+from jobs.params import check_bounds, param
 from scoring.releases.card import LICENSE_HELP
 from scoring.releases.checks import format_check, layout_check, release_version_check
 from scoring.releases.columns import FORMATS, LAYOUTS, PARAFORGE
@@ -44,7 +45,7 @@ class ReleaseExportParams:
     its settings before it knows the resource leaves it None; a job always has it)."""
 
     resource: int | None = dataclasses.field(
-        default=None, metadata=param(help="the resource's id", cli=False, form=False)
+        default=None, metadata=param(help="the resource's id", cli=False, form=False, minimum=1, maximum=MAX_INT)
     )
     version: str | None = dataclasses.field(
         default=None,
@@ -82,7 +83,9 @@ class ReleaseExportParams:
         default=None,
         metadata=param(
             help="keep only pairs with a predicted similarity >= X (0-100)",
-            form_options={"min_value": 0, "max_value": 100, "help_text": "predicted similarity 0-100"},
+            form_options={"help_text": "predicted similarity 0-100"},
+            minimum=0,
+            maximum=100,
         ),
     )
     regressor: str | None = dataclasses.field(
@@ -163,6 +166,7 @@ class ReleaseExportParams:
             release_version_check(self.version)
         format_check(self.format)
         layout_check(self.format, self.layout)
+        check_bounds(self)
 
     def release_filters(self, *, load_model: bool = True, confined: bool = False) -> ReleaseFilters:
         """The filters these settings ask for (``filters.parse_filters``: ``load_model=False`` only checks the NLI

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from jobs.params import ParamsError, param
+from jobs.params import ParamsError, check_bounds, param
 from scoring.similarity.embeddings import CPU_FLOAT32, EncoderPlacement
 
 logger = logging.getLogger(__name__)
@@ -64,11 +64,13 @@ class ScoringDevice:
 
     device: str = field(default="cpu", metadata=param(help=DEVICE_HELP, choices=DEVICES))
     dtype: str | None = field(default=None, metadata=param(help=DTYPE_HELP, choices=DTYPES))
-    encode_batch: int | None = field(default=None, metadata=param(help=ENCODE_BATCH_HELP))
+    encode_batch: int | None = field(default=None, metadata=param(help=ENCODE_BATCH_HELP, minimum=1, maximum=65_536))
     cpu_workers: int | None = field(
         default=None,
         # a caller's (score_resource_launch's device), not offered by the command or the forms
-        metadata=param(help="processes computing a chunk's lexical features", cli=False, form=False),
+        metadata=param(
+            help="processes computing a chunk's lexical features", cli=False, form=False, minimum=1, maximum=256
+        ),
     )
 
     def __post_init__(self) -> None:
@@ -91,6 +93,7 @@ class ScoringDevice:
                 )
         if self.cpu_workers is not None and not is_count(self.cpu_workers):
             raise ScoringDeviceError(f"cpu_workers must be a whole number >= 1, not {self.cpu_workers!r}")
+        check_bounds(self, error=ScoringDeviceError)
 
     @property
     def queue(self) -> str:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from jobs.params import ParamsError, int_at_least, param
+from api.numbers import MAX_INT
+from jobs.params import ParamsError, check_bounds, int_at_least, param
 from scoring.scored.device import ScoringDevice
 
 DEFAULT_BATCH_SIZE = 256
@@ -32,20 +33,22 @@ class ScoreResourceParams:
     ``throttle_s`` seconds after each batch (a brake for demos and fault drills), with the embeddings on
     ``device``. The numbers are checked when made, a :class:`jobs.params.ParamsError` naming the option."""
 
-    resource: int = field(metadata=param(help="resource id", cli=False, form=False))
+    resource: int = field(metadata=param(help="resource id", cli=False, form=False, minimum=1, maximum=MAX_INT))
     regressor: str = field(metadata=param(help="name of a trained regressor (train_regressor)", form=False))
     batch_size: int | None = field(
         default=None,
         metadata=param(
             help=f"pairs per prediction batch (default {DEFAULT_BATCH_SIZE} on the CPU, {GPU_BATCH_SIZE} for cuda "
             "and auto)",
-            form_options={"min_value": 1, "max_value": 100_000},
+            minimum=1,
+            maximum=100_000,
         ),
     )
     throttle_s: float = field(
         default=0.0,
         # the command's option is --throttle (score_resource), not the --throttle-s this would make
-        metadata=param(help=THROTTLE_HELP, cli=False, form=False),
+        # (a brake of over a minute a batch holds a worker, it does not throttle one)
+        metadata=param(help=THROTTLE_HELP, cli=False, form=False, minimum=0, maximum=60),
     )
     device: ScoringDevice = field(default_factory=ScoringDevice, metadata=param(flatten=True))
 
@@ -59,6 +62,7 @@ class ScoreResourceParams:
                 f"--throttle must be a finite number >= 0, not {throttle!r}",
             )
         object.__setattr__(self, "throttle_s", float(throttle))
+        check_bounds(self)
 
     @property
     def prediction_batch(self) -> int:
