@@ -249,6 +249,8 @@ PARAFORGE_SHARD_SIZE = env_int("PARAFORGE_SHARD_SIZE", 100_000)
 PARAFORGE_MAX_LINE_CHARS = env_int("PARAFORGE_MAX_LINE_CHARS", 2000)
 PARAFORGE_MIN_IDF = env_float("PARAFORGE_MIN_IDF", 7.0)
 PARAFORGE_MAX_IDF = env_float("PARAFORGE_MAX_IDF", 17.0)
+# a diverse generation job's estimated peak memory above this is refused when asked for (issue 46)
+PARAFORGE_DIVERSE_MEMORY_GIB = env_float("PARAFORGE_DIVERSE_MEMORY_GIB", 8.0)
 # ``--wait`` with no worker answering: run the chunks in the calling process. Always on the embedded
 # broker; opt-in elsewhere (``1``), since production jobs belong on their workers (GPU ones included).
 PARAFORGE_INLINE_WITHOUT_WORKER = env_str("PARAFORGE_INLINE_WITHOUT_WORKER", "") in {"1", "true", "yes"}

@@ -25,7 +25,6 @@ that runs again writes the same shard.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ from ..decode_options import DiverseOptions
 from ..nlp import load_pipeline
 from ..systems import rank_system
 from .params import job_decode_options, job_diverse_options, model_fingerprint, resolve_model_folder
+from .pause import pause_between_batches
 from .pipeline import BATCH_RULE, ChunkTally, loaded_model, release_model
 
 DEVICE_INPUTS_RULE = (
@@ -152,6 +152,5 @@ def diverse_records(
                 "candidates": candidates,
                 "no_constraints": [],
             }
-        if pause:
-            time.sleep(pause)
+        pause_between_batches(pause, progress, tally.references, max(total, tally.references))
         progress(tally.references, max(total, tally.references))

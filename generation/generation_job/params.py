@@ -63,6 +63,7 @@ from ..model_source import MODEL_HELP, ModelFolderError, model_folder
 from ..models import Corpus, CorpusStatus, Resource
 from ..prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, for_folder
 from ..systems import PPDB_SYSTEMS, UnknownSystem, get_system, rank_system
+from .budget import diverse_memory_error
 
 DEFAULT_LENGTHS = (5, 10, 20, 40)
 DIVERSE_HELP = (
@@ -185,7 +186,9 @@ def parse_systems(values: Sequence[int | str]) -> list[int]:
     out: list[int] = []
     for value in values:
         if isinstance(value, str) and not is_ascii_int(value):  # int() reads "١٥" and "1_5" as 15: refused
-            raise GenerationSettingsError(f"unknown system {value!r}: write system numbers in digits 0-9 (1-37)")
+            raise GenerationSettingsError(
+                f"unknown system {value!r}: {value!r} is not a number written in digits 0-9; systems are numbered 1-37"
+            )
         try:
             number = get_system(value).number
         except UnknownSystem as exc:
@@ -394,7 +397,8 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
 
 def diverse_params_checked(params: GenerateParams) -> GenerateParams:
     """A diverse job's models checked (encoder-decoder ones: the refusal ``paraphrase --diverse`` gives a
-    decoder-only model) and its name; it takes no IDF table, no PPDB file, no prompt."""
+    decoder-only model), its estimated peak memory against the workers' budget (``budget``), and its name; it
+    takes no IDF table, no PPDB file, no prompt."""
     for role, path in (("--model", params.model), ("--backward-model", params.backward_model)):
         if path is None:
             continue
@@ -405,6 +409,15 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
         if causal:
             raise GenerationSettingsError(str(decoder_only_diverse_error(role, path)))
         model_fingerprint(path)
+    backward = resolve_model_folder(params.backward_model) if params.backward_model else None
+    problem = diverse_memory_error(
+        params.diverse_options or DiverseOptions(),
+        resolve_model_folder(params.model),
+        backward,
+        settings.PARAFORGE_DIVERSE_MEMORY_GIB,
+    )
+    if problem:
+        raise GenerationSettingsError(problem)
     if params.name:
         check_name_free(params.name)
     return params

@@ -15,7 +15,6 @@ import json
 import queue
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,7 @@ from ..models import IdfTable
 from ..nlp import load_pipeline
 from ..ppdb import open_ppdb
 from .params import job_decode_options, model_fingerprint, resolve_model_folder
+from .pause import pause_between_batches
 
 WINDOW = 512  # references tagged, selected and decoded together inside a chunk
 
@@ -200,8 +200,7 @@ def decode_window(
         decoded = decode(setup.model, [s for s, _ in part], [json.loads(c) for _, c in part], options=setup.options)
         for key, result in zip(part, decoded):
             results[window.inputs[key]] = result
-        if pause:
-            time.sleep(pause)
+        pause_between_batches(pause, progress, min(k + batch, len(unique)), len(unique))
         progress(min(k + batch, len(unique)), len(unique))
     merged: list[dict[str, dict]] = [{} for _ in window.out_records]
     for pos, system, cons, index in window.jobs:

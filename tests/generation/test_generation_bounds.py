@@ -11,6 +11,8 @@ from django.core.management import CommandError, call_command
 
 from generation.forms import GenerateForm
 from generation.generation_job.params import GenerateParams, GenerationSettingsError
+from generation.generation_job.pause import pause_between_batches
+from jobs.execution import JobCancelled
 from jobs.models import Job
 from jobs.params import from_values
 
@@ -99,3 +101,34 @@ def test_a_stored_job_within_the_bounds_reads_as_before():
     assert params.systems == (17, 28) and params.pause_per_batch == 0.5 and params.decode.beam == 5
     with pytest.raises(GenerationSettingsError, match="lengths? must"):
         from_values(GenerateParams, {**stored, "sample_per_length": 1, "lengths": [5, 5000]})
+
+
+def test_a_diverse_job_over_the_memory_budget_is_refused_before_it_is_queued(corpus, client, settings):  # noqa: F811
+    staff(client)
+    # each number within its bound, their product (25,000 rows an input) is not: ~37 GiB on the demo model
+    answer = post_json(client, corpus.pk, {"model": "model", "diverse": True, "negative_sets": 50, "samples": 500})
+    assert answer.status_code == 400, answer.content
+    message = answer.json()["errors"]["__all__"][0]
+    assert "25000 rows per input" in message and "PARAFORGE_DIVERSE_MEMORY_GIB" in message and "8 GiB" in message
+    assert not Job.objects.exists()
+
+    body = {"model": "model", "diverse": True, "sample_per_length": 1}  # ParaBank 2's 5 x 30: ~0.25 GiB
+    settings.PARAFORGE_DIVERSE_MEMORY_GIB = 0.1
+    answer = post_json(client, corpus.pk, body)
+    assert answer.status_code == 400 and "0.1 GiB" in answer.json()["errors"]["__all__"][0], answer.content
+    settings.PARAFORGE_DIVERSE_MEMORY_GIB = 8.0
+    assert post_json(client, corpus.pk, body).status_code == 202
+
+
+def test_a_cancel_ends_the_pause_between_batches_within_a_step():
+    calls = []
+
+    def progress(done: int, total: int) -> None:  # as the job's recorder does once the job is cancelled
+        calls.append((done, total))
+        raise JobCancelled("job 1 was cancelled")
+
+    with pytest.raises(JobCancelled):
+        pause_between_batches(60.0, progress, 3, 10)  # the bound's longest pause: ended after its first step
+    assert calls == [(3, 10)]
+    pause_between_batches(0.0, progress, 3, 10)  # no pause: no sleep, no extra report
+    assert calls == [(3, 10)]
