@@ -27,6 +27,7 @@ from jobs.forms import form_fields
 from jobs.params import from_values
 
 from .generation_job.params import GenerateParams, generation_params
+from .gguf_source import GGUF_SUFFIX
 from .model_source import ModelFolderError, hub_id, model_folder
 from .models import Corpus, IdfTable, Resource
 from .prompts import BUILTINS
@@ -100,8 +101,14 @@ def confined_model(typed: str, *, option: str = "model") -> str:
     that names no local path and that the server's Hugging Face cache already holds (a request never makes the
     server download a model: ``manage.py generate`` may). ConfinedPathError otherwise: one message, whatever
     the reason (outside the roots, missing, not cached)."""
-    found = confined_path(typed, folder=True)
+    found = confined_path(typed, folder=True) or (
+        confined_path(typed, folder=False) if typed.lower().endswith(GGUF_SUFFIX) else None
+    )
     if found is not None:
+        try:  # a GGUF file (or a folder holding one) converted on the server beforehand: never here
+            model_folder(found, cache_only=True)
+        except ModelFolderError as exc:
+            raise ConfinedPathError(f"{option} {shown(typed)}: {exc}") from None
         return str(found)
     if hub_id(typed) is not None and not _names_a_local_path(typed):
         try:

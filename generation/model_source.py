@@ -4,7 +4,8 @@
 and ``generate``, the generation job's ``model`` param, ``generation.decoding.load_model``, bench/decoding.py):
 
 * a path that exists (as given, or relative to ``base_dir``: the project root, where workers run) is a local
-  folder, exactly as before;
+  folder, exactly as before; a ``.gguf`` file, or a folder holding one and no ``config.json``, is converted
+  once into a cached folder keyed by its SHA-256, which is returned instead (``generation/gguf_source.py``);
 * otherwise a value shaped like a hub id, ``org/name`` (``Helsinki-NLP/opus-mt-cs-en``), optionally
   ``org/name@revision`` (a branch, tag or commit), is looked up in the Hugging Face cache and, unless offline,
   fetched into it by ``huggingface_hub.snapshot_download``; the result is the snapshot folder, which the
@@ -26,6 +27,8 @@ import re
 import threading
 import warnings
 from pathlib import Path
+
+from .gguf_source import GGUFError, converted_folder, gguf_file
 
 # ``org/name`` as the hub spells repository ids (letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``),
 # with an optional ``@revision``
@@ -54,7 +57,8 @@ HUB_ENV_HELP = (
 )
 _TRUE = {"1", "ON", "YES", "TRUE"}
 MODEL_HELP = (
-    "a local Hugging Face seq2seq or decoder-only (causal LM) checkpoint folder, or a hub model id "
+    "a local Hugging Face seq2seq or decoder-only (causal LM) checkpoint folder, a llama.cpp GGUF file (or a "
+    "folder holding one; converted once into PARAFORGE_GGUF_CACHE), or a hub model id "
     "(ORG/NAME[@REVISION], e.g. Helsinki-NLP/opus-mt-cs-en) found in or fetched into the Hugging Face cache "
     "(HF_HUB_CACHE / HF_HOME; HF_HUB_OFFLINE=1: the cache only)"
 )
@@ -107,14 +111,25 @@ def model_folder(
     is not cached while offline, unknown or unreachable."""
     text = os.fspath(value)
     path = Path(text)
+    if not path.exists() and base_dir is not None and not path.is_absolute() and (Path(base_dir) / path).exists():
+        path = Path(base_dir) / path
     if path.exists():
-        return path
-    if base_dir is not None and not path.is_absolute() and (Path(base_dir) / path).exists():
-        return Path(base_dir) / path
+        return _gguf_converted(path, cache_only=cache_only)
     found = hub_id(text)
     if found is None:
         raise ModelFolderError(f"model folder {text!r} does not exist")
     return _hub_snapshot(*found, cache_only=cache_only)
+
+
+def _gguf_converted(path: Path, *, cache_only: bool) -> Path:
+    """``path`` itself, or, when it is a GGUF file or a folder holding one, its converted folder
+    (``generation.gguf_source``: converted once, cached by the file's SHA-256; ``cache_only``: never converted
+    here, as a web request must not start a minute of work)."""
+    try:
+        found = gguf_file(path)
+        return path if found is None else converted_folder(found, convert=not cache_only)
+    except GGUFError as exc:
+        raise ModelFolderError(str(exc)) from None
 
 
 def _hub_snapshot(repo_id: str, revision: str | None, *, cache_only: bool = False) -> Path:
