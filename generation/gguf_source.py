@@ -184,6 +184,16 @@ def gguf_record(folder: str | os.PathLike) -> dict | None:
         return None
 
 
+def model_origin(folder: str | os.PathLike) -> dict | None:
+    """What a resource and a release card record of a model converted from a GGUF file: the file's name,
+    SHA-256, architecture, stated name and licence, and the licence files kept with it. None for any other."""
+    record = gguf_record(folder)
+    if record is None:
+        return None
+    keys = ("file", "sha256", "architecture", "name", "license", "license_name", "license_link", "licence_files")
+    return {"format": "gguf", **{k: record[k] for k in keys if record.get(k)}}
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m generation.gguf_source FILE``: convert (or find) FILE's folder and print its path."""
     import argparse

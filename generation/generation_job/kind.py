@@ -23,6 +23,7 @@ from jobs.params import from_values, to_json
 from jobs.registry import JobKind, ProgressFn, register
 
 from ..decode_options import DIVERSE_SHARED
+from ..gguf_source import model_origin
 from ..models import Corpus, CorpusFormat, IdfTable, Resource, ResourceShard
 from ..nlp import pipeline_signature
 from ..systems import system_sort_key
@@ -37,6 +38,7 @@ from .params import (
     job_stop_rule,
     job_systems,
     model_fingerprint,
+    resolve_model_folder,
 )
 from .pipeline import (
     BATCH_RULE,
@@ -183,6 +185,7 @@ def resource_settings(params: dict[str, Any]) -> dict[str, Any]:
         "device": params.get("device"),
         "tokenizer": pipeline_signature(),
     }
+    _add_model_origin(out, params)
     if params.get("prompt_template"):  # a decoder-only model's prompt (shown on the release card)
         out["prompt_template"] = params["prompt_template"]
     if "sample_per_length" in params:
@@ -190,6 +193,16 @@ def resource_settings(params: dict[str, Any]) -> dict[str, Any]:
             sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")
         )
     return out
+
+
+def _add_model_origin(out: dict[str, Any], params: dict[str, Any]) -> None:
+    """A model converted from a GGUF file: what the file said of itself (its licence above all), for the cards."""
+    try:
+        origin = model_origin(resolve_model_folder(params["model"]))
+    except GenerationSettingsError:
+        origin = None
+    if origin:
+        out["model_origin"] = origin
 
 
 def diverse_resource_settings(params: dict[str, Any]) -> dict[str, Any]:
@@ -208,6 +221,7 @@ def diverse_resource_settings(params: dict[str, Any]) -> dict[str, Any]:
         "device": params.get("device"),
         "tokenizer": pipeline_signature(),
     }
+    _add_model_origin(out, params)
     if "sample_per_length" in params:
         out.update(
             sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")

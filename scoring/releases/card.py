@@ -373,6 +373,21 @@ def _screen(manifest: dict[str, Any]) -> list[str]:
     ]
 
 
+def _model_details(model: dict[str, Any]) -> str:
+    """The weights' SHA-256; for a model converted from a GGUF file, also the file, its name and its licence."""
+    parts = [f"weights SHA-256 `{model['weights_sha256']}`"] if model.get("weights_sha256") else []
+    origin = model.get("origin") or {}
+    if origin:
+        parts.append(
+            f"converted from GGUF `{origin.get('file')}` (SHA-256 `{origin.get('sha256')}`; "
+            f"{origin.get('architecture')} {origin.get('name') or ''})".replace(" )", ")")
+        )
+        licence = origin.get("license_name") or origin.get("license") or "none stated"
+        files = ", ".join(f"`{f}`" for f in origin.get("licence_files") or ())
+        parts.append(f"model licence: **{licence}**" + (f" (with its terms: {files})" if files else ""))
+    return "; ".join(parts)
+
+
 def _provenance(manifest: dict[str, Any]) -> list[str]:
     provenance = manifest.get("provenance") or {}
     corpus, model = provenance.get("corpus") or {}, provenance.get("model") or {}
@@ -383,7 +398,7 @@ def _provenance(manifest: dict[str, Any]) -> list[str]:
         (
             "paraphrase model",
             model.get("name"),
-            f"weights SHA-256 `{model['weights_sha256']}`" if model.get("weights_sha256") else "",
+            _model_details(model),
         ),
         ("prompt template", prompt.get("name"), _code(prompt["text"]) if prompt.get("text") else ""),
         ("IDF table", provenance.get("idf_table"), ""),

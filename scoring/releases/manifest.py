@@ -56,7 +56,12 @@ def release_provenance(scored: ScoredResource) -> dict[str, Any]:
             "format": corpus.format,
             "references": corpus.n_references,
         },
-        "model": {"name": local_name(generation.get("model")), "weights_sha256": generation.get("model_sha256")},
+        "model": {
+            "name": local_name(generation.get("model")),
+            "weights_sha256": generation.get("model_sha256"),
+            # a model converted from a GGUF file: the file, its stated name and licence, its licence files
+            **({"origin": generation["model_origin"]} if generation.get("model_origin") else {}),
+        },
         "idf_table": generation.get("idf_table_name"),
         "ppdb": local_name(generation.get("ppdb")),
         "regressor": {
