@@ -76,9 +76,7 @@ class PromptTemplate:
         if not self.chat:
             return body
         if not getattr(tokenizer, "chat_template", None):
-            raise PromptTemplateError(
-                f"{self.name}: the model's tokenizer has no chat template; use paraphrase-plain or a template file"
-            )
+            raise no_chat_template(self.name)
         return tokenizer.apply_chat_template(
             [{"role": "user", "content": body}], tokenize=False, add_generation_prompt=True
         )
@@ -92,6 +90,24 @@ class PromptTemplate:
     def tokenize(self, tokenizer, texts: list[str], **kwargs):
         """Rendered prompt texts (or a prompt's text followed by its answer) tokenized as prompts are."""
         return tokenizer(texts, add_special_tokens=not self.chat, **kwargs)
+
+
+def no_chat_template(name: str) -> PromptTemplateError:
+    """The one error for a chat template asked of a model that has none (a base model such as Gemma 3 270M)."""
+    return PromptTemplateError(
+        f"{name}: the model's tokenizer has no chat template (a base model); use paraphrase-plain or a template file"
+    )
+
+
+def check_chat_template(template: PromptTemplate | None, folder: Path) -> None:
+    """Refuse a chat template for a folder whose tokenizer has none, read from its files before the model loads:
+    the refusal is one line, not a traceback after a slow load. A folder without its tokenizer's files (an
+    adapter's) is left to the check at load (``decoding.loading.from_objects``)."""
+    folder = Path(folder)
+    if template is None or not template.chat or not (folder / "tokenizer_config.json").is_file():
+        return
+    if not folder_has_chat_template(folder):
+        raise no_chat_template(template.name)
 
 
 def _check_text(text: str, name: str) -> None:
@@ -165,11 +181,13 @@ def for_folder(folder: Path, value: str | PromptTemplate | dict | None) -> Promp
     """The template a decoder-only checkpoint folder is decoded with: ``value`` (:func:`resolve`), else the one
     it was fine-tuned on (:func:`recorded_template`), else its default (:func:`default_for`, read from the
     folder)."""
-    return (
+    template = (
         resolve(value)
         or recorded_template(folder)
         or builtin("paraphrase-chat" if folder_has_chat_template(folder) else "paraphrase-plain")
     )
+    check_chat_template(template, folder)
+    return template
 
 
 def default_for(tokenizer) -> PromptTemplate:

@@ -9,7 +9,7 @@ import torch
 
 from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
 from ..model_source import ModelFolderError, ignore_sacremoses_warning, model_folder
-from ..prompts import PromptTemplate, PromptTemplateError, default_for, recorded_template, resolve
+from ..prompts import PromptTemplate, PromptTemplateError, default_for, no_chat_template, recorded_template, resolve
 from .adapters import AdapterFolderError, adapter_base, is_adapter_folder, merged_adapter_model
 from .vocab import VocabInfo, build_vocab_info
 
@@ -119,6 +119,8 @@ def from_objects(
     if not causal and prompt_template is not None:
         raise PromptTemplateError("a prompt template is for decoder-only models; this one is an encoder-decoder")
     prompt = (resolve(prompt_template) or default_for(tokenizer)) if causal else None
+    if prompt is not None and prompt.chat and not getattr(tokenizer, "chat_template", None):
+        raise no_chat_template(prompt.name)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     to_dtype = model_dtype(device.type, dtype)
     if device.type == "cpu":

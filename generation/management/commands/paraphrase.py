@@ -52,7 +52,13 @@ from generation.decode_options import (
     add_diverse_arguments,
 )
 from generation.model_source import MODEL_HELP, ModelFolderError, model_folder
-from generation.prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, resolve as resolve_prompt
+from generation.prompts import (
+    PROMPT_TEMPLATE_HELP,
+    PromptTemplate,
+    PromptTemplateError,
+    check_chat_template,
+    resolve as resolve_prompt,
+)
 from infra.textfiles import TextFileError, atomic_write, read_lines
 from jobs.params import add_arguments as params_arguments, from_values, option_flag
 
@@ -169,13 +175,15 @@ DIVERSE_ONLY = (
 NOT_WITH_DIVERSE = ("constraints", "system", "rerank_dissimilar", "int8", "prompt_template")
 
 
-def model_check(model: str) -> None:
-    """A ``--model`` that is not there, said before torch and transformers load (issue 37: a lookup error costs
-    no model library)."""
+def model_check(model: str, template: PromptTemplate | None = None) -> None:
+    """A ``--model`` that is not there, or a chat ``template`` for a model without one, said before torch and
+    transformers load (issue 37: a lookup error costs no model library)."""
     try:
-        model_folder(model)
+        check_chat_template(template, model_folder(model))
     except ModelFolderError as exc:
         raise CommandError(_one_line(exc)) from None
+    except PromptTemplateError as exc:
+        raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
 
 
 def diverse_options(o: dict) -> DiverseOptions | None:
@@ -295,7 +303,7 @@ class Command(BaseCommand):
             cons = [pick(s, r) for s, r in zip(sources, refs)]
         else:
             cons = [None] * len(sources)
-        model_check(o["model"])  # every input and constraint line checked first, then the model's place
+        model_check(o["model"], template)  # every input and constraint line checked first, then the model's place
         from generation.decoding import decode, default_batch_size, load_model  # torch, transformers: from here on
 
         if options.device == "cuda":
