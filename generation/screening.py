@@ -10,7 +10,9 @@ A candidate is left out when it is
   that is neither a word of its own reference, nor a word type of the corpus it was generated from (the
   corpus's IDF table), nor an English word in ``wordfreq``'s large English list with a Zipf frequency of at
   least ``MIN_ZIPF`` (about one use in ten million words) that is not a function word with an inflection
-  (``inflected_function_word``: "tos", "buts", which a web crawl holds as typos and slang).
+  (``inflected_function_word``: "tos", "buts", which a web crawl holds as typos and slang); a function word
+  glued to a determiner (``glued_word``: "tothe", "inthe", two words that lost their space) is a non-word
+  even where the corpus or the crawl holds it (generation/english.py).
 
 The corpus alone is too small a dictionary: the 3,000-sentence demo corpus lacks "finding" and "harming", so a
 good paraphrase ("Ryanair chief praises report finding") was left out; English alone does not know a corpus's
@@ -30,26 +32,13 @@ so, and every candidate is kept, in a batch and in a release alike.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import unicodedata
 from collections.abc import Container, Sequence
 
+from .english import MIN_ZIPF, WORDLIST, english_words, glued_word, inflected_function_word
 from .models import Corpus
 from .vocabulary import corpus_vocabulary, non_words, text_words
 
-MIN_ZIPF = 2.25
-WORDLIST = "wordfreq large English list"
-# English's closed classes (prepositions, conjunctions, determiners, pronouns, auxiliaries): they take no
-# inflection, so such a word with one is the decoder's ("tos", "buts", "fors"), however often a crawl saw it
-FUNCTION_WORDS = frozenset(
-    """a about above after against along also although among an and any are as at be because been before
-    being below between both but by can could did do does down during each either for from had has have he
-    her him his how i if in into is it its may me might must my neither no nor not of off on once only onto
-    or our out over per shall she should since so some than that the their them then there these they this
-    those though through till to toward towards under unless until up upon us was we were what when where
-    whether which while who whom whose why will with within without would yet you your""".split()
-)
-INFLECTIONS = ("s", "es", "ing", "ed")
 COPY_RULE = (
     "a paraphrase is a copy of its reference when both are equal after Unicode NFKC normalisation, case folding "
     "and collapsing every run of whitespace to one space (leading and trailing whitespace dropped); punctuation "
@@ -59,7 +48,8 @@ NON_WORD_RULE = (
     "a paraphrase holds a non-word when one of its words (spaCy tokens holding a letter, lower-cased; numbers, "
     "URLs and e-mail addresses are never non-words) is neither a word of its reference, nor a word type of the "
     f"corpus it was generated from, nor an English word with a Zipf frequency of at least {MIN_ZIPF} in the "
-    f"{WORDLIST} that is not a function word with an inflection ('tos', 'buts')"
+    f"{WORDLIST} that is not a function word with an inflection ('tos', 'buts'); a function word glued to a "
+    "determiner ('tothe', 'inthe') is a non-word even in the corpus"
 )
 COPY, NON_WORD = "copy", "non-word"
 
@@ -77,15 +67,6 @@ def is_copy(reference: str, paraphrase: str) -> bool:
     return copy_key(reference) == copy_key(paraphrase)
 
 
-@functools.cache
-def english_words() -> frozenset[str]:
-    """The English words of ``WORDLIST`` at or above ``MIN_ZIPF`` (loaded once per process)."""
-    from wordfreq import get_frequency_dict  # its lists load on first use, not with the app
-
-    floor = 10 ** (MIN_ZIPF - 9)  # Zipf = log10 of the uses per billion words
-    return frozenset(w for w, f in get_frequency_dict("en", wordlist="large").items() if f >= floor)
-
-
 @dataclasses.dataclass(frozen=True)
 class Vocabulary:
     """The words a candidate may use besides its reference's: the corpus's word types and English words."""
@@ -95,14 +76,9 @@ class Vocabulary:
     source: str  # what the record, the manifest and the card say was used
 
     def __contains__(self, word: object) -> bool:
+        if glued_word(str(word)):  # "tothe", "inthe": two words that lost their space, whatever the corpus holds
+            return False
         return word in self.corpus or (word in self.english and not inflected_function_word(str(word)))
-
-
-def inflected_function_word(word: str) -> bool:
-    """A function word with an inflection ("tos", "buts", "fors", "ofing"): never English, whatever its frequency."""
-    return word not in FUNCTION_WORDS and any(
-        word.endswith(end) and word[: -len(end)] in FUNCTION_WORDS for end in INFLECTIONS
-    )
 
 
 def screen_vocabulary(corpus: Corpus | None) -> tuple[Vocabulary | None, str]:

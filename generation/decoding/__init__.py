@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ..decode_options import DecodeOptions, DecodeOptionsError
+from ..english import glued_forms, glued_to
 from ..words import words_of
 from .banned import build_negative_tables
 from .batching import BatchChoice, default_batch_size
@@ -108,11 +109,34 @@ def _contains(seq: list[str], sub: list[str]) -> bool:
     return any(seq[i : i + n] == sub for i in range(len(seq) - n + 1))
 
 
+def _contains_banned(seq: list[str], sub: list[str]) -> bool:
+    """``sub`` in ``seq`` word for word, its first word also glued after a function word and its last before
+    one ("tothe" holds "the": ``english.glued_to``, the one rule)."""
+    n = len(sub)
+    return any(
+        all(seq[i + j] == sub[j] or glued_to(seq[i + j], sub[j], before=j == 0, after=j == n - 1) for j in range(n))
+        for i in range(len(seq) - n + 1)
+    )
+
+
+def banned_phrases(c: dict) -> list[list[str]]:
+    """The negative phrases the search blocks: each as given, and with its first word glued after, and its last
+    glued before, a common function word (``english.glued_forms``: "tothe", "theof" for "the"), so that the
+    decoder does not write what :func:`violations` would then refuse."""
+    out = list(c["negative"])
+    for p in c["negative"]:
+        out += [[g, *p[1:]] for g in sorted(glued_forms(p[0], after=len(p) == 1))]
+        if len(p) > 1:
+            out += [[*p[:-1], g] for g in sorted(glued_forms(p[-1], before=False))]
+    return out
+
+
 def violations(text: str, c: dict) -> list[str]:
-    """Whole-word check of one output against normalised constraints (case-sensitive as given)."""
+    """Whole-word check of one output against normalised constraints (case-sensitive as given); a banned word
+    glued to a function word counts as the banned word."""
     words = words_of(text)
     bad = [f"missing {' '.join(p)!r}" for p in c["positive"] if not _contains(words, p)]
-    bad += [f"contains banned {' '.join(p)!r}" for p in c["negative"] if _contains(words, p)]
+    bad += [f"contains banned {' '.join(p)!r}" for p in c["negative"] if _contains_banned(words, p)]
     bad += [f"starts with {' '.join(p)!r}" for p in c["bos_avoid"] if words[: len(p)] == p]
     return bad
 
@@ -197,7 +221,7 @@ def decode(
         pos = build_positive_tables([pos_ids[i] for i in idx], loaded.device)
         neg = build_negative_tables(
             loaded.vocab,
-            [[(p, False) for p in norm[i]["negative"]] + [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
+            [[(p, False) for p in banned_phrases(norm[i])] + [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
             loaded.device,
         )
         rows = beam_search(loaded, input_ids, am, options=options, pos=pos, neg=neg, stats=stats)

@@ -1,0 +1,74 @@
+"""A ban cannot be escaped by gluing the banned word to a function word (issue 47: Gemma 3 270M, banned from
+"the", wrote "tothe" and "inthe"): the constraint check counts it as the banned word, the decoder does not
+write it, and the non-word screen flags it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from generation.decoding import decode, from_objects, normalise_constraints, violations
+from generation.prompts import PromptTemplate
+from generation.screening import Vocabulary, english_words
+from generation.words import words_of
+
+from .causal_models import tiny_causal, tiny_tokenizer
+
+RAW = PromptTemplate("raw", "{source}", chat=False, stop_at_newline=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "banned", "violated"),
+    [
+        ("we went tothe shop", "the", True),
+        ("inthe end it rained", "the", True),
+        ("ofthe people", "the", True),
+        ("a part theof it", "the", True),  # the banned word before a function word
+        ("thecat sat", "cat", True),
+        ("earthearth", "earth", True),  # glued to itself
+        ("therein lies the rub", "in", False),  # words of their own, not "in" glued
+        ("a bean and a mean dog", "an", False),
+        ("they bathe there", "the", False),
+        ("we went to the shop", "the", True),
+    ],
+)
+def test_a_banned_word_glued_to_a_function_word_is_the_banned_word(text, banned, violated):
+    assert bool(violations(text, normalise_constraints({"negative": [[banned]]}))) is violated
+
+
+def test_a_glued_phrase_is_banned_at_its_edges():
+    c = normalise_constraints({"negative": [["big", "dog"]]})
+    assert violations("thebig dog barked", c) and violations("a big dogis here", c)
+    assert not violations("a big hotdog", c)
+
+
+def test_the_decoder_does_not_write_a_glued_banned_word():
+    """A model that always wants " to", then the end, then "earth" (no space: "toearth"): banned from "earth",
+    the search finds other outputs itself; the final check has nothing to drop."""
+    tok = tiny_tokenizer()
+    model = tiny_causal("llama", tok)
+    head = torch.nn.Linear(model.config.hidden_size, len(tok), bias=True)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(-10.0)
+        head.bias[tok.convert_tokens_to_ids("Ġto")] = 6.0
+        head.bias[tok.convert_tokens_to_ids("earth")] = 4.8
+        head.bias[tok.eos_token_id] = 5.0
+        head.bias[tok.convert_tokens_to_ids("Ġdog")] = 1.0
+    model.lm_head = head
+    loaded = from_objects(model, tok, "cpu", prompt_template=RAW)
+    [free] = decode(loaded, ["we went"], beam=4, nbest=4, max_length=6)
+    assert any("toearth" in words_of(o["text"]) for o in free.outputs)  # what it writes unconstrained
+    [r] = decode(loaded, ["we went"], [{"negative": [["earth"]]}], beam=4, nbest=4, max_length=6)
+    assert r.outputs and not r.unsatisfiable
+    assert r.safety_net_dropped == 0
+    for o in r.outputs:
+        assert "earth" not in o["text"], o["text"]
+
+
+def test_the_non_word_screen_flags_glued_function_words():
+    vocabulary = Vocabulary(corpus=frozenset({"inthe", "shop"}), english=english_words(), source="test")
+    for glued in ("tothe", "inthe", "ofthe", "forthe", "onthe", "forthis"):
+        assert glued not in vocabulary, glued
+    for word in ("therein", "upon", "thereby", "shop", "the", "bathe"):
+        assert word in vocabulary, word
