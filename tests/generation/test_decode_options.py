@@ -33,7 +33,7 @@ GiB, MiB = 2**30, 2**20
     "values, message, option_message",
     [
         ({"beam": 2, "nbest": 3}, "nbest (3) cannot exceed beam (2)", "(need 1 <= --nbest <= --beam)"),
-        ({"beam": "x"}, "beam must be an integer, not 'x'", "--beam must be an integer"),
+        ({"beam": "x"}, "beam must be an integer written in digits 0-9, not 'x'", "--beam must be an integer"),
         ({"max_length": 1}, "max_length must be at least 2, not 1", "--max-length must be at least 2"),
         ({"batch_size": 0}, "batch_size must be at least 1, not 0", "--batch-size must be at least 1"),
         ({"length_penalty": float("nan")}, "length_penalty must be a finite number, not nan", "--length-penalty"),

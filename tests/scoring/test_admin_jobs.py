@@ -121,7 +121,7 @@ def test_the_whole_path_from_the_admin(boss, campaign):
 
 def test_bad_input_is_a_clear_error_and_starts_nothing(boss, campaign, monkeypatch):
     cases = [
-        (train_form(campaign, test_fraction="1.5"), "--test-fraction must be between 0 and 1"),
+        (train_form(campaign, test_fraction="1.5"), "less than or equal to 1"),
         (train_form(campaign, test_fraction="nan"), "Enter a number written in digits 0-9"),
         (train_form(campaign, campaign="999999"), "Select a valid choice"),
         (train_form(campaign, campaign="x"), "Select a valid choice"),

@@ -224,7 +224,7 @@ def test_refusals_lose_nothing(scored, tmp_path):
         export("res", "--out", str(a_file))
     with pytest.raises(CommandError, match="a part of that path is a file"):
         export("res", "--out", str(a_file / "r5"))
-    with pytest.raises(CommandError, match="run from 0 to 100"):
+    with pytest.raises(CommandError, match="--min-score must be between 0 and 100, not 200"):
         export("res", "--out", str(tmp_path / "r6"), "--min-score", "200")
     assert a_file.read_text() == "keep me\n" and not (tmp_path / "r6").exists()
     assert (tmp_path / "r" / "pairs.tsv.gz").read_bytes() == before and Release.objects.count() == 1

@@ -59,6 +59,8 @@ class Command(BaseCommand):
             release = release_export(asked, out_dir=out, upload=upload)
         except (FilterError, ReleaseError) as exc:
             raise CommandError(str(exc)) from None
+        except params.ParamsError as exc:  # a setting outside its declared range (jobs.params.check_bounds)
+            raise CommandError(exc.option_message) from None
         self._warn(release.manifest)
         self.stdout.write(json.dumps(self._summary(release, found.name, out), ensure_ascii=False))
 
