@@ -110,3 +110,11 @@ def test_web_form_takes_a_converted_gguf_under_the_model_roots_only(tiny, cache,
     model_folder(tiny)  # converted on the server, once
     assert confined_model(tiny.name) == str(tiny)
     assert confined_model(".") == str(tiny.parent)
+
+
+def test_train_rewriter_takes_a_gguf_base_model(tiny, cache):
+    from generation.rewriter.base_model import find_base_model
+
+    base = find_base_model(str(tiny))
+    assert base.given == str(tiny) and base.folder == cache / file_sha256(tiny)
+    assert base.causal and base.model_type == "llama"
