@@ -125,8 +125,8 @@ def converted_folder(path: Path, *, convert: bool = True) -> Path:
         return target
     if not convert:
         raise GGUFError(
-            f"GGUF file {str(path)!r} is not converted yet: run `manage.py paraphrase --model {path}` (or "
-            "`python -m generation.gguf_source FILE`) once on the server"
+            f"GGUF file {str(path)!r} is not converted yet: convert it once on the server "
+            f"(`python -m generation.gguf_source {path}`, or any manage.py command given it as its model)"
         )
     metadata = read_metadata(path)
     cache.mkdir(parents=True, exist_ok=True)
