@@ -341,7 +341,10 @@ def test_cli_without_wait_only_queues(corpus, tiny_marian_dir, capsys, django_ca
         (["tiny-gen", "--model", "{tmp}/missing", "--systems", "28"], "does not exist"),
         (["tiny-gen", "--model", "{tmp}", "--systems", "28"], "has no config.json"),
         (["tiny-gen", "--model", "{model}", "--systems", "17,99"], "unknown system 99"),
-        (["tiny-gen", "--model", "{model}", "--systems", "17,x"], "unknown system 'x': 'x' is not a number written in digits 0-9"),
+        (
+            ["tiny-gen", "--model", "{model}", "--systems", "17,x"],
+            "unknown system 'x': 'x' is not a number written in digits 0-9",
+        ),
         (["tiny-gen", "--model", "{model}", "--systems", "35"], "need a PPDB file"),
         (["tiny-gen", "--model", "{model}", "--systems", "28", "--beam", "2", "--nbest", "3"], "cannot exceed beam"),
         (["tiny-gen", "--model", "{model}", "--systems", "28", "--idf", "nope"], "no IDF table named"),
