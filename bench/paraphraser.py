@@ -6,8 +6,10 @@ references unconstrained and under the quick start's constraint systems, in one 
         [--outputs OUT.tsv] [--json OUT.json]
 
 References: demo-corpus lines from ``--offset`` of 8 to 25 words (the first ``--references`` of them: the
-quick start's own sentences, which no recipe trains on), plus, with ``--data``, ``--parabank`` ParaBank
-development references that ``bench/paraphraser_recipe.py`` holds out (``ref_id % 4 == 1``, 5 to 20 tokens).
+quick start's own sentences; with ``--exclude-pairs FILE`` those a training pair holds are skipped, since the
+demo corpus is STS-B sentences and STS-B pairs are in the paraphraser's recipe), plus, with ``--data``,
+``--parabank`` ParaBank development references that ``bench/paraphraser_recipe.py`` holds out
+(``ref_id % 4 == 1``, 5 to 20 tokens).
 Constraints: each ParaBank system of Tab. 3 on the demo corpus's IDF (spaCy's tokens, as ``build_idf``
 counts them); ``none`` is unconstrained. Default model: the shipped demo denoiser; a ``NAME=PATH`` is any
 ``--model`` value (a folder, an adapter folder, a hub id in the cache).
@@ -56,8 +58,18 @@ DEMO_MODEL = ROOT / "generation" / "demo" / "model"
 HELD_OUT_REMAINDER = 1  # as bench/paraphraser_recipe.py holds them out
 
 
-def demo_references(lines: list[str], offset: int, n: int) -> list[str]:
-    return [x for x in lines[offset:] if 8 <= len(x.split()) <= 25][:n]
+def demo_references(lines: list[str], offset: int, n: int, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The first ``n`` lines from ``offset`` of 8 to 25 words that no training pair holds (``seen``, lowercased:
+    the demo corpus is STS-B sentences, and STS-B pairs train the packaged paraphraser)."""
+    return [x for x in lines[offset:] if 8 <= len(x.split()) <= 25 and x.lower() not in seen][:n]
+
+
+def training_sentences(path: Path | None) -> frozenset[str]:
+    """Both sides of every ``sentence<TAB>paraphrase`` line of a training file, lowercased (none: no file)."""
+    if path is None:
+        return frozenset()
+    with open(path, encoding="utf-8") as fh:
+        return frozenset(side.strip().lower() for line in fh for side in line.rstrip("\n").split("\t")[:2])
 
 
 def parabank_references(folder: Path, n: int) -> list[str]:
@@ -113,13 +125,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--systems", default="none,15,22,28,29,34")
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--max-length", type=int, default=48)
+    ap.add_argument(
+        "--exclude-pairs", type=Path, default=None, help="a training pairs file: its sentences are not references"
+    )
     ap.add_argument("--passes", type=int, default=2, help="timed passes per system; the fastest is reported")
     ap.add_argument("--outputs", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
     lines = [x.strip() for x in args.corpus.read_text(encoding="utf-8").splitlines() if x.strip()]
-    refs = demo_references(lines, args.offset, args.references)
+    refs = demo_references(lines, args.offset, args.references, training_sentences(args.exclude_pairs))
     if args.data:
         refs += parabank_references(args.data / "parabank-eval", args.parabank)
     n_docs, df = count_document_frequencies(lines)
