@@ -49,3 +49,9 @@ def merged_adapter_model(folder: Path, base_folder: Path, dtype=None):
 
     base = AutoModelForCausalLM.from_pretrained(str(base_folder), local_files_only=True, dtype=dtype or torch.float32)
     return PeftModel.from_pretrained(base, str(folder), local_files_only=True).merge_and_unload()
+
+
+def tokenizer_folder(folder: Path, base_folder: Path) -> Path:
+    """Where an adapter folder's tokenizer is: its own (``train_rewriter`` saves one), else its base's (a shipped
+    adapter leaves out the base's 33 MB tokenizer, which it never changes); a whole checkpoint's is its own."""
+    return folder if (Path(folder) / "tokenizer_config.json").is_file() else base_folder

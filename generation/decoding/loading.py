@@ -10,7 +10,7 @@ import torch
 from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
 from ..model_source import ModelFolderError, ignore_sacremoses_warning, model_folder
 from ..prompts import PromptTemplate, PromptTemplateError, default_for, no_chat_template, recorded_template, resolve
-from .adapters import AdapterFolderError, adapter_base, is_adapter_folder, merged_adapter_model
+from .adapters import AdapterFolderError, adapter_base, is_adapter_folder, merged_adapter_model, tokenizer_folder
 from .vocab import VocabInfo, build_vocab_info
 
 
@@ -176,7 +176,7 @@ def load_model(
         kind = "seq2seq model" if seq2seq else "causal language model (decoder-only)"
         auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
         model = merged_adapter_model(p, weights) if adapter else auto.from_pretrained(str(p), local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_folder(p, weights)), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - one clear message for any unloadable folder
         raise ModelFolderError(f"cannot load a {kind} from {str(path)!r}: {type(exc).__name__}: {exc}") from None
     if not seq2seq and prompt_template is None:

@@ -6,6 +6,7 @@ as itself, and exports an adapter folder of its own (no copy of the base's weigh
 from __future__ import annotations
 
 import json
+import shutil
 from io import StringIO
 from pathlib import Path
 
@@ -89,6 +90,15 @@ def test_adapters_train_resume_and_export_a_few_weights_that_decode_as_the_merge
         logits_base = plain(**ids).logits
         logits_adapted = loaded.model(**ids).logits
     assert not torch.allclose(logits_base, logits_adapted)
+
+    # shipped without the base's tokenizer (the packaged paraphraser leaves it out), it reads the base's
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    for name in ("adapter_config.json", "adapter_model.safetensors", "paraforge_training.json"):
+        shutil.copy(out / name, shipped / name)
+    again = load_model(shipped, device="cpu")
+    with torch.no_grad():
+        assert torch.equal(again.model.generate(**ids, max_new_tokens=8, do_sample=False), a)
 
 
 def test_paraphrase_decodes_an_adapter_folder_on_top_of_its_base(tmp_path, llama_dir):
