@@ -121,8 +121,9 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
             status = 403
     can_submit = not preview and blocked is None
     # the sentences: to whoever may submit a published crowd HIT, or to the local owner; a preview (anyone,
-    # before accepting) shows a made-up example instead, so that no bot learns a HIT's items first
-    content = example_content() if preview else hit_content(facts) if public or own else None
+    # before accepting) shows a made-up example instead, so that no bot learns a HIT's items first; a blocked
+    # view (a wrong hitId, no or a malformed worker id, a disqualified worker) shows none
+    content = example_content() if preview else hit_content(facts) if can_submit and (public or own) else None
     context = {
         "content": content.html if content else "",
         "sentences": content.sentences if content else 0,

@@ -139,3 +139,18 @@ def test_remembered_sentences_belong_to_that_very_hit(client, hit):
     Hit.objects.filter(pk=hit.pk).update(created_at=hit.created_at + timedelta(seconds=1))
     html = open_page(client, hit, assignment="A3").content.decode()
     assert "an entirely new sentence" in html and item.candidate.text not in html
+
+
+def test_a_blocked_view_of_a_published_crowd_hit_shows_none_of_its_items(client, hit):
+    """Issue 46: a wrong hitId, a missing worker id or a malformed id gave a 400 page that still listed the
+    reference and every item, so a scraper read a published HIT's checks before any work was done."""
+    Hit.objects.filter(pk=hit.pk).update(external_hit_id="3HIT")
+    texts = [hit.reference.text] + [item.candidate.text for item in hit.items.all()]
+    for extra in ({"hitId": "3OTHER"}, {"worker": ""}, {"worker": "W1<script>"}):
+        response = open_page(client, hit, **extra)
+        html = response.content.decode()
+        assert response.status_code == 400, extra
+        assert not any(text in html for text in texts), extra
+    # the worker the platform sent still sees them
+    html = open_page(client, hit).content.decode()
+    assert all(text in html for text in texts)
