@@ -38,6 +38,26 @@ def progress_text(p: dict) -> str:
     return text
 
 
+def state_text(p: dict) -> str:
+    """What the job page says of the job in its own words, from its real state (``job_progress``): waiting only
+    while no worker has taken it, running with its progress (and stage) once one has, then how it ended. The
+    page's script (job-progress.js's ``stateText``) writes the same words as the job moves on."""
+    percent = round(100 * (p.get("fraction") or 0))
+    status = p.get("status")
+    if status == "pending":
+        return "Waiting for a worker… this page updates by itself."
+    if status == "running":
+        stage = f" ({p['stage']})" if p.get("stage") else ""
+        return f"Running: {percent}% done{stage}. This page updates by itself."
+    if status == "succeeded":
+        return "Finished."
+    if status == "failed":
+        return "The job failed."
+    if status == "cancelled":
+        return "The job was cancelled."
+    return f"{status}."
+
+
 def job_progress_page(model_admin, request, job_id: int, *, kind: str, title: str | None = None):
     """The admin page a job form leads to (the caller has checked the permissions): the job's live bar (it
     reloads itself when the job ends), then what the job made (``jobs.results``: the kind's outcome) or why it
@@ -48,6 +68,7 @@ def job_progress_page(model_admin, request, job_id: int, *, kind: str, title: st
         "opts": model_admin.model._meta,
         "job": job,
         "progress": progress_bar(job),
+        "state_text": state_text(job_progress(job)),
         "title": title or job.label.capitalize() or kind,
         "outcome_html": job_outcome_html(job, request.user),
         "media": model_admin.media,
