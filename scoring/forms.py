@@ -37,11 +37,30 @@ TrainSettingsFields = type(
 ScoreSettingsFields = type("ScoreSettingsFields", (forms.Form,), form_fields(ScoreResourceParams, only=("batch_size",)))
 
 
+def preselect_only_choices(form: forms.Form, names: tuple[str, ...]) -> None:
+    """An unbound form's model choice that has exactly one option and no initial value starts on that option
+    (issue 48: the score form left the only resource unselected, and the browser's "select an item" popup
+    was the first thing the researcher saw)."""
+    if form.is_bound:
+        return
+    for name in names:
+        field = form.fields[name]
+        if form.initial.get(name) not in (None, ""):
+            continue
+        only = list(field.queryset.values_list("pk", flat=True)[:2])
+        if len(only) == 1:
+            form.initial[name] = only[0]
+
+
 class TrainRegressorForm(TrainSettingsFields):
     campaign = forms.ModelChoiceField(
         queryset=Campaign.objects.order_by("name"), help_text="its counted judgments are the training data"
     )
     field_order = "campaign name test_fraction seed min_judgments target with_embeddings recipe encoder replace".split()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        preselect_only_choices(self, ("campaign",))
 
     def clean(self):
         data = super().clean()
@@ -86,6 +105,7 @@ class ScoreResourceForm(ScoreSettingsFields):
             if not self.fields[field].queryset.exists():
                 self.fields[field].help_text = missing
                 self.fields[field].error_messages["required"] = missing
+        preselect_only_choices(self, ("resource", "regressor"))
 
     def clean(self):
         data = super().clean()

@@ -91,7 +91,8 @@ def test_the_whole_path_from_the_admin(boss, campaign):
     # 2. score a resource with it (the regressor's link preselects it)
     resource = build_resource()
     form = boss.get(f"{SCORE}?regressor={regressor.pk}").content.decode()
-    assert f'<option value="{regressor.pk}" selected>' in form and f'<option value="{resource.pk}">' in form
+    assert f'<option value="{regressor.pk}" selected>' in form
+    assert f'<option value="{resource.pk}" selected>' in form  # the only resource: preselected (issue 48)
     response = boss.post(SCORE, {"resource": resource.pk, "regressor": regressor.pk, "batch_size": "4"})
     job = Job.objects.get(kind="score_resource")
     assert response.status_code == 302 and response["Location"] == f"{SCORE}{job.pk}/"
