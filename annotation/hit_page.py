@@ -24,7 +24,7 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
-from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit, HitItem, Judgment, Verification, Worker
+from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit, HitItem, HitView, Judgment, Verification, Worker
 from .tokens import item_key
 
 
@@ -35,6 +35,7 @@ class HitPageFacts:
     hit_id: int
     external_hit_id: str
     created_at: datetime
+    max_assignments: int
     expires_at: datetime | None
     batch_status: str
     provider: str
@@ -42,6 +43,8 @@ class HitPageFacts:
     assignment_hit_id: int | None
     assignment_worker_external_id: str | None
     assignment_worker_user_id: int | None
+    view_hit_id: int | None  # the HIT and worker id the page's assignmentId was first opened for (``HitView``)
+    view_worker_external_id: str | None
     worker_exists: bool  # a worker with the page's workerId exists on this provider
     worker_disqualified: bool
     worker_has_judged: bool  # ... and has judged one of this HIT's candidates (verified judgments only)
@@ -60,13 +63,14 @@ def _col(model, field: str) -> str:
 @lru_cache(maxsize=4)
 def _facts_sql(vendor: str) -> str:
     """The statement (built from the models' names, once per database vendor)."""
-    hit, batch, assignment, worker, judgment, item = (
-        _table(m) for m in (Hit, Batch, Assignment, Worker, Judgment, HitItem)
+    hit, batch, assignment, worker, judgment, item, view = (
+        _table(m) for m in (Hit, Batch, Assignment, Worker, Judgment, HitItem, HitView)
     )
-    h, b, a, aw, w = "h", "b", "a", "aw", "w"
+    h, b, a, aw, w, v = "h", "b", "a", "aw", "w", "v"
     submitted = ", ".join(f"'{status.value}'" for status in SUBMITTED_STATUSES)
     return (
         f"SELECT {h}.{_col(Hit, 'id')}, {h}.{_col(Hit, 'external_hit_id')}, {h}.{_col(Hit, 'created_at')}, "
+        f"{h}.{_col(Hit, 'max_assignments')}, "
         f"{h}.{_col(Hit, 'expires_at')}, {b}.{_col(Batch, 'status')}, {b}.{_col(Batch, 'provider')}, "
         f"{a}.{_col(Assignment, 'status')}, {a}.{_col(Assignment, 'hit')}, {aw}.{_col(Worker, 'external_id')}, "
         f"{aw}.{_col(Worker, 'user')}, {w}.{_col(Worker, 'id')}, {w}.{_col(Worker, 'disqualified')}, "
@@ -78,11 +82,13 @@ def _facts_sql(vendor: str) -> str:
         f"AND ja.{_col(Assignment, 'verification')} = '{Verification.VERIFIED.value}') END, "
         f"CASE WHEN EXISTS (SELECT 1 FROM {assignment} sa WHERE sa.{_col(Assignment, 'worker')} = "
         f"{w}.{_col(Worker, 'id')} AND sa.{_col(Assignment, 'status')} IN ({submitted})) THEN 1 ELSE 0 END, "
-        f"{b}.{_col(Batch, 'settings')} "
+        f"{b}.{_col(Batch, 'settings')}, {v}.{_col(HitView, 'hit')}, {v}.{_col(HitView, 'worker_external_id')} "
         f"FROM {hit} {h} JOIN {batch} {b} ON {b}.{_col(Batch, 'id')} = {h}.{_col(Hit, 'batch')} "
         f"LEFT JOIN {assignment} {a} ON {a}.{_col(Assignment, 'provider')} = {b}.{_col(Batch, 'provider')} "
         f"AND {a}.{_col(Assignment, 'external_assignment_id')} = %s "
         f"LEFT JOIN {worker} {aw} ON {aw}.{_col(Worker, 'id')} = {a}.{_col(Assignment, 'worker')} "
+        f"LEFT JOIN {view} {v} ON {v}.{_col(HitView, 'provider')} = {b}.{_col(Batch, 'provider')} "
+        f"AND {v}.{_col(HitView, 'external_assignment_id')} = %s "
         f"LEFT JOIN {worker} {w} ON {w}.{_col(Worker, 'provider')} = {b}.{_col(Batch, 'provider')} "
         f"AND {w}.{_col(Worker, 'external_id')} = %s "
         f"WHERE {h}.{_col(Hit, 'id')} = %s"
@@ -102,7 +108,7 @@ def _datetime(value, field) -> datetime | None:
 def hit_page_facts(*, hit_id: int, assignment_id: str, worker_id: str) -> HitPageFacts | None:
     """The page's facts for a HIT (None if there is no such HIT)."""
     with connection.cursor() as cursor:
-        cursor.execute(_facts_sql(connection.vendor), [assignment_id, worker_id, hit_id])
+        cursor.execute(_facts_sql(connection.vendor), [assignment_id, assignment_id, worker_id, hit_id])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -110,6 +116,7 @@ def hit_page_facts(*, hit_id: int, assignment_id: str, worker_id: str) -> HitPag
         pk,
         external_hit_id,
         created_at,
+        max_assignments,
         expires_at,
         batch_status,
         provider,
@@ -122,11 +129,14 @@ def hit_page_facts(*, hit_id: int, assignment_id: str, worker_id: str) -> HitPag
         judged,
         submitted_before,
         batch_settings,
+        v_hit,
+        v_worker,
     ) = row
     return HitPageFacts(
         hit_id=pk,
         external_hit_id=external_hit_id,
         created_at=_datetime(created_at, Hit._meta.get_field("created_at")),
+        max_assignments=max_assignments,
         expires_at=_datetime(expires_at, Hit._meta.get_field("expires_at")),
         batch_status=batch_status,
         provider=provider,
@@ -134,6 +144,8 @@ def hit_page_facts(*, hit_id: int, assignment_id: str, worker_id: str) -> HitPag
         assignment_hit_id=a_hit,
         assignment_worker_external_id=a_worker,
         assignment_worker_user_id=a_user,
+        view_hit_id=v_hit,
+        view_worker_external_id=v_worker,
         worker_exists=w_pk is not None,
         worker_disqualified=bool(w_disqualified),
         worker_has_judged=bool(judged),

@@ -285,6 +285,36 @@ class Hit(models.Model):
         return f"HIT {self.external_hit_id or self.pk}"
 
 
+class HitView(models.Model):
+    """Who opened a published crowd HIT's page as an accepted assignment, and how often (issue 46).
+
+    A crowd page learns its worker and assignment ids from its URL, which anyone can write; the platform
+    confirms them only after a submission. So the page binds an assignment id to the first (HIT, worker id)
+    that opens it -- another worker id or HIT under the same assignment id sees nothing -- and counts the
+    views, so that a researcher can see a scrape (``annotation.page_access`` holds the rules)."""
+
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="views")
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    external_assignment_id = models.CharField(max_length=200)
+    worker_external_id = models.CharField(max_length=200)
+    address = models.CharField(max_length=64, blank=True, help_text="the client address of the first view")
+    views = models.PositiveIntegerField(default=1)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-first_seen"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "external_assignment_id"], name="one_view_binding_per_assignment"
+            )
+        ]
+        indexes = [models.Index(fields=["address", "first_seen"], name="hitview_address_seen")]
+
+    def __str__(self) -> str:
+        return f"{self.external_assignment_id} by {self.worker_external_id} on HIT {self.hit_id}"
+
+
 class HitItem(models.Model):
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="items")
     candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="hit_items")

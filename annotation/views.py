@@ -20,6 +20,7 @@ from limits.counters import over_limit
 from .hit_guide import worker_guide
 from .hit_page import HitPageFacts, example_content, hit_content, hit_page_facts
 from .models import ASSIGNMENT_ID, SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
+from .page_access import crowd_access
 from .providers.local import WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment, local_worker
 from .providers.prolific import completion_url, session_id
 from .providers.prolific.sessions import SessionError, session_next
@@ -119,11 +120,24 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
         blocked = _blocked_reason(facts)
         if facts.worker_disqualified:
             status = 403
+    retry_after = None
+    example = preview
+    if not preview and blocked is None and public:
+        access = crowd_access(
+            facts=facts,
+            assignment_id=assignment_id,
+            worker_id=worker_id,
+            address=client_ip(request),
+            now=timezone.now(),
+        )
+        if not access.allowed:
+            blocked, status, example, retry_after = access.reason, access.status, access.example, access.retry_after
     can_submit = not preview and blocked is None
-    # the sentences: to whoever may submit a published crowd HIT, or to the local owner; a preview (anyone,
-    # before accepting) shows a made-up example instead, so that no bot learns a HIT's items first; a blocked
-    # view (a wrong hitId, no or a malformed worker id, a disqualified worker) shows none
-    content = example_content() if preview else hit_content(facts) if can_submit and (public or own) else None
+    # the sentences: to the assignment ``page_access`` admits on a published crowd HIT, or to the local owner;
+    # a preview (anyone, before accepting) or an assignment past the caps shows a made-up example instead, so
+    # that no bot learns a HIT's items first; any other blocked view (a wrong hitId, no or a malformed worker
+    # id, a disqualified worker, an assignment bound to another worker) shows none
+    content = example_content() if example else hit_content(facts) if can_submit and (public or own) else None
     context = {
         "content": content.html if content else "",
         "sentences": content.sentences if content else 0,
@@ -147,6 +161,8 @@ def hit_page(request: HttpRequest, hit_id: int) -> HttpResponse:
     response = render(request, "annotation/hit.html", context, status=status)
     response["Content-Security-Policy"] = FRAME_ANCESTORS
     response["Cache-Control"] = "no-store"
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
     return response
 
 

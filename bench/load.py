@@ -296,6 +296,10 @@ def server_env(tmp: Path, db_url: str) -> dict[str, str]:
         # every simulated worker comes from 127.0.0.1: the per-address limit would only measure itself
         # (both limits are still counted, in the database, on every submission)
         ANNOTATION_SUBMISSION_IP_RATE="1000000/min",
+        # ... and so would the caps on new assignment ids a HIT page admits (per address, per HIT); every
+        # view is still counted against them and recorded, as in production
+        ANNOTATION_HIT_VIEW_ADDRESS_RATE="1000000/h",
+        ANNOTATION_HIT_VIEW_SPARE="1000000",
     )
     return env
 

@@ -1,8 +1,8 @@
-"""The evaluation data as recorded, read only: references, candidates, HITs, assignments and judgments."""
+"""The evaluation data as recorded, read only: references, candidates, HITs, page views, assignments and judgments."""
 
 from django.contrib import admin
 
-from ..models import Assignment, Candidate, CandidateSystem, Hit, HitItem, Judgment, Reference
+from ..models import Assignment, Candidate, CandidateSystem, Hit, HitItem, HitView, Judgment, Reference
 from .base import ReadOnlyAdmin, ReadOnlyInline
 
 
@@ -35,6 +35,17 @@ class HitAdmin(ReadOnlyAdmin):
     list_display = ("id", "batch", "reference", "external_hit_id", "expires_at", "max_assignments")
     search_fields = ("external_hit_id",)
     inlines = [HitItemInline]
+
+
+@admin.register(HitView)
+class HitViewAdmin(ReadOnlyAdmin):
+    """Who opened which crowd HIT under which assignment id, from where, how often (``annotation.page_access``):
+    a scrape shows as many assignment ids from one address, each seen once."""
+
+    list_display = ("external_assignment_id", "worker_external_id", "hit", "provider", "address", "views", "first_seen")
+    list_filter = ("provider", "hit__batch")
+    search_fields = ("external_assignment_id", "worker_external_id", "address")
+    list_select_related = ("hit",)
 
 
 class JudgmentInline(ReadOnlyInline):

@@ -732,3 +732,25 @@ def test_a_flood_from_many_addresses_is_bounded_per_study_and_real_participants_
     time.sleep(2.1)  # the study's window ends
     real = start(client, batch, ALICE, "REAL-SPREAD", REMOTE_ADDR="203.0.113.20")
     assert real.status_code == 302 and "/hits/" in real["Location"]
+
+
+def test_a_prolific_hits_items_show_only_behind_the_assignment_its_start_url_issued(stub, provider, client):
+    """Issue 46: made-up ids on a published Prolific HIT read the reference and every item."""
+    batch = prolific_batch(hits_per_session=2)
+    provider.publish(batch=batch)
+    issued = start(client, batch, ALICE, "SESSION1", batch.provider_state["studies"]["0"])
+    query = parse_qs(urlsplit(issued["Location"]).query)
+    assignment = Assignment.objects.get(external_assignment_id=query["assignmentId"][0])
+    texts = [assignment.hit.reference.text] + [item.candidate.text for item in assignment.hit.items.all()]
+    made_up = (
+        {"assignmentId": f"SESSION9:{assignment.hit_id}:0badc0de", "workerId": BOB},  # nothing issued it
+        {"assignmentId": f"SESSION9:{assignment.hit_id}:0badc0de", "workerId": ALICE},
+        {"assignmentId": assignment.external_assignment_id, "workerId": BOB},  # issued, to someone else
+    )
+    for ids in made_up:
+        page = client.get(f"/hits/{assignment.hit_id}/", {**ids, "hitId": str(assignment.hit_id)})
+        body = page.content.decode()
+        assert page.status_code == 403 and "not opened from your Prolific study" in body, ids
+        assert not any(text in body for text in texts), ids
+    page = client.get(issued["Location"])
+    assert page.status_code == 200 and all(text in page.content.decode() for text in texts)
