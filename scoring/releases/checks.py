@@ -9,7 +9,6 @@ worker ask the same questions, and each rule has its one place here (``release_v
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -57,11 +56,18 @@ def next_version(resource: Resource) -> str:
     return f"v{max(numbers, default=0) + 1}"
 
 
-def default_release_dir(resource: Resource, version: str) -> Path:
-    """Where ``export_release`` writes when no ``--out`` is given: ``<var>/releases/<resource>/<version>``, one
-    folder per version, so a second export (the next version) never meets the first one's files."""
+def release_key(resource: Resource, version: str) -> str:
+    """Where every export of ``resource``'s ``version`` lands in the configured storage, the admin's and the API's
+    jobs and ``export_release`` without ``--out`` alike: ``releases/<resource name>/<version>`` (the resource's
+    id where its name is not a plain folder name), one folder per version, so the next version never meets the
+    last one's files. With the default storage: ``var/storage/releases/demo-sample/v1/``."""
     name = resource.name if re.fullmatch(r"[\w][\w.-]*", resource.name) else str(resource.pk)
-    return Path(settings.VAR_DIR) / "releases" / name / version
+    return f"releases/{name}/{version}"
+
+
+def release_storage_url(resource: Resource, version: str) -> str:
+    """``release_key``'s folder in the configured storage (``PARAFORGE_STORAGE_URL``), as a storage URL."""
+    return f"{settings.PARAFORGE_STORAGE_URL.rstrip('/')}/{release_key(resource, version)}"
 
 
 def format_check(fmt: Any) -> str:

@@ -3,8 +3,8 @@
 One chunk. Params: ``ReleaseExportParams`` (``scoring.releases.params``, which says what each key holds and how a
 job stored before a setting existed is read). The NLI model folder of ``entailment=`` is one the workers can
 read, under ``PARAFORGE_MODEL_ROOTS``: checked when the job starts, loaded only in the worker. The files are
-written to a temporary folder and copied to the configured storage under ``releases/<resource id>/<version>/``
-(the Release's location).
+written to a temporary folder and copied to the configured storage under ``releases/<resource>/<version>/``
+(``checks.release_key``, where ``export_release`` without ``--out`` writes too; the Release's location).
 
 One export per version: a job is refused when it starts if the version exists or another export of it is
 queued or running (checked with the resource's row locked, so of two starts at once the second sees the
@@ -18,8 +18,6 @@ import dataclasses
 import tempfile
 from typing import Any
 
-from django.conf import settings
-
 from generation.models import Resource
 from jobs.execution import job_start
 from jobs.models import Job, JobChunk, JobStatus
@@ -31,6 +29,7 @@ from scoring.releases.checks import (
     card_license,
     next_version,
     release_license_check,
+    release_storage_url,
     release_version_check,
     release_version_free,
     scoring_for,
@@ -39,10 +38,6 @@ from scoring.releases.export import release_export
 from scoring.releases.params import ReleaseExportParams
 
 KIND = "export_release"
-
-
-def release_storage_url(resource: Resource, version: str) -> str:
-    return f"{settings.PARAFORGE_STORAGE_URL.rstrip('/')}/releases/{resource.pk}/{version}"
 
 
 def job_params(job: Job) -> ReleaseExportParams:
@@ -94,16 +89,25 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict:
         )
     if existing is None:
         progress(0, 1)
-        with tempfile.TemporaryDirectory(prefix="release-") as tmp:
-            existing = release_export(
-                params, out_dir=tmp, upload=release_storage_url(resource, version), job=job, confined=True
-            )
+        existing = release_export_to_storage(params, resource, version, job=job, confined=True)
     return {
         "release": existing.pk,
         "version": existing.version,
         "location": existing.location,
         "counts": existing.manifest.get("counts", {}),
     }
+
+
+def release_export_to_storage(
+    params: ReleaseExportParams, resource: Resource, version: str, *, job: Job | None = None, confined: bool = False
+) -> Release:
+    """Export ``version`` of ``resource`` into the configured storage at ``release_storage_url`` (written in a
+    temporary folder, then copied there): the export job's and ``export_release``'s without ``--out``."""
+    params = dataclasses.replace(params, version=version)
+    with tempfile.TemporaryDirectory(prefix="release-") as tmp:
+        return release_export(
+            params, out_dir=tmp, upload=release_storage_url(resource, version), job=job, confined=confined
+        )
 
 
 def _finish(job: Job, chunks: list[JobChunk]) -> dict:

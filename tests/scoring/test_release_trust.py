@@ -172,14 +172,12 @@ def test_release_files_are_readable_by_others_whatever_the_umask(scored, tmp_pat
         assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error
     finally:
         os.umask(old)
-    for folder in (tmp_path / "out", storage_dir / "releases" / str(scored.resource.pk) / "v9"):
+    for folder in (tmp_path / "out", storage_dir / "releases" / scored.resource.name / "v9"):
         assert _mode(folder) == 0o755, folder
         names = sorted(p.name for p in folder.iterdir())
         assert names == ["README.md", "judgments.tsv.gz", "manifest.json", "pairs.tsv.gz"]
         assert {_mode(folder / n) for n in names} == {0o644}, folder
-    assert (
-        _mode(storage_dir / "releases") == 0o755 and _mode(storage_dir / "releases" / str(scored.resource.pk)) == 0o755
-    )
+    assert _mode(storage_dir / "releases") == 0o755 and _mode(storage_dir / "releases" / scored.resource.name) == 0o755
 
 
 # --- licence -------------------------------------------------------------------------------------------------

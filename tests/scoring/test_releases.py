@@ -333,7 +333,7 @@ def test_admin_pages_and_the_export_release_form(client, scored, tmp_path):
     job = Job.objects.get(kind="export_release")
     assert job_run_inline(job_id=job.pk).status == JobStatus.SUCCEEDED, job.error
     release = Release.objects.get()
-    assert release.location.endswith(f"/releases/{scored.resource.pk}/v1")
+    assert release.location.endswith(f"/releases/{scored.resource.name}/v1")
     assert release.manifest["filters"]["min_score"] == 50 and release.manifest["pairs_format"] == "jsonl"
     page = client.get(f"/admin/scoring/release/{release.pk}/change/").content.decode()
     assert f"/api/releases/{release.pk}/files/pairs.jsonl.gz" in page

@@ -2,20 +2,21 @@
 [--layout paraforge|parabank2] [--filters ...] [--keep-copies] [--keep-non-words] [--entailment-model DIR]
 [--regressor NAME] [--version V] [--upload s3://bucket/prefix]``"""
 
-import dataclasses
 import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from infra.storage import storage_from_url
 from jobs import params
 from scoring.management.commands.score_resource import find_resource
 from scoring.models import Release
 from scoring.regressor.held_out import held_out_rho
 from scoring.releases.card import NO_LICENSE
-from scoring.releases.checks import ReleaseError, card_license, default_release_dir, next_version
+from scoring.releases.checks import ReleaseError, card_license, next_version, release_storage_url
 from scoring.releases.export import release_export
 from scoring.releases.filters import FilterError
+from scoring.releases.job import release_export_to_storage
 from scoring.releases.params import ReleaseExportParams
 
 
@@ -40,23 +41,32 @@ class Command(BaseCommand):
         parser.add_argument(
             "--out",
             default=None,
-            help="folder to write the release into (must not hold one; default var/releases/RESOURCE/VERSION)",
+            help="folder to write the release into (must not hold one); default: where the admin's exports go, the "
+            "configured storage's releases/RESOURCE/VERSION (var/storage/releases/RESOURCE/VERSION by default)",
         )
-        parser.add_argument("--upload", default=None, help="also copy the files to s3://bucket/prefix")
+        parser.add_argument("--upload", default=None, help="with --out: also copy the files to s3://bucket/prefix")
         params.add_arguments(parser, ReleaseExportParams)  # what to release: --version, --format, --layout ...
 
     def handle(self, *args, resource: str, out: str | None, upload: str | None, **options) -> None:
         found = find_resource(resource)
         if upload and not upload.startswith("s3://"):
             raise CommandError(f"--upload {upload!r}: expected s3://bucket/prefix")
+        if upload and out is None:
+            raise CommandError(
+                "--upload copies a release written with --out DIR; without --out the release goes into the "
+                "configured storage (PARAFORGE_STORAGE_URL, which may itself be s3://bucket/prefix)"
+            )
         try:
             # the version's rule and the licence are checked before the filters load an NLI model
             asked = params.from_values(ReleaseExportParams, options, resource=found.pk)
             card_license(asked.format, asked.license)
-            if out is None:  # the version decides the folder, so it is fixed here
-                asked = dataclasses.replace(asked, version=asked.version or next_version(found))
-                out = str(default_release_dir(found, asked.version))
-            release = release_export(asked, out_dir=out, upload=upload)
+            if out is None:  # where the admin's exports go (the version decides the folder, so it is fixed here)
+                version = asked.version or next_version(found)
+                release = release_export_to_storage(asked, found, version)
+                where = storage_from_url(release_storage_url(found, version))
+                out = str(where.root) if hasattr(where, "root") else where.url
+            else:
+                release = release_export(asked, out_dir=out, upload=upload)
         except (FilterError, ReleaseError) as exc:
             raise CommandError(str(exc)) from None
         except params.ParamsError as exc:  # a setting outside its declared range (jobs.params.check_bounds)
