@@ -128,35 +128,64 @@ def license_text(spdx: str) -> str:
 
 
 def _loading(fmt: str, files: dict[str, str], layout: str = PARAFORGE) -> list[str]:
+    """How to read the files, run from this folder with what Paraforge installs (pyarrow, Python's csv, gzip and
+    json), then the optional readers (``datasets``, ``pandas``: not installed with Paraforge) and how to get
+    them. Issue 48: the card said the release loads with ``datasets.load_dataset`` and showed pandas, neither of
+    which a quick start has."""
     pairs, judgments = files["pairs"], files["judgments"]
+    read_judgments = [
+        f'with gzip.open("{judgments}", "rt", encoding="utf-8", newline="") as fh:',
+        '    judgments = list(csv.DictReader(fh, delimiter="\\t", quoting=csv.QUOTE_NONE))',
+    ]
     if layout == PARABANK2:  # no header, and lines of different lengths: read it as rows of cells
         code = [
-            "import csv, gzip, pandas",
-            f'with gzip.open("{pairs}", "rt", encoding="utf-8") as fh:',
+            "import csv, gzip",
+            f'with gzip.open("{pairs}", "rt", encoding="utf-8", newline="") as fh:',
             '    lines = list(csv.reader(fh, delimiter="\\t", quoting=csv.QUOTE_NONE))',
             "# each line: score, reference, paraphrase 1 (the best), paraphrase 2, ... (at most 5)",
-            f'judgments = pandas.read_csv("{judgments}", sep="\\t", quoting=csv.QUOTE_NONE, keep_default_na=False)',
+            *read_judgments,
         ]
-        return ["```python", *code, "```"]
-    if fmt == "parquet":
+        optional = f'pandas.read_csv("{judgments}", sep="\\t", quoting=csv.QUOTE_NONE, keep_default_na=False)'
+    elif fmt == "parquet":
         code = [
-            "from datasets import load_dataset",
-            'pairs = load_dataset("path/to/this/folder", "pairs", split="train")',
-            'judgments = load_dataset("path/to/this/folder", "judgments", split="train")',
-            f'# or: load_dataset("parquet", data_files="{pairs}"); pandas.read_parquet("{pairs}")',
+            "import pyarrow.parquet as pq",
+            f'pairs = pq.read_table("{pairs}").to_pylist()  # a dict per pair',
+            f'judgments = pq.read_table("{judgments}").to_pylist()',
         ]
-    else:
-        read_pairs = (
-            f'pandas.read_json("{pairs}", lines=True)  # one object per reference'
-            if fmt == "jsonl"
-            else f'pandas.read_csv("{pairs}", sep="\\t", quoting=csv.QUOTE_NONE, keep_default_na=False)'
+        optional = (
+            'datasets.load_dataset("path/to/this/folder", "pairs", split="train") (the `judgments` configuration '
+            f'likewise), or pandas.read_parquet("{pairs}")'
         )
-        code = [
-            "import csv, pandas",
-            f"pairs = {read_pairs}",
-            f'judgments = pandas.read_csv("{judgments}", sep="\\t", quoting=csv.QUOTE_NONE, keep_default_na=False)',
-        ]
-    return ["```python", *code, "```"]
+    else:
+        if fmt == "jsonl":
+            read_pairs = [
+                "import csv, gzip, json",
+                f'with gzip.open("{pairs}", "rt", encoding="utf-8") as fh:',
+                "    pairs = [json.loads(line) for line in fh]  # one object per reference",
+            ]
+            optional = f'pandas.read_json("{pairs}", lines=True)'
+        else:
+            read_pairs = [
+                "import csv, gzip",
+                f'with gzip.open("{pairs}", "rt", encoding="utf-8", newline="") as fh:',
+                '    pairs = list(csv.DictReader(fh, delimiter="\\t", quoting=csv.QUOTE_NONE))  # a dict per pair',
+            ]
+            optional = f'pandas.read_csv("{pairs}", sep="\\t", quoting=csv.QUOTE_NONE, keep_default_na=False)'
+        code = [*read_pairs, *read_judgments]
+    reader = (
+        "pyarrow (installed with Paraforge)"
+        if fmt == "parquet" and layout != PARABANK2
+        else "Python's standard library"
+    )
+    return [
+        f"Read it with {reader}, from this folder:",
+        "",
+        "```python",
+        *code,
+        "```",
+        "",
+        f"Optional, with packages that do not come with Paraforge (`pip install datasets pandas`): `{optional}`.",
+    ]
 
 
 def _layout(layout: str) -> list[str]:
