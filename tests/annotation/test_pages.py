@@ -122,9 +122,9 @@ def test_a_draft_or_expired_hit_offers_no_submit(client, hit):
 def test_a_page_view_costs_two_queries_once_the_hits_sentences_are_rendered(client, hit, django_assert_num_queries):
     """The load budget (bench/load.py: 200 views/s on two cores) rests on this: one statement reads the
     page's facts, one counts the view; a new assignment's first view also counts it against the caps and
-    binds it (issue 46)."""
+    binds it: four in all (issue 46)."""
     open_page(client, hit, assignment="A0", worker="W0")  # renders and remembers the sentences
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(4):
         open_page(client, hit, assignment="A9", worker="W9")
     with django_assert_num_queries(2):
         response = open_page(client, hit, assignment="A9", worker="W9")
