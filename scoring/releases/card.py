@@ -453,6 +453,42 @@ def _provenance(manifest: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _whose_judgments(manifest: dict[str, Any]) -> list[str]:
+    """Which judgments the release ships, in plain words (issue 48: a diverse release's card was easy to read
+    as if people had judged its pairs): ``score`` is the regressor's, never a person's; each campaign of the
+    judgments file with its number of human judgments, whether they are of this resource's own pairs or of
+    another resource's, and whether the regressor learned from them."""
+    counts = manifest["counts"]
+    lines = [
+        "## Whose judgments",
+        "",
+        "`score` and `raw_score` in the pairs are the similarity regressor's predictions for every pair: no person "
+        "gave them. The judgments file holds human judgments (people's slider scores: crowd workers or local "
+        f"annotators), {counts.get('judgments', 0):,} in all" + (":" if manifest.get("judgment_sources") else "."),
+        "",
+    ]
+    sources = manifest.get("judgment_sources")
+    if sources is None:  # a manifest written before the sources were kept
+        return lines
+    for s in sources:
+        if s["pairs_judged"] == "this resource":
+            what = "of a sample of this resource's own pairs"
+        else:
+            other = f" {_code(s['resource'])}" if s.get("resource") else ""
+            what = f"of pairs of another resource{other}, none of them a pair of this release"
+        trained = "; the regressor was trained on them" if s.get("trained_the_regressor") else ""
+        lines.append(f"- {s['judgments']:,} of campaign {_code(s['campaign'])}: {what}{trained}.")
+    if not any(s["pairs_judged"] == "this resource" for s in sources):
+        lines.append(
+            "- No person judged this resource's own pairs: how well `score` holds for them is the held-out "
+            "figure below, measured on the regressor's training campaign, not on this resource."
+        )
+    if not sources:
+        lines.append("- None: no campaign judged this resource, and the regressor names no training campaign.")
+    lines.append("")
+    return lines
+
+
 def dataset_card(manifest: dict[str, Any], columns: list[tuple[str, list[tuple[str, str, str]]]]) -> str:
     """The release's ``README.md``: the hub's YAML header (licence, task, size, language, name; for parquet the
     configurations and their files) and, for a person, what the release is, its licence, files and columns, how
@@ -496,12 +532,13 @@ def dataset_card(manifest: dict[str, Any], columns: list[tuple[str, list[tuple[s
             if (manifest.get("generation") or {}).get("diverse")
             else "with lexically constrained decoding the way ParaBank (Hu et al., 2019) was built"
         )
-        + ", each pair scored by a similarity regressor trained on human judgments (0-100), together with those "
-        "judgments. Release "
+        + ", each pair scored (0-100) by a similarity regressor trained on human judgments, with the human "
+        "judgments said under *Whose judgments* below. Release "
         f"{_code(manifest['version'])}, format `{fmt}`, layout `{layout}`; `manifest.json` beside this card holds "
         "every fact below and the SHA-256 of each file.",
         *_layout(layout),
         "",
+        *_whose_judgments(manifest),
         "## Licence",
         "",
         license_text(manifest["license"]),

@@ -30,7 +30,7 @@ from scoring.releases.columns import (
     pairs_file_name,
 )
 from scoring.releases.filters import COPY_RULE, NEAR_COPY_RULE, ReleaseFilters
-from scoring.releases.rows import COUNT_KEYS, pair_screen, release_campaigns
+from scoring.releases.rows import BY_CAMPAIGN, COUNT_KEYS, judgment_sources, pair_screen, release_campaigns
 from scoring.releases.writers import gzip_lines, hashed, write_judgments, write_pairs, write_parquet
 
 
@@ -152,6 +152,7 @@ def write_release_files(
         with gzip_lines(out, JUDGMENTS_FILE, files[JUDGMENTS_FILE]) as write:
             write_judgments(write, campaigns, counts)
     regressor = scored.regressor
+    by_campaign = counts.pop(BY_CAMPAIGN, {})
     manifest = without_local_paths(
         {
             "format": RELEASE_FORMAT,
@@ -167,6 +168,7 @@ def write_release_files(
             "near_copy_rule": NEAR_COPY_RULE,
             "screen": screen.as_dict(),
             "campaigns": [c.name for c in campaigns],
+            "judgment_sources": judgment_sources(scored, campaigns, by_campaign),
             "provenance": release_provenance(scored),
             "regressor": {
                 "name": regressor.name,

@@ -28,6 +28,7 @@ from typing import Any
 from django.db.models import Max
 
 from annotation.models import LENGTH_BUCKETS, Campaign, CandidateSystem, Judgment, Reference
+from generation.models import Resource
 from generation.screening import NON_WORD, NON_WORD_RULE, Vocabulary, screen_verdicts, screen_vocabulary
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
@@ -190,10 +191,38 @@ def kept_records(
             yield record, kept
 
 
+# where ``judgment_rows`` counts each campaign's judgments in ``counts`` (``release_write`` takes it out again)
+BY_CAMPAIGN = "_judgments_by_campaign"
+
+
+def judgment_sources(scored: ScoredResource, campaigns: list[Campaign], by_campaign: dict[str, int]) -> list[dict]:
+    """Whose judgments the release ships, per campaign: how many, whether they judged this resource's own pairs
+    (a campaign of its generation job) or another resource's (then which), and whether the regressor was
+    trained on them. The card says it in words (issue 48: a diverse release's card read as if its own pairs
+    had been judged, when it shipped only the regressor's training campaign, of another resource)."""
+    sources = []
+    for campaign in campaigns:
+        own = campaign.job_id is not None and campaign.job_id == scored.resource.job_id
+        judged = None if own else Resource.objects.filter(job_id=campaign.job_id).values_list("name", flat=True).first()
+        sources.append(
+            {
+                "campaign": campaign.name,
+                "judgments": by_campaign.get(campaign.name, 0),
+                "pairs_judged": "this resource" if own else "another resource",
+                "resource": scored.resource.name if own else judged,
+                "trained_the_regressor": campaign.pk == scored.regressor.campaign_id,
+            }
+        )
+    return sources
+
+
 def judgment_rows(campaigns: list[Campaign], counts: dict[str, int]) -> Iterator[tuple]:
     """The release's judgments in ``JUDGMENT_COLUMNS`` order, ``systems`` as a list (database cursor): every
-    verified judgment of ``campaigns``, workers anonymised as 1, 2, ... per campaign in order of appearance."""
+    verified judgment of ``campaigns``, workers anonymised as 1, 2, ... per campaign in order of appearance
+    (each campaign's number in ``counts[BY_CAMPAIGN]``)."""
+    by_campaign = counts.setdefault(BY_CAMPAIGN, {})
     for campaign in campaigns:
+        by_campaign.setdefault(campaign.name, 0)
         counted = counted_workers(campaign)
         systems: dict[int, list[str]] = {}
         for cid, system in (
@@ -223,4 +252,5 @@ def judgment_rows(campaigns: list[Campaign], counts: dict[str, int]) -> Iterator
             anon = anonymous.setdefault(worker, len(anonymous) + 1)
             sys_ids = sorted(systems.get(cid, []), key=system_sort_key)
             counts["judgments"] += 1
+            by_campaign[campaign.name] += 1
             yield (campaign.name, anon, worker in counted, ref_id, bucket, ref_text, sys_ids, text, nll, score, fluency)
