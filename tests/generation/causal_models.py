@@ -3,9 +3,35 @@ network): Llama-, Qwen2- and GPT-2-shaped."""
 
 from __future__ import annotations
 
+import json
+from io import StringIO
 from pathlib import Path
 
+from django.core.management import call_command
+
 from .conftest import corpus
+
+# paraphrase pairs the rewriter tests train on (train_rewriter --pairs)
+PAIRS = [
+    ("the cat sat on the mat", "a cat was on a mat"),
+    ("we walk in the sun", "they walked in the sun"),
+    ("how often do earthquakes occur", "how often is it that earthquakes occur"),
+    ("the big dog ran home", "a big dog runs home"),
+]
+
+
+def write_pairs(path: Path, pairs=PAIRS, copies: int = 2) -> Path:
+    """A ``--pairs`` TSV of ``pairs`` repeated ``copies`` times."""
+    path.write_text("".join(f"{a}\t{b}\n" for a, b in pairs * copies), encoding="utf-8")
+    return path
+
+
+def train_rewriter_cli(*args) -> dict:
+    """``manage.py train_rewriter ARGS``; its last stdout line, the JSON summary."""
+    stdout = StringIO()
+    call_command("train_rewriter", *args, stdout=stdout, stderr=StringIO())
+    return json.loads(stdout.getvalue().strip().splitlines()[-1])
+
 
 # a ChatML-style template (Qwen's layout): what paraphrase-chat wraps the instruction in
 CHAT_TEMPLATE = (

@@ -19,24 +19,13 @@ from generation.decoding.causal import prompt_batch
 from generation.prompts import builtin, resolve
 from generation.rewriter.causal import IGNORE, causal_loss, collate, encode_pairs, end_token_id, labelled
 
-from .causal_models import save_chat_model, tiny_causal, tiny_tokenizer
+from .causal_models import PAIRS, save_chat_model, tiny_causal, tiny_tokenizer, train_rewriter_cli, write_pairs
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 # a handful of pairs in the tiny tokenizer's words (tests/generation/conftest.py: corpus)
-PAIRS = [
-    ("the cat sat on the mat", "a cat was on a mat"),
-    ("we walk in the sun", "they walked in the sun"),
-    ("how often do earthquakes occur", "how often is it that earthquakes occur"),
-    ("the big dog ran home", "a big dog runs home"),
-]
 TEMPLATE_TEXT = "In: {source}\nOut:"
 FAST = {"batch_size": 4, "warmup": 2, "threads": 1, "valid_size": 0, "seed": 3}
-
-
-def _write_pairs(path: Path, pairs=PAIRS, copies: int = 2) -> Path:
-    path.write_text("".join(f"{a}\t{b}\n" for a, b in pairs * copies), encoding="utf-8")
-    return path
 
 
 def _save_base(folder: Path, kind: str, chat: bool = True) -> Path:
@@ -58,12 +47,6 @@ def llama_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def gpt2_dir(tmp_path_factory):
     return _save_base(tmp_path_factory.mktemp("base_gpt2") / "m", "gpt2", chat=False)
-
-
-def _cli(*args) -> dict:
-    stdout = StringIO()
-    call_command("train_rewriter", *args, stdout=stdout, stderr=StringIO())
-    return json.loads(stdout.getvalue().strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------------------------------ the examples
@@ -120,7 +103,7 @@ def test_the_loss_counts_the_continuation_only_and_padding_changes_nothing():
 
 
 def test_fine_tuning_a_llama_shape_loss_falls_resumes_and_exports(tmp_path, llama_dir):
-    pairs = _write_pairs(tmp_path / "pairs.tsv")
+    pairs = write_pairs(tmp_path / "pairs.tsv")
     out, seen = tmp_path / "run", []
     common = dict(base_model=str(llama_dir), steps=24, checkpoint_every=6, lr=1e-2, **FAST)
     first = rewriter.train(pairs, out, stop_after=12, progress=seen.append, **common)
@@ -156,14 +139,14 @@ def test_fine_tuning_a_llama_shape_loss_falls_resumes_and_exports(tmp_path, llam
 
 
 def test_cli_fine_tunes_gpt2_and_paraphrase_decodes_it_with_the_recorded_template(tmp_path, gpt2_dir):
-    pairs = _write_pairs(tmp_path / "pairs.tsv", copies=1)
+    pairs = write_pairs(tmp_path / "pairs.tsv", copies=1)
     template = tmp_path / "prompt.txt"
     template.write_text(TEMPLATE_TEXT + "\n", encoding="utf-8")
     out = tmp_path / "gpt2-rewriter"
     args = ["--pairs", str(pairs), "--out", str(out), "--base-model", str(gpt2_dir), "--prompt-template",
             str(template), "--steps", "60", "--batch-size", "4", "--lr", "1e-2", "--warmup", "2",
             "--label-smoothing", "0", "--checkpoint-every", "30", "--threads", "1"]  # fmt: skip
-    summary = _cli(*args)
+    summary = train_rewriter_cli(*args)
     assert summary["exported"] and summary["step"] == 60
     recorded = json.loads((out / "paraforge_training.json").read_text())["prompt_template"]
     assert recorded == {"name": "file:prompt.txt", "text": TEMPLATE_TEXT, "chat": False, "stop_at_newline": True}
@@ -196,7 +179,7 @@ def test_cli_fine_tunes_gpt2_and_paraphrase_decodes_it_with_the_recorded_templat
 
 
 def test_an_encoder_decoder_base_fine_tunes_too(tmp_path, tiny_marian_dir):
-    pairs = _write_pairs(tmp_path / "pairs.tsv")
+    pairs = write_pairs(tmp_path / "pairs.tsv")
     res = rewriter.train(pairs, tmp_path / "m", base_model=str(tiny_marian_dir), steps=3, checkpoint_every=3, **FAST)
     assert res.exported
     info = json.loads((tmp_path / "m" / "paraforge_training.json").read_text())
@@ -219,49 +202,51 @@ def test_an_encoder_decoder_base_fine_tunes_too(tmp_path, tiny_marian_dir):
     ],
 )  # fmt: skip
 def test_settings_that_cannot_fine_tune_are_refused(tmp_path, llama_dir, args, message):
-    pairs = _write_pairs(tmp_path / "pairs.tsv")
+    pairs = write_pairs(tmp_path / "pairs.tsv")
     out = tmp_path / "o"
     with pytest.raises(CommandError, match=message):
-        _cli("--pairs", str(pairs), "--out", str(out), "--base-model", str(llama_dir), *args)
+        train_rewriter_cli("--pairs", str(pairs), "--out", str(out), "--base-model", str(llama_dir), *args)
     assert not out.exists()
 
 
 def test_a_template_or_base_that_cannot_work_is_refused_before_anything_is_written(tmp_path, gpt2_dir, tiny_marian_dir):
-    pairs = _write_pairs(tmp_path / "pairs.tsv")
+    pairs = write_pairs(tmp_path / "pairs.tsv")
     out = tmp_path / "o"
     common = ["--pairs", str(pairs), "--out", str(out)]
     with pytest.raises(CommandError, match="--prompt-template needs --base-model .*from-scratch Marian"):
-        _cli(*common, "--prompt-template", "paraphrase-plain")
+        train_rewriter_cli(*common, "--prompt-template", "paraphrase-plain")
     with pytest.raises(CommandError, match="--base-model: model folder .*nowhere.* does not exist"):
-        _cli(*common, "--base-model", str(tmp_path / "nowhere"))
+        train_rewriter_cli(*common, "--base-model", str(tmp_path / "nowhere"))
     with pytest.raises(CommandError, match="--prompt-template: paraphrase-chat: the model's tokenizer has no chat"):
-        _cli(*common, "--base-model", str(gpt2_dir), "--prompt-template", "paraphrase-chat")
+        train_rewriter_cli(*common, "--base-model", str(gpt2_dir), "--prompt-template", "paraphrase-chat")
     with pytest.raises(CommandError, match="--prompt-template is for a decoder-only --base-model; .* encoder-decoder"):
-        _cli(*common, "--base-model", str(tiny_marian_dir), "--prompt-template", "paraphrase-plain")
+        train_rewriter_cli(*common, "--base-model", str(tiny_marian_dir), "--prompt-template", "paraphrase-plain")
     assert not (out / "checkpoints").exists() and not (out / "tokenizer").exists()
 
 
 def test_a_checkpointed_run_is_resumed_only_as_itself(tmp_path, llama_dir, gpt2_dir):
-    pairs = _write_pairs(tmp_path / "pairs.tsv")
+    pairs = write_pairs(tmp_path / "pairs.tsv")
     out = tmp_path / "run"
     common = ["--pairs", str(pairs), "--out", str(out), "--steps", "4", "--batch-size", "4", "--threads", "1"]
-    _cli(*common, "--base-model", str(llama_dir), "--stop-after", "1", "--checkpoint-every", "1")
+    train_rewriter_cli(*common, "--base-model", str(llama_dir), "--stop-after", "1", "--checkpoint-every", "1")
     before = rewriter.latest_checkpoint(out)
     with pytest.raises(CommandError, match=r"holds checkpoints fine-tuned from .*give --base-model .* or --no-resume"):
-        _cli(*common)
+        train_rewriter_cli(*common)
     with pytest.raises(CommandError, match=r"fine-tuned from .*, not from .*m'"):
-        _cli(*common, "--base-model", str(gpt2_dir))
+        train_rewriter_cli(*common, "--base-model", str(gpt2_dir))
     with pytest.raises(
         CommandError, match=r"--prompt-template 'paraphrase-plain' is not the template .*'paraphrase-chat'"
     ):
-        _cli(*common, "--base-model", str(llama_dir), "--prompt-template", "paraphrase-plain")
+        train_rewriter_cli(*common, "--base-model", str(llama_dir), "--prompt-template", "paraphrase-plain")
     assert rewriter.latest_checkpoint(out) == before and (out / "tokenizer").is_dir()
     # a from-scratch run's folder is not continued as a fine-tuning one either
     scratch = tmp_path / "scratch"
     rewriter.train(pairs, scratch, steps=2, stop_after=1, checkpoint_every=1, vocab_size=200,
                    config={"d_model": 16, "layers": 1, "heads": 2}, **FAST)  # fmt: skip
     with pytest.raises(CommandError, match="holds checkpoints of a from-scratch Marian rewriter"):
-        _cli("--pairs", str(pairs), "--out", str(scratch), "--base-model", str(llama_dir))
+        train_rewriter_cli("--pairs", str(pairs), "--out", str(scratch), "--base-model", str(llama_dir))
     # --no-resume starts the fine-tuning afresh there
-    assert _cli("--pairs", str(pairs), "--out", str(scratch), "--base-model", str(llama_dir), "--no-resume",
-                "--steps", "1", "--batch-size", "4", "--threads", "1")["exported"]  # fmt: skip
+    fresh = ["--no-resume", "--steps", "1", "--batch-size", "4", "--threads", "1"]
+    assert train_rewriter_cli("--pairs", str(pairs), "--out", str(scratch), "--base-model", str(llama_dir), *fresh)[
+        "exported"
+    ]

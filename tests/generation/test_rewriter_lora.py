@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 from io import StringIO
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,16 +17,9 @@ from generation import rewriter
 from generation.decoding import load_model
 from generation.decoding.adapters import is_adapter_folder
 
-from .causal_models import save_chat_model
+from .causal_models import save_chat_model, train_rewriter_cli, write_pairs
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-PAIRS = [
-    ("the cat sat on the mat", "a cat was on a mat"),
-    ("we walk in the sun", "they walked in the sun"),
-    ("how often do earthquakes occur", "how often is it that earthquakes occur"),
-    ("the big dog ran home", "a big dog runs home"),
-]
 
 
 @pytest.fixture(scope="module")
@@ -35,19 +27,8 @@ def llama_dir(tmp_path_factory):
     return save_chat_model(tmp_path_factory.mktemp("base_llama") / "m", "llama")
 
 
-def _pairs(path: Path) -> Path:
-    path.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS * 2), encoding="utf-8")
-    return path
-
-
-def _cli(*args) -> dict:
-    stdout = StringIO()
-    call_command("train_rewriter", *args, stdout=stdout, stderr=StringIO())
-    return json.loads(stdout.getvalue().strip().splitlines()[-1])
-
-
 def _common(tmp_path, llama_dir, out) -> list[str]:
-    pairs = _pairs(tmp_path / "pairs.tsv")
+    pairs = write_pairs(tmp_path / "pairs.tsv")
     return [
         "--pairs", str(pairs), "--out", str(out), "--base-model", str(llama_dir), "--batch-size", "4",
         "--threads", "1", "--warmup", "2", "--lr", "0.01", "--lora-rank", "4",
@@ -57,14 +38,14 @@ def _common(tmp_path, llama_dir, out) -> list[str]:
 def test_adapters_train_resume_and_export_a_few_weights_that_decode_as_the_merged_model(tmp_path, llama_dir):
     out = tmp_path / "run"
     common = _common(tmp_path, llama_dir, out)
-    first = _cli(*common, "--steps", "6", "--stop-after", "3", "--checkpoint-every", "3")
+    first = train_rewriter_cli(*common, "--steps", "6", "--stop-after", "3", "--checkpoint-every", "3")
     assert not first["exported"]
     # a checkpoint keeps the adapters, not the base: far smaller than the base's weights
     state = torch.load(rewriter.latest_checkpoint(out) / "state.pt", weights_only=False)
     assert state["model"] and all("lora_" in k for k in state["model"])
     assert state["meta"]["lora"] == {"rank": 4, "alpha": 8.0, "dropout": 0.05}
     # resumed as itself, it goes on from step 3 and exports
-    done = _cli(*common, "--steps", "6", "--checkpoint-every", "3")
+    done = train_rewriter_cli(*common, "--steps", "6", "--checkpoint-every", "3")
     assert done["exported"] and done["step"] == 6
     assert is_adapter_folder(out) and not (out / "model.safetensors").exists()
     info = json.loads((out / "paraforge_training.json").read_text())
@@ -103,7 +84,7 @@ def test_adapters_train_resume_and_export_a_few_weights_that_decode_as_the_merge
 
 def test_paraphrase_decodes_an_adapter_folder_on_top_of_its_base(tmp_path, llama_dir):
     out = tmp_path / "run"
-    _cli(*_common(tmp_path, llama_dir, out), "--steps", "2", "--checkpoint-every", "2")
+    train_rewriter_cli(*_common(tmp_path, llama_dir, out), "--steps", "2", "--checkpoint-every", "2")
     (tmp_path / "in.txt").write_text("the cat sat on the mat\n")
     got = tmp_path / "out.jsonl"
     call_command(
@@ -115,17 +96,19 @@ def test_paraphrase_decodes_an_adapter_folder_on_top_of_its_base(tmp_path, llama
 
 
 def test_an_adapter_run_is_refused_without_a_base_and_resumed_only_with_its_own_rank(tmp_path, llama_dir):
-    pairs = _pairs(tmp_path / "pairs.tsv")
+    pairs = write_pairs(tmp_path / "pairs.tsv")
     with pytest.raises(CommandError, match="--lora-rank trains adapters on a pretrained --base-model"):
-        _cli("--pairs", str(pairs), "--out", str(tmp_path / "x"), "--lora-rank", "4")
+        train_rewriter_cli("--pairs", str(pairs), "--out", str(tmp_path / "x"), "--lora-rank", "4")
     with pytest.raises(CommandError, match="--lora-alpha needs --lora-rank"):
-        _cli("--pairs", str(pairs), "--out", str(tmp_path / "x"), "--base-model", str(llama_dir), "--lora-alpha", "8")
+        train_rewriter_cli(
+            "--pairs", str(pairs), "--out", str(tmp_path / "x"), "--base-model", str(llama_dir), "--lora-alpha", "8"
+        )
     out = tmp_path / "run"
     common = _common(tmp_path, llama_dir, out)
-    _cli(*common, "--steps", "4", "--stop-after", "1", "--checkpoint-every", "1")
+    train_rewriter_cli(*common, "--steps", "4", "--stop-after", "1", "--checkpoint-every", "1")
     with pytest.raises(CommandError, match="holds checkpoints trained with adapters .*rank.*: 4.*give the same"):
-        _cli(*[a if a != "4" else "8" for a in common], "--steps", "4")
+        train_rewriter_cli(*[a if a != "4" else "8" for a in common], "--steps", "4")
     # every weight, on the same folder, is another run too
     no_lora = common[: common.index("--lora-rank")]
     with pytest.raises(CommandError, match="not none \\(every weight\\)|trained with adapters"):
-        _cli(*no_lora, "--steps", "4")
+        train_rewriter_cli(*no_lora, "--steps", "4")
