@@ -86,6 +86,12 @@ def job_enqueue(*, job_id: int) -> int:
     return len(pending)
 
 
+def job_was_cancelled(job_id: int) -> bool:
+    """Whether the job was cancelled (one query): how a running chunk learns of ``job_cancel``, from its
+    progress recorder and from a decoder's stop check (``generation.generation_job.cancel``)."""
+    return Job.objects.filter(pk=job_id, status=JobStatus.CANCELLED).exists()
+
+
 def _progress_recorder(chunk: JobChunk, on_progress: ProgressListener | None = None):
     last = [0.0, ""]
 
@@ -100,7 +106,7 @@ def _progress_recorder(chunk: JobChunk, on_progress: ProgressListener | None = N
         if stage is not None:
             fields["stage"] = last[1] = stage[:200]
         JobChunk.objects.filter(pk=chunk.pk).update(**fields)
-        if Job.objects.filter(pk=chunk.job_id, status=JobStatus.CANCELLED).exists():
+        if job_was_cancelled(chunk.job_id):
             raise JobCancelled(f"job {chunk.job_id} was cancelled")
         if on_progress is not None:
             on_progress(chunk.job_id)
@@ -278,7 +284,8 @@ def job_resume(*, job_id: int) -> Job:
 
 
 def job_cancel(*, job_id: int) -> Job:
-    """Stop a job: queued chunks will not start, running ones stop at their next progress report."""
+    """Stop a job: queued chunks will not start, running ones stop at their next progress report (a
+    generation chunk's decoder within half a second: ``generation.generation_job.cancel``)."""
     Job.objects.filter(pk=job_id).exclude(status__in=TERMINAL_STATUSES).update(
         status=JobStatus.CANCELLED, finished_at=timezone.now()
     )

@@ -31,6 +31,7 @@ from .dba import beam_search
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
 from .positive import build_positive_tables
 from .rerank import rerank_dissimilar, word_levenshtein
+from .stop_check import DecodingStopped, StopCheck, rate_limited
 from .vocab import PhraseError, encode_phrase
 
 __all__ = [
@@ -45,6 +46,9 @@ __all__ = [
     "LoadedModel",
     "ModelFolderError",
     "ConstraintError",
+    "DecodingStopped",
+    "StopCheck",
+    "rate_limited",
     "normalise_constraints",
     "violations",
     "word_levenshtein",
@@ -166,6 +170,7 @@ def decode(
     options: DecodeOptions | None = None,
     references: list[str] | None = None,
     stats: dict | None = None,
+    should_stop: StopCheck | None = None,
     **changes: Any,
 ) -> list[DecodeResult]:
     """Decode ``sources`` (one constraint value per source, None = unconstrained) as ``options`` say
@@ -173,7 +178,8 @@ def decode(
     ``options`` or the defaults). Never returns an output violating its constraints. ``references``: what
     ``rerank_dissimilar`` measures against (default: the sources). ``stats["steps"]``, if given, grows by the
     decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None follows the
-    device (``batching.default_batch_size``)."""
+    device (``batching.default_batch_size``). ``should_stop``: asked before every decoder step, True raises
+    ``DecodingStopped`` (``stop_check``: a cancelled job's batch ends at once); None, the default: never."""
     from . import rerank as _rr
 
     options = options or DecodeOptions()
@@ -224,7 +230,9 @@ def decode(
             [[(p, False) for p in banned_phrases(norm[i])] + [(p, True) for p in norm[i]["bos_avoid"]] for i in idx],
             loaded.device,
         )
-        rows = beam_search(loaded, input_ids, am, options=options, pos=pos, neg=neg, stats=stats)
+        rows = beam_search(
+            loaded, input_ids, am, options=options, pos=pos, neg=neg, stats=stats, should_stop=should_stop
+        )
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
             for ids, raw, _normed in hyps:

@@ -65,6 +65,7 @@ from .hf_compat import (
 )
 from .positive import PositiveState, PositiveTables
 from .row_blocks import RowBlocks
+from .stop_check import StopCheck, raise_if_stopped
 
 NEG = -1.0e9
 
@@ -83,6 +84,7 @@ def beam_search(
     pos: PositiveTables | None = None,
     neg: NegativeTables | None = None,
     stats: dict | None = None,
+    should_stop: StopCheck | None = None,
 ) -> list[list[tuple]]:
     """Returns per sentence a list (best first) of (token ids without the start token, raw score, normalised
     score); at most ``options.beam`` entries, only hypotheses satisfying every constraint. ``stats["steps"]``,
@@ -111,7 +113,10 @@ def beam_search(
     reproduces (Marian, BART): the same arithmetic as Hugging Face's decoder as plain functional calls on a
     static key/value cache, without its per-module and cache-class overhead. Other models (T5, ...) run
     Hugging Face's decoder. ``options.int8``: the fast step's products on dynamic int8 weights (CPU, Marian
-    and BART only; a ValueError elsewhere): about half their time, outputs no longer Hugging Face's."""
+    and BART only; a ValueError elsewhere): about half their time, outputs no longer Hugging Face's.
+
+    ``should_stop`` (``stop_check``): asked before every decoder step; True raises ``DecodingStopped`` (a
+    cancelled job's batch ends within a step instead of at its end). None: never asked."""
     model = loaded.model
     dev = loaded.device
     beam, max_length, early_stopping = options.beam, options.max_length, options.early_stopping
@@ -165,6 +170,7 @@ def beam_search(
     sentence_steps = 0  # sentences decoded, summed over steps (less than B x steps when the batch shrinks)
     graph = logp_buf = None
     while True:
+        raise_if_stopped(should_stop, "beam search")
         if first_logp is not None:
             logp, first_logp = first_logp, None
         elif stepper is not None:

@@ -66,6 +66,7 @@ from .banned import NegativeState, build_negative_tables
 from .clustering import comparable_words, distance_matrix, k_medoids, pick_per_cluster
 from .hf_compat import FastProcessors, generation_config_for, logits_processors, pad_token_id, repeat_rows, select_rows
 from .loading import LoadedModel
+from .stop_check import StopCheck, raise_if_stopped
 
 CPU_INPUTS = 1
 CUDA_INPUTS = 8
@@ -264,12 +265,14 @@ def sample_batch(
     generators: list[torch.Generator],
     options: DiverseOptions,
     stats: dict | None = None,
+    should_stop: StopCheck | None = None,
 ) -> list[list[tuple[list[int], float, int] | None]]:
     """Top-k samples for B inputs: ``banned[b][s]`` is set s of input b; each set gets ``options.samples``
     rows, all B x sets x samples rows decoded together (the encoder and the first step once per input).
     Returns per input and row (set-major) (token ids without start and EOS, sum of log-probabilities under
     the model with EOS, tokens with EOS), or None for a row that did not end with EOS within
-    ``max_length`` or found every token banned."""
+    ``max_length`` or found every token banned. ``should_stop`` (``stop_check``): asked before every decoder
+    step, True raises ``DecodingStopped``; None: never asked (the draws are the same either way)."""
     model, vocab, dev = loaded.model, loaded.vocab, loaded.device
     B, M, R = len(sources), options.samples, options.rows
     L = options.max_length
@@ -322,6 +325,7 @@ def sample_batch(
     # ended rows leave the batch only where that is bit for bit the same (module docstring, "Speed")
     compact = fast is not None and fast.onednn
     for cur in range(1, L):
+        raise_if_stopped(should_stop, "diverse sampling")
         if first_logp is not None:
             logp, first_logp = first_logp, None
         elif fast is not None:
@@ -482,11 +486,13 @@ def diverse_decode(
     options: DiverseOptions | None = None,
     backward: LoadedModel | None = None,
     stats: dict | None = None,
+    should_stop: StopCheck | None = None,
     **changes: Any,
 ) -> list[DiverseResult]:
     """ParaBank 2's diverse paraphrases of each source (the module's docstring), in input order.
     ``references``: what the negative sets are drawn from and the pinned cluster sits on (default, or
-    None for a line: the source). ``stats`` (if given) grows by ``steps`` and ``rows`` decoded."""
+    None for a line: the source). ``stats`` (if given) grows by ``steps`` and ``rows`` decoded.
+    ``should_stop``: asked before every decoder step, True raises ``DecodingStopped`` (``stop_check``)."""
     options = options or DiverseOptions()
     if changes:
         options = options.replace(**changes)
@@ -504,7 +510,7 @@ def diverse_decode(
         seeds = [input_seed(options.seed, s, r) for s, r in zip(srcs, rfs)]
         sets = [draw_negative_sets(r, options, random.Random(seed)) for r, seed in zip(rfs, seeds)]
         gens = [torch.Generator().manual_seed(seed) for seed in seeds]
-        rows = sample_batch(loaded, srcs, sets, gens, options, stats)
+        rows = sample_batch(loaded, srcs, sets, gens, options, stats, should_stop)
         for src, ref, input_sets, input_rows in zip(srcs, rfs, sets, rows):
             counts = {"sampled": options.rows, "finished": 0, "violating": 0, "non_word": 0}
             by_text: dict[str, Candidate] = {}

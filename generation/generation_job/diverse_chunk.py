@@ -25,7 +25,7 @@ that runs again writes the same shard.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,8 @@ SCORE_DIGITS = 4  # (as the engine rounds its scores)
 class DiverseSetup:
     """What every batch of a diverse chunk uses, loaded once per chunk: the models (``backward`` None without
     one; the forward model itself when it is the same folder), the options, the inputs per batch and the rule
-    that chose them, spaCy's tokenizer (a reference's ``length``)."""
+    that chose them, spaCy's tokenizer (a reference's ``length``), the decoder's stop check (``should_stop``:
+    ``.cancel.job_stop_check``; None: never)."""
 
     params: dict[str, Any]
     is_bitext: bool
@@ -60,9 +61,12 @@ class DiverseSetup:
     inputs_per_batch: int
     batch_rule: str
     nlp: Any
+    should_stop: Callable[[], bool] | None = None
 
 
-def diverse_setup(params: dict[str, Any], is_bitext: bool) -> DiverseSetup:
+def diverse_setup(
+    params: dict[str, Any], is_bitext: bool, should_stop: Callable[[], bool] | None = None
+) -> DiverseSetup:
     from ..decoding.diverse import default_inputs_per_batch  # (torch: in the worker that decodes)
 
     decode = job_decode_options(params)
@@ -90,6 +94,7 @@ def diverse_setup(params: dict[str, Any], is_bitext: bool) -> DiverseSetup:
         inputs_per_batch=per_batch,
         batch_rule=BATCH_RULE if options.batch_size else DEVICE_INPUTS_RULE,
         nlp=load_pipeline(tagger=False),
+        should_stop=should_stop,
     )
 
 
@@ -134,7 +139,9 @@ def diverse_records(
     for batch in batched(records, setup.inputs_per_batch):
         refs = [r["reference"] for r in batch]
         sources = [(r.get("source") or "") if setup.is_bitext else r["reference"] for r in batch]
-        results = diverse_decode(setup.model, sources, refs, options=options, backward=setup.backward)
+        results = diverse_decode(
+            setup.model, sources, refs, options=options, backward=setup.backward, should_stop=setup.should_stop
+        )
         for record, doc, result, source in zip(batch, setup.nlp.pipe(refs), results, sources):
             candidates = candidate_entries(source, result.outputs, setup)
             for c in candidates:

@@ -28,6 +28,7 @@ from ..models import Corpus, CorpusFormat, IdfTable, Resource, ResourceShard
 from ..nlp import pipeline_signature
 from ..systems import system_sort_key
 from . import KIND
+from .cancel import job_stop_check, stopped_as_cancelled
 from .diverse_chunk import DEVICE_INPUTS_RULE, DiverseSetup, diverse_records, diverse_setup
 from .params import (
     GenerateParams,
@@ -91,17 +92,21 @@ def run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any]
     """Decode a chunk's references window by window (:func:`.pipeline.decoded_windows`) into one shard,
     written atomically. On a GPU the next window is tagged and its constraints selected in a background
     thread while the current one decodes (``PREPARE_AHEAD``), the GIL handed over in short slices. A diverse
-    job's chunk: :func:`run_diverse_chunk`."""
+    job's chunk: :func:`run_diverse_chunk`. A cancel stops the decoder within a step (:mod:`.cancel`)."""
     params = job.params
     is_bitext = Corpus.objects.get(pk=params["corpus"]).format == CorpusFormat.BITEXT
     total = int(chunk.params.get("n_records") or len(chunk.params.get("references") or ()))
     tally = ChunkTally()
+    should_stop = job_stop_check(job.pk)
     if params.get("diverse"):
-        return run_diverse_chunk(job, chunk, diverse_setup(params, is_bitext), progress, total, tally)
-    setup = chunk_setup(params, is_bitext)
+        setup = diverse_setup(params, is_bitext, should_stop)
+        with stopped_as_cancelled(job.pk):
+            return run_diverse_chunk(job, chunk, setup, progress, total, tally)
+    setup = chunk_setup(params, is_bitext, should_stop)
     ahead = prepare_ahead_for(setup.model.device.type)
     records = decoded_windows(chunk_records(chunk), setup, progress, total, tally, ahead)
-    with short_gil_slices(PREPARE_SWITCH_INTERVAL) if ahead else contextlib.nullcontext():
+    gil = short_gil_slices(PREPARE_SWITCH_INTERVAL) if ahead else contextlib.nullcontext()
+    with gil, stopped_as_cancelled(job.pk):
         written = write_jsonl_gz(candidate_shard_key(job.pk, chunk.index), records)
     shard_row(job, chunk, written, tally)
     return chunk_result(

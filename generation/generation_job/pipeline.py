@@ -95,7 +95,8 @@ def chunk_records(chunk: JobChunk) -> Iterator[dict[str, Any]]:
 class ChunkSetup:
     """What every window of a chunk uses, loaded once per chunk in the worker's own thread (the only one that
     reads the database): the systems, IDF values, PPDB index, spaCy pipeline, model and decoding options
-    (``batch_size`` resolved: the job's, or the device's rule, ``batch`` says which)."""
+    (``batch_size`` resolved: the job's, or the device's rule, ``batch`` says which); ``should_stop``, the
+    decoder's stop check (``.cancel.job_stop_check``: a cancel ends a batch within a step; None: never)."""
 
     params: dict[str, Any]
     is_bitext: bool
@@ -106,9 +107,10 @@ class ChunkSetup:
     model: Any
     options: DecodeOptions
     batch: Any  # decoding.BatchChoice
+    should_stop: Callable[[], bool] | None = None
 
 
-def chunk_setup(params: dict[str, Any], is_bitext: bool) -> ChunkSetup:
+def chunk_setup(params: dict[str, Any], is_bitext: bool, should_stop: Callable[[], bool] | None = None) -> ChunkSetup:
     from ..decoding import BatchChoice, default_batch_size
 
     options = job_decode_options(params)
@@ -133,6 +135,7 @@ def chunk_setup(params: dict[str, Any], is_bitext: bool) -> ChunkSetup:
         model=model,
         options=options,
         batch=batch,
+        should_stop=should_stop,
     )
 
 
@@ -197,7 +200,13 @@ def decode_window(
     batch, pause = setup.options.batch_size, float(setup.params.get("pause_per_batch") or 0)
     for k in range(0, len(unique), batch):
         part = unique[k : k + batch]
-        decoded = decode(setup.model, [s for s, _ in part], [json.loads(c) for _, c in part], options=setup.options)
+        decoded = decode(
+            setup.model,
+            [s for s, _ in part],
+            [json.loads(c) for _, c in part],
+            options=setup.options,
+            should_stop=setup.should_stop,
+        )
         for key, result in zip(part, decoded):
             results[window.inputs[key]] = result
         pause_between_batches(pause, progress, min(k + batch, len(unique)), len(unique))

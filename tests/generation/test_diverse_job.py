@@ -166,6 +166,26 @@ def test_a_chunk_run_again_rewrites_the_same_shard_each_rank_once(corpus):
     assert job_finish(job_id=job.pk).result == job.result  # finishing twice changes nothing
 
 
+def test_a_cancel_while_a_batch_samples_ends_the_chunk_inside_the_batch(corpus):
+    """Issue 46: the sampler's stop check reads the job's cancel: the chunk ends as cancelled before its
+    first batch is sampled, and writes nothing."""
+    from infra.storage import get_storage
+    from jobs.execution import JobCancelled, job_cancel
+
+    job = job_start(kind=KIND, params=_params(corpus, batch_size=2), enqueue=False)
+    chunk = job.chunks.get(index=0)
+    seen = []
+
+    def progress(done, total, stage=None):  # the operator cancels as the chunk starts its first batch
+        seen.append((done, total))
+        job_cancel(job_id=job.pk)
+
+    with pytest.raises(JobCancelled):
+        run_chunk(job, chunk, progress)
+    assert seen == [(0, 2)]  # no batch came to its end
+    assert not get_storage().exists(candidate_shard_key(job.pk, 0)) and not ResourceShard.objects.exists()
+
+
 def test_the_evaluation_sample_becomes_a_campaign_of_rank_systems(corpus, capsys):
     call_command(
         "generate",

@@ -434,6 +434,25 @@ def test_cancelling_stops_a_chunk_at_its_next_batch_without_writing(corpus, tiny
     assert not get_storage().exists(candidate_shard_key(job.pk, 0)) and not ResourceShard.objects.exists()
 
 
+def test_a_cancel_while_a_batch_decodes_ends_the_chunk_inside_the_batch(corpus, tiny_marian_dir):
+    """Issue 46: the decoder's stop check reads the job's cancel (no progress report needed): the chunk ends
+    as cancelled before its first batch is decoded, and writes nothing."""
+    from jobs.execution import JobCancelled, job_cancel
+
+    job = job_start(kind=KIND, params=_params(corpus, tiny_marian_dir, batch_size=64), enqueue=False)
+    chunk = job.chunks.get(index=0)
+    seen = []
+
+    def progress(done, total, stage=None):  # the operator cancels as the chunk starts its first batch
+        seen.append((done, total))
+        job_cancel(job_id=job.pk)
+
+    with pytest.raises(JobCancelled):
+        run_chunk(job, chunk, progress)
+    assert seen == [(0, seen[0][1])] and seen[0][1] > 0  # no batch came to its end
+    assert not get_storage().exists(candidate_shard_key(job.pk, 0)) and not ResourceShard.objects.exists()
+
+
 def test_a_bitext_corpus_decodes_the_source_under_the_references_constraints(
     tmp_path, storage_dir, tiny_marian, tiny_marian_dir
 ):
