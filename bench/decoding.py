@@ -5,6 +5,7 @@
         [--preset opus-mt-cs-en] [--d-model 256] [--layers 6] [--ffn 1024] [--heads 8] [--vocab 8000]
         [--repeat 3] [--stat best|median] [--no-ct2] [--save-model DIR] [--hf456-python /tmp/venv-hf456/bin/python]
         [--hf-step off|none|all] [--stop-beam off|c8|all] [--int8] [--dtype float16,float32,bfloat16]
+        [--stop-check]
 
 ``--preset llama-small``: a decoder-only Llama shape with random weights, HF ``generate`` against ours
 without and with constraints (bench/decoding_causal.py says which rows). Without ``--model`` a Marian
@@ -38,6 +39,11 @@ time; C=8 <= 1.25x C=1; ours-none <= 1.2x HF. On a GPU it first decodes 16 sente
 batch) without constraints, with C=1 and C=8, and with 20 negative phrases, once with the step
 bookkeeping replayed as a CUDA graph and once eagerly, and prints whether every n-best output and score
 is equal.
+
+``--stop-check`` adds ours without constraints and with C = 8, "... (stop check)", each decode given a
+``should_stop`` that never stops, asked before every decoder step through ``rate_limited`` every 0.5 s as a
+generation job's cancel check is (issue 46; the job's database query, twice a second, left out): its
+time/ours-none is the check's cost.
 
 ``--int8`` adds ours with dynamic int8 weights (``decode(..., int8=True)``) without constraints, with C = 8
 and with 20 negative phrases, "... (int8)", and CTranslate2 with ``compute_type="int8"``, "CTranslate2 beam
@@ -187,6 +193,12 @@ def main(argv=None):
         "decodes every row (default: the device's), each other adds rows in that dtype",
     )
     ap.add_argument(
+        "--stop-check",
+        action="store_true",
+        help="also ours (none, C=8) with a should_stop that never stops, asked each step as a generation job's "
+        "is (rate_limited, every 0.5 s): the cost of the cancel check (issue 46)",
+    )
+    ap.add_argument(
         "--hf-step",
         choices=("off", "none", "all"),
         default="none",
@@ -207,7 +219,7 @@ def main(argv=None):
     import torch
 
     from generation.decode_options import DTYPES, DecodeOptionsError
-    from generation.decoding import decode, load_model, normalise_constraints, violations
+    from generation.decoding import decode, load_model, normalise_constraints, rate_limited, violations
     from generation.model_source import ModelFolderError, model_folder
 
     torch.set_num_threads(a.threads or max(1, torch.get_num_threads()))
@@ -279,9 +291,10 @@ def main(argv=None):
 
     last_none = {}
 
-    def run_ours(beam, bs, kind, n, fast_step=None, stop="auto", int8=False, dtype=None):
+    def run_ours(beam, bs, kind, n, fast_step=None, stop="auto", int8=False, dtype=None, stop_check=False):
         cons = cons_for(kind, n)
         stats = {}
+        should_stop = rate_limited(lambda: False, 0.5) if stop_check else None  # (a job's, without its query)
         t = time.perf_counter()
         res = decode(
             in_dtype.get(dtype, m),
@@ -295,6 +308,7 @@ def main(argv=None):
             fast_step=fast_step,
             stop=stop,
             int8=int8,
+            should_stop=should_stop,
         )
         dt = time.perf_counter() - t
         if kind == "none" and fast_step is None:
@@ -353,6 +367,8 @@ def main(argv=None):
             ("pos", f"ours, C=8 positive ({d})", 8),
             ("neg", f"ours, 20 negative phrases ({d})", 20),
         ]
+    if a.stop_check:  # the same search asking a job's cancel check every step: the check's cost
+        rows += [("none", f"ours, no constraints {STOP_CHECK}", 0), ("pos", f"ours, C=8 positive {STOP_CHECK}", 8)]
     if a.hf_step != "off":  # the same decoder with Hugging Face's step (fast_step=False): the lean step's effect
         rows += [
             (kind, f"{label} (HF step)", n)
@@ -392,6 +408,7 @@ def main(argv=None):
                             "beam" if label.endswith(STOP_BEAM) else "auto",
                             label.endswith(INT8),
                             dtype_of(label),
+                            label.endswith(STOP_CHECK),
                         )
                         runs_step.setdefault(label, []).append(per_step)
                     runs_sp.setdefault(label, []).append(sp)
@@ -586,11 +603,18 @@ def main(argv=None):
 STSB_DEV = Path("/work/shared/data/stsb/sts-dev.csv")
 STOP_BEAM = "(stop=beam)"
 INT8 = "(int8)"
+STOP_CHECK = "(stop check)"
 
 
 def variant(label: str) -> bool:
     """A row decoded another way than the product's default (kept out of the summaries' worst rows)."""
-    return label.endswith("(HF step)") or label.endswith(STOP_BEAM) or label.endswith(INT8) or bool(dtype_of(label))
+    return (
+        label.endswith("(HF step)")
+        or label.endswith(STOP_BEAM)
+        or label.endswith(INT8)
+        or label.endswith(STOP_CHECK)
+        or bool(dtype_of(label))
+    )
 
 
 def dtype_of(label: str) -> str | None:

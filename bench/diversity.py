@@ -3,7 +3,7 @@
     .venv/bin/python bench/diversity.py [--model DIR] [--corpus FILE] [--references 40] [--offset 2000]
         [--device cpu|cuda] [--negative-sets 5] [--samples 30] [--ban-fraction 0.3] [--ban-spread 0]
         [--allow-non-words] [... every option of paraphrase --diverse] [--seed 0] [--backward-model DIR]
-        [--speed-repeat 3] [--json OUT]
+        [--speed-repeat 3] [--stop-check] [--json OUT]
 
 Systems, each decoding the same references (lines ``--offset`` .. ``--offset + --references`` of ``--corpus``,
 by default the demo corpus from line 2,000: sentences the diverse mode's defaults were never tuned on):
@@ -35,6 +35,11 @@ lowercased text without punctuation: ``scoring.diversity.bleu_no_bp``; "1-BLEU" 
   rerank one pass. Why interleaved: on a shared machine one run's beam baseline took 1.0 s and the
   next's 4.4 s (other jobs' load), so timed back to back the ratio read 0.49x or 1.79x; interleaved,
   a load change falls on both sides. The line after the ratio lists every timed pass.
+
+``--stop-check`` (issue 46) adds two timed passes to each interleaved round, beam n-best and diverse each given a
+``should_stop`` that never stops, asked before every decoder step through ``rate_limited`` every 0.5 s as a
+generation job's cancel check is (its database query left out); a line gives their medians over the plain
+ones' and whether their outputs are the plain ones'.
 
 A last line gives what became of the diverse mode's samples (``DiverseResult.counts``, mean per reference):
 ended with EOS, dropped for a non-word, distinct after that, under ``max_nll``, clusters formed (the pinned
@@ -130,6 +135,7 @@ def main() -> None:
     p.add_argument("--backward-model", default=None)
     p.add_argument("--batch-size", type=int, default=None, help="diverse: inputs decoded together")
     p.add_argument("--speed-repeat", type=int, default=3, help="timed passes of beam n-best and diverse, interleaved")
+    p.add_argument("--stop-check", action="store_true", help="also time both with a never-stopping should_stop")
     p.add_argument("--json", default=None, help="also write the rows here")
     a = p.parse_args()
     if a.speed_repeat < 1:
@@ -141,7 +147,7 @@ def main() -> None:
 
     import torch
 
-    from generation.decoding import decode, load_model
+    from generation.decoding import decode, load_model, rate_limited
     from generation.decoding.diverse import diverse_decode
     from generation.morphology import known_words
 
@@ -179,13 +185,29 @@ def main() -> None:
     def run_diverse():
         return diverse_decode(model, refs, options=options, backward=backward)
 
+    def never_stops():  # a generation job's cancel check without its query (generation_job/cancel.py)
+        return rate_limited(lambda: False, 0.5)
+
+    def run_beam_checked():
+        return decode(model, refs, beam=BEAM, nbest=NBEST, should_stop=never_stops())
+
+    def run_diverse_checked():
+        return diverse_decode(model, refs, options=options, backward=backward, should_stop=never_stops())
+
     # speed: beam n-best and diverse interleaved (an untimed pass of each first), the median of each
     beam, _ = timed(run_beam)
     div, _ = timed(run_diverse)
     beam_secs, div_secs = [], []
+    checked: dict[str, list[float]] = {"beam": [], "diverse": []}
+    same_outputs = True
     for _ in range(a.speed_repeat):
         beam_secs.append(timed(run_beam)[1])
         div_secs.append(timed(run_diverse)[1])
+        if a.stop_check:
+            for name, run, plain in (("beam", run_beam_checked, beam), ("diverse", run_diverse_checked, div)):
+                out, secs = timed(run)
+                checked[name].append(secs)
+                same_outputs &= [r.to_json() for r in out] == [r.to_json() for r in plain]
     rer, rer_secs = timed(run_rerank)
 
     rows = [
@@ -241,6 +263,14 @@ def main() -> None:
         f"  timing: {a.speed_repeat} interleaved passes (beam n-best, diverse, ...) after an untimed one, medians; "
         f"beam n-best {' '.join(f'{x:.2f}' for x in beam_secs)} s, diverse {' '.join(f'{x:.2f}' for x in div_secs)} s"
     )
+    if a.stop_check:
+        print(
+            f"stop check (never stopping, asked every step): beam n-best {statistics.median(checked['beam']):.2f} s"
+            f" ({statistics.median(checked['beam']) / statistics.median(beam_secs):.3f}x), diverse "
+            f"{statistics.median(checked['diverse']):.2f} s"
+            f" ({statistics.median(checked['diverse']) / statistics.median(div_secs):.3f}x) against the plain "
+            f"medians; outputs the same: {same_outputs}"
+        )
     keys = ("finished", "non_word", "distinct", "under_max_nll", "clusters")
     means = {k: statistics.fmean(r.counts.get(k, 0) for r in div) for k in keys}
     print(
