@@ -11,15 +11,18 @@ reference (issue 37.7). The reference's own copy (the ``Candidate`` whose text i
 to rounding: a check owed where no place is free goes to the next HIT with one; at most one check per
 reference and batch, so that no worker meets the same copy twice in one batch).
 
-A share ``degraded_rate`` of the HITs (same rules) also shows a *degraded check*: one of the HIT's own
-real candidates (its source, ``Candidate.degraded_from``) with a span replaced by a phrase of another
-reference of the batch, drawn so that its length and edge words follow the reference's real candidates
-(``annotation.degraded``: the old copy of the reference with one run swapped was found by its text
-alone). It is a ``Candidate`` of the pseudo-system ``"degraded"``: a careful rater scores it below its
-source, which ``annotation.quality`` tests per worker. A HIT with no source of 4 tokens, or no phrase
-that makes a new text, gets none. Raters spot checks that cluster, so the HITs holding a check are spread
-evenly over the batch's order (the order the local pool serves them in) and the check takes a random
-place in its HIT.
+A share ``degraded_rate`` of the HITs (same rules) also shows a *degraded check*: a real candidate of the
+reference (its source, ``Candidate.degraded_from``) with a span replaced by a phrase of a sentence from
+outside the batch (the packaged corpus, ``outside_donors``), drawn so that its length and edge words follow
+the reference's real candidates and its words' frequency the words it replaces (``annotation.degraded``:
+the old copy of the reference with one run swapped was found by its text alone). The source is one of the
+reference's candidates on *another* HIT wherever the reference has any (a page that repeats another of its
+sentences but for one run gives the check away); only a reference whose candidates all fit one HIT takes it
+from the HIT itself. It is a ``Candidate`` of the pseudo-system ``"degraded"``: a careful rater scores it
+below the real candidates, which ``annotation.quality`` tests per worker. A HIT with no source of 4
+tokens, or no phrase that makes a new text, gets none. Raters spot checks that cluster, so the HITs holding a
+check are spread evenly over the batch's order (the order the local pool serves them in) and the check takes
+a random place in its HIT.
 
 Candidates with non-words (batch setting ``drop_non_words``, on by default): a candidate with a word that
 is neither in the vocabulary of the corpus the campaign was generated from, nor an English word, nor in its
@@ -36,6 +39,7 @@ the seed and the reference's id): the same campaign, arguments and seed give the
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import random
 from collections.abc import Iterable, Sequence
@@ -44,6 +48,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from generation.demo_settings import DEMO_CORPUS_FILE
 from generation.generation_job import KIND as GENERATE_KIND
 from generation.models import Corpus
 
@@ -90,26 +95,39 @@ def degraded_copy(reference: Reference, text: str, source: Candidate | None = No
     return copy
 
 
+@functools.lru_cache(maxsize=1)
+def _packaged_sentences() -> tuple[str, ...]:
+    return tuple(line.strip() for line in DEMO_CORPUS_FILE.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def outside_donors(exclude: Iterable[str]) -> list[str]:
+    """Sentences whose phrases degrade checks: the packaged corpus (STS-B sentences, 3,000 of news, captions
+    and forums) less ``exclude`` (the batch's references): a phrase shared with another reference of the batch
+    was a bigram a reader of the whole batch could find (issue 46)."""
+    banned = {" ".join(t.split()) for t in exclude}
+    return [s for s in _packaged_sentences() if " ".join(s.split()) not in banned]
+
+
 def degraded_for_hit(
     reference: Reference,
-    shown: Sequence[Candidate],
+    sources: Sequence[Candidate],
     *,
     peers: Sequence[str],
     donors: Sequence[str],
     avoid: Iterable[str],
     rng: random.Random,
 ) -> tuple[str, Candidate] | None:
-    """(text, source) of a degraded check for a HIT showing these real candidates (``shown``; the source is
-    one of them, so that its rater judges both), or None (``annotation.degraded.degraded_candidate_text``)."""
+    """(text, source) of a degraded check made from one of ``sources`` (the reference's candidates on other
+    HITs where it has any), or None (``annotation.degraded.degraded_candidate_text``)."""
     made = degraded_candidate_text(
         reference=reference.text,
-        sources=[c.text for c in shown],
+        sources=[c.text for c in sources],
         peers=peers,
         donors=[d for d in donors if d != reference.text],
         avoid=avoid,
         rng=rng,
     )
-    return None if made is None else (made[0], shown[made[1]])
+    return None if made is None else (made[0], sources[made[1]])
 
 
 def balanced_chunks(items: Sequence, size: int, *, room: int = 0) -> list[list]:
@@ -283,7 +301,7 @@ def _plan(
         rng.shuffle(cands)
         pools.append((ref, cands))
     rng.shuffle(pools)
-    donors = [ref.text for ref in references]
+    donors = outside_donors(ref.text for ref in references)
 
     plan: list[PlannedHit] = []
     # carried shares of a check: spread exactly rate x HITs over the batch; the degraded share runs half a
@@ -308,9 +326,10 @@ def _plan(
             degraded = None
             if owed_degraded >= 1.0 and not tried and free > 0:
                 tried = True
+                elsewhere = [c for c in cands if c not in chunk]  # on the reference's other HITs
                 degraded = degraded_for_hit(
                     ref,
-                    chunk,
+                    elsewhere or chunk,
                     peers=peers,
                     donors=donors,
                     avoid=texts[ref.pk],

@@ -22,6 +22,8 @@ SETTING_LABELS = {
     "min_attention_checks": "checks a worker does before that share counts",
     "min_degraded_checks": "degraded copies a worker judges before they are tested",
     "degraded_p_max": "p above which a worker's degraded copies count as not scored lower",
+    "min_agreement_items": "real candidates a worker scores, that others scored too, before their agreement is tested",
+    "agreement_p_max": "p above which a worker's scores count as not following the other workers'",
     "system_names": "system names in reports",
     "source_format": "imported from",
 }

@@ -1,20 +1,27 @@
-"""Degraded checks that look like the candidates around them (issue 36).
+"""Degraded checks that look like the candidates around them (issues 36 and 46).
 
-A degraded check is a *real candidate* of the HIT's reference (its source, shown in the same HIT) with a
-span of tokens replaced by a phrase of another sentence, as WMT's direct assessment makes its bad
-references. The old copy (the reference with one 2-6-word run swapped, same length, same first and last
-word) was found by its text alone: "same length as the reference, one contiguous differing run of 2-6
-words" picked 22 of 22 checks and 0 of 216 real candidates.
+A degraded check is a *real candidate* of the HIT's reference (its source) with a span of tokens replaced by
+a phrase of an unrelated sentence, as WMT's direct assessment makes its bad references. The old copy (the
+reference with one 2-6-word run swapped, same length, same first and last word) was found by its text alone:
+"same length as the reference, one contiguous differing run of 2-6 words" picked 22 of 22 checks and 0 of
+216 real candidates.
 
 What a text-only detector sees of a sentence next to its reference is its :class:`TextShape` (length
 difference, contiguous runs of differing words, first and last word kept). The damage is drawn so that a
 check's shape follows the real candidates' own: for each check one real candidate of the reference is drawn
 as a *target* and, among ``PROPOSALS`` random degradations (source, span length and place, donor phrase,
 inserted length), the one whose shape is nearest the target's is kept. So the check's length and edge words
-are distributed like the real candidates', whatever those are. The damage stays plain to a reader: 2 or
-more tokens of the source go, a phrase of an unrelated sentence with a content word (4+ letters) new to the
-source and the reference comes in, where any draw has one (else, as in made-up test data, a word new to the
-source): a careful rater scores it clearly below its source, and below the real candidates the per-rater
+are distributed like the real candidates', whatever those are.
+
+A reader of whole pages and whole batches saw more (issue 46): the source sat on the same HIT (a sentence
+that repeats another item of the page but for one run), and the phrase came from another reference of the
+batch (a bigram shared with a reference on another page). So the caller gives as ``sources`` the
+reference's real candidates *not* on the check's HIT wherever it has any (``annotation.batches``), and as
+``donors`` sentences from outside the batch (the packaged corpus); and the phrase is drawn so that its
+words' frequency (wordfreq's Zipf scale) follows the words it replaces: no rare foreign word stands out.
+The damage stays plain to a reader: 2 or more tokens of the source go, a phrase with a content word (4+
+letters) new to the source and the reference comes in, where any draw has one (else, as in made-up test
+data, a word new to the source): a careful rater scores it clearly below the real candidates the per-rater
 test compares it with (``annotation.quality``).
 
 Every draw comes from the ``rng`` given (seeded by the caller): the same batch gives the same checks.
@@ -24,12 +31,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import random
 import re
 from collections.abc import Iterable, Sequence
 
 MIN_DEGRADED_TOKENS = 4  # a source shorter than this has no span whose loss is clear and leaves it a sentence
 PROPOSALS = 96  # random degradations tried per check; the nearest to the target's shape is kept
+PHRASE_DRAWS = 6  # donor phrases drawn per degradation; the nearest in word frequency to the span it replaces
 _END_PUNCT = re.compile(r"[.!?;:]+$")
 _WORD = re.compile(r"\w+")
 
@@ -134,6 +143,19 @@ def degraded_span_length(n_tokens: int) -> int:
     return 2 if n_tokens <= 5 else 3 if n_tokens <= 8 else 4 if n_tokens <= 15 else 5 if n_tokens <= 20 else 6
 
 
+@functools.lru_cache(maxsize=65536)
+def zipf(word: str) -> float:
+    """The word's frequency on wordfreq's Zipf scale (0: unknown; 7: "the"), case and edge punctuation aside."""
+    from wordfreq import zipf_frequency  # its lists load on first use, not with the app
+
+    return zipf_frequency(word.lower().strip(".,;:!?\"'()[]"), "en")
+
+
+def mean_zipf(tokens: Sequence[str]) -> float:
+    """The mean Zipf frequency of whitespace tokens (0 for none)."""
+    return sum(zipf(t) for t in tokens) / len(tokens) if tokens else 0.0
+
+
 def _normal(text: str) -> str:
     return " ".join(text.split())
 
@@ -171,10 +193,16 @@ def _propose(
     k = min(max(2, base + rng.choice((-1, 0, 0, 1))), n - 2)
     start = rng.randrange(0, n - k + 1)
     m = max(1, k + rng.choice((-2, -1, 0, 0, 1, 2)))
-    donor = rng.choice(donors)
-    if len(donor) < m:
+    removed = mean_zipf(source[start : start + k])
+    drawn = []
+    for _ in range(PHRASE_DRAWS):
+        donor = rng.choice(donors)
+        if len(donor) >= m:
+            at = rng.randrange(len(donor) - m + 1)
+            drawn.append((abs(mean_zipf(donor[at : at + m]) - removed), donor, at))
+    if not drawn:
         return None
-    at = rng.randrange(len(donor) - m + 1)
+    _, donor, at = min(drawn, key=lambda d: d[0])
     phrase = _fit(donor[at : at + m], source=source, start=start, end=start + k, first_of_donor=at == 0)
     new = _words(phrase) - _words(source)
     if not phrase or not new:
@@ -195,10 +223,10 @@ def degraded_candidate_text(
     """(the degraded text, the index in ``sources`` of the candidate it came from), or None when none can be
     made (no source of ``MIN_DEGRADED_TOKENS`` tokens, no donor, every draw taken).
 
-    ``sources``: the real candidates the rater will see beside it (one becomes the source); ``peers``: the
-    reference's real candidates whose shapes it imitates (``sources`` when empty); ``donors``: other
-    sentences (other references) whose phrases come in; ``avoid``: texts it must not equal (every candidate
-    of the reference), compared with whitespace normalised."""
+    ``sources``: the real candidates one of which becomes the source (those of the reference on other HITs,
+    where there are any); ``peers``: the reference's real candidates whose shapes it imitates (``sources``
+    when empty); ``donors``: unrelated sentences whose phrases come in (from outside the batch); ``avoid``:
+    texts it must not equal (every candidate of the reference), compared with whitespace normalised."""
     usable = [i for i, s in enumerate(sources) if len(s.split()) >= MIN_DEGRADED_TOKENS]
     own = _normal(reference)
     phrases = sorted({tuple(d.split()) for d in donors if _normal(d) != own and d.split()})

@@ -61,6 +61,10 @@ CAMPAIGN_DEFAULTS = {
     # ... and disqualified when a one-sided Mann-Whitney U test finds their degraded items not scored
     # lower than the real candidates they judged at this level (p above it)
     "degraded_p_max": 0.05,
+    # ... and disqualified when, over at least min_agreement_items real candidates that other workers scored too,
+    # a one-sided test finds their scores not rising with the others' mean (Fisher's z of Pearson's r, p above it)
+    "min_agreement_items": 30,
+    "agreement_p_max": 0.05,
 }
 
 

@@ -23,6 +23,17 @@ worker, so it needs no pass mark and is blind to a worker's offset and scale. N/
 score (calling a degraded sentence nonsensical is the right call). Below the minimum the worker is
 "not yet tested" (``degraded_p`` None), never passed.
 
+A worker who can tell the checks themselves from the real candidates (a careful cheater reading whole pages,
+issue 46: disguise lowers how well that works, but a gradient-boosted classifier on page features still
+finds most checks, bench/quality.py) passes both rules while scoring the real candidates anyhow. So a third
+rule needs no check at all: the real candidates are their own, indistinguishable by construction. Once a
+worker has scored at least ``min_agreement_items`` real candidates that other (counted, not disqualified)
+workers scored too, a one-sided test (Fisher's z of Pearson's r between their scores and the others' mean
+per candidate) asks whether their scores rise with the others'; p above ``agreement_p_max`` disqualifies
+them. A worker whose scores on those candidates never vary (100 everywhere) shows no agreement (p = 1).
+On ParaBank's released judgments it bars 2 of the 37 workers it can test (r 0.06 over 33 candidates, -0.03
+over 49); the rest agree at r 0.27-0.88 (bench/quality.py, "Agreement").
+
 Only verified judgments feed these rules (``Judgment.objects.counted()``): a forged crowd submission
 under a real worker's id can never disqualify them (``annotation.verification``).
 """
@@ -89,6 +100,9 @@ class WorkerQuality:
     real_judged: int = 0  # real candidates judged (what the degraded items are compared with)
     degraded_p: float | None = None  # the Mann-Whitney p-value; None: not yet tested (too few degraded checks)
     min_degraded_checks: int = int(CAMPAIGN_DEFAULTS["min_degraded_checks"])
+    agreement_items: int = 0  # real candidates the worker scored that others scored too
+    agreement_p: float | None = None  # the agreement test's p-value; None: not yet tested
+    min_agreement_items: int = int(CAMPAIGN_DEFAULTS["min_agreement_items"])
 
     @property
     def attention_checks(self) -> int:
@@ -161,6 +175,29 @@ def _attention_counts(judgments, pass_marks: dict[int, int]) -> tuple[int, int]:
     return passed, failed
 
 
+def agreement_p_value(pairs: Sequence[tuple[float, float]]) -> float | None:
+    """One-sided p-value that the first scores of ``pairs`` (a worker's) rise with the second (the other
+    workers' mean per candidate): Fisher's z of Pearson's r, ``sqrt(n - 3) * atanh(r)`` against the normal.
+    1.0 when the worker's own scores never vary (they say nothing about the candidates); None when the
+    others' means never vary or there are fewer than 4 pairs (nothing to compare with)."""
+    if len(pairs) < 4 or len({y for _, y in pairs}) < 2:
+        return None
+    if len({x for x, _ in pairs}) < 2:
+        return 1.0
+    r = _pearson([x for x, _ in pairs], [y for _, y in pairs])
+    z = math.sqrt(len(pairs) - 3) * math.atanh(max(-0.999999, min(0.999999, r)))
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def agreement_test(pairs: Sequence[tuple[float, float]], *, min_items: int) -> float | None:
+    """``agreement_p_value`` once the worker has ``min_items`` pairs, else None (not yet tested)."""
+    return agreement_p_value(pairs) if len(pairs) >= min_items else None
+
+
+def agreement_rule_fails(p: float | None, *, p_max: float) -> bool:
+    return p is not None and p > p_max
+
+
 def _pearson(xs: list[float], ys: list[float]) -> float | None:
     """Pearson's r, or None where it says nothing: fewer than 3 pairs, or one side constant."""
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
@@ -170,21 +207,21 @@ def _pearson(xs: list[float], ys: list[float]) -> float | None:
     return float(pearsonr(xs, ys).statistic)
 
 
-def _agreement(worker: Worker, judgments) -> float | None:
-    # real candidates only: everyone's 100 on the copies would make any two workers look in agreement
+def _agreement_pairs(worker: Worker, judgments) -> list[tuple[float, float]]:
+    """(the worker's score, the other counted, not disqualified workers' mean) per real candidate both scored.
+    Real candidates only: everyone's 100 on the copies would make any two workers look in agreement."""
     mine = dict(real_judgments(judgments).filter(score__isnull=False).values_list("candidate_id", "score"))
     if not mine:
-        return None
+        return []
     others: dict[int, list[int]] = defaultdict(list)
     for cid, score in (
         Judgment.objects.counted()
-        .filter(candidate_id__in=list(mine), score__isnull=False)
+        .filter(candidate_id__in=list(mine), score__isnull=False, worker__disqualified=False)
         .exclude(worker=worker)
         .values_list("candidate_id", "score")
     ):
         others[cid].append(score)
-    pairs = [(mine[c], statistics.fmean(v)) for c, v in others.items()]
-    return _pearson([p[0] for p in pairs], [p[1] for p in pairs])
+    return [(float(mine[c]), statistics.fmean(v)) for c, v in others.items()]
 
 
 def median_seconds(assignments, *, limit: int | None = None) -> float | None:
@@ -234,9 +271,15 @@ def worker_quality(
     real = list(real_judgments(judgments).values_list("score", flat=True))
     quality.degraded_checks, quality.real_judged = len(degraded), len(real)
     quality.degraded_p = degraded_test([score for _, score in degraded], real, min_checks=quality.min_degraded_checks)
+    quality.min_agreement_items = min(
+        (int(c.setting("min_agreement_items")) for c in campaigns), default=quality.min_agreement_items
+    )
+    pairs = _agreement_pairs(worker, judgments)
+    quality.agreement_items = len(pairs)
+    quality.agreement_p = agreement_test(pairs, min_items=quality.min_agreement_items)
     if figures:
         quality.seconds_per_hit = _seconds_per_hit(worker, campaign)
-        quality.agreement = _agreement(worker, judgments)
+        quality.agreement = _pearson([x for x, _ in pairs], [y for _, y in pairs])
     return quality
 
 
@@ -306,8 +349,9 @@ def workers_quality(workers: Iterable[Worker]) -> dict[int, WorkerQuality]:
 
 
 def _agreements(mine: dict[int, dict[int, int]]) -> dict[int, float | None]:
-    """Each worker's Pearson r with the other workers' mean over the real candidates they scored (``_agreement``
-    for many workers): every counted score of those candidates read once, each worker's own taken out."""
+    """Each worker's Pearson r with the other (not disqualified) workers' mean over the real candidates they
+    scored (``_agreement_pairs`` for many workers): every counted score of those candidates read once, each
+    worker's own taken out."""
     total: dict[int, list[int]] = {}  # candidate -> [sum, n] over every counted worker
     own: dict[tuple[int, int], list[int]] = {}  # (candidate, worker) -> [sum, n]
     scored = {c for scores in mine.values() for c in scores}
@@ -317,11 +361,11 @@ def _agreements(mine: dict[int, dict[int, int]]) -> dict[int, float | None]:
     rows = (
         Judgment.objects.filter(candidate_id__in=theirs, score__isnull=False)
         .order_by()
-        .values_list("candidate_id", "worker_id", "score", "assignment__verification")
+        .values_list("candidate_id", "worker_id", "score", "assignment__verification", "worker__disqualified")
     )
-    for candidate_id, worker_id, score, verification in rows:
-        if verification != Verification.VERIFIED or candidate_id not in scored:  # not counted, or not real
-            continue
+    for candidate_id, worker_id, score, verification, disqualified in rows:
+        if verification != Verification.VERIFIED or candidate_id not in scored or disqualified:
+            continue  # not counted, not real, or a disqualified worker's (no part of anyone's consensus)
         t = total.setdefault(candidate_id, [0, 0])
         t[0] += score
         t[1] += 1
@@ -333,8 +377,8 @@ def _agreements(mine: dict[int, dict[int, int]]) -> dict[int, float | None]:
     for worker_id, their_scores in mine.items():
         xs, ys = [], []
         for candidate_id, score in their_scores.items():
-            s, n = total[candidate_id]
-            s_own, n_own = own[candidate_id, worker_id]
+            s, n = total.get(candidate_id, (0, 0))
+            s_own, n_own = own.get((candidate_id, worker_id), (0, 0))
             if n > n_own:
                 xs.append(score)
                 ys.append((s - s_own) / (n - n_own))
@@ -420,8 +464,8 @@ def _attention_fails(quality: WorkerQuality, campaign: Campaign) -> bool:
 
 
 def disqualification_reason(*, quality: WorkerQuality, campaign: Campaign) -> str | None:
-    """Why the campaign's rules (attention copies, degraded copies) disqualify this worker, or None; each rule
-    that fired is named with its figures and thresholds (the worker is told, and the admin lists it)."""
+    """Why the campaign's rules (attention copies, degraded copies, agreement) disqualify this worker, or None;
+    each rule that fired is named with its figures and thresholds (the worker is told, and the admin lists it)."""
     reasons = []
     min_checks = int(campaign.setting("min_attention_checks"))
     max_rate = float(campaign.setting("max_attention_failure_rate"))
@@ -438,6 +482,14 @@ def disqualification_reason(*, quality: WorkerQuality, campaign: Campaign) -> st
             f"(one-sided Mann-Whitney U over {quality.degraded_checks} degraded and "
             f"{quality.real_judged} real judgments: p = {quality.degraded_p:.3g} > {p_max:g}; tested "
             f"from {int(campaign.setting('min_degraded_checks'))} degraded checks)"
+        )
+    agreement_p_max = float(campaign.setting("agreement_p_max"))
+    if agreement_rule_fails(quality.agreement_p, p_max=agreement_p_max):
+        reasons.append(
+            f"scores not following the other workers' on the same real candidates in campaign {campaign.name!r} "
+            f"(one-sided test of Pearson's r over {quality.agreement_items} candidates others scored too: "
+            f"p = {quality.agreement_p:.3g} > {agreement_p_max:g}; tested from "
+            f"{int(campaign.setting('min_agreement_items'))} candidates)"
         )
     return "; ".join(reasons) or None
 

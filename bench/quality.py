@@ -39,16 +39,27 @@ Two more parts (issue 36.1):
   checks with every real candidate they judged (the product) or only with the sources of their checks;
   printed: raters of each kind caught under each comparison.
 
+Two more parts (issue 46; ``--only-issue46`` runs only these):
+
+- *Agreement:* raters who spot every check (0 on it, whatever it looks like) and give the real candidates 100
+  or random scores, against careful ones (none miss an attention copy), caught by the degraded rule and by it with the
+  agreement rule (``agreement_test``: a one-sided test of Pearson's r between a rater's scores and the other
+  workers' mean per real candidate); then the rule on ParaBank's released judgments, worker by worker.
+- *A reader of whole pages and batches:* three page-reading rules and a gradient-boosted classifier on 15
+  page and batch features (cross-validated) against checks made as before issue 46 (the baseline) and now.
+
     .venv/bin/python bench/quality.py [--raters 200] [--hits 20,50,100] [--slip 0.03] [--seed 0]
-        [--parabank DIR] [--damage 0.3,0.8]
+        [--parabank DIR] [--damage 0.3,0.8] [--only-issue46]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import os
 import random
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -62,10 +73,17 @@ import django
 django.setup()
 
 from annotation.batch_params import HIT_SIZE  # noqa: E402
-from annotation.batches import balanced_chunks, spread_order  # noqa: E402
-from annotation.degraded import degraded_candidate_text, detectability  # noqa: E402
+from annotation.batches import balanced_chunks, outside_donors, spread_order  # noqa: E402
+from annotation.degraded import degraded_candidate_text, detectability, edit_runs, zipf  # noqa: E402
 from annotation.models import CAMPAIGN_DEFAULTS  # noqa: E402
-from annotation.quality import attention_passed, attention_rule_fails, degraded_rule_fails, degraded_test  # noqa: E402
+from annotation.quality import (  # noqa: E402
+    agreement_rule_fails,
+    agreement_test,
+    attention_passed,
+    attention_rule_fails,
+    degraded_rule_fails,
+    degraded_test,
+)
 
 KINDS = ("careful", "all-100", "random", "copy-only-careful")
 RULE_SETS = ("attention only (ParaBank)", "degraded only", "both")
@@ -270,6 +288,258 @@ def judge_truth(kind: str, truth: float, rng: random.Random) -> int:
     return round(min(100.0, max(0.0, 100 * truth + rng.gauss(0.0, 12.0))))
 
 
+# --- issue 46: an attacker who reads whole pages and whole batches ------------------------------------------
+
+
+def _tokens(text: str) -> list[str]:
+    return [w.strip(".,;:!?\"'()").lower() for w in text.split() if w.strip(".,;:!?\"'()")]
+
+
+def _bigrams(words: list[str]) -> set[tuple[str, str]]:
+    return set(zip(words, words[1:]))
+
+
+def _longest_run(a: list[str], b: list[str]) -> int:
+    return max((i2 - i1 for i1, i2, _, _ in edit_runs(a, b)), default=0)
+
+
+def _ratio(a: list[str], b: list[str]) -> float:
+    return difflib.SequenceMatcher(a=a, b=b, autojunk=False).ratio()
+
+
+def page_features(text: str, reference: str, page: list[str], other_refs_bigrams: set) -> list[float]:
+    """What a reader of the page and the batch sees of one item: its edits against the reference and against
+    every other item of the page, the words and bigrams it shares with them and with the batch's other
+    references, and its words' frequency (wordfreq's Zipf scale; rarity stands in for a word LM's surprisal)."""
+    t, r = _tokens(text), _tokens(reference)
+    others = [_tokens(p) for p in page if p != text]
+    seen = set(r).union(*map(set, others)) if others else set(r)
+    novel = [w for w in t if w not in seen]
+    new_to_ref = [w for w in t if w not in set(r)]
+    zipfs = [zipf(w) for w in t] or [0.0]
+    novel_zipfs = [zipf(w) for w in new_to_ref] or [7.0]
+    nearest = max(others, key=lambda o: _ratio(o, t)) if others else r
+    # bigrams of another reference of the batch with a content word (Zipf < 5: not "of the")
+    shared_batch = len({g for g in (_bigrams(t) - _bigrams(r)) & other_refs_bigrams if min(map(zipf, g)) < 5})
+    return [
+        len(t) - len(r),
+        len(edit_runs(r, t)),
+        _longest_run(r, t),
+        _ratio(r, t),
+        _ratio(nearest, t),
+        len(edit_runs(nearest, t)),
+        _longest_run(nearest, t),
+        len(novel),
+        len(novel) / max(1, len(t)),
+        shared_batch,
+        min(zipfs),
+        sum(zipfs) / len(zipfs),
+        sum(z < 3 for z in zipfs),
+        min(novel_zipfs),
+        sum(novel_zipfs) / len(novel_zipfs),
+    ]
+
+
+def attack_pages(refs: dict[str, str], cands: dict[str, list[str]], *, method: str, rate: float, seed: int):
+    """HITs cut as the product cuts them, a check in a share ``rate`` of them made by ``method`` ("issue 36":
+    from a candidate on the same HIT with a phrase of another reference; "now": the product's rules), as
+    (reference, page texts, index of the check or None) per HIT."""
+    rng = random.Random(seed)
+    keys = sorted(cands)
+    batch_refs = [refs[k] for k in keys]
+    donors_now = outside_donors(batch_refs)
+    pages, owed = [], rng.random()
+    for key in keys:
+        reference, real = refs[key], list(cands[key])
+        rng.shuffle(real)
+        tried = False
+        for chunk in balanced_chunks(real, HIT_SIZE, room=1):
+            owed += rate
+            made = None
+            if owed >= 1.0 and not tried and len(chunk) < HIT_SIZE:
+                tried = True
+                elsewhere = [c for c in real if c not in chunk]
+                if method == "now":
+                    sources, donors = elsewhere or chunk, donors_now
+                else:
+                    sources, donors = chunk, [d for d in batch_refs if d != reference]
+                made = degraded_candidate_text(
+                    reference=reference, sources=sources, peers=real, donors=donors, avoid=real, rng=rng
+                )
+            page, check = list(chunk), None
+            if made:
+                owed -= 1.0
+                check = rng.randrange(len(page) + 1)
+                page.insert(check, made[0])
+            pages.append((reference, page, check))
+    return pages
+
+
+def page_attack(pages, *, seed: int) -> dict[str, float]:
+    """AUC of each page-reading rule and of a gradient-boosted classifier on :func:`page_features`
+    (5-fold stratified cross-validation) at telling the checks from the real candidates."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    ref_bigrams = defaultdict(set)
+    for reference, _, _ in pages:
+        ref_bigrams[reference] = _bigrams(_tokens(reference))
+    everyone: dict[tuple[str, str], int] = defaultdict(int)
+    for grams in ref_bigrams.values():
+        for g in grams:
+            everyone[g] += 1
+    features, labels = [], []
+    for reference, page, check in pages:
+        own = ref_bigrams[reference]
+        others_bigrams = {g for g, n in everyone.items() if n > (g in own)}
+        for i, text in enumerate(page):
+            features.append(page_features(text, reference, page, others_bigrams))
+            labels.append(int(i == check))
+    x = [f for f in features]
+    rules = {
+        "rule: a content bigram of another reference of the batch": [float(f[9] > 0) for f in x],
+        "rule: longest run differing from the reference >= 2": [float(f[2] >= 2) for f in x],
+        "rule: repeats another item of its page but for a run (similarity >= 0.6)": [float(f[4] >= 0.6) for f in x],
+    }
+    out = {name: float(roc_auc_score(labels, flags)) for name, flags in rules.items()}
+    out.update({f"{name} (finds)": int(sum(f and y for f, y in zip(flags, labels))) for name, flags in rules.items()})
+    out.update(
+        {f"{name} (flags real)": int(sum(f and not y for f, y in zip(flags, labels))) for name, flags in rules.items()}
+    )
+    guessed = cross_val_predict(
+        HistGradientBoostingClassifier(max_iter=200, random_state=seed),
+        x,
+        labels,
+        cv=StratifiedKFold(5, shuffle=True, random_state=seed),
+        method="predict_proba",
+    )[:, 1]
+    out["gradient-boosted classifier on 15 page and batch features"] = float(roc_auc_score(labels, guessed))
+    out["checks"], out["real"] = sum(labels), len(labels) - sum(labels)
+    return out
+
+
+def page_attack_table(args) -> None:
+    """The issue-46 attacker against checks made as before (issue 36) and now, on ParaBank's candidates and on
+    the demo corpus's made-up ones; target AUC <= 0.65 for every attacker."""
+    for directory in (Path(args.parabank), Path("/nonexistent")):
+        refs, cands, source = sample_candidates(directory, random.Random(args.seed))
+        print(f"\n## A reader of whole pages and batches (issue 46; {source})")
+        results = {
+            m: page_attack(attack_pages(refs, cands, method=m, rate=args.degraded_rate, seed=args.seed), seed=args.seed)
+            for m in ("issue 36", "now")
+        }
+        names = [
+            k for k in results["now"] if not k.endswith(("(finds)", "(flags real)")) and k not in ("checks", "real")
+        ]
+        print("| attacker | checks made as before (issue 36) | now |")
+        print("|---|---|---|")
+        for name in names:
+            cells = []
+            for m in ("issue 36", "now"):
+                r = results[m]
+                extra = (
+                    f" (finds {r[name + ' (finds)']}/{r['checks']}, flags {r[name + ' (flags real)']}/{r['real']} real)"
+                    if name.startswith("rule")
+                    else ""
+                )
+                cells.append(f"AUC {r[name]:.3f}{extra}")
+            print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+# --- issue 46: the agreement rule, which needs no check a cheater could spot ---------------------------------
+
+CHEATS = ("careful", "spots every check, 100 elsewhere", "spots every check, random elsewhere", "all-100", "random")
+
+
+def _cheat_scores(kind: str, truth: float, rng: random.Random) -> int:
+    if kind.startswith("spots every check, 100"):
+        return 100
+    if kind.startswith("spots every check, random"):
+        return rng.randint(0, 100)
+    return judge_truth(kind, truth, rng)
+
+
+def agreement_table(args, settings: dict, rng: random.Random) -> None:
+    """Raters caught with and without the agreement rule, on simulated HITs (real candidates' true similarity
+    Beta(4, 2); the other workers' mean of an item: two careful raters' scores; a derived check, as in
+    ``derived_table``) in a share of the HITs, which the cheaters score 0 whatever it looks like; then the rule on
+    ParaBank's released judgments."""
+    min_items, p_max = int(settings["min_agreement_items"]), float(settings["agreement_p_max"])
+    min_checks, deg_p_max = int(settings["min_degraded_checks"]), float(settings["degraded_p_max"])
+    low_damage, high_damage = (float(x) for x in args.damage.split(","))
+    per_rater = max(int(x) for x in args.hits.split(","))
+    print(
+        f"\n## Agreement: raters who spot every check (issue 46); {per_rater} HITs of {HIT_SIZE - 1} real candidates "
+        f"per rater, a degraded check in {args.degraded_rate:.0%} of them; agreement tested from {min_items} "
+        f"candidates, p > {p_max}"
+    )
+    print("| rater kind | caught by the degraded rule (before) | caught with the agreement rule too (now) |")
+    print("|---|---|---|")
+    for kind in CHEATS:
+        before = now = 0
+        for _ in range(args.raters):
+            low, real, pairs = [], [], []
+            fired_before = fired_now = False
+            for _ in range(per_rater):
+                truths = [rng.betavariate(4, 2) for _ in range(HIT_SIZE - 1)]
+                for truth in truths:
+                    others = statistics.fmean(judge_truth("careful", truth, rng) for _ in range(2))
+                    score = _cheat_scores(kind, truth, rng)
+                    real.append(score)
+                    pairs.append((float(score), others))
+                if rng.random() < args.degraded_rate:  # a derived check, as in derived_table
+                    truth = truths[0] * (1 - rng.uniform(low_damage, high_damage))
+                    low.append(0 if kind.startswith("spots") else _cheat_scores(kind, truth, rng))
+                fired_before |= degraded_rule_fails(degraded_test(low, real, min_checks=min_checks), p_max=deg_p_max)
+                fired_now |= fired_before or agreement_rule_fails(
+                    agreement_test(pairs, min_items=min_items), p_max=p_max
+                )
+            before += fired_before
+            now += fired_now
+        label = f"{kind} (wrongly disqualified)" if kind == "careful" else kind
+        print(
+            f"| {label} | {before}/{args.raters} ({before / args.raters:.0%}) | "
+            f"{now}/{args.raters} ({now / args.raters:.0%}) |"
+        )
+    _agreement_on_parabank(Path(args.parabank), min_items=min_items, p_max=p_max)
+
+
+def _agreement_on_parabank(directory: Path, *, min_items: int, p_max: float) -> None:
+    """The rule on ParaBank's released judgments: each worker's scores on real candidates against the other
+    workers' mean on the same candidates."""
+    if not (directory / "candidates.tsv").exists():
+        print(f"\n(ParaBank's released judgments not found in {directory}: the rule on real workers is not measured)")
+        return
+    with open(directory / "ref.tsv", encoding="utf-8") as f:
+        refs = {r["ref_id"]: r["ref_sent"] for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)}
+    scores: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    with open(directory / "candidates.tsv", encoding="utf-8") as f:
+        for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+            if r["sys_id"].split() != ["0"] and r["candidate"] != refs[r["ref_id"]] and r["human_score"].strip():
+                scores[(r["ref_id"], r["candidate"])][r["worker_id_anon"]] = float(r["human_score"])
+    pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for by_worker in scores.values():
+        for worker, score in by_worker.items():
+            others = [v for w, v in by_worker.items() if w != worker]
+            if others:
+                pairs[worker].append((score, statistics.fmean(others)))
+    tested = {w: agreement_test(p, min_items=min_items) for w, p in pairs.items()}
+    tested = {w: p for w, p in tested.items() if p is not None}
+    barred = sorted(w for w, p in tested.items() if agreement_rule_fails(p, p_max=p_max))
+    print(
+        f"\nParaBank's released judgments ({directory}): {len(pairs)} workers, {len(tested)} with >= {min_items} "
+        f"real candidates others scored too; the rule bars {len(barred)}:"
+    )
+    for w in barred:
+        xs, ys = zip(*pairs[w])
+        r = statistics.correlation(xs, ys) if len(set(xs)) > 1 else float("nan")
+        print(f"- worker {w}: r = {r:.3f} over {len(pairs[w])} candidates, p = {tested[w]:.3g}")
+    kept = [statistics.correlation(*zip(*pairs[w])) for w in tested if w not in barred]
+    if kept:
+        print(f"the {len(kept)} kept: r {min(kept):.2f} to {max(kept):.2f}, median {statistics.median(kept):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--raters", type=int, default=200, help="raters of each kind")
@@ -281,8 +551,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parabank", default=str(PARABANK), help="ParaBank's released judgments (ref.tsv ...)")
     parser.add_argument("--damage", default="0.3,0.8", help="a derived check's loss of similarity: low,high")
+    parser.add_argument(
+        "--only-issue46", action="store_true", help="only the whole-page attacker and the agreement rule (issue 46)"
+    )
     args = parser.parse_args()
     settings = dict(CAMPAIGN_DEFAULTS)
+    if args.only_issue46:
+        agreement_table(args, settings, random.Random(args.seed))
+        page_attack_table(args)
+        return
     rng = random.Random(args.seed)
     layout = batch_layout(args.batch_hits, args.attention_rate, args.degraded_rate, rng)
     started = time.perf_counter()
@@ -323,6 +600,8 @@ def main() -> None:
             )
     disguise_table(args, random.Random(args.seed))
     derived_table(args, settings, random.Random(args.seed))
+    agreement_table(args, settings, random.Random(args.seed))
+    page_attack_table(args)
     print(f"\n({time.perf_counter() - started:.0f} s, seed {args.seed})")
 
 

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.batch_params import BatchParams
-from annotation.batches import BatchError, hit_batch_create
+from annotation.batches import BatchError, hit_batch_create, outside_donors
 from annotation.degraded import degraded_candidate_text, degraded_span_length, edit_runs
 from annotation.easl_rounds import batch_items, easl_round_create
 from annotation.exports import batch_results_csv
@@ -149,6 +149,33 @@ def test_the_text_is_deterministic_per_seed():
 # --- in a batch ------------------------------------------------------------------------------------
 
 
+def bigrams(text: str) -> set[tuple[str, str]]:
+    words = [w.strip(".,;:!?").lower() for w in text.split()]
+    return set(zip(words, words[1:]))
+
+
+@pytest.mark.django_db
+def test_a_check_never_shares_its_page_with_its_source_nor_a_phrase_with_the_batch():
+    """Issue 46: a reader of whole pages found the check as the sentence that repeats another item of its page
+    but for one run, and its phrase as a bigram of another reference of the batch."""
+    campaign = campaign_of(candidates=8)  # two HITs per reference
+    batch = hit_batch_create(
+        campaign=campaign,
+        params=BatchParams(provider="local", per_length=20, lengths=(10,), attention_rate=0, degraded_rate=0.5, seed=2),
+    )
+    checks = degraded_items(batch)
+    references = list(batch.hits.values_list("reference__text", flat=True).distinct())
+    assert len(checks) >= 5
+    for item in checks:
+        source = item.candidate.degraded_from
+        assert not item.hit.items.filter(candidate=source).exists()  # on the reference's other HIT
+        assert HitItem.objects.filter(hit__batch=batch, hit__reference=item.hit.reference, candidate=source).exists()
+        new_bigrams = bigrams(item.candidate.text) - bigrams(source.text)
+        assert new_bigrams and not new_bigrams & set().union(*map(bigrams, references)), new_bigrams
+
+
+
+
 @pytest.mark.django_db
 def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once():
     campaign = campaign_of()
@@ -167,11 +194,12 @@ def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once
         assert cand.text != ref.text
         others = set(Candidate.objects.filter(reference=ref).exclude(pk=cand.pk).values_list("text", flat=True))
         assert cand.text not in others
-        # made from a real candidate shown in the same HIT (its rater judges both), by a phrase of another
+        # made from a real candidate of the reference (here all on its one HIT), by a phrase from outside the batch
         source = cand.degraded_from
         assert source is not None and source.reference_id == ref.pk
-        assert item.hit.items.filter(candidate=source, is_degraded_check=False, is_attention_check=False).exists()
-        assert replaced_run(source.text, cand.text, [s for s in SENTENCES if s != ref.text]) is not None
+        assert item.hit.items.filter(candidate=source, is_degraded_check=False).exists()
+        assert replaced_run(source.text, cand.text, outside_donors([])) is not None
+        assert replaced_run(source.text, cand.text, [s for s in SENTENCES if s != ref.text]) is None
     for hit in hits:  # four real candidates, and in checked HITs the degraded copy as the fifth
         degraded = sum(i.is_degraded_check for i in hit.items.all())
         assert degraded <= 1 and len(hit.items.all()) == 4 + degraded
