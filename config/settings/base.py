@@ -255,6 +255,9 @@ PARAFORGE_MIN_IDF = env_float("PARAFORGE_MIN_IDF", 7.0)
 PARAFORGE_MAX_IDF = env_float("PARAFORGE_MAX_IDF", 17.0)
 # a diverse generation job's estimated peak memory above this is refused when asked for (issue 46)
 PARAFORGE_DIVERSE_MEMORY_GIB = env_float("PARAFORGE_DIVERSE_MEMORY_GIB", 8.0)
+# ... and its estimated decoding time (an upper bound) at PARAFORGE_DIVERSE_FLOPS (generation_job/budget.py)
+PARAFORGE_DIVERSE_HOURS = env_float("PARAFORGE_DIVERSE_HOURS", 168.0)
+PARAFORGE_DIVERSE_FLOPS = env_float("PARAFORGE_DIVERSE_FLOPS", 4e10)
 # ``--wait`` with no worker answering: run the chunks in the calling process. Always on the embedded
 # broker; opt-in elsewhere (``1``), since production jobs belong on their workers (GPU ones included).
 PARAFORGE_INLINE_WITHOUT_WORKER = env_str("PARAFORGE_INLINE_WITHOUT_WORKER", "") in {"1", "true", "yes"}

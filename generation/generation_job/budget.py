@@ -1,4 +1,5 @@
-"""A diverse generation job's peak memory, estimated from its settings and its models before it is queued.
+"""A diverse generation job's peak memory and time, estimated from its settings, its models and its corpus before
+it is queued.
 
 Why: every number of the diverse mode is bounded (``generation.decode_options``), but their product is what a
 worker holds: each input is decoded as ``negative_sets x samples`` rows at once, ``batch_size`` inputs together,
@@ -10,6 +11,13 @@ above ``PARAFORGE_DIVERSE_MEMORY_GIB``, with the estimate and what to lower.
 The estimate is an upper bound, deliberately simple: the models' weight files as they lie on disk, plus for each
 row the decoder's self- and cross-attention keys and values at full ``max_length`` (4 x layers x max_length x
 width float32 numbers) and one step's float32 logits. Real sentences stop earlier, so the real peak is lower.
+
+Time likewise (:func:`diverse_time_error`, above ``PARAFORGE_DIVERSE_HOURS``): every reference decodes ``rows``
+samples of up to ``max_length`` steps, each step about ``2 x parameters`` floating-point operations per row
+(parameters: the weight files' bytes / 4), at ``PARAFORGE_DIVERSE_FLOPS`` operations per second. The default,
+4e10, is what the demo model's diverse mode reached on this project's 2-core CPU (bench/diversity.py: 24
+references x 150 rows in 18.5 s, about 15 steps a row); a GPU worker's is higher and is set there. At full
+``max_length`` this too is an upper bound: a refused job would have run for at least a share of it.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from pathlib import Path
 from ..decode_options import DiverseOptions
 
 GIB = 1024**3
+HOUR_S = 3600.0
 FLOAT_BYTES = 4
 WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
 CPU_BATCH = 1  # the sampler's inputs per batch when a job gives none (generation.decoding.diverse: 1 on the CPU)
@@ -55,4 +64,28 @@ def diverse_memory_error(options: DiverseOptions, model: Path, backward: Path | 
         f"{options.max_length} needs an estimated {peak / GIB:.1f} GiB, above the workers' budget of "
         f"{budget_gib:g} GiB (PARAFORGE_DIVERSE_MEMORY_GIB): lower --negative-sets, --samples, --batch-size "
         "or --max-length"
+    )
+
+
+def diverse_seconds(
+    options: DiverseOptions, model: Path, backward: Path | None, references: int, flops: float
+) -> float:
+    """The estimated decoding time of a diverse job over ``references`` inputs, an upper bound (module docstring)."""
+    weights = model_shape(model)[0] + (model_shape(backward)[0] if backward is not None else 0)
+    parameters = weights / FLOAT_BYTES
+    return references * options.rows * options.max_length * 2.0 * parameters / flops
+
+
+def diverse_time_error(
+    options: DiverseOptions, model: Path, backward: Path | None, references: int, *, flops: float, budget_hours: float
+) -> str | None:
+    """Why a diverse job would run longer than the workers' time budget, or None when it fits."""
+    seconds = diverse_seconds(options, model, backward, references, flops)
+    if seconds <= budget_hours * HOUR_S:
+        return None
+    return (
+        f"--diverse over {references} references with {options.rows} rows per input and max length "
+        f"{options.max_length} needs up to an estimated {seconds / HOUR_S:,.0f} hours at {flops:.3g} operations/s "
+        f"(PARAFORGE_DIVERSE_FLOPS), above the workers' budget of {budget_hours:g} hours (PARAFORGE_DIVERSE_HOURS): "
+        "lower --negative-sets, --samples or --max-length, or generate from a smaller corpus"
     )

@@ -63,7 +63,7 @@ from ..model_source import MODEL_HELP, ModelFolderError, model_folder
 from ..models import Corpus, CorpusStatus, Resource
 from ..prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, for_folder
 from ..systems import PPDB_SYSTEMS, UnknownSystem, get_system, rank_system
-from .budget import diverse_memory_error
+from .budget import diverse_memory_error, diverse_time_error
 
 DEFAULT_LENGTHS = (5, 10, 20, 40)
 DIVERSE_HELP = (
@@ -397,7 +397,8 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
 
 def diverse_params_checked(params: GenerateParams) -> GenerateParams:
     """A diverse job's models checked (encoder-decoder ones: the refusal ``paraphrase --diverse`` gives a
-    decoder-only model), its estimated peak memory against the workers' budget (``budget``), and its name; it
+    decoder-only model), its estimated peak memory and time against the workers' budgets (``budget``), and its
+    name; it
     takes no IDF table, no PPDB file, no prompt."""
     for role, path in (("--model", params.model), ("--backward-model", params.backward_model)):
         if path is None:
@@ -410,11 +411,16 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
             raise GenerationSettingsError(str(decoder_only_diverse_error(role, path)))
         model_fingerprint(path)
     backward = resolve_model_folder(params.backward_model) if params.backward_model else None
-    problem = diverse_memory_error(
-        params.diverse_options or DiverseOptions(),
-        resolve_model_folder(params.model),
+    options, model = params.diverse_options or DiverseOptions(), resolve_model_folder(params.model)
+    problem = diverse_memory_error(options, model, backward, settings.PARAFORGE_DIVERSE_MEMORY_GIB)
+    references = Corpus.objects.filter(pk=params.corpus).values_list("n_references", flat=True).first() or 0
+    problem = problem or diverse_time_error(
+        options,
+        model,
         backward,
-        settings.PARAFORGE_DIVERSE_MEMORY_GIB,
+        references,
+        flops=settings.PARAFORGE_DIVERSE_FLOPS,
+        budget_hours=settings.PARAFORGE_DIVERSE_HOURS,
     )
     if problem:
         raise GenerationSettingsError(problem)

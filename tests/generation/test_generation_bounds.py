@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from generation.forms import GenerateForm
 from generation.generation_job.params import GenerateParams, GenerationSettingsError
 from generation.generation_job.pause import pause_between_batches
+from generation.models import Corpus
 from jobs.execution import JobCancelled
 from jobs.models import Job
 from jobs.params import from_values
@@ -117,6 +118,19 @@ def test_a_diverse_job_over_the_memory_budget_is_refused_before_it_is_queued(cor
     answer = post_json(client, corpus.pk, body)
     assert answer.status_code == 400 and "0.1 GiB" in answer.json()["errors"]["__all__"][0], answer.content
     settings.PARAFORGE_DIVERSE_MEMORY_GIB = 8.0
+    assert post_json(client, corpus.pk, body).status_code == 202
+
+
+def test_a_diverse_job_over_the_time_budget_is_refused_before_it_is_queued(corpus, client, settings):  # noqa: F811
+    staff(client)
+    body = {"model": "model", "diverse": True, "sample_per_length": 1}  # ParaBank 2's 5 x 30, within memory
+    Corpus.objects.filter(pk=corpus.pk).update(n_references=50_000_000)  # a web-scale corpus on two CPU cores
+    answer = post_json(client, corpus.pk, body)
+    assert answer.status_code == 400, answer.content
+    message = answer.json()["errors"]["__all__"][0]
+    assert "50000000 references" in message and "PARAFORGE_DIVERSE_HOURS" in message and "168 hours" in message
+    assert not Job.objects.exists()
+    settings.PARAFORGE_DIVERSE_FLOPS = 1e15  # a worker that says it is that much faster takes it
     assert post_json(client, corpus.pk, body).status_code == 202
 
 
