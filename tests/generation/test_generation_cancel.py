@@ -4,7 +4,6 @@ at a time). The decoder's stop check ends the chunk inside the batch -- a batch 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -18,7 +17,11 @@ from infra.storage import get_storage
 from jobs.execution import job_cancel, job_start, job_wait
 from jobs.models import JobChunk, JobStatus
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.worker,
+    pytest.mark.usefixtures("one_torch_thread_per_worker"),
+]
 
 DEMO_MODEL = str(Path(__file__).resolve().parents[2] / "generation" / "demo" / "model")
 SENTENCES = ["The committee approved the new budget on Monday.", "A man is playing a guitar."]
@@ -36,18 +39,6 @@ LONG_BATCH = {
     "clusters": 5,
     "device": "cpu",
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread_per_worker():
-    """The worker inherits it: a step of the batch takes longer, and the batch is no shorter on a fast host."""
-    before = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = "1"
-    yield
-    if before is None:
-        os.environ.pop("OMP_NUM_THREADS", None)
-    else:
-        os.environ["OMP_NUM_THREADS"] = before
 
 
 def _wait_for(condition, what: str, timeout: float) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from pathlib import Path
@@ -20,7 +19,11 @@ from jobs.execution import job_resume, job_start, job_wait
 from jobs.models import JobChunk, JobStatus
 from tests.conftest import CeleryWorker
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.worker,
+    pytest.mark.usefixtures("one_torch_thread_per_worker"),
+]
 
 SENTENCES = [
     "the cat sat on the mat",
@@ -33,18 +36,6 @@ SENTENCES = [
     "how often do earthquakes occur today",
 ]
 SYSTEMS = [28, 34]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread_per_worker():
-    """Worker processes inherit this: tiny models decode faster on one thread than on shared cores."""
-    before = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = "1"
-    yield
-    if before is None:
-        os.environ.pop("OMP_NUM_THREADS", None)
-    else:
-        os.environ["OMP_NUM_THREADS"] = before
 
 
 def _corpus(tmp_path):
