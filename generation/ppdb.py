@@ -41,7 +41,6 @@ logger = logging.getLogger(__name__)
 ALL_RELATIONS = frozenset(
     {"Equivalence", "ForwardEntailment", "ReverseEntailment", "Exclusion", "OtherRelated", "Independent"}
 )
-COARSE_CLASSES = ("noun", "verb", "adj", "adv", "other")
 MAX_REPORTED = 100  # malformed lines kept with their numbers in the index (all are counted)
 _BATCH = 50_000
 # part of the index file's name: a new layout (v3: no rule without a word) never reads an old file

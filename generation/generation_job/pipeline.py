@@ -238,15 +238,6 @@ def decode_window(
     return window.out_records, counts
 
 
-def decode_references(
-    records: list[dict[str, Any]], *, params: dict[str, Any], is_bitext: bool, progress: ProgressFn
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-    """Resource records (one per reference) and per-system counts for a window of corpus records, prepared
-    and decoded one after the other (a chunk overlaps the two: :func:`prepared_ahead`)."""
-    setup = chunk_setup(params, is_bitext)
-    return decode_window(prepare_window(records, setup), setup, progress)
-
-
 _END = object()
 
 

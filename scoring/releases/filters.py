@@ -165,10 +165,6 @@ class ReleaseFilters:
             "keep_non_words": self.keep_non_words,
         }
 
-    @property
-    def is_empty(self) -> bool:
-        return self == ReleaseFilters()
-
 
 def _bound(key: str, text: str | None, highest: float) -> float | None:
     """One bound of a range: digits 0-9 (``api.numbers.ascii_float``: no ``١٢``, ``1_0``, ``nan`` or a value
