@@ -105,10 +105,11 @@ GENERATE_INTRO = (
     "Decode {name} ({n} references) into a paraphrase resource, as manage.py generate does: under ParaBank's "
     "constraint systems (numbers 1-37, e.g. 17,21,28,31,34; beam search with the options below), or, with diverse, "
     "in ParaBank 2's diverse mode (sampling under random negative constraints, scoring, clustering; each "
-    "reference's kept outputs become the systems rank 1 .. rank keep; leave the systems, IDF table, PPDB file, "
-    "prompt and beam search's options empty). With sample per length, only the evaluation sample is decoded and "
-    "becomes a campaign. The model is a folder in the server's model folders (its name there), or a hub id in "
-    "the server's cache. The job runs in the background on the GPU queue; the next page follows it."
+    "reference's kept outputs become the systems rank 1 .. rank keep; it takes no systems, IDF table, PPDB file, "
+    "prompt or beam search's options: the page hides them). With sample per length, only the evaluation sample is "
+    "decoded and becomes a campaign. Pick the model from the installed ones (demo: the shipped demo model), or "
+    "type another folder in the server's model folders or a hub id in the server's cache. The job runs in the "
+    "background on the GPU queue; the next page follows it."
 )
 
 
@@ -334,7 +335,7 @@ class CorpusAdmin(admin.ModelAdmin):
             "intro": GENERATE_INTRO.format(name=corpus.name, n=corpus.n_references),
             "media": self.media + form.media,
         }
-        return render(request, "admin/job_form.html", context)
+        return render(request, "admin/generation/corpus/generate.html", context)
 
     def generate_progress_view(self, request, job_id: int):
         """The page the generate form leads to: the job's live bar, then what it made (``jobs.results``)."""

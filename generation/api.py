@@ -13,12 +13,14 @@ corpus's generation jobs (``api.listing``: paged, filtered by status)."""
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.fields import StrictCharField
 from api.form_api import JOB_STARTED, form_checked, form_serializer, job_started
 from api.listing import ListQuery, listed, page_serializer
 from api.openapi import api_errors
@@ -27,14 +29,41 @@ from jobs.api import JobPageSerializer, JobQuery, jobs_listed
 from jobs.execution import job_launch
 from jobs.models import Job
 
-from .forms import GENERATE_PERMS, GenerateForm
+from .forms import GENERATE_PERMS, MODEL_FORM_HELP, PATH_CHARS, GenerateForm, installed_models
 from .generation_job import KIND
 from .models import Corpus, CorpusStatus
 
 CORPUS_LIST_PERMS = ("generation.view_corpus",)
 GENERATIONS_LIST_PERMS = ("generation.view_corpus", "jobs.view_job")
 
+
+class InstalledModelField(StrictCharField):
+    """The ``model`` of a generation: an installed model's name (the schema's enum: ``installed_models``, read
+    when the schema is asked for, so it lists what the server holds now), or a folder or hub id typed as on the
+    admin's form (``generation.forms.confined_model`` checks either)."""
+
+
+class InstalledModelFieldSchema(OpenApiSerializerFieldExtension):
+    """The schema of :class:`InstalledModelField`: one of the installed models' names, or another string."""
+
+    target_class = InstalledModelField
+
+    def map_serializer_field(self, auto_schema, direction):
+        typed = {"type": "string", "minLength": 1, "maxLength": PATH_CHARS}
+        names = installed_models()
+        if not names:
+            return typed
+        return {
+            "anyOf": [
+                {"type": "string", "enum": names, "title": "an installed model"},
+                {**typed, "title": "another model"},
+            ]
+        }
+
+
 GenerateInSerializer = form_serializer(GenerateForm, "GenerateInSerializer")
+# (in place, to keep the form's order of fields)
+GenerateInSerializer._declared_fields["model"] = InstalledModelField(max_length=PATH_CHARS, help_text=MODEL_FORM_HELP)
 
 
 class CorpusSerializer(serializers.ModelSerializer):
@@ -86,10 +115,13 @@ def corpus_list(request: Request) -> Response:
     summary="Generate paraphrases of a corpus: constraint systems, or ParaBank 2's diverse mode (staff; as the "
     "admin's generate page).",
     description="The settings of `manage.py generate`, by their names (`systems` and `lengths` comma-separated, "
-    "as the command takes them). A model, backward model or PPDB file is named in the server's model folders "
-    "(`PARAFORGE_MODEL_ROOTS`), or a model by a hub id already in the server's Hugging Face cache; anything "
-    "else is refused with 400, as is a job that "
-    "cannot start (a corpus that is not ready, a name taken), before any job exists.",
+    "as the command takes them). `model` is an installed model by its name (the enum lists the server's: "
+    "`demo`, the shipped demo model, after `manage.py demo_setup`), or another folder in the server's model "
+    "folders (`PARAFORGE_MODEL_ROOTS`) or a hub id already in the server's Hugging Face cache; a backward model "
+    "or PPDB file is named in the model folders too. Anything else is refused with 400, as are the settings of "
+    "the other mode (with `diverse`: constraint systems, IDF table, PPDB file, prompt, beam search's `beam`, "
+    "`nbest`, `stop`, `length_penalty` other than their defaults; without it, the diverse settings), and a job "
+    "that cannot start (a corpus that is not ready, a name taken), before any job exists.",
     responses={**JOB_STARTED, **api_errors(400, 404, 413, 415)},
 )
 @api_view(["GET", "POST"])

@@ -18,21 +18,36 @@ candidates:
 ``manage.py demo_setup`` as a whole (import, IDF, decoding, batch) took 16 s of CPU with ``nbest`` 2 against 13 s
 with 1, on a shared 2-core machine. ``tests/generation/test_demo_quality.py`` checks the two-thirds share and the
 20 candidates on every run.
+
+The shipped models are installed under the default model root ``var/models/`` (``PARAFORGE_VAR_DIR``), so that the
+admin's generate form and the API offer them by name (``install_shipped_models``, run by ``demo_setup``): ``demo``
+(generation/demo/model) and, once ``scripts/setup --model gemma3-270m`` installed its base, ``paraphraser``
+(generation/demo/paraphraser, the packaged adapter). Each file is a hard link to the shipped one where the two
+folders share a file system (no second 30 MB), else a copy: either way the model root holds the files themselves,
+so the model roots' rule stays as it is (a symbolic link that leaves a root is refused). A folder of that name
+that this did not install is left alone.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from .decode_options import DecodeOptions
 from .generation_job.params import GenerateParams, generation_params
+from .model_install import GEMMA3_270M, is_installed, models_root
 from .models import Corpus
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 DEMO_CORPUS = "demo"
 DEMO_CORPUS_FILE = DEMO_DIR / "corpus.txt"
 DEMO_MODEL = DEMO_DIR / "model"
+DEMO_PARAPHRASER = DEMO_DIR / "paraphraser"
+# the file that marks a model folder this module installed (and may replace when the shipped one changes)
+SHIPPED_MARK = ".paraforge-shipped"
 DEMO_SAMPLE = "demo-sample"
 # the demo corpus's origin and terms (generation/demo/README.md): STS-B sentences under their sources' licences,
 # some share-alike, some Microsoft Research's: a release of it may state no licence but these terms or none
@@ -64,3 +79,57 @@ def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE) -> dict[s
             name=name,
         )
     )
+
+
+def shipped_models() -> dict[str, Path]:
+    """The shipped models to install, by the name they get under the model root: the demo model, and the
+    packaged paraphraser where its base (gemma3-270m) is installed (without it the adapter cannot load)."""
+    found = {"demo": DEMO_MODEL}
+    if is_installed(GEMMA3_270M):
+        found["paraphraser"] = DEMO_PARAPHRASER
+    return found
+
+
+def _same_files(source: Path, dest: Path) -> bool:
+    """Whether ``dest`` holds ``source``'s files as installed (the same inode, or the same size and time)."""
+    wanted = sorted(f.name for f in source.iterdir() if f.is_file())
+    if sorted(f.name for f in dest.iterdir() if f.is_file() and f.name != SHIPPED_MARK) != wanted:
+        return False
+    for name in wanted:
+        a, b = (source / name).stat(), (dest / name).stat()
+        if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) and (a.st_size, a.st_mtime_ns) != (b.st_size, b.st_mtime_ns):
+            return False
+    return True
+
+
+def install_shipped_models(root: Path | None = None) -> dict[str, str]:
+    """Install :func:`shipped_models` under ``root`` (default: ``var/models``, a default model root), hard
+    linked (else copied); a name already installed and up to date is kept. Returns each name's state:
+    "installed", "up to date", or "kept: ..." for a folder of that name that this did not install."""
+    root = Path(root or models_root())
+    root.mkdir(parents=True, exist_ok=True)
+    states: dict[str, str] = {}
+    for name, source in shipped_models().items():
+        dest = root / name
+        if dest.is_symlink() or (dest.exists() and not (dest / SHIPPED_MARK).is_file()):
+            states[name] = f"kept: {dest} is not one this installed"
+            continue
+        if dest.is_dir() and _same_files(source, dest):
+            states[name] = "up to date"
+            continue
+        with tempfile.TemporaryDirectory(dir=root, prefix=f".{name}-") as tmp:
+            staged = Path(tmp) / name
+            staged.mkdir()
+            for f in sorted(source.iterdir()):
+                if not f.is_file():
+                    continue
+                try:
+                    os.link(f, staged / f.name)
+                except OSError:  # another file system (or one without hard links): a copy
+                    shutil.copy2(f, staged / f.name)
+            (staged / SHIPPED_MARK).write_text(f"installed by manage.py demo_setup from {source.name}\n")
+            if dest.exists():
+                shutil.rmtree(dest)
+            staged.replace(dest)
+        states[name] = "installed"
+    return states

@@ -6,6 +6,11 @@ with the shipped demo model under five ParaBank systems, 2 outputs each (resourc
 the settings are ``generation.demo_settings``); a published local HIT batch of it, candidates with non-words
 left out; three local annotator accounts whose fresh passwords are printed. All of it runs in this process
 (under a minute on a laptop CPU). Re-runs keep what exists and reset the passwords.
+
+The shipped models are installed under the model root ``var/models/`` (``generation.demo_settings.
+install_shipped_models``: hard links, else copies), with or without ``--no-data``, so that the admin's generate
+form and ``POST /api/corpora/<id>/generations/`` offer them by name (``demo``; ``paraphraser`` once its base
+gemma3-270m is installed).
 """
 
 import secrets
@@ -22,6 +27,7 @@ from generation.demo_settings import (
     DEMO_SAMPLE,
     DEMO_SYSTEMS,
     demo_generation_params,
+    install_shipped_models,
 )
 
 DEMO_ANNOTATORS = ("annotator1", "annotator2", "annotator3")
@@ -41,6 +47,8 @@ class Command(BaseCommand):
         user.is_staff = user.is_superuser = True
         user.set_password(password)
         user.save()
+        for name, state in install_shipped_models().items():
+            self.stdout.write(f"model {name} (the generate form and the API name it {name}): {state}")
         if not no_data:
             corpus = self.demo_corpus()
             self.demo_sample(corpus)
