@@ -69,6 +69,7 @@ app's (``generation.decoding``), only the harness lives here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import re
@@ -81,6 +82,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "generation"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """How one row decodes with our decoder: the fast step or Hugging Face's (False), the stopping rule, int8
+    weights, a dtype, and a stop check that never stops (what a job's cancel costs)."""
+
+    fast_step: bool | None = None
+    stop: str = "auto"
+    int8: bool = False
+    dtype: str | None = None
+    stop_check: bool = False
 
 
 def build_random_model(folder: Path, a):
@@ -291,7 +304,8 @@ def main(argv=None):
 
     last_none = {}
 
-    def run_ours(beam, bs, kind, n, fast_step=None, stop="auto", int8=False, dtype=None, stop_check=False):
+    def run_ours(beam, bs, kind, n, how: Variant = Variant()):
+        fast_step, stop, int8, dtype, stop_check = dataclasses.astuple(how)
         cons = cons_for(kind, n)
         stats = {}
         should_stop = rate_limited(lambda: False, 0.5) if stop_check else None  # (a job's, without its query)
@@ -382,9 +396,9 @@ def main(argv=None):
         for bs in [int(x) for x in a.batches.split(",")]:
             run_ours(beam, bs, "none", 0)  # warm-up
             if a.int8:  # (and the int8 twin's one-time weight quantisation, out of the timed rows)
-                run_ours(beam, bs, "none", 0, int8=True)
+                run_ours(beam, bs, "none", 0, Variant(int8=True))
             for d in in_dtype:
-                run_ours(beam, bs, "none", 0, dtype=d)
+                run_ours(beam, bs, "none", 0, Variant(dtype=d))
             print(f"\nbeam={beam} batch={bs}")
             print(
                 f"  {'row':30s} {'sent/s':>9s} {'time/ours-none':>15s} {'time/HF':>8s} {'satisfied':>10s}"
@@ -399,17 +413,14 @@ def main(argv=None):
                         runner = ct2_int8 if label.endswith(INT8) else ct2
                         sp, sat, viol = runner.run(sources, beam, bs, max_length), None, None
                     else:
-                        sp, sat, viol, per_step = run_ours(
-                            beam,
-                            bs,
-                            kind,
-                            n,
-                            False if label.endswith("(HF step)") else None,
-                            "beam" if label.endswith(STOP_BEAM) else "auto",
-                            label.endswith(INT8),
-                            dtype_of(label),
-                            label.endswith(STOP_CHECK),
+                        how = Variant(
+                            fast_step=False if label.endswith("(HF step)") else None,
+                            stop="beam" if label.endswith(STOP_BEAM) else "auto",
+                            int8=label.endswith(INT8),
+                            dtype=dtype_of(label),
+                            stop_check=label.endswith(STOP_CHECK),
                         )
+                        sp, sat, viol, per_step = run_ours(beam, bs, kind, n, how)
                         runs_step.setdefault(label, []).append(per_step)
                     runs_sp.setdefault(label, []).append(sp)
                     if sat is not None and kind != "none":

@@ -48,6 +48,9 @@ Two more parts (issue 46; ``--only-issue46`` runs only these):
 - *A reader of whole pages and batches:* three page-reading rules and a gradient-boosted classifier on 15
   page and batch features (cross-validated) against checks made as before issue 46 (the baseline) and now.
 
+Over 600 lines on purpose: a script that runs standalone (no app imports it), its simulations and attackers
+each only for it, printed as one report.
+
     .venv/bin/python bench/quality.py [--raters 200] [--hits 20,50,100] [--slip 0.03] [--seed 0]
         [--parabank DIR] [--damage 0.3,0.8] [--only-issue46]
 """

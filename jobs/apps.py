@@ -7,3 +7,4 @@ class JobsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import job_kinds  # noqa: F401  (registers the selftest kind)
+        from . import tasks  # noqa: F401  (registers the chunk tasks that ``execution`` sends by name)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
@@ -64,16 +65,18 @@ def chunk_queue(job: Job) -> str:
     return get_kind(job.kind).queue_of(job.params)
 
 
-def _chunk_task(job: Job):
-    from . import tasks
+def _task(name: str):
+    """A task of ``jobs.tasks`` by the name it is registered under: that module calls this one, so this one
+    looks its tasks up in the Celery app's registry (filled by autodiscovery) instead of importing it back."""
+    return current_app.tasks[name]
 
-    return tasks.run_chunk_gpu if chunk_queue(job) == "gpu" else tasks.run_chunk_cpu
+
+def _chunk_task(job: Job):
+    return _task("jobs.tasks.run_chunk_gpu" if chunk_queue(job) == "gpu" else "jobs.tasks.run_chunk_cpu")
 
 
 def job_enqueue(*, job_id: int) -> int:
     """Send one task per unfinished chunk (or the finishing task if none is left). Returns the count."""
-    from . import tasks
-
     job = Job.objects.get(pk=job_id)
     if job.is_terminal:
         return 0
@@ -82,7 +85,7 @@ def job_enqueue(*, job_id: int) -> int:
     for chunk_id in pending:
         task.delay(chunk_id)
     if not pending:
-        tasks.finish_job.delay(job_id)
+        _task("jobs.tasks.finish_job").delay(job_id)
     return len(pending)
 
 

@@ -15,6 +15,11 @@ snapshot into ``org/name@revision``, a folder inside Paraforge into its path fro
 else into its last component), and ``without_local_paths`` applies it to every string of the manifest.
 
 The card is built from the manifest alone, so it is as reproducible as the manifest (no date, no path).
+
+Why one module of over 600 lines: the card is one document, and each of its sections (loading, layout,
+calibration, trust, limitations, screening, provenance, whose judgments) is a short function of the manifest
+that reads the same keys as its neighbours; split apart, a reader checking what the card promises would open
+several files for one page.
 """
 
 from __future__ import annotations
