@@ -15,6 +15,13 @@ last word of a phrase whose earlier words were just matched:
   strictly inside them (``▁U.S.``-like; rare, banned outright - conservative, never unsound).
 
 Overlaps (``a a b`` inside ``a a a b``) are handled by the KMP failure function over words.
+
+A banned *single word* (an unanchored phrase of one word) needs no progress: it closes whenever the open word
+is that word. So single words keep no ``g`` column; a trie node says whether it closes one (``single_node``) and
+which tokens would complete one from it (``single_tok``, read by the open word's node). Why: a ban expands each
+word into up to 34 glued spellings ("tothe" for "the", ``decoding.banned_phrases``), and a ``g`` column per
+spelling (with every spelling's completing tokens compared with every hypothesis) made 20 banned words cost 8x
+an unconstrained search (bench/decoding.py --quick); read by node, the cost hardly grows with their number.
 """
 
 from __future__ import annotations
@@ -77,6 +84,8 @@ class NegativeTables:
     n_words: torch.Tensor  # [B] long
     tail_node: torch.Tensor  # [B, V] long
     trip: torch.Tensor  # [B, E, 3] long (node, phrase, token); padding phrase -1
+    single_node: torch.Tensor  # [B, N] bool: the node is a banned single word
+    single_tok: torch.Tensor  # [B, N, F] long: tokens completing a banned single word from the node; padding -1
     static_ban: torch.Tensor  # [B, V] bool
     init_g: torch.Tensor  # [B, P] long
     has_static_ban: bool = False
@@ -104,36 +113,37 @@ def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> 
         word_of_node[nodes[w]] = wid[w]
     ext = {}  # open word (node) x token appending letters -> node; every prefix of a word is a node
     for w in words:
-        for i in range(len(w)):
-            n = nodes[w[:i]]
-            for k in range(i + 1, len(w) + 1):
-                piece = w[i:k]
-                to = nodes[w[:k]]
-                for t in info.by_lead_nobreak.get(piece, ()):
-                    ext[n * V + t] = to
-                for t in info.by_lead_break.get(piece, ()):
-                    ext[n * V + t] = to
+        for i, k, t, _ in info.moves_of(w):
+            ext[nodes[w[:i]] * V + t] = nodes[w[:k]]
     tails = {}
     for u, n in nodes.items():
         if u:
             for t in info.by_tail.get(u, ()):
                 tails[t] = n
-    trips = []
-    for p, (ph, _) in enumerate(phrases):
-        last = ph[-1]
-        for i in range(len(last)):
-            for t in info.by_lead_break.get(last[i:], ()):
-                trips.append((nodes[last[:i]], p, t))
+    singles = sorted({ph[0] for ph, anchored in phrases if len(ph) == 1 and not anchored})
+    tracked = [(ph, a) for ph, a in phrases if len(ph) > 1 or a]  # phrases that need progress (module docstring)
+
+    def completing(word: str):
+        """(node, token): the open word ``word[:i]`` and a token that appends ``word[i:]`` and breaks."""
+        return [(nodes[word[:i]], t) for i, k, t, breaks in info.moves_of(word) if breaks and k == len(word)]
+
+    trips = [(n, p, t) for p, (ph, _) in enumerate(tracked) for n, t in completing(ph[-1])]
+    single_tokens: dict[int, set[int]] = {}
+    for w in singles:
+        for n, t in completing(w):
+            single_tokens.setdefault(n, set()).add(t)
     static = [t for t in info.inner_ids if any(x in wid for x in info.inner[t])]
     return dict(
-        phrases=[([wid[w] for w in ph], a) for ph, a in phrases],
+        phrases=[([wid[w] for w in ph], a) for ph, a in tracked],
         W=W,
         word_of_node=word_of_node,
         ext=ext,
         tails=tails,
         trips=trips,
+        single_nodes=[nodes[w] for w in singles],
+        single_tokens={n: sorted(ts) for n, ts in single_tokens.items()},
         static=static,
-        last_nodes=[nodes[ph[-1]] for ph, _ in phrases],
+        last_nodes=[nodes[ph[-1]] for ph, _ in tracked],
     )
 
 
@@ -150,6 +160,7 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     Nmax = max((len(d["word_of_node"]) for d in per), default=2)
     Kmax = max((len(d["ext"]) for d in per), default=0) + 1
     Emax = max((len(d["trips"]) for d in per), default=0) + 1
+    Fmax = max((len(ts) for d in per for ts in d["single_tokens"].values()), default=0) or 1
     P1 = max(P, 1)
     kmp = np.zeros((B, P1, S, Wmax + 1), dtype=np.int64)
     plen = np.zeros((B, P1), dtype=np.int64)
@@ -162,6 +173,8 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     trip = np.full((B, Emax, 3), -1, dtype=np.int64)
     trip[:, :, 0] = -5
     trip[:, :, 2] = 0
+    single_node = np.zeros((B, Nmax), dtype=bool)
+    single_tok = np.full((B, Nmax, Fmax), -1, dtype=np.int64)
     static_ban = np.zeros((B, V), dtype=bool)
     for b, d in enumerate(per):
         W = d["W"]
@@ -183,12 +196,15 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
             trip[b, : len(d["trips"])] = d["trips"]
         if d["static"]:
             static_ban[b, d["static"]] = True
+        single_node[b, d["single_nodes"]] = True
+        for n, ts in d["single_tokens"].items():
+            single_tok[b, n, : len(ts)] = ts
 
     def dev(a):
         return torch.from_numpy(a).to(device)
 
     return NegativeTables(
-        n_phr=P,
+        n_phr=P + sum(len(d["single_nodes"]) for d in per),
         V=V,
         kmp=dev(kmp),
         plen=dev(plen),
@@ -199,6 +215,8 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
         n_words=dev(n_words),
         tail_node=dev(tail_node),
         trip=dev(trip),
+        single_node=dev(single_node),
+        single_tok=dev(single_tok),
         static_ban=dev(static_ban),
         init_g=torch.zeros(B, P1, dtype=torch.long, device=device),
         has_static_ban=bool(static_ban.any()),
@@ -247,9 +265,11 @@ class NegativeState:
             }
         return rows
 
-    def _closing(self, node, g, rows):
-        """[h, P] bool: phrase p is one word from complete and the open word is that word."""
-        return (g == rows["closing_g"]) & (node[:, None] == rows["last_node"])
+    def _closing(self, node, g, rows, bidx):
+        """[h] bool: a tracked phrase is one word from complete and the open word is that word, or the open word
+        is a banned single word."""
+        tracked = ((g == rows["closing_g"]) & (node[:, None] == rows["last_node"])).any(1)
+        return tracked | self.t.single_node[bidx, node.clamp(max=self.t.single_node.shape[1] - 1)]
 
     def ban_mask(self, *, sync_free: bool | None = None) -> torch.Tensor:
         """[H, V] bool of forbidden next tokens."""
@@ -268,28 +288,34 @@ class NegativeState:
             sync_free = scores.device.type != "cpu"
         if t.has_static_ban:
             scores.masked_fill_(t.static_ban[self.bidx], value)
-        closing = self._closing(self.node, self.g, rows).any(1)  # [H]
+        closing = self._closing(self.node, self.g, rows, self.bidx)  # [H]
         active = (rows["trip_node"] == self.node[:, None]) & (self.g.gather(1, rows["trip_phrase"]) == rows["trip_g"])
+        single_tok = t.single_tok[self.bidx, self.node.clamp(max=t.single_tok.shape[1] - 1)]  # [H, F]
+        single = single_tok >= 0
+        single_tok = single_tok.clamp(min=0)
         if sync_free:
             scores.masked_fill_(closing[:, None] & self.boundary[None, :], value)
             # write ``value`` where a trip is active and leave the rest: min (or, for a bool mask, max)
             # with a neutral element, so that two trips on one token cannot undo each other
             # (no torch.where with Python numbers: on a GPU each one is a host-to-device copy that waits)
             neutral = False if scores.dtype == torch.bool else float("inf")
-            vals = torch.full(active.shape, neutral, dtype=scores.dtype, device=scores.device)
-            vals.masked_fill_(active, value)
-            scores.scatter_reduce_(1, rows["trip_tok"], vals, reduce="amax" if scores.dtype == torch.bool else "amin")
+            reduce = "amax" if scores.dtype == torch.bool else "amin"
+            for hits, tokens in ((active, rows["trip_tok"]), (single, single_tok)):
+                vals = torch.full(hits.shape, neutral, dtype=scores.dtype, device=scores.device)
+                vals.masked_fill_(hits, value)
+                scores.scatter_reduce_(1, tokens, vals, reduce=reduce)
             return
         closing = torch.nonzero(closing)[:, 0]  # hypotheses
         if closing.numel():
             scores[closing[:, None], self.boundary_ids[None, :]] = value
-        h, e = torch.nonzero(active, as_tuple=True)
-        if h.numel():
-            scores[h, rows["trip_tok"][h, e]] = value
+        for hits, tokens in ((active, rows["trip_tok"]), (single, single_tok)):
+            h, e = torch.nonzero(hits, as_tuple=True)
+            if h.numel():
+                scores[h, tokens[h, e]] = value
 
     def ends_badly(self, node, g, bidx) -> torch.Tensor:
         """[N] bool: ending the output in this state completes a phrase (the open word closes at the end)."""
-        return self._closing(node, g, self._rows(bidx)).any(1)
+        return self._closing(node, g, self._rows(bidx), bidx)
 
     def advance(self, src: torch.Tensor, tok: torch.Tensor, bidx: torch.Tensor):
         """New (node, g) for candidates (source hypothesis, token)."""

@@ -60,6 +60,37 @@ class VocabInfo:
         return np.array([bool(t) for t in self.tail], dtype=bool)
 
     @cached_property
+    def _pieces(self) -> dict[str, list[tuple[int, bool]]]:
+        """(token, whether it breaks) of every lead, by the letters it appends (both lists of ``by_lead_*``)."""
+        out: dict[str, list[tuple[int, bool]]] = {}
+        for lead, ids in self.by_lead_nobreak.items():
+            out.setdefault(lead, []).extend((t, False) for t in ids)
+        for lead, ids in self.by_lead_break.items():
+            out.setdefault(lead, []).extend((t, True) for t in ids)
+        return out
+
+    @cached_property
+    def _moves_by_word(self) -> dict[str, tuple[tuple[int, int, int, bool], ...]]:
+        return {}
+
+    def moves_of(self, word: str) -> tuple[tuple[int, int, int, bool], ...]:
+        """(i, k, token, breaks): the token appends ``word[i:k]`` to the open word ``word[:i]`` (and ends the word
+        when it breaks), for every piece of ``word``. Remembered per word: building a batch's ban tables looked
+        up every piece of every banned word, and a job bans the same words (and their glued spellings) again and
+        again."""
+        moves = self._moves_by_word.get(word)
+        if moves is None:
+            pieces = self._pieces
+            moves = tuple(
+                (i, k, t, breaks)
+                for i in range(len(word))
+                for k in range(i + 1, len(word) + 1)
+                for t, breaks in pieces.get(word[i:k], ())
+            )
+            self._moves_by_word[word] = moves
+        return moves
+
+    @cached_property
     def lead_empty(self) -> torch.Tensor:
         """[V] bool: the token appends no letters to the open word."""
         return torch.tensor([not x for x in self.lead], dtype=torch.bool)
