@@ -20,6 +20,8 @@ from .test_generate_admin_api import corpus as demo_corpus  # noqa: F401
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+# the screenshot of a group starts at its title
+SCROLL_TO = "window.scrollBy(0, document.querySelector('fieldset[data-group=%s]').getBoundingClientRect().top - 8)"
 SIZES = {"desktop": (1280, 900), "phone": (390, 844)}
 
 
@@ -62,6 +64,7 @@ def test_the_generate_form_shows_the_groups_of_its_mode(corpus, live_server, mon
             expect(diverse).to_be_hidden()
             expect(page.locator("#id_negative_sets")).to_be_disabled()
             expect(constraints.locator(".field-beam .help")).to_contain_text("the beam size")
+            page.evaluate(SCROLL_TO % "constraints")
             shoot(page, f"admin-generate-constraints-{size}")
             page.check("#id_diverse")
             expect(diverse).to_be_visible()
@@ -74,6 +77,7 @@ def test_the_generate_form_shows_the_groups_of_its_mode(corpus, live_server, mon
             # every visible field fits the window (no sideways scrolling on a phone)
             overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 1, overflow
+            page.evaluate(SCROLL_TO % "diverse")
             shoot(page, f"admin-generate-diverse-{size}")
             page.uncheck("#id_diverse")
             expect(constraints).to_be_visible()
