@@ -38,6 +38,9 @@ def _byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(bs, cs)}
 
 
+MOVES_REMEMBERED = 100_000  # words whose pieces a vocabulary remembers (``VocabInfo.moves_of``)
+
+
 @dataclass
 class VocabInfo:
     size: int
@@ -87,6 +90,8 @@ class VocabInfo:
                 for k in range(i + 1, len(word) + 1)
                 for t, breaks in pieces.get(word[i:k], ())
             )
+            if len(self._moves_by_word) >= MOVES_REMEMBERED:  # a bound on a long job's memory: start afresh
+                self._moves_by_word.clear()
             self._moves_by_word[word] = moves
         return moves
 
