@@ -19,9 +19,9 @@ from django.utils.html import format_html, format_html_join
 
 from api.permissions import admin_permission
 from infra.storage import get_storage
-from jobs.execution import job_launch, job_start
+from jobs.execution import job_launch, job_progress, job_start
 from jobs.models import Job
-from jobs.widgets import PROGRESS_JS, job_progress_page, progress_bar
+from jobs.widgets import PROGRESS_JS, job_progress_page, progress_bar, state_text
 
 from .corpora import CorpusImportError, corpus_terms
 from .forms import GENERATE_PERMS, GENERATE_PROGRESS_PERMS, GenerateForm
@@ -299,6 +299,7 @@ class CorpusAdmin(admin.ModelAdmin):
             "opts": self.model._meta,
             "job": job,
             "progress": progress_bar(job),
+            "state_text": state_text(job_progress(job)),
             "corpus": corpus,
             "title": f"Importing {job.params.get('name')}",
             "media": self.media,

@@ -131,3 +131,16 @@ def test_demo_setup_prepares_the_researchers_path_once(storage_dir, capsys):
     assert Resource.objects.count() == 1 and Batch.objects.count() == 1
     assert authenticate(username="annotator1", password=password) is None
     assert "password" in capsys.readouterr().out
+
+
+def test_the_import_page_says_a_running_import_is_running_not_waiting(staff_client):
+    """Issue 48, item 5: the corpus import's page said "Waiting for a worker…" whatever the job was doing."""
+    from jobs.models import JobChunk
+
+    job = Job.objects.create(
+        kind="import_corpus", label="import x", params={"name": "x", "display_name": "x.txt"}, status="running"
+    )
+    JobChunk.objects.create(job=job, index=0, status="running", done_units=1, total_units=2)
+    page = staff_client.get(reverse("admin:generation_corpus_import_progress", args=[job.pk])).content.decode()
+    assert "Running: 50% done" in page and "Waiting for a worker" not in page
+    assert f'data-job-state="{job.pk}"' in page  # job-progress.js keeps the sentence up to date
