@@ -31,6 +31,16 @@ For each input:
    cluster: what is strictly nearer the reference than any other medoid); the best of every other
    cluster, best first, ``keep`` at most (fewer when fewer clusters form).
 
+Decoder-only models (Llama, Qwen, Gemma, ... loaded with a prompt template, ``generation/prompts.py``): each
+input's prompt (the source in the template) runs once, one forward over the batch's left-padded prompts
+(``causal.CausalState``, the step beam search uses for them), and its key/value cache is copied to the input's
+``negative_sets x samples`` rows (``Cache.batch_repeat_interleave``); the rows then sample continuations one
+token each step under the same bans, and end at any of the model's end tokens (EOS, a chat model's
+end-of-turn tokens, a line break under a template that stops there: ``loading.from_objects``); a line break
+that ends a row stays out of its text. Their rows leave the batch as they end (each row's cache is its own, so
+no cross-attention block has to stay whole). Scoring, the non-word filter, clustering and keeping are the
+same. A backward model must still be an encoder-decoder (:func:`backward_nll` reads the source as its labels).
+
 Randomness comes from a hash of (seed, source, reference) per input: the same seed and device give the
 same outputs whatever else is in the batch (up to the last bits of the model's arithmetic, which can
 depend on the batch's padding, as in ``decode``).
@@ -58,11 +68,12 @@ from typing import Any
 
 import torch
 
-from ..decode_options import DiverseOptions, decoder_only_diverse_error
+from ..decode_options import DecodeOptionsError, DiverseOptions
 from ..morphology import capitalised, known_words
 from ..words import words_of
 from . import fast_step, normalise_constraints, violations
 from .banned import NegativeState, build_negative_tables
+from .causal import CausalDecoder, prompt_batch
 from .clustering import comparable_words, distance_matrix, k_medoids, pick_per_cluster
 from .hf_compat import FastProcessors, generation_config_for, logits_processors, pad_token_id, repeat_rows, select_rows
 from .loading import LoadedModel
@@ -214,6 +225,15 @@ def _has_letter(word: str) -> bool:
     return any(c.isalpha() for c in word)
 
 
+def backward_decoder_only_error(path: object) -> DecodeOptionsError:
+    """The refusal of a decoder-only ``--backward-model``: :func:`backward_nll` reads the source given a candidate
+    as a seq2seq model's labels (``--model`` may be decoder-only, with its prompt template)."""
+    return DecodeOptionsError(
+        f"--backward-model: {path} is a decoder-only model; the backward model scores the input given each "
+        "candidate as an encoder-decoder (seq2seq) model: give a seq2seq one, or none"
+    )
+
+
 def _start_token(model, gen_cfg) -> int:
     start = gen_cfg.decoder_start_token_id
     if start is None:
@@ -268,8 +288,9 @@ def sample_batch(
     should_stop: StopCheck | None = None,
 ) -> list[list[tuple[list[int], float, int] | None]]:
     """Top-k samples for B inputs: ``banned[b][s]`` is set s of input b; each set gets ``options.samples``
-    rows, all B x sets x samples rows decoded together (the encoder and the first step once per input).
-    Returns per input and row (set-major) (token ids without start and EOS, sum of log-probabilities under
+    rows, all B x sets x samples rows decoded together (the encoder and the first step once per input; a
+    decoder-only model's prompt once per input). Returns per input and row (set-major) (token ids without
+    start and EOS (a decoder-only model's: with the token that ended it), sum of log-probabilities under
     the model with EOS, tokens with EOS), or None for a row that did not end with EOS within
     ``max_length`` or found every token banned. ``should_stop`` (``stop_check``): asked before every decoder
     step, True raises ``DecodingStopped``; None: never asked (the draws are the same either way)."""
@@ -277,11 +298,19 @@ def sample_batch(
     B, M, R = len(sources), options.samples, options.rows
     L = options.max_length
     tok = loaded.tokenizer
-    enc_in = tok(sources, return_tensors="pt", padding=True, truncation=True)
-    input_ids, am = enc_in["input_ids"].to(dev), enc_in["attention_mask"].to(dev)
+    causal = loaded.causal
+    if causal:  # a decoder-only model: each source's prompt (causal.py), left-padded
+        input_ids, am = prompt_batch(loaded, sources)
+    else:
+        enc_in = tok(sources, return_tensors="pt", padding=True, truncation=True)
+        input_ids, am = enc_in["input_ids"].to(dev), enc_in["attention_mask"].to(dev)
     gen_cfg = generation_config_for(model, 1, L, 1.0, False, dev)
     processors = FastProcessors(logits_processors(model, gen_cfg, input_ids))
     eos = vocab.eos_id
+    # every token that ends a decoder-only model's row (its end-of-turn tokens, a line break under a
+    # template that stops there: ``loading.from_objects``); an encoder-decoder's rows end at EOS only
+    more_eos = vocab.eos_ids[1:] if causal else ()
+    more_eos = torch.tensor(more_eos, dtype=torch.long, device=dev) if more_eos else None
     pad = pad_token_id(gen_cfg)
     pad = eos if pad is None else pad
     # the random numbers of every step, per input from its own generator (on the CPU: the same on any device)
@@ -294,15 +323,26 @@ def sample_batch(
         ns = NegativeState(tables, row_set, vocab.boundary.to(dev), eos)
         ns.set_token_info(vocab, dev)
 
-    fast = fast_step.for_model(model) if fast_step.default_on(dev) else None
-    enc = model.get_encoder()(input_ids=input_ids, attention_mask=am, return_dict=True)
-    start = torch.full((B,), _start_token(model, gen_cfg), dtype=torch.long, device=dev)
-    if fast is not None:
+    fast = fast_step.for_model(model) if fast_step.default_on(dev) and not causal else None
+    if causal:
+        # the prompts run once per input (B rows); each input's key/value cache is then copied to its R rows.
+        # The start column is a placeholder (EOS, as in dba.py), never fed to the model
+        enc = None
+        start = torch.full((B,), eos, dtype=torch.long, device=dev)
+        state = CausalDecoder(model, input_ids).start(None, am, L)
+        first = state.step(start, 0)
+        state.repeat(R)
+        cache = row_mask = None
+    elif fast is not None:
+        enc = model.get_encoder()(input_ids=input_ids, attention_mask=am, return_dict=True)
+        start = torch.full((B,), _start_token(model, gen_cfg), dtype=torch.long, device=dev)
         state = fast.start(enc.last_hidden_state, am, L)
         first = state.step(start, 0)
         state.repeat(R)
         cache = row_mask = None
     else:
+        enc = model.get_encoder()(input_ids=input_ids, attention_mask=am, return_dict=True)
+        start = torch.full((B,), _start_token(model, gen_cfg), dtype=torch.long, device=dev)
         out = model(encoder_outputs=enc, attention_mask=am, decoder_input_ids=start[:, None], use_cache=True)
         cache, first = out.past_key_values, out.logits[:, -1, :]
         repeat_rows(cache, R)
@@ -322,13 +362,15 @@ def sample_batch(
     k = min(options.top_k, vocab.size)
     steps = 0
     inputs = B
-    # ended rows leave the batch only where that is bit for bit the same (module docstring, "Speed")
-    compact = fast is not None and fast.onednn
+    # ended rows leave the batch only where that is bit for bit the same (module docstring, "Speed"), and
+    # always for a decoder-only model (its rows share no cross-attention block: each row's prompt cache is its own)
+    compact = (fast is not None and fast.onednn) or causal
+    stepped = fast is not None or causal  # the step goes through ``state`` (fast_step's or causal.py's)
     for cur in range(1, L):
         raise_if_stopped(should_stop, "diverse sampling")
         if first_logp is not None:
             logp, first_logp = first_logp, None
-        elif fast is not None:
+        elif stepped:
             logp = torch.log_softmax(state.step(seqs[:, cur - 1], cur - 1).float(), dim=-1)
         else:
             out = model(
@@ -340,7 +382,10 @@ def sample_batch(
             )
             cache = out.past_key_values
             logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
-        logp = processors(seqs[:, :cur], logp)
+        if not causal:
+            logp = processors(seqs[:, :cur], logp)
+        elif processors.steps:  # (what generate's processors read: the prompt and the continuation)
+            logp = processors(state.history(seqs, cur), logp)
         steps += 1
         work = logp
         if ns is not None:
@@ -367,7 +412,7 @@ def sample_batch(
         if ns is not None:
             node, g = ns.advance(torch.arange(len(rows), device=dev), token, ns.bidx)
             ns.select(None, node, g)
-        newly = live & (token == eos)
+        newly = live & (token == eos if more_eos is None else (token == eos) | torch.isin(token, more_eos))
         ended |= newly
         done |= newly | dead
         if bool(done.all()) or cur + 1 >= L:
@@ -392,7 +437,9 @@ def sample_batch(
             done, ended = done[keep], ended[keep]
             if ns is not None:
                 ns.keep_rows(keep, ns.bidx[keep])
-            if fast is None:
+            if causal:
+                state.select(keep, keep_inputs)
+            elif fast is None:
                 select_rows(cache, keep, keep)
                 enc.last_hidden_state = enc.last_hidden_state.index_select(0, keep)
                 row_mask = row_mask.index_select(0, keep)
@@ -400,7 +447,9 @@ def sample_batch(
                 state.reorder(keep)
             else:
                 state.select(keep, keep_inputs)
-            if compact and len(rows) < R * inputs:  # each row where the full batch had it (place_cross_rows)
+            if causal:
+                pass
+            elif compact and len(rows) < R * inputs:  # each row where the full batch had it (place_cross_rows)
                 within = torch.arange(len(rows), device=dev) // (len(rows) // inputs)
                 state.place_cross_rows(within * R + rows % R, R)
             elif compact:
@@ -419,8 +468,8 @@ def sample_batch(
     for b in range(B):
         per = []
         for r in range(b * R, (b + 1) * R):
-            n = len_list[r]
-            per.append((seq_list[r][1:n], tot_list[r], n) if end_list[r] else None)
+            n = len_list[r]  # (a decoder-only row's ids keep the token that ended it: a line break may spell text)
+            per.append((seq_list[r][1 : n + int(causal)], tot_list[r], n) if end_list[r] else None)
         results.append(per)
     return results
 
@@ -496,15 +545,18 @@ def diverse_decode(
     options = options or DiverseOptions()
     if changes:
         options = options.replace(**changes)
-    for model, role in ((loaded, "--model"), (backward, "--backward-model")):
-        if model is not None and model.causal:
-            raise decoder_only_diverse_error(role, model.path)
+    if backward is not None and backward.causal:
+        raise backward_decoder_only_error(backward.path)
     refs = [(r or s) for s, r in zip(sources, references or [None] * len(sources))]
     if len(refs) != len(sources):
         raise ValueError("one reference (or None) per source is needed")
     per_batch = options.batch_size or default_inputs_per_batch(loaded)
     results: list[DiverseResult] = []
     tok = loaded.tokenizer
+    # a decoder-only row's ids end with the token that ended it: those that spell nothing are left out of its
+    # text (a line break that ends it stays, then is stripped), as ``decode`` does
+    vocab = loaded.vocab
+    ending = {vocab.eos_id} | {i for i in vocab.eos_ids if not vocab.surfaces[i]} if loaded.causal else set()
     for k in range(0, len(sources), per_batch):
         srcs, rfs = sources[k : k + per_batch], refs[k : k + per_batch]
         seeds = [input_seed(options.seed, s, r) for s, r in zip(srcs, rfs)]
@@ -518,6 +570,8 @@ def diverse_decode(
                 if row is None:
                     continue
                 ids, total, n = row
+                if ending:
+                    ids = [t for t in ids if t not in ending]
                 text = tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip()
                 if not words_of(text):
                     continue

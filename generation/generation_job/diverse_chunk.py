@@ -2,7 +2,8 @@
 ``run_chunk`` calls for a job with ``diverse``.
 
 Each reference is decoded by :func:`generation.decoding.diverse.diverse_decode` (its negative sets drawn from
-the reference; the input is the reference, or a bitext's source), several per batch (the job's
+the reference; the input is the reference, or a bitext's source; a decoder-only model continues the input's
+prompt under the job's stored ``prompt_template``), several per batch (the job's
 ``batch_size``, else 1 on the CPU and 8 on a GPU: each is ``negative_sets x samples`` rows). Its kept
 outputs become the record's candidates in rank order, rank r as system ``"r<r>"``
 (``generation.systems.rank_system``), in the record format of ``generation.models.Resource`` with three keys
@@ -71,7 +72,7 @@ def diverse_setup(
 
     decode = job_decode_options(params)
     options = job_diverse_options(params)
-    model = loaded_model(params["model"], decode.device, decode.dtype)
+    model = loaded_model(params["model"], decode.device, decode.dtype, params.get("prompt_template"))
     if model_fingerprint(params["model"]) != params["model_sha256"]:
         raise RuntimeError(f"the weights in {params['model']!r} changed since the job started")
     decode.on_device(model.device.type)  # (half precision asked of a CPU: refused)

@@ -212,7 +212,8 @@ def _add_model_origin(out: dict[str, Any], params: dict[str, Any]) -> None:
 
 def diverse_resource_settings(params: dict[str, Any]) -> dict[str, Any]:
     """A diverse job's settings as its resource records them: the model(s), the systems (the ranks), every
-    option of the diverse mode (``diverse``), seed, maximum length, device, tokenizer, and the sample."""
+    option of the diverse mode (``diverse``), seed, maximum length, device, tokenizer, a decoder-only model's
+    prompt template, and the sample."""
     options = to_json(job_diverse_options(params))
     out = {
         "model": params["model"],
@@ -227,6 +228,8 @@ def diverse_resource_settings(params: dict[str, Any]) -> dict[str, Any]:
         "tokenizer": pipeline_signature(),
     }
     _add_model_origin(out, params)
+    if params.get("prompt_template"):  # a decoder-only model's prompt, as a beam search job records it
+        out["prompt_template"] = params["prompt_template"]
     if "sample_per_length" in params:
         out.update(
             sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")

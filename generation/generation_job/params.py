@@ -21,7 +21,9 @@ stored as its JSON so that a worker needs no file).
 ``generation.decode_options.DiverseOptions``' fields, flattened (``negative_sets`` ... ``max_nll``, stored only
 by a diverse job: None otherwise), and ``backward_model`` (stored when given); ``seed``, ``max_length`` and
 ``batch_size`` are the job's own, one value each, which the sampler reads too. A diverse job takes no
-``systems`` (not stored), IDF table, PPDB file or prompt, nor beam search's settings other than their defaults;
+``systems`` (not stored), IDF table or PPDB file, nor beam search's settings other than their defaults (a
+decoder-only model's ``prompt_template`` it takes and stores as a beam search job does; its backward model must
+be an encoder-decoder);
 its candidates' systems are the ranks "r1" .. "r<keep>" (:func:`job_systems`). A plain job's stored JSON is
 what it always was.
 
@@ -57,7 +59,7 @@ from jobs.params import (
     true_false_or_unset,
 )
 
-from ..decode_options import DIVERSE_SHARED, MAX_SEED, DecodeOptions, DiverseOptions, decoder_only_diverse_error
+from ..decode_options import DIVERSE_SHARED, MAX_SEED, DecodeOptions, DiverseOptions
 from ..hooks import name_taken
 from ..model_source import MODEL_HELP, ModelFolderError, model_folder
 from ..models import Corpus, CorpusStatus, Resource
@@ -74,7 +76,7 @@ BACKWARD_HELP = "--diverse: a model scoring the input given each candidate (the 
 DEFAULT = DiverseOptions()
 DIVERSE_ONLY = tuple(f.name for f in dataclasses.fields(DiverseOptions) if f.name not in DIVERSE_SHARED)
 # settings of constrained decoding that the diverse mode cannot honour (it draws its own negative sets)
-NOT_WITH_DIVERSE = ("systems", "ppdb", "idf_table", "prompt_template")
+NOT_WITH_DIVERSE = ("systems", "ppdb", "idf_table")
 BEAM_ONLY = ("beam", "nbest", "stop", "length_penalty")  # DecodeOptions' beam search settings
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
 CAUSAL_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")  # config.json "architectures" of a decoder-only model
@@ -319,8 +321,8 @@ class GenerateParams:
 
     def _checked_diverse_options(self) -> DiverseOptions | None:
         """The diverse mode's options (None without ``diverse``): its own settings refused without it, and with
-        it the settings it cannot honour (constraint systems, their IDF table and PPDB file, a prompt, beam
-        search's); ``seed``, ``max_length`` and ``batch_size`` are the job's own, one value each."""
+        it the settings it cannot honour (constraint systems, their IDF table and PPDB file, beam search's);
+        ``seed``, ``max_length`` and ``batch_size`` are the job's own, one value each."""
         options = self.diverse_options
         if options is not None and not isinstance(options, DiverseOptions):
             raise GenerationSettingsError(f"diverse_options must be DiverseOptions, not {type(options).__name__}")
@@ -395,11 +397,22 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
     return dataclasses.replace(params, idf_table=idf_table, prompt_template=template)
 
 
+def backward_decoder_only_error(path: str) -> GenerationSettingsError:
+    """The refusal of a decoder-only backward model (``generation.decoding.diverse.backward_decoder_only_error``'s
+    words: the one that ``paraphrase --diverse`` gives): the backward NLL reads the input as a seq2seq model's
+    labels given the candidate."""
+    return GenerationSettingsError(
+        f"--backward-model: {path} is a decoder-only model; the backward model scores the input given each "
+        "candidate as an encoder-decoder (seq2seq) model: give a seq2seq one, or none"
+    )
+
+
 def diverse_params_checked(params: GenerateParams) -> GenerateParams:
-    """A diverse job's models checked (encoder-decoder ones: the refusal ``paraphrase --diverse`` gives a
-    decoder-only model), its estimated peak memory and time against the workers' budgets (``budget``), and its
-    name; it
-    takes no IDF table, no PPDB file, no prompt."""
+    """A diverse job's models checked (a decoder-only ``model`` gets its prompt template stored as its JSON,
+    as a beam search job's does; the backward model must be an encoder-decoder: the refusal ``paraphrase
+    --diverse`` gives), its estimated peak memory and time against the workers' budgets (``budget``), and its
+    name; it takes no IDF table, no PPDB file."""
+    template = None
     for role, path in (("--model", params.model), ("--backward-model", params.backward_model)):
         if path is None:
             continue
@@ -407,8 +420,10 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
             causal = check_model_folder(path)
         except GenerationSettingsError as exc:
             raise GenerationSettingsError(f"{role}: {exc}" if role != "--model" else str(exc)) from None
-        if causal:
-            raise GenerationSettingsError(str(decoder_only_diverse_error(role, path)))
+        if causal and role == "--backward-model":
+            raise backward_decoder_only_error(path)
+        if role == "--model":
+            template = prompt_template_json(path, causal, params.prompt_template)
         model_fingerprint(path)
     backward = resolve_model_folder(params.backward_model) if params.backward_model else None
     options, model = params.diverse_options or DiverseOptions(), resolve_model_folder(params.model)
@@ -426,7 +441,7 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
         raise GenerationSettingsError(problem)
     if params.name:
         check_name_free(params.name)
-    return params
+    return dataclasses.replace(params, prompt_template=template)
 
 
 def job_diverse_options(params: dict[str, Any]) -> DiverseOptions | None:

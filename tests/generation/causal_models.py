@@ -101,3 +101,37 @@ def save_chat_model(folder: Path, kind: str = "qwen2") -> Path:
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+# for the diverse mode's tests (test_diverse_causal.py): a model that writes a few words and ends its rows
+WORDS = ("the", "cat", "sat", "on", "mat", "dog")
+# the hidden width's share a unit feature takes after the final RMS norm (its value there: about sqrt(width))
+FEATURE_SCALE = 32**0.5
+
+
+def ending_causal(kind: str, tok, words=WORDS, word_logit: float = 5.0, eos_logit: float = 4.8, seed: int = 0):
+    """A tiny random ``kind`` model (llama, qwen2) whose logits favour ``words`` (each one token with its
+    leading space) by about ``word_logit`` and EOS by ``eos_logit`` over every other token: hidden dimension 0
+    is 1 in every token's embedding (the layers' random updates are small beside it) and only those tokens'
+    output rows read it. Each step then samples among those words (the context still moves the other logits
+    a little), and a row ends after about ten tokens."""
+    import torch
+
+    model = tiny_causal(kind, tok, seed)
+    ids = [tok(" " + w)["input_ids"] for w in words]
+    assert all(len(i) == 1 for i in ids), "each word one token of the tiny tokenizer"
+    with torch.no_grad():
+        model.model.embed_tokens.weight[:, 0] = 1.0
+        head = model.lm_head.weight
+        head[:, 0] = 0.0
+        head[[i[0] for i in ids], 0] = word_logit / FEATURE_SCALE
+        head[tok.eos_token_id, 0] = eos_logit / FEATURE_SCALE
+    return model
+
+
+def save_ending_llama(folder: Path) -> Path:
+    """:func:`ending_causal`'s Llama as a checkpoint folder (a base model: no chat template)."""
+    tok = tiny_tokenizer(chat=False)
+    ending_causal("llama", tok).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

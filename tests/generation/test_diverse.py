@@ -179,18 +179,20 @@ def test_cli_refuses_diverse_options_without_diverse_and_constraints_with_it(tmp
         _cli(tmp_path, ["a b"], "--diverse", "--rerank-dissimilar")
 
 
-def test_a_decoder_only_model_is_refused_with_a_clear_error_and_no_output(tmp_path):
-    """Diverse mode samples rows that share one encoder pass: a decoder-only model (issue 40) is refused by name,
-    before anything is written, instead of failing inside the sampler."""
+def test_a_decoder_only_backward_model_is_refused_with_a_clear_error_and_no_output(tmp_path):
+    """A decoder-only --model samples (issue 47: test_diverse_causal.py); the backward model scores the source
+    given a candidate as a seq2seq model's labels, so a decoder-only one is refused by name, before anything
+    is written, instead of failing inside the scoring."""
     from tests.generation.causal_models import save_chat_model
 
     model = save_chat_model(tmp_path / "chat")
     inp, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
     inp.write_text(SENTENCES[0] + "\n")
-    with pytest.raises(CommandError, match="--model: .* is a decoder-only model; --diverse samples encoder-decoder"):
+    with pytest.raises(CommandError, match="--backward-model: .* is a decoder-only model; the backward model scores"):
         call_command(
             "paraphrase",
-            *("--model", str(model), "--input", str(inp), "--output", str(out), "--device", "cpu", "--diverse"),
+            *("--model", str(DEMO_MODEL), "--input", str(inp), "--output", str(out), "--device", "cpu", "--diverse"),
+            *("--backward-model", str(model)),
             stderr=io.StringIO(),
         )
     assert not out.exists()

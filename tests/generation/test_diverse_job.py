@@ -234,18 +234,66 @@ def test_cli_refuses_what_the_mode_cannot_honour(corpus, args, message):
     assert not Job.objects.exists() and not Resource.objects.exists()
 
 
-def test_a_decoder_only_model_is_refused_as_paraphrase_refuses_it(corpus, tmp_path):
+def test_a_decoder_only_model_is_accepted_with_its_template_and_a_decoder_only_backward_model_refused(corpus, tmp_path):
+    """Issue 47: a diverse job's model may be decoder-only (its prompt template stored as a beam search job's
+    is); its backward model may not, refused in the words ``paraphrase --diverse`` uses."""
+    from generation.decoding.diverse import backward_decoder_only_error
+    from generation.generation_job.params import generate_params_checked
     from tests.generation.causal_models import save_chat_model
 
     chat = save_chat_model(tmp_path / "chat")
-    with pytest.raises(CommandError) as raised:
-        call_command("generate", "diverse-gen", "--model", str(chat), "--diverse")
-    assert str(raised.value) == (
-        f"--model: {chat} is a decoder-only model; --diverse samples encoder-decoder (seq2seq) models only: "
-        "use beam search with --prompt-template for it"
+    params = generate_params_checked(
+        from_values(GenerateParams, {"corpus": corpus.pk, "model": str(chat), "diverse": True, **SMALL})
     )
-    with pytest.raises(GenerationSettingsError, match="--backward-model: .* is a decoder-only model"):
+    assert params.prompt_template["name"] == "paraphrase-chat"  # the model's default: it has a chat template
+    stored = generation_params(params)
+    assert stored["prompt_template"] == params.prompt_template and stored["diverse"] is True
+    plain = generate_params_checked(
+        from_values(
+            GenerateParams,
+            {"corpus": corpus.pk, "model": str(chat), "diverse": True, "prompt_template": "paraphrase-plain", **SMALL},
+        )
+    )
+    assert plain.prompt_template["name"] == "paraphrase-plain"
+    with pytest.raises(GenerationSettingsError, match="prompt_template is for decoder-only models"):
+        _params(corpus, prompt_template="paraphrase-plain")
+    with pytest.raises(GenerationSettingsError) as raised:
         _params(corpus, backward_model=str(chat))
+    assert str(raised.value) == str(backward_decoder_only_error(chat))
+    with pytest.raises(CommandError, match="--backward-model: .* is a decoder-only model; the backward model"):
+        call_command("generate", "diverse-gen", "--model", DEMO_MODEL, "--diverse", "--backward-model", str(chat))
+    assert not Job.objects.exists() and not Resource.objects.exists()
+
+
+def test_a_diverse_job_on_a_decoder_only_model_writes_ranked_candidates(corpus, tmp_path):
+    """``generate --diverse --prompt-template paraphrase-plain`` on a tiny Llama that writes a few words: every
+    reference gets its ranks, none holding a word of its negative set, and the same seed writes the same shards."""
+    from tests.generation.causal_models import WORDS, save_ending_llama
+
+    llama = str(save_ending_llama(tmp_path / "llama"))
+    small = {**SMALL, "negative_sets": 3, "samples": 8, "clusters": 4, "keep": 3}
+
+    def run(name: str):
+        values = {"corpus": corpus.pk, "model": llama, "diverse": True, "prompt_template": "paraphrase-plain"}
+        params = generation_params(from_values(GenerateParams, {**values, **small, "name": name}))
+        assert params["prompt_template"]["name"] == "paraphrase-plain"
+        job = job_run_inline(job_id=job_start(kind=KIND, params=params, enqueue=False).pk)
+        assert job.status == JobStatus.SUCCEEDED, job.error
+        return job
+
+    job = run("llama-diverse")
+    records = _records(job)
+    assert [r["reference"] for r in records] == SENTENCES
+    for record in records:
+        _check_ranked(record, keep=3)
+        assert len(record["candidates"]) == 3
+        assert all(set(words_of(c["text"])) <= set(WORDS) for c in record["candidates"])
+    assert job.result["diverse"]["violating"] == 0
+    assert Resource.objects.get(job=job).settings["prompt_template"]["name"] == "paraphrase-plain"
+    again = run("llama-diverse-again")
+    assert [c.result["sha256"] for c in again.chunks.order_by("index")] == [
+        c.result["sha256"] for c in job.chunks.order_by("index")
+    ]
 
 
 def test_settings_keep_one_value_of_what_the_mode_shares_and_a_plain_job_stores_none_of_it():

@@ -20,7 +20,8 @@ line, in order::
 ``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--ban-spread 0] [--clusters 8]
 [--keep 5] [--backward-model M2] [--max-nll 3.5] [--seed N]``: ParaBank 2's mode instead of constrained beam search
 (``generation.decoding.diverse``; ``--seed``, ``--max-length``, ``--batch-size`` (inputs decoded together),
-``--device`` and ``--dtype`` apply too). Each line's ``outputs`` are the kept paraphrases in rank order::
+``--device``, ``--dtype`` and, for a decoder-only ``--model``, ``--prompt-template`` apply too; a
+``--backward-model`` must be an encoder-decoder). Each line's ``outputs`` are the kept paraphrases in rank order::
 
     {"source": ..., "outputs": [{"text": ..., "score": <NLL per token>, "rank": 1, "cluster": 3,
      "banned": ["budget", "Budget"]}, ...], "candidates": {"sampled": 150, "finished": ..., ...}}
@@ -172,7 +173,7 @@ DIVERSE_ONLY = (
     "backward_model",
     "max_nll",
 )
-NOT_WITH_DIVERSE = ("constraints", "system", "rerank_dissimilar", "int8", "prompt_template")
+NOT_WITH_DIVERSE = ("constraints", "system", "rerank_dissimilar", "int8")
 
 
 def model_check(model: str, template: PromptTemplate | None = None) -> None:
@@ -203,9 +204,12 @@ def diverse_options(o: dict) -> DiverseOptions | None:
         raise CommandError(exc.option_message) from None
 
 
-def write_diverse(command: BaseCommand, o: dict, options: DecodeOptions, diverse: DiverseOptions) -> None:
+def write_diverse(
+    command: BaseCommand, o: dict, options: DecodeOptions, diverse: DiverseOptions, template: PromptTemplate | None
+) -> None:
     """``--diverse``: ParaBank 2's ranked paraphrases of every input line into OUT.jsonl (atomically), one
-    block of inputs at a time with a progress line (``generation.decoding.diverse``)."""
+    block of inputs at a time with a progress line (``generation.decoding.diverse``); a decoder-only
+    ``--model`` samples continuations of its ``template``'s prompt (None: its default)."""
     if o["backward_model"]:
         try:
             model_folder(o["backward_model"])
@@ -224,7 +228,7 @@ def write_diverse(command: BaseCommand, o: dict, options: DecodeOptions, diverse
         if not torch.cuda.is_available():
             raise CommandError("--device cuda: no CUDA device is available")
     try:
-        model = load_model(o["model"], device=options.device, dtype=options.dtype)
+        model = load_model(o["model"], device=options.device, dtype=options.dtype, prompt_template=template)
         backward = (
             load_model(o["backward_model"], device=model.device.type, dtype=options.dtype)
             if o["backward_model"]
@@ -232,6 +236,8 @@ def write_diverse(command: BaseCommand, o: dict, options: DecodeOptions, diverse
         )
     except ModelFolderError as exc:
         raise CommandError(_one_line(exc)) from None
+    except PromptTemplateError as exc:
+        raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
     except DecodeOptionsError as exc:
         raise CommandError(exc.option_message) from None
     block = BLOCK_BATCHES * (diverse.batch_size or default_inputs_per_batch(model))
@@ -242,7 +248,7 @@ def write_diverse(command: BaseCommand, o: dict, options: DecodeOptions, diverse
                 results = diverse_decode(
                     model, sources[k : k + block], refs[k : k + block], options=diverse, backward=backward
                 )
-            except DecodeOptionsError as exc:  # e.g. a decoder-only model: refused before anything is written
+            except DecodeOptionsError as exc:  # e.g. a decoder-only backward model: refused before anything is written
                 raise CommandError(exc.option_message) from None
             for r in results:
                 fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
@@ -281,14 +287,14 @@ class Command(BaseCommand):
         if o["system"] and not o["idf"]:
             raise CommandError("--system needs --idf IDF.tsv")
         diverse = diverse_options(o)
-        if diverse is not None:
-            model_check(o["model"])
-            write_diverse(self, o, options, diverse)
-            return
         try:  # (a template file that is not there is said before torch loads)
             template = resolve_prompt(o["prompt_template"])
         except PromptTemplateError as exc:
             raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
+        if diverse is not None:
+            model_check(o["model"], template)
+            write_diverse(self, o, options, diverse, template)
+            return
         try:
             sources, refs = read_inputs(o["input"])
         except (OSError, TextFileError) as exc:
