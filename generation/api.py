@@ -119,7 +119,7 @@ def corpus_list(request: Request) -> Response:
     "`demo`, the shipped demo model, after `manage.py demo_setup`), or another folder in the server's model "
     "folders (`PARAFORGE_MODEL_ROOTS`) or a hub id already in the server's Hugging Face cache; a backward model "
     "or PPDB file is named in the model folders too. Anything else is refused with 400, as are the settings of "
-    "the other mode (with `diverse`: constraint systems, IDF table, PPDB file, prompt, beam search's `beam`, "
+    "the other mode (with `diverse`: constraint systems, IDF table, PPDB file, beam search's `beam`, "
     "`nbest`, `stop`, `length_penalty` other than their defaults; without it, the diverse settings), and a job "
     "that cannot start (a corpus that is not ready, a name taken), before any job exists.",
     responses={**JOB_STARTED, **api_errors(400, 404, 413, 415)},

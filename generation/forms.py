@@ -77,7 +77,7 @@ FIELDSETS = (
         "constraints",
         "Constraint systems and beam search",
         "ParaBank's constraint systems, decoded by beam search (when diverse is not ticked).",
-        ("systems", "idf_table", "ppdb", "prompt_template", "beam", "nbest", "stop", "length_penalty"),
+        ("systems", "idf_table", "ppdb", "beam", "nbest", "stop", "length_penalty"),
     ),
     (
         "diverse",

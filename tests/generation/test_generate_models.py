@@ -141,7 +141,7 @@ BEAM_OR_CONSTRAINTS = [
     {"length_penalty": 0.5},
     {"stop": "beam"},
     {"systems": "28"},
-    {"prompt_template": "paraphrase-plain"},
+    {"idf_table": "the corpus's"},
 ]
 
 
@@ -150,6 +150,8 @@ def test_beam_and_constraint_settings_with_diverse_are_refused_by_form_and_api(c
     install_shipped_models()
     staff(client)
     name, value = next(iter(setting.items()))
+    if name == "idf_table":
+        setting = {name: corpus.idf_tables.get().pk}
     body = {"model": "demo", "diverse": True, "seed": 1, **setting}
     answer = post_json(client, corpus.pk, body)
     assert answer.status_code == 400, answer.content.decode()
