@@ -265,7 +265,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--model", required=True, help=MODEL_HELP)
-        parser.add_argument("--prompt-template", help=PROMPT_TEMPLATE_HELP)
+        parser.add_argument(
+            "--prompt-template", help=PROMPT_TEMPLATE_HELP + " (beam search and --diverse alike: each prompt runs once)"
+        )
         parser.add_argument("--input", required=True, help="one input per line: source or source<TAB>reference")
         parser.add_argument("--output", required=True, help="JSON lines, one per input line")
         parser.add_argument("--constraints", help="JSON lines, one constraint object per input line")
