@@ -1,7 +1,7 @@
 """Diversity of three ways to get five paraphrases per reference (issue 39), in one run on the same references.
 
-    .venv/bin/python bench/diversity.py [--model DIR] [--corpus FILE] [--references 40] [--offset 2000]
-        [--device cpu|cuda] [--negative-sets 5] [--samples 30] [--ban-fraction 0.3] [--ban-spread 0]
+    .venv/bin/python bench/diversity.py [--model DIR [--prompt-template T]] [--corpus FILE] [--references 40]
+        [--offset 2000] [--device cpu|cuda] [--negative-sets 5] [--samples 30] [--ban-fraction 0.3] [--ban-spread 0]
         [--allow-non-words] [... every option of paraphrase --diverse] [--seed 0] [--backward-model DIR]
         [--speed-repeat 3] [--stop-check] [--json OUT]
 
@@ -125,6 +125,9 @@ def fmt(x, spec=".1f") -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default=str(DEMO_MODEL))
+    p.add_argument(
+        "--prompt-template", default=None, help="a decoder-only --model's prompt (as paraphrase's; default: its own)"
+    )
     p.add_argument("--corpus", default=str(DEMO_CORPUS))
     p.add_argument("--references", type=int, default=40)
     p.add_argument("--offset", type=int, default=2000)
@@ -156,7 +159,7 @@ def main() -> None:
     if not refs:
         sys.exit(f"no references at lines {a.offset}..{a.offset + a.references} of {a.corpus}")
     lexicon = set(known_words()) | {w for x in lines for w in comparable_words(x)}
-    model = load_model(a.model, device=a.device)
+    model = load_model(a.model, device=a.device, prompt_template=a.prompt_template)
     backward = load_model(a.backward_model, device=model.device.type) if a.backward_model else None
     dev = model.device.type
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
