@@ -24,6 +24,7 @@ life of the process, so a worker's chunks do not ask the hub again (the job's we
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from .gguf_source import GGUFError, converted_folder, gguf_file
 from .model_install import models_root
+from .prompts import TRAINING_JSON
 
 # ``org/name`` as the hub spells repository ids (letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``),
 # with an optional ``@revision``
@@ -211,3 +213,31 @@ def ignore_sacremoses_warning() -> None:
     normaliser to the text it encodes (``MarianTokenizer.normalize`` has no caller), so the package would
     change nothing and the warning is noise. Called wherever a tokenizer is loaded."""
     warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses", category=UserWarning)
+
+
+# --- adapter folders (train_rewriter --lora-rank; decoded merged into their base: decoding/adapters.py)
+
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+class AdapterFolderError(ValueError):
+    """An adapter folder whose base cannot be named or loaded."""
+
+
+def is_adapter_folder(folder: Path) -> bool:
+    """A peft adapter export (its ``adapter_config.json``) rather than a whole checkpoint."""
+    return (Path(folder) / ADAPTER_CONFIG).is_file() and not (Path(folder) / "config.json").is_file()
+
+
+def adapter_base(folder: Path) -> str:
+    """The base the adapter was trained on, as the training run recorded it (``paraforge_training.json``'s
+    ``base_model``), else peft's own record of it."""
+    folder = Path(folder)
+    for name, key in ((TRAINING_JSON, "base_model"), (ADAPTER_CONFIG, "base_model_name_or_path")):
+        try:
+            value = json.loads((folder / name).read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if value:
+            return str(value)
+    raise AdapterFolderError(f"adapter folder {str(folder)!r} does not name its base model")

@@ -5,39 +5,13 @@ and ``paraforge_training.json``, which names the base as it was given (a folder 
 the base costs; the merged weights decode as the unmerged adapter does (tested).
 
 Why merged: the decoder's fast paths read the model's own modules (attention, the LM head); a merged model is
-an ordinary checkpoint of the base's class, so every path serves it unchanged."""
+an ordinary checkpoint of the base's class, so every path serves it unchanged. What an adapter folder is and
+which base it names are model facts the web's checks need too, without torch: ``generation.model_source``
+(``is_adapter_folder``, ``adapter_base``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-from ..prompts import TRAINING_JSON
-
-ADAPTER_CONFIG = "adapter_config.json"
-
-
-class AdapterFolderError(ValueError):
-    """An adapter folder whose base cannot be named or loaded."""
-
-
-def is_adapter_folder(folder: Path) -> bool:
-    """A peft adapter export (its ``adapter_config.json``) rather than a whole checkpoint."""
-    return (Path(folder) / ADAPTER_CONFIG).is_file() and not (Path(folder) / "config.json").is_file()
-
-
-def adapter_base(folder: Path) -> str:
-    """The base the adapter was trained on, as the training run recorded it (``paraforge_training.json``'s
-    ``base_model``), else peft's own record of it."""
-    folder = Path(folder)
-    for name, key in ((TRAINING_JSON, "base_model"), (ADAPTER_CONFIG, "base_model_name_or_path")):
-        try:
-            value = json.loads((folder / name).read_text(encoding="utf-8")).get(key)
-        except (OSError, ValueError, AttributeError):
-            continue
-        if value:
-            return str(value)
-    raise AdapterFolderError(f"adapter folder {str(folder)!r} does not name its base model")
 
 
 def merged_adapter_model(folder: Path, base_folder: Path, dtype=None):

@@ -8,9 +8,16 @@ from dataclasses import dataclass
 import torch
 
 from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
-from ..model_source import ModelFolderError, ignore_sacremoses_warning, model_folder
+from ..model_source import (
+    AdapterFolderError,
+    ModelFolderError,
+    adapter_base,
+    ignore_sacremoses_warning,
+    is_adapter_folder,
+    model_folder,
+)
 from ..prompts import PromptTemplate, PromptTemplateError, default_for, no_chat_template, recorded_template, resolve
-from .adapters import AdapterFolderError, adapter_base, is_adapter_folder, merged_adapter_model, tokenizer_folder
+from .adapters import merged_adapter_model, tokenizer_folder
 from .vocab import VocabInfo, build_vocab_info
 
 

@@ -61,7 +61,14 @@ from jobs.params import (
 
 from ..decode_options import DIVERSE_SHARED, MAX_SEED, DecodeOptions, DiverseOptions
 from ..hooks import name_taken
-from ..model_source import MODEL_HELP, ModelFolderError, model_folder
+from ..model_source import (
+    MODEL_HELP,
+    AdapterFolderError,
+    ModelFolderError,
+    adapter_base,
+    is_adapter_folder,
+    model_folder,
+)
 from ..models import Corpus, CorpusStatus, Resource
 from ..prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, for_folder
 from ..systems import PPDB_SYSTEMS, UnknownSystem, get_system, rank_system
@@ -104,8 +111,24 @@ _FINGERPRINTS: dict[tuple, str] = {}
 
 
 def model_fingerprint(path: str) -> str:
-    """SHA-256 of the folder's weights file (of its weights files' hashes when there are several)."""
+    """SHA-256 of the folder's weights file (of its weights files' hashes when there are several); of an adapter
+    folder (``train_rewriter --lora-rank``), its adapter's and its base's together: either changes the model."""
     folder = resolve_model_folder(path)
+    if is_adapter_folder(folder):
+        base = _adapter_base_folder(path, folder)
+        adapter = _weights_fingerprint(path, folder)
+        return hashlib.sha256(f"{adapter}:{model_fingerprint(str(base))}".encode()).hexdigest()
+    return _weights_fingerprint(path, folder)
+
+
+def _adapter_base_folder(path: str, folder: Path) -> Path:
+    try:
+        return resolve_model_folder(adapter_base(folder))
+    except (AdapterFolderError, GenerationSettingsError) as exc:
+        raise GenerationSettingsError(f"adapter folder {path!r}: its base model: {exc}") from None
+
+
+def _weights_fingerprint(path: str, folder: Path) -> str:
     files = (
         sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
         if folder.is_dir()
@@ -140,6 +163,8 @@ def check_model_folder(path: str) -> bool:
     folder = resolve_model_folder(path)
     if not folder.is_dir():
         raise GenerationSettingsError(f"model folder {path!r} is not a folder")
+    if is_adapter_folder(folder):  # decoded merged into its base: the base says what kind of model it is
+        return check_model_folder(str(_adapter_base_folder(path, folder)))
     if not (folder / "config.json").is_file():
         raise GenerationSettingsError(f"model folder {path!r} has no config.json (not a Hugging Face checkpoint)")
     try:

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from generation import rewriter
 from generation.decoding import load_model
-from generation.decoding.adapters import is_adapter_folder
+from generation.model_source import is_adapter_folder
 
 from .causal_models import save_chat_model, train_rewriter_cli, write_pairs
 
@@ -93,6 +93,15 @@ def test_paraphrase_decodes_an_adapter_folder_on_top_of_its_base(tmp_path, llama
     )  # fmt: skip
     row = json.loads(got.read_text().splitlines()[0])
     assert row["outputs"] and not row["unsatisfiable"]
+    # a generation job takes the adapter folder as its model too (the web's picker offers the packaged one):
+    # a decoder-only model by its base, fingerprinted by its adapter and its base together
+    from generation.generation_job.params import GenerationSettingsError, check_model_folder, model_fingerprint
+
+    assert check_model_folder(str(out)) is True
+    assert model_fingerprint(str(out)) != model_fingerprint(str(llama_dir))
+    (out / "paraforge_training.json").write_text(json.dumps({"base_model": str(tmp_path / "gone")}))
+    with pytest.raises(GenerationSettingsError, match="its base model"):
+        check_model_folder(str(out))
 
 
 def test_an_adapter_run_is_refused_without_a_base_and_resumed_only_with_its_own_rank(tmp_path, llama_dir):
