@@ -39,7 +39,8 @@ token each step under the same bans, and end at any of the model's end tokens (E
 end-of-turn tokens, a line break under a template that stops there: ``loading.from_objects``); a line break
 that ends a row stays out of its text. Their rows leave the batch as they end (each row's cache is its own, so
 no cross-attention block has to stay whole). Scoring, the non-word filter, clustering and keeping are the
-same. A backward model must still be an encoder-decoder (:func:`backward_nll` reads the source as its labels).
+same. A decoder-only backward model reads the source as the continuation of the candidate's prompt
+(:func:`backward_nll`).
 
 Randomness comes from a hash of (seed, source, reference) per input: the same seed and device give the
 same outputs whatever else is in the batch (up to the last bits of the model's arithmetic, which can
@@ -68,7 +69,7 @@ from typing import Any
 
 import torch
 
-from ..decode_options import DecodeOptionsError, DiverseOptions
+from ..decode_options import DiverseOptions
 from ..morphology import capitalised, known_words
 from ..words import words_of
 from . import fast_step, normalise_constraints, violations
@@ -82,6 +83,9 @@ from .stop_check import StopCheck, raise_if_stopped
 CPU_INPUTS = 1
 CUDA_INPUTS = 8
 BACKWARD_BATCH = 64
+# a decoder-only backward model's candidates per forward: its logits cover prompt and source ([rows, tokens,
+# vocabulary]: 8 x 64 x 262k floats for Gemma 3 are 0.5 GiB), not the source alone as a seq2seq model's do
+CAUSAL_BACKWARD_BATCH = 8
 # Ended rows leave the batch (module docstring, "Speed") once at most SHRINK of the rows go on, and never
 # below MIN_ROWS rows: at 1-3 rows the fast step's logits differed in the last bits from the full batch's
 # (4-149 rows: the same bit for bit on this host, 1 and 2 threads), so 8 keeps a margin.
@@ -223,15 +227,6 @@ def non_words(text: str, reference: str) -> list[str]:
 def _has_letter(word: str) -> bool:
     """A word to judge: it has a letter ("meet33ly" does; "2013" is a number, never a non-word)."""
     return any(c.isalpha() for c in word)
-
-
-def backward_decoder_only_error(path: object) -> DecodeOptionsError:
-    """The refusal of a decoder-only ``--backward-model``: :func:`backward_nll` reads the source given a candidate
-    as a seq2seq model's labels (``--model`` may be decoder-only, with its prompt template)."""
-    return DecodeOptionsError(
-        f"--backward-model: {path} is a decoder-only model; the backward model scores the input given each "
-        "candidate as an encoder-decoder (seq2seq) model: give a seq2seq one, or none"
-    )
 
 
 def _start_token(model, gen_cfg) -> int:
@@ -477,7 +472,11 @@ def sample_batch(
 @torch.inference_mode()
 def backward_nll(backward: LoadedModel, candidates: list[str], target: str) -> list[float]:
     """NLL per token (EOS included) of ``target`` given each candidate under the ``backward`` model,
-    teacher-forced, in batches."""
+    teacher-forced, in batches. A decoder-only model reads ``target`` as the continuation of the candidate's
+    prompt (its template), ended by the token it ends a reply with: the sequence its fine-tuning learns
+    (``generation.rewriter.causal.encode_pairs``)."""
+    if backward.causal:
+        return _causal_backward_nll(backward, candidates, target)
     tok, model, dev = backward.tokenizer, backward.model, backward.device
     out: list[float] = []
     for k in range(0, len(candidates), BACKWARD_BATCH):
@@ -492,6 +491,27 @@ def backward_nll(backward: LoadedModel, candidates: list[str], target: str) -> l
         logp = torch.log_softmax(logits.float(), dim=-1).gather(2, labels[:, :, None])[:, :, 0]
         nll = -(logp * mask).sum(1) / mask.sum(1).clamp(min=1)
         out += nll.tolist()
+    return out
+
+
+def _causal_backward_nll(backward: LoadedModel, candidates: list[str], target: str) -> list[float]:
+    """:func:`backward_nll` for a decoder-only model: each candidate's prompt then ``target`` and the end token,
+    right-padded; the NLL per token of what follows the prompt."""
+    from ..rewriter.causal import IGNORE, collate, encode_pairs, end_token_id
+
+    tok, model, dev = backward.tokenizer, backward.model, backward.device
+    end = end_token_id(backward.prompt, tok, backward.vocab.eos_ids)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else end
+    out: list[float] = []
+    for k in range(0, len(candidates), CAUSAL_BACKWARD_BATCH):
+        part = candidates[k : k + CAUSAL_BACKWARD_BATCH]
+        examples = encode_pairs(backward.prompt, tok, end, [(c, target) for c in part], max_len=1 << 20)
+        ids, mask, labels = collate(examples, pad)
+        logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits[:, :-1]
+        labels = labels[:, 1:].to(dev)  # position t's logits predict token t + 1
+        known = labels != IGNORE
+        logp = torch.log_softmax(logits.float(), dim=-1).gather(2, labels.clamp(min=0)[:, :, None])[:, :, 0]
+        out += (-(logp * known).sum(1) / known.sum(1).clamp(min=1)).tolist()
     return out
 
 
@@ -545,8 +565,6 @@ def diverse_decode(
     options = options or DiverseOptions()
     if changes:
         options = options.replace(**changes)
-    if backward is not None and backward.causal:
-        raise backward_decoder_only_error(backward.path)
     refs = [(r or s) for s, r in zip(sources, references or [None] * len(sources))]
     if len(refs) != len(sources):
         raise ValueError("one reference (or None) per source is needed")

@@ -22,8 +22,8 @@ stored as its JSON so that a worker needs no file).
 by a diverse job: None otherwise), and ``backward_model`` (stored when given); ``seed``, ``max_length`` and
 ``batch_size`` are the job's own, one value each, which the sampler reads too. A diverse job takes no
 ``systems`` (not stored), IDF table or PPDB file, nor beam search's settings other than their defaults (a
-decoder-only model's ``prompt_template`` it takes and stores as a beam search job does; its backward model must
-be an encoder-decoder);
+decoder-only model's ``prompt_template`` it takes and stores as a beam search job does; a decoder-only backward
+model is read with it when it is the same folder, else with its own default);
 its candidates' systems are the ranks "r1" .. "r<keep>" (:func:`job_systems`). A plain job's stored JSON is
 what it always was.
 
@@ -422,21 +422,11 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
     return dataclasses.replace(params, idf_table=idf_table, prompt_template=template)
 
 
-def backward_decoder_only_error(path: str) -> GenerationSettingsError:
-    """The refusal of a decoder-only backward model (``generation.decoding.diverse.backward_decoder_only_error``'s
-    words: the one that ``paraphrase --diverse`` gives): the backward NLL reads the input as a seq2seq model's
-    labels given the candidate."""
-    return GenerationSettingsError(
-        f"--backward-model: {path} is a decoder-only model; the backward model scores the input given each "
-        "candidate as an encoder-decoder (seq2seq) model: give a seq2seq one, or none"
-    )
-
-
 def diverse_params_checked(params: GenerateParams) -> GenerateParams:
     """A diverse job's models checked (a decoder-only ``model`` gets its prompt template stored as its JSON,
-    as a beam search job's does; the backward model must be an encoder-decoder: the refusal ``paraphrase
-    --diverse`` gives), its estimated peak memory and time against the workers' budgets (``budget``), and its
-    name; it takes no IDF table, no PPDB file."""
+    as a beam search job's does; a decoder-only backward model is read with that template when it is the same
+    folder, else with its own default, checked here), its estimated peak memory and time against the workers'
+    budgets (``budget``), and its name; it takes no IDF table, no PPDB file."""
     template = None
     for role, path in (("--model", params.model), ("--backward-model", params.backward_model)):
         if path is None:
@@ -445,10 +435,13 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
             causal = check_model_folder(path)
         except GenerationSettingsError as exc:
             raise GenerationSettingsError(f"{role}: {exc}" if role != "--model" else str(exc)) from None
-        if causal and role == "--backward-model":
-            raise backward_decoder_only_error(path)
         if role == "--model":
             template = prompt_template_json(path, causal, params.prompt_template)
+        elif causal:  # (its own default template: one it can use)
+            try:
+                prompt_template_json(path, causal, None)
+            except GenerationSettingsError as exc:
+                raise GenerationSettingsError(f"{role}: {exc}") from None
         model_fingerprint(path)
     backward = resolve_model_folder(params.backward_model) if params.backward_model else None
     options, model = params.diverse_options or DiverseOptions(), resolve_model_folder(params.model)

@@ -179,20 +179,21 @@ def test_cli_refuses_diverse_options_without_diverse_and_constraints_with_it(tmp
         _cli(tmp_path, ["a b"], "--diverse", "--rerank-dissimilar")
 
 
-def test_a_decoder_only_backward_model_is_refused_with_a_clear_error_and_no_output(tmp_path):
-    """A decoder-only --model samples (issue 47: test_diverse_causal.py); the backward model scores the source
-    given a candidate as a seq2seq model's labels, so a decoder-only one is refused by name, before anything
-    is written, instead of failing inside the scoring."""
+def test_a_decoder_only_backward_model_scores_the_source_after_the_candidates_prompt(tmp_path):
+    """Issue 47: a decoder-only --backward-model (here a tiny random chat model beside the demo model) reads the
+    source as the continuation of each candidate's prompt; its NLL per token is added to the score."""
+    from generation.decoding import load_model
+    from generation.decoding.diverse import backward_nll
     from tests.generation.causal_models import save_chat_model
 
-    model = save_chat_model(tmp_path / "chat")
-    inp, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
-    inp.write_text(SENTENCES[0] + "\n")
-    with pytest.raises(CommandError, match="--backward-model: .* is a decoder-only model; the backward model scores"):
-        call_command(
-            "paraphrase",
-            *("--model", str(DEMO_MODEL), "--input", str(inp), "--output", str(out), "--device", "cpu", "--diverse"),
-            *("--backward-model", str(model)),
-            stderr=io.StringIO(),
-        )
-    assert not out.exists()
+    chat = save_chat_model(tmp_path / "chat")
+    extra = ("--negative-sets", "2", "--samples", "6", "--max-length", "40", "--max-nll", "100")
+    rows = _cli(tmp_path, [SENTENCES[1]], "--diverse", *extra)
+    both = _cli(tmp_path, [SENTENCES[1]], "--diverse", *extra, "--backward-model", str(chat))
+    forward = {o["text"]: o["score"] for o in rows[0]["outputs"]}
+    shared = [o for o in both[0]["outputs"] if o["text"] in forward]
+    assert shared
+    back = backward_nll(load_model(chat, device="cpu"), [o["text"] for o in shared], SENTENCES[1])
+    for o, b in zip(shared, back):
+        assert b > 1.0  # (a random model: about log(vocabulary) per token)
+        assert o["score"] == pytest.approx(forward[o["text"]] + b, abs=2e-4)

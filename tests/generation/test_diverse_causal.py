@@ -18,7 +18,7 @@ import pytest
 import torch
 from django.core.management import CommandError, call_command
 
-from generation.decode_options import DecodeOptionsError, DiverseOptions
+from generation.decode_options import DiverseOptions
 from generation.decoding import from_objects, normalise_constraints, violations
 from generation.decoding.clustering import PINNED
 from generation.words import words_of
@@ -134,11 +134,34 @@ def test_a_row_scores_what_the_model_gives_its_continuation_of_the_prompt(loaded
     assert checked >= 8
 
 
-def test_a_decoder_only_backward_model_is_refused(loaded):
+def test_a_decoder_only_backward_model_scores_the_source_after_the_candidates_prompt(loaded):
+    """``backward_nll`` of a decoder-only model: the NLL per token of the source (and the token that ends a reply)
+    after each candidate's prompt, computed again here one candidate at a time; ``diverse_decode`` adds it."""
+    from generation.decoding.diverse import backward_nll
+    from generation.rewriter.causal import continuation_ids, end_token_id
+
+    tok, template = loaded.tokenizer, loaded.prompt
+    candidates = ["the cat sat", "on the mat the dog", "mat"] * 4  # (more than one batch of 8)
+    got = backward_nll(loaded, candidates, REFERENCES[0])
+    end = end_token_id(template, tok, loaded.vocab.eos_ids)
+    for cand, nll in zip(candidates, got):
+        prompt = template.encode(tok, [cand])["input_ids"][0]
+        body = continuation_ids(template, tok, template.render(tok, cand), list(prompt), REFERENCES[0]) + [end]
+        with torch.no_grad():
+            logp = torch.log_softmax(loaded.model(input_ids=torch.tensor([prompt + body])).logits[0].float(), -1)
+        P = len(prompt)
+        expected = -sum(float(logp[P - 1 + j, t]) for j, t in enumerate(body)) / len(body)
+        assert nll == pytest.approx(expected, abs=1e-4)
+    wide = dict(clusters=20, keep=19, max_nll=100.0)
+    [fwd] = _decode(loaded, REFERENCES[:1], **wide)
     from generation.decoding.diverse import diverse_decode
 
-    with pytest.raises(DecodeOptionsError, match="--backward-model: .* is a decoder-only model; the backward model"):
-        diverse_decode(loaded, REFERENCES[:1], options=DiverseOptions(**SMALL), backward=loaded)
+    [both] = diverse_decode(loaded, REFERENCES[:1], options=DiverseOptions(**{**SMALL, **wide}), backward=loaded)
+    assert [o["text"] for o in both.outputs]
+    forward = {o["text"]: o["score"] for o in fwd.outputs}
+    shared = [o for o in both.outputs if o["text"] in forward]
+    back = backward_nll(loaded, [o["text"] for o in shared], REFERENCES[0])
+    assert shared and all(o["score"] == pytest.approx(forward[o["text"]] + b, abs=2e-4) for o, b in zip(shared, back))
 
 
 def _cli(tmp_path, model, *extra, lines=REFERENCES):
@@ -160,11 +183,13 @@ def test_cli_diverse_with_a_prompt_template(tmp_path, tiny_marian_dir):
     # the template is the model's default when none is named (a base model: paraphrase-plain)
     default, _ = _cli(tmp_path, model, "--diverse", *small)
     assert default == rows
-    # a decoder-only backward model: refused before anything is written
+    # the model as its own backward model (the same folder: loaded once, with the same template)
     (tmp_path / "b").mkdir()
-    with pytest.raises(CommandError, match="--backward-model: .* is a decoder-only model"):
-        _cli(tmp_path / "b", model, "--diverse", "--backward-model", str(model), *small)
-    assert not (tmp_path / "b" / "out.jsonl").exists()
+    wide = ("--max-nll", "100")
+    back, _ = _cli(tmp_path / "b", model, "--diverse", "--backward-model", str(model), *small, *wide)
+    forward, _ = _cli(tmp_path / "b", model, "--diverse", *small, *wide)
+    assert [len(r["outputs"]) for r in back] == [3, 3]
+    assert [o["score"] for r in back for o in r["outputs"]] != [o["score"] for r in forward for o in r["outputs"]]
     # a prompt template for an encoder-decoder model: the beam search's refusal, before anything is written
     (tmp_path / "x").mkdir()
     with pytest.raises(CommandError, match="--prompt-template: .*decoder-only"):

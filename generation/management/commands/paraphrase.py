@@ -20,8 +20,9 @@ line, in order::
 ``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--ban-spread 0] [--clusters 8]
 [--keep 5] [--backward-model M2] [--max-nll 3.5] [--seed N]``: ParaBank 2's mode instead of constrained beam search
 (``generation.decoding.diverse``; ``--seed``, ``--max-length``, ``--batch-size`` (inputs decoded together),
-``--device``, ``--dtype`` and, for a decoder-only ``--model``, ``--prompt-template`` apply too; a
-``--backward-model`` must be an encoder-decoder). Each line's ``outputs`` are the kept paraphrases in rank order::
+``--device``, ``--dtype`` and, for a decoder-only ``--model``, ``--prompt-template`` apply too; a decoder-only
+``--backward-model`` reads the source after the candidate's prompt: ``--model``'s template when it is the same
+folder, else its own default). Each line's ``outputs`` are the kept paraphrases in rank order::
 
     {"source": ..., "outputs": [{"text": ..., "score": <NLL per token>, "rank": 1, "cluster": 3,
      "banned": ["budget", "Budget"]}, ...], "candidates": {"sampled": 150, "finished": ..., ...}}
@@ -210,9 +211,10 @@ def write_diverse(
     """``--diverse``: ParaBank 2's ranked paraphrases of every input line into OUT.jsonl (atomically), one
     block of inputs at a time with a progress line (``generation.decoding.diverse``); a decoder-only
     ``--model`` samples continuations of its ``template``'s prompt (None: its default)."""
+    same = False
     if o["backward_model"]:
         try:
-            model_folder(o["backward_model"])
+            same = model_folder(o["backward_model"]) == model_folder(o["model"])
         except ModelFolderError as exc:
             raise CommandError(_one_line(f"--backward-model: {exc}")) from None
     from generation.decoding import load_model  # torch, transformers: from here on
@@ -229,15 +231,18 @@ def write_diverse(
             raise CommandError("--device cuda: no CUDA device is available")
     try:
         model = load_model(o["model"], device=options.device, dtype=options.dtype, prompt_template=template)
-        backward = (
-            load_model(o["backward_model"], device=model.device.type, dtype=options.dtype)
-            if o["backward_model"]
-            else None
-        )
     except ModelFolderError as exc:
         raise CommandError(_one_line(exc)) from None
     except PromptTemplateError as exc:
         raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
+    except DecodeOptionsError as exc:
+        raise CommandError(exc.option_message) from None
+    try:  # the model itself read the other way (its template too), or another (a decoder-only one: its own prompt)
+        backward = model if same else None
+        if o["backward_model"] and not same:
+            backward = load_model(o["backward_model"], device=model.device.type, dtype=options.dtype)
+    except (ModelFolderError, PromptTemplateError) as exc:
+        raise CommandError(_one_line(f"--backward-model: {exc}")) from None
     except DecodeOptionsError as exc:
         raise CommandError(exc.option_message) from None
     block = BLOCK_BATCHES * (diverse.batch_size or default_inputs_per_batch(model))
@@ -248,7 +253,7 @@ def write_diverse(
                 results = diverse_decode(
                     model, sources[k : k + block], refs[k : k + block], options=diverse, backward=backward
                 )
-            except DecodeOptionsError as exc:  # e.g. a decoder-only backward model: refused before anything is written
+            except DecodeOptionsError as exc:  # (refused before anything is written)
                 raise CommandError(exc.option_message) from None
             for r in results:
                 fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
