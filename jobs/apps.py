@@ -6,5 +6,7 @@ class JobsConfig(AppConfig):
     verbose_name = "Jobs"
 
     def ready(self) -> None:
-        from . import job_kinds  # noqa: F401  (registers the selftest kind)
-        from . import tasks  # noqa: F401  (registers the chunk tasks that ``execution`` sends by name)
+        from . import (
+            job_kinds,  # noqa: F401  (registers the selftest kind)
+            tasks,  # noqa: F401  (registers the chunk tasks that ``execution`` sends by name)
+        )

@@ -174,8 +174,6 @@ def test_a_check_never_shares_its_page_with_its_source_nor_a_phrase_with_the_bat
         assert new_bigrams and not new_bigrams & set().union(*map(bigrams, references)), new_bigrams
 
 
-
-
 @pytest.mark.django_db
 def test_batches_carry_degraded_copies_at_the_rate_and_every_real_candidate_once():
     campaign = campaign_of()
