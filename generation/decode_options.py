@@ -339,16 +339,6 @@ class DiverseOptions:
 DIVERSE_SHARED = ("seed", "max_length", "batch_size")
 
 
-def decoder_only_diverse_error(role: str, path: object) -> DecodeOptionsError:
-    """The one refusal of a decoder-only model in the diverse mode (``role``: the option that named it)."""
-    # the sampler's rows share one encoder pass; a decoder-only model has none (issue 40 decodes it under
-    # constraints with beam search, not yet in this mode)
-    return DecodeOptionsError(
-        f"{role}: {path} is a decoder-only model; --diverse samples encoder-decoder (seq2seq) models only: "
-        "use beam search with --prompt-template for it"
-    )
-
-
 def add_diverse_arguments(parser) -> None:
     """``--diverse`` and its options, from :class:`DiverseOptions`' fields (``--negative-sets`` is
     ``negative_sets``), with ``--backward-model`` (a second model, not a number) before ``--max-nll``.

@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .decode_options import DecodeOptions
+from .decode_options import DecodeOptions, DiverseOptions
 from .generation_job.params import GenerateParams, generation_params
 from .model_install import GEMMA3_270M, is_installed, models_root
 from .models import Corpus
@@ -66,14 +66,41 @@ DEMO_BEAM = 4
 DEMO_NBEST = 2  # the second best output of each system doubles the real-word candidates left after screening
 
 
-def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE) -> dict[str, Any]:
-    """The generation job's params for the demo's evaluation sample (checked by ``generation_params``)."""
+def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE, model: Path = DEMO_MODEL) -> dict[str, Any]:
+    """The generation job's params for the demo's evaluation sample (checked by ``generation_params``); ``model``:
+    the demo model, or the packaged paraphraser (its prompt is the one it was trained with)."""
     return generation_params(
         GenerateParams(
             corpus=corpus.pk,
-            model=str(DEMO_MODEL),
+            model=str(model),
             systems=DEMO_SYSTEMS,
             decode=DecodeOptions(beam=DEMO_BEAM, nbest=DEMO_NBEST, device="cpu"),
+            sample_per_length=DEMO_PER_LENGTH,
+            lengths=DEMO_LENGTHS,
+            name=name,
+        )
+    )
+
+
+# ``scripts/start --paraphraser``: the same sample decoded by the packaged paraphraser (issue 47), under the same
+# systems, and in ParaBank 2's diverse mode its two best ranks, sampled small enough for two CPU cores
+DEMO_PARAPHRASER_SAMPLE = "demo-sample-paraphraser"
+DEMO_PARAPHRASER_DIVERSE = "demo-sample-paraphraser-diverse"
+DEMO_DIVERSE_RANKS = 2
+DEMO_DIVERSE_SETS, DEMO_DIVERSE_SAMPLES = 3, 8
+
+
+def demo_diverse_params(corpus: Corpus, *, name: str = DEMO_PARAPHRASER_DIVERSE) -> dict[str, Any]:
+    """The diverse job's params of the paraphraser's demo sample: ranks 1-2 of each reference."""
+    return generation_params(
+        GenerateParams(
+            corpus=corpus.pk,
+            model=str(DEMO_PARAPHRASER),
+            diverse=True,
+            diverse_options=DiverseOptions(
+                negative_sets=DEMO_DIVERSE_SETS, samples=DEMO_DIVERSE_SAMPLES, keep=DEMO_DIVERSE_RANKS
+            ),
+            decode=DecodeOptions(device="cpu"),
             sample_per_length=DEMO_PER_LENGTH,
             lengths=DEMO_LENGTHS,
             name=name,

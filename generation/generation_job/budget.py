@@ -26,8 +26,10 @@ import json
 from pathlib import Path
 
 from ..decode_options import DiverseOptions
+from ..model_source import adapter_base, is_adapter_folder, model_folder
 
 GIB = 1024**3
+_PROJECT = Path(__file__).resolve().parents[2]  # where a base named by a relative path lies (as workers run)
 HOUR_S = 3600.0
 FLOAT_BYTES = 4
 WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
@@ -35,12 +37,17 @@ CPU_BATCH = 1  # the sampler's inputs per batch when a job gives none (generatio
 
 
 def model_shape(folder: Path) -> tuple[int, int, int, int]:
-    """``(weight bytes, decoder layers, width, vocabulary)`` of a Hugging Face model folder (config.json)."""
+    """``(weight bytes, decoder layers, width, vocabulary)`` of a Hugging Face model folder (config.json); of an
+    adapter folder (``train_rewriter --lora-rank``), its base's with the adapter's weights added (it is decoded
+    merged into the base)."""
+    weights = sum(f.stat().st_size for pattern in WEIGHT_FILES for f in folder.glob(pattern) if f.is_file())
+    if is_adapter_folder(folder):
+        base_weights, layers, width, vocab = model_shape(model_folder(adapter_base(folder), _PROJECT))
+        return base_weights + weights, layers, width, vocab
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     layers = config.get("decoder_layers") or config.get("num_decoder_layers") or config.get("num_hidden_layers") or 1
     width = config.get("d_model") or config.get("hidden_size") or 1
     vocab = config.get("vocab_size") or 1
-    weights = sum(f.stat().st_size for pattern in WEIGHT_FILES for f in folder.glob(pattern) if f.is_file())
     return weights, int(layers), int(width), int(vocab)
 
 

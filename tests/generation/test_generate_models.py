@@ -168,3 +168,15 @@ def test_diverse_settings_without_diverse_are_refused(corpus, client):
     staff(client)
     answer = post_json(client, corpus.pk, plain("demo", negative_sets=7))
     assert answer.status_code == 400 and "needs diverse" in json.dumps(answer.json()), answer.content.decode()
+
+
+def test_the_paraphraser_demo_needs_its_base_and_says_how_to_install_it(var_models):
+    """Issue 47, item 5: ``scripts/start --paraphraser`` runs ``demo_setup --paraphraser`` after installing Gemma 3
+    270M; without that base the command stops with what to run, before decoding anything with the paraphraser."""
+    from django.core.management.base import CommandError
+
+    from generation.models import Resource
+
+    with pytest.raises(CommandError, match="scripts/setup --model gemma3-270m"):
+        call_command("demo_setup", "--paraphraser", stdout=StringIO())
+    assert not Resource.objects.filter(name__startswith="demo-sample-paraphraser").exists()

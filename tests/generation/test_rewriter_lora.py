@@ -99,6 +99,11 @@ def test_paraphrase_decodes_an_adapter_folder_on_top_of_its_base(tmp_path, llama
 
     assert check_model_folder(str(out)) is True
     assert model_fingerprint(str(out)) != model_fingerprint(str(llama_dir))
+    # and the diverse mode's memory estimate reads the base's shape, with the adapter's weights added
+    from generation.generation_job.budget import model_shape
+
+    (base_weights, *base_shape), (weights, *shape) = model_shape(llama_dir), model_shape(out)
+    assert shape == base_shape and weights > base_weights
     (out / "paraforge_training.json").write_text(json.dumps({"base_model": str(tmp_path / "gone")}))
     with pytest.raises(GenerationSettingsError, match="its base model"):
         check_model_folder(str(out))

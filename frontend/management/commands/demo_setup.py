@@ -7,6 +7,10 @@ the settings are ``generation.demo_settings``); a published local HIT batch of i
 left out; three local annotator accounts whose fresh passwords are printed. All of it runs in this process
 (under a minute on a laptop CPU). Re-runs keep what exists and reset the passwords.
 
+``--paraphraser`` (``scripts/start --paraphraser``, after ``scripts/setup --model gemma3-270m``): the same sample
+decoded by the packaged paraphraser too, under the same five systems (``demo-sample-paraphraser``) and in the
+diverse mode, ranks 1-2 (``demo-sample-paraphraser-diverse``), each on a published local HIT batch.
+
 The shipped models are installed under the model root ``var/models/`` (``generation.demo_settings.
 install_shipped_models``: hard links, else copies), with or without ``--no-data``, so that the admin's generate
 form and ``POST /api/corpora/<id>/generations/`` offer them by name (``demo``; ``paraphraser`` once its base
@@ -23,11 +27,16 @@ from generation.demo_settings import (
     DEMO_CORPUS_FILE,
     DEMO_CORPUS_TERMS,
     DEMO_LENGTHS,
+    DEMO_PARAPHRASER,
+    DEMO_PARAPHRASER_DIVERSE,
+    DEMO_PARAPHRASER_SAMPLE,
     DEMO_PER_LENGTH,
     DEMO_SAMPLE,
     DEMO_SYSTEMS,
+    demo_diverse_params,
     demo_generation_params,
     install_shipped_models,
+    shipped_models,
 )
 
 DEMO_ANNOTATORS = ("annotator1", "annotator2", "annotator3")
@@ -39,8 +48,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--username", default="demo")
         parser.add_argument("--no-data", action="store_true", help="only the superuser, no demo corpus")
+        parser.add_argument(
+            "--paraphraser",
+            action="store_true",
+            help="also decode the sample with the packaged paraphraser (Gemma 3 270M and its adapter: needs "
+            "scripts/setup --model gemma3-270m), under the same systems and in the diverse mode (ranks 1-2), "
+            "each on a published local HIT batch",
+        )
 
-    def handle(self, *args, username: str, no_data: bool = False, **options):
+    def handle(self, *args, username: str, no_data: bool = False, paraphraser: bool = False, **options):
+        if paraphraser and "paraphraser" not in shipped_models():
+            raise CommandError(
+                "--paraphraser needs the packaged paraphraser's base: run scripts/setup --model gemma3-270m"
+            )
         User = get_user_model()
         password = secrets.token_urlsafe(12)
         user, _ = User.objects.get_or_create(username=username, defaults={"email": f"{username}@localhost"})
@@ -51,7 +71,14 @@ class Command(BaseCommand):
             self.stdout.write(f"model {name} (the generate form and the API name it {name}): {state}")
         if not no_data:
             corpus = self.demo_corpus()
-            self.demo_sample(corpus)
+            self.demo_sample(corpus, DEMO_SAMPLE, lambda: demo_generation_params(corpus, name=DEMO_SAMPLE))
+            if paraphraser:
+                self.demo_sample(
+                    corpus,
+                    DEMO_PARAPHRASER_SAMPLE,
+                    lambda: demo_generation_params(corpus, name=DEMO_PARAPHRASER_SAMPLE, model=DEMO_PARAPHRASER),
+                )
+                self.demo_sample(corpus, DEMO_PARAPHRASER_DIVERSE, lambda: demo_diverse_params(corpus))
             self.demo_annotators()
         self.stdout.write(f"demo superuser: {username}  password: {password}")
 
@@ -93,8 +120,9 @@ class Command(BaseCommand):
             self.stdout.write(f"demo IDF table: {job.result['name']} ({job.result['types']} types)")
         return corpus
 
-    def demo_sample(self, corpus) -> None:
-        """Decode an evaluation sample with the demo model and put it on a published local HIT batch."""
+    def demo_sample(self, corpus, name: str, params) -> None:
+        """Decode the evaluation sample ``name`` (its job's ``params()``, made only when it is decoded) and put it
+        on a published local HIT batch."""
         from annotation.batch_params import BatchParams
         from annotation.batches import hit_batch_create
         from annotation.models import Batch, Campaign
@@ -103,21 +131,22 @@ class Command(BaseCommand):
         from generation.models import Resource
         from jobs.execution import job_run_inline, job_start
 
-        resource = Resource.objects.filter(name=DEMO_SAMPLE).first()
+        resource = Resource.objects.filter(name=name).first()
         if resource is not None and (resource.job is None or resource.job.status != "succeeded"):
             resource.delete()  # a run that died half-way: start again
-            Campaign.objects.filter(name=DEMO_SAMPLE).delete()
+            Campaign.objects.filter(name=name).delete()
             resource = None
         if resource is None:
-            params = demo_generation_params(corpus, name=DEMO_SAMPLE)
-            job = job_start(kind=KIND, params=params, label=f"generate {DEMO_SAMPLE}", enqueue=False)
+            job = job_start(kind=KIND, params=params(), label=f"generate {name}", enqueue=False)
             job = job_run_inline(job_id=job.pk)
             if job.status != "succeeded":
-                raise CommandError(f"decoding the demo sample failed: {job.error}")
-            resource = Resource.objects.get(name=DEMO_SAMPLE)
+                raise CommandError(f"decoding the demo sample {name} failed: {job.error}")
+            resource = Resource.objects.get(name=name)
+            how = "diverse ranks" if job.params.get("diverse") else "systems " + ",".join(map(str, DEMO_SYSTEMS))
+            title = "demo sample" if name == DEMO_SAMPLE else name
             self.stdout.write(
-                f"demo sample: {resource.n_references} references, {resource.n_pairs} paraphrases "
-                f"(systems {','.join(map(str, DEMO_SYSTEMS))}; generation job {job.pk})"
+                f"{title}: {resource.n_references} references, {resource.n_pairs} paraphrases "
+                f"({how}; generation job {job.pk})"
             )
         campaign = Campaign.objects.get(job_id=resource.job_id)
         if not Batch.objects.filter(campaign=campaign).exists():
@@ -130,7 +159,7 @@ class Command(BaseCommand):
                     assignments=3,
                     attention_rate=0.2,
                     seed=0,
-                    label="demo",
+                    label="demo" if name == DEMO_SAMPLE else name.removeprefix("demo-sample-"),
                 ),
             )
             batch_publish(batch=batch)
