@@ -337,6 +337,9 @@ class DiverseOptions:
 
 # DiverseOptions' fields that only the diverse mode reads (the others are the command's or the job's own)
 DIVERSE_SHARED = ("seed", "max_length", "batch_size")
+# ... and the diverse mode's own settings, in DiverseOptions' order: what a command, a form and a job refuse
+# without --diverse (each adds its --backward-model, a model, not a number)
+DIVERSE_ONLY = tuple(f.name for f in dataclasses.fields(DiverseOptions) if f.name not in DIVERSE_SHARED)
 
 
 def add_diverse_arguments(parser) -> None:

@@ -35,6 +35,7 @@ from infra.model_roots import confined_path, model_roots
 from jobs.forms import form_fields
 from jobs.params import from_values
 
+from .decode_options import DIVERSE_ONLY
 from .generation_job.params import GenerateParams, GenerationSettingsError, check_model_folder, generation_params
 from .gguf_source import GGUF_SUFFIX
 from .model_source import ModelFolderError, hub_id, model_folder
@@ -85,18 +86,7 @@ FIELDSETS = (
         "ParaBank 2's diverse mode: sampling under random negative constraints, scoring, clustering (when diverse "
         "is ticked; it takes none of the constraint systems' or beam search's settings).",
         (
-            "negative_sets",
-            "samples",
-            "top_k",
-            "temperature",
-            "ban_fraction",
-            "ban_spread",
-            "ban_function_words",
-            "allow_non_words",
-            "discourage",
-            "clusters",
-            "keep",
-            "max_nll",
+            *DIVERSE_ONLY,
             "backward_model",
         ),
     ),

@@ -59,7 +59,7 @@ from jobs.params import (
     true_false_or_unset,
 )
 
-from ..decode_options import DIVERSE_SHARED, MAX_SEED, DecodeOptions, DiverseOptions
+from ..decode_options import DIVERSE_ONLY, MAX_SEED, DecodeOptions, DiverseOptions
 from ..hooks import name_taken
 from ..model_source import (
     MODEL_HELP,
@@ -81,7 +81,6 @@ DIVERSE_HELP = (
 )
 BACKWARD_HELP = "--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)"
 DEFAULT = DiverseOptions()
-DIVERSE_ONLY = tuple(f.name for f in dataclasses.fields(DiverseOptions) if f.name not in DIVERSE_SHARED)
 # settings of constrained decoding that the diverse mode cannot honour (it draws its own negative sets)
 NOT_WITH_DIVERSE = ("systems", "ppdb", "idf_table")
 BEAM_ONLY = ("beam", "nbest", "stop", "length_penalty")  # DecodeOptions' beam search settings

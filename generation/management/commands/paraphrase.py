@@ -47,6 +47,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from api.numbers import cli_int
 from generation.decode_options import (
+    DIVERSE_ONLY,
     DecodeOptions,
     DecodeOptionsError,
     DiverseOptions,
@@ -159,21 +160,7 @@ def system_constraints(
     return constraints_for_input
 
 
-DIVERSE_ONLY = (
-    "negative_sets",
-    "samples",
-    "top_k",
-    "temperature",
-    "ban_fraction",
-    "ban_spread",
-    "ban_function_words",
-    "allow_non_words",
-    "discourage",
-    "clusters",
-    "keep",
-    "backward_model",
-    "max_nll",
-)
+DIVERSE_ARGUMENTS = (*DIVERSE_ONLY, "backward_model")  # what paraphrase refuses without --diverse
 NOT_WITH_DIVERSE = ("constraints", "system", "rerank_dissimilar", "int8")
 
 
@@ -192,7 +179,7 @@ def diverse_options(o: dict) -> DiverseOptions | None:
     """The ``--diverse`` options (None without ``--diverse``), checked before anything loads: its own
     options without it, or options it cannot honour with it, are errors."""
     if not o.get("diverse"):
-        given = [f for f in DIVERSE_ONLY if o.get(f) is not None]
+        given = [f for f in DIVERSE_ARGUMENTS if o.get(f) is not None]
         if given:
             raise CommandError(f"{option_flag(given[0])} needs --diverse")
         return None
