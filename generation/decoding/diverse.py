@@ -57,6 +57,11 @@ development lines and 2 multi-input batches, ban and discourage mode, with and w
 model). On the demo model (2 shared cores) that halved the diverse decode's time: 13.45 s -> 7.05 s for
 lines 1000-1011 (``bench/diversity.py --offset 1000 --references 12``, medians of 3 interleaved passes).
 Elsewhere (a GPU, Hugging Face's step) every row stays to the end, as before.
+
+Why one module of over 600 lines: sampling, scoring, clustering and keeping are one pipeline over the same
+rows (their order, their sets, their seeds), and the sampler's three steps (the fast step, Hugging Face's, a
+decoder-only model's) share its loop; split apart, checking that a seed gives the same tokens means reading
+them all at once. Issue 49's one step interface is where it gets shorter.
 """
 
 from __future__ import annotations
