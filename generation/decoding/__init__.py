@@ -117,6 +117,9 @@ def _contains_banned(seq: list[str], sub: list[str]) -> bool:
     """``sub`` in ``seq`` word for word, its first word also glued after a function word and its last before
     one ("tothe" holds "the": ``english.glued_to``, the one rule)."""
     n = len(sub)
+    if n == 1:  # the common case (every diverse ban, most systems'): one set of spellings, read once
+        forms = glued_forms(sub[0])
+        return any(word == sub[0] or word in forms for word in seq)
     return any(
         all(seq[i + j] == sub[j] or glued_to(seq[i + j], sub[j], before=j == 0, after=j == n - 1) for j in range(n))
         for i in range(len(seq) - n + 1)
