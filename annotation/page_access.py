@@ -65,16 +65,17 @@ ALLOWED = Access(allowed=True)
 def crowd_access(*, facts: HitPageFacts, assignment_id: str, worker_id: str, address: str, now: dt.datetime) -> Access:
     """Whether the accepted assignment ``assignment_id`` of ``worker_id`` may read the published crowd HIT
     of ``facts`` (the module's rules); an admitted view is recorded."""
-    if facts.provider == Provider.PROLIFIC:
-        if (facts.assignment_hit_id, facts.assignment_worker_external_id) != (facts.hit_id, worker_id):
-            return Access(allowed=False, reason=NOT_ISSUED, status=403)
-        _view_record(facts, assignment_id=assignment_id, worker_id=worker_id, address=address, now=now)
-        return ALLOWED
+    prolific = facts.provider == Provider.PROLIFIC
+    if prolific and (facts.assignment_hit_id, facts.assignment_worker_external_id) != (facts.hit_id, worker_id):
+        return Access(allowed=False, reason=NOT_ISSUED, status=403)
     # (an MTurk assignment Paraforge has stored is submitted: the page refuses it before asking here)
-    if facts.view_hit_id is not None:
+    if facts.view_hit_id is not None:  # a view of a bound assignment: the facts' statement read its binding
         if (facts.view_hit_id, facts.view_worker_external_id) != (facts.hit_id, worker_id):
             return Access(allowed=False, reason=NOT_YOURS, status=403)
         _view_count(facts.provider, assignment_id, now)
+        return ALLOWED
+    if prolific:  # issued by the start URL: no cap on it, only its first view recorded
+        _view_record(facts, assignment_id=assignment_id, worker_id=worker_id, address=address, now=now)
         return ALLOWED
     wait = over_limit(f"hit-view-address:{address}", settings.ANNOTATION_HIT_VIEW_ADDRESS_RATE)
     if wait is not None:
