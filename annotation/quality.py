@@ -274,7 +274,10 @@ def worker_quality(
     quality.min_agreement_items = min(
         (int(c.setting("min_agreement_items")) for c in campaigns), default=quality.min_agreement_items
     )
-    pairs = _agreement_pairs(worker, judgments)
+    # the rule alone (after every verified submission) needs no query before the worker has judged enough
+    # real candidates to be tested: the pairs are at most those candidates
+    needed = figures or quality.real_judged >= quality.min_agreement_items
+    pairs = _agreement_pairs(worker, judgments) if needed else []
     quality.agreement_items = len(pairs)
     quality.agreement_p = agreement_test(pairs, min_items=quality.min_agreement_items)
     if figures:
