@@ -302,8 +302,9 @@ def _bigrams(words: list[str]) -> set[tuple[str, str]]:
     return set(zip(words, words[1:]))
 
 
-def _longest_run(a: list[str], b: list[str]) -> int:
-    return max((i2 - i1 for i1, i2, _, _ in edit_runs(a, b)), default=0)
+def _longest(runs: list[tuple[int, int, int, int]]) -> int:
+    """Tokens of the first sentence in its longest run of ``edit_runs``."""
+    return max((i2 - i1 for i1, i2, _, _ in runs), default=0)
 
 
 def _ratio(a: list[str], b: list[str]) -> float:
@@ -321,17 +322,19 @@ def page_features(text: str, reference: str, page: list[str], other_refs_bigrams
     new_to_ref = [w for w in t if w not in set(r)]
     zipfs = [zipf(w) for w in t] or [0.0]
     novel_zipfs = [zipf(w) for w in new_to_ref] or [7.0]
-    nearest = max(others, key=lambda o: _ratio(o, t)) if others else r
+    ratios = [_ratio(o, t) for o in others]
+    nearest_ratio, nearest = max(zip(ratios, others), key=lambda rn: rn[0]) if others else (_ratio(r, t), r)
+    runs_ref, runs_nearest = edit_runs(r, t), edit_runs(nearest, t)
     # bigrams of another reference of the batch with a content word (Zipf < 5: not "of the")
     shared_batch = len({g for g in (_bigrams(t) - _bigrams(r)) & other_refs_bigrams if min(map(zipf, g)) < 5})
     return [
         len(t) - len(r),
-        len(edit_runs(r, t)),
-        _longest_run(r, t),
+        len(runs_ref),
+        _longest(runs_ref),
         _ratio(r, t),
-        _ratio(nearest, t),
-        len(edit_runs(nearest, t)),
-        _longest_run(nearest, t),
+        nearest_ratio,
+        len(runs_nearest),
+        _longest(runs_nearest),
         len(novel),
         len(novel) / max(1, len(t)),
         shared_batch,
@@ -392,14 +395,15 @@ def page_attack(pages, *, seed: int) -> dict[str, float]:
     for grams in ref_bigrams.values():
         for g in grams:
             everyone[g] += 1
+    # the batch's bigrams that another reference holds, per reference (its pages share them)
+    others_of = {ref: {g for g, n in everyone.items() if n > (g in own)} for ref, own in ref_bigrams.items()}
     features, labels = [], []
     for reference, page, check in pages:
-        own = ref_bigrams[reference]
-        others_bigrams = {g for g, n in everyone.items() if n > (g in own)}
+        others_bigrams = others_of[reference]
         for i, text in enumerate(page):
             features.append(page_features(text, reference, page, others_bigrams))
             labels.append(int(i == check))
-    x = [f for f in features]
+    x = features
     rules = {
         "rule: a content bigram of another reference of the batch": [float(f[9] > 0) for f in x],
         "rule: longest run differing from the reference >= 2": [float(f[2] >= 2) for f in x],
