@@ -24,11 +24,13 @@ life of the process, so a worker's chunks do not ask the hub again (the job's we
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import threading
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .gguf_source import GGUFError, converted_folder, gguf_file
@@ -61,6 +63,9 @@ HUB_ENV_HELP = (
     "it; HF_TOKEN for gated or private models"
 )
 _TRUE = {"1", "ON", "YES", "TRUE"}
+# where a model named by a relative path lies when the working directory does not hold it: the project root,
+# where workers, the web server and manage.py run (settings.BASE_DIR)
+PROJECT_DIR = Path(__file__).resolve().parents[1]
 MODEL_HELP = (
     "a local Hugging Face seq2seq or decoder-only (causal LM) checkpoint folder, a llama.cpp GGUF file (or a "
     "folder holding one; converted once into PARAFORGE_GGUF_CACHE), or a hub model id "
@@ -70,7 +75,7 @@ MODEL_HELP = (
 
 
 class ModelFolderError(RuntimeError):
-    """The model folder is missing or holds no loadable seq2seq checkpoint, or a hub id cannot be resolved."""
+    """The model folder is missing or holds no loadable checkpoint, or a hub id cannot be resolved."""
 
 
 def hub_cache_dir() -> Path:
@@ -107,7 +112,7 @@ _RESOLVE_LOCK = threading.Lock()
 
 
 def model_folder(
-    value: str | os.PathLike, base_dir: str | os.PathLike | None = None, *, cache_only: bool = False
+    value: str | os.PathLike, base_dir: str | os.PathLike | None = PROJECT_DIR, *, cache_only: bool = False
 ) -> Path:
     """The local folder for a ``--model`` value (see the module's docstring). A path that exists is returned
     as it is (the caller says what it lacks when it is not a checkpoint folder); a hub id comes back as its
@@ -241,3 +246,109 @@ def adapter_base(folder: Path) -> str:
         if value:
             return str(value)
     raise AdapterFolderError(f"adapter folder {str(folder)!r} does not name its base model")
+
+
+def adapter_base_folder(folder: Path, given: str | os.PathLike | None = None) -> Path:
+    """The folder of the base an adapter folder was trained on (:func:`adapter_base`, found as every ``--model``
+    is); ModelFolderError naming the adapter (``given``: as the person wrote it) when it cannot be found."""
+    try:
+        return model_folder(adapter_base(folder))
+    except (AdapterFolderError, ModelFolderError) as exc:
+        raise ModelFolderError(f"adapter folder {os.fspath(given or folder)!r}: its base model: {exc}") from None
+
+
+# --- what kind of model a checkpoint is, and which weights it holds
+
+# config.json "architectures" of a decoder-only model (LlamaForCausalLM, GPT2LMHeadModel, Gemma3ForCausalLM)
+CAUSAL_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
+
+
+class ModelKindError(ModelFolderError):
+    """A checkpoint that is neither an encoder-decoder nor a decoder-only language model (an encoder, a
+    classifier): nothing Paraforge can decode or fine-tune."""
+
+
+def is_decoder_only(config: Mapping | object, architectures: Sequence[str] | None = None) -> bool:
+    """The one rule for "is this model decoder-only?": an encoder-decoder config (``is_encoder_decoder``) is
+    not; one whose architectures (``architectures``, else the config's own: ``config.json``'s list, or the
+    class of a model built in memory) end in a causal LM's suffix is; anything else is neither
+    (:class:`ModelKindError`), rather than guessed, because a BERT-like encoder read as a causal LM loads and
+    then decodes nonsense. ``config``: a config.json's dict or a transformers config."""
+    read = config.get if isinstance(config, Mapping) else lambda key: getattr(config, key, None)
+    if read("is_encoder_decoder"):
+        return False
+    names = list(architectures or read("architectures") or [])
+    if any(str(name).endswith(CAUSAL_ARCHITECTURES) for name in names):
+        return True
+    raise ModelKindError("neither an encoder-decoder (seq2seq) nor a decoder-only (causal LM) model")
+
+
+def checkpoint_is_decoder_only(value: str | os.PathLike) -> bool:
+    """Whether the checkpoint ``value`` names (:func:`model_folder`; an adapter folder: its base's kind, as it
+    is decoded merged into it) is decoder-only, read from its config (transformers' ``AutoConfig``, as the
+    loaders read it) without loading its weights.
+    ModelFolderError (one line, naming ``value``) for one the decoder cannot load."""
+    name = os.fspath(value)
+    folder = model_folder(value)
+    if not folder.is_dir():
+        raise ModelFolderError(f"model folder {name!r} is not a folder")
+    if is_adapter_folder(folder):
+        return checkpoint_is_decoder_only(adapter_base_folder(folder, name))
+    if not (folder / "config.json").is_file():
+        raise ModelFolderError(f"model folder {name!r} has no config.json (not a Hugging Face checkpoint)")
+    from transformers import AutoConfig  # (the loaders' own reading: a key config.json leaves out has its default)
+
+    try:
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelFolderError(f"model folder {name!r}: unreadable config.json ({_one_line(exc)})") from None
+    try:
+        return is_decoder_only(config)
+    except ModelKindError as exc:
+        raise ModelKindError(f"model folder {name!r} is {exc}") from None
+
+
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
+def model_fingerprint(value: str | os.PathLike) -> str:
+    """SHA-256 of the checkpoint's weights file (of its weights files' hashes when there are several); of an
+    adapter folder (``train_rewriter --lora-rank``), its adapter's and its base's together: either changes the
+    model. Jobs store it when planned and compare it before each chunk (the weights must not change under a
+    job). A file's hash is kept per process while its size and modification time stay the same."""
+    name = os.fspath(value)
+    folder = model_folder(value)
+    if is_adapter_folder(folder):
+        base = model_fingerprint(adapter_base_folder(folder, name))
+        return hashlib.sha256(f"{_weights_fingerprint(name, folder)}:{base}".encode()).hexdigest()
+    return _weights_fingerprint(name, folder)
+
+
+def _weights_fingerprint(name: str, folder: Path) -> str:
+    files = (
+        sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
+        if folder.is_dir()
+        else []
+    )
+    if not files:
+        raise ModelFolderError(
+            f"model folder {name!r} holds no weights file ({', '.join('*' + s for s in WEIGHT_SUFFIXES[:2])})"
+        )
+    key = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    found = _FINGERPRINTS.get(key)
+    if found is None:
+        digests = []
+        for f in files:
+            h = hashlib.sha256()
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            digests.append((f.name, h.hexdigest()))
+        found = (
+            digests[0][1]
+            if len(digests) == 1
+            else hashlib.sha256("".join(f"{n}:{d}\n" for n, d in digests).encode()).hexdigest()
+        )
+        _FINGERPRINTS[key] = found
+    return found

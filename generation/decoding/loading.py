@@ -9,11 +9,13 @@ import torch
 
 from ..decode_options import DEFAULT_CUDA_DTYPE, DTYPES, dtype_device_error
 from ..model_source import (
-    AdapterFolderError,
     ModelFolderError,
-    adapter_base,
+    ModelKindError,
+    adapter_base_folder,
+    checkpoint_is_decoder_only,
     ignore_sacremoses_warning,
     is_adapter_folder,
+    is_decoder_only,
     model_folder,
 )
 from ..prompts import PromptTemplate, PromptTemplateError, default_for, no_chat_template, recorded_template, resolve
@@ -122,7 +124,10 @@ def from_objects(
     """``model`` on ``device`` (default: CUDA where there is one) in ``dtype`` (see :func:`model_dtype`).
     A decoder-only model gets ``prompt_template`` (``prompts.resolve``; None: ``prompts.default_for``), its
     tokenizer pads on the left (prompts of different lengths end where the continuation starts)."""
-    causal = not getattr(model.config, "is_encoder_decoder", False)
+    try:
+        causal = is_decoder_only(model.config, [type(model).__name__])
+    except ModelKindError as exc:
+        raise ModelKindError(f"{path}: {exc}") from None
     if not causal and prompt_template is not None:
         raise PromptTemplateError("a prompt template is for decoder-only models; this one is an encoder-decoder")
     prompt = (resolve(prompt_template) or default_for(tokenizer)) if causal else None
@@ -167,20 +172,13 @@ def load_model(
     if not p.is_dir():
         raise ModelFolderError(f"model folder {str(path)!r} is not a folder")
     adapter = is_adapter_folder(p)  # train_rewriter --lora-rank: merged into its base (decoding/adapters.py)
-    try:
-        weights = model_folder(adapter_base(p)) if adapter else p
-    except (AdapterFolderError, ModelFolderError) as exc:
-        raise ModelFolderError(f"adapter folder {str(path)!r}: its base model: {exc}") from None
-    if not (weights / "config.json").is_file():
-        raise ModelFolderError(f"model folder {str(path)!r} has no config.json (not a Hugging Face checkpoint)")
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+    weights = adapter_base_folder(p, path) if adapter else p
+    seq2seq = not checkpoint_is_decoder_only(path)  # (the one rule; an adapter: its base's kind)
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     ignore_sacremoses_warning()
-    kind = "model"
+    kind = "seq2seq model" if seq2seq else "causal language model (decoder-only)"
     try:
-        config = AutoConfig.from_pretrained(str(weights), local_files_only=True)
-        seq2seq = bool(getattr(config, "is_encoder_decoder", False))
-        kind = "seq2seq model" if seq2seq else "causal language model (decoder-only)"
         auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
         model = merged_adapter_model(p, weights) if adapter else auto.from_pretrained(str(p), local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_folder(p, weights)), local_files_only=True)

@@ -26,10 +26,9 @@ import json
 from pathlib import Path
 
 from ..decode_options import DiverseOptions
-from ..model_source import adapter_base, is_adapter_folder, model_folder
+from ..model_source import adapter_base_folder, is_adapter_folder
 
 GIB = 1024**3
-_PROJECT = Path(__file__).resolve().parents[2]  # where a base named by a relative path lies (as workers run)
 HOUR_S = 3600.0
 FLOAT_BYTES = 4
 WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
@@ -42,7 +41,7 @@ def model_shape(folder: Path) -> tuple[int, int, int, int]:
     merged into the base)."""
     weights = sum(f.stat().st_size for pattern in WEIGHT_FILES for f in folder.glob(pattern) if f.is_file())
     if is_adapter_folder(folder):
-        base_weights, layers, width, vocab = model_shape(model_folder(adapter_base(folder), _PROJECT))
+        base_weights, layers, width, vocab = model_shape(adapter_base_folder(folder))
         return base_weights + weights, layers, width, vocab
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     layers = config.get("decoder_layers") or config.get("num_decoder_layers") or config.get("num_hidden_layers") or 1

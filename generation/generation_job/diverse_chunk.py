@@ -34,9 +34,10 @@ from infra.shards import batched
 from jobs.registry import ProgressFn
 
 from ..decode_options import DiverseOptions
+from ..model_source import model_fingerprint, model_folder
 from ..nlp import load_pipeline
 from ..systems import rank_system
-from .params import job_decode_options, job_diverse_options, model_fingerprint, resolve_model_folder
+from .params import job_decode_options, job_diverse_options
 from .pause import pause_between_batches
 from .pipeline import BATCH_RULE, ChunkTally, loaded_model, release_model
 
@@ -79,7 +80,7 @@ def diverse_setup(
     backward, path = None, params.get("backward_model")
     if path and model_fingerprint(path) != params.get("backward_model_sha256"):
         raise RuntimeError(f"the weights in {path!r} changed since the job started")
-    if path and resolve_model_folder(path) == resolve_model_folder(params["model"]):
+    if path and model_folder(path) == model_folder(params["model"]):
         backward = model  # the rewriter read the other way: the same weights, loaded once
     elif path:
         backward = loaded_model(path, model.device.type, decode.dtype, role="backward")

@@ -24,6 +24,7 @@ from jobs.registry import JobKind, ProgressFn, register
 
 from ..decode_options import DIVERSE_SHARED
 from ..gguf_source import model_origin
+from ..model_source import ModelFolderError, model_folder
 from ..models import Corpus, CorpusFormat, IdfTable, Resource, ResourceShard
 from ..nlp import pipeline_signature
 from ..systems import system_sort_key
@@ -34,12 +35,11 @@ from .params import (
     GenerateParams,
     GenerationSettingsError,
     check_name_free,
+    checked_fingerprint,
     generate_params_checked,
     job_diverse_options,
     job_stop_rule,
     job_systems,
-    model_fingerprint,
-    resolve_model_folder,
 )
 from .pipeline import (
     BATCH_RULE,
@@ -68,9 +68,9 @@ def plan(job: Job) -> list[dict[str, Any]]:
     name = settings.name or f"{corpus.name}-job{job.pk}"
     if settings.name is None:
         check_name_free(name)
-    params = {**to_json(settings), "name": name, "model_sha256": model_fingerprint(settings.model)}
+    params = {**to_json(settings), "name": name, "model_sha256": checked_fingerprint(settings.model)}
     if settings.backward_model:
-        params["backward_model_sha256"] = model_fingerprint(settings.backward_model)
+        params["backward_model_sha256"] = checked_fingerprint(settings.backward_model)
     params["resource"] = Resource.objects.create(name=name, corpus=corpus, job=job).pk
     if settings.sample_per_length is not None:
         sample = sample_references(
@@ -203,8 +203,8 @@ def resource_settings(params: dict[str, Any]) -> dict[str, Any]:
 def _add_model_origin(out: dict[str, Any], params: dict[str, Any]) -> None:
     """A model converted from a GGUF file: what the file said of itself (its licence above all), for the cards."""
     try:
-        origin = model_origin(resolve_model_folder(params["model"]))
-    except GenerationSettingsError:
+        origin = model_origin(model_folder(params["model"]))
+    except ModelFolderError:
         origin = None
     if origin:
         out["model_origin"] = origin

@@ -37,8 +37,6 @@ demo and the plan use. A job of an older shape (no ``stop``, ``dtype``, ``batch_
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,10 +61,9 @@ from ..decode_options import DIVERSE_ONLY, MAX_SEED, DecodeOptions, DiverseOptio
 from ..hooks import name_taken
 from ..model_source import (
     MODEL_HELP,
-    AdapterFolderError,
     ModelFolderError,
-    adapter_base,
-    is_adapter_folder,
+    checkpoint_is_decoder_only,
+    model_fingerprint,
     model_folder,
 )
 from ..models import Corpus, CorpusStatus, Resource
@@ -84,8 +81,6 @@ DEFAULT = DiverseOptions()
 # settings of constrained decoding that the diverse mode cannot honour (it draws its own negative sets)
 NOT_WITH_DIVERSE = ("systems", "ppdb", "idf_table")
 BEAM_ONLY = ("beam", "nbest", "stop", "length_penalty")  # DecodeOptions' beam search settings
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
-CAUSAL_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")  # config.json "architectures" of a decoder-only model
 # DecodeOptions' per-process knobs: a job decodes without them (their defaults), and never stores them
 NOT_JOB_OPTIONS = ("early_stopping", "int8", "rerank_dissimilar", "cuda_graph", "shrink", "fast_step")
 
@@ -97,86 +92,30 @@ class GenerationSettingsError(ParamsError):
 # ------------------------------------------------------------------------------------- model folder
 
 
-def resolve_model_folder(path: str) -> Path:
-    """The model's local folder: as given, or relative to the project root (where workers run), or a hub id's
-    snapshot in the Hugging Face cache (``generation.model_source.model_folder``, the one rule)."""
+def check_model_folder(path: str) -> bool:
+    """Raises GenerationSettingsError for a checkpoint the decoder cannot load; returns whether the model is
+    decoder-only (a causal LM: it is prompted, ``generation/prompts.py``) rather than an encoder-decoder
+    (``generation.model_source.checkpoint_is_decoder_only``, the one rule)."""
     try:
-        return model_folder(path, base_dir=settings.BASE_DIR)
+        return checkpoint_is_decoder_only(path)
     except ModelFolderError as exc:
         raise GenerationSettingsError(str(exc)) from None
 
 
-_FINGERPRINTS: dict[tuple, str] = {}
-
-
-def model_fingerprint(path: str) -> str:
-    """SHA-256 of the folder's weights file (of its weights files' hashes when there are several); of an adapter
-    folder (``train_rewriter --lora-rank``), its adapter's and its base's together: either changes the model."""
-    folder = resolve_model_folder(path)
-    if is_adapter_folder(folder):
-        base = _adapter_base_folder(path, folder)
-        adapter = _weights_fingerprint(path, folder)
-        return hashlib.sha256(f"{adapter}:{model_fingerprint(str(base))}".encode()).hexdigest()
-    return _weights_fingerprint(path, folder)
-
-
-def _adapter_base_folder(path: str, folder: Path) -> Path:
+def checked_fingerprint(path: str) -> str:
+    """``model_source.model_fingerprint`` of a job's model, its failure in the job's settings' words."""
     try:
-        return resolve_model_folder(adapter_base(folder))
-    except (AdapterFolderError, GenerationSettingsError) as exc:
-        raise GenerationSettingsError(f"adapter folder {path!r}: its base model: {exc}") from None
+        return model_fingerprint(path)
+    except ModelFolderError as exc:
+        raise GenerationSettingsError(str(exc)) from None
 
 
-def _weights_fingerprint(path: str, folder: Path) -> str:
-    files = (
-        sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
-        if folder.is_dir()
-        else []
-    )
-    if not files:
-        raise GenerationSettingsError(
-            f"model folder {path!r} holds no weights file ({', '.join('*' + s for s in WEIGHT_SUFFIXES[:2])})"
-        )
-    key = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-    found = _FINGERPRINTS.get(key)
-    if found is None:
-        digests = []
-        for f in files:
-            h = hashlib.sha256()
-            with open(f, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            digests.append((f.name, h.hexdigest()))
-        found = (
-            digests[0][1]
-            if len(digests) == 1
-            else hashlib.sha256("".join(f"{n}:{d}\n" for n, d in digests).encode()).hexdigest()
-        )
-        _FINGERPRINTS[key] = found
-    return found
-
-
-def check_model_folder(path: str) -> bool:
-    """Raises GenerationSettingsError for a folder the decoder cannot load; returns whether the model is
-    decoder-only (a causal LM: it is prompted, ``generation/prompts.py``) rather than an encoder-decoder."""
-    folder = resolve_model_folder(path)
-    if not folder.is_dir():
-        raise GenerationSettingsError(f"model folder {path!r} is not a folder")
-    if is_adapter_folder(folder):  # decoded merged into its base: the base says what kind of model it is
-        return check_model_folder(str(_adapter_base_folder(path, folder)))
-    if not (folder / "config.json").is_file():
-        raise GenerationSettingsError(f"model folder {path!r} has no config.json (not a Hugging Face checkpoint)")
+def checked_folder(path: str) -> Path:
+    """``model_source.model_folder`` of a job's model, its failure in the job's settings' words."""
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise GenerationSettingsError(f"model folder {path!r}: unreadable config.json ({exc})") from None
-    if config.get("is_encoder_decoder"):
-        return False
-    if any(str(a).endswith(CAUSAL_ARCHITECTURES) for a in config.get("architectures") or []):
-        return True
-    raise GenerationSettingsError(
-        f"model folder {path!r} is neither an encoder-decoder (seq2seq) nor a decoder-only (causal LM) model"
-    )
+        return model_folder(path)
+    except ModelFolderError as exc:
+        raise GenerationSettingsError(str(exc)) from None
 
 
 def prompt_template_json(path: str, causal: bool, value: str | dict | None) -> dict | None:
@@ -189,7 +128,7 @@ def prompt_template_json(path: str, causal: bool, value: str | dict | None) -> d
             )
         return None
     try:
-        return for_folder(resolve_model_folder(path), value).to_json()
+        return for_folder(checked_folder(path), value).to_json()
     except PromptTemplateError as exc:
         raise GenerationSettingsError(str(exc)) from None
 
@@ -406,7 +345,7 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
     if params.diverse:
         return diverse_params_checked(params)
     template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
-    model_fingerprint(params.model)
+    checked_fingerprint(params.model)
     if params.ppdb and Path(params.ppdb).is_dir():
         raise GenerationSettingsError(f"PPDB file {params.ppdb!r} is a directory, not a file")
     if params.ppdb and not Path(params.ppdb).is_file():
@@ -441,9 +380,9 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
                 prompt_template_json(path, causal, None)
             except GenerationSettingsError as exc:
                 raise GenerationSettingsError(f"{role}: {exc}") from None
-        model_fingerprint(path)
-    backward = resolve_model_folder(params.backward_model) if params.backward_model else None
-    options, model = params.diverse_options or DiverseOptions(), resolve_model_folder(params.model)
+        checked_fingerprint(path)
+    backward = checked_folder(params.backward_model) if params.backward_model else None
+    options, model = params.diverse_options or DiverseOptions(), checked_folder(params.model)
     problem = diverse_memory_error(options, model, backward, settings.PARAFORGE_DIVERSE_MEMORY_GIB)
     references = Corpus.objects.filter(pk=params.corpus).values_list("n_references", flat=True).first() or 0
     problem = problem or diverse_time_error(

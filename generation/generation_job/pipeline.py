@@ -26,10 +26,11 @@ from jobs.registry import ProgressFn
 from ..constraint_job import load_idf_table
 from ..constraints import resolve_systems, select_for_all_systems, tag_sentences
 from ..decode_options import DecodeOptions
+from ..model_source import model_fingerprint, model_folder
 from ..models import IdfTable
 from ..nlp import load_pipeline
 from ..ppdb import open_ppdb
-from .params import job_decode_options, model_fingerprint, resolve_model_folder
+from .params import job_decode_options
 from .pause import pause_between_batches
 
 WINDOW = 512  # references tagged, selected and decoded together inside a chunk
@@ -64,7 +65,7 @@ def loaded_model(
     ``backward`` one beside it); a decoder-only one with the job's ``prompt_template``."""
     from ..decoding import load_model  # (torch: loaded by the worker that decodes, not by the plan)
 
-    key = (str(resolve_model_folder(path)), device, dtype, json.dumps(prompt_template, sort_keys=True))
+    key = (str(model_folder(path)), device, dtype, json.dumps(prompt_template, sort_keys=True))
     with _MODEL_LOCK:
         held = _MODEL.get(role)
         if held is None or held[0] != key:

@@ -12,7 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from generation.model_source import ModelFolderError, ignore_sacremoses_warning, model_folder
+from generation.model_source import (
+    ModelFolderError,
+    ModelKindError,
+    ignore_sacremoses_warning,
+    is_decoder_only,
+    model_folder,
+)
 from generation.prompts import PromptTemplate, PromptTemplateError, for_folder, resolve
 from jobs.params import fail
 
@@ -51,10 +57,14 @@ def find_base_model(value: str) -> BaseModel:
         config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
     except (OSError, ValueError, KeyError) as exc:
         raise _refuse("{0} {value!r}: unreadable config.json ({why})", value=value, why=exc) from None
+    try:
+        causal = is_decoder_only(config)
+    except ModelKindError as exc:
+        raise _refuse("{0} {value!r} is {why}", value=value, why=exc) from None
     return BaseModel(
         given=str(value),
         folder=folder,
-        causal=not getattr(config, "is_encoder_decoder", False),
+        causal=causal,
         model_type=str(getattr(config, "model_type", "")),
     )
 
@@ -138,7 +148,7 @@ def wrap_with_lora(model, lora: dict):
         lora_dropout=float(lora["dropout"]),
         target_modules="all-linear",
         task_type=TaskType.CAUSAL_LM
-        if not getattr(model.config, "is_encoder_decoder", False)
+        if is_decoder_only(model.config, [type(model).__name__])
         else TaskType.SEQ_2_SEQ_LM,
     )
     return get_peft_model(model, config)

@@ -93,12 +93,42 @@ def test_generate_cli_template_errors_create_nothing(
     assert not Job.objects.exists() and not Resource.objects.exists()
 
 
-def test_a_folder_that_is_neither_kind_is_refused(corpus, tmp_path):  # noqa: F811
+def write_bert_folder(tmp_path):
+    """A checkpoint folder of an encoder (BERT): loadable by transformers, decodable by nothing."""
     (tmp_path / "bert").mkdir()
-    (tmp_path / "bert" / "config.json").write_text('{"architectures": ["BertModel"]}')
+    (tmp_path / "bert" / "config.json").write_text('{"architectures": ["BertModel"], "model_type": "bert"}')
     (tmp_path / "bert" / "model.safetensors").write_bytes(b"x")
+    return tmp_path / "bert"
+
+
+def test_a_folder_that_is_neither_kind_is_refused(corpus, tmp_path):  # noqa: F811
     with pytest.raises(GenerationSettingsError, match="neither an encoder-decoder .* nor a decoder-only"):
-        checked_params(corpus, model=str(tmp_path / "bert"), systems=[28])
+        checked_params(corpus, model=str(write_bert_folder(tmp_path)), systems=[28])
+
+
+def test_every_command_reads_the_model_kind_by_one_rule(tmp_path):
+    """A generation job, ``paraphrase`` and ``train_rewriter --base-model`` refuse an encoder alike: before the
+    rule was one, the decoder and the rewriter read any config without ``is_encoder_decoder`` as a causal LM
+    (and failed in transformers' loading with a traceback-sized message), only the job refused it."""
+    bert = write_bert_folder(tmp_path)
+    (tmp_path / "in.txt").write_text("the cat sat on the mat\n")
+    (tmp_path / "pairs.tsv").write_text("the cat sat\ta cat sat\n")
+    runs = {
+        "paraphrase": ["--model", str(bert), "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o")],
+        "train_rewriter": [
+            "--pairs",
+            str(tmp_path / "pairs.tsv"),
+            "--out",
+            str(tmp_path / "run"),
+            "--base-model",
+            str(bert),
+        ],
+    }
+    for command, args in runs.items():
+        with pytest.raises(CommandError, match="neither an encoder-decoder .* nor a decoder-only") as raised:
+            call_command(command, *args)
+        assert str(bert) in str(raised.value) and "\n" not in str(raised.value), command
+    assert not (tmp_path / "o").exists() and not (tmp_path / "run").exists()
 
 
 def test_paraphrase_cli_with_a_decoder_only_model(chat_dir, tmp_path):

@@ -16,8 +16,9 @@ from generation.decode_options import DecodeOptionsError
 from generation.decoding import normalise_constraints, violations
 from generation.generation_job import KIND
 from generation.generation_job.kind import candidate_shard_key, run_chunk
-from generation.generation_job.params import GenerateParams, generation_params, model_fingerprint
+from generation.generation_job.params import GenerateParams, generation_params
 from generation.generation_job.sample import length_bucket
+from generation.model_source import model_fingerprint
 from generation.models import IdfTable, Resource, ResourceShard
 from generation.nlp import load_pipeline
 from infra.shards import read_jsonl_gz

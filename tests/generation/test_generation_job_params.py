@@ -16,9 +16,9 @@ from generation.generation_job.params import (
     GenerateParams,
     GenerationSettingsError,
     job_decode_options,
-    model_fingerprint,
 )
 from generation.generation_job.pipeline import DEVICE_BATCH_RULE
+from generation.model_source import model_fingerprint
 from generation.models import Resource
 from infra.shards import read_jsonl_gz
 from jobs.execution import job_run_inline, job_start

@@ -151,16 +151,12 @@ def test_an_id_not_in_the_cache_while_offline_is_a_clear_error(tmp_path, hf_cach
 
 
 def test_the_generation_job_takes_a_hub_id(hf_cache, settings):
-    from generation.generation_job.params import (
-        GenerationSettingsError,
-        check_model_folder,
-        model_fingerprint,
-        resolve_model_folder,
-    )
+    from generation.generation_job.params import GenerationSettingsError, check_model_folder
     from generation.generation_job.pipeline import loaded_model
+    from generation.model_source import model_fingerprint, model_folder
 
     snapshot = build_hub_cache(hf_cache)
-    assert resolve_model_folder(REPO_ID) == snapshot
+    assert model_folder(REPO_ID) == snapshot
     check_model_folder(REPO_ID)
     assert model_fingerprint(REPO_ID) == model_fingerprint(str(DEMO_MODEL))
     assert loaded_model(REPO_ID, "cpu").path == str(snapshot)

@@ -95,7 +95,8 @@ def test_paraphrase_decodes_an_adapter_folder_on_top_of_its_base(tmp_path, llama
     assert row["outputs"] and not row["unsatisfiable"]
     # a generation job takes the adapter folder as its model too (the web's picker offers the packaged one):
     # a decoder-only model by its base, fingerprinted by its adapter and its base together
-    from generation.generation_job.params import GenerationSettingsError, check_model_folder, model_fingerprint
+    from generation.generation_job.params import GenerationSettingsError, check_model_folder
+    from generation.model_source import model_fingerprint
 
     assert check_model_folder(str(out)) is True
     assert model_fingerprint(str(out)) != model_fingerprint(str(llama_dir))
