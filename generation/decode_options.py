@@ -23,6 +23,7 @@ from jobs.params import (
     add_arguments as params_arguments,
     check_bounds,
     fail,
+    fields_in_scope,
     finite,
     int_at_least,
     param,
@@ -50,8 +51,11 @@ MAX_BEAM = 100
 MAX_TOKENS = 1024
 MAX_BATCH = 4096
 MAX_SEED = 2**32 - 1
-# The options ``paraphrase`` and ``generate`` share, in the order their help lists them
-SHARED_OPTIONS = ("beam", "nbest", "stop", "max_length", "length_penalty", "batch_size", "device", "dtype")
+# Each option's scope (``jobs.params.param``'s ``scope``, one on every field of DecodeOptions and DiverseOptions;
+# the lists below are derived from them): beam search's own, shared by beam search and the diverse mode, a
+# process's knob (paraphrase, benches; never a job's), the diverse mode's own
+SEARCH, SHARED, PROCESS, DIVERSE = "search", "shared", "process", "diverse"
+SCOPES = (SEARCH, SHARED, PROCESS, DIVERSE)
 
 
 class DecodeOptionsError(ParamsError):
@@ -77,7 +81,7 @@ def _flag(name: str, value: Any) -> bool | None:
 
 def _knob(help: str = "", *, cli: bool = False) -> dict[str, Any]:
     """A process's decoding knob: never stored by a job (left out while it has its default), never a form's."""
-    return param(help=help, cli=cli, form=False, stored="non_default")
+    return param(help=help, cli=cli, form=False, stored="non_default", scope=PROCESS)
 
 
 def dtype_device_error(dtype: str | None, device_type: str) -> DecodeOptionsError | None:
@@ -108,29 +112,41 @@ class DecodeOptions:
 
     beam: int = field(
         default=5,
-        metadata=param(help="hypotheses kept per input at each step (the beam size)", minimum=1, maximum=MAX_BEAM),
+        metadata=param(
+            help="hypotheses kept per input at each step (the beam size)", minimum=1, maximum=MAX_BEAM, scope=SEARCH
+        ),
     )
     nbest: int = field(
         default=1,
-        metadata=param(help="outputs returned per input, best first (at most --beam)", minimum=1, maximum=MAX_BEAM),
+        metadata=param(
+            help="outputs returned per input, best first (at most --beam)", minimum=1, maximum=MAX_BEAM, scope=SEARCH
+        ),
     )
-    stop: str = field(default=STOP_DEFAULT, metadata=param(help=STOP_HELP, choices=STOP_RULES))
+    stop: str = field(default=STOP_DEFAULT, metadata=param(help=STOP_HELP, choices=STOP_RULES, scope=SEARCH))
     max_length: int = field(
         default=128,
         metadata=param(
-            help="maximum output length in subword tokens, decoder start token included", minimum=2, maximum=MAX_TOKENS
+            help="maximum output length in subword tokens, decoder start token included",
+            minimum=2,
+            maximum=MAX_TOKENS,
+            scope=SHARED,
         ),
     )
     length_penalty: float = field(
         default=1.0,
         metadata=param(
-            help="finished hypotheses' scores are divided by their length to this power", minimum=-10, maximum=10
+            help="finished hypotheses' scores are divided by their length to this power",
+            minimum=-10,
+            maximum=10,
+            scope=SEARCH,
         ),
     )
     early_stopping: bool | str = field(default=False, metadata=_knob())
-    batch_size: int | None = field(default=None, metadata=param(help=BATCH_HELP, minimum=1, maximum=MAX_BATCH))
-    device: str | None = field(default=None, metadata=param(help=DEVICE_HELP, choices=DEVICES))
-    dtype: str | None = field(default=None, metadata=param(help=DTYPE_HELP, choices=DTYPES))
+    batch_size: int | None = field(
+        default=None, metadata=param(help=BATCH_HELP, minimum=1, maximum=MAX_BATCH, scope=SHARED)
+    )
+    device: str | None = field(default=None, metadata=param(help=DEVICE_HELP, choices=DEVICES, scope=SHARED))
+    dtype: str | None = field(default=None, metadata=param(help=DTYPE_HELP, choices=DTYPES, scope=SHARED))
     int8: bool = field(
         default=False,
         metadata=_knob(
@@ -206,6 +222,13 @@ class DecodeOptions:
         return dataclasses.replace(self, **changes)
 
 
+# The options ``paraphrase`` and ``generate`` share (beam search's and the shared ones), in declaration order,
+# the order their help lists them
+SHARED_OPTIONS = fields_in_scope(DecodeOptions, SEARCH, SHARED)
+BEAM_ONLY = fields_in_scope(DecodeOptions, SEARCH)  # what a diverse job refuses when not at its default
+NOT_JOB_OPTIONS = fields_in_scope(DecodeOptions, PROCESS)  # a job decodes with their defaults, never stores them
+
+
 def add_arguments(parser, *, device_help: str | None = None) -> None:
     """The decoding options ``paraphrase`` and ``generate`` share (:data:`SHARED_OPTIONS`), from
     :class:`DecodeOptions`' fields (``--batch-size`` is ``batch_size``: ``jobs.params.from_values`` reads
@@ -236,13 +259,16 @@ class DiverseOptions:
     :class:`DecodeOptions`."""
 
     # ParaBank 2 draws 5 sets x 30 samples; 50 x 500 is far past it (the budget then bounds their product)
-    negative_sets: int = field(default=5, metadata=param(help="--diverse", minimum=1, maximum=50))
-    samples: int = field(default=30, metadata=param(help="--diverse: per set", minimum=1, maximum=500))
-    top_k: int = field(default=10, metadata=param(help="--diverse", minimum=1, maximum=1000))
-    temperature: float = field(default=1.0, metadata=param(help="--diverse (above 0)", minimum=0, maximum=100))
+    negative_sets: int = field(default=5, metadata=param(scope=DIVERSE, help="--diverse", minimum=1, maximum=50))
+    samples: int = field(default=30, metadata=param(scope=DIVERSE, help="--diverse: per set", minimum=1, maximum=500))
+    top_k: int = field(default=10, metadata=param(scope=DIVERSE, help="--diverse", minimum=1, maximum=1000))
+    temperature: float = field(
+        default=1.0, metadata=param(scope=DIVERSE, help="--diverse (above 0)", minimum=0, maximum=100)
+    )
     ban_fraction: float = field(
         default=0.3,
         metadata=param(
+            scope=DIVERSE,
             help="--diverse: share of the reference's distinct words in each negative set "
             "(with --ban-spread: the mean)",
             minimum=0,
@@ -252,6 +278,7 @@ class DiverseOptions:
     ban_spread: float = field(
         default=0.0,
         metadata=param(
+            scope=DIVERSE,
             help="--diverse: grade the sets' shares evenly from ban-fraction minus this to plus this, lightest "
             "first (0.2: 0.1 .. 0.5; 0, ParaBank 2's way: every set at ban-fraction)",
             stored="non_default",
@@ -262,28 +289,35 @@ class DiverseOptions:
     ban_function_words: bool = field(
         default=False,
         metadata=param(
-            help="--diverse: draw negative sets from every word of the reference, articles and the like included"
+            scope=DIVERSE,
+            help="--diverse: draw negative sets from every word of the reference, articles and the like included",
         ),
     )
     allow_non_words: bool = field(
         default=False,
         metadata=param(
-            help="--diverse: keep candidates with a word that is neither an English word nor the reference's"
+            scope=DIVERSE,
+            help="--diverse: keep candidates with a word that is neither an English word nor the reference's",
         ),
     )
     discourage: float | None = field(
-        default=None, metadata=param(help=DISCOURAGE_HELP, metavar="PENALTY", minimum=0, maximum=1000)
+        default=None, metadata=param(scope=DIVERSE, help=DISCOURAGE_HELP, metavar="PENALTY", minimum=0, maximum=1000)
     )
-    clusters: int = field(default=8, metadata=param(help="--diverse", minimum=2, maximum=100))
-    keep: int = field(default=5, metadata=param(help="--diverse", minimum=1, maximum=100))
+    clusters: int = field(default=8, metadata=param(scope=DIVERSE, help="--diverse", minimum=2, maximum=100))
+    keep: int = field(default=5, metadata=param(scope=DIVERSE, help="--diverse", minimum=1, maximum=100))
     max_nll: float = field(
-        default=3.5, metadata=param(help="--diverse: drop candidates scored above", minimum=0, maximum=100)
+        default=3.5,
+        metadata=param(scope=DIVERSE, help="--diverse: drop candidates scored above", minimum=0, maximum=100),
     )
     # the command's own --seed, --max-length and --batch-size (shared with constrained decoding; a generate
     # job's one value of each, its own option and form field: never offered twice)
-    seed: int = field(default=0, metadata=param(cli=False, form=False, minimum=0, maximum=MAX_SEED))
-    max_length: int = field(default=128, metadata=param(cli=False, form=False, minimum=2, maximum=MAX_TOKENS))
-    batch_size: int | None = field(default=None, metadata=param(cli=False, form=False, minimum=1, maximum=MAX_BATCH))
+    seed: int = field(default=0, metadata=param(scope=SHARED, cli=False, form=False, minimum=0, maximum=MAX_SEED))
+    max_length: int = field(
+        default=128, metadata=param(scope=SHARED, cli=False, form=False, minimum=2, maximum=MAX_TOKENS)
+    )
+    batch_size: int | None = field(
+        default=None, metadata=param(scope=SHARED, cli=False, form=False, minimum=1, maximum=MAX_BATCH)
+    )
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -335,11 +369,11 @@ class DiverseOptions:
         return dataclasses.replace(self, **changes)
 
 
-# DiverseOptions' fields that only the diverse mode reads (the others are the command's or the job's own)
-DIVERSE_SHARED = ("seed", "max_length", "batch_size")
+# DiverseOptions' fields that are the command's or the job's own (one value each, shared with beam search)
+DIVERSE_SHARED = fields_in_scope(DiverseOptions, SHARED)
 # ... and the diverse mode's own settings, in DiverseOptions' order: what a command, a form and a job refuse
 # without --diverse (each adds its --backward-model, a model, not a number)
-DIVERSE_ONLY = tuple(f.name for f in dataclasses.fields(DiverseOptions) if f.name not in DIVERSE_SHARED)
+DIVERSE_ONLY = fields_in_scope(DiverseOptions, DIVERSE)
 
 
 def add_diverse_arguments(parser) -> None:

@@ -107,6 +107,7 @@ def param(
     nargs: str | None = None,
     minimum: float | None = None,
     maximum: float | None = None,
+    scope: str | None = None,
 ) -> dict[str, Any]:
     """A field's ``metadata``: ``help`` (the option's and the form field's), ``cli`` / ``form`` (whether the
     command / the forms offer it), ``stored`` (``always``, ``if_set``: not when None, ``non_default``: not when
@@ -115,7 +116,10 @@ def param(
     ``form_options`` (keywords for the form field: ``min_value``, ``max_value``, ``initial`` ...), and ``nargs``
     (the option's, e.g. ``"+"`` for several words, which the class's ``__post_init__`` then joins).
     ``minimum`` / ``maximum``: a number's range, the one place it is declared: the command's option, the form
-    field and :func:`check_bounds` (every surface, the worker's reading included) read it from here."""
+    field and :func:`check_bounds` (every surface, the worker's reading included) read it from here.
+    ``scope``: which reader of the class the field belongs to, in the class's own words (the decoder's options:
+    beam search's, shared, a process's knob): the lists of such fields are derived from it
+    (:func:`fields_in_scope`), never written beside the class."""
     if stored not in STORED_RULES:
         raise ValueError(f"stored must be one of {STORED_RULES}, not {stored!r}")
     return {
@@ -132,6 +136,7 @@ def param(
             "nargs": nargs,
             "minimum": minimum,
             "maximum": maximum,
+            "scope": scope,
         }
     }
 
@@ -139,6 +144,12 @@ def param(
 def field_param(field: dataclasses.Field) -> dict[str, Any]:
     """A field's :func:`param` metadata (the defaults for a field declared without one)."""
     return field.metadata.get("param") or param()["param"]
+
+
+def fields_in_scope(cls: type, *scopes: str) -> tuple[str, ...]:
+    """The names of ``cls``' fields (a params dataclass, not flattened) whose ``scope`` is one of ``scopes``, in
+    declaration order."""
+    return tuple(f.name for f in dataclasses.fields(cls) if field_param(f)["scope"] in scopes)
 
 
 def field_bounds(field: dataclasses.Field) -> tuple[float | None, float | None]:

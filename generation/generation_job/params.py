@@ -57,7 +57,7 @@ from jobs.params import (
     true_false_or_unset,
 )
 
-from ..decode_options import DIVERSE_ONLY, MAX_SEED, DecodeOptions, DiverseOptions
+from ..decode_options import BEAM_ONLY, DIVERSE_ONLY, MAX_SEED, NOT_JOB_OPTIONS, DecodeOptions, DiverseOptions
 from ..hooks import name_taken
 from ..model_source import (
     MODEL_HELP,
@@ -80,9 +80,6 @@ BACKWARD_HELP = "--diverse: a model scoring the input given each candidate (the 
 DEFAULT = DiverseOptions()
 # settings of constrained decoding that the diverse mode cannot honour (it draws its own negative sets)
 NOT_WITH_DIVERSE = ("systems", "ppdb", "idf_table")
-BEAM_ONLY = ("beam", "nbest", "stop", "length_penalty")  # DecodeOptions' beam search settings
-# DecodeOptions' per-process knobs: a job decodes without them (their defaults), and never stores them
-NOT_JOB_OPTIONS = ("early_stopping", "int8", "rerank_dissimilar", "cuda_graph", "shrink", "fast_step")
 
 
 class GenerationSettingsError(ParamsError):

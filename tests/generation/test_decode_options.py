@@ -184,3 +184,26 @@ def test_default_batch_follows_the_device(tiny_marian, monkeypatch):
     )
     decode(tiny_marian, [f"the cat {i}" for i in range(40)], None, beam=2, max_length=6)
     assert sizes == [32, 8]
+
+
+def test_every_decoding_option_is_in_exactly_one_scope():
+    """Beam search's, shared, a process's knob or the diverse mode's: declared once on each field, so a new
+    option cannot be left out of the lists the commands, the job and the forms derive from them (a field with no
+    scope would be offered nowhere, or refused by nothing)."""
+    import dataclasses
+
+    from generation.decode_options import SCOPES, DecodeOptions, DiverseOptions
+    from jobs.params import field_param
+
+    for cls in (DecodeOptions, DiverseOptions):
+        for f in dataclasses.fields(cls):
+            assert field_param(f)["scope"] in SCOPES, f"{cls.__name__}.{f.name} has no scope"
+
+
+def test_the_scoped_lists_are_what_commands_and_jobs_have_always_read():
+    from generation.decode_options import BEAM_ONLY, DIVERSE_SHARED, NOT_JOB_OPTIONS, SHARED_OPTIONS
+
+    assert SHARED_OPTIONS == ("beam", "nbest", "stop", "max_length", "length_penalty", "batch_size", "device", "dtype")
+    assert BEAM_ONLY == ("beam", "nbest", "stop", "length_penalty")
+    assert NOT_JOB_OPTIONS == ("early_stopping", "int8", "rerank_dissimilar", "cuda_graph", "shrink", "fast_step")
+    assert DIVERSE_SHARED == ("seed", "max_length", "batch_size")
