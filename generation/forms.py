@@ -94,20 +94,6 @@ FIELDSETS = (
 _OPTION = re.compile(r"--([a-z][a-z-]*)")
 NAME_CHARS = Resource._meta.get_field("name").max_length
 PATH_CHARS = 1000
-# what a message of the settings' checks starts with -> the field it is about (the rest are the form's own)
-MESSAGE_FIELDS = (
-    ("model folder", "model"),
-    ("--model", "model"),
-    ("--backward-model", "backward_model"),
-    ("PPDB", "ppdb"),
-    ("unknown system", "systems"),
-    ("give at least one system", "systems"),
-    ("length must", "lengths"),
-    ("give at least one length", "lengths"),
-    ("a resource named", "name"),
-    ("prompt_template", "prompt_template"),
-)
-
 
 OTHER_MODEL = ""  # the picker's "another model" choice: the box beside it says which
 
@@ -329,17 +315,16 @@ class GenerateForm(GenerateSettingsFields):
             message = " ".join(str(exc).split())
             for found, typed in sorted(shown.items(), key=lambda item: -len(item[0])):
                 message = message.replace(found, typed)
-            self.add_error(_message_field(message, self.fields), message)
+            field = getattr(exc, "field", None)  # (the setting the check names; a path check's, under its field)
+            self.add_error(field if field in self.fields else _message_field(message, self.fields), message)
         return data
 
 
 def _message_field(message: str, fields: dict[str, forms.Field]) -> str | None:
-    """The field a settings error is about (the one it says to leave out, or its first word when that is a field's
-    name), else None (the form's)."""
+    """The field a settings error that names none (``ParamsError.field``) is about: the one it says to leave out,
+    or its first word when that is a field's name; else None (the form's)."""
     left_out = message.rsplit("leave out ", 1)[-1] if "leave out " in message else ""
     if left_out in fields:
         return left_out
     first = message.split(" ", 1)[0].strip(":'\"")
-    if first in fields:
-        return first
-    return next((field for start, field in MESSAGE_FIELDS if message.startswith(start)), None)
+    return first if first in fields else None

@@ -41,11 +41,13 @@ STORED_RULES = ("always", "if_set", "non_default")
 
 class ParamsError(ValueError):
     """A setting that cannot work. ``str()`` names fields as stored and as keywords (``batch_size``),
-    :attr:`option_message` as the commands' options (``--batch-size``)."""
+    :attr:`option_message` as the commands' options (``--batch-size``); :attr:`field` is the setting it is
+    about (the first :func:`fail` names), for a form to show it there."""
 
-    def __init__(self, message: str, option_message: str | None = None) -> None:
+    def __init__(self, message: str, option_message: str | None = None, *, field: str | None = None) -> None:
         super().__init__(message)
         self.option_message = option_message or message
+        self.field = field  # the setting it is about, as stored (a form shows the message under it); None: several
 
 
 def option_flag(field: str) -> str:
@@ -56,7 +58,11 @@ def option_flag(field: str) -> str:
 def fail(template: str, *fields: str, error: type[ParamsError] = ParamsError, **values: Any) -> ParamsError:
     """An ``error`` whose message is ``template`` with ``{0}``, ``{1}`` ... standing for the fields' names,
     said both ways (as stored, and as options)."""
-    return error(template.format(*fields, **values), template.format(*(option_flag(f) for f in fields), **values))
+    return error(
+        template.format(*fields, **values),
+        template.format(*(option_flag(f) for f in fields), **values),
+        field=fields[0] if fields else None,
+    )
 
 
 def int_at_least(field: str, value: Any, minimum: int, why: str = "", *, error: type[ParamsError] = ParamsError) -> int:

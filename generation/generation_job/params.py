@@ -89,30 +89,30 @@ class GenerationSettingsError(ParamsError):
 # ------------------------------------------------------------------------------------- model folder
 
 
-def check_model_folder(path: str) -> bool:
+def check_model_folder(path: str, field: str = "model") -> bool:
     """Raises GenerationSettingsError for a checkpoint the decoder cannot load; returns whether the model is
     decoder-only (a causal LM: it is prompted, ``generation/prompts.py``) rather than an encoder-decoder
     (``generation.model_source.checkpoint_is_decoder_only``, the one rule)."""
     try:
         return checkpoint_is_decoder_only(path)
     except ModelFolderError as exc:
-        raise GenerationSettingsError(str(exc)) from None
+        raise GenerationSettingsError(str(exc), field=field) from None
 
 
-def checked_fingerprint(path: str) -> str:
+def checked_fingerprint(path: str, field: str = "model") -> str:
     """``model_source.model_fingerprint`` of a job's model, its failure in the job's settings' words."""
     try:
         return model_fingerprint(path)
     except ModelFolderError as exc:
-        raise GenerationSettingsError(str(exc)) from None
+        raise GenerationSettingsError(str(exc), field=field) from None
 
 
-def checked_folder(path: str) -> Path:
+def checked_folder(path: str, field: str = "model") -> Path:
     """``model_source.model_folder`` of a job's model, its failure in the job's settings' words."""
     try:
         return model_folder(path)
     except ModelFolderError as exc:
-        raise GenerationSettingsError(str(exc)) from None
+        raise GenerationSettingsError(str(exc), field=field) from None
 
 
 def prompt_template_json(path: str, causal: bool, value: str | dict | None) -> dict | None:
@@ -121,13 +121,14 @@ def prompt_template_json(path: str, causal: bool, value: str | dict | None) -> d
     if not causal:
         if value is not None:
             raise GenerationSettingsError(
-                f"prompt_template is for decoder-only models; {path!r} is an encoder-decoder model"
+                f"prompt_template is for decoder-only models; {path!r} is an encoder-decoder model",
+                field="prompt_template",
             )
         return None
     try:
         return for_folder(checked_folder(path), value).to_json()
     except PromptTemplateError as exc:
-        raise GenerationSettingsError(str(exc)) from None
+        raise GenerationSettingsError(str(exc), field="prompt_template") from None
 
 
 # ----------------------------------------------------------------------------------------- settings
@@ -149,16 +150,17 @@ def parse_systems(values: Sequence[int | str]) -> list[int]:
     for value in values:
         if isinstance(value, str) and not is_ascii_int(value):  # int() reads "١٥" and "1_5" as 15: refused
             raise GenerationSettingsError(
-                f"unknown system {value!r}: {value!r} is not a number written in digits 0-9; systems are numbered 1-37"
+                f"unknown system {value!r}: {value!r} is not a number written in digits 0-9; systems are numbered 1-37",
+                field="systems",
             )
         try:
             number = get_system(value).number
         except UnknownSystem as exc:
-            raise GenerationSettingsError(str(exc)) from None
+            raise GenerationSettingsError(str(exc), field="systems") from None
         if number not in out:
             out.append(number)
     if not out:
-        raise GenerationSettingsError("give at least one system (1-37)")
+        raise GenerationSettingsError("give at least one system (1-37)", field="systems")
     return out
 
 
@@ -264,15 +266,18 @@ class GenerateParams:
             put("systems", tuple(parse_systems(self.systems)))
         put("ppdb", str(self.ppdb) if self.ppdb else None)
         if not self.ppdb and any(n in PPDB_SYSTEMS for n in self.systems):
-            raise GenerationSettingsError("PPDB systems 35-37 need a PPDB file (--ppdb FILE)")
+            raise GenerationSettingsError("PPDB systems 35-37 need a PPDB file (--ppdb FILE)", field="ppdb")
         if self.idf_table is not None:
             put("idf_table", _int("idf_table", self.idf_table))
         put("sample_chunk_size", _int("sample_chunk_size", self.sample_chunk_size))
         put("pause_per_batch", max(0.0, finite("pause_per_batch", self.pause_per_batch, error=GenerationSettingsError)))
         lengths = _items(DEFAULT_LENGTHS if self.lengths is None else self.lengths)
-        lengths = sorted({_int("length", n) for n in lengths})  # checked even when unused: a typo is not ignored
+        try:  # checked even when unused: a typo is not ignored
+            lengths = sorted({_int("length", n) for n in lengths})
+        except GenerationSettingsError as exc:
+            raise GenerationSettingsError(str(exc), exc.option_message, field="lengths") from None
         if not lengths:
-            raise GenerationSettingsError("give at least one length bucket")
+            raise GenerationSettingsError("give at least one length bucket", field="lengths")
         if self.sample_per_length is not None:
             put("sample_per_length", _int("sample_per_length", self.sample_per_length))
         put("lengths", tuple(lengths) if self.sample_per_length is not None else None)
@@ -324,10 +329,10 @@ def check_name_free(name: str) -> None:
     """GenerationSettingsError when a resource (or what another app keeps under it, e.g. the evaluation
     sample's campaign) already has the name."""
     if Resource.objects.filter(name=name).exists():
-        raise GenerationSettingsError(f"a resource named {name!r} already exists")
+        raise GenerationSettingsError(f"a resource named {name!r} already exists", field="name")
     taken = name_taken(name)  # e.g. annotation: the evaluation sample's campaign takes the name
     if taken:
-        raise GenerationSettingsError(taken)
+        raise GenerationSettingsError(taken, field="name")
 
 
 def generate_params_checked(params: GenerateParams) -> GenerateParams:
@@ -344,9 +349,9 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
     template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
     checked_fingerprint(params.model)
     if params.ppdb and Path(params.ppdb).is_dir():
-        raise GenerationSettingsError(f"PPDB file {params.ppdb!r} is a directory, not a file")
+        raise GenerationSettingsError(f"PPDB file {params.ppdb!r} is a directory, not a file", field="ppdb")
     if params.ppdb and not Path(params.ppdb).is_file():
-        raise GenerationSettingsError(f"PPDB file {params.ppdb!r} does not exist")
+        raise GenerationSettingsError(f"PPDB file {params.ppdb!r} does not exist", field="ppdb")
     idf_table = params.idf_table
     if idf_table is None:
         idf_table = corpus.idf_tables.order_by("-created_at", "-pk").values_list("pk", flat=True).first()
@@ -363,22 +368,24 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
     folder, else with its own default, checked here), its estimated peak memory and time against the workers'
     budgets (``budget``), and its name; it takes no IDF table, no PPDB file."""
     template = None
-    for role, path in (("--model", params.model), ("--backward-model", params.backward_model)):
+    for role, path in (("model", params.model), ("backward_model", params.backward_model)):
         if path is None:
             continue
         try:
-            causal = check_model_folder(path)
+            causal = check_model_folder(path, role)
         except GenerationSettingsError as exc:
-            raise GenerationSettingsError(f"{role}: {exc}" if role != "--model" else str(exc)) from None
-        if role == "--model":
+            raise GenerationSettingsError(
+                f"--backward-model: {exc}" if role != "model" else str(exc), field=role
+            ) from None
+        if role == "model":
             template = prompt_template_json(path, causal, params.prompt_template)
         elif causal:  # (its own default template: one it can use)
             try:
                 prompt_template_json(path, causal, None)
             except GenerationSettingsError as exc:
-                raise GenerationSettingsError(f"{role}: {exc}") from None
-        checked_fingerprint(path)
-    backward = checked_folder(params.backward_model) if params.backward_model else None
+                raise GenerationSettingsError(f"--backward-model: {exc}", field=role) from None
+        checked_fingerprint(path, role)
+    backward = checked_folder(params.backward_model, "backward_model") if params.backward_model else None
     options, model = params.diverse_options or DiverseOptions(), checked_folder(params.model)
     problem = diverse_memory_error(options, model, backward, settings.PARAFORGE_DIVERSE_MEMORY_GIB)
     references = Corpus.objects.filter(pk=params.corpus).values_list("n_references", flat=True).first() or 0

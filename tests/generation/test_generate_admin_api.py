@@ -149,8 +149,10 @@ def test_admin_page_refuses_what_the_command_refuses_with_the_form_again(corpus,
         ({"model": "model", "systems": "28", "beam": "2", "nbest": "3"}, None),
         ({"model": "model", "systems": "99"}, "systems"),
         ({"model": "model"}, "systems"),  # a plain job needs systems
-        ({"model": "model", "diverse": "on", "systems": "28"}, None),
+        ({"model": "model", "diverse": "on", "systems": "28"}, "systems"),
         ({"model": str(Path(os.path.realpath(ROOT / "generation")))}, "model"),  # outside the roots
+        ({"model": "model", "systems": "35"}, "ppdb"),  # (each check's error under the setting it names)
+        ({"model": "model", "systems": "28", "sample_per_length": "2", "lengths": "5,x"}, "lengths"),
     ):
         answer = client.post(url, browser_form(corpus, **changes))
         assert answer.status_code == 200, changes
