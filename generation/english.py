@@ -1,7 +1,9 @@
-"""English words as the non-word screen and the constraint check read them: function words, the English word
-list, and the two shapes of invented word a decoder writes that a web crawl has seen anyway.
+"""English words: the one rule that the non-word screen (``generation.screening``), the diverse mode's ban pool and
+non-word filter (``generation.decoding.diverse``) and the constraint check read (issue 49.2): function words, the
+English word list, and the two shapes of invented word a decoder writes that a web crawl has seen anyway.
 
-* an **inflected function word** ("tos", "buts", "fors"): a function word with an inflection;
+* an **inflected function word** ("tos", "buts", "fors"): a function word with an inflection that is no English
+  word of its own (:data:`INFLECTED_ENGLISH`: "notes", "using", "beings", "downs" are words);
 * a **glued word** ("tothe", "inthe", "ofthe"): a function word glued to a determiner (:data:`GLUED_TAILS`),
   two words with their space lost. A crawl holds "ofthe" at Zipf 3.3 and "inthe" at 2.6 (typos and scraped
   text), above the screen's floor, so frequency alone lets them through.
@@ -13,6 +15,13 @@ English word or is a glued word, counts as the banned word ("tothe" for "the", "
 "therein" for "in", "bean" for "an", real words). The decoder bans exactly those words (:func:`glued_forms`,
 at most 34 a banned word) beside the banned word, so it never writes one and the final check drops nothing.
 
+A **non-word** (:func:`non_words`) is a word of a candidate that holds a letter and is neither a word of its
+reference nor English (:func:`is_english`; the screen also knows its corpus's word types): the screen and the
+diverse mode's filter give the same verdict on the same words. The diverse mode judged by lemminflect's lexicon
+before (73,000 forms, about ten seconds to load; it lacks rare real words and every name), with its own
+function-word list and a list of number and calendar words lemminflect lacks; the ban pool's wider stop-word set
+(:data:`BAN_POOL_STOP_WORDS`) is this module's function words plus a named addition.
+
 No Django, no torch: the decoder (Django-free) and the screen import it alike. The word list is loaded on
 first use (under a second), not with the app.
 """
@@ -20,6 +29,7 @@ first use (under a second), not with the app.
 from __future__ import annotations
 
 import functools
+from collections.abc import Container, Iterable
 
 MIN_ZIPF = 2.25
 WORDLIST = "wordfreq large English list"
@@ -34,6 +44,22 @@ FUNCTION_WORDS = frozenset(
     whether which while who whom whose why will with within without would yet you your""".split()
 )
 INFLECTIONS = ("s", "es", "ing", "ed")
+# English words of the list shaped like an inflected function word: a real word is never judged by its shape
+# ("doing", "notes", "used" and "ones" were non-words to the screen before this list): every such word of the list
+# that lemminflect's lexicon holds (tests/generation/test_english.py checks it), and four forms of other words
+# that it lacks ("byes", "noes", "outed", "themed"). "tos", "buts", "ins", "thes" stay non-words
+INFLECTED_ENGLISH = frozenset(
+    """ass bees beings byes cans canes caning doing dos downed downing downs heed hers hiss hows noes noted notes
+    noting offing ones ores ours outed outing outs overs theirs themed themes theses tilling tills toed toes ups
+    used uses using weed wheres willed willing wills yours""".split()
+)
+# Words a ban pool leaves out with FUNCTION_WORDS (quantifiers, degree adverbs, auxiliaries' forms): banning them
+# rewrites nothing a reader would call a paraphrase. They are not FUNCTION_WORDS because the inflection and glue
+# rules would turn real words built on them into non-words ("others", "owns", "mores"; "am" + "our": "amour")
+STOP_WORD_ADDITIONS = frozenset(
+    "again all am doing few further having here just more most other own same such too very".split()
+)
+BAN_POOL_STOP_WORDS = FUNCTION_WORDS | STOP_WORD_ADDITIONS
 # what a function word is glued to in a "glued word": in the wordfreq list, no English word is a function word
 # followed by one of these ("anthem", "usher", "mean" and "area" are why them, her, an and a are not here)
 GLUED_TAILS = ("the", "this", "that", "these", "those", "their", "its", "our", "your")
@@ -52,9 +78,12 @@ def english_words() -> frozenset[str]:
 
 
 def inflected_function_word(word: str) -> bool:
-    """A function word with an inflection ("tos", "buts", "fors", "ofing"): never English, whatever its frequency."""
-    return word not in FUNCTION_WORDS and any(
-        word.endswith(end) and word[: -len(end)] in FUNCTION_WORDS for end in INFLECTIONS
+    """A function word with an inflection ("tos", "buts", "fors", "ofing"): never English, whatever its frequency,
+    unless it is a word of its own (:data:`INFLECTED_ENGLISH`: "notes", "beings", "downs")."""
+    return (
+        word not in FUNCTION_WORDS
+        and word not in INFLECTED_ENGLISH
+        and any(word.endswith(end) and word[: -len(end)] in FUNCTION_WORDS for end in INFLECTIONS)
     )
 
 
@@ -66,10 +95,40 @@ def glued_word(word: str) -> bool:
     )
 
 
-def is_english(word: str) -> bool:
-    """In the English list, and neither an inflected function word nor a glued word (lower-cased)."""
+def is_english(word: str, words: Container[str] | None = None) -> bool:
+    """In the English list (or ``words``, lower-case), and neither an inflected function word nor a glued word
+    (lower-cased): the one English-word test of the screen, the diverse mode and the constraint check."""
     low = word.lower()
-    return low in english_words() and not inflected_function_word(low) and not glued_word(low)
+    return (
+        low in (english_words() if words is None else words)
+        and not inflected_function_word(low)
+        and not glued_word(low)
+    )
+
+
+class EnglishWords(Container[str]):
+    """:func:`is_english` as a container (``word in ENGLISH``): the vocabulary :func:`non_words` judges by unless
+    given a corpus's."""
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and is_english(word)
+
+
+ENGLISH = EnglishWords()
+
+
+def has_letter(word: str) -> bool:
+    """A word to judge: it has a letter ("meet33ly" does; "2013" is a number, never a non-word)."""
+    return any(c.isalpha() for c in word)
+
+
+def non_words(words: Iterable[str], reference_words: Iterable[str], vocabulary: Container[str] = ENGLISH) -> list[str]:
+    """The candidate's ``words`` (lower-cased) that hold a letter and are neither words of its reference (a name, a
+    rare word is always allowed back) nor in ``vocabulary`` (default: English words, :func:`is_english`; the screen
+    adds its corpus's word types): what a subword model writes when its word is banned ("thes", "tothe",
+    "mandelas")."""
+    allowed = {w.lower() for w in reference_words}
+    return [w for w in words if has_letter(w) and w.lower() not in allowed and w.lower() not in vocabulary]
 
 
 def glued_to(word: str, banned: str, *, before: bool = True, after: bool = True) -> bool:

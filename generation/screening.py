@@ -10,9 +10,10 @@ A candidate is left out when it is
   that is neither a word of its own reference, nor a word type of the corpus it was generated from (the
   corpus's IDF table), nor an English word in ``wordfreq``'s large English list with a Zipf frequency of at
   least ``MIN_ZIPF`` (about one use in ten million words) that is not a function word with an inflection
-  (``inflected_function_word``: "tos", "buts", which a web crawl holds as typos and slang); a function word
-  glued to a determiner (``glued_word``: "tothe", "inthe", two words that lost their space) is a non-word
-  even where the corpus or the crawl holds it (generation/english.py).
+  (``inflected_function_word``: "tos", "buts", which a web crawl holds as typos and slang; "notes", "beings"
+  are words of their own); a function word glued to a determiner (``glued_word``: "tothe", "inthe", two words
+  that lost their space) is a non-word even where the corpus or the crawl holds it. The rule is
+  ``generation.english``'s (``non_words``, ``is_english``), the one the diverse mode's non-word filter applies.
 
 The corpus alone is too small a dictionary: the 3,000-sentence demo corpus lacks "finding" and "harming", so a
 good paraphrase ("Ryanair chief praises report finding") was left out; English alone does not know a corpus's
@@ -35,9 +36,9 @@ import dataclasses
 import unicodedata
 from collections.abc import Container, Sequence
 
-from .english import MIN_ZIPF, WORDLIST, english_words, glued_word, inflected_function_word
+from .english import MIN_ZIPF, WORDLIST, english_words, glued_word, is_english, non_words
 from .models import Corpus
-from .vocabulary import corpus_vocabulary, non_words, text_words
+from .vocabulary import corpus_vocabulary, text_words
 
 COPY_RULE = (
     "a paraphrase is a copy of its reference when both are equal after Unicode NFKC normalisation, case folding "
@@ -76,9 +77,10 @@ class Vocabulary:
     source: str  # what the record, the manifest and the card say was used
 
     def __contains__(self, word: object) -> bool:
-        if glued_word(str(word)):  # "tothe", "inthe": two words that lost their space, whatever the corpus holds
-            return False
-        return word in self.corpus or (word in self.english and not inflected_function_word(str(word)))
+        # English (generation.english.is_english), or the corpus's unless glued ("tothe", "inthe": two words that
+        # lost their space, whatever the corpus holds)
+        word = str(word)
+        return is_english(word, self.english) or (word in self.corpus and not glued_word(word))
 
 
 def screen_vocabulary(corpus: Corpus | None) -> tuple[Vocabulary | None, str]:

@@ -10,15 +10,16 @@ Decoding under negative constraints with a subword model can invent words ("reac
   vocabulary (and then nothing is judged a non-word).
 - **Words of a text**: its spaCy tokens (the tokenizer the IDF table was counted with), lower-cased, that
   hold a letter and are not number-, URL- or e-mail-like: punctuation and numbers are never non-words.
-- **Non-word**: a word of the candidate that is neither in the vocabulary nor a word of its own reference
-  (a reference's rare word, a name, is always allowed back).
+- **Non-word**: a word of the candidate that is neither in the vocabulary (or English) nor a word of its own
+  reference (a reference's rare word, a name, is always allowed back): ``generation.english.non_words``, the
+  rule the screen (``generation.screening``) and the diverse mode share.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable
 
 from django.conf import settings
 from django.core.cache import cache
@@ -89,9 +90,3 @@ def text_words(texts: Iterable[str], *, cached: bool = True) -> list[list[str]]:
             log.warning("cache unavailable, not keeping the words of %d texts", len(made), exc_info=True)
         found.update(made)
     return [list(found[k]) for k in keys]
-
-
-def non_words(words: Sequence[str], reference_words: Iterable[str], vocabulary: Container[str]) -> list[str]:
-    """The candidate's ``words`` found neither in the ``vocabulary`` nor among its reference's words."""
-    allowed = set(reference_words)
-    return [w for w in words if w not in allowed and w not in vocabulary]

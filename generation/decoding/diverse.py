@@ -20,9 +20,9 @@ For each input:
    rows share its output; the first decoder step too), several inputs per batch (``batch_size``); in ban
    mode a token after which the open word spells a banned word out is not drawn (the ban forbids only
    the word's completion: such a row could only go on into a non-word, "eyes" + "s");
-3. candidates with a non-word (a word neither in lemminflect's English word list, the function, number
-   and calendar words, nor in the reference: what a subword model writes when its word is banned, "Thes"
-   for "The") are dropped unless ``allow_non_words``; each remaining candidate's score: its negative
+3. candidates with a non-word (a word neither English nor in the reference, ``generation.english.non_words``:
+   the non-word screen's rule; what a subword model writes when its word is banned, "Thes" for "The") are
+   dropped unless ``allow_non_words``; each remaining candidate's score: its negative
    log-likelihood per token under the model (EOS included), plus the backward model's NLL per token of
    the source given the candidate when one is given; candidates above ``max_nll`` are dropped, and in
    ban mode any that holds a banned word (never, by construction: a safety net, counted);
@@ -66,7 +66,6 @@ them all at once. Issue 49's one step interface is where it gets shorter.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import random
 from dataclasses import dataclass, field
@@ -74,8 +73,9 @@ from typing import Any
 
 import torch
 
+from .. import english
 from ..decode_options import DiverseOptions
-from ..morphology import capitalised, known_words
+from ..morphology import capitalised
 from ..words import words_of
 from . import fast_step, normalise_constraints, violations
 from .banned import NegativeState, build_negative_tables
@@ -130,20 +130,6 @@ def input_seed(seed: int, source: str, reference: str) -> int:
     return int.from_bytes(digest, "big") >> 1
 
 
-# English closed-class words: articles, pronouns, prepositions, conjunctions, auxiliaries. Why they are
-# left out of the negative sets (unless ``ban_function_words``): a subword model that may not write "the"
-# or "a" writes "Thes" or "AL" (measured on the demo model: most of its non-words came from such bans),
-# and banning them rewrites nothing a reader would call a paraphrase.
-FUNCTION_WORDS = frozenset(
-    """a an the this that these those i me my we us our you your he him his she her it its they them their
-    what which who whom whose and or but nor so yet if then than as because while although of in on at by for
-    with about against between into through during before after above below to from up down out off over
-    under again further once here there when where why how all any both each few more most other some such
-    no not only own same too very can will just is am are was were be been being have has had having do does
-    did doing would should could may might must shall""".split()
-)
-
-
 def distinct_words(reference: str) -> list[str]:
     """The reference's words (``\\w+`` runs), each once (case-insensitively), in order of appearance."""
     seen: dict[str, str] = {}
@@ -154,15 +140,15 @@ def distinct_words(reference: str) -> list[str]:
 
 def ban_pool(reference: str, options: DiverseOptions) -> list[str]:
     """The words negative sets are drawn from: the reference's distinct English content words. Function
-    words come in only with ``options.ban_function_words``; words lemminflect does not know as English
-    (names, numbers: "Mandela", "2013") never while there are others, because no paraphrase replaces them
-    and a model that may not write them misspells them ("Mandelas"). The wider pool when a narrower one
-    is empty."""
+    words (``english.BAN_POOL_STOP_WORDS``) come in only with ``options.ban_function_words``: a subword model
+    that may not write "the" or "a" writes "Thes" or "AL", and banning them rewrites nothing a reader would
+    call a paraphrase. Words that are not English (``english.is_english``: numbers, "2013") never while there
+    are others, because no paraphrase replaces them. The wider pool when a narrower one is empty."""
     words = distinct_words(reference)
-    known = english_words()
-    content = words if options.ban_function_words else [w for w in words if w.lower() not in FUNCTION_WORDS]
-    english = [w for w in content if w.lower() in known] if known else content
-    return english or content or words
+    stop = english.BAN_POOL_STOP_WORDS
+    content = words if options.ban_function_words else [w for w in words if w.lower() not in stop]
+    known = [w for w in content if english.is_english(w)]
+    return known or content or words
 
 
 def casing_variants(word: str) -> list[str]:
@@ -190,48 +176,11 @@ def draw_negative_sets(reference: str, options: DiverseOptions, rng: random.Rand
     return sets
 
 
-# Words that do not inflect, so lemminflect's tables (nouns, verbs, adjectives, adverbs) never list them:
-# number words and the calendar's names. With FUNCTION_WORDS they complete the word list of the non-word
-# filter, which without them dropped every candidate that wrote "of", "six" or "Monday" where its
-# reference had not (on the demo model: 2.1-2.5% of the samples of development lines 1000-1127, distinct
-# candidates per reference 42 -> 46 on lines 1000-1031).
-UNINFLECTED_WORDS = frozenset(
-    """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
-    seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million
-    billion trillion first second third fourth fifth sixth seventh eighth ninth tenth once twice january
-    february march april may june july august september october november december monday tuesday wednesday
-    thursday friday saturday sunday""".split()
-)
-
-
-@functools.cache
-def english_words() -> frozenset[str]:
-    """The lowercase English words lemminflect knows (``generation.morphology.known_words``), once."""
-    return frozenset(known_words())
-
-
-@functools.cache
-def filter_words() -> frozenset[str]:
-    """The non-word filter's English: lemminflect's words, FUNCTION_WORDS and UNINFLECTED_WORDS (empty
-    when lemminflect's tables cannot be read: then nothing is judged)."""
-    known = english_words()
-    return known | FUNCTION_WORDS | UNINFLECTED_WORDS if known else known
-
-
 def non_words(text: str, reference: str) -> list[str]:
-    """The words of ``text`` (lowercased, with a letter) that are neither English words
-    (:func:`filter_words`) nor words of the reference: what a subword model writes when its word is banned
-    ("Thes", "newael", "Mandelas"). None are found when lemminflect's tables cannot be read (nothing to judge by)."""
-    known = filter_words()
-    if not known:
-        return []
-    ref = set(comparable_words(reference))
-    return [w for w in comparable_words(text) if _has_letter(w) and w not in known and w not in ref]
-
-
-def _has_letter(word: str) -> bool:
-    """A word to judge: it has a letter ("meet33ly" does; "2013" is a number, never a non-word)."""
-    return any(c.isalpha() for c in word)
+    """The non-words of ``text`` (``english.non_words``, the non-word screen's rule), its words and its
+    reference's as clustering compares them: what a subword model writes when its word is banned ("thes",
+    "newael", "mandelas")."""
+    return english.non_words(comparable_words(text), comparable_words(reference))
 
 
 def _start_token(model, gen_cfg) -> int:

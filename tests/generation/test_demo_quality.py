@@ -9,8 +9,9 @@ from django.core.management import call_command
 
 from annotation.models import Batch, HitItem
 from generation.demo_settings import DEMO_CORPUS, DEMO_SAMPLE
+from generation.english import non_words
 from generation.models import Corpus
-from generation.vocabulary import corpus_vocabulary, non_words, text_words
+from generation.vocabulary import corpus_vocabulary, text_words
 from scoring.regressor import MIN_CANDIDATES, MIN_REFERENCES
 
 pytestmark = pytest.mark.django_db

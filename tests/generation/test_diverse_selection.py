@@ -2,8 +2,9 @@
 
 The rules that decide which candidates reach the clustering and which it keeps: every word of the ban pool
 is banned before any is banned twice; a sample never spells a banned word out and goes on into a longer word
-("eyess"); the non-word filter knows the words lemminflect does not list (function, number and calendar
-words); the pinned cluster takes only what is strictly nearer the reference than any other medoid.
+("eyess"); the non-word filter knows English as the non-word screen does (``generation.english``: function,
+number and calendar words included); the pinned cluster takes only what is strictly nearer the reference than
+any other medoid.
 """
 
 from __future__ import annotations
@@ -97,6 +98,16 @@ def test_function_number_and_calendar_words_are_no_non_words():
     reference = "The committee approved the budget."
     assert non_words("The board approved six of the budgets on Monday in September.", reference) == []
     assert non_words("Thes committee approveded the budget.", reference) == ["thes", "approveded"]
+
+
+def test_the_ban_pool_holds_the_references_english_content_words():
+    # function words of the shared list ("upon", "within") and of its ban-pool addition ("very", "few") stay out,
+    # and so does a number; "beings" and "downs" are English, not "being" and "down" inflected
+    reference = "Very few beings went upon the downs within 2013 hours."
+    assert ban_pool(reference, DiverseOptions()) == ["beings", "went", "downs", "hours"]
+    with_function_words = DiverseOptions(ban_function_words=True)
+    assert ban_pool(reference, with_function_words)[:4] == ["Very", "few", "beings", "went"]
+    assert ban_pool("In 2013.", DiverseOptions()) == ["2013"]  # the wider pool when a narrower one is empty
 
 
 def test_a_one_word_swap_as_near_another_medoid_as_the_reference_can_be_kept():

@@ -1,0 +1,73 @@
+"""One English-word rule (issue 49.2, ``generation.english``): the non-word screen of HIT batches and releases and
+the diverse mode's non-word filter give the same verdict on the same words, and the inflection rule that catches
+the decoder's "tos" and "buts" does not turn real words ("beings", "downs", "notes") into non-words."""
+
+from __future__ import annotations
+
+import pytest
+
+from generation.decoding import diverse
+from generation.english import (
+    BAN_POOL_STOP_WORDS,
+    FUNCTION_WORDS,
+    INFLECTED_ENGLISH,
+    INFLECTIONS,
+    english_words,
+    is_english,
+    non_words,
+)
+from generation.screening import Vocabulary, pair_non_words
+
+REFERENCE = "Mandela met the specialists on Friday."
+# each rule's own word list disagreed on some of these before: the screen (wordfreq) judged "beings" and "downs"
+# non-words, the diverse filter (lemminflect) "Obama"
+CANDIDATE = "Tothe specialistss met Mandelas and others, six beings of Obama, on Monday at the downs."
+INVENTED = ["tothe", "specialistss", "mandelas"]
+
+
+@pytest.mark.django_db
+def test_the_screen_and_the_diverse_filter_give_the_same_verdict():
+    # the screen's vocabulary with a corpus that knows none of these words: English alone decides, as in diverse
+    vocabulary = Vocabulary(corpus=frozenset(), english=english_words(), source="test")
+    [screened] = pair_non_words([(REFERENCE, CANDIDATE)], vocabulary, cached=False)
+    assert screened == INVENTED
+    assert diverse.non_words(CANDIDATE, REFERENCE) == INVENTED
+    # the reference's own word is never a non-word, whichever the caller
+    assert diverse.non_words("Mandelas spoke.", "Mandelas spoke softly.") == []
+
+
+@pytest.mark.parametrize(
+    "word", ["others", "beings", "downs", "ups", "outs", "notes", "using", "used", "doing", "ones", "yours", "six"]
+)
+def test_a_real_word_shaped_like_an_inflected_function_word_is_english(word):
+    assert is_english(word) and is_english(word.capitalize())
+    assert non_words([word], []) == []
+
+
+@pytest.mark.parametrize("word", ["tos", "buts", "fors", "ins", "thes", "ofing", "tothe", "inthe", "specialistss"])
+def test_what_the_decoder_invents_is_no_english_word(word):
+    assert not is_english(word)
+    assert non_words([word], []) == [word]
+
+
+def test_numbers_are_never_non_words_and_a_reference_allows_its_words_back():
+    assert non_words(["2013", "3", "tos"], ["tos"]) == []
+
+
+def test_the_inflected_english_words_are_every_such_word_lemminflect_knows():
+    """INFLECTED_ENGLISH is derived, not picked: every word of the English list shaped like an inflected function
+    word that lemminflect's lexicon holds is in it, and it holds no word outside the English list."""
+    from generation.morphology import known_words
+
+    known = set(known_words())
+    english = english_words()
+    shaped = {f + end for f in FUNCTION_WORDS for end in INFLECTIONS} - FUNCTION_WORDS
+    assert {w for w in shaped & english if w in known} <= INFLECTED_ENGLISH
+    assert INFLECTED_ENGLISH <= shaped & english
+
+
+def test_the_ban_pools_stop_words_are_the_function_words_and_a_named_addition():
+    assert FUNCTION_WORDS < BAN_POOL_STOP_WORDS
+    # the addition stays out of the inflection and glue rules: the real words built on it are English
+    for word in ("others", "owns", "mores", "amour", "mostly"):
+        assert is_english(word), word
