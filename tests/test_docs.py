@@ -200,3 +200,31 @@ def test_citation_and_licence():
     assert parabank and parabank[0]["year"] == 2019
     assert [a["family-names"] for a in parabank[0]["authors"]] == ["Hu", "Rudinger", "Post", "Van Durme"]
     assert "Apache License" in (ROOT / "LICENSE").read_text(encoding="utf-8").split("\n", 3)[1]
+
+
+PERFORMANCE = ROOT / "docs" / "performance.md"
+RESULTS = ROOT / "bench" / "results"
+# a results file as the page names it: `decoding-cpu-quick-glued.txt` or `bench/results/decoding-cpu-quick-glued.txt`
+RESULT_NAME = re.compile(r"`(?:bench/results/)?([A-Za-z0-9_.-]+\.txt)`")
+
+
+def test_performance_page_is_a_page_and_cites_the_current_results():
+    """Issue 49: docs/performance.md states each bench's current figure in under 300 lines; every results file it
+    cites exists, and bench/results keeps only files that the page, the README or a bench script cites."""
+    page = PERFORMANCE.read_text(encoding="utf-8")
+    assert len(page.splitlines()) < 300, f"docs/performance.md has {len(page.splitlines())} lines (fewer than 300)"
+    cited = set(RESULT_NAME.findall(page))
+    assert cited, "docs/performance.md cites no bench/results file"
+    missing = sorted(name for name in cited if not (RESULTS / name).is_file())
+    assert not missing, f"docs/performance.md cites results files that do not exist: {missing}"
+    elsewhere = (ROOT / "README.md").read_text(encoding="utf-8") + "".join(
+        path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "bench").iterdir())
+        if path.is_file() and path.suffix in (".py", ".sh", ".md")
+    )
+    uncited = sorted(
+        path.name
+        for path in RESULTS.iterdir()
+        if path.is_file() and path.name not in cited and path.name not in elsewhere
+    )
+    assert not uncited, f"bench/results keeps files no page, README or bench script cites (history is in git): {uncited}"
