@@ -22,7 +22,7 @@ from jobs.models import Job, JobChunk
 from jobs.params import from_values, to_json
 from jobs.registry import JobKind, ProgressFn, register
 
-from ..decode_options import DIVERSE_SHARED
+from ..decode_options import BEAM_ONLY, DIVERSE_SHARED
 from ..gguf_source import model_origin
 from ..model_source import ModelFolderError, model_folder
 from ..models import Corpus, CorpusFormat, IdfTable, Resource, ResourceShard
@@ -32,12 +32,12 @@ from . import KIND
 from .cancel import job_stop_check, stopped_as_cancelled
 from .diverse_chunk import DEVICE_INPUTS_RULE, DiverseSetup, diverse_records, diverse_setup
 from .params import (
+    NOT_WITH_DIVERSE,
     GenerateParams,
     GenerationSettingsError,
     check_name_free,
     checked_fingerprint,
     generate_params_checked,
-    job_diverse_options,
     job_stop_rule,
     job_systems,
 )
@@ -168,35 +168,38 @@ def by_system(per_system: dict[str, Any]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------- finish
 
 
+# The job's settings that a resource's card leaves out: how the job was run, not how its text was made (the
+# corpus and the name are the resource's own fields; batching, chunking and pauses change no output). Every other
+# setting of GenerateParams is on the card as the job stored it, a new one included.
+CARD_LEAVES_OUT = ("corpus", "name", "batch_size", "sample_chunk_size", "pause_per_batch")
+
+
 def resource_settings(params: dict[str, Any]) -> dict[str, Any]:
     """What the resource records of how it was made (the release card reads it): the job's settings as it
-    decoded them (``stop``: :func:`job_stop_rule`), the IDF table's name and the tokenizer's version."""
-    if params.get("diverse"):
-        return diverse_resource_settings(params)
-    table = IdfTable.objects.filter(pk=params["idf_table"]).first()
-    out = {
-        "model": params["model"],
-        "model_sha256": params["model_sha256"],
-        "systems": params["systems"],
-        "beam": params["beam"],
-        "nbest": params["nbest"],
-        "stop": job_stop_rule(params),
-        "max_length": params["max_length"],
-        "length_penalty": params["length_penalty"],
-        "idf_table": params["idf_table"],
-        "idf_table_name": table.name if table else None,
-        "seed": params["seed"],
-        "ppdb": params.get("ppdb"),
-        "device": params.get("device"),
-        "tokenizer": pipeline_signature(),
-    }
-    _add_model_origin(out, params)
-    if params.get("prompt_template"):  # a decoder-only model's prompt (shown on the release card)
-        out["prompt_template"] = params["prompt_template"]
-    if "sample_per_length" in params:
+    decoded them (``GenerateParams`` read back from the job and written by ``to_json``, less
+    :data:`CARD_LEAVES_OUT`; ``stop``: :func:`job_stop_rule`), and the facts computed when it ran: the weights'
+    hashes, the IDF table's name, the tokenizer's version, a GGUF model's origin and the evaluation sample. A
+    diverse job's card groups its own options under ``diverse`` and has none of beam search's or the constraint
+    systems' settings (it took none); its systems are the ranks."""
+    settings = from_values(GenerateParams, {**params, "stop": job_stop_rule(params)})
+    out = {k: v for k, v in to_json(settings).items() if k not in CARD_LEAVES_OUT}
+    out.update(model_sha256=params["model_sha256"], tokenizer=pipeline_signature())
+    if settings.diverse:
+        options = to_json(settings.diverse_options)
+        dropped = {*BEAM_ONLY, *NOT_WITH_DIVERSE, *options}
+        out = {k: v for k, v in out.items() if k not in dropped or k in DIVERSE_SHARED}
         out.update(
-            sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")
+            systems=job_systems(params),
+            diverse={k: v for k, v in options.items() if k not in DIVERSE_SHARED},
+            backward_model=params.get("backward_model"),
+            backward_model_sha256=params.get("backward_model_sha256"),
         )
+    else:
+        table = IdfTable.objects.filter(pk=params["idf_table"]).first()
+        out["idf_table_name"] = table.name if table else None
+    _add_model_origin(out, params)
+    if "sample_per_length" in params:
+        out["sample"] = params.get("sample")
     return out
 
 
@@ -208,33 +211,6 @@ def _add_model_origin(out: dict[str, Any], params: dict[str, Any]) -> None:
         origin = None
     if origin:
         out["model_origin"] = origin
-
-
-def diverse_resource_settings(params: dict[str, Any]) -> dict[str, Any]:
-    """A diverse job's settings as its resource records them: the model(s), the systems (the ranks), every
-    option of the diverse mode (``diverse``), seed, maximum length, device, tokenizer, a decoder-only model's
-    prompt template, and the sample."""
-    options = to_json(job_diverse_options(params))
-    out = {
-        "model": params["model"],
-        "model_sha256": params["model_sha256"],
-        "systems": job_systems(params),
-        "diverse": {k: v for k, v in options.items() if k not in DIVERSE_SHARED},
-        "backward_model": params.get("backward_model"),
-        "backward_model_sha256": params.get("backward_model_sha256"),
-        "max_length": params["max_length"],
-        "seed": params["seed"],
-        "device": params.get("device"),
-        "tokenizer": pipeline_signature(),
-    }
-    _add_model_origin(out, params)
-    if params.get("prompt_template"):  # a decoder-only model's prompt, as a beam search job records it
-        out["prompt_template"] = params["prompt_template"]
-    if "sample_per_length" in params:
-        out.update(
-            sample_per_length=params["sample_per_length"], lengths=params["lengths"], sample=params.get("sample")
-        )
-    return out
 
 
 def finish(job: Job, chunks: list[JobChunk]) -> dict[str, Any]:

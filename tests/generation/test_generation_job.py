@@ -185,6 +185,10 @@ def test_job_writes_documented_shards_obeying_constraints_and_merging_systems(co
         1,
     )
     assert s["idf_table"] == corpus.idf_tables.get().pk and s["idf_table_name"] == "tiny-gen"
+    # every setting the job stored is on the card but how it was run (derived: a new setting needs no card code)
+    run_only = ("resource", "corpus", "name", "batch_size", "sample_chunk_size", "pause_per_batch")
+    assert {k for k in job.params if k not in run_only} <= set(s), set(job.params) - set(s)
+    assert s["dtype"] is None and "sample_chunk_size" not in s  # float32 on the CPU; chunking changes no text
     assert not Campaign.objects.filter(job=job).exists()  # the whole corpus stays in shards
 
 

@@ -21,7 +21,7 @@ def test_the_gguf_models_licence_is_on_the_resource_and_the_release_card(scored,
     (folder / "NOTICE").write_text("Gemma is provided under and subject to the Gemma Terms of Use\n")
     gguf = write_tiny_gguf(folder / "tiny.gguf", license="gemma")
     model_folder(gguf)  # converted once
-    params = {"model": str(gguf), "model_sha256": "0" * 64, "systems": [1], "beam": 2, "nbest": 1}
+    params = {"corpus": 1, "model": str(gguf), "model_sha256": "0" * 64, "systems": [1], "beam": 2, "nbest": 1}
     params.update(max_length=16, length_penalty=1.0, idf_table=None, seed=0)
     origin = resource_settings(params)["model_origin"]
     assert origin["license"] == "gemma" and origin["file"] == "tiny.gguf" and origin["licence_files"] == ["NOTICE"]
