@@ -28,6 +28,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.textfiles import TextFileError, read_lines
+
 SOURCE = "{source}"
 CHAT_INSTRUCTION = (
     "Paraphrase the following sentence: say the same thing in other words. Reply with the paraphrase only.\n\n{source}"
@@ -139,10 +141,12 @@ def resolve(value: str | PromptTemplate | dict | None) -> PromptTemplate | None:
         raise PromptTemplateError(
             f"prompt template {value!r} is neither a built-in ({', '.join(BUILTINS)}) nor a readable file"
         )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # (the one way to read a user's file: a BOM dropped, a byte that is not UTF-8 named with its line)
+        text = "".join(line for _, line in read_lines(path, name=value))
+    except OSError as exc:
         raise PromptTemplateError(f"cannot read prompt template {value!r}: {exc}") from None
+    except TextFileError as exc:  # (it names the file, the line and the byte)
+        raise PromptTemplateError(f"cannot read prompt template {exc}") from None
     text = text.removesuffix("\n")
     _check_text(text, path.name)
     return PromptTemplate(f"file:{path.name}", text, chat=False, stop_at_newline=True)

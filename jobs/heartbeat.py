@@ -3,8 +3,8 @@
 A worker answers a broadcast ping only between tasks: the quick start's solo-pool worker running a scoring chunk
 is silent for minutes, and a command that took that silence for "no worker" told its user to run the job a second
 time in their shell (issue 37). So every worker process writes a ``WorkerHeartbeat`` row from a thread of its own
-every ``JOBS_HEARTBEAT_S`` seconds, busy or not (``config.celery`` starts it when the worker is ready and removes
-the row when it stops). A worker is *seen* when its row is younger than ``HEARTBEAT_FRESH`` beats; a killed
+every ``JOBS_HEARTBEAT_S`` seconds, busy or not (``jobs.worker_signals`` starts it when the worker is ready and
+removes the row when it stops). A worker is *seen* when its row is younger than ``HEARTBEAT_FRESH`` beats; a killed
 worker's row simply grows old. ``workers_seen`` is what ``jobs.execution`` asks before it says anything about
 workers; a ping is the second opinion, for a worker of a version that does not beat.
 """

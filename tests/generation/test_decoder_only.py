@@ -150,6 +150,12 @@ def test_prompt_template_file_and_errors(tok, tmp_path, tiny_marian_dir):
     assert nl in loaded.vocab.eos_ids
     [r] = decode(loaded, ["the cat"], beam=3, max_length=12)
     assert "\n" not in r.outputs[0]["text"]
+    # read as every user's file is: a Windows editor's byte-order mark dropped, a byte that is not UTF-8 named
+    (tmp_path / "bom.txt").write_bytes("\ufeffRewrite: {source}\nRewritten:\n".encode())
+    assert from_objects(model, tok, "cpu", prompt_template=str(tmp_path / "bom.txt")).prompt.text == loaded.prompt.text
+    (tmp_path / "latin1.txt").write_bytes("Réécris : {source}\n".encode("latin-1"))
+    with pytest.raises(PromptTemplateError, match=r"latin1.txt:1: not UTF-8 \(byte 0xe9"):
+        from_objects(model, tok, "cpu", prompt_template=str(tmp_path / "latin1.txt"))
     (tmp_path / "bad.txt").write_text("no placeholder")
     with pytest.raises(PromptTemplateError, match="source"):
         from_objects(model, tok, "cpu", prompt_template=str(tmp_path / "bad.txt"))
