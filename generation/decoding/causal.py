@@ -1,7 +1,7 @@
 """Decoder-only models (Llama, Qwen, Mistral, Gemma, Phi, GPT-2, ...) under the same beam search and DBA.
 
-``dba.beam_search`` drives a model through one step interface, :class:`fast_step.FastStepState`'s:
-``step(tokens, position) -> logits``, ``repeat(times)``, ``reorder(rows)``, ``select(rows, sentences)``.
+``dba.beam_search`` and ``diverse.sample_batch`` drive a model through one step interface (``step.py``:
+``step(tokens, position) -> logits``, ``repeat(times)``, ``reorder(rows)``, ``select(rows, sentences)``, ...).
 :class:`CausalState` offers it over the model's own forward (grouped-query attention, rotary or learned
 positions, sliding windows: whatever the model family does, nothing re-implemented):
 
@@ -38,12 +38,19 @@ class CausalDecoder:
     """A decoder-only model's step for one batch of prompts, made as ``fast_step.FastStep`` is made
     (``start`` gives the per-call state; there is no encoder output, so its first argument is unused)."""
 
+    # each row's cache is its own (no cross-attention block shared by a sentence's rows): rows leave freely
+    rows_leave_exactly = True
+
     def __init__(self, model, input_ids: torch.Tensor):
         self.model = model
         self.input_ids = input_ids
         params = set(inspect.signature(model.forward).parameters)
         self.takes_positions = "position_ids" in params
         self.takes_logits_to_keep = "logits_to_keep" in params
+
+    def encode(self, _input_ids: torch.Tensor, _attention_mask: torch.Tensor) -> None:
+        """No encoder: the prompts run as the first step."""
+        return None
 
     def start(self, _encoder_hidden, attention_mask: torch.Tensor, max_length: int) -> CausalState:
         return CausalState(self, attention_mask, max_length)
@@ -99,12 +106,16 @@ class CausalState:
         stay)."""
         self.cache.reorder_cache(rows)
 
-    def select(self, self_rows: torch.Tensor, _kept_sentences: torch.Tensor) -> None:
-        """Keep the rows of the sentences still searching (``self_rows``: the beams' moves folded in)."""
+    def select(self, self_rows: torch.Tensor, _kept_sentences: torch.Tensor | None) -> None:
+        """Keep the rows ``self_rows`` (the beams' moves folded in): those of the sentences still searching,
+        or the rows still sampling."""
         self.cache.reorder_cache(self_rows)
         self.mask = self.mask.index_select(0, self_rows)
         self.next_position = self.next_position.index_select(0, self_rows)
         self.prompt = self.prompt.index_select(0, self_rows)
+
+    def place_cross_rows(self, places: torch.Tensor | None, width: int = 0) -> None:
+        """Nothing to place: no cross-attention, and a row's products are its own."""
 
     def history(self, seqs: torch.Tensor, cur_len: int) -> torch.Tensor:
         """What ``generate``'s logits processors read: each row's prompt and its continuation so far

@@ -4,9 +4,10 @@ Every hypothesis' state lives in tensors over (batch x beam): tokens, score, pos
 (``met`` [H, T] over constraint elements, ``cur`` the element last met inside an unfinished phrase),
 negative state (see ``banned.py``). Per step, with no Python loop over hypotheses or candidates:
 
-1. one decoder step with the key/value cache (the encoder ran once), log-softmax, the model's own logits
-   processors (exactly as ``generate`` applies them; ``hf_compat``), then the word-level ban mask
-   (``BeamSearch.apply_bans``); EOS is forbidden while positive constraints are unmet;
+1. one decoder step with the key/value cache (the encoder ran once; ``step.py``'s interface: the fast
+   step, Hugging Face's seq2seq step or a decoder-only model's, one rule picks it), log-softmax, the
+   model's own logits processors (exactly as ``generate`` applies them; ``hf_compat``), then the
+   word-level ban mask (``BeamSearch.apply_bans``); EOS is forbidden while positive constraints are unmet;
 2. ``candidates``: the top 2K over (beam x vocab) of each sentence (Hugging Face's set) plus, with
    constraints, each hypothesis' best token, its best word-boundary token and every unmet constraint's
    next token; duplicates removed;
@@ -36,7 +37,7 @@ On the CPU, step 2's argmax and top-k come from block maxima (``row_blocks.py``)
 The constraints' own state lives beside this module: required phrases in ``positive.py``, banned and
 BOS-anchored ones in ``banned.py``; the options of a search in ``generation.decode_options.DecodeOptions``.
 
-Why one module of some 650 lines: :func:`beam_search` (the loop that steps the model) and
+Why one module of some 600 lines: :func:`beam_search` (the loop that steps the model) and
 :class:`BeamSearch` (the state and the five stages above) are one algorithm seen from two sides. The loop
 decides what a CUDA graph captures (``BeamSearch.step`` on tensors updated in place), and moves the model's
 cache and inputs by what the stages chose (``src_sel``, the rows ``keep`` returns); split apart, neither
@@ -50,21 +51,12 @@ from dataclasses import dataclass
 import torch
 
 from ..decode_options import DecodeOptions
-from . import cuda_graphs, fast_step
+from . import cuda_graphs
 from .banned import NegativeState, NegativeTables
-from .causal import CausalDecoder
-from .hf_compat import (
-    FastProcessors,
-    eos_count,
-    generation_config_for,
-    logits_processors,
-    pad_token_id,
-    reorder_self_attention,
-    repeat_rows,
-    select_rows,
-)
+from .hf_compat import FastProcessors, eos_count, generation_config_for, logits_processors, pad_token_id
 from .positive import PositiveState, PositiveTables
 from .row_blocks import RowBlocks
+from .step import decoder_step
 from .stop_check import StopCheck, raise_if_stopped
 
 NEG = -1.0e9
@@ -129,42 +121,14 @@ def beam_search(
     if shrink and use_graph:
         raise ValueError("shrink and cuda_graph exclude each other (a graph replays fixed shapes)")
     search = BeamSearch(loaded, gen_cfg, input_ids.shape[0], options, pos=pos, neg=neg)
-    int8, use_fast_step = options.int8, options.fast_step
-
-    # the step's provider, when not Hugging Face's model call: fast_step.FastStep or causal.CausalDecoder
-    stepper = None
-    if use_fast_step is None:
-        use_fast_step = fast_step.default_on(dev) or int8
-    if use_fast_step:
-        stepper = fast_step.for_model(model, int8=int8)
-    if int8 and stepper is None:
-        raise ValueError("int8 runs on the lean decoder step only: a Marian or BART model, fast_step not off")
-    if loaded.causal:  # a decoder-only model: its own forward through the fast step's interface (causal.py)
-        stepper = CausalDecoder(model, input_ids)
-
-    enc = None
-    if not loaded.causal:
-        enc = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+    # the model's step (step.py: the fast step, Hugging Face's seq2seq step or a decoder-only model's)
+    step = decoder_step(loaded, input_ids, fast=options.fast_step, int8=options.int8)
+    state = step.start(step.encode(input_ids, attention_mask), attention_mask, max_length)
     # the first step once per sentence: every beam of a sentence starts from the same token, so its
-    # logits and cache (the cross-attention keys and values of every layer included) are copied K times
-    if stepper is not None:  # (its state keeps cross-attention per sentence: only self-attention is copied)
-        state = stepper.start(None if enc is None else enc.last_hidden_state, attention_mask, max_length)
-        first_logits = state.step(search.seqs[::beam, 0], 0)
-        state.repeat(beam)
-        cache = enc = hyp_attention_mask = None
-    else:
-        out = model(
-            encoder_outputs=enc,
-            attention_mask=attention_mask,
-            decoder_input_ids=search.seqs[::beam, :1],
-            use_cache=True,
-            return_dict=True,
-        )
-        cache = out.past_key_values
-        repeat_rows(cache, beam)
-        first_logits = out.logits[:, -1, :]
-        enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(beam, dim=0)
-        hyp_attention_mask = attention_mask.repeat_interleave(beam, dim=0)
+    # logits and cache are copied K times (the fast step keeps cross-attention per sentence: only its
+    # self-attention is copied)
+    first_logits = state.step(search.seqs[::beam, 0], 0)
+    state.repeat(beam)
     first_logp = torch.log_softmax(first_logits.float(), dim=-1).repeat_interleave(beam, dim=0)
     cur_len = 1
     sentence_steps = 0  # sentences decoded, summed over steps (less than B x steps when the batch shrinks)
@@ -173,21 +137,10 @@ def beam_search(
         raise_if_stopped(should_stop, "beam search")
         if first_logp is not None:
             logp, first_logp = first_logp, None
-        elif stepper is not None:
-            logp = torch.log_softmax(state.step(search.seqs[:, cur_len - 1], cur_len - 1).float(), dim=-1)
         else:
-            out = model(
-                encoder_outputs=enc,
-                attention_mask=hyp_attention_mask,
-                decoder_input_ids=search.seqs[:, cur_len - 1 : cur_len],
-                past_key_values=cache,
-                use_cache=True,
-                return_dict=True,
-            )
-            cache = out.past_key_values
-            logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+            logp = torch.log_softmax(state.step(search.seqs[:, cur_len - 1], cur_len - 1).float(), dim=-1)
         if processors.steps:
-            logp = processors(state.history(search.seqs, cur_len) if loaded.causal else search.seqs[:, :cur_len], logp)
+            logp = processors(state.history(search.seqs, cur_len), logp)
         last_step = cur_len + 1 >= max_length
         if graph is None and use_graph and cur_len >= 2 and not last_step and not cuda_graphs.GRAPH_FAILURES:
             logp_buf = logp.clone()
@@ -210,17 +163,10 @@ def beam_search(
             done = search.done_sentences()
             if bool(done.any()):  # (dropping at every chance measured no slower than waiting for several)
                 rows = search.keep(torch.nonzero(~done)[:, 0])
-        if stepper is not None:
-            if rows is None:
-                state.reorder(search.src_sel)
-            else:  # (rows are sentence-major, K per kept sentence: every K-th names its sentence)
-                state.select(search.src_sel, rows[::beam] // beam)
-        elif rows is None:
-            reorder_self_attention(cache, search.src_sel)
-        else:  # the kept sentences' rows only: the cache's self-attention half as the beams moved
-            select_rows(cache, search.src_sel, rows)
-            enc.last_hidden_state = enc.last_hidden_state.index_select(0, rows)
-            hyp_attention_mask = hyp_attention_mask.index_select(0, rows)
+        if rows is None:
+            state.reorder(search.src_sel)
+        else:  # (rows are sentence-major, K per kept sentence: every K-th names its sentence)
+            state.select(search.src_sel, rows[::beam] // beam)
     if stats is not None:
         stats["steps"] = stats.get("steps", 0) + cur_len - 1
         stats["sentence_steps"] = stats.get("sentence_steps", 0) + sentence_steps

@@ -58,10 +58,12 @@ model). On the demo model (2 shared cores) that halved the diverse decode's time
 lines 1000-1011 (``bench/diversity.py --offset 1000 --references 12``, medians of 3 interleaved passes).
 Elsewhere (a GPU, Hugging Face's step) every row stays to the end, as before.
 
-Why one module of over 600 lines: sampling, scoring, clustering and keeping are one pipeline over the same
-rows (their order, their sets, their seeds), and the sampler's three steps (the fast step, Hugging Face's, a
-decoder-only model's) share its loop; split apart, checking that a seed gives the same tokens means reading
-them all at once. Issue 49's one step interface is where it gets shorter.
+The sampler (:func:`sample_batch`) calls the model only through the one step interface (``step.py``: the
+fast step, Hugging Face's seq2seq step or a decoder-only model's, whichever ``step.decoder_step`` picks);
+its per-step work is a chain of small processors (``processors.py``: bans or discouragement, temperature,
+the top k, no banned word spelled out, the draw), and the rows' bookkeeping is :class:`SampledRows`'.
+Sampling, scoring, clustering and keeping stay one module: one pipeline over the same rows (their order,
+their sets, their seeds).
 """
 
 from __future__ import annotations
@@ -77,12 +79,13 @@ from .. import english
 from ..decode_options import DiverseOptions
 from ..morphology import capitalised
 from ..words import words_of
-from . import fast_step, normalise_constraints, violations
-from .banned import NegativeState, build_negative_tables
-from .causal import CausalDecoder, prompt_batch
+from . import normalise_constraints, violations
+from .causal import prompt_batch
 from .clustering import comparable_words, distance_matrix, k_medoids, pick_per_cluster
-from .hf_compat import FastProcessors, generation_config_for, logits_processors, pad_token_id, repeat_rows, select_rows
+from .hf_compat import FastProcessors, generation_config_for, logits_processors, pad_token_id
 from .loading import LoadedModel
+from .processors import TopKSampler, WordBans
+from .step import decoder_step, start_token
 from .stop_check import StopCheck, raise_if_stopped
 
 CPU_INPUTS = 1
@@ -183,34 +186,6 @@ def non_words(text: str, reference: str) -> list[str]:
     return english.non_words(comparable_words(text), comparable_words(reference))
 
 
-def _start_token(model, gen_cfg) -> int:
-    start = gen_cfg.decoder_start_token_id
-    if start is None:
-        start = model.config.decoder_start_token_id
-    if isinstance(start, (list, tuple)):
-        start = start[0]
-    return int(start)
-
-
-def avoid_spelled_bans(ns: NegativeState, top_v: torch.Tensor, top_i: torch.Tensor) -> torch.Tensor:
-    """``top_v`` with -inf for the top-k tokens after which the open word spells a banned word out. The ban
-    forbids only what would complete the word, so a row that has spelled "eyes" can only go on into a longer
-    word: "eyes" + "s", "floating" + "igator". On the demo model that was most of the samples' non-words
-    (30 of 30 rows for "All eyes on the trip ..." with "eyes" banned), and the non-word filter left 10
-    distinct candidates of 150 samples per reference on average (42 with this rule; development lines
-    1000-1031): too few for 8 clusters and 5 outputs. Sampling then picks among the other top-k tokens;
-    a row whose every top-k token spells a banned word out keeps them (the non-word filter judges its
-    candidate)."""
-    H, k = top_i.shape
-    src = torch.arange(H, device=top_i.device).repeat_interleave(k)
-    bidx = ns.bidx.repeat_interleave(k)
-    node, g = ns.advance(src, top_i.reshape(-1), bidx)
-    finite = torch.isfinite(top_v)
-    spelled = ns.ends_badly(node, g, bidx).view(H, k) & finite
-    spelled &= ~(spelled | ~finite).all(1, keepdim=True)
-    return top_v.masked_fill(spelled, float("-inf"))
-
-
 def rows_to_keep(done: torch.Tensor) -> torch.Tensor | None:
     """The rows (flat indices, ascending) to go on decoding when finished rows leave the batch, or None
     while that is not worth a copy of the cache: ``done`` is [inputs, rows per input]; every input keeps
@@ -243,184 +218,150 @@ def sample_batch(
     the model with EOS, tokens with EOS), or None for a row that did not end with EOS within
     ``max_length`` or found every token banned. ``should_stop`` (``stop_check``): asked before every decoder
     step, True raises ``DecodingStopped``; None: never asked (the draws are the same either way)."""
-    model, vocab, dev = loaded.model, loaded.vocab, loaded.device
-    B, M, R = len(sources), options.samples, options.rows
-    L = options.max_length
-    tok = loaded.tokenizer
-    causal = loaded.causal
-    if causal:  # a decoder-only model: each source's prompt (causal.py), left-padded
+    vocab, dev = loaded.vocab, loaded.device
+    B, R, L = len(sources), options.rows, options.max_length
+    if loaded.causal:  # a decoder-only model: each source's prompt (causal.py), left-padded
         input_ids, am = prompt_batch(loaded, sources)
     else:
-        enc_in = tok(sources, return_tensors="pt", padding=True, truncation=True)
+        enc_in = loaded.tokenizer(sources, return_tensors="pt", padding=True, truncation=True)
         input_ids, am = enc_in["input_ids"].to(dev), enc_in["attention_mask"].to(dev)
-    gen_cfg = generation_config_for(model, 1, L, 1.0, False, dev)
-    processors = FastProcessors(logits_processors(model, gen_cfg, input_ids))
-    eos = vocab.eos_id
-    # every token that ends a decoder-only model's row (its end-of-turn tokens, a line break under a
-    # template that stops there: ``loading.from_objects``); an encoder-decoder's rows end at EOS only
-    more_eos = vocab.eos_ids[1:] if causal else ()
-    more_eos = torch.tensor(more_eos, dtype=torch.long, device=dev) if more_eos else None
+    gen_cfg = generation_config_for(loaded.model, 1, L, 1.0, False, dev)
+    processors = FastProcessors(logits_processors(loaded.model, gen_cfg, input_ids))
     pad = pad_token_id(gen_cfg)
-    pad = eos if pad is None else pad
+    rows = SampledRows(B * R, L, start_token(loaded, gen_cfg), vocab.eos_id if pad is None else pad, loaded)
     # the random numbers of every step, per input from its own generator (on the CPU: the same on any device)
     uniforms = torch.cat([torch.rand(L, R, generator=g, dtype=torch.float64) for g in generators], 1).to(dev)
+    bans = WordBans.for_sets(vocab, [s for sets in banned for s in sets], options.samples, options.discourage, dev)
+    sampler = TopKSampler.for_options(options, vocab.size, bans)
 
-    tables = build_negative_tables(vocab, [[([w], False) for w in s] for sets in banned for s in sets], dev)
-    row_set = torch.arange(B * R, device=dev) // M  # each row's negative set: the tables' row
-    ns = None
-    if not tables.empty:
-        ns = NegativeState(tables, row_set, vocab.boundary.to(dev), eos)
-        ns.set_token_info(vocab, dev)
-
-    fast = fast_step.for_model(model) if fast_step.default_on(dev) and not causal else None
-    if causal:
-        # the prompts run once per input (B rows); each input's key/value cache is then copied to its R rows.
-        # The start column is a placeholder (EOS, as in dba.py), never fed to the model
-        enc = None
-        start = torch.full((B,), eos, dtype=torch.long, device=dev)
-        state = CausalDecoder(model, input_ids).start(None, am, L)
-        first = state.step(start, 0)
-        state.repeat(R)
-        cache = row_mask = None
-    elif fast is not None:
-        enc = model.get_encoder()(input_ids=input_ids, attention_mask=am, return_dict=True)
-        start = torch.full((B,), _start_token(model, gen_cfg), dtype=torch.long, device=dev)
-        state = fast.start(enc.last_hidden_state, am, L)
-        first = state.step(start, 0)
-        state.repeat(R)
-        cache = row_mask = None
-    else:
-        enc = model.get_encoder()(input_ids=input_ids, attention_mask=am, return_dict=True)
-        start = torch.full((B,), _start_token(model, gen_cfg), dtype=torch.long, device=dev)
-        out = model(encoder_outputs=enc, attention_mask=am, decoder_input_ids=start[:, None], use_cache=True)
-        cache, first = out.past_key_values, out.logits[:, -1, :]
-        repeat_rows(cache, R)
-        enc.last_hidden_state = enc.last_hidden_state.repeat_interleave(R, dim=0)
-        row_mask = am.repeat_interleave(R, dim=0)
+    # the step (step.py); the encoder, the first step (a decoder-only model's prompt) once per input, then
+    # its cache copied to the input's R rows
+    step = decoder_step(loaded, input_ids)
+    state = step.start(step.encode(input_ids, am), am, L)
+    first = state.step(rows.seqs[::R, 0], 0)
+    state.repeat(R)
     first_logp = torch.log_softmax(first.float(), dim=-1).repeat_interleave(R, dim=0)
-
-    H = B * R
-    rows = torch.arange(H, device=dev)  # the original row of each row still decoded
-    seqs = torch.full((H, L), pad, dtype=torch.long, device=dev)
-    seqs[:, 0] = start[0]
-    total = torch.zeros(H, dtype=torch.float64, device=dev)
-    length = torch.zeros(H, dtype=torch.long, device=dev)
-    done = torch.zeros(H, dtype=torch.bool, device=dev)
-    ended = torch.zeros(H, dtype=torch.bool, device=dev)  # finished with EOS, every token allowed
-    out_seqs, out_total, out_length, out_ended = seqs.clone(), total.clone(), length.clone(), ended.clone()
-    k = min(options.top_k, vocab.size)
-    steps = 0
-    inputs = B
-    # ended rows leave the batch only where that is bit for bit the same (module docstring, "Speed"), and
-    # always for a decoder-only model (its rows share no cross-attention block: each row's prompt cache is its own)
-    compact = (fast is not None and fast.onednn) or causal
-    stepped = fast is not None or causal  # the step goes through ``state`` (fast_step's or causal.py's)
+    # ended rows leave the batch only where that is bit for bit the same (module docstring, "Speed"): on
+    # the CPU's fast step, and always for a decoder-only model (each row's prompt cache is its own)
+    compact = step.rows_leave_exactly
+    steps, inputs = 0, B
     for cur in range(1, L):
         raise_if_stopped(should_stop, "diverse sampling")
         if first_logp is not None:
             logp, first_logp = first_logp, None
-        elif stepped:
-            logp = torch.log_softmax(state.step(seqs[:, cur - 1], cur - 1).float(), dim=-1)
         else:
-            out = model(
-                encoder_outputs=enc,
-                attention_mask=row_mask,
-                decoder_input_ids=seqs[:, cur - 1 : cur],
-                past_key_values=cache,
-                use_cache=True,
-            )
-            cache = out.past_key_values
-            logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
-        if not causal:
-            logp = processors(seqs[:, :cur], logp)
-        elif processors.steps:  # (what generate's processors read: the prompt and the continuation)
-            logp = processors(state.history(seqs, cur), logp)
+            logp = torch.log_softmax(state.step(rows.seqs[:, cur - 1], cur - 1).float(), dim=-1)
+        if processors.steps:  # (what generate's processors read: a decoder-only model's prompt too)
+            logp = processors(state.history(rows.seqs, cur), logp)
         steps += 1
-        work = logp
-        if ns is not None:
-            if options.discourage is None:
-                work = logp.clone()
-                ns.apply_bans(work, float("-inf"))
-            else:
-                work = logp - options.discourage * ns.ban_mask().float()
-        if options.temperature != 1.0:
-            work = work / options.temperature
-        top_v, top_i = torch.topk(work, k, dim=1)
-        if ns is not None and options.discourage is None:
-            top_v = avoid_spelled_bans(ns, top_v, top_i)
-        dead = ~torch.isfinite(top_v).any(1)  # every token banned: the row cannot go on
-        probs = torch.softmax(top_v.masked_fill(dead[:, None], 0.0).double(), dim=1)
-        cdf = probs.cumsum(1)
-        u = uniforms[cur - 1].index_select(0, rows) * cdf[:, -1]
-        pick = torch.searchsorted(cdf, u[:, None]).clamp_(max=k - 1)
-        token = top_i.gather(1, pick)[:, 0].masked_fill(done, pad)
-        live = ~done & ~dead
-        total += torch.where(live, logp.gather(1, token[:, None])[:, 0].double(), 0.0)
-        length += live.long()
-        seqs[:, cur] = token
-        if ns is not None:
-            node, g = ns.advance(torch.arange(len(rows), device=dev), token, ns.bidx)
-            ns.select(None, node, g)
-        newly = live & (token == eos if more_eos is None else (token == eos) | torch.isin(token, more_eos))
-        ended |= newly
-        done |= newly | dead
-        if bool(done.all()) or cur + 1 >= L:
+        token, dead = sampler(rows.seqs[:, :cur], logp, uniforms[cur - 1].index_select(0, rows.ids))
+        token = rows.add(cur, token, dead, logp)
+        if bans is not None:
+            bans.advance(token)
+        if bool(rows.done.all()) or cur + 1 >= L:
             break
-        per_input = len(rows) // inputs  # rows per input still decoded (R until rows are compacted)
-        finished_inputs = done.view(-1, per_input).all(1)
-        if bool(finished_inputs.any()):  # drop inputs whose every row is done (their state is kept aside)
-            keep_inputs = torch.nonzero(~finished_inputs)[:, 0]
-            keep = torch.nonzero(~finished_inputs.repeat_interleave(per_input))[:, 0]
+        keep, keep_inputs = _rows_leaving(rows.done, inputs, compact)
+        if keep is None:
+            continue
+        rows.keep(keep)
+        if bans is not None:
+            bans.keep(keep)
+        state.select(keep, keep_inputs)
+        if keep_inputs is not None:
             inputs = len(keep_inputs)
-        elif compact:  # drop finished rows, the same number from each input (the fast step's layout)
-            keep, keep_inputs = rows_to_keep(done.view(-1, per_input)), None
-        else:
-            keep = None
-        if keep is not None:
-            gone = torch.ones(len(rows), dtype=torch.bool, device=dev)
-            gone[keep] = False
-            gone = torch.nonzero(gone)[:, 0]
-            out_seqs[rows[gone]], out_total[rows[gone]] = seqs[gone], total[gone]
-            out_length[rows[gone]], out_ended[rows[gone]] = length[gone], ended[gone]
-            rows, seqs, total, length = rows[keep], seqs[keep], total[keep], length[keep]
-            done, ended = done[keep], ended[keep]
-            if ns is not None:
-                ns.keep_rows(keep, ns.bidx[keep])
-            if causal:
-                state.select(keep, keep_inputs)
-            elif fast is None:
-                select_rows(cache, keep, keep)
-                enc.last_hidden_state = enc.last_hidden_state.index_select(0, keep)
-                row_mask = row_mask.index_select(0, keep)
-            elif keep_inputs is None:
-                state.reorder(keep)
-            else:
-                state.select(keep, keep_inputs)
-            if causal:
-                pass
-            elif compact and len(rows) < R * inputs:  # each row where the full batch had it (place_cross_rows)
-                within = torch.arange(len(rows), device=dev) // (len(rows) // inputs)
-                state.place_cross_rows(within * R + rows % R, R)
-            elif compact:
-                state.place_cross_rows(None)
-    out_seqs[rows], out_total[rows], out_length[rows], out_ended[rows] = seqs, total, length, ended
+        if compact and len(rows.ids) < R * inputs:  # each row where the full batch had it (place_cross_rows)
+            within = torch.arange(len(rows.ids), device=dev) // (len(rows.ids) // inputs)
+            state.place_cross_rows(within * R + rows.ids % R, R)
+        elif compact:
+            state.place_cross_rows(None)
     if stats is not None:
         stats["steps"] = stats.get("steps", 0) + steps
-        stats["rows"] = stats.get("rows", 0) + H
-    results: list[list[tuple[list[int], float, int] | None]] = []
-    seq_list, tot_list, len_list, end_list = (
-        out_seqs.tolist(),
-        out_total.tolist(),
-        out_length.tolist(),
-        out_ended.tolist(),
-    )
-    for b in range(B):
-        per = []
-        for r in range(b * R, (b + 1) * R):
-            n = len_list[r]  # (a decoder-only row's ids keep the token that ended it: a line break may spell text)
-            per.append((seq_list[r][1 : n + int(causal)], tot_list[r], n) if end_list[r] else None)
-        results.append(per)
-    return results
+        stats["rows"] = stats.get("rows", 0) + B * R
+    return rows.results(B, R)
+
+
+def _rows_leaving(done: torch.Tensor, inputs: int, compact: bool) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(rows to keep, inputs kept) after a step, or (None, None) to keep all: the inputs whose every row is
+    done leave (their state is kept aside); with ``compact``, else finished rows, the same number from each
+    input (:func:`rows_to_keep`: the fast step's layout), every input staying (inputs kept: None)."""
+    per_input = len(done) // inputs  # rows per input still decoded (R until rows are compacted)
+    finished_inputs = done.view(-1, per_input).all(1)
+    if bool(finished_inputs.any()):
+        keep_inputs = torch.nonzero(~finished_inputs)[:, 0]
+        return torch.nonzero(~finished_inputs.repeat_interleave(per_input))[:, 0], keep_inputs
+    if compact:
+        return rows_to_keep(done.view(-1, per_input)), None
+    return None, None
+
+
+class SampledRows:
+    """What the sampled rows have drawn: the rows still decoded (``ids``: each one's original row) and, once
+    they leave, their copies in the full layout (``out_*``)."""
+
+    def __init__(self, H: int, L: int, start: int, pad: int, loaded: LoadedModel):
+        dev, vocab = loaded.device, loaded.vocab
+        self.pad, self.eos, self.causal = pad, vocab.eos_id, loaded.causal
+        # every token that ends a decoder-only model's row (its end-of-turn tokens, a line break under a
+        # template that stops there: ``loading.from_objects``); an encoder-decoder's rows end at EOS only
+        more_eos = vocab.eos_ids[1:] if loaded.causal else ()
+        self.more_eos = torch.tensor(more_eos, dtype=torch.long, device=dev) if more_eos else None
+        self.ids = torch.arange(H, device=dev)
+        self.seqs = torch.full((H, L), pad, dtype=torch.long, device=dev)
+        self.seqs[:, 0] = start
+        self.total = torch.zeros(H, dtype=torch.float64, device=dev)  # sum of log-probabilities
+        self.length = torch.zeros(H, dtype=torch.long, device=dev)  # tokens drawn, EOS included
+        self.done = torch.zeros(H, dtype=torch.bool, device=dev)
+        self.ended = torch.zeros(H, dtype=torch.bool, device=dev)  # finished with EOS, every token allowed
+        self.out_seqs, self.out_total = self.seqs.clone(), self.total.clone()
+        self.out_length, self.out_ended = self.length.clone(), self.ended.clone()
+
+    def add(self, cur: int, token: torch.Tensor, dead: torch.Tensor, logp: torch.Tensor) -> torch.Tensor:
+        """Each row's drawn ``token`` at position ``cur`` (the pad token for a row already done), its
+        log-probability under ``logp`` summed; rows that ended or are ``dead`` are done. Returns the tokens."""
+        token = token.masked_fill(self.done, self.pad)
+        live = ~self.done & ~dead
+        self.total += torch.where(live, logp.gather(1, token[:, None])[:, 0].double(), 0.0)
+        self.length += live.long()
+        self.seqs[:, cur] = token
+        is_end = token == self.eos
+        if self.more_eos is not None:
+            is_end = is_end | torch.isin(token, self.more_eos)
+        newly = live & is_end
+        self.ended |= newly
+        self.done |= newly | dead
+        return token
+
+    def keep(self, keep: torch.Tensor) -> None:
+        """Only the rows ``keep`` go on; the others' values go to their places in the full layout."""
+        gone = torch.ones(len(self.ids), dtype=torch.bool, device=self.ids.device)
+        gone[keep] = False
+        gone = torch.nonzero(gone)[:, 0]
+        ids = self.ids[gone]
+        self.out_seqs[ids], self.out_total[ids] = self.seqs[gone], self.total[gone]
+        self.out_length[ids], self.out_ended[ids] = self.length[gone], self.ended[gone]
+        self.ids, self.seqs, self.total = self.ids[keep], self.seqs[keep], self.total[keep]
+        self.length, self.done, self.ended = self.length[keep], self.done[keep], self.ended[keep]
+
+    def results(self, B: int, R: int) -> list[list[tuple[list[int], float, int] | None]]:
+        """Per input and row: (token ids without the start column and EOS (a decoder-only model's: with the
+        token that ended it), sum of log-probabilities, tokens with EOS), or None for a row that did not end."""
+        ids = self.ids
+        self.out_seqs[ids], self.out_total[ids] = self.seqs, self.total
+        self.out_length[ids], self.out_ended[ids] = self.length, self.ended
+        seq_list, tot_list, len_list, end_list = (
+            self.out_seqs.tolist(),
+            self.out_total.tolist(),
+            self.out_length.tolist(),
+            self.out_ended.tolist(),
+        )
+        results: list[list[tuple[list[int], float, int] | None]] = []
+        for b in range(B):
+            per = []
+            for r in range(b * R, (b + 1) * R):
+                n = len_list[r]  # (a decoder-only row's ids keep the token that ended it: a line break may spell text)
+                per.append((seq_list[r][1 : n + int(self.causal)], tot_list[r], n) if end_list[r] else None)
+            results.append(per)
+        return results
 
 
 @torch.inference_mode()

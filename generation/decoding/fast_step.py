@@ -48,6 +48,8 @@ import weakref
 import torch
 import torch.nn.functional as F
 
+from .hf_compat import run_encoder
+
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -236,10 +238,12 @@ def _act(fn):
 
 
 class FastStep:
-    """The decoder weights of one Marian/BART model, read once; :meth:`start` makes a per-call state."""
+    """The decoder weights of one Marian/BART model, read once; :meth:`start` makes a per-call state (the
+    step interface of ``step.py``)."""
 
     def __init__(self, model, key=None, int8: bool = False):
         self.key = key
+        self._model = weakref.ref(model)  # (for its encoder; weak: the cache of steps is keyed by the model)
         ref = model.get_output_embeddings().weight
         if int8 and not (ref.device.type == "cpu" and ref.dtype == torch.float32 and int8_linear_works()):
             raise ValueError("int8 needs a float32 model on the CPU and torch's quantized x86 engine")
@@ -310,6 +314,16 @@ class FastStep:
         else:
             self.linear = F.linear
 
+    @property
+    def rows_leave_exactly(self) -> bool:
+        """On oneDNN a row's products do not depend on the row count (with ``place_cross_rows``): rows may
+        leave the batch without changing a bit of the others' logits."""
+        return self.onednn
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The model's encoder output [B, S, d] (Hugging Face's encoder: only the decoder is lean)."""
+        return run_encoder(self._model(), input_ids, attention_mask)
+
     def start(self, encoder_hidden: torch.Tensor, encoder_mask: torch.Tensor | None, max_length: int) -> FastStepState:
         """The state of one call: cross-attention keys and values of every layer for the B sentences'
         encoder output [B, S, d] (padding ``encoder_mask`` [B, S] 0 as an additive bias), an empty
@@ -371,10 +385,13 @@ class FastStepState:
         """The self-attention cache for the hypotheses' new source ``rows`` (the beams' moves)."""
         self._take_rows(rows)
 
-    def select(self, self_rows: torch.Tensor, kept_sentences: torch.Tensor) -> None:
+    def select(self, self_rows: torch.Tensor, kept_sentences: torch.Tensor | None) -> None:
         """Keep some sentences only: the self-attention cache takes ``self_rows`` (beams' moves folded in),
-        the cross-attention keys, values and bias the ``kept_sentences`` (positions in the current layout)."""
+        the cross-attention keys, values and bias the ``kept_sentences`` (positions in the current layout;
+        None: every sentence stays, fewer of its rows)."""
         self._take_rows(self_rows)
+        if kept_sentences is None:
+            return
         self.cross_kT = self.cross_kT.index_select(1, kept_sentences)
         self.cross_v = self.cross_v.index_select(1, kept_sentences)
         if self.cross_bias is not None:
@@ -388,6 +405,10 @@ class FastStepState:
         last bits at another row count (MKL; source lengths 6 and 9 of the demo model, not 8 or 13), so the
         kept rows' logits would no longer equal the full batch's; the other products are per row."""
         self.cross_places = None if places is None else (places, width)
+
+    def history(self, seqs: torch.Tensor, cur_len: int) -> torch.Tensor:
+        """What ``generate``'s logits processors read: the decoder's tokens so far."""
+        return seqs[:, :cur_len]
 
     def _grow(self, need: int) -> None:
         cap = min(self.max_length, max(need, 2 * self.capacity))

@@ -92,6 +92,12 @@ class FastProcessors:
         return scores
 
 
+def run_encoder(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """An encoder-decoder model's encoder output [B, S, d] (run once per call: every row of a sentence
+    shares it)."""
+    return model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
+
+
 def reorder_self_attention(cache, rows: torch.Tensor) -> None:
     """Reorder the decoder's key/value cache for the hypotheses' new ``rows``, leaving out an encoder-decoder
     cache's cross-attention half: a hypothesis' cross-attention keys and values are its sentence's encoder
