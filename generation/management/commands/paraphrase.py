@@ -27,8 +27,9 @@ folder, else its own default). Each line's ``outputs`` are the kept paraphrases 
     {"source": ..., "outputs": [{"text": ..., "score": <NLL per token>, "rank": 1, "cluster": 3,
      "banned": ["budget", "Budget"]}, ...], "candidates": {"sampled": 150, "finished": ..., ...}}
 
-The decoding options are one ``generation.decode_options.DecodeOptions``, checked before anything is read
-(``--dtype float16`` / ``bfloat16``: a GPU's only; ``--batch-size`` left out: 32 on the CPU, from the free
+The options are one ``generation.paraphrase_params.ParaphraseParams`` (the decoding ones a
+``generation.decode_options.DecodeOptions``, ``--diverse``'s a ``DiverseOptions``), checked before anything is
+read (``--dtype float16`` / ``bfloat16``: a GPU's only; ``--batch-size`` left out: 32 on the CPU, from the free
 memory on a GPU). Every constraint line is checked before the model loads (errors name the line). Inputs
 are decoded in blocks of ``16 x`` the batch size lines, each block's rows written as it finishes with a progress line on
 stderr; ``OUT.jsonl`` appears (atomically) only once every line is decoded. Corpora too big for one
@@ -45,25 +46,17 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from api.numbers import cli_int
-from generation.decode_options import (
-    DIVERSE_ONLY,
-    DecodeOptions,
-    DecodeOptionsError,
-    DiverseOptions,
-    add_arguments,
-    add_diverse_arguments,
-)
-from generation.model_source import MODEL_HELP, ModelFolderError, model_folder
+from generation.decode_options import NOT_JOB_OPTIONS, DecodeOptionsError
+from generation.model_source import ModelFolderError, model_folder
+from generation.paraphrase_params import ParaphraseParams, from_options
 from generation.prompts import (
-    PROMPT_TEMPLATE_HELP,
     PromptTemplate,
     PromptTemplateError,
     check_chat_template,
     resolve as resolve_prompt,
 )
 from infra.textfiles import TextFileError, atomic_write, read_lines
-from jobs.params import add_arguments as params_arguments, from_values, option_flag
+from jobs.params import ParamsError, add_arguments, field_names
 
 
 def _one_line(message: object) -> str:
@@ -131,9 +124,9 @@ def system_constraints(
     system_number: str, idf_path: str, seed: int = 0, ppdb_path: str | None = None
 ) -> Callable[[str, str | None], dict]:
     """``constraints_for_input(source, reference) -> dict`` for ParaBank system N (Tab. 3)."""
-    from generation.constraints import select_constraints
-    from generation.idf import read_idf_tsv
-    from generation.systems import UnknownSystem, get_system
+    from generation.constraints.idf import read_idf_tsv
+    from generation.constraints.sets import select_constraints
+    from generation.constraints.systems import UnknownSystem, get_system
 
     try:
         system = get_system(system_number)
@@ -147,7 +140,7 @@ def system_constraints(
         raise CommandError(_one_line(f"unreadable IDF file: {exc}")) from None
     ppdb = None
     if ppdb_path:
-        from generation.ppdb import PpdbError, open_ppdb
+        from generation.constraints.ppdb import PpdbError, open_ppdb
 
         try:
             ppdb = open_ppdb(ppdb_path)
@@ -158,10 +151,6 @@ def system_constraints(
         return select_constraints(system, reference or source, idf, seed=seed, ppdb=ppdb).to_json()
 
     return constraints_for_input
-
-
-DIVERSE_ARGUMENTS = (*DIVERSE_ONLY, "backward_model")  # what paraphrase refuses without --diverse
-NOT_WITH_DIVERSE = ("constraints", "system", "rerank_dissimilar", "int8")
 
 
 def model_check(model: str, template: PromptTemplate | None = None) -> None:
@@ -175,40 +164,22 @@ def model_check(model: str, template: PromptTemplate | None = None) -> None:
         raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
 
 
-def diverse_options(o: dict) -> DiverseOptions | None:
-    """The ``--diverse`` options (None without ``--diverse``), checked before anything loads: its own
-    options without it, or options it cannot honour with it, are errors."""
-    if not o.get("diverse"):
-        given = [f for f in DIVERSE_ARGUMENTS if o.get(f) is not None]
-        if given:
-            raise CommandError(f"{option_flag(given[0])} needs --diverse")
-        return None
-    clash = [f for f in NOT_WITH_DIVERSE if o.get(f)]
-    if clash:
-        raise CommandError(f"--diverse samples its own negative constraints: leave out {option_flag(clash[0])}")
-    try:
-        return from_values(DiverseOptions, o)
-    except DecodeOptionsError as exc:
-        raise CommandError(exc.option_message) from None
-
-
-def write_diverse(
-    command: BaseCommand, o: dict, options: DecodeOptions, diverse: DiverseOptions, template: PromptTemplate | None
-) -> None:
+def write_diverse(command: BaseCommand, params: ParaphraseParams, template: PromptTemplate | None) -> None:
     """``--diverse``: ParaBank 2's ranked paraphrases of every input line into OUT.jsonl (atomically), one
     block of inputs at a time with a progress line (``generation.decoding.diverse``); a decoder-only
     ``--model`` samples continuations of its ``template``'s prompt (None: its default)."""
+    options, diverse = params.decode, params.diverse_options  # (with --diverse, a DiverseOptions)
     same = False
-    if o["backward_model"]:
+    if params.backward_model:
         try:
-            same = model_folder(o["backward_model"]) == model_folder(o["model"])
+            same = model_folder(params.backward_model) == model_folder(params.model)
         except ModelFolderError as exc:
             raise CommandError(_one_line(f"--backward-model: {exc}")) from None
     from generation.decoding import load_model  # torch, transformers: from here on
     from generation.decoding.diverse import default_inputs_per_batch, diverse_decode
 
     try:
-        sources, refs = read_inputs(o["input"])
+        sources, refs = read_inputs(params.input)
     except (OSError, TextFileError) as exc:
         raise CommandError(_one_line(f"cannot read --input: {exc}")) from None
     if options.device == "cuda":
@@ -217,7 +188,7 @@ def write_diverse(
         if not torch.cuda.is_available():
             raise CommandError("--device cuda: no CUDA device is available")
     try:
-        model = load_model(o["model"], device=options.device, dtype=options.dtype, prompt_template=template)
+        model = load_model(params.model, device=options.device, dtype=options.dtype, prompt_template=template)
     except ModelFolderError as exc:
         raise CommandError(_one_line(exc)) from None
     except PromptTemplateError as exc:
@@ -226,14 +197,14 @@ def write_diverse(
         raise CommandError(exc.option_message) from None
     try:  # the model itself read the other way (its template too), or another (a decoder-only one: its own prompt)
         backward = model if same else None
-        if o["backward_model"] and not same:
-            backward = load_model(o["backward_model"], device=model.device.type, dtype=options.dtype)
+        if params.backward_model and not same:
+            backward = load_model(params.backward_model, device=model.device.type, dtype=options.dtype)
     except (ModelFolderError, PromptTemplateError) as exc:
         raise CommandError(_one_line(f"--backward-model: {exc}")) from None
     except DecodeOptionsError as exc:
         raise CommandError(exc.option_message) from None
     block = BLOCK_BATCHES * (diverse.batch_size or default_inputs_per_batch(model))
-    out, started, short = Path(o["output"]), time.monotonic(), 0
+    out, started, short = Path(params.output), time.monotonic(), 0
     with atomic_write(out, "w", encoding="utf-8") as fh:
         for k in range(0, len(sources), block):
             try:
@@ -256,63 +227,52 @@ class Command(BaseCommand):
     help = "Decode every input line under its lexical constraints into OUT.jsonl."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--model", required=True, help=MODEL_HELP)
-        parser.add_argument(
-            "--prompt-template", help=PROMPT_TEMPLATE_HELP + " (beam search and --diverse alike: each prompt runs once)"
-        )
-        parser.add_argument("--input", required=True, help="one input per line: source or source<TAB>reference")
-        parser.add_argument("--output", required=True, help="JSON lines, one per input line")
-        parser.add_argument("--constraints", help="JSON lines, one constraint object per input line")
-        parser.add_argument("--system", help="ParaBank system number (1-37): select constraints from each reference")
-        parser.add_argument("--idf", help="IDF table (token<TAB>idf) for --system")
-        parser.add_argument("--seed", type=cli_int, default=0)
-        parser.add_argument("--ppdb", help="PPDB 2.0 lexical file for systems 35-37")
-        add_arguments(parser)
-        add_diverse_arguments(parser)
-        params_arguments(parser, DecodeOptions, only=("int8", "rerank_dissimilar"))  # (not a job's)
+        """The options are ParaphraseParams' fields, in its order, but --backward-model (a second model) sits
+        before --max-nll, the threshold it scores for, and the decoder's process knobs (--int8,
+        --rerank-dissimilar: a run's, never a job's) come last."""
+        names = [n for n in field_names(ParaphraseParams) if n not in (*NOT_JOB_OPTIONS, "backward_model")]
+        names.insert(names.index("max_nll"), "backward_model")
+        for name in (*names, *NOT_JOB_OPTIONS):  # (one at a time: their order, not the class's)
+            add_arguments(parser, ParaphraseParams, only=(name,))
 
     def handle(self, *args, **o) -> None:
         try:
-            options = from_values(DecodeOptions, o)
-        except DecodeOptionsError as exc:
+            params = from_options(o)
+        except ParamsError as exc:  # (ParaphraseParamsError, DecodeOptionsError: said as the options)
             raise CommandError(exc.option_message) from None
-        if o["constraints"] and o["system"]:
-            raise CommandError("give either --constraints or --system, not both")
-        if o["system"] and not o["idf"]:
-            raise CommandError("--system needs --idf IDF.tsv")
-        diverse = diverse_options(o)
         try:  # (a template file that is not there is said before torch loads)
-            template = resolve_prompt(o["prompt_template"])
+            template = resolve_prompt(params.prompt_template)
         except PromptTemplateError as exc:
             raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
-        if diverse is not None:
-            model_check(o["model"], template)
-            write_diverse(self, o, options, diverse, template)
+        if params.diverse:
+            model_check(params.model, template)
+            write_diverse(self, params, template)
             return
         try:
-            sources, refs = read_inputs(o["input"])
+            sources, refs = read_inputs(params.input)
         except (OSError, TextFileError) as exc:
             raise CommandError(_one_line(f"cannot read --input: {exc}")) from None
-        if o["constraints"]:
+        if params.constraints:
             try:
-                cons = read_constraints(o["constraints"], len(sources))
+                cons = read_constraints(params.constraints, len(sources))
             except (OSError, TextFileError) as exc:
                 raise CommandError(_one_line(f"cannot read --constraints: {exc}")) from None
-        elif o["system"]:
-            pick = system_constraints(o["system"], o["idf"], o["seed"], o["ppdb"])
+        elif params.system:
+            pick = system_constraints(params.system, params.idf, params.seed, params.ppdb)
             cons = [pick(s, r) for s, r in zip(sources, refs)]
         else:
             cons = [None] * len(sources)
-        model_check(o["model"], template)  # every input and constraint line checked first, then the model's place
+        model_check(params.model, template)  # every input and constraint line checked first, then the model's place
         from generation.decoding import decode, default_batch_size, load_model  # torch, transformers: from here on
 
+        options = params.decode
         if options.device == "cuda":
             import torch
 
             if not torch.cuda.is_available():
                 raise CommandError("--device cuda: no CUDA device is available")
         try:
-            model = load_model(o["model"], device=options.model_device, dtype=options.dtype, prompt_template=template)
+            model = load_model(params.model, device=options.model_device, dtype=options.dtype, prompt_template=template)
             options = options.on_device(model.device.type)
         except ModelFolderError as exc:
             raise CommandError(_one_line(exc)) from None
@@ -336,7 +296,7 @@ class Command(BaseCommand):
             torch.set_num_threads(threads)
         if options.batch_size is None:
             options = options.replace(batch_size=default_batch_size(model, options).size)
-        out = Path(o["output"])
+        out = Path(params.output)
         block = BLOCK_BATCHES * options.batch_size
         n_unsat, started = 0, time.monotonic()
         # interrupted or failed: no half-written file left beside OUT
