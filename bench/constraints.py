@@ -21,7 +21,7 @@ What "selection alone" measures: ``select_for_all_systems`` (the fast path,
 generation/selection/fast.py) per tagged sentence, all results built and then dropped, as the job frees
 each after writing it out (what the job does with them, JSON and the shard file, is not selection; the
 constraint sets are counted once, outside the timed passes). It starts cold, as a fresh worker process:
-``generation.constraints.clear_caches()`` empties every per-word cache of selection (token texts' pool
+``generation.constraints.sets.clear_caches()`` empties every per-word cache of selection (token texts' pool
 entries, negative phrases, morphological variants) and the PPDB index's phrase cache is emptied; only
 what a worker loads once per process is ready before timing (spaCy model, the IDF table, the PPDB index
 file, and what a Celery worker's start-up does, generation/worker_start.py and config/process_tuning.py:
@@ -88,7 +88,7 @@ def load_sentences(n: int) -> tuple[list[str], str]:
 def write_synthetic_ppdb(path: Path, tagged, seed: int = 11) -> int:
     """A PPDB 2.0-format lexical file over the corpus vocabulary: a few random same-POS paraphrases per
     word, with random relations (the file format and the lookups are real; the pairs are not)."""
-    from generation.ppdb import ALL_RELATIONS
+    from generation.constraints.ppdb import ALL_RELATIONS
 
     ptb = {"NOUN": "NN", "PROPN": "NNP", "VERB": "VB", "AUX": "VB", "ADJ": "JJ", "ADV": "RB", "ADP": "IN"}
     by_pos: dict[str, set[str]] = {}
@@ -150,18 +150,18 @@ def main() -> None:
     import django
 
     django.setup()
-    from generation.constraints import build_pool, resolve_systems, select_for_all_systems, tag_sentences
-    from generation.idf import IdfValues
+    from generation.constraints.idf import IdfValues
+    from generation.constraints.ppdb import open_ppdb
+    from generation.constraints.sets import build_pool, resolve_systems, select_for_all_systems, tag_sentences
+    from generation.constraints.systems import PPDB_SYSTEMS, SYSTEMS
     from generation.nlp import load_pipeline
-    from generation.ppdb import open_ppdb
     from generation.selection import reference
-    from generation.systems import PPDB_SYSTEMS, SYSTEMS
 
     sentences, source = load_sentences(args.n)
     nlp = load_pipeline(tagger=True)
     list(nlp.pipe(sentences[:200], batch_size=args.batch_size))  # warm-up (model load is not timed)
     from config.process_tuning import tune_garbage_collector
-    from generation.constraints import clear_caches
+    from generation.constraints.sets import clear_caches
     from generation.worker_start import load_tables_before_fork
 
     # IDF over the corpus first (tokenizer only, as the IDF job counts), so selection can run per block.

@@ -46,9 +46,9 @@ import django  # noqa: E402 - after the path set-up
 
 django.setup()
 
-from generation.constraints import select_constraints  # noqa: E402
+from generation.constraints.idf import count_document_frequencies, idf_value  # noqa: E402
+from generation.constraints.sets import select_constraints  # noqa: E402
 from generation.decoding import decode, load_model, normalise_constraints, violations  # noqa: E402
-from generation.idf import count_document_frequencies, idf_value  # noqa: E402
 from generation.screening import Vocabulary, english_words, pair_non_words  # noqa: E402
 from scoring.diversity import bleu_no_bp  # noqa: E402
 from scoring.releases.filters import copy_kind  # noqa: E402

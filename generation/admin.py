@@ -23,12 +23,12 @@ from jobs.execution import job_launch, job_progress, job_start
 from jobs.models import Job
 from jobs.widgets import PROGRESS_JS, job_progress_page, progress_bar, state_text
 
-from .corpora import CorpusImportError, corpus_terms
-from .forms import GENERATE_PERMS, GENERATE_PROGRESS_PERMS, GenerateForm
+from .constraints.idf import idf_table_key
+from .corpus.corpora import CorpusImportError, corpus_terms
 from .generation_job import KIND as GENERATE_KIND
 from .hooks import sample_link
-from .idf import idf_table_key
 from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus, IdfTable, Resource, ResourceShard
+from .web.forms import GENERATE_PERMS, GENERATE_PROGRESS_PERMS, GenerateForm
 
 # who may do what here (docs/reference/permissions.md): importing makes a corpus and starts a job whose
 # progress page polls the job API; the progress page shows the job and the corpus it made; an IDF table is
@@ -307,7 +307,7 @@ class CorpusAdmin(admin.ModelAdmin):
         return render(request, "admin/generation/corpus/import_progress.html", context)
 
     def generate_view(self, request, corpus_id: int):
-        """The generate form of a corpus (``generation.forms.GenerateForm``: ``manage.py generate``'s settings and
+        """The generate form of a corpus (``generation.web.forms.GenerateForm``: ``manage.py generate``'s settings and
         checks); a valid one starts the job and leads to its progress page."""
         if not self.has_generate_permission(request):
             raise PermissionDenied  # a refused form checks nothing and starts no job

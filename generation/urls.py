@@ -5,7 +5,7 @@ from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)
 
-from . import api, views_constraints
+from .web import api, views_constraints
 
 urlpatterns: list = [
     path("api/corpora/", api.corpus_list, name="corpus-list"),

@@ -6,7 +6,7 @@ Decoding under negative constraints with a subword model can invent words ("reac
 
 - **Vocabulary**: the token column of the corpus's own IDF table, i.e. every lower-cased spaCy token of its
   sentences as ``build_idf`` counted them. Nothing re-reads the corpus: the table is loaded once per
-  process (``generation.constraint_job.load_idf_table``). A corpus with no IDF table has no known
+  process (``generation.constraints.constraint_job.load_idf_table``). A corpus with no IDF table has no known
   vocabulary (and then nothing is judged a non-word).
 - **Words of a text**: its spaCy tokens (the tokenizer the IDF table was counted with), lower-cased, that
   hold a letter and are not number-, URL- or e-mail-like: punctuation and numbers are never non-words.
@@ -39,7 +39,7 @@ def corpus_vocabulary_table(corpus: Corpus) -> IdfTable | None:
 
 def corpus_vocabulary(corpus: Corpus) -> tuple[IdfTable, Container[str]] | None:
     """(the IDF table, the corpus's word types: lower-cased spaCy tokens), or None when it has no table yet."""
-    from .constraint_job import load_idf_table
+    from .constraints.constraint_job import load_idf_table
 
     table = corpus_vocabulary_table(corpus)
     return None if table is None else (table, load_idf_table(table))

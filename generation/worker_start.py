@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from celery.signals import worker_init
 
-from .constraints import load_selection_tables
+from .constraints.sets import load_selection_tables
 
 
 @worker_init.connect

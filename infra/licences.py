@@ -1,5 +1,5 @@
 """Licences as SPDX identifiers, and whether a release may carry a licence given the terms of the corpus it was
-made from: the one rule of ``import_corpus --license`` (``generation.corpora``) and ``export_release --license``
+made from: the one rule of ``import_corpus --license`` (``generation.corpus.corpora``) and ``export_release --license``
 (``scoring.releases.checks``).
 
 Identifier: an SPDX id of ``SPDX_LICENSES`` (in any case; written in SPDX's own), ``LicenseRef-NAME`` for terms of

@@ -5,7 +5,7 @@ must not reach the server's other files, nor tell whether they exist. :func:`con
 typed (absolute, or relative to a root; symbolic links and ``..`` followed) and answers only when the result
 lies under a root; the caller then refuses everything else with one message that names what was typed and
 nothing of the server. The release's entailment model (``scoring.releases.entailment``) and the generate
-form's models and PPDB file (``generation.forms``) are confined this way."""
+form's models and PPDB file (``generation.web.forms``) are confined this way."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ from annotation.models import (
     Judgment,
     is_attention_copy,
 )
-from generation.systems import system_sort_key
+from generation.constraints.systems import system_sort_key
 
 
 @dataclasses.dataclass

@@ -21,8 +21,9 @@ ParaBank 2's view (Hu et al. 2019b, Tab. 2; the ``pairwise`` table, :func:`pairw
 * Intersection over union: per pair, |A ∩ B| / |A ∪ B| of the two normalised texts' token *sets* (1 when
   both are empty), the mean over the system's pairs. Lower = further from the reference.
 * Pairwise 1-BLEU between two systems: for every reference both systems have an output of, each output of
-  the system listed first (``generation.systems.system_sort_key``: numbers, then ranks) is a reference and each
-  output of the other a hypothesis (every combination when a system has several outputs for a reference); 100 -
+  the system listed first (``generation.constraints.systems.system_sort_key``: numbers, then ranks) is a
+  reference and each output of the other a hypothesis (every combination when a system has several outputs for a
+  reference); 100 -
   the BLEU above over all those pairs as one cell. One figure per unordered pair (rank 1 vs rank 3; sys17 vs
   sys34), so the matrix is symmetric; none (null) for a system with itself or two systems without a shared
   reference. An output the two systems share (one merged candidate) counts as identical (1-BLEU 0). Higher =

@@ -15,9 +15,9 @@ from django.urls import reverse
 
 from annotation.models import Campaign
 from api.permissions import staff_has_perms
+from generation.constraints.systems import system_display_name, system_rank
 from generation.generation_job import KIND as GENERATE_KIND
 from generation.models import Resource
-from generation.systems import system_display_name, system_rank
 from jobs.models import Job
 from jobs.results import FileLink, JobOutcome, Link, Table, register_outcome, url_or_none
 from scoring.models import Regressor, Release, ScoredResource

@@ -12,7 +12,7 @@ from django.utils import timezone
 from playwright.sync_api import expect, sync_playwright
 
 from annotation.models import Assignment, Worker
-from generation.views_constraints import EXAMPLE_SENTENCE
+from generation.web.views_constraints import EXAMPLE_SENTENCE
 from tests.annotation.builders import sample_campaign
 from tests.annotation.test_browser import CHROMIUM_ARGS
 from tests.generation.test_constraints_page import COMMON_WORDS, small_corpus_table

@@ -9,7 +9,7 @@ with Markdown built from the code (``GENERATORS`` below):
 * ``release-columns``: the columns of a release's files (``scoring/releases/columns.py``,
   ``scoring/releases/parquet.py``);
 * ``http-api``: the paths and operations of the OpenAPI description (drf-spectacular's generator);
-* ``systems``: the 37 constraint systems (``generation/systems.py``).
+* ``systems``: the 37 constraint systems (``generation/constraints/systems.py``).
 
 It sets up Django on ``config.settings.base`` with a throwaway ``PARAFORGE_VAR_DIR``: no database, broker or
 network is touched, only modules are imported. A generator that fails stops the build (``mkdocs build --strict``
@@ -418,7 +418,7 @@ def _ref(schema: dict) -> str:
 
 def systems() -> str:
     _django()
-    from generation.systems import SYSTEMS
+    from generation.constraints.systems import SYSTEMS
 
     lines = [
         "| No. | name | kind | Tab. 3 | selection | ranks / count | Lex | PPDB relation |",

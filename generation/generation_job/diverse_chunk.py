@@ -6,7 +6,7 @@ the reference; the input is the reference, or a bitext's source; a decoder-only 
 prompt under the job's stored ``prompt_template``), several per batch (the job's
 ``batch_size``, else 1 on the CPU and 8 on a GPU: each is ``negative_sets x samples`` rows). Its kept
 outputs become the record's candidates in rank order, rank r as system ``"r<r>"``
-(``generation.systems.rank_system``), in the record format of ``generation.models.Resource`` with three keys
+(``generation.constraints.systems.rank_system``), in the record format of ``generation.models.Resource`` with three keys
 more::
 
     {"text": "...", "nll": 0.83,            # forward NLL per token under the model (EOS included)
@@ -33,10 +33,10 @@ from typing import Any
 from infra.shards import batched
 from jobs.registry import ProgressFn
 
+from ..constraints.systems import rank_system
 from ..decode_options import DiverseOptions
 from ..model_source import model_fingerprint, model_folder
 from ..nlp import load_pipeline
-from ..systems import rank_system
 from .params import job_decode_options, job_diverse_options
 from .pause import pause_between_batches
 from .pipeline import BATCH_RULE, ChunkTally, loaded_model, release_model

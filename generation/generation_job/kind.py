@@ -22,12 +22,12 @@ from jobs.models import Job, JobChunk
 from jobs.params import from_values, to_json
 from jobs.registry import JobKind, ProgressFn, register
 
+from ..constraints.systems import system_sort_key
 from ..decode_options import BEAM_ONLY, DIVERSE_SHARED
 from ..gguf_source import model_origin
 from ..model_source import ModelFolderError, model_folder
 from ..models import Corpus, CorpusFormat, IdfTable, Resource, ResourceShard
 from ..nlp import pipeline_signature
-from ..systems import system_sort_key
 from . import KIND
 from .cancel import job_stop_check, stopped_as_cancelled
 from .diverse_chunk import DEVICE_INPUTS_RULE, DiverseSetup, diverse_records, diverse_setup
@@ -161,7 +161,7 @@ def shard_row(job: Job, chunk: JobChunk, written: dict[str, Any], tally: ChunkTa
 
 
 def by_system(per_system: dict[str, Any]) -> dict[str, Any]:
-    """``per_system`` in the order systems are listed (numbers, then ranks: ``generation.systems``)."""
+    """``per_system`` in the order systems are listed (numbers, then ranks: ``generation.constraints.systems``)."""
     return dict(sorted(per_system.items(), key=lambda kv: system_sort_key(kv[0])))
 
 

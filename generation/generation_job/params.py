@@ -57,6 +57,7 @@ from jobs.params import (
     true_false_or_unset,
 )
 
+from ..constraints.systems import PPDB_SYSTEMS, UnknownSystem, get_system, rank_system
 from ..decode_options import BEAM_ONLY, DIVERSE_ONLY, MAX_SEED, NOT_JOB_OPTIONS, DecodeOptions, DiverseOptions
 from ..hooks import name_taken
 from ..model_source import (
@@ -68,7 +69,6 @@ from ..model_source import (
 )
 from ..models import Corpus, CorpusStatus, Resource
 from ..prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, for_folder
-from ..systems import PPDB_SYSTEMS, UnknownSystem, get_system, rank_system
 from .budget import diverse_memory_error, diverse_time_error
 
 DEFAULT_LENGTHS = (5, 10, 20, 40)

@@ -1,6 +1,6 @@
 """A ``generate`` chunk's work, window by window: what the kind's ``run_chunk`` calls.
 
-A chunk tags its references with spaCy, selects each system's constraints (:mod:`generation.constraints`;
+A chunk tags its references with spaCy, selects each system's constraints (:mod:`generation.constraints.sets`;
 on a GPU for the next window in a background thread while the current one decodes: :func:`prepared_ahead`),
 decodes every distinct (input, constraints) once, and merges identical outputs per reference keeping which
 systems produced them (candidates ordered by nll, then text). Outputs that are empty strings are dropped
@@ -23,13 +23,13 @@ from infra.shards import batched, read_jsonl_gz
 from jobs.models import JobChunk
 from jobs.registry import ProgressFn
 
-from ..constraint_job import load_idf_table
-from ..constraints import resolve_systems, select_for_all_systems, tag_sentences
+from ..constraints.constraint_job import load_idf_table
+from ..constraints.ppdb import open_ppdb
+from ..constraints.sets import resolve_systems, select_for_all_systems, tag_sentences
 from ..decode_options import DecodeOptions
 from ..model_source import model_fingerprint, model_folder
 from ..models import IdfTable
 from ..nlp import load_pipeline
-from ..ppdb import open_ppdb
 from .params import job_decode_options
 from .pause import pause_between_batches
 

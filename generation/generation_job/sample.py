@@ -18,7 +18,7 @@ from typing import Any
 
 from infra.shards import batched
 
-from ..corpora import corpus_records
+from ..corpus.corpora import corpus_records
 from ..models import Corpus
 from ..nlp import load_pipeline
 

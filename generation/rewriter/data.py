@@ -127,7 +127,7 @@ def load_ppdb_synonyms(path, max_per_word: int = 20, known: set[str] | None = No
     """``word<TAB>paraphrase`` lines -> {lowercase word: [alphabetic single-word synonyms]}; with
     ``known``, only synonyms in that word set (PPDB XXXL is noisy: foreign words, misspellings)."""
     syn: dict[str, list[str]] = {}
-    with open_text(path, errors="replace") as fh:  # any bytes, as generation.ppdb reads PPDB
+    with open_text(path, errors="replace") as fh:  # any bytes, as generation.constraints.ppdb reads PPDB
         for line in fh:
             cols = line.rstrip("\r\n").split("\t")
             if len(cols) < 2:

@@ -6,5 +6,5 @@
   the reference by tests/generation/test_constraints_property.py and the snapshot.
 - :mod:`.values`: what both share (input and output values, reasons, seeded draws).
 
-:mod:`generation.constraints` is the public facade over them.
+:mod:`generation.constraints.sets` is the public facade over them.
 """

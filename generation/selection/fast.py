@@ -3,7 +3,7 @@ than spaCy tagging). It must return exactly what :mod:`.reference` returns for e
 (tests/generation/test_constraints_property.py, and the snapshot derived from the reference); read the
 reference for *what* is selected, this module only for *how* it is made cheap:
 
-- **Pool**: one pass, one dict lookup per token: for a loaded :class:`~generation.idf.IdfValues` table
+- **Pool**: one pass, one dict lookup per token: for a loaded :class:`~generation.constraints.idf.IdfValues` table
   (read-only, what jobs use) the token texts that join the pool are remembered per IDF window.
 - **Per-word caches** of negative phrases (plain dicts, cheaper than ``lru_cache``), with the
   "Lex: All" phrases read from an index of every word lemminflect knows, built once per process
@@ -28,7 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
-from ..idf import IdfValues
+from ..constraints.idf import IdfValues
+from ..constraints.ppdb import ALL_RELATIONS, SPACY_COARSE, coarse_pos_of_spacy
+from ..constraints.systems import SYSTEMS, System, get_system
 from ..morphology import (
     all_variants,
     capitalised,
@@ -39,8 +41,6 @@ from ..morphology import (
     verb_inflections,
     verb_inflections_index,
 )
-from ..ppdb import ALL_RELATIONS, SPACY_COARSE, coarse_pos_of_spacy
-from ..systems import SYSTEMS, System, get_system
 from ..words import holds_word
 from .values import (
     DRAWS_0,
@@ -824,7 +824,7 @@ def select_for_all_systems(
     """The constraint set (or "no constraint set") of each system, in system order.
 
     ``sentence``: raw text (tagged here with spaCy), a :class:`TaggedSentence`, or (text, POS) pairs.
-    ``ppdb``: a :class:`generation.ppdb.PpdbIndex` or the path of a PPDB 2.0 file; without it the PPDB
+    ``ppdb``: a :class:`generation.constraints.ppdb.PpdbIndex` or the path of a PPDB 2.0 file; without it the PPDB
     systems report NO_PPDB_FILE. ``systems``: numbers or System rows (default: all 37).
     """
     tagged = sentence if type(sentence) is TaggedSentence else as_tagged(sentence, nlp=nlp)

@@ -10,7 +10,7 @@ tests/generation/data/ is derived from this module, never from the fast path.
    ``[min_idf, max_idf]`` (7.0-17.0 by default), or that is one of the 14 prepositions whatever its IDF
    (0 if missing); a word appearing twice counts once, at its first qualifying occurrence (which gives
    its POS). "Highest" orders the pool by IDF descending, "lowest" ascending, ties to the earlier token.
-2. **A system** is a row of :data:`generation.systems.SYSTEMS`; its ``selection`` picks the selector
+2. **A system** is a row of :data:`generation.constraints.systems.SYSTEMS`; its ``selection`` picks the selector
    below. A row needing more pool tokens than the pool has gets "no constraint set" with the reason.
 3. **Negative phrases** of a word (§3.2 "Morphological Variants"): the word and its capitalised form;
    with Lex "all", also every morphological variant of it and their capitalised forms. Phrases banned by
@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..constraints.ppdb import coarse_pos_of_spacy
+from ..constraints.systems import SYSTEMS, System, get_system
 from ..morphology import all_variants, capitalised, random_verb_inflection
-from ..ppdb import coarse_pos_of_spacy
-from ..systems import SYSTEMS, System, get_system
 from .values import (
     NO_PPDB_FILE,
     NO_WORD_REASON,

@@ -14,10 +14,10 @@ from typing import Any, ClassVar, NamedTuple
 
 from django.conf import settings
 
+from ..constraints.ppdb import open_ppdb
+from ..constraints.systems import SYSTEMS, get_system
 from ..morphology import capitalised
 from ..nlp import load_pipeline
-from ..ppdb import open_ppdb
-from ..systems import SYSTEMS, get_system
 from ..words import holds_word
 
 # §3.2 "Prepositions": in the pool whatever their IDF (a preposition missing from the table counts as 0).

@@ -11,7 +11,7 @@ import io
 from typing import TYPE_CHECKING
 
 from annotation.costs import campaign_batch_costs
-from generation.systems import system_rank
+from generation.constraints.systems import system_rank
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -32,7 +32,7 @@ from annotation.models import Campaign, Candidate, CandidateSystem, Judgment, Ve
 from annotation.quality import RaterFigures, campaign_rater_figures
 from annotation.split_half import split_half_label
 from api.csv_safety import spreadsheet_csv_writer
-from generation.systems import system_display_name, system_rank
+from generation.constraints.systems import system_display_name, system_rank
 from scoring.aggregation import ESTIMATES, CampaignData, fluency_rows, load_campaign, similarity_rows, zscore_estimates
 from scoring.diversity import diversity_rows, pairwise_rows
 from scoring.reliability import reliability_and_splits
@@ -85,7 +85,7 @@ def check_estimate(table: str, estimate: str | None) -> str | None:
 
 def system_name(campaign: Campaign, system: str) -> str:
     """The campaign's own name for a system (an imported ParaBank campaign maps "35" to "PARANMT"), else
-    ``generation.systems.system_display_name`` ("17" -> its Tab. 3 name, "r3" -> "rank 3", else itself)."""
+    ``generation.constraints.systems.system_display_name`` ("17" -> its Tab. 3 name, "r3" -> "rank 3", else itself)."""
     names = (campaign.settings or {}).get("system_names") or {}
     if system in names:
         return str(names[system])

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from annotation.models import Campaign
-from generation.systems import system_rank
+from generation.constraints.systems import system_rank
 from infra.shards import HashingWriter
 from infra.storage import LocalStorage
 from scoring.models import ScoredResource

@@ -381,7 +381,7 @@ def _system_row(constraints: Any, systems_table: Mapping[str, Any]) -> list[floa
 
 
 def _systems_table() -> dict[str, Any]:
-    from generation.systems import SYSTEMS
+    from generation.constraints.systems import SYSTEMS
 
     return {str(s.number): s for s in SYSTEMS}
 

@@ -461,7 +461,7 @@ NON_WORD_CANDIDATES = {
 def generated_campaign(tmp_path, storage_dir):
     """A campaign generated from a corpus (its generate job names it) whose IDF table build_idf counted."""
     from annotation.models import Campaign, Reference
-    from generation.corpora import ImportCorpusParams, corpus_import
+    from generation.corpus.corpora import ImportCorpusParams, corpus_import
     from jobs.execution import job_run_inline, job_start
 
     path = tmp_path / "corpus.txt"

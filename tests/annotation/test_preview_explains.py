@@ -112,7 +112,7 @@ def test_a_prolific_session_is_never_longer_than_the_batch(admin_client, setting
 
 def test_the_first_preview_does_not_load_spacy_once_the_campaigns_words_are_cached(tmp_path, storage_dir, monkeypatch):
     from annotation.models import Campaign, CandidateSystem
-    from generation.corpora import ImportCorpusParams, corpus_import
+    from generation.corpus.corpora import ImportCorpusParams, corpus_import
     from jobs.execution import job_run_inline, job_start
     from jobs.models import Job
 

@@ -6,7 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from generation.corpora import ImportCorpusParams, corpus_import
+from generation.corpus.corpora import ImportCorpusParams, corpus_import
 from generation.models import Corpus, IdfTable
 from jobs.execution import job_run_inline
 from jobs.models import Job, JobStatus

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from generation.bloom import BloomFilter
+from generation.constraints.bloom import BloomFilter
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = (
-    f"import sys; sys.path.insert(0, {str(ROOT)!r}); from generation.bloom import BloomFilter; "
+    f"import sys; sys.path.insert(0, {str(ROOT)!r}); from generation.constraints.bloom import BloomFilter; "
     "sys.stdout.write(bytes(BloomFilter.build((f'w{i}' for i in range(500)), 500).bits).hex())"
 )
 

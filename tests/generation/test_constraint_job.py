@@ -4,8 +4,8 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from generation.constraint_job import KIND, SelectConstraintsParams, output_key
-from generation.constraints import select_for_all_systems
+from generation.constraints.constraint_job import KIND, SelectConstraintsParams, output_key
+from generation.constraints.sets import select_for_all_systems
 from generation.models import Corpus, CorpusShard, IdfTable
 from infra.shards import read_jsonl_gz, write_jsonl_gz
 from infra.storage import get_storage
@@ -97,7 +97,7 @@ def test_job_writes_one_record_per_reference_and_system(storage_dir):
 
 
 def test_rerunning_a_chunk_writes_the_same_file(storage_dir):
-    from generation.constraint_job import _run_chunk
+    from generation.constraints.constraint_job import _run_chunk
 
     corpus, _ = _corpus(REFERENCES)
     job = job_start(kind=KIND, params={"corpus": corpus.pk, "systems": [1, 22]}, enqueue=False)

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from lemminflect import getAllLemmas
 
-from generation.constraints import (
+from generation.constraints.sets import (
     ConstraintSet,
     NoConstraintSet,
     TaggedSentence,
@@ -46,7 +46,7 @@ def test_worked_example_system_18_bans_exactly_for_For_to_To():
 
 def test_worked_example_pool_is_proud_told_work_for_to():
     result = select_for_all_systems(EXAMPLE, TAB2)
-    from generation.constraints import as_tagged
+    from generation.constraints.sets import as_tagged
 
     pool = build_pool(as_tagged(EXAMPLE).tokens, TAB2)
     assert [t.word for t in pool] == ["proud", "told", "work", "for", "to"]
@@ -200,7 +200,7 @@ def test_lex_all_index_agrees_with_lemminflect_word_by_word():
     lemminflect has no other form of, and for words written with capitals, they are the word's
     variants by lemminflect's public getAllLemmas / getAllInflections, each in lowercase and capitalised,
     in that order."""
-    from generation.constraints import clear_caches, lex_all_index, negative_phrases
+    from generation.constraints.sets import clear_caches, lex_all_index, negative_phrases
     from generation.morphology import _all_variants_public, known_words
 
     def expected(word):

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from generation.models import Corpus, CorpusShard, IdfTable
-from generation.views_constraints import EXAMPLE_SENTENCE
+from generation.web.views_constraints import EXAMPLE_SENTENCE
 from infra.shards import write_jsonl_gz
 from infra.storage import get_storage
 

@@ -14,9 +14,9 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from generation.constraints import TaggedSentence, build_pool, select_for_all_systems
-from generation.idf import IdfValues
-from generation.ppdb import PpdbIndex, build_index
+from generation.constraints.idf import IdfValues
+from generation.constraints.ppdb import PpdbIndex, build_index
+from generation.constraints.sets import TaggedSentence, build_pool, select_for_all_systems
 from generation.selection import reference
 from generation.selection.values import settings_idf_window
 

@@ -32,7 +32,7 @@ def snapshot():
 
 @pytest.fixture(scope="module")
 def ppdb_index(snapshot, tmp_path_factory):
-    from generation.ppdb import open_ppdb
+    from generation.constraints.ppdb import open_ppdb
 
     folder = tmp_path_factory.mktemp("snapshot-ppdb")
     path = folder / "ppdb-2.0-snapshot-lexical.gz"
@@ -41,7 +41,7 @@ def ppdb_index(snapshot, tmp_path_factory):
 
 
 def _tagged(snapshot):
-    from generation.constraints import TaggedSentence
+    from generation.constraints.sets import TaggedSentence
 
     return [TaggedSentence(text, tuple((t, p) for t, p in tokens)) for text, tokens in snapshot["sentences"]]
 
@@ -49,7 +49,7 @@ def _tagged(snapshot):
 def _run(case, tagged, idf, ppdb, select=None):
     """What ``case`` of the snapshot records, computed by ``select`` (default: the fast path jobs run)."""
     if select is None:
-        from generation.constraints import select_for_all_systems as select
+        from generation.constraints.sets import select_for_all_systems as select
 
     kwargs = {k: case[k] for k in ("seed", "systems", "min_idf", "max_idf") if case.get(k) is not None}
     return [
@@ -97,7 +97,7 @@ def test_a_loaded_idf_table_gives_the_recorded_sets_across_windows(snapshot, ppd
     """Jobs select with IdfValues, a read-only table on which selection remembers per IDF window which
     token texts join the pool: every case, run twice in turn on one such table (two windows alternate),
     still gives the recorded sets."""
-    from generation.idf import IdfValues
+    from generation.constraints.idf import IdfValues
 
     idf, tagged = IdfValues(snapshot["idf"]), _tagged(snapshot)
     for _ in range(2):
@@ -120,7 +120,7 @@ def test_snapshot_is_varied(snapshot):
 
 def test_single_systems_and_subsets_agree_with_all_systems(snapshot, ppdb_index):
     """A system's result does not depend on which other systems are selected with it, nor on their order."""
-    from generation.constraints import select_constraints, select_for_all_systems
+    from generation.constraints.sets import select_constraints, select_for_all_systems
 
     idf, tagged = snapshot["idf"], _tagged(snapshot)[:60]
     for sentence in tagged:
@@ -148,7 +148,7 @@ class _LookupOnly:
 def test_any_lookup_object_and_cold_caches_give_the_same_sets(snapshot, ppdb_index):
     """The PPDB systems give the recorded sets through a plain ``lookup`` object too, and emptying every
     per-word cache (as in a fresh process) changes nothing."""
-    from generation.constraints import clear_caches, select_for_all_systems
+    from generation.constraints.sets import clear_caches, select_for_all_systems
 
     case = snapshot["cases"][CASES[0]]
     tagged = _tagged(snapshot)[:80]
@@ -165,7 +165,7 @@ def test_idf_window_follows_the_settings():
     """Selection reads the IDF window from the settings once, and again whenever they change."""
     from django.test import override_settings
 
-    from generation.constraints import select_constraints
+    from generation.constraints.sets import select_constraints
 
     sentence, idf = [("rare", "ADJ"), ("dog", "NOUN")], {"rare": 9.0, "dog": 5.0}
     assert not select_constraints(2, sentence, idf).is_constraint_set  # dog is below 7.0: pool of 1
@@ -218,9 +218,9 @@ def _tagged_inputs() -> dict:  # pragma: no cover - run by hand (--retag), see t
 
     from constraints import load_sentences  # bench/constraints.py
 
-    from generation.constraints import tag_sentences
+    from generation.constraints.ppdb import ALL_RELATIONS
+    from generation.constraints.sets import tag_sentences
     from generation.nlp import load_pipeline
-    from generation.ppdb import ALL_RELATIONS
 
     corpus, _ = load_sentences(10_000)
     tokenizer = load_pipeline(tagger=False)
@@ -258,8 +258,8 @@ def derive_snapshot(out: Path, retag: bool = False) -> None:  # pragma: no cover
     import os
 
     _setup_django()
-    from generation.constraints import TaggedSentence
-    from generation.ppdb import open_ppdb
+    from generation.constraints.ppdb import open_ppdb
+    from generation.constraints.sets import TaggedSentence
 
     if retag or not out.exists():
         inputs = _tagged_inputs()

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from moto import mock_aws
 
-from generation.corpora import (
+from generation.corpus.corpora import (
     CR_IN_LINE,
     EMPTY_REFERENCE,
     INVALID_UTF8,
@@ -197,7 +197,7 @@ def test_cli_abort_and_missing_file_exit_non_zero(tmp_path, storage_dir):
 
 @mock_aws
 def test_discarding_corpus_1_on_s3_leaves_corpus_10_alone(settings):
-    from generation.corpora import delete_folder
+    from generation.corpus.corpora import delete_folder
 
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="bucket")
     settings.PARAFORGE_STORAGE_URL = "s3://bucket/prefix"

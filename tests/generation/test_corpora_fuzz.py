@@ -17,7 +17,7 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings, strategies as st
 
-from generation.corpora import (
+from generation.corpus.corpora import (
     CR_IN_LINE,
     EMPTY_REFERENCE,
     EMPTY_SOURCE,

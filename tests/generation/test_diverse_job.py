@@ -17,7 +17,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Campaign, CandidateSystem
-from generation.corpora import ImportCorpusParams, corpus_import
+from generation.corpus.corpora import ImportCorpusParams, corpus_import
 from generation.decode_options import DiverseOptions
 from generation.decoding.clustering import PINNED
 from generation.generation_job import KIND

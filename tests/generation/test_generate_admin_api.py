@@ -15,10 +15,10 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.urls import reverse
 
-from generation.corpora import ImportCorpusParams, corpus_import
-from generation.forms import GENERATE_PERMS, GenerateForm
+from generation.corpus.corpora import ImportCorpusParams, corpus_import
 from generation.generation_job import KIND
 from generation.models import Corpus, IdfTable, Resource
+from generation.web.forms import GENERATE_PERMS, GenerateForm
 from infra.storage import get_storage
 from jobs.models import Job
 

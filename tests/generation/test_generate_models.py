@@ -19,8 +19,8 @@ from django.core.management import call_command
 
 from generation import demo_settings
 from generation.demo_settings import SHIPPED_MARK, install_shipped_models
-from generation.forms import FIELDSETS, GenerateForm, installed_models
 from generation.generation_job import KIND
+from generation.web.forms import FIELDSETS, GenerateForm, installed_models
 from jobs.models import Job
 
 from .test_generate_admin_api import (  # noqa: F401 (the corpus fixture's helpers)

@@ -9,10 +9,10 @@ import os
 import pytest
 from django.core.management import CommandError, call_command
 
-from generation.forms import GenerateForm
 from generation.generation_job.params import GenerateParams, GenerationSettingsError
 from generation.generation_job.pause import pause_between_batches
 from generation.models import Corpus
+from generation.web.forms import GenerateForm
 from jobs.execution import JobCancelled
 from jobs.models import Job
 from jobs.params import from_values

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from generation.corpora import ImportCorpusParams, corpus_import
+from generation.corpus.corpora import ImportCorpusParams, corpus_import
 from generation.generation_job import KIND
 from generation.generation_job.kind import candidate_shard_key
 from generation.models import ResourceShard

@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 
 from annotation.campaigns import campaign_from_sample
 from annotation.models import Campaign, Candidate, CandidateSystem, Reference
-from generation.constraints import select_for_all_systems
-from generation.corpora import ImportCorpusParams, corpus_import
+from generation.constraints.sets import select_for_all_systems
+from generation.corpus.corpora import ImportCorpusParams, corpus_import
 from generation.decode_options import DecodeOptionsError
 from generation.decoding import normalise_constraints, violations
 from generation.generation_job import KIND

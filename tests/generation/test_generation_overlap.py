@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import generation.generation_job.pipeline as gj
-from generation.constraints import select_constraints
-from generation.corpora import ImportCorpusParams, corpus_import
+from generation.constraints.sets import select_constraints
+from generation.corpus.corpora import ImportCorpusParams, corpus_import
 from generation.decode_options import DecodeOptionsError
 from generation.decoding import normalise_constraints, violations
 from generation.generation_job import KIND

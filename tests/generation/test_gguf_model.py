@@ -102,7 +102,7 @@ def test_web_requests_never_convert_and_two_gguf_files_are_ambiguous(tiny, cache
 
 
 def test_web_form_takes_a_converted_gguf_under_the_model_roots_only(tiny, cache, settings):
-    from generation.forms import ConfinedPathError, confined_model
+    from generation.web.forms import ConfinedPathError, confined_model
 
     settings.PARAFORGE_MODEL_ROOTS = [str(tiny.parent)]
     with pytest.raises(ConfinedPathError, match="not converted yet"):

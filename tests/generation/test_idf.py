@@ -10,9 +10,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from moto import mock_aws
 
-from generation.corpora import ImportCorpusParams, corpus_import
-from generation.idf import IdfFileError, idf_table_export, idf_table_import, idf_table_load, read_idf_tsv
-from generation.idf_job import BuildIdfParams, df_key
+from generation.constraints.idf import IdfFileError, idf_table_export, idf_table_import, idf_table_load, read_idf_tsv
+from generation.constraints.idf_job import BuildIdfParams, df_key
+from generation.corpus.corpora import ImportCorpusParams, corpus_import
 from generation.models import IdfTable
 from infra.storage import get_storage
 from jobs.execution import chunk_run, job_finish, job_run_inline, job_start
@@ -150,7 +150,7 @@ def test_cli_build_idf_wait_fails_non_zero_when_the_job_fails(tmp_path, storage_
 def test_merging_many_shards_in_rounds_gives_the_same_table(tmp_path, storage_dir):
     from collections import Counter
 
-    from generation.idf import merge_df_files, write_df_file
+    from generation.constraints.idf import merge_df_files, write_df_file
 
     counts = [Counter({"a": 1, f"t{i}": 1, "z": 2}) for i in range(9)]
     keys = []

@@ -19,16 +19,23 @@ def test_generation_modules_import_each_other_one_way():
 def test_the_word_rule_is_below_the_decoder_selection_and_ppdb():
     graph = import_graph(GENERATION)
     assert graph["generation.words"] == set()
-    for user in ("generation.decoding.vocab", "generation.selection.values", "generation.ppdb"):
+    for user in ("generation.decoding.vocab", "generation.selection.values", "generation.constraints.ppdb"):
         assert "generation.words" in graph[user], user
-    assert not {m for m in graph["generation.ppdb"] if m.startswith("generation.selection")}
+    assert not {m for m in graph["generation.constraints.ppdb"] if m.startswith("generation.selection")}
 
 
 def test_the_check_sees_a_cycle_through_a_function_level_import():
-    hidden = "def resolve():\n    from ..ppdb import open_ppdb\n"
+    hidden = "def resolve():\n    from ..constraints.ppdb import open_ppdb\n"
     assert imports_of(hidden, "generation.selection.values", "generation.") == {
-        "generation.ppdb",
-        "generation.ppdb.open_ppdb",
+        "generation.constraints.ppdb",
+        "generation.constraints.ppdb.open_ppdb",
     }
-    graph = {"generation.ppdb": {"generation.selection.values"}, "generation.selection.values": {"generation.ppdb"}}
-    assert find_cycle(graph) == ["generation.ppdb", "generation.selection.values", "generation.ppdb"]
+    graph = {
+        "generation.constraints.ppdb": {"generation.selection.values"},
+        "generation.selection.values": {"generation.constraints.ppdb"},
+    }
+    assert find_cycle(graph) == [
+        "generation.constraints.ppdb",
+        "generation.selection.values",
+        "generation.constraints.ppdb",
+    ]

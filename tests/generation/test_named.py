@@ -1,8 +1,8 @@
 import pytest
 from django.core.management import CommandError
 
-from generation.corpora import corpus_get
-from generation.idf import IdfFileError, idf_table_get
+from generation.constraints.idf import IdfFileError, idf_table_get
+from generation.corpus.corpora import corpus_get
 from generation.models import Corpus, CorpusFormat
 from scoring.management.commands.score_resource import find_resource
 

@@ -7,9 +7,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from generation import ppdb as ppdb_module
-from generation.constraints import ConstraintSet, NoConstraintSet, select_constraints, select_for_all_systems
-from generation.ppdb import PpdbError, coarse_pos_of_ptb, coarse_pos_of_spacy, open_ppdb
+from generation.constraints import ppdb as ppdb_module
+from generation.constraints.ppdb import PpdbError, coarse_pos_of_ptb, coarse_pos_of_spacy, open_ppdb
+from generation.constraints.sets import ConstraintSet, NoConstraintSet, select_constraints, select_for_all_systems
 
 F = "PPDB2.0Score=3.1 PPDB1.0Score=2.0 AGigaSim=0.6"
 SAMPLE = [

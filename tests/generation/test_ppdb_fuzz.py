@@ -14,7 +14,7 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from generation.ppdb import (
+from generation.constraints.ppdb import (
     MAX_REPORTED,
     PpdbError,
     PpdbIndex,
@@ -23,7 +23,7 @@ from generation.ppdb import (
     open_ppdb,
     usable_phrase,
 )
-from generation.systems import PPDB_RELATIONS
+from generation.constraints.systems import PPDB_RELATIONS
 
 RELATIONS = ("Equivalence", "ForwardEntailment", "ReverseEntailment", "Exclusion", "OtherRelated", "Independent")
 TAGS = ("[NN]", "[NNS]", "[VB]", "[VBZ]", "[JJ]", "[RB]", "[X]", "[IN]")

@@ -12,14 +12,14 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from generation.constraints import ConstraintSet, as_tagged, select_for_all_systems
-from generation.corpora import ImportCorpusParams, corpus_import
+from generation.constraints.ppdb import open_ppdb
+from generation.constraints.sets import ConstraintSet, as_tagged, select_for_all_systems
+from generation.corpus.corpora import ImportCorpusParams, corpus_import
 from generation.decode_options import DecodeOptions
 from generation.decoding import normalise_constraints
 from generation.generation_job import KIND
 from generation.generation_job.kind import candidate_shard_key
 from generation.generation_job.params import GenerateParams, generation_params
-from generation.ppdb import open_ppdb
 from generation.selection import reference
 from infra.shards import read_jsonl_gz
 from jobs.execution import job_run_inline, job_start

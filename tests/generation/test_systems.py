@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from generation.systems import PPDB_SYSTEMS, SYSTEMS, System, UnknownSystem, get_system
+from generation.constraints.systems import PPDB_SYSTEMS, SYSTEMS, System, UnknownSystem, get_system
 
 # ParaBank Tab. 3, row by row: (numbers, kind, selection, ranks-or-count per number, lex)
 TAB3 = [

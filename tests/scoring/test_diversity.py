@@ -201,7 +201,7 @@ def test_pairwise_rows_by_hand():
 
 
 def test_system_display_name():
-    from generation.systems import system_display_name
+    from generation.constraints.systems import system_display_name
 
     assert system_display_name("r3") == "rank 3" and system_display_name("r12") == "rank 12"
     assert system_display_name("17") == "neg 3rd lowest IDF"
@@ -211,7 +211,7 @@ def test_system_display_name():
 
 
 def test_system_sort_key_puts_ranks_after_numbers_in_rank_order():
-    from generation.systems import rank_system, system_rank, system_sort_key
+    from generation.constraints.systems import rank_system, system_rank, system_sort_key
 
     systems = ["r10", "degraded", "r2", "35", "r1", "0", "17", "PARANMT", "2"]
     assert sorted(systems, key=system_sort_key) == ["0", "2", "17", "35", "r1", "r2", "r10", "PARANMT", "degraded"]

@@ -67,7 +67,7 @@ KEPT_NON_WORDS = NON_WORDS - {NEAR_COPY}
 def screened(storage_dir, tmp_path):
     """A resource generated from a corpus whose IDF table build_idf counted, scored, and a campaign of the same
     references and candidates (its generate job names the corpus) for the HIT batch's screen."""
-    from generation.corpora import ImportCorpusParams, corpus_import
+    from generation.corpus.corpora import ImportCorpusParams, corpus_import
 
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(CORPUS) + "\n")

@@ -83,7 +83,7 @@ class Command(BaseCommand):
         self.stdout.write(f"demo superuser: {username}  password: {password}")
 
     def demo_corpus(self):
-        from generation.corpora import corpus_discard
+        from generation.corpus.corpora import corpus_discard
         from generation.models import Corpus, CorpusStatus
         from jobs.execution import job_run_inline, job_start
 

@@ -1,7 +1,7 @@
 /* The admin's generate form (generation/templates/admin/generation/corpus/generate.html): shows the group of
    settings of the mode the "diverse" box picks (fieldset[data-group=constraints] or [data-group=diverse]) and
    hides and disables the other, so that its values are not posted (a setting of the other mode is refused by
-   the server: generation.forms, the job's own rule); and shows the model's box only when the picker says
+   the server: generation.web.forms, the job's own rule); and shows the model's box only when the picker says
    "another model". Without this script every group shows and the server's checks still hold. */
 (function () {
   "use strict";

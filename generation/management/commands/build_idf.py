@@ -4,8 +4,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.corpora import corpus_get
-from generation.idf_job import BuildIdfParams
+from generation.constraints.idf_job import BuildIdfParams
+from generation.corpus.corpora import corpus_get
 from generation.models import CorpusStatus, IdfTable
 from jobs.execution import job_launch
 from jobs.params import ParamsError, add_arguments, from_values, to_json

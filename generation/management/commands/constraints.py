@@ -22,7 +22,7 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.constraint_job import ConstraintOptions
+from generation.constraints.constraint_job import ConstraintOptions
 from jobs.params import ParamsError, add_arguments, from_values
 
 
@@ -45,9 +45,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        from generation.constraints import select_constraints
-        from generation.idf import read_idf_tsv
-        from generation.systems import UnknownSystem, get_system
+        from generation.constraints.idf import read_idf_tsv
+        from generation.constraints.sets import select_constraints
+        from generation.constraints.systems import UnknownSystem, get_system
 
         try:
             system = get_system(options["system"])
@@ -66,7 +66,7 @@ class Command(BaseCommand):
             raise CommandError(_one_line(f"unreadable IDF file: {exc}")) from None
         ppdb = None
         if chosen.ppdb:
-            from generation.ppdb import PpdbError, open_ppdb
+            from generation.constraints.ppdb import PpdbError, open_ppdb
 
             try:
                 ppdb = open_ppdb(chosen.ppdb)

@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.idf import IdfFileError, idf_table_export, idf_table_get
+from generation.constraints.idf import IdfFileError, idf_table_export, idf_table_get
 
 
 class Command(BaseCommand):

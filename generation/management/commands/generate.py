@@ -31,10 +31,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.corpora import corpus_get
+from generation.constraints.idf import IdfFileError, idf_table_get
+from generation.corpus.corpora import corpus_get
 from generation.generation_job import KIND
 from generation.generation_job.params import GenerateParams, generation_params
-from generation.idf import IdfFileError, idf_table_get
 from generation.models import Resource
 from jobs.execution import job_launch
 from jobs.params import add_arguments, field_names, from_values

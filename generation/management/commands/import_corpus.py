@@ -8,7 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.corpora import CorpusImportError, ImportCorpusParams, check_corpus_file, detect_format
+from generation.corpus.corpora import CorpusImportError, ImportCorpusParams, check_corpus_file, detect_format
 from generation.models import Corpus
 from jobs.execution import job_launch
 from jobs.params import ParamsError, add_arguments, from_values, to_json

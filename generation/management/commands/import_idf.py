@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.idf import IdfFileError, idf_table_import
+from generation.constraints.idf import IdfFileError, idf_table_import
 
 
 class Command(BaseCommand):

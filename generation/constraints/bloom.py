@@ -1,6 +1,6 @@
 """A Bloom filter over strings: "certainly absent" or "maybe present", in 10 bits per key.
 
-Used by the PPDB index (generation/ppdb.py) so that a pool word PPDB has no rule for -- most rare words
+Used by the PPDB index (generation/constraints/ppdb.py) so that a pool word PPDB has no rule for -- most rare words
 -- is answered without a SQLite query. A key's three bit positions come by double hashing from the
 CRC-32s of its UTF-8 bytes and of those bytes reversed: the same in every process, so a filter is built
 once with its index and read by every process (Python's ``hash`` is salted per process), and a fifth

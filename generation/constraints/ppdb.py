@@ -32,9 +32,9 @@ from django.conf import settings
 
 from infra.textfiles import atomic_path, open_text
 
+from ..words import holds_word
 from .bloom import BloomFilter
 from .systems import PPDB_RELATIONS
-from .words import holds_word
 
 logger = logging.getLogger(__name__)
 

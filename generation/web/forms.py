@@ -35,12 +35,12 @@ from infra.model_roots import confined_path, model_roots
 from jobs.forms import form_fields
 from jobs.params import from_values
 
-from .decode_options import DIVERSE_ONLY
-from .generation_job.params import GenerateParams, GenerationSettingsError, check_model_folder, generation_params
-from .gguf_source import GGUF_SUFFIX
-from .model_source import ModelFolderError, hub_id, model_folder
-from .models import Corpus, IdfTable, Resource
-from .prompts import BUILTINS
+from ..decode_options import DIVERSE_ONLY
+from ..generation_job.params import GenerateParams, GenerationSettingsError, check_model_folder, generation_params
+from ..gguf_source import GGUF_SUFFIX
+from ..model_source import ModelFolderError, hub_id, model_folder
+from ..models import Corpus, IdfTable, Resource
+from ..prompts import BUILTINS
 
 # who may start a generation (docs/reference/permissions.md): it reads a corpus and makes a resource, and the
 # progress page that follows polls the job API

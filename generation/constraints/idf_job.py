@@ -20,10 +20,10 @@ from jobs.models import Job, JobChunk
 from jobs.params import check_bounds, fail, from_values, int_at_least, param
 from jobs.registry import JobKind, ProgressFn, register
 
-from .corpora import corpus_records, delete_folder
+from ..corpus.corpora import corpus_records, delete_folder
+from ..models import Corpus, CorpusShard, CorpusStatus, IdfTable
+from ..nlp import load_pipeline, pipeline_signature
 from .idf import IdfFileError, count_document_frequencies, idf_table_key, merge_df_files, read_df_header, write_df_file
-from .models import Corpus, CorpusShard, CorpusStatus, IdfTable
-from .nlp import load_pipeline, pipeline_signature
 
 
 @dataclass(frozen=True)

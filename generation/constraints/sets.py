@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .selection.fast import (
+from ..selection.fast import (
     PoolToken,
     SystemList,
     build_pool,
@@ -34,7 +34,7 @@ from .selection.fast import (
     resolve_systems,
     select_for_all_systems,
 )
-from .selection.values import (
+from ..selection.values import (
     PREPOSITIONS,
     ConstraintSet,
     NoConstraintSet,

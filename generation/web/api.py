@@ -3,7 +3,7 @@ admin's "Generate" page and ``manage.py generate`` do (plain mode: constraint sy
 ParaBank 2's diverse mode).
 
 The JSON object's types are checked by a serializer made from the admin's form (``api.form_api``), then the form
-itself validates it (``generation.forms``: the job's own start check, the model paths confined to the server's
+itself validates it (``generation.web.forms``: the job's own start check, the model paths confined to the server's
 model folders), and the same job starts, answered with 202, its id and where to follow it
 (``GET /api/jobs/<id>/``). The permissions are the admin page's.
 
@@ -29,9 +29,9 @@ from jobs.api import JobPageSerializer, JobQuery, jobs_listed
 from jobs.execution import job_launch
 from jobs.models import Job
 
+from ..generation_job import KIND
+from ..models import Corpus, CorpusStatus
 from .forms import GENERATE_PERMS, MODEL_FORM_HELP, PATH_CHARS, GenerateForm, installed_models
-from .generation_job import KIND
-from .models import Corpus, CorpusStatus
 
 CORPUS_LIST_PERMS = ("generation.view_corpus",)
 GENERATIONS_LIST_PERMS = ("generation.view_corpus", "jobs.view_job")
@@ -40,7 +40,7 @@ GENERATIONS_LIST_PERMS = ("generation.view_corpus", "jobs.view_job")
 class InstalledModelField(StrictCharField):
     """The ``model`` of a generation: an installed model's name (the schema's enum: ``installed_models``, read
     when the schema is asked for, so it lists what the server holds now), or a folder or hub id typed as on the
-    admin's form (``generation.forms.confined_model`` checks either)."""
+    admin's form (``generation.web.forms.confined_model`` checks either)."""
 
 
 class InstalledModelFieldSchema(OpenApiSerializerFieldExtension):

@@ -16,8 +16,8 @@ from jobs.models import Job, JobChunk
 from jobs.params import from_values
 from jobs.registry import JobKind, ProgressFn, register
 
+from ..models import Corpus, CorpusStatus
 from .corpora import ImportCorpusParams, corpus_discard, corpus_import
-from .models import Corpus, CorpusStatus
 
 
 def _plan(job: Job) -> list[dict]:

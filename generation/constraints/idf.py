@@ -16,7 +16,7 @@ from pathlib import Path
 from infra.storage import get_storage
 from infra.textfiles import NotUtf8Error, atomic_write, open_text, read_lines
 
-from .named import named_or_numbered
+from ..named import named_or_numbered
 
 
 class IdfFileError(ValueError):
@@ -29,7 +29,7 @@ def idf_value(n_documents: int, document_frequency: int) -> float:
 
 class IdfValues(dict):
     """A loaded IDF table, token -> IDF, that cannot change after it is built: constraint selection
-    may then remember, per table, which token texts join a reference's pool (generation/constraints.py).
+    may then remember, per table, which token texts join a reference's pool (generation/constraints/sets.py).
     Build one with ``IdfValues(pairs_or_mapping)``; copy it with ``dict(values)`` to edit."""
 
     __slots__ = ()
@@ -116,7 +116,7 @@ def count_document_frequencies(
     sentences: Iterable[str], *, nlp=None, batch_size: int = 1000, progress: Callable[[int], None] | None = None
 ) -> tuple[int, Counter]:
     """``(number of sentences, Counter token -> number of sentences holding it)``."""
-    from .nlp import load_pipeline
+    from ..nlp import load_pipeline
 
     nlp = nlp or load_pipeline(tagger=False)
     df: Counter = Counter()
@@ -243,7 +243,7 @@ def idf_table_load(table) -> IdfValues:
 
 def idf_table_get(table_or_name):
     """An IdfTable from an instance, a primary key or a name."""
-    from .models import IdfTable
+    from ..models import IdfTable
 
     if isinstance(table_or_name, IdfTable):
         return table_or_name
@@ -270,7 +270,7 @@ def idf_table_import(name: str, path: str | Path):
 
     from django.db import transaction
 
-    from .models import IdfTable
+    from ..models import IdfTable
 
     if not name or not name.strip():
         raise IdfFileError("an IDF table needs a name")

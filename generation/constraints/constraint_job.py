@@ -25,15 +25,15 @@ from jobs.models import Job, JobChunk
 from jobs.params import ParamsError, check_bounds, finite, from_values, int_at_least, param
 from jobs.registry import JobKind, ProgressFn, register
 
-from .constraints import (
+from ..models import Corpus, IdfTable
+from .idf import IdfValues, idf_table_load
+from .sets import (
     checked_idf_window,
     load_selection_tables,
     resolve_systems,
     select_for_all_systems,
     tag_sentences,
 )
-from .idf import IdfValues, idf_table_load
-from .models import Corpus, IdfTable
 from .systems import PPDB_SYSTEMS, SYSTEMS, get_system
 
 KIND = "select_constraints"
@@ -173,7 +173,7 @@ def _run_chunk(job: Job, chunk: JobChunk, progress: ProgressFn) -> dict[str, Any
     seed = options.seed
     min_idf, max_idf = options.idf_window()
     batch_size = params.batch_size
-    from .nlp import load_pipeline
+    from ..nlp import load_pipeline
 
     nlp = load_pipeline(tagger=True)
     load_selection_tables()

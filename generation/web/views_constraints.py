@@ -24,9 +24,9 @@ from django.shortcuts import get_object_or_404, render
 from api.numbers import ascii_float, ascii_int
 from infra.shards import read_jsonl_gz
 
-from .constraints import PREPOSITIONS, build_pool, select_for_all_systems, tag_sentences
-from .models import Corpus, CorpusShard, IdfTable
-from .systems import SYSTEMS
+from ..constraints.sets import PREPOSITIONS, build_pool, select_for_all_systems, tag_sentences
+from ..constraints.systems import SYSTEMS
+from ..models import Corpus, CorpusShard, IdfTable
 
 # ParaBank §3.2's worked example: the page shows it when it is opened with nothing to show
 EXAMPLE_SENTENCE = "I told her I was proud to work for them."
@@ -155,11 +155,11 @@ def constraint_systems(request: HttpRequest, corpus_id: int | None = None) -> Ht
     errors = bad + errors
     rows, pool, words = [], [], []
     if sentence and table is not None and not errors:
-        from .constraint_job import load_idf_table
+        from ..constraints.constraint_job import load_idf_table
 
         ppdb = None
         if ppdb_path:
-            from .ppdb import PpdbError, open_ppdb
+            from ..constraints.ppdb import PpdbError, open_ppdb
 
             try:
                 ppdb = open_ppdb(ppdb_path)

@@ -30,8 +30,8 @@ from infra.storage import LocalStorage, get_storage
 from infra.textfiles import LineReader, TextFileError, undecodable_byte
 from jobs.params import ParamsError, check_bounds, fail, int_at_least, param, to_json
 
-from .models import Corpus, CorpusFormat, CorpusShard, CorpusStatus
-from .named import named_or_numbered
+from ..models import Corpus, CorpusFormat, CorpusShard, CorpusStatus
+from ..named import named_or_numbered
 
 MAX_BAD_LINES_KEPT = 100
 PROGRESS_EVERY_LINES = 2000
