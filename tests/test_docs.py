@@ -227,4 +227,4 @@ def test_performance_page_is_a_page_and_cites_the_current_results():
         for path in RESULTS.iterdir()
         if path.is_file() and path.name not in cited and path.name not in elsewhere
     )
-    assert not uncited, f"bench/results keeps files no page, README or bench script cites (history is in git): {uncited}"
+    assert not uncited, f"bench/results keeps files no page, README or bench script cites (history: git): {uncited}"
