@@ -6,8 +6,8 @@ app, so that settings checks (a job's params, a web form) need not load the deco
 
 The options are ``jobs.params`` fields: a field's name is its command-line option's (``batch_size`` is
 ``--batch-size``) and its job param's, its :func:`jobs.params.param` metadata says its help and whether a job
-stores it, and :func:`add_arguments` / :func:`add_diverse_arguments` are derived from them. An error names a
-field the way the caller's user wrote it (:attr:`DecodeOptionsError.option_message` for commands). A
+stores it, and the commands' options are derived from them (``GenerateParams``, ``ParaphraseParams``). An
+error names a field the way the caller's user wrote it (:attr:`DecodeOptionsError.option_message` for commands). A
 generation job stores the eight options ``beam`` to ``dtype`` (always, as jobs have since they existed);
 the others are per-process knobs (``paraphrase``, benches) that a job never stores.
 """
@@ -20,7 +20,6 @@ from typing import Any
 
 from jobs.params import (
     ParamsError,
-    add_arguments as params_arguments,
     check_bounds,
     fail,
     fields_in_scope,
@@ -222,20 +221,12 @@ class DecodeOptions:
         return dataclasses.replace(self, **changes)
 
 
-# The options ``paraphrase`` and ``generate`` share (beam search's and the shared ones), in declaration order,
-# the order their help lists them
-SHARED_OPTIONS = fields_in_scope(DecodeOptions, SEARCH, SHARED)
 BEAM_ONLY = fields_in_scope(DecodeOptions, SEARCH)  # what a diverse job refuses when not at its default
 NOT_JOB_OPTIONS = fields_in_scope(DecodeOptions, PROCESS)  # a job decodes with their defaults, never stores them
 
 
-def add_arguments(parser, *, device_help: str | None = None) -> None:
-    """The decoding options ``paraphrase`` and ``generate`` share (:data:`SHARED_OPTIONS`), from
-    :class:`DecodeOptions`' fields (``--batch-size`` is ``batch_size``: ``jobs.params.from_values`` reads
-    the parsed options). ``device_help``: the command's own words for the default device."""
-    params_arguments(parser, DecodeOptions, only=SHARED_OPTIONS, **({"device": device_help} if device_help else {}))
-
-
+DIVERSE_HELP = "ParaBank 2's diverse mode: sampling under random negative constraints, scoring, clustering"
+BACKWARD_HELP = "--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)"
 DISCOURAGE_HELP = (
     "--diverse: instead of banning each sample's negative words outright, lower the log-probability of the "
     "tokens that would complete one by PENALTY (a banned word may then appear)"
@@ -374,21 +365,3 @@ DIVERSE_SHARED = fields_in_scope(DiverseOptions, SHARED)
 # ... and the diverse mode's own settings, in DiverseOptions' order: what a command, a form and a job refuse
 # without --diverse (each adds its --backward-model, a model, not a number)
 DIVERSE_ONLY = fields_in_scope(DiverseOptions, DIVERSE)
-
-
-def add_diverse_arguments(parser) -> None:
-    """``--diverse`` and its options, from :class:`DiverseOptions`' fields (``--negative-sets`` is
-    ``negative_sets``), with ``--backward-model`` (a second model, not a number) before ``--max-nll``.
-    ``--seed``, ``--max-length`` and ``--batch-size`` are the command's own."""
-    parser.add_argument(
-        "--diverse",
-        action="store_true",
-        help="ParaBank 2's diverse mode: sampling under random negative constraints, scoring, clustering",
-    )
-    params_arguments(parser, DiverseOptions, exclude=("max_nll",))
-    parser.add_argument(
-        "--backward-model",
-        default=None,
-        help="--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)",
-    )
-    params_arguments(parser, DiverseOptions, only=("max_nll",))

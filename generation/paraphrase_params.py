@@ -32,15 +32,13 @@ from jobs.params import (
     true_false_or_unset,
 )
 
-from .decode_options import DIVERSE_ONLY, NOT_JOB_OPTIONS, DecodeOptions, DiverseOptions
+from .decode_options import BACKWARD_HELP, DIVERSE_HELP, DIVERSE_ONLY, NOT_JOB_OPTIONS, DecodeOptions, DiverseOptions
 from .model_source import MODEL_HELP
 from .prompts import PROMPT_TEMPLATE_HELP
 
 # The command's own scopes (``jobs.params.param``'s ``scope``): the constraints beam search decodes under (the
 # diverse mode draws its own negative sets, so it refuses them), and what ``--system`` reads (inert without it)
 CONSTRAINTS, SYSTEM_INPUT = "constraints", "system input"
-DIVERSE_HELP = "ParaBank 2's diverse mode: sampling under random negative constraints, scoring, clustering"
-BACKWARD_HELP = "--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)"
 DEFAULT_DECODE = DecodeOptions()
 DEFAULT_DIVERSE = DiverseOptions()
 

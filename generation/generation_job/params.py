@@ -58,7 +58,16 @@ from jobs.params import (
 )
 
 from ..constraints.systems import PPDB_SYSTEMS, UnknownSystem, get_system, rank_system
-from ..decode_options import BEAM_ONLY, DIVERSE_ONLY, MAX_SEED, NOT_JOB_OPTIONS, DecodeOptions, DiverseOptions
+from ..decode_options import (
+    BACKWARD_HELP,
+    BEAM_ONLY,
+    DIVERSE_HELP,
+    DIVERSE_ONLY,
+    MAX_SEED,
+    NOT_JOB_OPTIONS,
+    DecodeOptions,
+    DiverseOptions,
+)
 from ..hooks import name_taken
 from ..model_source import (
     MODEL_HELP,
@@ -72,11 +81,8 @@ from ..prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, for_folder
 from .budget import diverse_memory_error, diverse_time_error
 
 DEFAULT_LENGTHS = (5, 10, 20, 40)
-DIVERSE_HELP = (
-    "ParaBank 2's diverse mode: sample under random negative constraints, score, cluster; each reference's "
-    "kept outputs become systems r1, r2, ... by rank (no --systems)"
-)
-BACKWARD_HELP = "--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)"
+# the job's --diverse: the command's help and what the job makes of it (its systems are the ranks)
+DIVERSE_JOB_HELP = DIVERSE_HELP + "; each reference's kept outputs become systems r1, r2, ... by rank (no --systems)"
 DEFAULT = DiverseOptions()
 # settings of constrained decoding that the diverse mode cannot honour (it draws its own negative sets)
 NOT_WITH_DIVERSE = ("systems", "ppdb", "idf_table")
@@ -217,7 +223,7 @@ class GenerateParams:
         ),
     )
     decode: DecodeOptions = field(default=DecodeOptions(), metadata=param(flatten=True))
-    diverse: bool = field(default=False, metadata=param(help=DIVERSE_HELP, stored="non_default"))
+    diverse: bool = field(default=False, metadata=param(help=DIVERSE_JOB_HELP, stored="non_default"))
     diverse_options: DiverseOptions | None = field(default=None, metadata=param(flatten=True, kind=DiverseOptions))
     backward_model: str | None = field(default=None, metadata=param(help=BACKWARD_HELP, stored="if_set"))
     seed: int = field(
