@@ -29,7 +29,7 @@ first use (under a second), not with the app.
 from __future__ import annotations
 
 import functools
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Sequence
 
 MIN_ZIPF = 2.25
 WORDLIST = "wordfreq large English list"
@@ -59,7 +59,12 @@ INFLECTED_ENGLISH = frozenset(
 STOP_WORD_ADDITIONS = frozenset(
     "again all am doing few further having here just more most other own same such too very".split()
 )
-BAN_POOL_STOP_WORDS = FUNCTION_WORDS | STOP_WORD_ADDITIONS
+# What ``\w+`` splits a contraction into ("didn't": "didn", "t"; "she'll": "she", "ll"; "Canada's": "s"): pieces of
+# function words, out of a ban pool too ("won", of "won't", stays: a word of its own)
+CONTRACTION_PIECES = frozenset(
+    "d ll m re s t ve aren couldn didn doesn don hadn hasn haven isn mustn needn shouldn wasn weren wouldn".split()
+)
+BAN_POOL_STOP_WORDS = FUNCTION_WORDS | STOP_WORD_ADDITIONS | CONTRACTION_PIECES
 # what a function word is glued to in a "glued word": in the wordfreq list, no English word is a function word
 # followed by one of these ("anthem", "usher", "mean" and "area" are why them, her, an and a are not here)
 GLUED_TAILS = ("the", "this", "that", "these", "those", "their", "its", "our", "your")
@@ -100,7 +105,8 @@ def is_english(word: str, words: Container[str] | None = None) -> bool:
     (lower-cased): the one English-word test of the screen, the diverse mode and the constraint check."""
     low = word.lower()
     return (
-        low in (english_words() if words is None else words)
+        has_letter(low)  # the list holds numbers ("3", "2013"): no English words, though never non-words either
+        and low in (english_words() if words is None else words)
         and not inflected_function_word(low)
         and not glued_word(low)
     )
@@ -120,6 +126,21 @@ ENGLISH = EnglishWords()
 def has_letter(word: str) -> bool:
     """A word to judge: it has a letter ("meet33ly" does; "2013" is a number, never a non-word)."""
     return any(c.isalpha() for c in word)
+
+
+def written_names(words: Sequence[str]) -> set[str]:
+    """The words of a text (``words``, in order) written with a capital where no sentence starts (after its first
+    word; the first word too when a name follows it: "Nelson Mandela spoke"), lower-cased: names ("Nelson",
+    "Mandela", "FBI"), English words to the list but no word a paraphrase replaces. None in a title-case text
+    (every word after the first that is no function word has a capital: "Cypriots Try to Get Cash Out of
+    Banks"), where a capital says nothing."""
+    content = [w for w in words[1:] if has_letter(w) and w.lower() not in FUNCTION_WORDS]
+    capitals = {w.lower() for w in content if w[:1].isupper()}
+    if len(capitals) == len({w.lower() for w in content}):
+        return set()
+    if len(words) > 1 and words[0][:1].isupper() and words[1].lower() in capitals:
+        capitals.add(words[0].lower())
+    return capitals
 
 
 def non_words(words: Iterable[str], reference_words: Iterable[str], vocabulary: Container[str] = ENGLISH) -> list[str]:

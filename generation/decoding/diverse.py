@@ -145,12 +145,15 @@ def ban_pool(reference: str, options: DiverseOptions) -> list[str]:
     """The words negative sets are drawn from: the reference's distinct English content words. Function
     words (``english.BAN_POOL_STOP_WORDS``) come in only with ``options.ban_function_words``: a subword model
     that may not write "the" or "a" writes "Thes" or "AL", and banning them rewrites nothing a reader would
-    call a paraphrase. Words that are not English (``english.is_english``: numbers, "2013") never while there
-    are others, because no paraphrase replaces them. The wider pool when a narrower one is empty."""
+    call a paraphrase. Words that are not English (``english.is_english``: numbers, "2013") or are names
+    (``english.written_names``: "Nelson Mandela") never while there are others, because no paraphrase replaces
+    them and a model that may not write them misspells them ("Ne Mandela", "Mandelas"). The wider pool when a
+    narrower one is empty."""
     words = distinct_words(reference)
     stop = english.BAN_POOL_STOP_WORDS
     content = words if options.ban_function_words else [w for w in words if w.lower() not in stop]
-    known = [w for w in content if english.is_english(w)]
+    names = english.written_names(words)
+    known = [w for w in content if english.is_english(w) and w.lower() not in names]
     return known or content or words
 
 

@@ -52,6 +52,7 @@ def test_what_the_decoder_invents_is_no_english_word(word):
 
 def test_numbers_are_never_non_words_and_a_reference_allows_its_words_back():
     assert non_words(["2013", "3", "tos"], ["tos"]) == []
+    assert not is_english("2013")  # in the list, yet no word a ban pool should hold
 
 
 def test_the_inflected_english_words_are_every_such_word_lemminflect_knows():
