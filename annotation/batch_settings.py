@@ -1,5 +1,5 @@
 """The schema of ``Batch.settings`` and its one check, shared by every path that makes or uses a batch:
-``BatchParams`` (``annotation.batch_params``: the CLI, the admin and the API), the MTurk provider's
+``BatchParams`` (``annotation.batches.params``: the CLI, the admin and the API), the MTurk provider's
 ``batch_mturk_config`` and the EASL rounds' ``easl_config``.
 
 ``Batch.settings`` holds what the researcher chose, and nothing else (what a provider learns lives in

@@ -8,7 +8,7 @@ MTurk or the local provider, or a group of imported rows) and are given to a can
 output identical to its reference shares the attention copy's judgments.
 
 ``Batch`` / ``Hit`` / ``HitItem`` are the HIT side (one reference and five candidates per HIT), filled
-by ``annotation.batches`` and served by the providers. A local annotator's taken-but-unsubmitted HIT is
+by ``annotation.batches.making`` and served by the providers. A local annotator's taken-but-unsubmitted HIT is
 an ``Assignment`` in status ``accepted`` with an ``expires_at``; it becomes ``submitted`` through the
 submission API, or ``expired`` (and its slot returns to the pool) through the beat task.
 """
@@ -79,7 +79,7 @@ class Provider(models.TextChoices):
     IMPORT = "import", "imported judgments"
 
 
-# platforms whose workers' identity is what the platform confirms (``annotation.verification``)
+# platforms whose workers' identity is what the platform confirms (``annotation.quality.verification``)
 CROWD_PROVIDERS = (Provider.MTURK, Provider.PROLIFIC)
 
 
@@ -295,7 +295,7 @@ class HitView(models.Model):
     A crowd page learns its worker and assignment ids from its URL, which anyone can write; the platform
     confirms them only after a submission. So the page binds an assignment id to the first (HIT, worker id)
     that opens it -- another worker id or HIT under the same assignment id sees nothing -- and counts the
-    views, so that a researcher can see a scrape (``annotation.page_access`` holds the rules)."""
+    views, so that a researcher can see a scrape (``annotation.hits.access`` holds the rules)."""
 
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="views")
     provider = models.CharField(max_length=16, choices=Provider.choices)

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from .batch_params import BatchError
+from .batches.params import BatchError
 from .models import Batch, BatchStatus
 from .providers import get_provider
 

@@ -15,6 +15,6 @@ def expire_local_assignments() -> int:
 def sync_mturk_batches() -> dict:
     """Beat task (its name kept for existing schedules): check the stored submissions of every published
     crowd batch, MTurk and Prolific, against its platform (identities, statuses, missing work)."""
-    from .crowd_sync import crowd_batches_sync
+    from .providers.sync import crowd_batches_sync
 
     return {str(k): v for k, v in crowd_batches_sync().items()}

@@ -4,7 +4,7 @@ from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)
 
-from . import api
+from .web import api
 
 urlpatterns = [
     path("hits/<id:hit_id>/assignments/", api.assignment_create, name="hit-assignments"),

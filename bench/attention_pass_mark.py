@@ -8,7 +8,7 @@ about 3 points): a careful worker tapping the right end for a copy lands near 10
 
 Each simulated rater does ``H`` HITs in a row of a batch where a share ``--attention-rate`` of the HITs shows
 the copy; after every HIT ParaBank's rule runs with the product's own functions and the campaign defaults
-(``annotation.quality.attention_passed`` / ``attention_rule_fails``: more than 10% of at least 5 checks
+(``annotation.quality.workers.attention_passed`` / ``attention_rule_fails``: more than 10% of at least 5 checks
 failed). A rater is disqualified when it fires after any of their HITs. Rater kinds, on a copy:
 
 - ``careful (phone)``: aims A points in from the end (a thumb avoids the screen's edge) with Gaussian tap
@@ -42,7 +42,7 @@ import django
 django.setup()
 
 from annotation.models import CAMPAIGN_DEFAULTS  # noqa: E402
-from annotation.quality import attention_passed, attention_rule_fails  # noqa: E402
+from annotation.quality.workers import attention_passed, attention_rule_fails  # noqa: E402
 
 KINDS = ("careful (mouse)", "skimmer", "random")
 

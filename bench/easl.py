@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scipy.stats import spearmanr
 
-from annotation.easl import first_round, next_round, posteriors_from_scores, zscore_estimates
+from annotation.batches.easl import first_round, next_round, posteriors_from_scores, zscore_estimates
 
 PER_HIT = 5
 

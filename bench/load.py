@@ -310,8 +310,8 @@ def manage(env: dict[str, str], *argv: str) -> None:
 
 def build_data(n_hits: int, seed: int) -> list[dict]:
     """A campaign whose references have 5 candidates each, and a published batch of about n_hits HITs."""
-    from annotation.batch_params import BatchParams
-    from annotation.batches import hit_batch_create
+    from annotation.batches.making import hit_batch_create
+    from annotation.batches.params import BatchParams
     from annotation.models import Batch, BatchStatus, Campaign, Candidate, CandidateSystem, Hit, Reference
 
     campaign = Campaign.objects.create(name=f"load {seed}")
@@ -362,7 +362,7 @@ def build_data(n_hits: int, seed: int) -> list[dict]:
 
 def submission_plan(hits: list[dict], rng: random.Random) -> list[Submission]:
     """Each HIT: max_assignments + 1 distinct workers (one more than MTurk would let in); shuffled."""
-    from annotation.tokens import item_key, submission_token_make
+    from annotation.hits.tokens import item_key, submission_token_make
 
     plan = []
     for hit in hits:

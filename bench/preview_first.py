@@ -6,7 +6,7 @@ POST. Two settings, interleaved, on the same quick start:
 
 * ``cold``: the screen's cached words are not found (a fresh ``WORDS_CACHE_VERSION``), so it tokenizes the
   candidates with spaCy, which imports torch: what every first preview did before the words were cached;
-* ``warm``: the words the campaign's generation cached (``annotation.campaigns.words_warm``), as after
+* ``warm``: the words the campaign's generation cached (``annotation.campaigns.sample.words_warm``), as after
   ``scripts/start``.
 
 Usage (on a var dir prepared by ``manage.py demo_setup``)::

@@ -19,7 +19,7 @@ some degraded copies barely hurt). Rater kinds:
 - ``copy-only-careful``: 100 on copies, uniform 0-100 on everything else.
 
 After every HIT the rules run on what the rater did so far, as after every verified submission in the
-product, with the product's own functions (``annotation.quality``: ``attention_passed``,
+product, with the product's own functions (``annotation.quality.workers``: ``attention_passed``,
 ``attention_rule_fails``, ``degraded_test``, ``degraded_rule_fails``) and the campaign defaults. A rater
 is caught by a rule set when it fires after any of their HITs. Rule sets: attention only (ParaBank),
 degraded only, both (the product). Printed per HITs-per-rater: raters of each kind caught (count and
@@ -33,7 +33,7 @@ Two more parts (issue 36.1):
   "same length as the reference and differs from it in one contiguous run of 2-6 words" and (b) a logistic
   regression on length difference, edit-run count and first/last word kept (5-fold cross-validated) try to
   tell checks from real candidates. AUC of each, for the old checks (the reference with one run swapped,
-  the baseline, measured in the same run) and the product's (``annotation.degraded``); target <= 0.65.
+  the baseline, measured in the same run) and the product's (``annotation.quality.degraded``); target <= 0.65.
 - *Derived checks and the rater test:* a check is now a damaged copy of a real candidate, so its true
   similarity is its source's times (1 - damage), damage ~ U(``--damage``). The test compares a rater's
   checks with every real candidate they judged (the product) or only with the sources of their checks;
@@ -75,11 +75,11 @@ import django
 
 django.setup()
 
-from annotation.batch_params import HIT_SIZE  # noqa: E402
-from annotation.batches import balanced_chunks, outside_donors, spread_order  # noqa: E402
-from annotation.degraded import degraded_candidate_text, detectability, edit_runs, zipf  # noqa: E402
+from annotation.batches.making import balanced_chunks, outside_donors, spread_order  # noqa: E402
+from annotation.batches.params import HIT_SIZE  # noqa: E402
 from annotation.models import CAMPAIGN_DEFAULTS  # noqa: E402
-from annotation.quality import (  # noqa: E402
+from annotation.quality.degraded import degraded_candidate_text, detectability, edit_runs, zipf  # noqa: E402
+from annotation.quality.workers import (  # noqa: E402
     agreement_rule_fails,
     agreement_test,
     attention_passed,
@@ -155,7 +155,7 @@ DEMO_CORPUS = Path(__file__).resolve().parents[1] / "generation" / "demo" / "cor
 
 def old_degraded_text(reference: str, donors: list[str], rng: random.Random) -> str | None:
     """The baseline: the check before issue 36 (the reference with a run of 2-6 tokens swapped for as many
-    tokens of another reference, first and last token kept), as annotation.batches made it."""
+    tokens of another reference, first and last token kept), as annotation.batches.making made it."""
     tokens = reference.split()
     n = len(tokens)
     if n < 4:

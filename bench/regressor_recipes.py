@@ -93,7 +93,7 @@ def parabank_data(cache: Path, target: str):
     """(pairs, y, groups, buckets) of the parabank-eval campaign, as train_regressor would read them."""
     import numpy as np
 
-    from annotation.importers import import_parabank
+    from annotation.campaigns.importers import import_parabank
     from annotation.models import Campaign, Reference
     from scoring.regressor import training_data
 

@@ -28,13 +28,13 @@ POLICY = {
     "form-action": "'self'",
     "frame-ancestors": "'none'",
 }
-# views whose page posts its form to MTurk (annotation.views.hit_page)
+# views whose page posts its form to MTurk (annotation.web.views.hit_page)
 MTURK_FORM_VIEWS = {"hit-page"}
 MTURK_SITES = "https://*.mturk.com"
 
 
 def _mturk_form_action() -> str:
-    from annotation.views import DEFAULT_TURK_HOSTS
+    from annotation.web.views import DEFAULT_TURK_HOSTS
 
     hosts = getattr(settings, "ANNOTATION_TURK_SUBMIT_HOSTS", DEFAULT_TURK_HOSTS)
     return " ".join(["'self'", *(f"https://{h}" for h in hosts), MTURK_SITES])

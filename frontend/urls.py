@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>: a 64-bit id, else 404)
-from annotation import views as annotation_views
+from annotation.web import views as annotation_views
 
 from . import views
 

@@ -10,7 +10,7 @@ Rules (docs/explanation/quality-control.md, "Reliability", states the same):
 * The z-score of a judgment uses its worker's mean and population SD over all of that worker's
   counted non-N/A judgments of these same candidates (those with too few judgments to split included); a
   worker whose SD is 0 is left out of the z-score estimate only (``workers_sd0``).
-* Split-half reliability is ``annotation.split_half``'s statistic, the one the batch preview predicts: over
+* Split-half reliability is ``annotation.quality.split_half``'s statistic, the one the batch preview predicts: over
   the candidates with at least ``MIN_JUDGMENTS_PER_CANDIDATE`` (2) such judgments (``n_candidates``), for
   each seed 0-19 a ``numpy.random.default_rng(seed)`` permutes each candidate's judgments (candidates in id
   order, judgments in stored order); the first floor(n/2) form one half and the rest the other. The raw
@@ -32,7 +32,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-from annotation.split_half import (
+from annotation.quality.split_half import (
     MIN_JUDGMENTS_PER_CANDIDATE,
     SPLIT_SEEDS,
     half_sizes,

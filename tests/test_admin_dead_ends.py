@@ -12,8 +12,8 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
 from annotation.models import Assignment, Worker
 from jobs.models import Job
 from tests.annotation.builders import sample_campaign

@@ -29,8 +29,8 @@ import pytest
 from django.core.management import CommandError, call_command, get_commands
 from django.test import Client
 
+from annotation.hits.tokens import item_key
 from annotation.models import Campaign, Candidate, Hit, HitItem
-from annotation.tokens import item_key
 from generation.demo_settings import DEMO_SAMPLE
 
 pytestmark = pytest.mark.django_db
@@ -241,7 +241,7 @@ def test_every_documented_command_runs_on_a_fresh_quick_start(storage_dir, tmp_p
     # how many it left out, and carries the calibration table of the campaign's held-out judgments
     import pyarrow.parquet as pq
 
-    from annotation.batches import non_word_screen
+    from annotation.batches.making import non_word_screen
 
     campaign = Campaign.objects.get(name=DEMO_SAMPLE)
     left_out, _ = non_word_screen(campaign, list(campaign.references.all()))

@@ -21,8 +21,8 @@ from django.urls import get_resolver
 from hypothesis import HealthCheck, settings as hypothesis_settings
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
+from annotation.hits.tokens import item_key, submission_token_make
 from annotation.models import Hit
-from annotation.tokens import item_key, submission_token_make
 from jobs.models import Job, JobStatus
 from scoring.models import Release
 from scoring.releases.export import release_export

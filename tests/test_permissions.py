@@ -182,8 +182,8 @@ def campaign():
 
 
 def local_batch(status="published"):
-    from annotation.batch_params import BatchParams
-    from annotation.batches import hit_batch_create
+    from annotation.batches.making import hit_batch_create
+    from annotation.batches.params import BatchParams
     from annotation.models import Batch
 
     batch = hit_batch_create(

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, AssignmentStatus, Campaign, Judgment, Worker
 from annotation.providers.local import local_hit_take
-from annotation.views import external_submit_url
+from annotation.web.views import external_submit_url
 from tests.annotation.builders import published_batch, sample_campaign
 from tests.annotation.parabank_data import CANDS, import_contract
 

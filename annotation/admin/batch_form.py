@@ -10,8 +10,8 @@ from api.forms import AsciiDecimalField, AsciiIntegerField
 from jobs.forms import form_fields
 from jobs.params import from_values
 
-from ..batch_params import BatchParams
 from ..batch_settings import ATTENTION_PASS_MARK_DEFAULT, BatchSettingsError, batch_label_check, length_buckets
+from ..batches.params import BatchParams
 from ..models import Campaign
 
 # BatchParams' fields as a form (provider, per_length, lengths, ... label): its class says what they are
@@ -87,7 +87,7 @@ class BatchForm(BatchParamsForm):
 
     def __init__(self, *args, campaign: Campaign | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        from ..preview import hourly_pay, pace_seconds_per_hit, prolific_minimum_hourly
+        from ..batches.preview import hourly_pay, pace_seconds_per_hit, prolific_minimum_hourly
         from ..providers.prolific.study import suggested_minutes
 
         per_hit, source = pace_seconds_per_hit(campaign)

@@ -9,12 +9,12 @@ from django.template.response import TemplateResponse
 
 from api.permissions import admin_permission
 
-from ..batches import batch_cost_estimate_usd
-from ..exports import RESULTS_PERMS, batch_results_csv
+from ..batches.exports import RESULTS_PERMS, batch_results_csv
+from ..batches.making import batch_cost_estimate_usd
 from ..models import Batch
-from ..permissions import BATCH_OPERATION_PERMS
 from ..providers import get_provider
 from ..publishing import batch_publish
+from ..web.permissions import BATCH_OPERATION_PERMS
 from .base import ReadOnlyAdmin
 
 
@@ -24,7 +24,7 @@ class BatchAdmin(ReadOnlyAdmin):
     list_filter = ("provider", "status")
     actions = ["publish_batches", "sync_batches", "approve_batches", "export_results", "expire_batches"]
 
-    # each platform operation its own permission (annotation.permissions)
+    # each platform operation its own permission (annotation.web.permissions)
     has_publish_permission = admin_permission(*BATCH_OPERATION_PERMS["publish"])
     has_sync_permission = admin_permission(*BATCH_OPERATION_PERMS["sync"])
     has_approve_permission = admin_permission(*BATCH_OPERATION_PERMS["approve"])

@@ -12,11 +12,11 @@ from django.utils.html import format_html, format_html_join
 
 from api.permissions import admin_permission
 
-from ..batch_params import BatchError
-from ..batches import hit_batch_create
-from ..campaign_pages import campaign_comments, campaign_description, campaign_model_name, campaign_settings_rows
+from ..batches.making import hit_batch_create
+from ..batches.params import BatchError
+from ..campaigns.pages import campaign_comments, campaign_description, campaign_model_name, campaign_settings_rows
 from ..models import Batch, Campaign
-from ..permissions import CREATE_BATCH_PERMS
+from ..web.permissions import CREATE_BATCH_PERMS
 from .base import ReadOnlyAdmin
 from .batch_form import BatchForm
 
@@ -150,7 +150,7 @@ class CampaignAdmin(ReadOnlyAdmin):
 
     @staticmethod
     def _preview(form: BatchForm, campaign: Campaign):
-        from ..preview import batch_preview
+        from ..batches.preview import batch_preview
         from ..providers import ProviderError
 
         try:
@@ -162,7 +162,7 @@ class CampaignAdmin(ReadOnlyAdmin):
             return None
 
     def _create(self, request, form: BatchForm, campaign: Campaign) -> Batch | None:
-        from ..preview import prolific_pay
+        from ..batches.preview import prolific_pay
         from ..providers import ProviderError
 
         try:

@@ -39,7 +39,7 @@ class HitAdmin(ReadOnlyAdmin):
 
 @admin.register(HitView)
 class HitViewAdmin(ReadOnlyAdmin):
-    """Who opened which crowd HIT under which assignment id, from where, how often (``annotation.page_access``):
+    """Who opened which crowd HIT under which assignment id, from where, how often (``annotation.hits.access``):
     a scrape shows as many assignment ids from one address, each seen once."""
 
     list_display = ("external_assignment_id", "worker_external_id", "hit", "provider", "address", "views", "first_seen")

@@ -6,8 +6,8 @@ from django.contrib import admin, messages
 from api.permissions import admin_permission
 
 from ..models import Worker, rater_name
-from ..permissions import WORKER_MANAGE_PERMS
-from ..quality import worker_disqualify, worker_quality, worker_reinstate, workers_quality
+from ..quality.workers import worker_disqualify, worker_quality, worker_reinstate, workers_quality
+from ..web.permissions import WORKER_MANAGE_PERMS
 from .base import ReadOnlyAdmin
 
 

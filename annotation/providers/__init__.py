@@ -19,7 +19,7 @@ from .errors import InsufficientBalance, ProviderConfigurationError, ProviderErr
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Worker
-    from annotation.verification import Confirmation
+    from annotation.quality.verification import Confirmation
 
 __all__ = ["HitProvider", "get_provider", "ProviderError", "ProviderConfigurationError", "InsufficientBalance"]
 
@@ -46,7 +46,7 @@ class HitProvider(Protocol):
         created, and calls ``renew`` after each thing it creates (the claim's lease)."""
 
     def sync(self, *, batch: Batch) -> dict:
-        """Verify the batch's unverified submissions with the platform (``annotation.verification``, through
+        """Verify the batch's unverified submissions with the platform (``annotation.quality.verification``, through
         ``confirm``) and copy its statuses; the report counts ``verified`` (for the first time), ``flagged``..."""
 
     def confirm(self, assignment: Assignment) -> Confirmation:

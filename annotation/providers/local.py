@@ -1,6 +1,6 @@
 """The local provider: logged-in annotators take HITs from published local batches, no money involved.
 
-Taking a HIT (``annotation.taking``) creates an ``Assignment`` in status ``accepted`` that holds one of the
+Taking a HIT (``annotation.hits.taking``) creates an ``Assignment`` in status ``accepted`` that holds one of the
 HIT's slots until its allotted time (the batch's ``assignment_duration_s``) runs out;
 ``assignments_expire`` (a Celery beat task) then marks it ``expired`` and the slot returns to the pool. A
 disqualified worker is given nothing at all.
@@ -16,6 +16,7 @@ from decimal import Decimal
 from django.db.models import Q
 from django.utils import timezone
 
+from ..hits.taking import hit_take, open_assignment
 from ..models import (
     ASSIGNMENT_ID,
     Assignment,
@@ -28,8 +29,7 @@ from ..models import (
     Verification,
     Worker,
 )
-from ..quality import WORKER_BARRED_MESSAGE
-from ..taking import hit_take, open_assignment
+from ..quality.workers import WORKER_BARRED_MESSAGE
 
 __all__ = [
     "WorkerBarred",
@@ -60,7 +60,7 @@ def local_open_assignment(worker: Worker, now: dt.datetime | None = None) -> Ass
 
 def local_hit_take(*, user, now: dt.datetime | None = None) -> Assignment | None:
     """The user's open assignment, else a new one on the first published local HIT they may do
-    (``annotation.taking``'s rules); None when none is left."""
+    (``annotation.hits.taking``'s rules); None when none is left."""
     now = now or timezone.now()
     worker = local_worker(user)
     if worker.disqualified:
@@ -93,7 +93,7 @@ def local_assignment_return(*, user, assignment_id: str) -> bool:
 
 def assignments_expire(*, now: dt.datetime | None = None) -> int:
     """Return the slots of taken assignments whose time ran out to the pool (idempotent): local annotators'
-    and Prolific participants' (``annotation.taking``)."""
+    and Prolific participants' (``annotation.hits.taking``)."""
     now = now or timezone.now()
     return Assignment.objects.filter(
         provider__in=(Provider.LOCAL, Provider.PROLIFIC), status=AssignmentStatus.ACCEPTED, expires_at__lte=now

@@ -1,4 +1,4 @@
-"""The platforms follow ``annotation.quality``'s verdicts: a disqualified worker is barred on their platform
+"""The platforms follow ``annotation.quality.workers``'s verdicts: a disqualified worker is barred on their platform
 (MTurk's block qualification, Prolific's blocklist group; local accounts need nothing more), a reinstated
 one let back in. Connected when the app is ready (``annotation.apps``), so that the dependency runs one way:
 the providers know the quality rules, never the reverse."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.dispatch import receiver
 
 from annotation.models import Assignment, Provider, Worker
-from annotation.quality import worker_disqualified, worker_reinstated
+from annotation.quality.workers import worker_disqualified, worker_reinstated
 
 from . import HitProvider, get_provider
 

@@ -227,7 +227,7 @@ ANNOTATION_SUBMISSION_RATE = env_str("ANNOTATION_SUBMISSION_RATE", "30/min")  # 
 ANNOTATION_SUBMISSION_IP_RATE = env_str("ANNOTATION_SUBMISSION_IP_RATE", "120/min")  # per address
 ANNOTATION_PROLIFIC_START_RATE = env_str("ANNOTATION_PROLIFIC_START_RATE", "120/min")  # Prolific start URL, per address
 # new MTurk assignment ids whose HIT page shows its items, per address; and per HIT, beyond its max_assignments
-# (annotation/page_access.py): past either, the page shows the preview's example only
+# (annotation/hits/access.py): past either, the page shows the preview's example only
 ANNOTATION_HIT_VIEW_ADDRESS_RATE = env_str("ANNOTATION_HIT_VIEW_ADDRESS_RATE", "20/h")
 ANNOTATION_HIT_VIEW_SPARE = env_int("ANNOTATION_HIT_VIEW_SPARE", 3)
 PARAFORGE_LOGIN_RATE = env_str("PARAFORGE_LOGIN_RATE", "20/min")  # login POSTs per address, refused unhashed

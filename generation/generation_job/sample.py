@@ -6,7 +6,7 @@ as ParaBank sampled them), then in an order fixed by a hash of (seed, corpus ind
 uniform random sample among equally near references. The plan streams the corpus once through spaCy's
 tokenizer to draw it. The sample and its merged candidates become an annotation ``Campaign`` linked to the
 job in the same transaction as ``finish``: annotation does that in a finish hook it registers
-(``annotation/campaigns.py``), which fills in the result's ``campaign``.
+(``annotation/campaigns/sample.py``), which fills in the result's ``campaign``.
 """
 
 from __future__ import annotations

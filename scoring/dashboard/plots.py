@@ -1,7 +1,7 @@
 """The dashboard's plots, drawn server-side with matplotlib (Agg, no pyplot: safe in threaded servers) as
 PNG bytes. Inputs are the dicts of ``scoring.dashboard.tables.build_table``, and for the cost, reliability and rater
-plots the figures of ``annotation.costs``, ``scoring.reliability`` and ``annotation.quality``; each plot is a
-``*_figure`` function (what the tests read the drawn values from) and its PNG. PNG metadata carries no
+plots the figures of ``annotation.batches.costs``, ``scoring.reliability`` and ``annotation.quality.workers``; each
+plot is a ``*_figure`` function (what the tests read the drawn values from) and its PNG. PNG metadata carries no
 date, so the same figures give the same bytes. ``campaign_plot_png`` draws a campaign's plot once per change
 of its tables (cached with them)."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-from annotation.costs import campaign_batch_costs
+from annotation.batches.costs import campaign_batch_costs
 from generation.constraints.systems import system_rank
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def _money(value, currency: str) -> str:
 
 
 def cost_figure(costs: list) -> Figure:
-    """One row per batch (``annotation.costs.BatchCost``): stacked bars of what was paid so far (rewards and
+    """One row per batch (``annotation.batches.costs.BatchCost``): stacked bars of what was paid so far (rewards and
     fees of approved assignments, then bonuses sent) and what awaits payment, over an outlined bar of the
     provider's estimate for the whole batch."""
     fig = _figure(figsize=(8, max(3.0, 0.55 * len(costs) + 1.8)))
@@ -264,7 +264,7 @@ def reliability_png(figures: dict, splits: dict) -> bytes:
 
 
 def raters_figure(raters: list, *, min_pass_rate: float, p_max: float) -> Figure:
-    """Per rater (``annotation.quality.RaterFigures``), three panels: the attention-check pass rate (line:
+    """Per rater (``annotation.quality.workers.RaterFigures``), three panels: the attention-check pass rate (line:
     the lowest rate the campaign's rule keeps), the degraded-copy Mann-Whitney p-value on a log scale
     (line: the campaign's ``degraded_p_max``; "untested" below the minimum of checks), and the mean score of
     the degraded copies against the real candidates. Disqualified raters are drawn in red; raters go by

@@ -29,8 +29,8 @@ from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, Max, 
 from django.db.models.functions import Coalesce
 
 from annotation.models import Campaign, Candidate, CandidateSystem, Judgment, Verification, Worker
-from annotation.quality import RaterFigures, campaign_rater_figures
-from annotation.split_half import split_half_label
+from annotation.quality.split_half import split_half_label
+from annotation.quality.workers import RaterFigures, campaign_rater_figures
 from api.csv_safety import spreadsheet_csv_writer
 from generation.constraints.systems import system_display_name, system_rank
 from scoring.aggregation import ESTIMATES, CampaignData, fluency_rows, load_campaign, similarity_rows, zscore_estimates
@@ -59,7 +59,7 @@ ZSCORE_TITLE = "Semantic similarity (0-100), bias-corrected (worker z-scores)"
 COUNTING_RATERS = ("similarity", "fluency", "reliability")
 SAMPLE_TABLES = ("diversity", "pairwise")
 # Bump when a table's rules or shape change: entries made by the old code are then never read.
-CACHE_VERSION = 2  # 2: reliability from 2 judgments per candidate, stepped up (annotation.split_half)
+CACHE_VERSION = 2  # 2: reliability from 2 judgments per candidate, stepped up (annotation.quality.split_half)
 # An entry whose fingerprint no longer matches is never read again; expiry frees its room (a campaign in
 # collection leaves one set behind per change that was viewed). A current entry that expires is recomputed.
 CACHE_SECONDS = 24 * 3600
@@ -227,7 +227,7 @@ class CampaignTables:
         return self.cached("reliability", lambda: reliability_and_splits(self.data))
 
     def raters(self) -> list[RaterFigures]:
-        """Every rater's quality-control figures (``annotation.quality.campaign_rater_figures``)."""
+        """Every rater's quality-control figures (``annotation.quality.workers.campaign_rater_figures``)."""
         return self.cached("raters", lambda: campaign_rater_figures(self.campaign), minimum=False)
 
     def _counts(self) -> dict:

@@ -1,8 +1,8 @@
 """The researcher's dashboard (staff only): a campaign's similarity, fluency and diversity tables
 (ParaBank Tab. 4-5, the same numbers as ``manage.py report``), ParaBank 2's pairwise diversity view, the
 reliability figures, the cost so far
-per batch (``annotation.costs``), the raters' quality-control figures (``annotation.quality``), and plots
-of each, downloadable.
+per batch (``annotation.batches.costs``), the raters' quality-control figures (``annotation.quality.workers``), and
+plots of each, downloadable.
 
 ``/research/campaigns/`` lists campaigns; ``/research/campaigns/<id>/`` is the dashboard;
 ``.../tables/<table>.csv|json`` and ``.../plots/<plot>.png`` are the downloads. Every page takes
@@ -25,9 +25,9 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from annotation.costs import campaign_batch_costs
+from annotation.batches.costs import campaign_batch_costs
 from annotation.models import Campaign
-from annotation.split_half import split_half_label
+from annotation.quality.split_half import split_half_label
 from api.numbers import ascii_int
 from scoring.aggregation import ESTIMATES
 from scoring.dashboard.plots import PLOTS, campaign_plot_png

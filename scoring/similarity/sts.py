@@ -1,7 +1,7 @@
 """STS-B and SICK as development data for the similarity regressor: real human similarity judgments.
 
 * ``sts_read`` (``scoring.similarity.sts_files``): pairs and gold scores on the regressor's 0-100 scale.
-* ``sts_import``: a file as a campaign through ``annotation.importers.import_generic``: sentence1 is the
+* ``sts_import``: a file as a campaign through ``annotation.campaigns.importers.import_generic``: sentence1 is the
   reference (its id a hash of its text, so pairs sharing a first sentence share a reference and the
   group split keeps them together), sentence2 the candidate of system "sts", the gold mean as one
   judgment (rounded to an integer, like a slider) of one imported pseudo-worker "gold".
@@ -40,7 +40,7 @@ def _bucket(text: str) -> int:
 
 def sts_import(*, path, kind: str, campaign_name: str):
     """Import an STS file as a campaign (idempotent: re-importing changes nothing)."""
-    from annotation.importers import import_generic
+    from annotation.campaigns.importers import import_generic
 
     pairs = sts_read(path, kind=kind)
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
+from annotation.hits.tokens import item_key, submission_token_make
 from annotation.models import Batch, BatchStatus, Campaign, Candidate, CandidateSystem, Hit, Reference
-from annotation.tokens import item_key, submission_token_make
 
 
 def sample_campaign(
@@ -80,7 +80,7 @@ def platform_confirms(*external_ids: str):
     from datetime import timedelta
 
     from annotation.models import Assignment
-    from annotation.verification import Confirmation, submissions_verify
+    from annotation.quality.verification import Confirmation, submissions_verify
 
     assignments = (
         Assignment.objects.filter(external_assignment_id__in=external_ids)

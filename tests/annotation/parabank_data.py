@@ -30,7 +30,7 @@ def write_parabank(directory: Path, refs=None, cands=None, ref_header=REF_HEADER
 
 
 def import_contract(directory: Path, campaign="contract", refs=None, cands=None):
-    from annotation.importers import import_parabank
+    from annotation.campaigns.importers import import_parabank
 
     ref_path, cand_path = write_parabank(directory, refs, cands)
     return import_parabank(campaign_name=campaign, references_path=ref_path, candidates_path=cand_path)

@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.utils import timezone
 
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
 from annotation.models import Assignment, Batch, BatchStatus, Candidate, Hit, Provider, Verification, Worker
 from annotation.providers.prolific.study import median_seconds_per_hit, suggested_minutes
 

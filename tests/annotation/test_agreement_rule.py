@@ -9,10 +9,10 @@ import random
 
 import pytest
 
+from annotation.hits.submissions import JudgmentInput, assignment_submit
+from annotation.hits.tokens import submission_token_make
 from annotation.models import Worker
-from annotation.quality import agreement_p_value, agreement_test, worker_quality
-from annotation.submissions import JudgmentInput, assignment_submit
-from annotation.tokens import submission_token_make
+from annotation.quality.workers import agreement_p_value, agreement_test, worker_quality
 
 from .builders import platform_confirms, published_batch, sample_campaign
 

@@ -4,8 +4,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from annotation.hits.tokens import item_key, submission_token_make
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchStatus, Hit, Judgment, Worker
-from annotation.tokens import item_key, submission_token_make
 
 from .builders import payload, platform_confirms, published_batch, sample_campaign
 

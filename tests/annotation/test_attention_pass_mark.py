@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.batch_params import BatchParams
 from annotation.batch_settings import ATTENTION_PASS_MARK_DEFAULT, BatchSettingsError, batch_settings_clean
-from annotation.batches import BatchError, hit_batch_create
+from annotation.batches.making import BatchError, hit_batch_create
+from annotation.batches.params import BatchParams
+from annotation.hits.submissions import JudgmentInput, assignment_submit
+from annotation.hits.tokens import submission_token_make
 from annotation.models import Batch, Worker
-from annotation.quality import campaign_rater_figures, worker_quality, workers_quality
-from annotation.submissions import JudgmentInput, assignment_submit
-from annotation.tokens import submission_token_make
+from annotation.quality.workers import campaign_rater_figures, worker_quality, workers_quality
 
 from .builders import platform_confirms, published_batch, sample_campaign
 from .test_admin_batches import FORM, form_url

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect, sync_playwright
 
-import annotation.preview
+import annotation.batches.preview
 from annotation.models import Batch
 
 from .builders import sample_campaign
@@ -22,13 +22,13 @@ def test_a_preview_shows_at_once_that_it_is_on_its_way(live_server, monkeypatch)
     campaign = sample_campaign("pilot", buckets=(5, 10), refs_per_bucket=3, candidates=7)
     get_user_model().objects.create_superuser("boss", password="pw-for-the-browser")
     calls = []
-    real = annotation.preview.batch_preview
+    real = annotation.batches.preview.batch_preview
 
     def counted_preview(**kwargs):
         calls.append(kwargs)
         return real(**kwargs)
 
-    monkeypatch.setattr(annotation.preview, "batch_preview", counted_preview)
+    monkeypatch.setattr(annotation.batches.preview, "batch_preview", counted_preview)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:

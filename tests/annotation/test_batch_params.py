@@ -1,4 +1,4 @@
-"""A batch's making is one parameters class (``annotation.batch_params.BatchParams``, issue 38): the command's
+"""A batch's making is one parameters class (``annotation.batches.params.BatchParams``, issue 38): the command's
 options, the admin's batch form and the API's body are built from it or held to it, and its checks are the
 ones ``hit_batch_create`` has always made, whoever makes it."""
 
@@ -10,9 +10,9 @@ import dataclasses
 import pytest
 
 from annotation.admin import BatchForm
-from annotation.batch_params import PROVIDER_NAMES, BatchError, BatchParams
+from annotation.batches.params import PROVIDER_NAMES, BatchError, BatchParams
 from annotation.management.commands.create_hit_batch import Command as CreateHitBatch
-from annotation.serializers import BatchCreateInSerializer
+from annotation.web.serializers import BatchCreateInSerializer
 from jobs.params import field_names, from_values
 
 

@@ -6,8 +6,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.batch_params import BatchParams
-from annotation.batches import BatchError, baseline_candidates_import, hit_batch_create
+from annotation.batches.making import BatchError, baseline_candidates_import, hit_batch_create
+from annotation.batches.params import BatchParams
 from annotation.models import ATTENTION_SYSTEM, Batch, BatchStatus, Candidate, CandidateSystem, HitItem
 from jobs.models import Job
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
 from annotation.models import Batch
 
 from .builders import sample_campaign

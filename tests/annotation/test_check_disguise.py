@@ -10,12 +10,12 @@ import random
 
 import pytest
 
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
-from annotation.degraded import detectability, reference_rule_flags
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
+from annotation.hits.submissions import JudgmentInput, assignment_submit
+from annotation.hits.tokens import submission_token_make
 from annotation.models import Campaign, Candidate, CandidateSystem, HitItem, Reference, Worker
-from annotation.submissions import JudgmentInput, assignment_submit
-from annotation.tokens import submission_token_make
+from annotation.quality.degraded import detectability, reference_rule_flags
 
 from .builders import platform_confirms, published_batch
 

@@ -14,11 +14,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.batch_params import BatchParams
-from annotation.batches import BatchError, hit_batch_create, outside_donors
-from annotation.degraded import degraded_candidate_text, degraded_span_length, edit_runs
-from annotation.easl_rounds import batch_items, easl_round_create
-from annotation.exports import batch_results_csv
+from annotation.batches.easl_rounds import batch_items, easl_round_create
+from annotation.batches.exports import batch_results_csv
+from annotation.batches.making import BatchError, hit_batch_create, outside_donors
+from annotation.batches.params import BatchParams
+from annotation.hits.submissions import JudgmentInput, assignment_submit
+from annotation.hits.tokens import submission_token_make
 from annotation.models import (
     DEGRADED_SYSTEM,
     Batch,
@@ -30,9 +31,8 @@ from annotation.models import (
     Reference,
     Worker,
 )
-from annotation.quality import degraded_p_value, degraded_rule_fails, degraded_test, worker_quality
-from annotation.submissions import JudgmentInput, assignment_submit
-from annotation.tokens import submission_token_make
+from annotation.quality.degraded import degraded_candidate_text, degraded_span_length, edit_runs
+from annotation.quality.workers import degraded_p_value, degraded_rule_fails, degraded_test, worker_quality
 
 from .builders import platform_confirms, published_batch
 
@@ -549,7 +549,7 @@ def test_agreement_is_over_real_candidates_only(rater_hits):
 
 @pytest.mark.django_db
 def test_an_easl_batch_with_a_bad_degraded_rate_gets_no_round():
-    from annotation.easl_rounds import EaslError
+    from annotation.batches.easl_rounds import EaslError
 
     campaign = campaign_of(SENTENCES[:2])
     easl = Batch.objects.create(campaign=campaign, provider="local", settings={"mode": "easl", "degraded_rate": 3})

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.easl import (
+from annotation.batches.easl import (
     BetaPosterior,
     first_round,
     match_quality,
@@ -21,7 +21,7 @@ from annotation.easl import (
     stopping_reason,
     zscore_estimates,
 )
-from annotation.easl_rounds import EaslError, easl_round_create, easl_status
+from annotation.batches.easl_rounds import EaslError, easl_round_create, easl_status
 from annotation.models import (
     Assignment,
     AssignmentStatus,

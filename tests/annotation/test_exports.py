@@ -3,9 +3,9 @@ import io
 
 import pytest
 
-from annotation.exports import batch_results_csv
-from annotation.submissions import JudgmentInput, assignment_submit
-from annotation.tokens import submission_token_make
+from annotation.batches.exports import batch_results_csv
+from annotation.hits.submissions import JudgmentInput, assignment_submit
+from annotation.hits.tokens import submission_token_make
 
 from .builders import published_batch, sample_campaign
 

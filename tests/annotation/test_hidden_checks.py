@@ -12,10 +12,10 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 
+from annotation.hits.tokens import item_key
 from annotation.models import Candidate, HitItem, Worker
 from annotation.providers.local import local_worker
-from annotation.quality import worker_disqualify
-from annotation.tokens import item_key
+from annotation.quality.workers import worker_disqualify
 
 from .builders import payload, published_batch, sample_campaign
 

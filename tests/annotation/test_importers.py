@@ -4,7 +4,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.importers import ImportFormatError, import_parabank
+from annotation.campaigns.importers import ImportFormatError, import_parabank
 from annotation.models import Assignment, Campaign, Candidate, CandidateSystem, Judgment, Reference, Worker
 
 from .parabank_data import CAND_HEADER, CANDS, REFS, import_contract, write_parabank
@@ -198,7 +198,7 @@ GENERIC_ROWS = [
 
 
 def test_generic_import_with_a_mapping(tmp_path):
-    from annotation.importers import import_generic, parse_mapping
+    from annotation.campaigns.importers import import_generic, parse_mapping
 
     path = _generic_csv(tmp_path, GENERIC_ROWS)
     summary = import_generic(campaign_name="g", path=path, mapping=parse_mapping(GENERIC_MAP))
@@ -219,7 +219,7 @@ def test_generic_import_with_a_mapping(tmp_path):
 
 
 def test_generic_errors(tmp_path):
-    from annotation.importers import import_generic, parse_mapping
+    from annotation.campaigns.importers import import_generic, parse_mapping
 
     path = _generic_csv(tmp_path, GENERIC_ROWS + ['A3,1,"It is fine, now.",5,17,"Hm.",101,2'])
     with pytest.raises(ImportFormatError, match=r"results.csv:6: Answer.score 101 is out of range"):
@@ -312,7 +312,7 @@ def test_a_non_utf8_candidates_file_names_the_line_not_a_byte_offset(tmp_path):
 
 
 def test_a_non_utf8_generic_file_names_the_line(tmp_path):
-    from annotation.importers import import_generic, parse_mapping
+    from annotation.campaigns.importers import import_generic, parse_mapping
 
     path = tmp_path / "results.csv"
     rows = [

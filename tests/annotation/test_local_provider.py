@@ -6,12 +6,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
+from annotation.hits.tokens import item_key
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchStatus, Worker
 from annotation.providers.local import assignments_expire, local_hit_take
 from annotation.tasks import expire_local_assignments
-from annotation.tokens import item_key
 
 from .builders import published_batch, sample_campaign
 

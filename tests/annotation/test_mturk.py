@@ -731,7 +731,7 @@ def test_client_takes_keys_from_the_environment_only(monkeypatch, settings):
 
 
 def test_system_check_warns_about_production_without_credentials(monkeypatch, settings):
-    from annotation.checks import mturk_configuration_check
+    from annotation.providers.checks import mturk_configuration_check
 
     _clear_keys(monkeypatch)
     settings.PARAFORGE_PUBLIC_URL = "https://paraforge.example.org"
@@ -910,7 +910,7 @@ def test_mturk_is_an_alias_of_crowd_with_its_own_spelling(stub, client, monkeypa
 
 
 def test_periodic_sync_checks_every_published_batch_and_survives_one_failing(stub, provider):
-    from annotation.crowd_sync import crowd_batches_sync
+    from annotation.providers.sync import crowd_batches_sync
 
     ok, broken, _draft = make_batch(hits=1), make_batch(hits=1), make_batch(hits=1)
     Batch.objects.filter(pk__in=[ok.pk, broken.pk]).update(status=BatchStatus.PUBLISHED)

@@ -1,4 +1,4 @@
-"""Issue 46: a published MTurk HIT's items only for an assignment the page may admit (``annotation.page_access``).
+"""Issue 46: a published MTurk HIT's items only for an assignment the page may admit (``annotation.hits.access``).
 
 The scrape these tests reproduce: ``GET /hits/<id>/?assignmentId=<made up>&workerId=<made up>`` on every
 published HIT read the reference and every item, with nothing recorded."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.hit_page import EXAMPLE_REFERENCE
+from annotation.hits.page import EXAMPLE_REFERENCE
 from annotation.models import HitView
 
 from .builders import published_batch, sample_campaign

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from annotation.hits.tokens import item_key, submission_token_verify
 from annotation.models import Candidate, Hit
-from annotation.tokens import item_key, submission_token_verify
-from annotation.views import external_submit_url
+from annotation.web.views import external_submit_url
 
 from .builders import published_batch, sample_campaign
 

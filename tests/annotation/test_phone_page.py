@@ -10,7 +10,7 @@ from playwright.sync_api import sync_playwright
 
 from annotation.batch_settings import ATTENTION_PASS_MARK_DEFAULT
 from annotation.models import Assignment, Judgment, Reference, Worker
-from annotation.quality import worker_quality
+from annotation.quality.workers import worker_quality
 from tests.screens import shoot
 
 from .builders import platform_confirms, published_batch, sample_campaign

@@ -1,4 +1,4 @@
-"""The power and cost preview's model (annotation/preview.py): the pure functions against a brute-force
+"""The power and cost preview's model (annotation/batches/preview.py): the pure functions against a brute-force
 simulation, ParaBank's constants against its released file, and the campaign's own variance estimate."""
 
 import csv
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from annotation.preview import (
+from annotation.batches.preview import (
     PARABANK_BETWEEN_VAR,
     PARABANK_NOISE,
     PARABANK_NOISE_VAR,
@@ -27,7 +27,7 @@ from annotation.preview import (
     split_half_draws,
     variance_components,
 )
-from annotation.split_half import half_correlation, rho1_from_halves, split_half_reliability
+from annotation.quality.split_half import half_correlation, rho1_from_halves, split_half_reliability
 
 PARABANK = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "parabank-eval"
 MODEL = NoiseModel(between_var=300.0, noise_var=450.0, source="test")

@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-import annotation.preview
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
-from annotation.campaigns import words_warm
+import annotation.batches.preview
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
+from annotation.batches.preview import PlannedBatch, batch_preview
+from annotation.campaigns.sample import words_warm
 from annotation.models import Batch, Candidate, Reference
-from annotation.preview import PlannedBatch, batch_preview
 
 from .builders import sample_campaign
 from .test_batches import CORPUS, NON_WORD_CANDIDATES
@@ -84,7 +84,7 @@ def test_checks_are_counted_in_plain_english(admin_client, monkeypatch):
     plan = PlannedBatch(
         hits=1, real_candidates=3, attention_checks=1, degraded_checks=1, cost=None, currency="USD", places=None
     )
-    monkeypatch.setattr(annotation.preview, "batch_plan", lambda **kwargs: plan)
+    monkeypatch.setattr(annotation.batches.preview, "batch_plan", lambda **kwargs: plan)
     one = preview(admin_client, campaign, assignments="1")
     assert "1 HIT x 1 assignment: 3 candidates judged 1 time each, 1 attention check and 1 degraded check" in one
 

@@ -16,8 +16,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from pyrolific.models import CreateStudy
 
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -550,7 +550,7 @@ def test_the_admin_suggests_a_session_time_makes_publishes_syncs_and_approves_a_
 
 
 def test_each_easl_round_is_its_own_study_serving_only_its_hits(stub, provider, client):
-    from annotation.easl_rounds import easl_round_create
+    from annotation.batches.easl_rounds import easl_round_create
 
     batch = prolific_batch(hits_per_session=1, mode="easl", easl={"items_per_hit": 4, "assignments_per_hit": 1})
     provider.publish(batch=batch)
@@ -657,7 +657,7 @@ def test_approval_pays_a_session_only_once_it_has_done_its_hits(stub, provider, 
 
 
 def test_system_check_warns_about_prolific_without_a_token(settings):
-    from annotation.checks import mturk_configuration_check
+    from annotation.providers.checks import mturk_configuration_check
 
     settings.PARAFORGE_HIT_PROVIDER, settings.PARAFORGE_PUBLIC_URL = "prolific", PUBLIC
     settings.PROLIFIC_API_TOKEN = ""

@@ -24,8 +24,8 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from annotation.batch_params import BatchParams
-from annotation.batches import hit_batch_create
+from annotation.batches.making import hit_batch_create
+from annotation.batches.params import BatchParams
 from annotation.models import Batch, BatchStatus, Campaign, Candidate, Hit, HitItem, Reference
 from annotation.providers.mturk import client as mturk_client_module
 from annotation.providers.prolific import gateway

@@ -4,11 +4,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db.models import F
 
+from annotation.hits.submissions import JudgmentInput, SubmissionError, assignment_submit
+from annotation.hits.tokens import submission_token_make
 from annotation.models import Assignment, Judgment, Worker
 from annotation.providers.local import WorkerBarred, local_hit_take
-from annotation.quality import worker_disqualify, worker_quality, worker_reinstate
-from annotation.submissions import JudgmentInput, SubmissionError, assignment_submit
-from annotation.tokens import submission_token_make
+from annotation.quality.workers import worker_disqualify, worker_quality, worker_reinstate
 from scoring.aggregation import counted_workers
 
 from .builders import platform_confirms, published_batch, sample_campaign

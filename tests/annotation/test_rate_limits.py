@@ -1,4 +1,4 @@
-"""Submission rate limits (annotation/throttles.py, limits/counters.py): the client address comes through
+"""Submission rate limits (annotation/web/throttles.py, limits/counters.py): the client address comes through
 PARAFORGE_TRUSTED_PROXIES trusted proxies only, and the counts are shared by every process, atomically."""
 
 from __future__ import annotations

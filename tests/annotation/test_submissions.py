@@ -3,9 +3,9 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from annotation.hits.submissions import JudgmentInput, SubmissionError, assignment_submit
+from annotation.hits.tokens import submission_token_make
 from annotation.models import Assignment, Judgment
-from annotation.submissions import JudgmentInput, SubmissionError, assignment_submit
-from annotation.tokens import submission_token_make
 
 from .builders import platform_confirms, published_batch, sample_campaign
 

@@ -1,7 +1,7 @@
 import pytest
 from django.core import signing
 
-from annotation.tokens import SALT, TokenError, submission_token_make, submission_token_verify
+from annotation.hits.tokens import SALT, TokenError, submission_token_make, submission_token_verify
 
 
 def test_a_token_verifies_only_for_its_hit_assignment_and_worker():

@@ -20,13 +20,13 @@ from botocore.stub import Stubber
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.exports import batch_results_csv
+from annotation.batches.exports import batch_results_csv
+from annotation.hits.tokens import item_key
 from annotation.models import Assignment, Hit, Judgment, Verification, Worker
 from annotation.providers import mturk as mturk_module
 from annotation.providers.local import local_hit_take
 from annotation.providers.mturk import MTurkProvider
 from annotation.providers.retry import RetryPolicy
-from annotation.tokens import item_key
 from scoring.aggregation import counted_workers
 
 from .builders import published_batch, sample_campaign
@@ -272,7 +272,7 @@ def test_a_local_token_is_refused_from_another_annotators_session(client, local_
 
 
 def test_a_disqualified_annotator_gets_403_disqualified(client, local_batch):
-    from annotation.quality import worker_disqualify
+    from annotation.quality.workers import worker_disqualify
 
     ann = get_user_model().objects.create_user("ann", password="pw")
     assignment = local_hit_take(user=ann)
@@ -302,8 +302,8 @@ def test_a_preview_shows_only_published_crowd_hits(client):
     campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=5)
     published = published_batch(campaign, attention_rate=0).hits.get()
     local = published_batch(campaign, provider="local", attention_rate=0).hits.get()
-    from annotation.batch_params import BatchParams
-    from annotation.batches import hit_batch_create
+    from annotation.batches.making import hit_batch_create
+    from annotation.batches.params import BatchParams
 
     draft = hit_batch_create(
         campaign=campaign, params=BatchParams(provider="mturk-sandbox", attention_rate=0)

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Assignment, Campaign, Worker
-from annotation.quality import worker_quality, workers_quality
+from annotation.quality.workers import worker_quality, workers_quality
 from tests.annotation.parabank_data import CANDS, import_contract
 from tests.scoring.test_dashboard_figures import campaign  # noqa: F401 - the fixture: crowd, local, checks
 

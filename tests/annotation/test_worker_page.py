@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.exports import batch_results_csv
+from annotation.batches.exports import batch_results_csv
 from annotation.models import Assignment, Judgment
 
 from .builders import payload, published_batch, sample_campaign

@@ -25,8 +25,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from annotation.hits.tokens import item_key
 from annotation.models import Campaign, Candidate, Hit, HitItem, Judgment, Worker
-from annotation.tokens import item_key
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.worker]
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.campaigns import campaign_from_sample
+from annotation.campaigns.sample import campaign_from_sample
 from annotation.models import Campaign, Candidate, CandidateSystem, Reference
 from generation.constraints.sets import select_for_all_systems
 from generation.corpus.corpora import ImportCorpusParams, corpus_import

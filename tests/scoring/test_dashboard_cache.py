@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Assignment, AssignmentStatus, Campaign, Candidate, Judgment, Verification, Worker
-from annotation.quality import campaign_rater_figures, worker_disqualify
+from annotation.quality.workers import campaign_rater_figures, worker_disqualify
 from scoring.aggregation import fluency_rows, load_campaign, similarity_rows, zscore_estimates
 from scoring.dashboard.tables import CampaignTables, campaign_fingerprints, rater_row
 from scoring.diversity import diversity_rows

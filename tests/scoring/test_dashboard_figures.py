@@ -15,7 +15,7 @@ from django.contrib.auth.models import Permission
 from matplotlib.patches import Rectangle
 from PIL import Image
 
-from annotation.costs import campaign_batch_costs
+from annotation.batches.costs import campaign_batch_costs
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -32,7 +32,7 @@ from annotation.models import (
     Verification,
     Worker,
 )
-from annotation.quality import campaign_rater_figures, worker_quality
+from annotation.quality.workers import campaign_rater_figures, worker_quality
 from scoring.aggregation import load_campaign
 from scoring.dashboard.plots import cost_figure, raters_figure, reliability_figure
 from scoring.reliability import reliability, split_rhos

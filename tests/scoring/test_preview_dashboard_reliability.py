@@ -11,9 +11,9 @@ import re
 import pytest
 
 from annotation.admin import BatchForm
+from annotation.batches.preview import PARABANK_NOISE
 from annotation.models import Assignment, AssignmentStatus, Batch, Hit, Judgment, Verification, Worker
-from annotation.preview import PARABANK_NOISE
-from annotation.split_half import split_half_label
+from annotation.quality.split_half import split_half_label
 from tests.annotation.builders import sample_campaign
 
 pytestmark = pytest.mark.django_db

@@ -47,7 +47,7 @@ def build_campaign(tmp_path, *, name="synthetic", n_refs=40, seed=1, workers=3):
                 cands.append(f"{w}\t{r}\t10\t{17 + k}\t{cand}\t{1.0 + k}\t{score}\t2")
             if r < 3:
                 cands.append(f"9\t{r}\t10\t{17 + k}\t{cand}\t\t0\t2")
-    from annotation.importers import import_parabank
+    from annotation.campaigns.importers import import_parabank
 
     ref_path, cand_path = write_parabank(tmp_path, refs, cands)
     import_parabank(campaign_name=name, references_path=ref_path, candidates_path=cand_path)

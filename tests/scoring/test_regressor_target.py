@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.importers import import_parabank
+from annotation.campaigns.importers import import_parabank
 from scoring.models import Regressor
 from scoring.regressor import training_data
 from scoring.regressor.job import SUMMARY_KEYS

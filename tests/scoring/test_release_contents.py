@@ -11,7 +11,7 @@ import json
 import pytest
 from django.core.management import CommandError
 
-from annotation.batches import non_word_screen
+from annotation.batches.making import non_word_screen
 from annotation.models import Campaign, Candidate, CandidateSystem, Reference
 from generation.screening import is_copy, screen_verdicts, screen_vocabulary
 from jobs.execution import job_run_inline, job_start

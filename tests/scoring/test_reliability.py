@@ -12,9 +12,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from scipy.stats import spearmanr
 
-from annotation.importers import import_parabank
+from annotation.campaigns.importers import import_parabank
 from annotation.models import Campaign
-from annotation.split_half import ratings_of, spearman, split_half_reliability, stepped_up
+from annotation.quality.split_half import ratings_of, spearman, split_half_reliability, stepped_up
 from scoring.aggregation import load_campaign, zscore_estimates
 from scoring.regressor import training_data
 from scoring.releases.writers import write_judgments

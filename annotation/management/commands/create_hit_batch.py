@@ -14,9 +14,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation.batch_params import PROVIDER_NAMES, BatchError, BatchParams
 from annotation.batch_settings import BatchSettingsError, length_buckets
-from annotation.batches import batch_cost_estimate_usd, batch_publish_check, hit_batch_create
+from annotation.batches.making import batch_cost_estimate_usd, batch_publish_check, hit_batch_create
+from annotation.batches.params import PROVIDER_NAMES, BatchError, BatchParams
 from annotation.models import Campaign
 from annotation.providers import ProviderError, get_provider
 from annotation.publishing import batch_publish

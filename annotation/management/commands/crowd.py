@@ -17,7 +17,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.batch_params import PROVIDER_NAMES, BatchError
+from annotation.batches.params import PROVIDER_NAMES, BatchError
 from annotation.models import Assignment, Batch
 from annotation.providers import ProviderError, get_provider
 from annotation.providers.mturk import bonus_fee_usd, bonus_grant

@@ -10,7 +10,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.easl_rounds import EaslError, easl_round_create, easl_status
+from annotation.batches.easl_rounds import EaslError, easl_round_create, easl_status
 from annotation.models import Batch
 from api.numbers import cli_int
 

@@ -9,7 +9,13 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.importers import ImportArgumentError, ImportFormatError, import_generic, import_parabank, parse_mapping
+from annotation.campaigns.importers import (
+    ImportArgumentError,
+    ImportFormatError,
+    import_generic,
+    import_parabank,
+    parse_mapping,
+)
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ two, each half would need the other's private helpers (``_call``, the token and 
 
 Workers submit their judgments to our API first (the slider page then posts to ``turkSubmitTo``), where
 they are stored as unverified. ``sync`` does not parse answers: it confirms every unverified assignment
-with ``get_assignment`` (``confirm``, the provider step of ``annotation.verification``: the worker and HIT
+with ``get_assignment`` (``confirm``, the provider step of ``annotation.quality.verification``: the worker and HIT
 must match; a mismatch is flagged and never counted), reports the assignments MTurk has that we never
 received, and copies MTurk's statuses to the verified ones.
 
@@ -36,7 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.utils import timezone
 
-from annotation.verification import Confirmation, submissions_verify
+from annotation.quality.verification import Confirmation, submissions_verify
 
 from ..common import bonus_recipients, provider_state as _state, provider_state_save as _save_state, public_url_check
 from ..retry import RetryPolicy, call_with_retry
@@ -380,7 +380,7 @@ class MTurkProvider:
         return Confirmation("confirmed", {"AssignmentStatus": remote.get("AssignmentStatus")})
 
     def sync(self, *, batch: Batch) -> dict:
-        """Verify the batch's unverified assignments with MTurk (``annotation.verification``), copy MTurk's
+        """Verify the batch's unverified assignments with MTurk (``annotation.quality.verification``), copy MTurk's
         statuses to the verified ones, and list the assignments MTurk has that we never received."""
         from annotation.models import Assignment, AssignmentStatus, Verification
 
@@ -603,7 +603,7 @@ class MTurkProvider:
     # --- workers -------------------------------------------------------------------------------
 
     def disqualify(self, *, worker: Worker, reason: str) -> None:
-        """Associate the block qualification (silently). ``Worker.disqualified`` is ``annotation.quality``'s."""
+        """Associate the block qualification (silently). ``Worker.disqualified`` is ``annotation.quality.workers``'s."""
         self._call(
             "associate_qualification_with_worker",
             QualificationTypeId=self.block_qualification_id(),

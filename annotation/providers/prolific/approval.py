@@ -11,7 +11,7 @@ how Paraforge ended the session (``providers.prolific.sessions``):
   names that check only -- never the session's full reason, which may name the hidden degraded test;
 * still open here: not paid, whatever its status on Prolific; listed with the HITs it did.
 
-Only verified assignments take part (``annotation.verification``); unverified ones wait for ``sync`` and
+Only verified assignments take part (``annotation.quality.verification``); unverified ones wait for ``sync`` and
 flagged ones are never paid.
 """
 

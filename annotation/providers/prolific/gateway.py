@@ -54,7 +54,7 @@ from annotation.models import (
     Verification,
     Worker,
 )
-from annotation.verification import Confirmation, submissions_verify
+from annotation.quality.verification import Confirmation, submissions_verify
 
 from ..common import bonus_recipients, provider_state, provider_state_save, public_url_check
 from ..errors import InsufficientBalance, ProviderConfigurationError, ProviderError

@@ -4,7 +4,7 @@ Prolific sends a participant to ``/prolific/<batch id>/start/?PROLIFIC_PID=&STUD
 later visit of that URL by the same participant and session (the slider page goes there after each save)
 is one call of ``session_next``, which answers with one step:
 
-* ``hit``: their open assignment, else a new one on the next HIT they may do (``annotation.taking``'s
+* ``hit``: their open assignment, else a new one on the next HIT they may do (``annotation.hits.taking``'s
   rules; it holds the HIT's slot for ``assignment_duration_s``);
 * ``complete``: they submitted ``hits_per_session`` HITs, or at least one and none is left for them:
   Prolific's completion URL with the study's completion code;
@@ -23,7 +23,7 @@ budgets, in this order: per client address (``PROLIFIC_CHECK_ADDRESS_RATE``: a f
 its own budget only, and real participants from other addresses go on getting in), per study
 (``PROLIFIC_CHECK_STUDY_RATE``) and in all (``PROLIFIC_CHECK_RATE``). Past a budget nothing is asked and
 nothing is written: the participant is asked to reload in a minute (503). Its judgments still count for
-nothing until ``sync`` has verified the finished submission (``annotation.verification``).
+nothing until ``sync`` has verified the finished submission (``annotation.quality.verification``).
 
 The checks that end a session run on the participant's verified judgments plus this session's own, which
 Prolific has not confirmed as finished yet. Their ``Worker`` is disqualified only once ``sync`` has
@@ -45,6 +45,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.hits.taking import hit_take, open_assignment
 from annotation.models import (
     SUBMITTED_STATUSES,
     WORKER_ID,
@@ -58,8 +59,7 @@ from annotation.models import (
     Verification,
     Worker,
 )
-from annotation.quality import session_check
-from annotation.taking import hit_take, open_assignment
+from annotation.quality.workers import session_check
 from limits.counters import over_limit
 
 from ..errors import ProviderError

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import DurationField, ExpressionWrapper, F
 
 from annotation.batch_settings import BatchSettingsError, batch_settings_clean, reward_usd_check, setting_list
-from annotation.quality import median_seconds
+from annotation.quality.workers import median_seconds
 
 from ..common import provider_state, provider_state_save
 from ..errors import ProviderConfigurationError, ProviderError
@@ -68,7 +68,7 @@ def suggested_minutes(*, hits_per_session: int, seconds_per_hit: float | None = 
 
 def median_seconds_per_hit(*, campaign: Campaign | None = None) -> float | None:
     """The median time from taking to submitting a HIT over the latest 5,000 HIT assignments that show a human's
-    pace: verified (quality's rule, ``annotation.quality.median_seconds``: not unverified, not flagged), done on
+    pace: verified (quality's rule, ``annotation.quality.workers.median_seconds``: not unverified, not flagged), done on
     a HIT here (not imported), by a worker who is not disqualified, and not faster than
     ``PROLIFIC_MIN_SECONDS_PER_HIT`` (no careful human is: a script, or someone who did not read). ``campaign``:
     only its assignments. None when none qualifies."""

@@ -123,8 +123,8 @@ class Command(BaseCommand):
     def demo_sample(self, corpus, name: str, params) -> None:
         """Decode the evaluation sample ``name`` (its job's ``params()``, made only when it is decoded) and put it
         on a published local HIT batch."""
-        from annotation.batch_params import BatchParams
-        from annotation.batches import hit_batch_create
+        from annotation.batches.making import hit_batch_create
+        from annotation.batches.params import BatchParams
         from annotation.models import Batch, Campaign
         from annotation.publishing import batch_publish
         from generation.generation_job import KIND

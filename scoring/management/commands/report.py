@@ -7,7 +7,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.batches import non_words_line, non_words_summary
+from annotation.batches.making import non_words_line, non_words_summary
 from annotation.models import Campaign
 from api.numbers import cli_int
 from scoring.aggregation import ESTIMATES

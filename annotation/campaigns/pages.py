@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from annotation.models import CAMPAIGN_DEFAULTS, Assignment, Campaign, rater_name
+from annotation.quality.workers import batch_pass_marks
 from infra.local_paths import local_name
-
-from .models import CAMPAIGN_DEFAULTS, Assignment, Campaign, rater_name
-from .quality import batch_pass_marks
 
 # what each setting means, in the words the dashboard and the quality-control page use
 SETTING_LABELS = {
@@ -63,7 +62,7 @@ def campaign_settings_rows(campaign: Campaign) -> list[tuple[str, str, str]]:
 
 
 def batches_pass_mark(campaign: Campaign, campaign_mark: str) -> str:
-    """The pass mark as the checks were scored: each batch's own (``annotation.quality.batch_pass_marks``),
+    """The pass mark as the checks were scored: each batch's own (``annotation.quality.workers.batch_pass_marks``),
     then the campaign's, which only imported judgments and batches made before the setting use. A campaign
     page saying 100 while every batch checks at 85 misleads whoever reads the disqualifications."""
     marks = batch_pass_marks(campaign.batches.values_list("pk", flat=True))

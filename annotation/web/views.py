@@ -14,19 +14,24 @@ from django.utils import timezone
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.hits.access import crowd_access
+from annotation.hits.guide import worker_guide
+from annotation.hits.page import HitPageFacts, example_content, hit_content, hit_page_facts
+from annotation.hits.submissions import hit_closed
+from annotation.hits.tokens import submission_token_make
+from annotation.models import ASSIGNMENT_ID, SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
+from annotation.providers.local import (
+    WorkerBarred,
+    local_assignment_return,
+    local_hit_take,
+    local_open_assignment,
+    local_worker,
+)
+from annotation.providers.prolific import completion_url, session_id
+from annotation.providers.prolific.sessions import SessionError, session_next
+from annotation.quality.workers import WORKER_BARRED_MESSAGE
 from limits.client import client_ip
 from limits.counters import over_limit
-
-from .hit_guide import worker_guide
-from .hit_page import HitPageFacts, example_content, hit_content, hit_page_facts
-from .models import ASSIGNMENT_ID, SUBMITTED_STATUSES, WORKER_ID, AssignmentStatus, BatchStatus, Hit, Provider
-from .page_access import crowd_access
-from .providers.local import WorkerBarred, local_assignment_return, local_hit_take, local_open_assignment, local_worker
-from .providers.prolific import completion_url, session_id
-from .providers.prolific.sessions import SessionError, session_next
-from .quality import WORKER_BARRED_MESSAGE
-from .submissions import hit_closed
-from .tokens import submission_token_make
 
 PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
 DEFAULT_TURK_HOSTS = ("www.mturk.com", "workersandbox.mturk.com")

@@ -16,7 +16,7 @@ candidate twice.
 Identity: a crowd page's worker id comes from its URL, which anyone can forge. So a crowd submission is
 stored at once (nothing lost) as ``unverified`` and counts for nothing -- not for the cap, "already
 judged", the quality rules or any aggregate -- until the provider's ``sync`` confirms the assignment
-(``annotation.verification``). A real worker is therefore never refused because of unverified rows
+(``annotation.quality.verification``). A real worker is therefore never refused because of unverified rows
 (the platform caps its own assignments). A local annotator is logged in, so their submission is
 ``verified`` at once and the quality rule runs immediately.
 """
@@ -31,7 +31,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from .models import (
+from annotation.hits.taking import live_assignments_q
+from annotation.hits.tokens import TokenError, item_key, submission_token_verify
+from annotation.models import (
     ASSIGNMENT_ID,
     SUBMITTED_STATUSES,
     WORKER_ID,
@@ -45,9 +47,7 @@ from .models import (
     Worker,
     judgment_value_error,
 )
-from .quality import worker_quality_apply
-from .taking import live_assignments_q
-from .tokens import TokenError, item_key, submission_token_verify
+from annotation.quality.workers import worker_quality_apply
 
 log = logging.getLogger(__name__)
 

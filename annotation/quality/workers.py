@@ -10,7 +10,7 @@ their judgments stay stored, aggregation leaves them out (``Worker.disqualified`
 bars their account and MTurk associates the block qualification (``provider.disqualify``).
 
 The attention rule misses raters who give every copy 100 and anything to the rest. So HITs also carry
-degraded checks (``annotation.batches`` and ``annotation.degraded``, pseudo-system ``"degraded"``: a real
+degraded checks (``annotation.batches.making`` and ``annotation.quality.degraded``, pseudo-system ``"degraded"``: a real
 candidate of the HIT with a span replaced by another sentence's phrase, made to look like the candidates
 around it): once a worker has judged at least ``min_degraded_checks`` of them, a one-sided Mann-Whitney U
 test on their own scores asks whether their degraded items score lower than the real candidates they
@@ -35,7 +35,7 @@ On ParaBank's released judgments it bars 2 of the 37 workers it can test (r 0.06
 over 49); the rest agree at r 0.27-0.88 (bench/quality.py, "Agreement").
 
 Only verified judgments feed these rules (``Judgment.objects.counted()``): a forged crowd submission
-under a real worker's id can never disqualify them (``annotation.verification``).
+under a real worker's id can never disqualify them (``annotation.quality.verification``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from django.db.models import Q
 from django.dispatch import Signal
 from django.utils import timezone
 
-from .models import (
+from annotation.models import (
     CAMPAIGN_DEFAULTS,
     DEGRADED_SYSTEM,
     Assignment,

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
+from annotation.models import Campaign, Candidate, CandidateSystem, Reference
 from config.converters import MAX_ID
 from generation.generation_job import KIND as GENERATE_KIND
 from generation.generation_job.params import job_systems
@@ -23,8 +24,6 @@ from generation.vocabulary import text_words
 from infra.local_paths import local_name
 from infra.shards import read_jsonl_gz
 from jobs.models import Job, JobChunk
-
-from .models import Campaign, Candidate, CandidateSystem, Reference
 
 
 def campaign_from_sample(job: Job, chunks: list[JobChunk], *, name: str) -> Campaign:

@@ -24,8 +24,18 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
-from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit, HitItem, HitView, Judgment, Verification, Worker
-from .tokens import item_key
+from annotation.hits.tokens import item_key
+from annotation.models import (
+    SUBMITTED_STATUSES,
+    Assignment,
+    Batch,
+    Hit,
+    HitItem,
+    HitView,
+    Judgment,
+    Verification,
+    Worker,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 reference and candidates of an accepted assignment (issue 46).
 
 A crowd page learns its worker and assignment ids from its URL, which anyone can write, and the platform
-confirms them only after a submission (``annotation.verification``). Showing the items to any well-formed
+confirms them only after a submission (``annotation.quality.verification``). Showing the items to any well-formed
 pair of ids let a scraper read every published HIT -- and so study its checks -- before doing any work.
 
 * **Prolific**: Paraforge itself issues every assignment, through the study's start URL
@@ -30,10 +30,9 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import F
 
+from annotation.hits.page import HitPageFacts
+from annotation.models import HitView, Provider
 from limits.counters import hit_count, over_limit
-
-from .hit_page import HitPageFacts
-from .models import HitView, Provider
 
 # how long a HIT's count of assignment ids lasts: longer than any HIT stays open
 HIT_WINDOW_S = 60 * 86400

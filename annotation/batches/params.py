@@ -20,11 +20,10 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
+from annotation.batch_settings import LABEL_RULE, MAX_LABEL, BatchSettingsError, batch_label_check, batch_settings_clean
+from annotation.models import LENGTH_BUCKETS
 from api.numbers import MAX_INT
 from jobs.params import ParamsError, check_bounds, int_at_least, param
-
-from .batch_settings import LABEL_RULE, MAX_LABEL, BatchSettingsError, batch_label_check, batch_settings_clean
-from .models import LENGTH_BUCKETS
 
 PROVIDER_NAMES = ("local", "mturk-sandbox", "mturk", "prolific")
 HIT_SIZE = 5
@@ -49,7 +48,7 @@ def _rate(value: Any) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class BatchParams:
-    """How to make one batch of a campaign (see ``annotation.batches`` for what each does).
+    """How to make one batch of a campaign (see ``annotation.batches.making`` for what each does).
 
     ``degraded_rate`` None means the ``settings``' ``degraded_rate``, else ``DEFAULT_DEGRADED_RATE``; made, the
     object holds the share that applies. ``settings`` are the batch settings (``annotation.batch_settings``),

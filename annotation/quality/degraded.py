@@ -16,13 +16,13 @@ are distributed like the real candidates', whatever those are.
 A reader of whole pages and whole batches saw more (issue 46): the source sat on the same HIT (a sentence
 that repeats another item of the page but for one run), and the phrase came from another reference of the
 batch (a bigram shared with a reference on another page). So the caller gives as ``sources`` the
-reference's real candidates *not* on the check's HIT wherever it has any (``annotation.batches``), and as
+reference's real candidates *not* on the check's HIT wherever it has any (``annotation.batches.making``), and as
 ``donors`` sentences from outside the batch (the packaged corpus); and the phrase is drawn so that its
 words' frequency (wordfreq's Zipf scale) follows the words it replaces: no rare foreign word stands out.
 The damage stays plain to a reader: 2 or more tokens of the source go, a phrase with a content word (4+
 letters) new to the source and the reference comes in, where any draw has one (else, as in made-up test
 data, a word new to the source): a careful rater scores it clearly below the real candidates the per-rater
-test compares it with (``annotation.quality``).
+test compares it with (``annotation.quality.workers``).
 
 Every draw comes from the ``rng`` given (seeded by the caller): the same batch gives the same checks.
 """

@@ -25,8 +25,8 @@ from typing import Literal
 
 from django.utils import timezone
 
-from .models import Assignment, Verification
-from .quality import worker_quality_apply
+from annotation.models import Assignment, Verification
+from annotation.quality.workers import worker_quality_apply
 
 log = logging.getLogger(__name__)
 

@@ -38,9 +38,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from infra.textfiles import NotUtf8Error, read_lines
-
-from .models import (
+from annotation.models import (
     Assignment,
     AssignmentStatus,
     Campaign,
@@ -52,6 +50,7 @@ from .models import (
     Worker,
     judgment_value_error,
 )
+from infra.textfiles import NotUtf8Error, read_lines
 
 PARABANK_REFERENCE_COLUMNS = ("ref_id", "ref_sent", "ref_len")
 PARABANK_CANDIDATE_COLUMNS = ("worker_id_anon", "ref_id", "sys_id", "candidate", "human_score", "gm")

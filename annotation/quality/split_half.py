@@ -1,5 +1,5 @@
 """Split-half reliability of a similarity table: the one statistic the batch preview predicts
-(``annotation.preview``) and the campaign's dashboard and ``report --table reliability`` show
+(``annotation.batches.preview``) and the campaign's dashboard and ``report --table reliability`` show
 (``scoring.reliability``). It lives here, below both, because annotation must not import scoring.
 
 The rule:

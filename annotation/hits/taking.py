@@ -16,7 +16,7 @@ from collections.abc import Callable
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q, QuerySet
 
-from .models import SLOT_STATUSES, Assignment, AssignmentStatus, Hit, Judgment, Provider, Verification, Worker
+from annotation.models import SLOT_STATUSES, Assignment, AssignmentStatus, Hit, Judgment, Provider, Verification, Worker
 
 
 def live_assignments_q(now: dt.datetime, prefix: str = "") -> Q:

@@ -1,5 +1,5 @@
 """Who may do what with campaigns, batches and workers: one tuple per action, read by the admin's actions and
-pages (``annotation.admin``) and the batch API (``annotation.api``) alike. Each platform operation has its own
+pages (``annotation.admin``) and the batch API (``annotation.web.api``) alike. Each platform operation has its own
 permission (``Batch.Meta.permissions``): publishing spends money, approving pays, expiring stops work; seeing a
 batch (``view_batch``) does none of them. The whole table: docs/reference/permissions.md."""
 

@@ -5,13 +5,19 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.batch_settings import (
+    LABEL_RULE,
+    MAX_BUCKET_LENGTH,
+    MAX_BUCKETS,
+    MAX_LABEL,
+    BatchSettingsError,
+    batch_label_check,
+)
+from annotation.batches.params import PROVIDER_NAMES
+from annotation.hits.submissions import MAX_COMMENT
+from annotation.hits.tokens import item_key
+from annotation.models import Assignment, Batch, Hit, judgment_value_error
 from api.fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
-
-from .batch_params import PROVIDER_NAMES
-from .batch_settings import LABEL_RULE, MAX_BUCKET_LENGTH, MAX_BUCKETS, MAX_LABEL, BatchSettingsError, batch_label_check
-from .models import Assignment, Batch, Hit, judgment_value_error
-from .submissions import MAX_COMMENT
-from .tokens import item_key
 
 
 class JudgmentInSerializer(serializers.Serializer):

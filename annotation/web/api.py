@@ -23,20 +23,16 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.listing import ListQuery, listed, page_serializer
-from api.openapi import api_errors
-from api.permissions import staff_with_perms
-from jobs.params import from_values
-
-from .batch_params import BatchError, BatchParams
-from .batches import batch_cost_estimate_usd, hit_batch_create
-from .campaigns import campaign_lookup
-from .exports import RESULTS_PERMS, batch_results_csv
-from .models import Batch, Campaign, Hit
-from .permissions import BATCH_OPERATION_PERMS, CREATE_BATCH_PERMS
-from .providers import ProviderError, get_provider
-from .publishing import PublishInProgress, batch_publish
-from .serializers import (
+from annotation.batches.exports import RESULTS_PERMS, batch_results_csv
+from annotation.batches.making import batch_cost_estimate_usd, hit_batch_create
+from annotation.batches.params import BatchError, BatchParams
+from annotation.campaigns.sample import campaign_lookup
+from annotation.hits.submissions import JudgmentInput, SubmissionError, assignment_submit
+from annotation.models import Batch, Campaign, Hit
+from annotation.providers import ProviderError, get_provider
+from annotation.publishing import PublishInProgress, batch_publish
+from annotation.web.permissions import BATCH_OPERATION_PERMS, CREATE_BATCH_PERMS
+from annotation.web.serializers import (
     AssignmentOutSerializer,
     BatchCreatedOutSerializer,
     BatchCreateInSerializer,
@@ -44,8 +40,11 @@ from .serializers import (
     ProviderReportOutSerializer,
     SubmissionInSerializer,
 )
-from .submissions import JudgmentInput, SubmissionError, assignment_submit
-from .throttles import SubmissionIPThrottle, SubmissionThrottle
+from annotation.web.throttles import SubmissionIPThrottle, SubmissionThrottle
+from api.listing import ListQuery, listed, page_serializer
+from api.openapi import api_errors
+from api.permissions import staff_with_perms
+from jobs.params import from_values
 
 
 class CSVRenderer(BaseRenderer):
@@ -164,7 +163,7 @@ def batch_results(request: Request, batch_id: int) -> HttpResponse:
 
 
 # --- the researcher's path over HTTP: batches -----------------------------------------------------------
-# The admin's permissions (``annotation.permissions``: creating a draft needs add_batch, each platform operation
+# The admin's permissions (``annotation.web.permissions``: creating a draft needs add_batch, each platform operation
 # its own permission) and the same services as the admin and the ``create_hit_batch`` / ``crowd`` commands, so
 # every rule is checked once.
 

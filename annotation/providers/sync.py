@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .models import CROWD_PROVIDERS, Batch, BatchStatus
-from .providers import get_provider
+from annotation.models import CROWD_PROVIDERS, Batch, BatchStatus
+from annotation.providers import get_provider
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from annotation.models import SUBMITTED_STATUSES, Assignment, Batch, Hit, visible_id
 from api.csv_safety import spreadsheet_csv_writer
-
-from .models import SUBMITTED_STATUSES, Assignment, Batch, Hit, visible_id
 
 # the file names workers and holds their judgments and comments: who may download it, wherever from
 RESULTS_PERMS = ("annotation.view_batch", "annotation.view_assignment", "annotation.view_judgment")

@@ -14,12 +14,12 @@ reference and batch, so that no worker meets the same copy twice in one batch).
 A share ``degraded_rate`` of the HITs (same rules) also shows a *degraded check*: a real candidate of the
 reference (its source, ``Candidate.degraded_from``) with a span replaced by a phrase of a sentence from
 outside the batch (the packaged corpus, ``outside_donors``), drawn so that its length and edge words follow
-the reference's real candidates and its words' frequency the words it replaces (``annotation.degraded``:
+the reference's real candidates and its words' frequency the words it replaces (``annotation.quality.degraded``:
 the old copy of the reference with one run swapped was found by its text alone). The source is one of the
 reference's candidates on *another* HIT wherever the reference has any (a page that repeats another of its
 sentences but for one run gives the check away); only a reference whose candidates all fit one HIT takes it
 from the HIT itself. It is a ``Candidate`` of the pseudo-system ``"degraded"``: a careful rater scores it
-below the real candidates, which ``annotation.quality`` tests per worker. A HIT with no source of 4
+below the real candidates, which ``annotation.quality.workers`` tests per worker. A HIT with no source of 4
 tokens, or no phrase that makes a new text, gets none. Raters spot checks that cluster, so the HITs holding a
 check are spread evenly over the batch's order (the order the local pool serves them in) and the check takes
 a random place in its HIT.
@@ -48,19 +48,14 @@ from pathlib import Path
 
 from django.db import transaction
 
-from generation.demo_settings import DEMO_CORPUS_FILE
-from generation.generation_job import KIND as GENERATE_KIND
-from generation.models import Corpus
-
-from .batch_params import (
+from annotation.batch_settings import ATTENTION_PASS_MARK_DEFAULT
+from annotation.batches.params import (
     BatchError,
     BatchParams,
     provider_name_check,
 )
-from .batch_settings import ATTENTION_PASS_MARK_DEFAULT
-from .degraded import degraded_candidate_text
-from .importers import ImportFormatError, user_file_lines
-from .models import (
+from annotation.campaigns.importers import ImportFormatError, user_file_lines
+from annotation.models import (
     ATTENTION_SYSTEM,
     DEGRADED_SYSTEM,
     Batch,
@@ -73,6 +68,10 @@ from .models import (
     Provider,
     Reference,
 )
+from annotation.quality.degraded import degraded_candidate_text
+from generation.demo_settings import DEMO_CORPUS_FILE
+from generation.generation_job import KIND as GENERATE_KIND
+from generation.models import Corpus
 
 DEFAULT_ASSIGNMENT_DURATION_S = 3600
 NON_WORD_EXAMPLES = 5  # left-out candidates recorded in the batch's settings, to show what the rule did
@@ -118,7 +117,7 @@ def degraded_for_hit(
     rng: random.Random,
 ) -> tuple[str, Candidate] | None:
     """(text, source) of a degraded check made from one of ``sources`` (the reference's candidates on other
-    HITs where it has any), or None (``annotation.degraded.degraded_candidate_text``)."""
+    HITs where it has any), or None (``annotation.quality.degraded.degraded_candidate_text``)."""
     made = degraded_candidate_text(
         reference=reference.text,
         sources=[c.text for c in sources],
@@ -202,7 +201,7 @@ def batch_publish_check(*, provider: str, settings: dict | None = None, cost_usd
     platform's credentials and https public URL (the batch's ``public_url`` or ``PARAFORGE_PUBLIC_URL``)
     and, given ``cost_usd``, the account's balance. Nothing is spent; the local provider always can. The
     CLI's ``--publish`` calls it before making the batch (and with the cost before committing it)."""
-    from .providers import ProviderError, get_provider
+    from annotation.providers import ProviderError, get_provider
 
     _provider_fields(provider)
     checker = get_provider(provider)
@@ -345,7 +344,7 @@ def _plan(
 def hit_batch_create(*, campaign: Campaign, params: BatchParams) -> Batch:
     """Build a draft batch of HITs from the campaign's sample (see the module docstring).
 
-    ``params`` (``annotation.batch_params.BatchParams``) was checked when made, so a bad value is refused
+    ``params`` (``annotation.batches.params.BatchParams``) was checked when made, so a bad value is refused
     before anything is written. ``baseline``: an optional TSV of baseline outputs added to the candidates
     first (``baseline_candidates_import``). ``settings`` go to ``Batch.settings`` (reward, durations,
     qualifications for MTurk; ``assignment_duration_s`` for the local provider; ``mode`` and ``easl`` for EASL
@@ -378,7 +377,7 @@ def hit_batch_create(*, campaign: Campaign, params: BatchParams) -> Batch:
             f"campaign {campaign.name!r} has no candidates in length buckets {', '.join(map(str, lengths))}" + dropped
         )
     if provider_name == Provider.PROLIFIC:  # a session never asks for more HITs than the batch has
-        from .providers.prolific.study import session_size_fit  # lazily: the Prolific client loads requests
+        from annotation.providers.prolific.study import session_size_fit  # lazily: the Prolific client loads requests
 
         settings = session_size_fit(settings, hits=len(plan))
     batch_settings = {
@@ -463,6 +462,6 @@ def non_words_line(summary: dict) -> str:
 
 def batch_cost_estimate_usd(*, batch: Batch) -> Decimal | None:
     """What publishing would cost, from the batch's provider (None for the local provider)."""
-    from .providers import get_provider
+    from annotation.providers import get_provider
 
     return get_provider(batch).cost_estimate_usd(batch=batch)

@@ -7,7 +7,7 @@ left gives up or rushes. So the page says, per platform:
   (the study's own figures, ``batch_prolific_config``);
 * an MTurk worker: the reward of this HIT and about how long one takes (``PROLIFIC_SECONDS_PER_HIT``,
   the same per-HIT estimate a Prolific study starts from);
-* a local annotator: how many more HITs they may take after this one (``annotation.taking``'s rules).
+* a local annotator: how many more HITs they may take after this one (``annotation.hits.taking``'s rules).
 
 ``slider_must_move`` (a batch setting, on by default) asks the worker to move or click every slider
 before Submit; off, the page behaves as ParaBank's did (sliders start at 50 and count as set).
@@ -21,10 +21,10 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
-from .hit_page import HitPageFacts
-from .models import SUBMITTED_STATUSES, Assignment, BatchStatus, Hit, Provider, Worker
-from .providers.prolific.study import batch_prolific_config, session_id
-from .taking import takeable_hits
+from annotation.hits.page import HitPageFacts
+from annotation.hits.taking import takeable_hits
+from annotation.models import SUBMITTED_STATUSES, Assignment, BatchStatus, Hit, Provider, Worker
+from annotation.providers.prolific.study import batch_prolific_config, session_id
 
 
 @dataclasses.dataclass(frozen=True)

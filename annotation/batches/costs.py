@@ -22,7 +22,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import Count, Q, Sum
 
-from .models import Assignment, AssignmentStatus, Batch, Bonus, Campaign, Hit, Verification
+from annotation.models import Assignment, AssignmentStatus, Batch, Bonus, Campaign, Hit, Verification
 
 CENT = Decimal("0.01")
 ZERO = Decimal("0.00")
@@ -68,8 +68,8 @@ def _share(estimate: Decimal | None, part: int, slots: int) -> Decimal:
 
 def _estimate(batch: Batch) -> tuple[Decimal | None, str, str]:
     """(estimate, currency, note) from the batch's provider; a provider that cannot say gives (None, .., why)."""
-    from .batches import batch_cost_estimate_usd
-    from .providers import ProviderError, get_provider
+    from annotation.batches.making import batch_cost_estimate_usd
+    from annotation.providers import ProviderError, get_provider
 
     try:
         provider = get_provider(batch)

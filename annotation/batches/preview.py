@@ -8,7 +8,7 @@ then has reliability rho1 = between / (between + noise), and a candidate's mean 
 R rho1 / (1 + (R - 1) rho1) (Spearman-Brown): ``expected_reliability``.
 
 What the campaign's dashboard shows of the collected table is its split-half reliability, the rule of
-``annotation.split_half``: split each candidate's R ratings in two halves (R//2 and R - R//2), take Spearman's
+``annotation.quality.split_half``: split each candidate's R ratings in two halves (R//2 and R - R//2), take Spearman's
 rho of the half means across the candidates, and step it up to R ratings. ``split_half_draws`` simulates
 exactly that statistic for the batch's own number of candidates (one split per simulated batch, where the
 dashboard averages 20 splits of its one batch: its figure varies a little less than the simulated range), so
@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .split_half import half_sizes, spearman_brown, spearman_rows, split_half_label, stepped_up
+from annotation.quality.split_half import half_sizes, spearman_brown, spearman_rows, split_half_label, stepped_up
 
 if TYPE_CHECKING:
-    from .batch_params import BatchParams
+    from annotation.batches.params import BatchParams
 
 # --- the model (pure) ---------------------------------------------------------------------------------
 
@@ -117,7 +117,7 @@ def raters_for(model: NoiseModel, target: float) -> int | None:
 def split_half_draws(
     model: NoiseModel, *, candidates: int, raters: int, draws: int = 400, seed: int = 0
 ) -> np.ndarray | None:
-    """The dashboard's split-half reliability (``annotation.split_half``: Spearman's rho of the half means,
+    """The dashboard's split-half reliability (``annotation.quality.split_half``: Spearman's rho of the half means,
     stepped up to ``raters``) of ``draws`` simulated batches of ``candidates`` candidates each judged ``raters``
     times, each batch split once; None with fewer than 2 raters or 3 candidates (nothing to split or
     correlate). The half means are drawn directly (a mean of k draws of N(0, v) is N(0, v/k))."""
@@ -216,8 +216,8 @@ def campaign_noise(campaign) -> NoiseModel:
     """The campaign's own variance components from its counted judgments of real candidates by workers not
     disqualified (N/A out), when at least ``MIN_OWN_CANDIDATES`` candidates were judged twice; else
     ``PARABANK_NOISE``, saying why."""
-    from .models import Judgment
-    from .quality import real_judgments
+    from annotation.models import Judgment
+    from annotation.quality.workers import real_judgments
 
     rows = real_judgments(
         Judgment.objects.counted().filter(
@@ -251,7 +251,7 @@ def pace_seconds_per_hit(campaign=None) -> tuple[float, str]:
     never under ``PROLIFIC_MIN_SECONDS_PER_HIT``."""
     from django.conf import settings
 
-    from .providers.prolific.study import median_seconds_per_hit
+    from annotation.providers.prolific.study import median_seconds_per_hit
 
     floor = float(settings.PROLIFIC_MIN_SECONDS_PER_HIT)
     measured, scope = None, "all campaigns'"
@@ -272,7 +272,7 @@ def pace_seconds_per_hit(campaign=None) -> tuple[float, str]:
 def campaign_raters(campaign) -> int:
     """People who did verified HIT work on the campaign (not imported, not disqualified): the default of how
     many work at once."""
-    from .models import Assignment, Provider
+    from annotation.models import Assignment, Provider
 
     return (
         Assignment.objects.counted()
@@ -347,7 +347,7 @@ def references_per_length(campaign, lengths: Iterable[int]) -> dict[int, int]:
     """How many references the campaign has in each of ``lengths`` (in that order; 0 where it has none)."""
     from django.db.models import Count
 
-    from .models import Reference
+    from annotation.models import Reference
 
     counts = dict(
         Reference.objects.filter(campaign=campaign, length_bucket__in=list(lengths))
@@ -363,9 +363,9 @@ def batch_plan(*, campaign, params: BatchParams) -> PlannedBatch:
     what they raise (``BatchError``, a provider's error for settings it cannot price)."""
     from django.db import transaction
 
-    from .batches import batch_cost_estimate_usd, hit_batch_create
-    from .models import HitItem
-    from .providers import get_provider
+    from annotation.batches.making import batch_cost_estimate_usd, hit_batch_create
+    from annotation.models import HitItem
+    from annotation.providers import get_provider
 
     found: list[PlannedBatch] = []
     try:
@@ -413,7 +413,7 @@ def prolific_pay(batch_settings: dict) -> ProlificPay:
     """The hourly pay a Prolific batch's settings imply (their defaults filled in as the study will be made)."""
     from django.conf import settings
 
-    from .providers.prolific.study import batch_prolific_config
+    from annotation.providers.prolific.study import batch_prolific_config
 
     config = batch_prolific_config(batch_settings)
     return ProlificPay(
@@ -432,8 +432,8 @@ def publish_url_problem(provider: str, batch_settings: dict) -> str | None:
     publishes."""
     from django.conf import settings
 
-    from .providers import ProviderError
-    from .providers.common import public_url_check
+    from annotation.providers import ProviderError
+    from annotation.providers.common import public_url_check
 
     if provider not in ("prolific", "mturk", "mturk-sandbox"):
         return None

@@ -19,16 +19,16 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from annotation import easl
-from annotation.batch_params import DEFAULT_DEGRADED_RATE
 from annotation.batch_settings import BatchSettingsError, easl_settings_clean, rate_check
-from annotation.batches import (
+from annotation.batches import easl
+from annotation.batches.making import (
     attention_copy,
     degraded_copy,
     degraded_for_hit,
     non_word_screen,
     spread_order,
 )
+from annotation.batches.params import DEFAULT_DEGRADED_RATE
 from annotation.models import (
     DEGRADED_SYSTEM,
     JUDGED_STATUSES,
@@ -211,7 +211,7 @@ def easl_round_create(*, batch: Batch, seed: int | None = None, force: bool = Fa
 
 def _degraded_texts(batch: Batch, references: dict[int, Reference], *, seed: int, number: int):
     """A function giving (text, source) of a reference's degraded check for a HIT showing these candidate pks
-    (or None; ``annotation.batches.degraded_for_hit``): phrases come from the batch's references, the source
+    (or None; ``annotation.batches.making.degraded_for_hit``): phrases come from the batch's references, the source
     is one of the HIT's real items; each round draws a new text, so a worker who judged last round's check
     can take the HIT."""
     ref_ids = set(batch.hits.values_list("reference_id", flat=True)) | set(references)
