@@ -21,6 +21,8 @@ from .textfiles import atomic_write
 
 
 class Storage(Protocol):
+    """What every storage backend offers (a local folder, an S3 prefix): the rest of the project sees only this."""
+
     url: str
 
     def open_read(self, key: str) -> BinaryIO: ...
@@ -30,7 +32,6 @@ class Storage(Protocol):
     def list(self, prefix: str) -> list[str]: ...
     def delete(self, key: str) -> None: ...
     def delete_prefix(self, prefix: str) -> int: ...
-    def local_path(self, key: str) -> Path | None: ...
 
 
 def _clean_key(key: str) -> str:
@@ -47,9 +48,6 @@ class LocalStorage:
 
     def _path(self, key: str) -> Path:
         return self.root / _clean_key(key)
-
-    def local_path(self, key: str) -> Path:
-        return self._path(key)
 
     def open_read(self, key: str) -> BinaryIO:
         try:
@@ -110,9 +108,6 @@ class S3Storage:
         key = _clean_key(key)
         return f"{self.prefix}/{key}" if self.prefix else key
 
-    def local_path(self, key: str) -> None:
-        return None
-
     def open_read(self, key: str) -> BinaryIO:
         try:
             return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
@@ -161,7 +156,7 @@ class S3Storage:
         return len(keys)
 
 
-def storage_from_url(url: str) -> LocalStorage | S3Storage:
+def storage_from_url(url: str) -> Storage:
     parsed = urlparse(url)
     if parsed.scheme in ("", "file"):
         return LocalStorage(parsed.path if parsed.scheme else url)
@@ -172,6 +167,6 @@ def storage_from_url(url: str) -> LocalStorage | S3Storage:
     raise ValueError(f"unsupported storage URL {url!r}: use file:///path or s3://bucket/prefix")
 
 
-def get_storage() -> LocalStorage | S3Storage:
+def get_storage() -> Storage:
     """The storage configured by PARAFORGE_STORAGE_URL (read each call, so tests can override it)."""
     return storage_from_url(settings.PARAFORGE_STORAGE_URL)

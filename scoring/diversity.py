@@ -194,13 +194,6 @@ def levenshtein_bin(distance: int) -> str:
     return "5+" if distance >= 5 else str(distance)
 
 
-def levenshtein_bins(pairs: Sequence[tuple[str, str]]) -> dict[str, int]:
-    bins = dict.fromkeys(LEVENSHTEIN_BINS, 0)
-    for ref, para in pairs:
-        bins[levenshtein_bin(word_levenshtein(ref, para))] += 1
-    return bins
-
-
 def diversity_rows(data) -> list[dict]:
     """Per system (``data`` is an aggregation.CampaignData): BLEU-no-BP per length bucket in ``by_length``,
     ``avg`` the mean of the bucket BLEUs, ``std`` null, ``n`` the number of candidates; extra keys

@@ -185,13 +185,6 @@ def reliability_and_splits(
     return figures, splits
 
 
-def split_rhos(
-    data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE, seeds: Sequence[int] = SPLIT_SEEDS
-) -> dict[str, list[float | None]]:
-    """Each split's Spearman's rho, raw and z-score (None where undefined)."""
-    return reliability_and_splits(data, min_per_candidate=min_per_candidate, seeds=seeds)[1]
-
-
 def reliability(
     data: CampaignData, *, min_per_candidate: int = MIN_JUDGMENTS_PER_CANDIDATE, seeds: Sequence[int] = SPLIT_SEEDS
 ) -> dict:

@@ -86,15 +86,10 @@ def spearman_brown(rho1: float, ratings: int) -> float:
     return ratings * rho1 / (1 + (ratings - 1) * rho1) if ratings > 0 else 0.0
 
 
-def half_correlation(rho1: float, a: int, b: int) -> float:
-    """The correlation across candidates of the mean of ``a`` ratings with the mean of ``b`` other ratings."""
-    if rho1 <= 0:
-        return 0.0
-    return rho1 / math.sqrt((rho1 + (1 - rho1) / a) * (rho1 + (1 - rho1) / b))
-
-
 def rho1_from_halves(r: float, a: int, b: int) -> float:
-    """``half_correlation`` inverted: the single-rating reliability behind a half correlation ``r`` (0 for r <= 0).
+    """The single-rating reliability behind a half correlation ``r`` (of the mean of ``a`` ratings with the mean
+    of ``b`` others; 0 for r <= 0): classical test theory's r = rho1 / sqrt((rho1 + (1 - rho1) / a) (rho1 + (1 -
+    rho1) / b)), inverted.
 
     Solves [ab - r^2 (a-1)(b-1)] u^2 - r^2 (a+b-2) u - r^2 = 0 for its positive root."""
     if r <= 0:

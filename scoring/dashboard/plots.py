@@ -209,7 +209,7 @@ RELIABILITY_LABELS = ("split-half rho, raw", "split-half rho, z-score", "Krippen
 
 def reliability_figure(figures: dict, splits: dict) -> Figure:
     """Bars of the three reliability figures (``scoring.reliability.reliability``), each split's rho drawn as
-    a dot over its split-half bar (``split_rhos``); a figure that is undefined is written "n/a"."""
+    a dot over its split-half bar (``reliability_and_splits``); a figure that is undefined is written "n/a"."""
     values = [figures["split_half"]["raw"], figures["split_half"]["zscore"], figures["krippendorff_alpha"]]
     fig = _figure(figsize=(7, 4.5))
     ax = fig.add_subplot()

@@ -18,7 +18,7 @@ Syntax: comma- (or space-) separated ``key=value`` items; a range is ``LO-HI``, 
     repetition=-0.1   maximum unigram repetition rate of the paraphrase (Wieting et al. §5.6, see
                       ``repetition_rate``); repetition3 for trigrams (repetition1 = repetition)
     copies=keep       keep paraphrases identical to their reference (``is_copy``) and near-copies of it
-                      (``is_near_copy``), which are left out by default (``copies=drop``;
+                      (``copy_kind``), which are left out by default (``copies=drop``;
                       ``export_release --keep-copies``)
     non_words=keep    keep paraphrases holding a non-word (``generation.screening``: what a HIT batch leaves
                       out), left out by default (``non_words=drop``; ``export_release --keep-non-words``);
@@ -31,7 +31,7 @@ A paraphrase identical to its reference is not a paraphrase (the decoder's uncon
 systems often return the reference itself, and a regressor scores such a copy near 100, so it would top every
 sorted release): unless ``copies=keep``, it is left out before every other filter. The rule is ``is_copy``, in
 ``generation.screening`` with the non-word rule, which a HIT batch applies too. A release also leaves out a
-**near-copy** (``is_near_copy``, ``NEAR_COPY_RULE``): equal to its reference once punctuation is dropped too, or
+**near-copy** (``copy_kind``, ``NEAR_COPY_RULE``): equal to its reference once punctuation is dropped too, or
 within ``NEAR_COPY_EDITS`` character edit of it ("A woman is eating." / "A Women is eating"; "rate cut" / "rate
 cuts"): a one-character change is a slip or a different fact, never a paraphrase, and the regressor scores it
 near 100, so it would top a release sorted by score. Slips further from the reference (a wrong inflection in a
@@ -74,7 +74,7 @@ COPIES = ("drop", "keep")
 BLEU_ORDER = 4
 MIN_REPEAT_CHARS = 3
 NEAR_COPY = "near-copy"
-NEAR_COPY_EDITS = 1  # characters inserted, deleted or replaced (Levenshtein), after near_copy_key
+NEAR_COPY_EDITS = 1  # characters inserted, deleted or replaced (Levenshtein), after punctuation is dropped
 NEAR_COPY_RULE = (
     "a paraphrase is a near-copy of its reference when it is not a copy but both are equal, or at most "
     f"{NEAR_COPY_EDITS} character edit (insertion, deletion or replacement) apart, after Unicode NFKC "
@@ -93,26 +93,14 @@ def _without_punctuation(key: str) -> str:
     return " ".join(key.translate(_punctuation()).split())
 
 
-def near_copy_key(text: str) -> str:
-    """The text as ``is_near_copy`` compares it (``NEAR_COPY_RULE``): ``copy_key`` without its punctuation
-    (Unicode categories P*), so "Let's eat, Grandma." and "lets eat grandma" agree."""
-    return _without_punctuation(copy_key(text))
-
-
 def copy_kind(reference: str, paraphrase: str) -> str | None:
-    """``COPY`` (``is_copy``), ``NEAR_COPY`` (``is_near_copy``) or None: each text normalised once, since a
+    """``COPY`` (``is_copy``), ``NEAR_COPY`` (``copy_kind``) or None: each text normalised once, since a
     release asks this of every pair."""
     a, b = copy_key(reference), copy_key(paraphrase)
     if a == b:
         return COPY
     a, b = _without_punctuation(a), _without_punctuation(b)
     return NEAR_COPY if Levenshtein.distance(a, b, score_cutoff=NEAR_COPY_EDITS) <= NEAR_COPY_EDITS else None
-
-
-def is_near_copy(reference: str, paraphrase: str) -> bool:
-    """Whether ``paraphrase`` is its reference again but for punctuation and at most ``NEAR_COPY_EDITS``
-    characters (``NEAR_COPY_RULE``); an exact copy (``is_copy``) is counted as a copy, not a near-copy."""
-    return copy_kind(reference, paraphrase) == NEAR_COPY
 
 
 class FilterError(ValueError):
@@ -133,7 +121,7 @@ class ReleaseFilters:
     bleu: Range | None = None
     repetition: tuple[tuple[int, Range], ...] = ()
     entailment: float | str | None = None  # a threshold on P(entailment) or "argmax"
-    keep_copies: bool = False  # paraphrases identical to their reference (is_copy) or near it (is_near_copy) stay in
+    keep_copies: bool = False  # paraphrases identical to their reference (is_copy) or near it (copy_kind) stay in
     keep_non_words: bool = False  # paraphrases with a non-word (generation.screening) stay in, marked
     # the loaded NLI model (scoring.releases.entailment.EntailmentJudge) that entailment= runs on
     judge: Any = dataclasses.field(default=None, compare=False, repr=False)

@@ -2,7 +2,7 @@
 verified judgments of the campaigns behind the release, read one at a time.
 
 The screen is the one rule of ``generation.screening`` a HIT batch applies too: a paraphrase identical to its
-reference (``is_copy``) or a near-copy of it (``is_near_copy``: the same but for punctuation and one character) is
+reference (``is_copy``) or a near-copy of it (``filters.copy_kind``: the same but for punctuation and one character) is
 left out unless the filters keep copies, and one with a non-word unless they keep
 non-words (kept, its score is emptied and its ``caveat`` is ``non_words``). Every pair without an honest score
 has a ``caveat`` and a null score (also ``long_reference``, a reference longer than any the regressor was trained

@@ -625,21 +625,6 @@ def test_bonus_refused_when_invalid(provider):
     assert not Bonus.objects.exists()
 
 
-def test_notify_workers(stub, provider):
-    workers = [Worker.objects.create(provider="mturk", external_id=f"W{i}") for i in range(3)]
-    stub.add_response(
-        "notify_workers",
-        {
-            "NotifyWorkersFailureStatuses": [
-                {"NotifyWorkersFailureCode": "HardFailure", "NotifyWorkersFailureMessage": "no", "WorkerId": "W2"}
-            ]
-        },
-        {"Subject": "New HITs", "MessageText": "More paraphrases to rate.", "WorkerIds": ["W0", "W1", "W2"]},
-    )
-    failures = provider.notify_workers(workers=workers, subject="New HITs", message="More paraphrases to rate.")
-    assert [f["WorkerId"] for f in failures] == ["W2"]
-
-
 # --- HIT lifetime -----------------------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ from annotation.batches.preview import (
     split_half_draws,
     variance_components,
 )
-from annotation.quality.split_half import half_correlation, rho1_from_halves, split_half_reliability
+from annotation.quality.split_half import rho1_from_halves, split_half_reliability
 
 PARABANK = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "parabank-eval"
 MODEL = NoiseModel(between_var=300.0, noise_var=450.0, source="test")
@@ -53,6 +53,14 @@ def brute_force_split_half(model: NoiseModel, *, candidates: int, raters: int, d
 def spearman_expected(r: float, n: int) -> float:
     """The expectation of Spearman's rho of n pairs from a bivariate normal of correlation r (Moran 1948)."""
     return 6 / (math.pi * (n + 1)) * (math.asin(r) + (n - 2) * math.asin(r / 2))
+
+
+def half_correlation(rho1: float, a: int, b: int) -> float:
+    """The correlation across candidates of the mean of ``a`` ratings with the mean of ``b`` other ratings
+    (classical test theory: what ``rho1_from_halves`` inverts)."""
+    if rho1 <= 0:
+        return 0.0
+    return rho1 / math.sqrt((rho1 + (1 - rho1) / a) * (rho1 + (1 - rho1) / b))
 
 
 @pytest.mark.parametrize("raters", [2, 3, 5])

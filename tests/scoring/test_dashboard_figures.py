@@ -35,7 +35,7 @@ from annotation.models import (
 from annotation.quality.workers import campaign_rater_figures, worker_quality
 from scoring.aggregation import load_campaign
 from scoring.dashboard.plots import cost_figure, raters_figure, reliability_figure
-from scoring.reliability import reliability, split_rhos
+from scoring.reliability import reliability_and_splits
 
 from .test_reliability import _crowd, _oracle
 
@@ -235,7 +235,7 @@ def test_rater_figures_match_quality_per_worker(campaign):
 def test_reliability_figure_draws_each_split_and_the_three_figures(tmp_path):
     campaign = _crowd(tmp_path)
     data = load_campaign(campaign, 0)
-    figures, splits = reliability(data), split_rhos(data)
+    figures, splits = reliability_and_splits(data)
     n, raw, z = _oracle(data)
     per_split = [_oracle(data, seeds=[s]) for s in range(20)]
     assert splits["raw"] == pytest.approx([p[1] for p in per_split])
@@ -269,10 +269,10 @@ def test_an_empty_campaign_draws_and_says_so():
     for fig in (
         cost_figure(campaign_batch_costs(empty)),
         raters_figure([], min_pass_rate=0.9, p_max=0.05),
-        reliability_figure(reliability(data), split_rhos(data)),
+        reliability_figure(*reliability_and_splits(data)),
     ):
         assert fig.axes  # drawn, nothing raised
-    assert [t.get_text() for t in reliability_figure(reliability(data), split_rhos(data)).axes[0].texts] == [
+    assert [t.get_text() for t in reliability_figure(*reliability_and_splits(data)).axes[0].texts] == [
         "n/a",
         "n/a",
         "n/a",

@@ -23,7 +23,7 @@ from scoring.regressor import RegressorTrainOptions, regressor_train
 from scoring.regressor.held_out import SIMILAR_AT, calibration_counts, calibration_of, fisher_interval, wilson_interval
 from scoring.releases.card import license_check, local_name
 from scoring.releases.columns import JSONL_PARAPHRASE_KEYS, JUDGMENT_COLUMNS, PAIR_COLUMNS
-from scoring.releases.filters import FilterError, is_copy, is_near_copy, parse_filters
+from scoring.releases.filters import NEAR_COPY, FilterError, copy_kind, is_copy, parse_filters
 from scoring.releases.job import export_release_start
 from scoring.releases.params import ReleaseExportParams
 
@@ -86,12 +86,12 @@ def test_paraphrases_identical_to_their_reference_are_left_out_and_counted(copie
 
 
 def test_near_copies_are_a_slip_or_punctuation_from_their_reference():
-    assert is_near_copy("The cat sat.", "The cat sat")  # punctuation only
-    assert is_near_copy("A woman is eating.", "A Women is eating.")  # one character: a slip
-    assert is_near_copy("RBA delivers another rate cut", "RBA delivers another rate cuts")
-    assert not is_near_copy("The cat sat.", "the cat sat.")  # a copy, counted as one
-    assert not is_near_copy("A man is eating.", "A woman is eating.")  # two characters
-    assert not is_near_copy("Ryanair chief praises report findings.", "Ryanair president hails report findings")
+    assert copy_kind("The cat sat.", "The cat sat") == NEAR_COPY  # punctuation only
+    assert copy_kind("A woman is eating.", "A Women is eating.") == NEAR_COPY  # one character: a slip
+    assert copy_kind("RBA delivers another rate cut", "RBA delivers another rate cuts") == NEAR_COPY
+    assert copy_kind("The cat sat.", "the cat sat.") != NEAR_COPY  # a copy, counted as one
+    assert copy_kind("A man is eating.", "A woman is eating.") is None  # two characters
+    assert copy_kind("Ryanair chief praises report findings.", "Ryanair president hails report findings") is None
 
 
 def test_the_copy_rule_forgives_case_and_spacing_only():

@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from annotation.models import Assignment, Batch, Bonus, Hit, Worker
 
 ASSIGNMENT_STATUSES = ["Submitted", "Approved", "Rejected"]
-NOTIFY_BATCH = 100  # notify_workers takes at most 100 workers a call
 _HIT_ID = re.compile(r"\b[A-Z0-9]{30}\b")
 # MTurk remembers a UniqueRequestToken for 24 hours; an unfinished publish older than this is looked up instead
 TOKEN_WINDOW = timedelta(hours=23)
@@ -525,20 +524,6 @@ class MTurkProvider:
                 continue
             report["paid" if paid_now else "already_paid"] += 1
         return report
-
-    def notify_workers(self, *, workers: Iterable[Worker], subject: str, message: str) -> list[dict]:
-        """Message workers (100 a call); returns MTurk's per-worker failures."""
-        ids = [w.external_id for w in workers]
-        failures: list[dict] = []
-        for start in range(0, len(ids), NOTIFY_BATCH):
-            response = self._call(
-                "notify_workers",
-                Subject=subject[:200],
-                MessageText=message[:4096],
-                WorkerIds=ids[start : start + NOTIFY_BATCH],
-            )
-            failures.extend(response.get("NotifyWorkersFailureStatuses", []))
-        return failures
 
     # --- HIT lifetime --------------------------------------------------------------------------
 
