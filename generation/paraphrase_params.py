@@ -32,7 +32,15 @@ from jobs.params import (
     true_false_or_unset,
 )
 
-from .decode_options import BACKWARD_HELP, DIVERSE_HELP, DIVERSE_ONLY, NOT_JOB_OPTIONS, DecodeOptions, DiverseOptions
+from .decode_options import (
+    BACKWARD_HELP,
+    DIVERSE_HELP,
+    DIVERSE_ONLY,
+    MAX_SEED,
+    NOT_JOB_OPTIONS,
+    DecodeOptions,
+    DiverseOptions,
+)
 from .model_source import MODEL_HELP
 from .prompts import PROMPT_TEMPLATE_HELP
 
@@ -89,7 +97,11 @@ class ParaphraseParams:
     )
     seed: int = field(
         default=0,
-        metadata=param(help="seed of --system's random choices of words (with --diverse: of its draws)"),
+        metadata=param(
+            help="seed of --system's random choices of words (with --diverse: of its draws)",
+            minimum=0,
+            maximum=MAX_SEED,
+        ),
     )
     ppdb: str | None = field(
         default=None, metadata=param(help="PPDB 2.0 lexical file for systems 35-37", scope=SYSTEM_INPUT)
