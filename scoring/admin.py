@@ -23,15 +23,9 @@ from api.permissions import staff_has_perms
 from jobs.models import Job
 from jobs.widgets import PROGRESS_JS, job_progress_page as widget_job_progress_page, progress_bar
 from scoring import job_results  # noqa: F401  (the result pages of the scoring and generation jobs)
-from scoring.forms import (
-    EXPORT_PERMS,
-    SCORE_PERMS,
-    TRAIN_PERMS,
-    ExportReleaseForm,
-    ScoreResourceForm,
-    TrainRegressorForm,
-)
+from scoring.forms import ExportReleaseForm, ScoreResourceForm, TrainRegressorForm
 from scoring.models import Regressor, Release, ScoredResource
+from scoring.permissions import EXPORT_PERMS, SCORE_PERMS, TRAIN_PERMS
 from scoring.regressor.job import KIND as TRAIN_KIND, train_regressor_launch
 from scoring.releases.access import sees_every_release
 from scoring.releases.checks import ReleaseError, next_version

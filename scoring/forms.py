@@ -24,11 +24,6 @@ from scoring.scored.device import DEVICE_HELP, DEVICES
 from scoring.scored.job import score_start_check, scoring_device
 from scoring.scored.params import ScoreResourceParams
 
-TRAIN_PERMS = ("scoring.add_regressor", "jobs.view_job")
-SCORE_PERMS = ("scoring.add_scoredresource", "jobs.view_job")
-EXPORT_PERMS = ("scoring.add_release", "jobs.view_job")
-
-
 # the settings' fields come from the job kinds' parameters classes (``jobs.forms.form_fields``), the rest
 # (what a model choice is) is said below; ``field_order`` keeps the pages' and the API's order
 TrainSettingsFields = type(

@@ -21,6 +21,7 @@ from generation.models import Resource
 from jobs.models import Job
 from jobs.results import FileLink, JobOutcome, Link, Table, register_outcome, url_or_none
 from scoring.models import Regressor, Release, ScoredResource
+from scoring.permissions import EXPORT_PERMS, RESEARCH_PERMS, SCORE_PERMS
 from scoring.regressor.held_out import (
     calibration_note,
     calibration_of,
@@ -37,10 +38,6 @@ from scoring.releases.card import NO_LICENSE
 from scoring.releases.job import KIND as EXPORT_KIND
 from scoring.releases.manifest import release_files
 from scoring.scored.job import KIND as SCORE_KIND
-
-RESEARCH_PERMS = ("annotation.view_campaign", "annotation.view_judgment")  # the dashboard's (scoring.dashboard.views)
-SCORE_PERMS = ("scoring.add_scoredresource", "jobs.view_job")  # the admin's score form's (scoring.admin)
-EXPORT_PERMS = ("scoring.add_release", "jobs.view_job")
 
 
 def _dashboards(user: Any, campaigns: list[Campaign]) -> list[Link]:

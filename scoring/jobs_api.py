@@ -20,15 +20,9 @@ from api.form_api import JOB_STARTED, form_checked, form_serializer, job_started
 from api.listing import ListQuery, id_filter, listed, page_serializer
 from api.openapi import api_errors
 from api.permissions import staff_has_perms, staff_with_perms_by_method
-from scoring.forms import (
-    EXPORT_PERMS,
-    SCORE_PERMS,
-    TRAIN_PERMS,
-    ExportReleaseForm,
-    ScoreResourceForm,
-    TrainRegressorForm,
-)
+from scoring.forms import ExportReleaseForm, ScoreResourceForm, TrainRegressorForm
 from scoring.models import Regressor, Release, ScoredResource
+from scoring.permissions import EXPORT_PERMS, SCORE_PERMS, TRAIN_PERMS
 from scoring.regressor.job import train_regressor_launch
 from scoring.releases.access import RELEASE_VIEW_PERMS
 from scoring.releases.checks import LicenseConflictError, ReleaseError

@@ -44,9 +44,9 @@ from scoring.dashboard.tables import (
     render_csv,
 )
 from scoring.diversity import LEVENSHTEIN_BINS
+from scoring.permissions import RESEARCH_PERMS
 
 # the dashboards show every campaign's judgments aggregated: the admin permissions that show them there
-RESEARCH_PERMS = ("annotation.view_campaign", "annotation.view_judgment")
 
 
 class _BadParameter(ValueError):
