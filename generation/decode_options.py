@@ -15,6 +15,7 @@ the others are per-process knobs (``paraphrase``, benches) that a job never stor
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -365,3 +366,39 @@ DIVERSE_SHARED = fields_in_scope(DiverseOptions, SHARED)
 # ... and the diverse mode's own settings, in DiverseOptions' order: what a command, a form and a job refuse
 # without --diverse (each adds its --backward-model, a model, not a number)
 DIVERSE_ONLY = fields_in_scope(DiverseOptions, DIVERSE)
+
+
+def diverse_settings_given(options: DiverseOptions | Mapping[str, Any] | None) -> list[str]:
+    """The diverse mode's own settings (:data:`DIVERSE_ONLY`) that ``options`` gives: off their defaults in a
+    :class:`DiverseOptions`, present at all in a mapping of typed values (a command's: even a default typed out is
+    refused without ``--diverse``). What a command and a job refuse without ``diverse``."""
+    if isinstance(options, DiverseOptions):
+        default = DiverseOptions()
+        return [n for n in DIVERSE_ONLY if getattr(options, n) != getattr(default, n)]
+    return [n for n in DIVERSE_ONLY if options is not None and options.get(n) is not None]
+
+
+def with_shared_settings(
+    options: DiverseOptions | Mapping[str, Any] | None,
+    decode: DecodeOptions,
+    seed: int,
+    *,
+    owner: str,
+    error: type[ParamsError] = DecodeOptionsError,
+) -> DiverseOptions:
+    """The diverse options with the settings they share with their command or job (:data:`DIVERSE_SHARED`:
+    ``seed``, and ``decode``'s ``max_length`` and ``batch_size``): one value each, so a :class:`DiverseOptions`
+    that says otherwise is refused (``owner``: "the job", "the command", as the message says it)."""
+    shared = {"seed": seed, "max_length": decode.max_length, "batch_size": decode.batch_size}
+    if not isinstance(options, DiverseOptions):
+        return DiverseOptions(**{**dict(options or {}), **shared})
+    for name, value in shared.items():
+        if getattr(options, name) != value:
+            raise fail(
+                "{0} is one setting of " + owner + " and of its diverse sampling: {value!r} and {other!r} differ",
+                name,
+                error=error,
+                value=value,
+                other=getattr(options, name),
+            )
+    return options

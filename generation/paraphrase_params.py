@@ -40,6 +40,8 @@ from .decode_options import (
     NOT_JOB_OPTIONS,
     DecodeOptions,
     DiverseOptions,
+    diverse_settings_given,
+    with_shared_settings,
 )
 from .model_source import MODEL_HELP
 from .prompts import PROMPT_TEMPLATE_HELP
@@ -48,7 +50,6 @@ from .prompts import PROMPT_TEMPLATE_HELP
 # diverse mode draws its own negative sets, so it refuses them), and what ``--system`` reads (inert without it)
 CONSTRAINTS, SYSTEM_INPUT = "constraints", "system input"
 DEFAULT_DECODE = DecodeOptions()
-DEFAULT_DIVERSE = DiverseOptions()
 
 
 class ParaphraseParamsError(ParamsError):
@@ -140,13 +141,7 @@ class ParaphraseParams:
         decoder's process knobs (``int8``, ``rerank_dissimilar``: beam search's) off their defaults."""
         options = self.diverse_options
         if not self.diverse:
-            if isinstance(options, DiverseOptions):
-                given = [n for n in DIVERSE_ONLY if getattr(options, n) != getattr(DEFAULT_DIVERSE, n)]
-            elif options is not None:
-                given = [n for n in DIVERSE_ONLY if options.get(n) is not None]
-            else:
-                given = []
-            given += ["backward_model"] if self.backward_model is not None else []
+            given = diverse_settings_given(options) + (["backward_model"] if self.backward_model is not None else [])
             if given:
                 raise _fail("{0} needs {1}", given[0], "diverse")
             return None
@@ -154,18 +149,7 @@ class ParaphraseParams:
         clash += [n for n in NOT_JOB_OPTIONS if getattr(self.decode, n) != getattr(DEFAULT_DECODE, n)]
         if clash:
             raise _fail("{1} samples its own negative constraints: leave out {0}", clash[0], "diverse")
-        shared = {"seed": self.seed, "max_length": self.decode.max_length, "batch_size": self.decode.batch_size}
-        if options is None or not isinstance(options, DiverseOptions):
-            return DiverseOptions(**{**dict(options or {}), **shared})
-        for name, value in shared.items():
-            if getattr(options, name) != value:
-                raise _fail(
-                    "{0} is one setting of the command and of its diverse sampling: {value!r} and {other!r} differ",
-                    name,
-                    value=value,
-                    other=getattr(options, name),
-                )
-        return options
+        return with_shared_settings(options, self.decode, self.seed, owner="the command", error=ParaphraseParamsError)
 
 
 # What --diverse refuses of paraphrase's own settings (beside DecodeOptions' process knobs)

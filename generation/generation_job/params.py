@@ -62,11 +62,12 @@ from ..decode_options import (
     BACKWARD_HELP,
     BEAM_ONLY,
     DIVERSE_HELP,
-    DIVERSE_ONLY,
     MAX_SEED,
     NOT_JOB_OPTIONS,
     DecodeOptions,
     DiverseOptions,
+    diverse_settings_given,
+    with_shared_settings,
 )
 from ..hooks import name_taken
 from ..model_source import (
@@ -83,7 +84,6 @@ from .budget import diverse_memory_error, diverse_time_error
 DEFAULT_LENGTHS = (5, 10, 20, 40)
 # the job's --diverse: the command's help and what the job makes of it (its systems are the ranks)
 DIVERSE_JOB_HELP = DIVERSE_HELP + "; each reference's kept outputs become systems r1, r2, ... by rank (no --systems)"
-DEFAULT = DiverseOptions()
 # settings of constrained decoding that the diverse mode cannot honour (it draws its own negative sets)
 NOT_WITH_DIVERSE = ("systems", "ppdb", "idf_table")
 
@@ -298,8 +298,7 @@ class GenerateParams:
         if options is not None and not isinstance(options, DiverseOptions):
             raise GenerationSettingsError(f"diverse_options must be DiverseOptions, not {type(options).__name__}")
         if not self.diverse:
-            given = [n for n in DIVERSE_ONLY if options is not None and getattr(options, n) != getattr(DEFAULT, n)]
-            given += ["backward_model"] if self.backward_model else []
+            given = diverse_settings_given(options) + (["backward_model"] if self.backward_model else [])
             if given:
                 raise fail("{0} needs {1}", given[0], "diverse", error=GenerationSettingsError)
             return None
@@ -316,19 +315,7 @@ class GenerateParams:
             raise fail(
                 "{0} is beam search's; {1} samples: leave it out", search[0], "diverse", error=GenerationSettingsError
             )
-        shared = {"seed": self.seed, "max_length": self.decode.max_length, "batch_size": self.decode.batch_size}
-        if options is None:
-            return DiverseOptions(**shared)
-        for name, value in shared.items():
-            if getattr(options, name) != value:
-                raise fail(
-                    "{0} is one setting of the job and of its diverse sampling: {value!r} and {other!r} differ",
-                    name,
-                    error=GenerationSettingsError,
-                    value=value,
-                    other=getattr(options, name),
-                )
-        return options
+        return with_shared_settings(options, self.decode, self.seed, owner="the job", error=GenerationSettingsError)
 
 
 def check_name_free(name: str) -> None:
