@@ -3,7 +3,7 @@ references unconstrained and under the quick start's constraint systems, in one 
 
     .venv/bin/python bench/paraphraser.py [--model NAME=PATH ...] [--data ../shared/data] [--references 60]
         [--offset 2000] [--parabank 40] [--systems none,15,22,28,29,34] [--beam 4] [--max-length 48] [--passes 2]
-        [--outputs OUT.tsv] [--json OUT.json]
+        [--diverse [--diverse-sets 3] [--diverse-samples 8] [--diverse-keep 2]] [--outputs OUT.tsv] [--json OUT.json]
 
 References: demo-corpus lines from ``--offset`` of 8 to 25 words (the first ``--references`` of them: the
 quick start's own sentences; with ``--exclude-pairs FILE`` those a training pair holds are skipped, since the
@@ -26,7 +26,21 @@ Printed per model and system (the first output of each reference):
 * ``sent/s``: references decoded per second; for ``none`` also Hugging Face ``generate``'s (same beam,
   same length limit, same prompts) and the ratio; each the fastest of ``--passes`` (2) passes.
 
-``--outputs`` writes every first output (model, system, reference, output) for judging by hand."""
+``--diverse`` adds, per model, ParaBank 2's diverse mode (``generation.decoding.diverse.diverse_decode``) on the
+same references, with the quick start's settings by default (``generation.demo_settings``: 3 negative sets x 8
+samples, ranks 1-2 kept; the other options DiverseOptions' defaults, ``--max-length`` as above), in rows
+
+* ``r1`` (each reference's rank 1) and ``r1-2`` (ranks 1 and 2, every output): the columns above, over outputs;
+  ``viol``: outputs holding a word of the negative set they were sampled under; ``sent/s``: references per second
+  of ``diverse_decode``, and Hugging Face ``generate`` sampling the same rows (``sets x samples`` per reference,
+  top-k and temperature as ours, one reference a call as ours on the CPU; no bans, scoring or clustering) and the
+  ratio;
+* the diverse mode's five targets against beam n-best (beam 8, its ``--diverse-keep`` best) on the same references,
+  as ``bench/diversity.py`` computes and states them (``measure``, ``diverse_targets``): both its rows and each
+  target, met or missed. Timing: beam n-best and diverse interleaved, the fastest of ``--passes`` passes each.
+
+``--outputs`` writes every first output (model, system, reference, output) for judging by hand, and with
+``--diverse`` ranks 1 and 2 (systems ``r1``, ``r2``). ``--systems none`` keeps only the unconstrained row."""
 
 from __future__ import annotations
 
@@ -46,9 +60,13 @@ import django  # noqa: E402 - after the path set-up
 
 django.setup()
 
+from bench import diversity  # noqa: E402
 from generation.constraints.idf import count_document_frequencies, idf_value  # noqa: E402
 from generation.constraints.sets import select_constraints  # noqa: E402
+from generation.decode_options import DiverseOptions  # noqa: E402
 from generation.decoding import decode, load_model, normalise_constraints, violations  # noqa: E402
+from generation.decoding.diverse import diverse_decode  # noqa: E402
+from generation.demo_settings import DEMO_DIVERSE_RANKS, DEMO_DIVERSE_SAMPLES, DEMO_DIVERSE_SETS  # noqa: E402
 from generation.screening import Vocabulary, english_words, pair_non_words  # noqa: E402
 from scoring.diversity import bleu_no_bp  # noqa: E402
 from scoring.releases.filters import copy_kind  # noqa: E402
@@ -98,6 +116,115 @@ def hf_generate_seconds(loaded, refs: list[str], beam: int, max_length: int) -> 
     return time.perf_counter() - t
 
 
+def hf_sample_seconds(loaded, refs: list[str], options: DiverseOptions) -> float:
+    """Hugging Face ``generate`` sampling ``options.rows`` continuations of each reference (top-k, temperature
+    as the diverse mode's), one reference a call: the diverse mode's sampling without its bans, scoring and
+    clustering."""
+    import torch
+
+    torch.manual_seed(options.seed)
+    kw = {"do_sample": True, "top_k": options.top_k, "temperature": options.temperature, "num_beams": 1}
+    kw["num_return_sequences"] = options.rows
+    t = time.perf_counter()
+    for ref in refs:
+        if loaded.causal:
+            from generation.decoding.causal import prompt_batch
+
+            ids, mask = prompt_batch(loaded, [ref])
+            kw["max_new_tokens"] = options.max_length
+        else:
+            enc = loaded.tokenizer([ref], return_tensors="pt")
+            ids, mask = enc["input_ids"], enc["attention_mask"]
+            kw["max_length"] = options.max_length
+        with torch.no_grad():
+            loaded.model.generate(input_ids=ids, attention_mask=mask, **kw)
+    return time.perf_counter() - t
+
+
+def print_row(row: dict, label: str, extra: str = "") -> None:
+    print(
+        f"{label:>5}  copy {row['copy']:.0%}  non-word {row['non_word']:.0%}  sim {row['sim']:.3f}  "
+        f"1-BLEU {row['one_minus_bleu']:.1f}  viol {row['violations']}  {row['sent_per_s']:.2f} sent/s{extra}",
+        flush=True,
+    )
+
+
+def diverse_rows(name, loaded, refs, options, vocabulary, lexicon, passes) -> tuple[list[dict], list[tuple]]:
+    """``--diverse``'s rows for one model (module docstring) and its outputs (name, r1/r2, reference, output)."""
+    timings: dict[str, list[float]] = {"beam": [], "diverse": []}
+    for _ in range(passes):  # interleaved: a change of the machine's load falls on both
+        t = time.perf_counter()
+        beam = decode(loaded, refs, beam=diversity.BEAM, nbest=options.keep, max_length=options.max_length)
+        timings["beam"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        div = diverse_decode(loaded, refs, options=options)
+        timings["diverse"].append(time.perf_counter() - t)
+    secs = {k: min(v) for k, v in timings.items()}
+    hf = hf_sample_seconds(loaded, refs, options)
+    ranked = [[o["text"] for o in r.outputs] for r in div]
+    rows, written = [], []
+    for system, depth in (("r1", 1), ("r1-2", options.keep)):
+        kept = [(r, o) for r, res in zip(refs, div) for o in res.outputs[:depth]]
+        outs = [o["text"] for _, o in kept]
+        cons = [{"negative": o.get("banned") or []} for _, o in kept]
+        row = {
+            "model": name,
+            "system": system,
+            **measure([r for r, _ in kept], outs, cons, vocabulary, secs["diverse"]),
+        }
+        row["sent_per_s"] = len(refs) / secs["diverse"]
+        row["hf_sent_per_s"] = len(refs) / hf
+        row["speed_vs_hf"] = hf / secs["diverse"]
+        rows.append(row)
+    for r, res in zip(refs, div):
+        written += [(name, f"r{i + 1}", r, o["text"]) for i, o in enumerate(res.outputs[:2])]
+    b = diversity.measure(
+        f"beam n-best ({options.keep} of {diversity.BEAM})",
+        refs,
+        [[o["text"] for o in r.outputs] for r in beam],
+        secs["beam"],
+        len(refs) * diversity.BEAM,
+        lexicon,
+    )
+    d = diversity.measure("diverse", refs, ranked, secs["diverse"], len(refs) * options.rows, lexicon)
+    targets = diversity.diverse_targets(b, d)
+    rows[-1]["diverse"] = {"beam_n_best": b, "diverse": d, "targets": targets}
+    print(
+        f"# diverse: {options.negative_sets} negative sets x {options.samples} samples, keep {options.keep}; "
+        f"{statistics.fmean(len(r) for r in ranked):.2f} outputs a reference",
+        flush=True,
+    )
+    hf_note = (
+        f" (HF generate sampling {options.rows} rows {rows[0]['hf_sent_per_s']:.2f}: {rows[0]['speed_vs_hf']:.2f}x)"
+    )
+    for row in rows:
+        print_row(row, row["system"], hf_note)
+    print(f"# bench/diversity.py's measures, against beam n-best ({options.keep} of beam {diversity.BEAM}):")
+    print(
+        f"  {'system':<20} {'pair 1-BLEU':>11} {'ref 1-BLEU':>10} {'sim':>6} {'sim@1':>6} {'non-word':>8} {'cand/s':>8}"
+    )
+    for x in (b, d):
+        print(
+            f"  {x['system']:<20} {fmt(x['pair_1_bleu']):>11} {fmt(x['ref_1_bleu']):>10} {fmt(x['sim'], '.3f'):>6} "
+            f"{fmt(x['sim_at_1'], '.3f'):>6} {x['non_word']:>8.3f} {x['cand_per_s']:>8.1f}"
+        )
+    print(f"  beam best non-copy sim {fmt(b.get('sim_best_noncopy'), '.3f')}")
+    met = sum(bool(t["met"]) for t in targets)
+    print(f"# the diverse mode's targets ({met} of {len(targets)} met):")
+    for t in targets:
+        print(f"  {'met' if t['met'] else 'MISSED':<6} {t['target']}: {t['text']}")
+    print(
+        f"  timing (s, each pass): beam n-best {' '.join(f'{x:.2f}' for x in timings['beam'])}, "
+        f"diverse {' '.join(f'{x:.2f}' for x in timings['diverse'])}; HF sampling {hf:.2f}",
+        flush=True,
+    )
+    return rows, written
+
+
+def fmt(x, spec=".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
 def measure(refs, outputs, constraints, vocabulary, seconds) -> dict:
     from scoring.similarity.embeddings import pair_cosines
 
@@ -129,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         "--exclude-pairs", type=Path, default=None, help="a training pairs file: its sentences are not references"
     )
     ap.add_argument("--passes", type=int, default=2, help="timed passes per system; the fastest is reported")
+    ap.add_argument("--diverse", action="store_true", help="also the diverse mode's rows (ranks 1 and 1-2, targets)")
+    ap.add_argument("--diverse-sets", type=int, default=DEMO_DIVERSE_SETS, help="negative sets (the quick start's)")
+    ap.add_argument("--diverse-samples", type=int, default=DEMO_DIVERSE_SAMPLES, help="samples per set")
+    ap.add_argument("--diverse-keep", type=int, default=DEMO_DIVERSE_RANKS, help="ranks kept")
     ap.add_argument("--outputs", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -142,7 +273,16 @@ def main(argv: list[str] | None = None) -> int:
     vocabulary = Vocabulary(corpus=frozenset(df), english=english_words(), source="demo corpus + English words")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     models = dict(m.split("=", 1) for m in (args.model or [f"demo={DEMO_MODEL}"]))
-    print(f"# bench/paraphraser.py: {len(refs)} references, systems {','.join(systems)}, beam {args.beam}")
+    options = None
+    if args.diverse:
+        options = DiverseOptions(
+            negative_sets=args.diverse_sets,
+            samples=args.diverse_samples,
+            keep=args.diverse_keep,
+            max_length=args.max_length,
+        )
+        lexicon = diversity.lexicon_of(lines)
+    print(f"# bench/paraphraser.py: {len(refs)} references, systems {','.join(systems) or '-'}, beam {args.beam}")
     rows, written = [], []
     for name, path in models.items():
         loaded = load_model(path, device="cpu")
@@ -169,11 +309,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             written += [(name, system, r, o) for r, o, _ in kept]
             hf = f" (HF generate {row['hf_sent_per_s']:.2f}: {row['speed_vs_hf']:.2f}x)" if system == "none" else ""
-            print(
-                f"{system:>5}  copy {row['copy']:.0%}  non-word {row['non_word']:.0%}  sim {row['sim']:.3f}  "
-                f"1-BLEU {row['one_minus_bleu']:.1f}  viol {row['violations']}  {row['sent_per_s']:.2f} sent/s{hf}",
-                flush=True,
-            )
+            print_row(row, system, hf)
+        if options is not None:
+            more, outs = diverse_rows(name, loaded, refs, options, vocabulary, lexicon, args.passes)
+            rows += more
+            written += outs
     if args.outputs:
         with open(args.outputs, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh, delimiter="\t", lineterminator="\n")
