@@ -78,8 +78,8 @@ class NegativeTables:
     kmp: torch.Tensor  # [B, P, S, W+1] long
     plen: torch.Tensor  # [B, P] long (0 = padding phrase: never matches)
     last_node: torch.Tensor  # [B, P] long: trie node of the phrase's last word
-    ext_keys: torch.Tensor  # [B, K] long sorted: node*V + token
-    ext_vals: torch.Tensor  # [B, K] long
+    ext_keys: torch.Tensor  # [K] long sorted: (b*N + node)*V + token, all sentences in one (then a sentinel)
+    ext_vals: torch.Tensor  # [K] long
     word_of_node: torch.Tensor  # [B, N] long (W = other)
     n_words: torch.Tensor  # [B] long
     tail_node: torch.Tensor  # [B, V] long
@@ -95,55 +95,85 @@ class NegativeTables:
         return self.n_phr == 0
 
 
+def _trie(words: list[str]) -> tuple[np.ndarray, int]:
+    """``pref[j, k]``: the trie node of ``words[j][:k]`` (sorted ``words``; k up to the word's length, 0 = ROOT), and
+    the number of nodes. Nodes are numbered as the prefixes first appear, word by word: in sorted order a prefix
+    appeared before exactly when it is within the word's common prefix with the word before, so the numbering
+    is read off the words' characters at once (one Python step per prefix cost more than the rest of a table)."""
+    W = len(words)
+    if not W:
+        return np.zeros((0, 1), dtype=np.int64), 2
+    lens = np.fromiter(map(len, words), dtype=np.int64, count=W)
+    L = int(lens.max())
+    chars = np.array(words, dtype=f"<U{L}").view(np.uint32).reshape(W, L)  # NUL-padded: no word holds a NUL
+    same = chars[1:] == chars[:-1]
+    lcp = np.zeros(W, dtype=np.int64)
+    lcp[1:] = np.where(same.all(1), L, same.argmin(1))
+    k = np.arange(1, L + 1)
+    new = (k[None, :] > lcp[:, None]) & (k[None, :] <= lens[:, None])  # [W, L]: the prefix is a new node
+    ids = np.cumsum(new.ravel()).reshape(W, L) + DEAD  # the first new prefix is node 2
+    first = np.maximum.accumulate(np.where(new, np.arange(W)[:, None], 0), axis=0)  # the word that made it
+    pref = np.zeros((W, L + 1), dtype=np.int64)
+    pref[:, 1:] = ids[first, k - 1]
+    return pref, int(new.sum()) + 2
+
+
 def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> dict:
-    """One sentence's trie of banned words' prefixes and the moves over it, as plain Python."""
+    """One sentence's trie of banned words' prefixes and the moves over it, as arrays. Each word's pieces come
+    from ``VocabInfo.pieces_of`` (remembered per word), so a sentence only numbers its trie and joins them."""
     V = info.size
     words = sorted({w for ph, _ in phrases for w in ph})
     wid = {w: i for i, w in enumerate(words)}
     W = len(words)
-    nodes = {"": ROOT}
-    strs = ["", None]
-    for w in words:
-        for k in range(1, len(w) + 1):
-            if w[:k] not in nodes:
-                nodes[w[:k]] = len(strs)
-                strs.append(w[:k])
-    word_of_node = [W] * len(strs)
-    for w in words:
-        word_of_node[nodes[w]] = wid[w]
-    ext = {}  # open word (node) x token appending letters -> node; every prefix of a word is a node
-    for w in words:
-        for i, k, t, _ in info.moves_of(w):
-            ext[nodes[w[:i]] * V + t] = nodes[w[:k]]
-    tails = {}
-    for u, n in nodes.items():
-        if u:
-            for t in info.by_tail.get(u, ()):
-                tails[t] = n
-    singles = sorted({ph[0] for ph, anchored in phrases if len(ph) == 1 and not anchored})
+    pref, n_nodes = _trie(words)
+    end = pref[np.arange(W), [len(w) for w in words]]  # each word's node
+    word_of_node = np.full(n_nodes, W, dtype=np.int64)
+    word_of_node[end] = np.arange(W)
+    pieces = list(zip(*map(info.pieces_of, words))) or [(), (), ()]  # moves, tails, inner ids: one tuple each
+    counts = list(map(len, pieces[0]))
+    starts = np.cumsum([0, *counts])
+    moves = np.concatenate([np.zeros((0, 4), dtype=np.int64), *pieces[0]])
+    wj = np.repeat(np.arange(W), counts).astype(np.int64)
+    src = pref[wj, moves[:, 0]]
+    # open word (node) x token appending letters -> node; every prefix of a word is a node, and a key's node is
+    # its node's prefix with the token's letters whichever word it came from
+    ext_keys, at = np.unique(src * V + moves[:, 2], return_index=True)
+    ext_vals = pref[wj, moves[:, 1]][at]
+    tails = np.concatenate([np.zeros((0, 2), dtype=np.int64), *pieces[1]])
+    tail_nodes = pref[np.repeat(np.arange(W), list(map(len, pieces[1]))).astype(np.int64), tails[:, 0]]
+    singles = sorted({wid[ph[0]] for ph, anchored in phrases if len(ph) == 1 and not anchored})
     tracked = [(ph, a) for ph, a in phrases if len(ph) > 1 or a]  # phrases that need progress (module docstring)
 
-    def completing(word: str):
-        """(node, token): the open word ``word[:i]`` and a token that appends ``word[i:]`` and breaks."""
-        return [(nodes[word[:i]], t) for i, k, t, breaks in info.moves_of(word) if breaks and k == len(word)]
+    def completing(j: int) -> tuple[np.ndarray, np.ndarray]:
+        """(nodes, tokens): the open word ``word[:i]`` and a token that appends ``word[i:]`` and breaks."""
+        rows = slice(starts[j], starts[j + 1])
+        closes = moves[rows, 3] == 1
+        return src[rows][closes], moves[rows, 2][closes]
 
-    trips = [(n, p, t) for p, (ph, _) in enumerate(tracked) for n, t in completing(ph[-1])]
-    single_tokens: dict[int, set[int]] = {}
-    for w in singles:
-        for n, t in completing(w):
-            single_tokens.setdefault(n, set()).add(t)
-    static = [t for t in info.inner_ids if any(x in wid for x in info.inner[t])]
+    trips = []
+    for p, (ph, _) in enumerate(tracked):
+        n, t = completing(wid[ph[-1]])
+        trips.append(np.stack([n, np.full_like(n, p), t], axis=1))
+    is_single = np.zeros(W, dtype=bool)
+    is_single[singles] = True
+    closing = (moves[:, 3] == 1) & is_single[wj]
+    pairs = np.unique(src[closing] * V + moves[closing, 2])  # by node, then token
+    pair_node = pairs // V
     return dict(
         phrases=[([wid[w] for w in ph], a) for ph, a in tracked],
         W=W,
         word_of_node=word_of_node,
-        ext=ext,
-        tails=tails,
-        trips=trips,
-        single_nodes=[nodes[w] for w in singles],
-        single_tokens={n: sorted(ts) for n, ts in single_tokens.items()},
-        static=static,
-        last_nodes=[nodes[ph[-1]] for ph, _ in tracked],
+        ext_keys=ext_keys,
+        ext_vals=ext_vals,
+        tail_tokens=tails[:, 1],
+        tail_nodes=tail_nodes,
+        trips=np.concatenate(trips) if trips else np.zeros((0, 3), dtype=np.int64),
+        single_nodes=end[singles],
+        single_node=pair_node,
+        single_slot=np.arange(len(pairs)) - np.searchsorted(pair_node, pair_node),  # place among the node's tokens
+        single_tok=pairs % V,
+        static=np.concatenate([np.zeros(0, dtype=np.int64), *pieces[2]]),
+        last_nodes=[int(end[wid[ph[-1]]]) for ph, _ in tracked],
     )
 
 
@@ -158,15 +188,16 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     S = Lmax + 2
     Wmax = max((d["W"] for d in per), default=0)
     Nmax = max((len(d["word_of_node"]) for d in per), default=2)
-    Kmax = max((len(d["ext"]) for d in per), default=0) + 1
     Emax = max((len(d["trips"]) for d in per), default=0) + 1
-    Fmax = max((len(ts) for d in per for ts in d["single_tokens"].values()), default=0) or 1
+    Fmax = max((int(d["single_slot"].max()) + 1 for d in per if len(d["single_slot"])), default=0) or 1
     P1 = max(P, 1)
     kmp = np.zeros((B, P1, S, Wmax + 1), dtype=np.int64)
     plen = np.zeros((B, P1), dtype=np.int64)
     last_node = np.full((B, P1), -5, dtype=np.int64)
-    ext_keys = np.full((B, Kmax), np.iinfo(np.int64).max, dtype=np.int64)
-    ext_vals = np.full((B, Kmax), DEAD, dtype=np.int64)
+    # one sorted array for the batch: a hypothesis finds its sentence's move with one search, and no layout
+    # gathers its sentences' rows of a [B, K] table (that copy cost more than building the tables)
+    ext_keys = np.concatenate([*((b * Nmax * V) + d["ext_keys"] for b, d in enumerate(per)), [np.iinfo(np.int64).max]])
+    ext_vals = np.concatenate([*(d["ext_vals"] for d in per), [DEAD]])
     won = np.full((B, Nmax), Wmax, dtype=np.int64)
     n_words = np.zeros(B, dtype=np.int64)
     tail_node = np.tile(np.where(info.tail_open, DEAD, ROOT), (B, 1))  # no banned word in sight
@@ -185,20 +216,12 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
             kmp[b, p, :, Wmax] = tab[:, W]  # "other" always lives in the last column
             plen[b, p] = len(ph)
         last_node[b, : len(d["last_nodes"])] = d["last_nodes"]
-        won[b, : len(d["word_of_node"])] = [x if x < W else Wmax for x in d["word_of_node"]]
-        if d["ext"]:
-            ks = sorted(d["ext"])
-            ext_keys[b, : len(ks)] = ks
-            ext_vals[b, : len(ks)] = [d["ext"][k] for k in ks]
-        if d["tails"]:
-            tail_node[b, list(d["tails"])] = list(d["tails"].values())
-        if d["trips"]:
-            trip[b, : len(d["trips"])] = d["trips"]
-        if d["static"]:
-            static_ban[b, d["static"]] = True
+        won[b, : len(d["word_of_node"])] = np.where(d["word_of_node"] < W, d["word_of_node"], Wmax)
+        tail_node[b, d["tail_tokens"]] = d["tail_nodes"]
+        trip[b, : len(d["trips"])] = d["trips"]
+        static_ban[b, d["static"]] = True
         single_node[b, d["single_nodes"]] = True
-        for n, ts in d["single_tokens"].items():
-            single_tok[b, n, : len(ts)] = ts
+        single_tok[b, d["single_node"], d["single_slot"]] = d["single_tok"]
 
     def dev(a):
         return torch.from_numpy(a).to(device)
@@ -259,8 +282,6 @@ class NegativeState:
                 "trip_phrase": pn,
                 "trip_g": plen.gather(1, pn) - 1,
                 "trip_tok": trip[:, :, 2],
-                "ext_keys": t.ext_keys[bidx],
-                "ext_vals": t.ext_vals[bidx],
                 "kmp_row": (bidx[:, None] * P + torch.arange(P, device=bidx.device)[None, :]) * t.kmp.shape[2],
             }
         return rows
@@ -324,10 +345,10 @@ class NegativeState:
         node = self.node[src]
         g = self.g[src]
         # extend the open word by the token's lead
-        q = node * t.V + tok
-        keys = rows["ext_keys"]
-        pos = torch.searchsorted(keys, q[:, None]).clamp(max=keys.shape[1] - 1)
-        ext = rows["ext_vals"].gather(1, pos)[:, 0].masked_fill_(keys.gather(1, pos)[:, 0] != q, DEAD)
+        q = (bidx * t.word_of_node.shape[1] + node) * t.V + tok
+        keys = t.ext_keys
+        pos = torch.searchsorted(keys, q).clamp_(max=len(keys) - 1)
+        ext = t.ext_vals[pos].masked_fill_(keys[pos] != q, DEAD)
         ext = torch.where(self.lead_empty[tok], node, ext)
         # the word completed by a break (none when no word was open and the lead is empty)
         brk = self.brk[tok]

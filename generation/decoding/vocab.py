@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from itertools import chain
+from typing import Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -38,7 +39,21 @@ def _byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(bs, cs)}
 
 
-MOVES_REMEMBERED = 100_000  # words whose pieces a vocabulary remembers (``VocabInfo.moves_of``)
+# words whose pieces a vocabulary remembers (``VocabInfo.pieces_of``): about 1.4 kB a word on the demo model's
+# vocabulary (glued spellings of STS-B words), so at most about 140 MB
+PIECES_REMEMBERED = 100_000
+
+
+class WordPieces(NamedTuple):
+    """How a vocabulary spells one word, as the ban tables read it (``banned.build_negative_tables``).
+
+    ``moves`` [M, 4]: (i, k, token, closes) per ``VocabInfo.moves_of`` move, in its order; ``closes``: the token
+    breaks and ``k`` is the word's length (it completes the word). ``tails`` [T, 2]: (k, token), the token leaves
+    ``word[:k]`` open. ``inner`` [I]: the ids holding the word strictly inside them."""
+
+    moves: np.ndarray
+    tails: np.ndarray
+    inner: np.ndarray
 
 
 @dataclass
@@ -73,27 +88,55 @@ class VocabInfo:
         return out
 
     @cached_property
-    def _moves_by_word(self) -> dict[str, tuple[tuple[int, int, int, bool], ...]]:
+    def _by_inner(self) -> dict[str, list[int]]:
+        """The ids holding each word strictly inside them (the inverse of ``inner``)."""
+        out: dict[str, list[int]] = {}
+        for t in self.inner_ids:
+            for w in dict.fromkeys(self.inner[t]):
+                out.setdefault(w, []).append(t)
+        return out
+
+    @cached_property
+    def _pieces_by_word(self) -> dict[str, WordPieces]:
         return {}
 
     def moves_of(self, word: str) -> tuple[tuple[int, int, int, bool], ...]:
         """(i, k, token, breaks): the token appends ``word[i:k]`` to the open word ``word[:i]`` (and ends the word
-        when it breaks), for every piece of ``word``. Remembered per word: building a batch's ban tables looked
-        up every piece of every banned word, and a job bans the same words (and their glued spellings) again and
-        again."""
-        moves = self._moves_by_word.get(word)
-        if moves is None:
-            pieces = self._pieces
-            moves = tuple(
-                (i, k, t, breaks)
-                for i in range(len(word))
-                for k in range(i + 1, len(word) + 1)
-                for t, breaks in pieces.get(word[i:k], ())
+        when it breaks), for every piece of ``word``."""
+        pieces = self._pieces
+        return tuple(
+            (i, k, t, breaks)
+            for i in range(len(word))
+            for k in range(i + 1, len(word) + 1)
+            for t, breaks in pieces.get(word[i:k], ())
+        )
+
+    def pieces_of(self, word: str) -> WordPieces:
+        """``word``'s moves (``moves_of``), the ids whose tail is a prefix of it and those holding it inside, as
+        arrays. Remembered per word (at most ``PIECES_REMEMBERED``): a job bans the same words (and their glued
+        spellings, 34 a word) again and again, and looking their pieces up again for every sentence was most of
+        the cost of building a batch's ban tables."""
+        got = self._pieces_by_word.get(word)
+        if got is None:
+            moves = self.moves_of(word)
+            got = WordPieces(
+                moves=np.fromiter(chain.from_iterable(moves), dtype=np.int64, count=4 * len(moves)).reshape(-1, 4),
+                tails=np.array(
+                    [(k, t) for k in range(1, len(word) + 1) for t in self.by_tail.get(word[:k], ())], dtype=np.int64
+                ).reshape(-1, 2),
+                inner=np.array(self._by_inner.get(word, ()), dtype=np.int64),
             )
-            if len(self._moves_by_word) >= MOVES_REMEMBERED:  # a bound on a long job's memory: start afresh
-                self._moves_by_word.clear()
-            self._moves_by_word[word] = moves
-        return moves
+            got.moves[:, 3] &= got.moves[:, 1] == len(word)  # a break that completes the word
+            for array in got:  # shared by every batch that bans the word
+                array.flags.writeable = False
+            if len(self._pieces_by_word) >= PIECES_REMEMBERED:  # a bound on a long job's memory: start afresh
+                self._pieces_by_word.clear()
+            self._pieces_by_word[word] = got
+        return got
+
+    def remembered_pieces(self) -> int:
+        """How many words' pieces ``pieces_of`` remembers now (never more than ``PIECES_REMEMBERED``)."""
+        return len(self._pieces_by_word)
 
     @cached_property
     def lead_empty(self) -> torch.Tensor:

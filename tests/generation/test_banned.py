@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
 import pytest
 import torch
 
+from generation.decoding import vocab
 from generation.decoding.banned import NegativeState, build_negative_tables
 
 
@@ -89,3 +91,26 @@ def test_overlapping_phrase_blocked(tiny_marian):
     dot = tiny_marian.tokenizer.convert_tokens_to_ids(".")
     assert mask[info.eos_id] and mask[dot] and mask[ids[0]]
     assert not mask[tiny_marian.tokenizer.convert_tokens_to_ids("b")]  # "bb" is another word
+
+
+def test_tables_same_cold_and_remembered(tiny_marian, monkeypatch):
+    """A batch's tables are the same whether its words' pieces were looked up afresh, remembered from the batch
+    before, or remembered by a vocabulary whose bounded memory filled up and started afresh; that memory never
+    holds more words than its bound."""
+    batch = [
+        [(["often"], False), (["tothe"], False), (["a", "b"], False), (["of", "ten"], True), (["é"], False)],
+        [(["the"], False), (["a"], False), (["ab"], False)],
+        [],
+    ]
+    cold = build_negative_tables(dataclasses.replace(tiny_marian.vocab), batch, "cpu")
+    info = dataclasses.replace(tiny_marian.vocab)
+    build_negative_tables(info, batch[1:], "cpu")
+    remembered = build_negative_tables(info, batch, "cpu")
+    monkeypatch.setattr(vocab, "PIECES_REMEMBERED", 3)
+    small = dataclasses.replace(tiny_marian.vocab)
+    bounded = [build_negative_tables(small, batch, "cpu") for _ in range(2)]
+    assert 0 < small.remembered_pieces() <= 3
+    for tables in (remembered, *bounded):
+        for name, value in vars(cold).items():
+            other = getattr(tables, name)
+            assert torch.equal(value, other) if isinstance(value, torch.Tensor) else value == other, name
