@@ -134,10 +134,6 @@ class VocabInfo:
             self._pieces_by_word[word] = got
         return got
 
-    def remembered_pieces(self) -> int:
-        """How many words' pieces ``pieces_of`` remembers now (never more than ``PIECES_REMEMBERED``)."""
-        return len(self._pieces_by_word)
-
     @cached_property
     def lead_empty(self) -> torch.Tensor:
         """[V] bool: the token appends no letters to the open word."""
