@@ -9,7 +9,6 @@ Tiny random models (no network) and the shipped demo model, CPU.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 import torch
@@ -22,19 +21,11 @@ from generation.decoding.processors import BanWords, DiscourageWords, Temperatur
 from generation.decoding.step import DecoderState, DecoderStep, HFSeq2SeqState, HFSeq2SeqStep, decoder_step
 
 from .causal_models import ending_causal, tiny_tokenizer
+from .test_fast_step import DEMO, SOURCES, demo  # noqa: F401 - the fast step tests' demo model (a fixture)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-DEMO = Path(__file__).resolve().parents[2] / "generation" / "demo" / "model"
 DEMO_LINES = (DEMO.parent / "corpus.txt").read_text(encoding="utf-8").splitlines()
-SOURCES = ["How often do earthquakes occur?", "the cat sat on the mat .", "a a b", "big red house and a small dog"]
-
-
-@pytest.fixture(scope="module")
-def demo():
-    if not (DEMO / "config.json").is_file():
-        pytest.skip("no demo model")
-    return load_model(DEMO, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +125,7 @@ def test_hf_step_is_the_models_own_forward_bit_for_bit(tiny_marian, tiny_t5):
 
 
 @pytest.mark.parametrize("constrained", [False, True])
-def test_hf_step_and_fast_step_give_the_same_search(demo, constrained):
+def test_hf_step_and_fast_step_give_the_same_search(demo, constrained):  # noqa: F811
     """The same beam search through either step: the same tokens (the scores within float rounding)."""
     cons = [{"negative": [["often"]], "positive": [["today"]]}, {"negative": [["cat"]]}, None, None]
     cons = cons if constrained else None
@@ -189,7 +180,7 @@ def diverse_avoid(ns, top_v, top_i):
     return avoid_spelled_bans(ns, top_v, top_i)
 
 
-def test_hf_step_and_fast_step_sample_the_same_tokens(demo, monkeypatch):
+def test_hf_step_and_fast_step_sample_the_same_tokens(demo, monkeypatch):  # noqa: F811
     """sample_batch through either step (PARAFORGE_FAST_STEP=0: Hugging Face's): the same seed draws the same
     tokens (the float64 sums within float rounding); and the same again through the same step."""
     options = DiverseOptions(negative_sets=3, samples=12, max_length=40, seed=7)
