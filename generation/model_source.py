@@ -289,12 +289,17 @@ def checkpoint_is_decoder_only(value: str | os.PathLike) -> bool:
     is decoded merged into it) is decoder-only, read from its config (transformers' ``AutoConfig``, as the
     loaders read it) without loading its weights.
     ModelFolderError (one line, naming ``value``) for one the decoder cannot load."""
-    name = os.fspath(value)
-    folder = model_folder(value)
+    return folder_is_decoder_only(model_folder(value), os.fspath(value))
+
+
+def folder_is_decoder_only(folder: Path, name: str) -> bool:
+    """:func:`checkpoint_is_decoder_only` of a folder already found (``name``: as the person gave it, for the
+    errors), so that a loader that has resolved it does not resolve it again."""
     if not folder.is_dir():
         raise ModelFolderError(f"model folder {name!r} is not a folder")
     if is_adapter_folder(folder):
-        return checkpoint_is_decoder_only(adapter_base_folder(folder, name))
+        base = adapter_base_folder(folder, name)
+        return folder_is_decoder_only(base, str(base))
     if not (folder / "config.json").is_file():
         raise ModelFolderError(f"model folder {name!r} has no config.json (not a Hugging Face checkpoint)")
     from transformers import AutoConfig  # (the loaders' own reading: a key config.json leaves out has its default)

@@ -12,7 +12,7 @@ from ..model_source import (
     ModelFolderError,
     ModelKindError,
     adapter_base_folder,
-    checkpoint_is_decoder_only,
+    folder_is_decoder_only,
     ignore_sacremoses_warning,
     is_adapter_folder,
     is_decoder_only,
@@ -173,7 +173,7 @@ def load_model(
         raise ModelFolderError(f"model folder {str(path)!r} is not a folder")
     adapter = is_adapter_folder(p)  # train_rewriter --lora-rank: merged into its base (decoding/adapters.py)
     weights = adapter_base_folder(p, path) if adapter else p
-    seq2seq = not checkpoint_is_decoder_only(path)  # (the one rule; an adapter: its base's kind)
+    seq2seq = not folder_is_decoder_only(weights, str(path))  # (the one rule; an adapter: its base's kind)
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     ignore_sacremoses_warning()
