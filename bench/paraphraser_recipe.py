@@ -7,11 +7,15 @@ The recipe (docs/explanation/paraphraser.md says why):
 
 * ParaBank's released judgments (``parabank-eval``, research use): a reference and each distinct candidate
   that its raters judged a paraphrase (mean slider >= 80, every rater's grammar mark 2), not a copy or a
-  near-copy of it (the release's own rule, ``scoring.releases.filters.copy_kind``); at most 4 a reference.
-  References whose ``ref_id % 4 == 1`` are held out for ``bench/paraphraser.py`` and never used here (the
-  other quarter, ``% 4 == 0``, is withheld from the project altogether).
-* STS-B train (scores CC BY-SA 4.0): pairs scored >= 4.4 of 5 (4.0 still lets in "a girl in a red shirt"
-  for "a girl in riding gear"), in both directions, no copies.
+  near-copy of it (the release's own rule, ``scoring.releases.filters.copy_kind``), in both directions (a
+  judged paraphrase is a grammatical sentence too; ``--parabank-one-way`` leaves the reverse out), every one
+  (``--per-reference N``: the N best-scored). References whose ``ref_id % 4 == 1`` are held out for
+  ``bench/paraphraser.py`` and never used here (the other quarter, ``% 4 == 0``, is withheld from the project
+  altogether).
+* STS-B train and dev (scores CC BY-SA 4.0; ``--stsb train`` leaves dev out): pairs scored >= 4.4 of 5 (4.0
+  still lets in "a girl in a red shirt" for "a girl in riding gear"), in both directions, no copies.
+
+The first adapter (1,826 pairs) was made with ``--per-reference 4 --parabank-one-way --stsb train``.
 * SICK is left out: CC BY-NC-SA 3.0 would make the shipped adapter non-commercial.
 
 Both sides at most ``--max-words`` words (short sequences: a 2-core CPU trains in one session). The order is
@@ -37,7 +41,9 @@ from scoring.releases.filters import copy_kind  # noqa: E402 - the release's own
 HELD_OUT_REMAINDER = 1  # ref_id % 4 == 1: bench/paraphraser.py's ParaBank references
 
 
-def parabank_pairs(folder: Path, *, min_score: float = 80.0, per_reference: int = 4) -> list[tuple[str, str]]:
+def parabank_pairs(
+    folder: Path, *, min_score: float = 80.0, per_reference: int = 0, both_ways: bool = True
+) -> list[tuple[str, str]]:
     refs = {}
     with open(folder / "ref.tsv", encoding="utf-8") as fh:
         for row in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE):
@@ -59,8 +65,10 @@ def parabank_pairs(folder: Path, *, min_score: float = 80.0, per_reference: int 
                 by_ref[ref_id].append((mean, cand))
     pairs = []
     for ref_id, cands in sorted(by_ref.items()):
-        for _, cand in sorted(cands, reverse=True)[:per_reference]:
+        for _, cand in sorted(cands, reverse=True)[: per_reference or None]:
             pairs.append((refs[ref_id], cand))
+            if both_ways:
+                pairs.append((cand, refs[ref_id]))
     return pairs
 
 
@@ -83,11 +91,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--max-words", type=int, default=25)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--per-reference", type=int, default=0, help="ParaBank: the N best candidates a reference (0: all)")
+    ap.add_argument("--parabank-one-way", action="store_true", help="ParaBank: reference -> candidate only")
+    ap.add_argument("--stsb", choices=("train", "train+dev"), default="train+dev")
     args = ap.parse_args(argv)
     sources = {
-        "parabank-eval": parabank_pairs(args.data / "parabank-eval"),
+        "parabank-eval": parabank_pairs(
+            args.data / "parabank-eval", per_reference=args.per_reference, both_ways=not args.parabank_one_way
+        ),
         "stsb-train": stsb_pairs(args.data / "stsb" / "sts-train.csv"),
     }
+    if args.stsb == "train+dev":
+        sources["stsb-dev"] = stsb_pairs(args.data / "stsb" / "sts-dev.csv")
     kept = []
     for name, pairs in sources.items():
         short = [(a, b) for a, b in pairs if len(a.split()) <= args.max_words and len(b.split()) <= args.max_words]

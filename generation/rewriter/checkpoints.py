@@ -52,14 +52,14 @@ def set_rng_state(state: dict | None) -> None:
     torch.set_rng_state(state["torch"])
 
 
-def save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path:
+def save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int, *, protect: int | None = None) -> Path:
     """Write ``checkpoints/step-XXXXXXX`` atomically (a temporary folder renamed into place) and keep
-    only the newest ``keep`` checkpoints."""
+    only the newest ``keep`` checkpoints, and step ``protect``'s (the best so far) whatever its age."""
     import torch
 
     root = out_dir / CHECKPOINTS
     root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step-{step:07d}"
+    final = checkpoint_folder(out_dir, step)
     with atomic_dir(final) as tmp:
         torch.save(payload, tmp / STATE_FILE)
         with open(tmp / "meta.json", "w") as fh:
@@ -67,10 +67,37 @@ def save_checkpoint(out_dir: Path, step: int, payload: dict, keep: int) -> Path:
     if keep > 0:
         olds = sorted(p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"step-\d+", p.name))
         for p in olds[:-keep]:
-            shutil.rmtree(p, ignore_errors=True)
+            if protect is None or p != checkpoint_folder(out_dir, protect):
+                shutil.rmtree(p, ignore_errors=True)
     return final
 
 
 def utc_now() -> str:
     """Now, in UTC, as the checkpoints' and the training record's timestamps are written."""
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def checkpoint_folder(out_dir: str | Path, step: int) -> Path:
+    """Where step ``step``'s checkpoint is (or would be) kept."""
+    return Path(out_dir) / CHECKPOINTS / f"step-{step:07d}"
+
+
+def best_check(history: list[dict]) -> dict | None:
+    """The history entry of the lowest validation loss (the earliest of equals; None before any check): what
+    ``--export-best`` and ``--patience`` export, as Hugging Face's ``load_best_model_at_end`` does."""
+    checks = [h for h in history if h.get("valid_loss") is not None]
+    return min(checks, key=lambda h: (h["valid_loss"], h["step"])) if checks else None
+
+
+def checks_since_best(history: list[dict]) -> int:
+    """How many validation checks came after the best one: early stopping ends a run when it reaches the
+    patience. Computed from the history alone, so a resumed run stops where an uninterrupted one would."""
+    best = best_check(history)
+    if best is None:
+        return 0
+    return sum(1 for h in history if h.get("valid_loss") is not None and h["step"] > best["step"])
+
+
+def stopped_early(history: list[dict], patience: int | None) -> bool:
+    """Whether ``--patience`` has ended the run: the validation loss has not fallen for that many checks."""
+    return bool(patience) and checks_since_best(history) >= patience

@@ -58,9 +58,11 @@ class TrainConfig:
     """One ``train_with`` run. ``steps`` is the total number of optimizer steps; a resumed run continues from
     the latest checkpoint in ``out/checkpoints`` up to ``steps``. ``stop_after`` stops this invocation after
     that many new steps (with a checkpoint), as a kill would. ``export_only`` exports the latest checkpoint
-    without training. ``layers``, ``d_model``, ``ffn_dim`` and ``heads`` override ``DEFAULT_CONFIG``
-    (:attr:`architecture`). ``base_model`` fine-tunes a checkpoint instead (with ``prompt_template`` for a
-    decoder-only one). ``command`` and ``data_note`` are recorded in the export."""
+    without training. ``patience`` stops early (the validation loss has not fallen for that many checks) and,
+    as ``export_best`` does, exports the checkpoint of the lowest validation loss. ``layers``, ``d_model``,
+    ``ffn_dim`` and ``heads`` override ``DEFAULT_CONFIG`` (:attr:`architecture`). ``base_model`` fine-tunes a
+    checkpoint instead (with ``prompt_template`` for a decoder-only one). ``command`` and ``data_note`` are
+    recorded in the export."""
 
     pairs: str | os.PathLike | None = field(
         default=None, metadata=param(help="sentence<TAB>paraphrase file (.tsv or .tsv.gz)")
@@ -74,6 +76,24 @@ class TrainConfig:
     )
     export_only: bool = field(
         default=False, metadata=param(help="export the latest checkpoint in --out without training")
+    )
+    export_best: bool = field(
+        default=False,
+        metadata=param(
+            help="export the kept checkpoint of the lowest validation loss instead of the latest (the one "
+            "--patience stopped after is already chosen so)"
+        ),
+    )
+    patience: int | None = field(
+        default=None,
+        metadata=param(
+            minimum=1,
+            maximum=1_000_000,
+            help="early stopping: end the run once the validation loss (measured every --checkpoint-every steps) "
+            "has not fallen for N checks in a row, and export the checkpoint where it was lowest (kept whatever "
+            "--keep-checkpoints says)",
+            metavar="N",
+        ),
     )
     base_model: str | None = field(
         default=None,
@@ -183,7 +203,7 @@ class TrainConfig:
             self._set(name, int_at_least(name, getattr(self, name), minimum, error=TrainOptionsError))
         # max_len: room for one subword and </s>
         self._set("max_len", int_at_least("max_len", self.max_len, 2, error=TrainOptionsError))
-        for name in ("threads", "stop_after", "vocab_size", *ARCHITECTURE):
+        for name in ("threads", "stop_after", "patience", "vocab_size", *ARCHITECTURE):
             if getattr(self, name) is not None:
                 self._set(name, int_at_least(name, getattr(self, name), 1, error=TrainOptionsError))
         self._check_lora()

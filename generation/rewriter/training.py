@@ -44,16 +44,20 @@ from .base_model import (
 from .causal import IGNORE, causal_loss, collate, encode_pairs, end_token_id, right_padded
 from .checkpoints import (
     CHECKPOINTS,
+    best_check,
+    checkpoint_folder,
     latest_checkpoint,
     load_state,
     rng_state,
     save_checkpoint,
     set_rng_state,
+    stopped_early,
     utc_now,
 )
-from .data import PairsFileError, file_sha256, read_pairs
-from .export import export, marian_generation_config, transformers_version
-from .options import TrainConfig, build_config
+from .data import PairsFileError, read_pairs
+from .export import export, marian_generation_config
+from .options import TrainConfig, TrainOptionsError, build_config
+from .record import training_record
 from .tokenizer import keep_base_tokenizer, load_kept_tokenizer, prepare_tokenizer
 
 Progress = Callable[[dict], None]
@@ -72,6 +76,8 @@ class TrainResult:
     exported: bool
     seconds: float
     history: list = field(default_factory=list)
+    stopped_early: bool = False
+    exported_step: int | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -107,12 +113,14 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer, run_origin = _run_tokenizer(cfg, out_dir, pairs, state, base)
     run = _start_run(cfg, tokenizer, state, ckpt, pairs, run_origin, base)
-    if not cfg.export_only and run.step < cfg.steps:
+    if not cfg.export_only and run.step < cfg.steps and not stopped_early(run.history, cfg.patience):
         _train_loop(cfg, run, progress, t0)
     exported = False
     dest = Path(cfg.export) if cfg.export else out_dir
-    if cfg.export_only or run.step >= cfg.steps:
+    if cfg.export_only or run.step >= cfg.steps or stopped_early(run.history, cfg.patience):
         run.model.to("cpu")
+        if cfg.export_best or cfg.patience:
+            _load_best(cfg, run)
         own = run.meta.get("base_model") is not None  # a fine-tuned base keeps its generation settings
         generation_config = None if own else marian_generation_config(run.model.config)
         export(
@@ -120,7 +128,7 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
             tokenizer,
             dest,
             half=cfg.fp16,
-            info=_export_info(cfg, run),
+            info=training_record(cfg, run),
             generation_config=generation_config,
         )
         exported = True
@@ -136,7 +144,25 @@ def train_with(cfg: TrainConfig, progress: Progress | None = None) -> TrainResul
         exported=exported,
         seconds=round(time.time() - t0, 1),
         history=run.history,
+        stopped_early=stopped_early(run.history, cfg.patience),
+        exported_step=run.exported_step if exported else None,
     )
+
+
+def _load_best(cfg: TrainConfig, run: _Run) -> None:
+    """Put the weights of the kept checkpoint of the lowest validation loss into the run's model (the export's)."""
+    best = best_check(run.history)
+    if best is None:
+        raise FileNotFoundError(f"no validation loss was measured in {cfg.out}: export the latest checkpoint instead")
+    folder = checkpoint_folder(cfg.out, best["step"])
+    state = load_state(folder) if (folder / "state.pt").is_file() else None
+    if state is None:
+        raise FileNotFoundError(
+            f"the checkpoint of the lowest validation loss (step {best['step']}, {best['valid_loss']}) is no longer "
+            f"in {folder.parent}: export the latest checkpoint instead (leave out --export-best)"
+        )
+    load_trained_weights(run.model, state["model"])
+    run.exported_step = best["step"]
 
 
 def _training_pairs(cfg: TrainConfig) -> list[tuple[str, str]]:
@@ -222,6 +248,7 @@ class _Run:
     last_loss: float | None = None
     valid_loss: float | None = None
     ckpt_path: str | None = None
+    exported_step: int | None = None  # the step whose weights the export holds (the best one's, or the last)
 
     def payload(self, cfg: TrainConfig) -> dict:
         """What a checkpoint saves."""
@@ -334,6 +361,7 @@ def _start_run(
     run.last_loss = run.history[-1]["loss"] if run.history else None
     run.valid_loss = run.history[-1].get("valid_loss") if run.history else None
     run.ckpt_path = str(ckpt) if ckpt else None
+    run.exported_step = run.step
     return run
 
 
@@ -355,6 +383,13 @@ def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: floa
     model, optimizer, scheduler, dev, meta = run.model, run.optimizer, run.scheduler, run.device, run.meta
     feed = run.feed
     valid, train_set = _split_valid(feed.encode(run.pairs), cfg.valid_size, cfg.seed)
+    if cfg.patience and not valid:
+        raise TrainOptionsError(
+            "patience needs a validation loss: give at least 10 pairs (a tenth, at most "
+            f"{cfg.valid_size}, is held out to measure it)",
+            "--patience needs a validation loss: give at least 10 pairs (a tenth, at most "
+            f"{cfg.valid_size}, is held out to measure it)",
+        )
     lengths = [len(s) + len(t) for s, t in train_set]
     n_batches = len(_batches(lengths, cfg.batch_size, cfg.seed, 0))
     model.train()
@@ -404,9 +439,24 @@ def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: floa
             if step % cfg.checkpoint_every == 0 or step == stop_at:
                 vl = _evaluate(model, valid, feed, cfg.batch_size)
                 run.valid_loss = vl
-                if run.history and run.history[-1]["step"] == step:
-                    run.history[-1]["valid_loss"] = round(vl, 4) if vl is not None else None
-                run.ckpt_path = str(save_checkpoint(out_dir, step, run.payload(cfg), cfg.keep_checkpoints))
+                if not run.history or run.history[-1]["step"] != step:  # a check between the 50-step lines
+                    run.history.append(
+                        {
+                            "step": step,
+                            "loss": round(run.last_loss, 4),
+                            "lr": scheduler.get_last_lr()[0],
+                            "t": round(time.time() - t0, 1),
+                        }
+                    )
+                run.history[-1]["valid_loss"] = round(vl, 4) if vl is not None else None
+                best = best_check(run.history)
+                run.ckpt_path = str(
+                    save_checkpoint(
+                        out_dir, step, run.payload(cfg), cfg.keep_checkpoints, protect=best["step"] if best else None
+                    )
+                )
+                if stopped_early(run.history, cfg.patience):
+                    stop_at = step
             if progress:
                 el = time.time() - t_start
                 rate = (step - run.start_step) / el if el > 0 else 0.0
@@ -430,75 +480,6 @@ def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: floa
         if run.step > run.start_step:
             run.ckpt_path = str(save_checkpoint(out_dir, run.step, run.payload(cfg), cfg.keep_checkpoints))
         raise
-
-
-def _export_info(cfg: TrainConfig, run: _Run) -> dict:
-    """``paraforge_training.json``: how the model was made (commands, data, architecture, training)."""
-    import torch
-
-    meta, pairs = run.meta, run.pairs
-    pairs_path = Path(cfg.pairs) if cfg.pairs else None
-    data_path = pairs_path or (Path(meta["pairs_path"]) if meta.get("pairs_path") else None)
-    command = cfg.command
-    return {
-        "made_by": "python manage.py train_rewriter",
-        # a fine-tuned checkpoint and, for a decoder-only one, the prompt it learnt: paraphrase and generate
-        # decode with it when no --prompt-template is given (generation.prompts.recorded_template)
-        "base_model": meta.get("base_model"),
-        "prompt_template": meta.get("prompt_template"),
-        "command": (meta.get("commands") or [{}])[0].get("command") or command or shlex.join(sys.argv),
-        "commands": meta.get("commands", []),
-        "export_command": command or shlex.join(sys.argv),
-        "data": {
-            "pairs_path": str(data_path) if data_path else None,
-            "pairs_sha256": file_sha256(data_path) if data_path and data_path.is_file() else None,
-            "pairs": len(pairs) or meta.get("pairs"),
-            "note": cfg.data_note or meta.get("data_note"),
-        },
-        "model": {**_model_info(run), "weights_dtype": "float16" if cfg.fp16 else "float32"},
-        "training": {
-            "steps": run.step,
-            "batch_size": cfg.batch_size,
-            "lr": cfg.lr,
-            "warmup": cfg.warmup,
-            "schedule": cfg.schedule,
-            "label_smoothing": cfg.label_smoothing,
-            "clip": cfg.clip,
-            "weight_decay": cfg.weight_decay,
-            "seed": cfg.seed,
-            "final_loss": run.last_loss,
-            "valid_loss": run.valid_loss,
-            "checkpoint": run.ckpt_path,
-            "history": run.history,
-        },
-        "exported_at": utc_now(),
-        "versions": {"torch": torch.__version__, "transformers": transformers_version()},
-    }
-
-
-def _model_info(run: _Run) -> dict:
-    """The export's ``model`` record: a from-scratch Marian's architecture, or what the fine-tuned base is."""
-    config = run.model_config
-    if run.meta.get("base_model") is not None:
-        return {
-            "parameters": run.n_params,
-            "trained_parameters": sum(p.numel() for p in run.model.parameters() if p.requires_grad),
-            "lora": run.meta.get("lora"),
-            "base_model": run.meta["base_model"],
-            "model_type": config.model_type,
-            "architectures": list(config.architectures or []),
-            "decoder_only": bool(run.meta.get("causal")),
-            "vocab_size": config.vocab_size,
-        }
-    return {
-        "parameters": run.n_params,
-        "vocab_size": config.vocab_size,
-        "d_model": config.d_model,
-        "encoder_layers": config.encoder_layers,
-        "decoder_layers": config.decoder_layers,
-        "ffn_dim": config.encoder_ffn_dim,
-        "heads": config.encoder_attention_heads,
-    }
 
 
 def _lr_lambda(schedule: str, warmup: int, total: int):
