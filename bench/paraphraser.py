@@ -67,7 +67,8 @@ from generation.decode_options import DiverseOptions  # noqa: E402
 from generation.decoding import decode, load_model, normalise_constraints, violations  # noqa: E402
 from generation.decoding.diverse import diverse_decode  # noqa: E402
 from generation.demo_settings import DEMO_DIVERSE_RANKS, DEMO_DIVERSE_SAMPLES, DEMO_DIVERSE_SETS  # noqa: E402
-from generation.screening import Vocabulary, english_words, pair_non_words  # noqa: E402
+from generation.english import Vocabulary, english_words  # noqa: E402
+from generation.screening import pair_non_words  # noqa: E402
 from scoring.diversity import bleu_no_bp  # noqa: E402
 from scoring.releases.filters import copy_kind  # noqa: E402
 
@@ -149,7 +150,7 @@ def print_row(row: dict, label: str, extra: str = "") -> None:
     )
 
 
-def diverse_rows(name, loaded, refs, options, vocabulary, lexicon, passes) -> tuple[list[dict], list[tuple]]:
+def diverse_rows(name, loaded, refs, options, vocabulary, passes) -> tuple[list[dict], list[tuple]]:
     """``--diverse``'s rows for one model (module docstring) and its outputs (name, r1/r2, reference, output)."""
     timings: dict[str, list[float]] = {"beam": [], "diverse": []}
     for _ in range(passes):  # interleaved: a change of the machine's load falls on both
@@ -184,9 +185,9 @@ def diverse_rows(name, loaded, refs, options, vocabulary, lexicon, passes) -> tu
         [[o["text"] for o in r.outputs] for r in beam],
         secs["beam"],
         len(refs) * diversity.BEAM,
-        lexicon,
+        vocabulary,
     )
-    d = diversity.measure("diverse", refs, ranked, secs["diverse"], len(refs) * options.rows, lexicon)
+    d = diversity.measure("diverse", refs, ranked, secs["diverse"], len(refs) * options.rows, vocabulary)
     targets = diversity.diverse_targets(b, d)
     rows[-1]["diverse"] = {"beam_n_best": b, "diverse": d, "targets": targets}
     print(
@@ -281,7 +282,6 @@ def main(argv: list[str] | None = None) -> int:
             keep=args.diverse_keep,
             max_length=args.max_length,
         )
-        lexicon = diversity.lexicon_of(lines)
     print(f"# bench/paraphraser.py: {len(refs)} references, systems {','.join(systems) or '-'}, beam {args.beam}")
     rows, written = [], []
     for name, path in models.items():
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             hf = f" (HF generate {row['hf_sent_per_s']:.2f}: {row['speed_vs_hf']:.2f}x)" if system == "none" else ""
             print_row(row, system, hf)
         if options is not None:
-            more, outs = diverse_rows(name, loaded, refs, options, vocabulary, lexicon, args.passes)
+            more, outs = diverse_rows(name, loaded, refs, options, vocabulary, args.passes)
             rows += more
             written += outs
     if args.outputs:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Container, Iterable, Sequence
+from dataclasses import dataclass
 
 MIN_ZIPF = 2.25
 WORDLIST = "wordfreq large English list"
@@ -121,6 +122,22 @@ class EnglishWords(Container[str]):
 
 
 ENGLISH = EnglishWords()
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The words a candidate may use besides its reference's: the corpus's word types and English words (the
+    release screen's vocabulary, ``generation.screening``; here, free of Django, so that a bench judges by it)."""
+
+    corpus: Container[str]
+    english: Container[str]
+    source: str  # what the record, the manifest and the card say was used
+
+    def __contains__(self, word: object) -> bool:
+        # English (generation.english.is_english), or the corpus's unless glued ("tothe", "inthe": two words that
+        # lost their space, whatever the corpus holds)
+        word = str(word)
+        return is_english(word, self.english) or (word in self.corpus and not glued_word(word))
 
 
 def has_letter(word: str) -> bool:

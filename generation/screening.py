@@ -32,11 +32,10 @@ so, and every candidate is kept, in a batch and in a release alike.
 
 from __future__ import annotations
 
-import dataclasses
 import unicodedata
-from collections.abc import Container, Sequence
+from collections.abc import Sequence
 
-from .english import MIN_ZIPF, WORDLIST, english_words, glued_word, is_english, non_words
+from .english import MIN_ZIPF, WORDLIST, Vocabulary, english_words, non_words
 from .models import Corpus
 from .vocabulary import corpus_vocabulary, text_words
 
@@ -66,21 +65,6 @@ def is_copy(reference: str, paraphrase: str) -> bool:
     punctuation can be a change of meaning ("Let's eat, Grandma."), and the overlap and BLEU filters exist for
     near-copies."""
     return copy_key(reference) == copy_key(paraphrase)
-
-
-@dataclasses.dataclass(frozen=True)
-class Vocabulary:
-    """The words a candidate may use besides its reference's: the corpus's word types and English words."""
-
-    corpus: Container[str]
-    english: Container[str]
-    source: str  # what the record, the manifest and the card say was used
-
-    def __contains__(self, word: object) -> bool:
-        # English (generation.english.is_english), or the corpus's unless glued ("tothe", "inthe": two words that
-        # lost their space, whatever the corpus holds)
-        word = str(word)
-        return is_english(word, self.english) or (word in self.corpus and not glued_word(word))
 
 
 def screen_vocabulary(corpus: Corpus | None) -> tuple[Vocabulary | None, str]:

@@ -28,8 +28,9 @@ from typing import Any
 from django.db.models import Max
 
 from annotation.models import LENGTH_BUCKETS, Campaign, CandidateSystem, Judgment, Reference
+from generation.english import Vocabulary
 from generation.models import Resource
-from generation.screening import NON_WORD, NON_WORD_RULE, Vocabulary, screen_verdicts, screen_vocabulary
+from generation.screening import NON_WORD, NON_WORD_RULE, screen_verdicts, screen_vocabulary
 from infra.shards import read_jsonl_gz
 from infra.storage import get_storage
 from scoring.aggregation import counted_workers, system_sort_key

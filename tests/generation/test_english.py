@@ -12,11 +12,12 @@ from generation.english import (
     FUNCTION_WORDS,
     INFLECTED_ENGLISH,
     INFLECTIONS,
+    Vocabulary,
     english_words,
     is_english,
     non_words,
 )
-from generation.screening import Vocabulary, pair_non_words
+from generation.screening import pair_non_words
 
 REFERENCE = "Mandela met the specialists on Friday."
 # each rule's own word list disagreed on some of these before: the screen (wordfreq) judged "beings" and "downs"
@@ -34,6 +35,20 @@ def test_the_screen_and_the_diverse_filter_give_the_same_verdict():
     assert diverse.non_words(CANDIDATE, REFERENCE) == INVENTED
     # the reference's own word is never a non-word, whichever the caller
     assert diverse.non_words("Mandelas spoke.", "Mandelas spoke softly.") == []
+
+
+@pytest.mark.django_db
+def test_the_diversity_bench_counts_what_the_screen_flags():
+    """bench/diversity.py's non-word share (and bench/paraphraser.py's diverse rows) judge by the screen's rule:
+    it counted by lemminflect's list, so the same outputs read 7% there and 3% in the rows beside them."""
+    from bench import diversity
+
+    corpus = ["Mandelas and tothe are in this corpus.", "Specialistss too."]
+    vocabulary = diversity.vocabulary_of(corpus)
+    [screened] = pair_non_words([(REFERENCE, CANDIDATE)], vocabulary, cached=False)
+    assert screened == ["tothe"]  # the corpus knows the others, yet a glued word stays a non-word
+    assert diversity.has_non_word(CANDIDATE, REFERENCE, vocabulary)
+    assert not diversity.has_non_word("Six beings met Obama at the downs.", REFERENCE, vocabulary)
 
 
 @pytest.mark.parametrize(

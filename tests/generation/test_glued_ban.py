@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from generation.decoding import decode, from_objects, normalise_constraints, violations
+from generation.english import Vocabulary, english_words
 from generation.prompts import PromptTemplate
-from generation.screening import Vocabulary, english_words
 from generation.words import words_of
 
 from .causal_models import tiny_causal, tiny_tokenizer
