@@ -365,6 +365,16 @@ def _start_run(
     return run
 
 
+def _history_line(run: _Run, scheduler, t0: float) -> dict:
+    """One line of the loss history (every 50 steps and at every check, which adds its validation loss)."""
+    return {
+        "step": run.step,
+        "loss": round(run.last_loss, 4),
+        "lr": scheduler.get_last_lr()[0],
+        "t": round(time.time() - t0, 1),
+    }
+
+
 def _split_valid(encoded: list, valid_size: int, seed: int) -> tuple[list, list]:
     """(validation, training) examples: a seeded shuffle, at most a tenth held out."""
     rng = random.Random(seed)
@@ -428,26 +438,12 @@ def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: floa
                 window.pop(0)
             run.last_loss = sum(window) / len(window)
             if step % 50 == 0 or step == stop_at:
-                run.history.append(
-                    {
-                        "step": step,
-                        "loss": round(run.last_loss, 4),
-                        "lr": scheduler.get_last_lr()[0],
-                        "t": round(time.time() - t0, 1),
-                    }
-                )
+                run.history.append(_history_line(run, scheduler, t0))
             if step % cfg.checkpoint_every == 0 or step == stop_at:
                 vl = _evaluate(model, valid, feed, cfg.batch_size)
                 run.valid_loss = vl
                 if not run.history or run.history[-1]["step"] != step:  # a check between the 50-step lines
-                    run.history.append(
-                        {
-                            "step": step,
-                            "loss": round(run.last_loss, 4),
-                            "lr": scheduler.get_last_lr()[0],
-                            "t": round(time.time() - t0, 1),
-                        }
-                    )
+                    run.history.append(_history_line(run, scheduler, t0))
                 run.history[-1]["valid_loss"] = round(vl, 4) if vl is not None else None
                 best = best_check(run.history)
                 run.ckpt_path = str(
