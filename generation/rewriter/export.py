@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from generation.model_source import ADAPTER_CONFIG
 from generation.prompts import TRAINING_JSON
 
 
@@ -51,6 +52,8 @@ def export(model, tokenizer, dest, *, half: bool = False, info: dict | None = No
     if half:
         model.to(torch.float32)
     tokenizer.save_pretrained(str(tmp))
+    if (tmp / ADAPTER_CONFIG).is_file():
+        _name_the_base(tmp, (info or {}).get("base_model"))
     with open(tmp / TRAINING_JSON, "w", encoding="utf-8") as fh:
         json.dump(info or {}, fh, indent=2)
     # replace the exported files one by one: other files there (README.md, checkpoints/ when
@@ -61,6 +64,18 @@ def export(model, tokenizer, dest, *, half: bool = False, info: dict | None = No
         os.replace(p, dest / p.name)
     shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def _name_the_base(folder: Path, base: str | None) -> None:
+    """An adapter export names its base as the run was given it ("gemma3-270m", a hub id, a .gguf file), not as
+    peft saw it (the converted folder's absolute path on the machine that trained it), and leaves out peft's
+    model-card template (a README naming that path, which would also replace a README kept in the export folder)."""
+    (folder / "README.md").unlink(missing_ok=True)
+    if base:
+        config_path = folder / ADAPTER_CONFIG
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config["base_model_name_or_path"] = base
+        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def load_rewriter(path):

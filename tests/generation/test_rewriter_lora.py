@@ -127,3 +127,27 @@ def test_an_adapter_run_is_refused_without_a_base_and_resumed_only_with_its_own_
     no_lora = common[: common.index("--lora-rank")]
     with pytest.raises(CommandError, match="not none \\(every weight\\)|trained with adapters"):
         train_rewriter_cli(*no_lora, "--steps", "4")
+
+
+def test_an_adapter_export_names_its_base_as_given_and_keeps_the_folders_readme(tmp_path, monkeypatch):
+    """The adapter of a base given as a GGUF file (converted into a cache folder) names the file, as the run was
+    given it, not the cache folder's absolute path on the training machine; peft's model-card template does not
+    replace the README kept in the export folder (the packaged paraphraser's)."""
+    from .tiny_gguf import write_tiny_gguf
+
+    monkeypatch.setenv("PARAFORGE_GGUF_CACHE", str(tmp_path / "gguf-cache"))
+    gguf = write_tiny_gguf(tmp_path / "tiny-f32.gguf")
+    out, dest = tmp_path / "run", tmp_path / "adapter"
+    dest.mkdir()
+    (dest / "README.md").write_text("ours\n")
+    pairs = write_pairs(tmp_path / "pairs.tsv")
+    done = train_rewriter_cli(
+        "--pairs", str(pairs), "--out", str(out), "--base-model", str(gguf), "--prompt-template", "paraphrase-plain",
+        "--batch-size", "4", "--threads", "1", "--warmup", "1", "--lora-rank", "2", "--steps", "2",
+        "--export", str(dest),
+    )  # fmt: skip
+    assert done["exported"]
+    config = json.loads((dest / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(gguf)
+    assert (dest / "README.md").read_text() == "ours\n"
+    assert load_model(dest, device="cpu").causal  # found again through the name it records
