@@ -29,6 +29,7 @@ first use (under a second), not with the app.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -101,10 +102,28 @@ def glued_word(word: str) -> bool:
     )
 
 
+# a number with an ending ("1990s", "80s", "21st", "2nd"): a number, never a non-word, as "2013" is
+NUMBER_WITH_ENDING = re.compile(r"\d[\d,.]*(?:s|st|nd|rd|th|'s)")
+# an abbreviation or initials spaCy keeps whole ("U.S.", "Dr.", "J.", "a.m."): looked up without its full stops
+ABBREVIATION = re.compile(r"(?:[^\W\d_]+\.)+[^\W\d_]*")
+APOSTROPHES = ("'", "\u2019")
+
+
+def is_number(word: str) -> bool:
+    """A word with no letter ("2013") or a number with an ending ("1990s", "21st"): never a non-word."""
+    return not has_letter(word) or NUMBER_WITH_ENDING.fullmatch(word.lower()) is not None
+
+
 def is_english(word: str, words: Container[str] | None = None) -> bool:
     """In the English list (or ``words``, lower-case), and neither an inflected function word nor a glued word
-    (lower-cased): the one English-word test of the screen, the diverse mode and the constraint check."""
+    (lower-cased): the one English-word test of the screen, the diverse mode and the constraint check. What spaCy
+    keeps as one token is looked up as the word it writes: a contraction's piece ("'ve", "'ll", "'s": English),
+    an abbreviation without its full stops ("U.S.": "us", "Dr.": "dr", "J.": "j")."""
     low = word.lower()
+    if low[:1] in APOSTROPHES and low[1:] in CONTRACTION_PIECES:
+        return True
+    if ABBREVIATION.fullmatch(low):
+        low = low.replace(".", "")
     return (
         has_letter(low)  # the list holds numbers ("3", "2013"): no English words, though never non-words either
         and low in (english_words() if words is None else words)
@@ -166,7 +185,7 @@ def non_words(words: Iterable[str], reference_words: Iterable[str], vocabulary: 
     adds its corpus's word types): what a subword model writes when its word is banned ("thes", "tothe",
     "mandelas")."""
     allowed = {w.lower() for w in reference_words}
-    return [w for w in words if has_letter(w) and w.lower() not in allowed and w.lower() not in vocabulary]
+    return [w for w in words if not is_number(w) and w.lower() not in allowed and w.lower() not in vocabulary]
 
 
 def glued_to(word: str, banned: str, *, before: bool = True, after: bool = True) -> bool:

@@ -46,7 +46,9 @@ COPY_RULE = (
 )
 NON_WORD_RULE = (
     "a paraphrase holds a non-word when one of its words (spaCy tokens holding a letter, lower-cased; numbers, "
-    "URLs and e-mail addresses are never non-words) is neither a word of its reference, nor a word type of the "
+    "'1990s' and '21st' too, URLs and e-mail addresses are never non-words; a contraction's piece such as ''ve' "
+    "is English, and an abbreviation such as 'U.S.' is looked up without its full stops) is neither a word of its "
+    "reference, nor a word type of the "
     f"corpus it was generated from, nor an English word with a Zipf frequency of at least {MIN_ZIPF} in the "
     f"{WORDLIST} that is not a function word with an inflection ('tos', 'buts'); a function word glued to a "
     "determiner ('tothe', 'inthe') is a non-word even in the corpus"

@@ -87,3 +87,27 @@ def test_the_ban_pools_stop_words_are_the_function_words_and_a_named_addition():
     # the addition stays out of the inflection and glue rules: the real words built on it are English
     for word in ("others", "owns", "mores", "amour", "mostly"):
         assert is_english(word), word
+
+
+@pytest.mark.parametrize("word", ["'ve", "'d", "\u2019ll", "'s", "U.S.", "Dr.", "J.", "e.g.", "a.m."])
+def test_what_spacy_keeps_whole_is_english_as_the_word_it_writes(word):
+    """The screen's tokens (spaCy) keep a contraction's piece and an abbreviation whole: they were non-words, so a
+    paraphrase writing "you've" for "you have" or "U.S." for "US" was left out of HITs and releases."""
+    assert is_english(word) and non_words([word], []) == []
+
+
+@pytest.mark.parametrize("word", ["1990s", "80s", "21st", "2nd", "2013"])
+def test_a_number_with_an_ending_is_never_a_non_word(word):
+    assert non_words([word], []) == []
+
+
+@pytest.mark.parametrize("word", ["'xyz", "qzx.", "tothe.", "the.the.", "to4.17.59", "transparency4.7"])
+def test_invented_words_stay_non_words_with_an_apostrophe_or_full_stops(word):
+    assert non_words([word], []) == [word]
+
+
+@pytest.mark.django_db
+def test_the_screen_keeps_a_paraphrase_with_a_contraction_an_abbreviation_and_a_decade():
+    vocabulary = Vocabulary(corpus=frozenset(), english=english_words(), source="test")
+    pairs = [("We have lived in the US since the nineteen-nineties.", "We've lived in the U.S. since the 1990s.")]
+    assert pair_non_words(pairs, vocabulary, cached=False) == [[]]
