@@ -82,8 +82,9 @@ def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE, model: Pa
     )
 
 
-# ``scripts/start --paraphraser``: the same sample decoded by the packaged paraphraser (issue 47), under the same
-# systems, and in ParaBank 2's diverse mode its two best ranks, sampled small enough for two CPU cores
+# ``scripts/start`` (in the background, once Gemma 3 270M is installed): the same sample decoded by the packaged
+# paraphraser (issue 47), under the same systems, and in ParaBank 2's diverse mode its two best ranks, sampled small
+# enough for two CPU cores
 DEMO_PARAPHRASER_SAMPLE = "demo-sample-paraphraser"
 DEMO_PARAPHRASER_DIVERSE = "demo-sample-paraphraser-diverse"
 DEMO_DIVERSE_RANKS = 2
