@@ -84,16 +84,10 @@ class Command(BaseCommand):
         for name, state in install_shipped_models().items():
             self.stdout.write(f"model {name} (the generate form and the API name it {name}): {state}")
         if samples_only:
-            corpus = self.demo_corpus()
-            self.demo_sample(corpus, DEMO_SAMPLE, lambda: demo_generation_params(corpus, name=DEMO_SAMPLE))
-            if paraphraser:
-                self.paraphraser_samples(corpus)
+            self.demo_samples(paraphraser=paraphraser)
             return
         if not no_data:
-            corpus = self.demo_corpus()
-            self.demo_sample(corpus, DEMO_SAMPLE, lambda: demo_generation_params(corpus, name=DEMO_SAMPLE))
-            if paraphraser:
-                self.paraphraser_samples(corpus)
+            self.demo_samples(paraphraser=paraphraser)
             self.demo_annotators()
         self.stdout.write(f"demo superuser: {username}  password: {password}")
 
@@ -107,14 +101,18 @@ class Command(BaseCommand):
         user.save()
         return password
 
-    def paraphraser_samples(self, corpus) -> None:
-        """The sample decoded by the packaged paraphraser: under the five systems, and in the diverse mode."""
-        self.demo_sample(
-            corpus,
-            DEMO_PARAPHRASER_SAMPLE,
-            lambda: demo_generation_params(corpus, name=DEMO_PARAPHRASER_SAMPLE, model=DEMO_PARAPHRASER),
-        )
-        self.demo_sample(corpus, DEMO_PARAPHRASER_DIVERSE, lambda: demo_diverse_params(corpus))
+    def demo_samples(self, *, paraphraser: bool) -> None:
+        """The demo corpus and the sample decoded by the demo model; with ``paraphraser``, by the packaged
+        paraphraser too, under the five systems and in the diverse mode."""
+        corpus = self.demo_corpus()
+        self.demo_sample(corpus, DEMO_SAMPLE, lambda: demo_generation_params(corpus, name=DEMO_SAMPLE))
+        if paraphraser:
+            self.demo_sample(
+                corpus,
+                DEMO_PARAPHRASER_SAMPLE,
+                lambda: demo_generation_params(corpus, name=DEMO_PARAPHRASER_SAMPLE, model=DEMO_PARAPHRASER),
+            )
+            self.demo_sample(corpus, DEMO_PARAPHRASER_DIVERSE, lambda: demo_diverse_params(corpus))
 
     def demo_corpus(self):
         from generation.corpus.corpora import corpus_discard
