@@ -61,6 +61,7 @@ import django  # noqa: E402 - after the path set-up
 django.setup()
 
 from bench import diversity  # noqa: E402
+from bench.diversity import fmt  # noqa: E402
 from generation.constraints.idf import count_document_frequencies, idf_value  # noqa: E402
 from generation.constraints.sets import select_constraints  # noqa: E402
 from generation.decode_options import DiverseOptions  # noqa: E402
@@ -220,10 +221,6 @@ def diverse_rows(name, loaded, refs, options, vocabulary, passes) -> tuple[list[
         flush=True,
     )
     return rows, written
-
-
-def fmt(x, spec=".1f") -> str:
-    return "-" if x is None else format(x, spec)
 
 
 def measure(refs, outputs, constraints, vocabulary, seconds) -> dict:

@@ -153,7 +153,7 @@ class Vocabulary:
     source: str  # what the record, the manifest and the card say was used
 
     def __contains__(self, word: object) -> bool:
-        # English (generation.english.is_english), or the corpus's unless glued ("tothe", "inthe": two words that
+        # English (is_english), or the corpus's unless glued ("tothe", "inthe": two words that
         # lost their space, whatever the corpus holds)
         word = str(word)
         return is_english(word, self.english) or (word in self.corpus and not glued_word(word))

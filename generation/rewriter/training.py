@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from generation.prompts import PromptTemplate
+from jobs.params import fail
 
 from .base_model import (
     ORIGIN_KEYS,
@@ -44,6 +45,7 @@ from .base_model import (
 from .causal import IGNORE, causal_loss, collate, encode_pairs, end_token_id, right_padded
 from .checkpoints import (
     CHECKPOINTS,
+    STATE_FILE,
     best_check,
     checkpoint_folder,
     latest_checkpoint,
@@ -155,7 +157,7 @@ def _load_best(cfg: TrainConfig, run: _Run) -> None:
     if best is None:
         raise FileNotFoundError(f"no validation loss was measured in {cfg.out}: export the latest checkpoint instead")
     folder = checkpoint_folder(cfg.out, best["step"])
-    state = load_state(folder) if (folder / "state.pt").is_file() else None
+    state = load_state(folder) if (folder / STATE_FILE).is_file() else None
     if state is None:
         raise FileNotFoundError(
             f"the checkpoint of the lowest validation loss (step {best['step']}, {best['valid_loss']}) is no longer "
@@ -394,11 +396,11 @@ def _train_loop(cfg: TrainConfig, run: _Run, progress: Progress | None, t0: floa
     feed = run.feed
     valid, train_set = _split_valid(feed.encode(run.pairs), cfg.valid_size, cfg.seed)
     if cfg.patience and not valid:
-        raise TrainOptionsError(
-            "patience needs a validation loss: give at least 10 pairs (a tenth, at most "
-            f"{cfg.valid_size}, is held out to measure it)",
-            "--patience needs a validation loss: give at least 10 pairs (a tenth, at most "
-            f"{cfg.valid_size}, is held out to measure it)",
+        raise fail(
+            "{0} needs a validation loss: give at least 10 pairs (a tenth, at most {n}, is held out to measure it)",
+            "patience",
+            error=TrainOptionsError,
+            n=cfg.valid_size,
         )
     lengths = [len(s) + len(t) for s, t in train_set]
     n_batches = len(_batches(lengths, cfg.batch_size, cfg.seed, 0))
