@@ -23,6 +23,8 @@ Printed per model and system (the first output of each reference):
 * ``sim``: mean cosine of the packaged sentence encoder with the reference;
 * ``1-BLEU``: 100 - BLEU of the outputs against their references (``scoring.diversity.bleu_no_bp``);
 * ``viol``: outputs breaking their constraints (``generation.decoding.violations``: must be 0);
+* ``no output``: references left with no output (no hypothesis met the constraints within the length limit;
+  shown when any); the columns above are over the references that have one;
 * ``sent/s``: references decoded per second; for ``none`` also Hugging Face ``generate``'s (same beam,
   same length limit, same prompts) and the ratio; each the fastest of ``--passes`` (2) passes.
 
@@ -146,7 +148,8 @@ def hf_sample_seconds(loaded, refs: list[str], options: DiverseOptions) -> float
 def print_row(row: dict, label: str, extra: str = "") -> None:
     print(
         f"{label:>5}  copy {row['copy']:.0%}  non-word {row['non_word']:.0%}  sim {row['sim']:.3f}  "
-        f"1-BLEU {row['one_minus_bleu']:.1f}  viol {row['violations']}  {row['sent_per_s']:.2f} sent/s{extra}",
+        f"1-BLEU {row['one_minus_bleu']:.1f}  viol {row['violations']}  {row['sent_per_s']:.2f} sent/s{extra}"
+        + (f"  no output {row['no_output']}" if row.get("no_output") else ""),
         flush=True,
     )
 
@@ -299,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             kept = [(r, res.outputs[0]["text"], c) for r, res, c in zip(refs, results, cons) if res.outputs]
             kept_refs, kept_outs, kept_cons = ([k[i] for k in kept] for i in range(3))
             row = {"model": name, "system": system, **measure(kept_refs, kept_outs, kept_cons, vocabulary, seconds)}
+            row["no_output"] = len(refs) - len(kept)
             if system == "none":
                 hf = min(hf_generate_seconds(loaded, refs, args.beam, args.max_length) for _ in range(args.passes))
                 row["hf_sent_per_s"] = len(refs) / hf

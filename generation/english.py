@@ -14,6 +14,10 @@ glued to one of the commonest function words (:data:`GLUE_HEADS`) or to itself, 
 English word or is a glued word, counts as the banned word ("tothe" for "the", "thecat" for "cat"; not
 "therein" for "in", "bean" for "an", real words). The decoder bans exactly those words (:func:`glued_forms`,
 at most 34 a banned word) beside the banned word, so it never writes one and the final check drops nothing.
+A banned word with any letters **run on** after it into no English word counts as the banned word too
+(:func:`runs_on`: "withJulia", "toyou", "inBali", "specialistss"; a fine-tuned Gemma, banned from its
+reference's commonest word, wrote these): the decoder lets a banned word run on only while it can still become
+an English word, and end only where it is one (:func:`run_on_words`: "with" + "in" for "within").
 
 A **non-word** (:func:`non_words`) is a word of a candidate that holds a letter and is neither a word of its
 reference nor English (:func:`is_english`; the screen also knows its corpus's word types): the screen and the
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
+from bisect import bisect_left
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -193,6 +198,30 @@ def glued_to(word: str, banned: str, *, before: bool = True, after: bool = True)
     (``before`` it: "tothe", "thethe"; ``after`` it: "theof"), and no English word ("therein" is a word of its
     own, not "in" escaping a ban). Exactly the words :func:`glued_forms` has the decoder ban."""
     return word in glued_forms(banned, before=before, after=after)
+
+
+def runs_on(word: str, banned: str) -> bool:
+    """Whether ``word`` is ``banned`` with letters run on after it into no English word ("withJulia", "toyou",
+    "specialistss"): the banned word with the space after it lost ("within", "today" are words of their own)."""
+    return len(word) > len(banned) and word.startswith(banned) and not is_english(word)
+
+
+@functools.cache
+def _english_sorted() -> list[str]:
+    return sorted(english_words())
+
+
+@functools.lru_cache(maxsize=4096)
+def run_on_words(banned: str) -> tuple[tuple[str, bool], ...]:
+    """The words ``banned`` may run on into, as the decoder follows them: ``banned`` and the rest of each word
+    of the English list that begins with it, lower-case ("with" + "in", "with" + "out"; "to" + "s", on the
+    way to "toss"), and whether each is English (:func:`is_english`: "within" is, "tos" is not), so that it
+    may end there. The decoder's side of :func:`runs_on`. Remembered for 4,096 words (a job bans the same
+    words again and again)."""
+    stem = banned.lower()
+    words = _english_sorted()
+    found = words[bisect_left(words, stem) : bisect_left(words, stem + "\U0010ffff")]
+    return tuple((banned + word[len(stem) :], is_english(word)) for word in found if len(word) > len(stem))
 
 
 @functools.cache

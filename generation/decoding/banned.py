@@ -22,6 +22,16 @@ which tokens would complete one from it (``single_tok``, read by the open word's
 word into up to 34 glued spellings ("tothe" for "the", ``decoding.banned_phrases``), and a ``g`` column per
 spelling (with every spelling's completing tokens compared with every hypothesis) made 20 banned words cost 8x
 an unconstrained search (bench/decoding.py --quick); read by node, the cost hardly grows with their number.
+
+A banned single word must not be **run on** either ("with" + "Julia": ``english.runs_on``, which the constraint
+check counts as the banned word). The trie also holds every word of the English list that begins with a banned
+single word (``english.run_on_words``: "within", "without", "withdraw" for "with"); from the banned word on, the
+open word may only follow them: a token with letters is allowed only when it keeps the word on one of them, or
+ends the word where it is English ("with" + "in" + "."), and a break or the end only where it is English (the
+``run_on_open`` nodes close like a banned word). Each node's allowed tokens lie together in ``run_on_tok``; the
+ban fills every token with letters and writes the allowed ones' scores back, before any other ban. Not judged
+in the search (left to the final check): a token that starts before the banned word ends and runs on past it
+("wi" + "thJulia"), and a token that holds a run-on word whole.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..english import run_on_words
 from .vocab import VocabInfo
 
 ROOT, DEAD = 0, 1
@@ -88,7 +99,15 @@ class NegativeTables:
     single_tok: torch.Tensor  # [B, N, F] long: tokens completing a banned single word from the node; padding -1
     static_ban: torch.Tensor  # [B, V] bool
     init_g: torch.Tensor  # [B, P] long
+    run_on_at: torch.Tensor  # [B, N] bool: the open word is a banned single word or runs on from one
+    run_on_open: torch.Tensor  # [B, N] bool: ... and is no English word (it may not end here)
+    run_on_start: torch.Tensor  # [B, N] long: where the node's allowed tokens start in run_on_tok
+    run_on_count: torch.Tensor  # [B, N] long: how many there are
+    run_on_tok: torch.Tensor  # [K] long: the tokens with letters allowed there, node after node
+    run_on_slot: torch.Tensor  # [A] long: 0 .. A - 1, A the most tokens any node allows
+    run_on_pad: int = 0  # an id with no letters, padding a node's tokens to A: writing its score back changes nothing
     has_static_ban: bool = False
+    has_run_ons: bool = False
 
     @property
     def empty(self) -> bool:
@@ -120,28 +139,37 @@ def _trie(words: list[str]) -> tuple[np.ndarray, int]:
 
 def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> dict:
     """One sentence's trie of banned words' prefixes and the moves over it, as arrays. Each word's pieces come
-    from ``VocabInfo.pieces_of`` (remembered per word), so a sentence only numbers its trie and joins them."""
+    from ``VocabInfo.pieces_of`` (remembered per word), so a sentence only numbers its trie and joins them. The
+    trie also holds the words a banned single word may run on into (``english.run_on_words``; module
+    docstring), which the phrases' progress counts as other words."""
     V = info.size
-    words = sorted({w for ph, _ in phrases for w in ph})
-    wid = {w: i for i, w in enumerate(words)}
-    W = len(words)
+    banned = sorted({w for ph, _ in phrases for w in ph})
+    single_words = sorted({ph[0] for ph, anchored in phrases if len(ph) == 1 and not anchored})
+    english_run_on: dict[str, bool] = {}
+    for b in single_words:
+        for word, english in run_on_words(b):
+            english_run_on[word] = english_run_on.get(word, False) or english
+    words = sorted({*banned, *english_run_on})  # the trie's words
+    tid = {w: i for i, w in enumerate(words)}
+    W = len(banned)  # the phrases' words: progress reads these, every other word is "other" (W)
     pref, n_nodes = _trie(words)
-    end = pref[np.arange(W), [len(w) for w in words]]  # each word's node
+    end = pref[np.arange(len(words)), [len(w) for w in words]]  # each word's node
     word_of_node = np.full(n_nodes, W, dtype=np.int64)
-    word_of_node[end] = np.arange(W)
+    word_of_node[end[[tid[w] for w in banned]]] = np.arange(W)
     pieces = list(zip(*map(info.pieces_of, words))) or [(), (), ()]  # moves, tails, inner ids: one tuple each
     counts = list(map(len, pieces[0]))
     starts = np.cumsum([0, *counts])
     moves = np.concatenate([np.zeros((0, 4), dtype=np.int64), *pieces[0]])
-    wj = np.repeat(np.arange(W), counts).astype(np.int64)
+    wj = np.repeat(np.arange(len(words)), counts).astype(np.int64)
     src = pref[wj, moves[:, 0]]
+    dst = pref[wj, moves[:, 1]]
     # open word (node) x token appending letters -> node; every prefix of a word is a node, and a key's node is
     # its node's prefix with the token's letters whichever word it came from
     ext_keys, at = np.unique(src * V + moves[:, 2], return_index=True)
-    ext_vals = pref[wj, moves[:, 1]][at]
+    ext_vals = dst[at]
     tails = np.concatenate([np.zeros((0, 2), dtype=np.int64), *pieces[1]])
-    tail_nodes = pref[np.repeat(np.arange(W), list(map(len, pieces[1]))).astype(np.int64), tails[:, 0]]
-    singles = sorted({wid[ph[0]] for ph, anchored in phrases if len(ph) == 1 and not anchored})
+    tail_nodes = pref[np.repeat(np.arange(len(words)), list(map(len, pieces[1]))).astype(np.int64), tails[:, 0]]
+    singles = [tid[b] for b in single_words]
     tracked = [(ph, a) for ph, a in phrases if len(ph) > 1 or a]  # phrases that need progress (module docstring)
 
     def completing(j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -152,15 +180,32 @@ def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> 
 
     trips = []
     for p, (ph, _) in enumerate(tracked):
-        n, t = completing(wid[ph[-1]])
+        n, t = completing(tid[ph[-1]])
         trips.append(np.stack([n, np.full_like(n, p), t], axis=1))
-    is_single = np.zeros(W, dtype=bool)
+    is_single = np.zeros(len(words), dtype=bool)
     is_single[singles] = True
     closing = (moves[:, 3] == 1) & is_single[wj]
     pairs = np.unique(src[closing] * V + moves[closing, 2])  # by node, then token
     pair_node = pairs // V
+    # run-ons: the nodes from a banned single word on (the word and every longer prefix of a word it runs on
+    # into), those that are no English word (the word may not end there), and each node's tokens with letters
+    # that keep it on such a word or end it on an English one
+    run_on_at = np.zeros(n_nodes, dtype=bool)
+    english_end = np.zeros(n_nodes, dtype=bool)
+    is_run_on = np.zeros(len(words), dtype=bool)
+    for word, english in english_run_on.items():
+        j = tid[word]
+        is_run_on[j] = True
+        english_end[end[j]] |= english
+        stem = next(b for b in single_words if word.startswith(b))
+        run_on_at[pref[j, len(stem) : len(word) + 1]] = True
+    run_on_at[end[singles]] = True
+    breaks = info.has_break.numpy()[moves[:, 2]]
+    ends_english = (moves[:, 3] == 1) & is_run_on[wj] & english_end[dst]
+    ok = run_on_at[src] & (ends_english | (~breaks & run_on_at[dst]))
+    run_on_pairs = np.unique(src[ok] * V + moves[ok, 2])
     return dict(
-        phrases=[([wid[w] for w in ph], a) for ph, a in tracked],
+        phrases=[([banned.index(w) for w in ph], a) for ph, a in tracked],  # a few words each
         W=W,
         word_of_node=word_of_node,
         ext_keys=ext_keys,
@@ -172,9 +217,32 @@ def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> 
         single_node=pair_node,
         single_slot=np.arange(len(pairs)) - np.searchsorted(pair_node, pair_node),  # place among the node's tokens
         single_tok=pairs % V,
-        static=np.concatenate([np.zeros(0, dtype=np.int64), *pieces[2]]),
-        last_nodes=[int(end[wid[ph[-1]]]) for ph, _ in tracked],
+        static=np.concatenate([np.zeros(0, dtype=np.int64), *(pieces[2][tid[w]] for w in banned)]),
+        last_nodes=[int(end[tid[ph[-1]]]) for ph, _ in tracked],
+        run_on_at=run_on_at,
+        run_on_open=run_on_at & ~english_end,
+        run_on_node=run_on_pairs // V,
+        run_on_tok=run_on_pairs % V,
     )
+
+
+# ban sets whose tables a vocabulary remembers (``VocabInfo.ban_tables``): up to about 10 MB each (a ban on "a")
+TABLES_REMEMBERED = 64
+
+
+def sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> dict:
+    """:func:`_sentence_tables`, remembered by the phrases (the arrays are shared: read-only)."""
+    key = tuple((tuple(words), anchored) for words, anchored in phrases)
+    got = info.ban_tables.get(key)
+    if got is None:
+        got = _sentence_tables(info, phrases)
+        for value in got.values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+        if len(info.ban_tables) >= TABLES_REMEMBERED:
+            info.ban_tables.clear()
+        info.ban_tables[key] = got
+    return got
 
 
 def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], bool]]], device) -> NegativeTables:
@@ -182,7 +250,7 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     device once each: element-wise tensor writes made this cost more than the decoding on a GPU."""
     V = info.size
     B = len(batch)
-    per = [_sentence_tables(info, phrases) for phrases in batch]
+    per = [sentence_tables(info, phrases) for phrases in batch]
     P = max((len(d["phrases"]) for d in per), default=0)
     Lmax = max((len(ph) for d in per for ph, _ in d["phrases"]), default=0)
     S = Lmax + 2
@@ -207,6 +275,19 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     single_node = np.zeros((B, Nmax), dtype=bool)
     single_tok = np.full((B, Nmax, Fmax), -1, dtype=np.int64)
     static_ban = np.zeros((B, V), dtype=bool)
+    # run-ons: every sentence's (node, token) pairs in one flat list, a node's tokens together
+    run_on_at = np.zeros((B, Nmax), dtype=bool)
+    run_on_open = np.zeros((B, Nmax), dtype=bool)
+    run_on_start = np.zeros((B, Nmax), dtype=np.int64)
+    run_on_count = np.zeros((B, Nmax), dtype=np.int64)
+    base = 0
+    for b, d in enumerate(per):
+        n = len(d["run_on_at"])
+        run_on_at[b, :n], run_on_open[b, :n] = d["run_on_at"], d["run_on_open"]
+        nodes, first, count = np.unique(d["run_on_node"], return_index=True, return_counts=True)
+        run_on_start[b, nodes], run_on_count[b, nodes] = base + first, count
+        base += len(d["run_on_tok"])
+    run_on_tok = np.concatenate([*(d["run_on_tok"] for d in per), [info.eos_id]])  # (never empty)
     for b, d in enumerate(per):
         W = d["W"]
         n_words[b] = W
@@ -242,6 +323,14 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
         single_tok=dev(single_tok),
         static_ban=dev(static_ban),
         init_g=torch.zeros(B, P1, dtype=torch.long, device=device),
+        run_on_at=dev(run_on_at),
+        run_on_open=dev(run_on_open),
+        run_on_start=dev(run_on_start),
+        run_on_count=dev(run_on_count),
+        run_on_tok=dev(run_on_tok),
+        run_on_slot=torch.arange(max(int(run_on_count.max(initial=0)), 1), device=device),
+        run_on_pad=info.eos_id,  # EOS appends no letters
+        has_run_ons=bool(run_on_at.any()),
         has_static_ban=bool(static_ban.any()),
     )
 
@@ -288,9 +377,10 @@ class NegativeState:
 
     def _closing(self, node, g, rows, bidx):
         """[h] bool: a tracked phrase is one word from complete and the open word is that word, or the open word
-        is a banned single word."""
+        is a banned single word, or runs on from one and is no English word (yet)."""
         tracked = ((g == rows["closing_g"]) & (node[:, None] == rows["last_node"])).any(1)
-        return tracked | self.t.single_node[bidx, node.clamp(max=self.t.single_node.shape[1] - 1)]
+        node = node.clamp(max=self.t.single_node.shape[1] - 1)
+        return tracked | self.t.single_node[bidx, node] | self.t.run_on_open[bidx, node]
 
     def ban_mask(self, *, sync_free: bool | None = None) -> torch.Tensor:
         """[H, V] bool of forbidden next tokens."""
@@ -307,6 +397,7 @@ class NegativeState:
         rows = self._rows(self.bidx)
         if sync_free is None:
             sync_free = scores.device.type != "cpu"
+        self._ban_run_ons(scores, value, sync_free)
         if t.has_static_ban:
             scores.masked_fill_(t.static_ban[self.bidx], value)
         closing = self._closing(self.node, self.g, rows, self.bidx)  # [H]
@@ -333,6 +424,33 @@ class NegativeState:
             h, e = torch.nonzero(hits, as_tuple=True)
             if h.numel():
                 scores[h, tokens[h, e]] = value
+
+    def _ban_run_ons(self, scores: torch.Tensor, value, sync_free: bool) -> None:
+        """On a banned single word or a word run on from one, every token with letters but the node's allowed
+        ones (module docstring): the letters are filled and the allowed ids' scores written back, so this comes
+        before every other ban."""
+        t = self.t
+        if not t.has_run_ons:
+            return
+        node, bidx = self.node.clamp(max=t.run_on_at.shape[1] - 1), self.bidx
+        at = t.run_on_at[bidx, node]  # [H]
+        if not sync_free:  # only the hypotheses on such a word (found with nonzero)
+            h = torch.nonzero(at)[:, 0]
+            if not h.numel():
+                return
+            node, bidx = node[h], bidx[h]
+        start, count = t.run_on_start[bidx, node], t.run_on_count[bidx, node]
+        slot = t.run_on_slot
+        ok = t.run_on_tok[(start[:, None] + slot).clamp_(max=len(t.run_on_tok) - 1)]  # [., A]
+        ok.masked_fill_(slot >= count[:, None], t.run_on_pad)  # (no torch.where with a number: a copy, on a GPU)
+        if sync_free:
+            kept = scores.gather(1, ok)
+            scores.masked_fill_(at[:, None] & self.letters[None, :], value)
+            scores.scatter_(1, ok, kept)
+            return
+        kept = scores[h[:, None], ok]
+        scores[h] = scores[h].masked_fill(self.letters, value)
+        scores[h[:, None], ok] = kept
 
     def ends_badly(self, node, g, bidx) -> torch.Tensor:
         """[N] bool: ending the output in this state completes a phrase (the open word closes at the end)."""
@@ -368,6 +486,7 @@ class NegativeState:
     def set_token_info(self, info: VocabInfo, device):
         self.brk = info.has_break.to(device)
         self.lead_empty = info.lead_empty.to(device)
+        self.letters = ~self.lead_empty  # [V] bool: the token appends letters to the open word
         self.has_inner = info.has_inner.to(device)
 
     def select(self, src, node, g):

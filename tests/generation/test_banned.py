@@ -9,6 +9,7 @@ import re
 import pytest
 import torch
 
+from generation import english
 from generation.decoding import vocab
 from generation.decoding.banned import NegativeState, build_negative_tables
 
@@ -25,6 +26,41 @@ def _has(words, phrase, anchored):
         return words[: len(phrase)] == phrase
     n = len(phrase)
     return any(words[i : i + n] == phrase for i in range(len(words) - n + 1))
+
+
+class _RunOns:
+    """The run-on rule as the search applies it, stated on strings: from a banned single word on, the open word
+    may only follow a word of the English list that begins with it (the banned word as written, then the list's
+    letters), and end only where that word is English."""
+
+    def __init__(self, phrases):
+        self.stems = [p[0] for p, a in phrases if len(p) == 1 and not a]
+        words: dict[str, bool] = {}
+        for b in self.stems:
+            for e in english.english_words():
+                if e.startswith(b.lower()) and len(e) > len(b):
+                    words[b + e[len(b) :]] = words.get(b + e[len(b) :], False) or english.is_english(e)
+        self.ends = {w for w, ok in words.items() if ok}
+        self.on = set(self.stems) | {
+            w[:k] for w in words for b in self.stems if w.startswith(b) for k in range(len(b), len(w) + 1)
+        }
+
+    def forbids(self, open_word: str, surface: str, ends: bool) -> bool:
+        """The token (``ends``: it is the end of the output) continues a run-on and leaves the English words."""
+        if open_word not in self.on:
+            return False
+        lead = re.match(r"\w*", surface).group()
+        word = open_word + lead
+        if ends or len(lead) < len(surface):  # the word ends here
+            return word not in self.ends
+        return word not in self.on
+
+    def untracked(self, open_word: str, info, token: int) -> bool:
+        """A word the token runs on from a banned word in a way the search does not follow (its lead starts
+        before the banned word ends, or its tail or an inner word holds the run-on): the final check's."""
+        lead = re.match(r"\w*", info.surfaces[token]).group()
+        pieces = [open_word + lead, info.tail[token], *info.inner[token]]
+        return any(w.startswith(b) and len(w) > len(b) and w not in self.on for w in pieces for b in self.stems)
 
 
 def _alphabet(info):
@@ -49,6 +85,7 @@ def test_mask_equals_brute_force(tiny_marian, phrases, sync_free):
     tables = build_negative_tables(info, [phrases], "cpu")
     alpha = _alphabet(info) + [eos]
     rnd = random.Random(0)
+    run_ons = _RunOns(phrases)
     for _ in range(60):
         H = 1
         st = NegativeState(tables, torch.zeros(H, dtype=torch.long), info.boundary, eos)
@@ -59,6 +96,7 @@ def test_mask_equals_brute_force(tiny_marian, phrases, sync_free):
             scores = torch.zeros(1, info.size)
             st.apply_bans(scores, float("-inf"), sync_free=sync_free)  # as the decoder applies them
             assert torch.equal(torch.isinf(scores[0]), mask)
+            open_word = re.search(r"\w*$", text).group()
             for t in alpha:
                 if t == eos:
                     expect = any(_has(re.findall(r"\w+", text), p, a) for p, a in phrases)
@@ -66,13 +104,15 @@ def test_mask_equals_brute_force(tiny_marian, phrases, sync_free):
                     continue  # conservatively banned when they hold a banned word; not exact by design
                 else:
                     expect = any(_has(_completed_words(text + info.surfaces[t]), p, a) for p, a in phrases)
+                expect |= run_ons.forbids(open_word, info.surfaces[t], t == eos)
                 assert bool(mask[t]) == expect, (text, info.surfaces[t], phrases)
-            allowed = [t for t in alpha if t != eos and not mask[t]]
+            allowed = [t for t in alpha if t != eos and not mask[t] and not run_ons.untracked(open_word, info, t)]
             t = rnd.choice(allowed)
             node, g = st.advance(torch.tensor([0]), torch.tensor([t]), torch.tensor([0]))
             st.select(None, node, g)
             text += info.surfaces[t]
         assert not any(_has(_completed_words(text), p, a) for p, a in phrases)
+        assert not [w for w in _completed_words(text) for b in run_ons.stems if english.runs_on(w, b)], text
 
 
 def test_overlapping_phrase_blocked(tiny_marian):

@@ -1,6 +1,7 @@
 """A ban cannot be escaped by gluing the banned word to a function word (issue 47: Gemma 3 270M, banned from
-"the", wrote "tothe" and "inthe"): the constraint check counts it as the banned word, the decoder does not
-write it, and the non-word screen flags it."""
+"the", wrote "tothe" and "inthe") or by running it on into no English word (the fine-tuned one, banned from
+"with", wrote "withJulia"): the constraint check counts it as the banned word, the decoder does not write
+it, and the non-word screen flags it."""
 
 from __future__ import annotations
 
@@ -64,6 +65,61 @@ def test_the_decoder_does_not_write_a_glued_banned_word():
     assert r.safety_net_dropped == 0
     for o in r.outputs:
         assert "earth" not in o["text"], o["text"]
+
+
+@pytest.mark.parametrize(
+    ("text", "banned", "violated"),
+    [
+        ("I am here withJulia today", "with", True),  # what the fine-tuned Gemma wrote under system 15
+        ("it is up toyou", "to", True),
+        ("we stayed inBali", "in", True),
+        ("the shiverss", "shivers", True),  # the demo model's run-on
+        ("within the hour, without fail", "with", False),  # English words that begin with the banned word
+        ("today and tomorrow", "to", False),
+        ("the Within", "with", False),  # a capital: another word, as every ban is case-sensitive
+    ],
+)
+def test_a_banned_word_run_on_into_no_english_word_is_the_banned_word(text, banned, violated):
+    assert bool(violations(text, normalise_constraints({"negative": [[banned]]}))) is violated
+
+
+def _wants_to_earth(day: float):
+    """A model that always wants " to", then "earth" (no space: "toearth"), then the end; "day" at ``day``."""
+    tok = tiny_tokenizer()
+    model = tiny_causal("llama", tok)
+    head = torch.nn.Linear(model.config.hidden_size, len(tok), bias=True)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(-10.0)
+        head.bias[tok.convert_tokens_to_ids("Ġto")] = 6.0
+        head.bias[tok.convert_tokens_to_ids("earth")] = 4.8
+        head.bias[tok.eos_token_id] = 5.0
+        head.bias[tok.convert_tokens_to_ids("day")] = day
+    model.lm_head = head
+    return from_objects(model, tok, "cpu", prompt_template=RAW)
+
+
+def test_the_decoder_does_not_run_a_banned_word_on():
+    """Banned from "to", the search does not write "toearth" (no English word begins so): it finds other outputs
+    itself, and the final check has nothing to drop."""
+    loaded = _wants_to_earth(day=-10.0)
+    [free] = decode(loaded, ["we went"], beam=4, nbest=4, max_length=6)
+    assert any("toearth" in words_of(o["text"]) for o in free.outputs)  # what it writes unconstrained
+    [r] = decode(loaded, ["we went"], [{"negative": [["to"]]}], beam=4, nbest=4, max_length=6)
+    assert r.outputs and r.safety_net_dropped == 0
+    written = [words_of(o["text"]) for o in r.outputs]
+    assert not [w for ws in written for w in ws if w.startswith("to")], written
+
+
+def test_a_ban_leaves_the_english_words_that_begin_with_it():
+    """Banned from "to", the search may still write "today", and follows the word past it: "to" + "day" +
+    "earth" is no English word either, and the final check has nothing to drop."""
+    loaded = _wants_to_earth(day=4.5)
+    [r] = decode(loaded, ["we went"], [{"negative": [["to"]]}], beam=4, nbest=4, max_length=6)
+    assert r.safety_net_dropped == 0
+    written = [words_of(o["text"]) for o in r.outputs]
+    assert any("today" in ws for ws in written), written
+    assert not [w for ws in written for w in ws if w.startswith("to") and w != "today"], written
 
 
 def test_the_non_word_screen_flags_glued_function_words():
