@@ -24,14 +24,17 @@ spelling (with every spelling's completing tokens compared with every hypothesis
 an unconstrained search (bench/decoding.py --quick); read by node, the cost hardly grows with their number.
 
 A banned single word must not be **run on** either ("with" + "Julia": ``english.runs_on``, which the constraint
-check counts as the banned word). The trie also holds every word of the English list that begins with a banned
-single word (``english.run_on_words``: "within", "without", "withdraw" for "with"); from the banned word on, the
-open word may only follow them: a token with letters is allowed only when it keeps the word on one of them, or
-ends the word where it is English ("with" + "in" + "."), and a break or the end only where it is English (the
-``run_on_open`` nodes close like a banned word). Each node's allowed tokens lie together in ``run_on_tok``; the
-ban fills every token with letters and writes the allowed ones' scores back, before any other ban. Not judged
-in the search (left to the final check): a token that starts before the banned word ends and runs on past it
-("wi" + "thJulia"), and a token that holds a run-on word whole.
+check counts as the banned word). Once the open word is a banned single word, a second state (the last column
+of ``g``) follows it through the words of the English list that begin with it (``english.run_on_words``:
+"within", "without", "withdraw" for "with"): a token with letters is allowed only when it keeps the word on one
+of them or ends the word where it is English ("with" + "in" + "."), and a break or the end only where it is
+English. Each banned word's part of that state (a :class:`RunOnBlock`: its own small trie) is built once per
+vocabulary and word, and a batch joins the blocks of its distinct banned words, not one per sentence: "a" runs
+on into 4,465 words, and joining them into every sentence's trie made 20 banned words cost 20x an unconstrained
+search on the demo model. The ban fills every token with letters and writes the allowed ones' scores back,
+before any other ban. Not followed (left to the final check): a token that starts before the banned word ends
+and runs on past it ("wi" + "thJulia"), a token whose tail already runs it on ("▁withJ"), and a token that
+holds a run-on word whole.
 """
 
 from __future__ import annotations
@@ -98,14 +101,17 @@ class NegativeTables:
     single_node: torch.Tensor  # [B, N] bool: the node is a banned single word
     single_tok: torch.Tensor  # [B, N, F] long: tokens completing a banned single word from the node; padding -1
     static_ban: torch.Tensor  # [B, V] bool
-    init_g: torch.Tensor  # [B, P] long
-    run_on_at: torch.Tensor  # [B, N] bool: the open word is a banned single word or runs on from one
-    run_on_open: torch.Tensor  # [B, N] bool: ... and is no English word (it may not end here)
-    run_on_start: torch.Tensor  # [B, N] long: where the node's allowed tokens start in run_on_tok
-    run_on_count: torch.Tensor  # [B, N] long: how many there are
-    run_on_tok: torch.Tensor  # [K] long: the tokens with letters allowed there, node after node
-    run_on_slot: torch.Tensor  # [A] long: 0 .. A - 1, A the most tokens any node allows
-    run_on_pad: int = 0  # an id with no letters, padding a node's tokens to A: writing its score back changes nothing
+    init_g: torch.Tensor  # [B, P + 1] long: the phrases' progress, then the run-on state (-1: none)
+    # run-ons (module docstring): the batch's blocks one after another, R states in all
+    run_on_root: torch.Tensor  # [B, N] long: the state a banned single word's node starts; -1 elsewhere
+    run_on_keys: torch.Tensor  # [M + 1] long sorted: state * V + token with letters that keeps the word on
+    run_on_vals: torch.Tensor  # [M + 1] long: the state it leads to
+    run_on_open: torch.Tensor  # [R + 1] bool: the word is no English word there (it may not end); last: none
+    run_on_start: torch.Tensor  # [R + 1] long: where the state's allowed tokens start in run_on_tok
+    run_on_count: torch.Tensor  # [R + 1] long
+    run_on_tok: torch.Tensor  # [K + 1] long: tokens with letters allowed, state after state
+    run_on_slot: torch.Tensor  # [A] long: 0 .. A - 1, A the most tokens a state allows
+    run_on_pad: int = 0  # an id with no letters, padding a state's tokens to A (its score written back: no change)
     has_static_ban: bool = False
     has_run_ons: bool = False
 
@@ -137,39 +143,105 @@ def _trie(words: list[str]) -> tuple[np.ndarray, int]:
     return pref, int(new.sum()) + 2
 
 
+@dataclass(frozen=True)
+class RunOnBlock:
+    """One banned single word's run-on states (module docstring): state 0 is the word itself, the others the
+    longer starts of the English words that begin with it. Read-only: shared by every batch that bans it."""
+
+    size: int  # states
+    keys: np.ndarray  # [M] sorted: state * V + token: a token with letters that keeps the word on a run-on word
+    vals: np.ndarray  # [M]: the state it leads to
+    open: np.ndarray  # [size] bool: no English word there
+    start: np.ndarray  # [size]: where the state's allowed tokens start in ``tok``
+    count: np.ndarray  # [size]
+    tok: np.ndarray  # [K]: the tokens with letters allowed, state after state (those above and those that end an
+    # English word)
+
+
+def run_on_block(info: VocabInfo, word: str) -> RunOnBlock:
+    """``word``'s :class:`RunOnBlock` on ``info``'s vocabulary, remembered (``VocabInfo.run_on_blocks``)."""
+    got = info.run_on_blocks.get(word)
+    if got is None:
+        got = _run_on_block(info, word)
+        for array in (got.keys, got.vals, got.open, got.start, got.count, got.tok):
+            array.flags.writeable = False
+        if len(info.run_on_blocks) >= RUN_ON_BLOCKS_REMEMBERED:
+            info.run_on_blocks.clear()
+        info.run_on_blocks[word] = got
+    return got
+
+
+# banned words whose run-on blocks a vocabulary remembers: most are a few bytes (a glued spelling, "tothe", runs on
+# into no English word), the largest about 8 MB ("a" on Gemma's vocabulary)
+RUN_ON_BLOCKS_REMEMBERED = 10_000
+_NO_INT = np.zeros(0, dtype=np.int64)
+# a word no English word begins with: one state, where no token with letters may follow
+NOTHING_RUNS_ON = RunOnBlock(1, _NO_INT, _NO_INT, np.ones(1, dtype=bool), np.zeros(1, np.int64), np.zeros(1, np.int64), _NO_INT)
+
+
+def _run_on_block(info: VocabInfo, word: str) -> RunOnBlock:
+    V = info.size
+    run_ons = run_on_words(word)
+    if not run_ons:
+        return NOTHING_RUNS_ON
+    words = sorted({word, *(w for w, _ in run_ons)})  # each begins with ``word``
+    pref, n_nodes = _trie(words)
+    lens = np.array([len(w) for w in words], dtype=np.int64)
+    end = pref[np.arange(len(words)), lens]
+    index = {w: j for j, w in enumerate(words)}
+    english_end = np.zeros(n_nodes, dtype=bool)
+    english_end[end[[index[w] for w, english in run_ons if english]]] = True
+    k = np.arange(pref.shape[1])
+    states = np.unique(pref[(k >= len(word)) & (k <= lens[:, None])])  # the word's node first: it appears first
+    local = np.full(n_nodes, -1, dtype=np.int64)
+    local[states] = np.arange(len(states))
+    pieces = [info.pieces_of(w).moves for w in words]
+    moves = np.concatenate([np.zeros((0, 4), dtype=np.int64), *pieces])
+    wj = np.repeat(np.arange(len(words)), list(map(len, pieces))).astype(np.int64)
+    on = moves[:, 0] >= len(word)  # moves from the banned word on
+    moves, wj = moves[on], wj[on]
+    src, dst = local[pref[wj, moves[:, 0]]], local[pref[wj, moves[:, 1]]]
+    keeps_on = ~info.has_break.numpy()[moves[:, 2]]
+    ends_english = (moves[:, 3] == 1) & english_end[states][dst]  # closes a word that is English
+    keys, at = np.unique((src * V + moves[:, 2])[keeps_on], return_index=True)
+    ok = keeps_on | ends_english
+    allowed = np.unique(src[ok] * V + moves[ok, 2])  # by state, then token
+    count = np.bincount(allowed // V, minlength=len(states))
+    return RunOnBlock(
+        size=len(states),
+        keys=keys,
+        vals=dst[keeps_on][at],
+        open=~english_end[states],
+        start=np.cumsum(count) - count,
+        count=count,
+        tok=allowed % V,
+    )
+
+
 def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> dict:
     """One sentence's trie of banned words' prefixes and the moves over it, as arrays. Each word's pieces come
-    from ``VocabInfo.pieces_of`` (remembered per word), so a sentence only numbers its trie and joins them. The
-    trie also holds the words a banned single word may run on into (``english.run_on_words``; module
-    docstring), which the phrases' progress counts as other words."""
+    from ``VocabInfo.pieces_of`` (remembered per word), so a sentence only numbers its trie and joins them."""
     V = info.size
-    banned = sorted({w for ph, _ in phrases for w in ph})
-    single_words = sorted({ph[0] for ph, anchored in phrases if len(ph) == 1 and not anchored})
-    english_run_on: dict[str, bool] = {}
-    for b in single_words:
-        for word, english in run_on_words(b):
-            english_run_on[word] = english_run_on.get(word, False) or english
-    words = sorted({*banned, *english_run_on})  # the trie's words
-    tid = {w: i for i, w in enumerate(words)}
-    W = len(banned)  # the phrases' words: progress reads these, every other word is "other" (W)
+    words = sorted({w for ph, _ in phrases for w in ph})
+    wid = {w: i for i, w in enumerate(words)}
+    W = len(words)
     pref, n_nodes = _trie(words)
-    end = pref[np.arange(len(words)), [len(w) for w in words]]  # each word's node
+    end = pref[np.arange(W), [len(w) for w in words]]  # each word's node
     word_of_node = np.full(n_nodes, W, dtype=np.int64)
-    word_of_node[end[[tid[w] for w in banned]]] = np.arange(W)
+    word_of_node[end] = np.arange(W)
     pieces = list(zip(*map(info.pieces_of, words))) or [(), (), ()]  # moves, tails, inner ids: one tuple each
     counts = list(map(len, pieces[0]))
     starts = np.cumsum([0, *counts])
     moves = np.concatenate([np.zeros((0, 4), dtype=np.int64), *pieces[0]])
-    wj = np.repeat(np.arange(len(words)), counts).astype(np.int64)
+    wj = np.repeat(np.arange(W), counts).astype(np.int64)
     src = pref[wj, moves[:, 0]]
-    dst = pref[wj, moves[:, 1]]
     # open word (node) x token appending letters -> node; every prefix of a word is a node, and a key's node is
     # its node's prefix with the token's letters whichever word it came from
     ext_keys, at = np.unique(src * V + moves[:, 2], return_index=True)
-    ext_vals = dst[at]
+    ext_vals = pref[wj, moves[:, 1]][at]
     tails = np.concatenate([np.zeros((0, 2), dtype=np.int64), *pieces[1]])
-    tail_nodes = pref[np.repeat(np.arange(len(words)), list(map(len, pieces[1]))).astype(np.int64), tails[:, 0]]
-    singles = [tid[b] for b in single_words]
+    tail_nodes = pref[np.repeat(np.arange(W), list(map(len, pieces[1]))).astype(np.int64), tails[:, 0]]
+    singles = sorted({wid[ph[0]] for ph, anchored in phrases if len(ph) == 1 and not anchored})
     tracked = [(ph, a) for ph, a in phrases if len(ph) > 1 or a]  # phrases that need progress (module docstring)
 
     def completing(j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -180,32 +252,15 @@ def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> 
 
     trips = []
     for p, (ph, _) in enumerate(tracked):
-        n, t = completing(tid[ph[-1]])
+        n, t = completing(wid[ph[-1]])
         trips.append(np.stack([n, np.full_like(n, p), t], axis=1))
-    is_single = np.zeros(len(words), dtype=bool)
+    is_single = np.zeros(W, dtype=bool)
     is_single[singles] = True
     closing = (moves[:, 3] == 1) & is_single[wj]
     pairs = np.unique(src[closing] * V + moves[closing, 2])  # by node, then token
     pair_node = pairs // V
-    # run-ons: the nodes from a banned single word on (the word and every longer prefix of a word it runs on
-    # into), those that are no English word (the word may not end there), and each node's tokens with letters
-    # that keep it on such a word or end it on an English one
-    run_on_at = np.zeros(n_nodes, dtype=bool)
-    english_end = np.zeros(n_nodes, dtype=bool)
-    is_run_on = np.zeros(len(words), dtype=bool)
-    for word, english in english_run_on.items():
-        j = tid[word]
-        is_run_on[j] = True
-        english_end[end[j]] |= english
-        stem = next(b for b in single_words if word.startswith(b))
-        run_on_at[pref[j, len(stem) : len(word) + 1]] = True
-    run_on_at[end[singles]] = True
-    breaks = info.has_break.numpy()[moves[:, 2]]
-    ends_english = (moves[:, 3] == 1) & is_run_on[wj] & english_end[dst]
-    ok = run_on_at[src] & (ends_english | (~breaks & run_on_at[dst]))
-    run_on_pairs = np.unique(src[ok] * V + moves[ok, 2])
     return dict(
-        phrases=[([banned.index(w) for w in ph], a) for ph, a in tracked],  # a few words each
+        phrases=[([wid[w] for w in ph], a) for ph, a in tracked],
         W=W,
         word_of_node=word_of_node,
         ext_keys=ext_keys,
@@ -217,32 +272,10 @@ def _sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> 
         single_node=pair_node,
         single_slot=np.arange(len(pairs)) - np.searchsorted(pair_node, pair_node),  # place among the node's tokens
         single_tok=pairs % V,
-        static=np.concatenate([np.zeros(0, dtype=np.int64), *(pieces[2][tid[w]] for w in banned)]),
-        last_nodes=[int(end[tid[ph[-1]]]) for ph, _ in tracked],
-        run_on_at=run_on_at,
-        run_on_open=run_on_at & ~english_end,
-        run_on_node=run_on_pairs // V,
-        run_on_tok=run_on_pairs % V,
+        single_words=[words[j] for j in singles],
+        static=np.concatenate([np.zeros(0, dtype=np.int64), *pieces[2]]),
+        last_nodes=[int(end[wid[ph[-1]]]) for ph, _ in tracked],
     )
-
-
-# ban sets whose tables a vocabulary remembers (``VocabInfo.ban_tables``): up to about 10 MB each (a ban on "a")
-TABLES_REMEMBERED = 64
-
-
-def sentence_tables(info: VocabInfo, phrases: list[tuple[list[str], bool]]) -> dict:
-    """:func:`_sentence_tables`, remembered by the phrases (the arrays are shared: read-only)."""
-    key = tuple((tuple(words), anchored) for words, anchored in phrases)
-    got = info.ban_tables.get(key)
-    if got is None:
-        got = _sentence_tables(info, phrases)
-        for value in got.values():
-            if isinstance(value, np.ndarray):
-                value.flags.writeable = False
-        if len(info.ban_tables) >= TABLES_REMEMBERED:
-            info.ban_tables.clear()
-        info.ban_tables[key] = got
-    return got
 
 
 def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], bool]]], device) -> NegativeTables:
@@ -250,7 +283,7 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     device once each: element-wise tensor writes made this cost more than the decoding on a GPU."""
     V = info.size
     B = len(batch)
-    per = [sentence_tables(info, phrases) for phrases in batch]
+    per = [_sentence_tables(info, phrases) for phrases in batch]
     P = max((len(d["phrases"]) for d in per), default=0)
     Lmax = max((len(ph) for d in per for ph, _ in d["phrases"]), default=0)
     S = Lmax + 2
@@ -275,19 +308,21 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     single_node = np.zeros((B, Nmax), dtype=bool)
     single_tok = np.full((B, Nmax, Fmax), -1, dtype=np.int64)
     static_ban = np.zeros((B, V), dtype=bool)
-    # run-ons: every sentence's (node, token) pairs in one flat list, a node's tokens together
-    run_on_at = np.zeros((B, Nmax), dtype=bool)
-    run_on_open = np.zeros((B, Nmax), dtype=bool)
-    run_on_start = np.zeros((B, Nmax), dtype=np.int64)
-    run_on_count = np.zeros((B, Nmax), dtype=np.int64)
-    base = 0
+    # run-ons: the blocks of the batch's distinct banned single words, one after another
+    blocks = {w: run_on_block(info, w) for w in sorted({w for d in per for w in d["single_words"]})}
+    first = dict(zip(blocks, np.cumsum([0, *(x.size for x in blocks.values())])))
+    R = sum(x.size for x in blocks.values())
+    run_on_root = np.full((B, Nmax), -1, dtype=np.int64)
     for b, d in enumerate(per):
-        n = len(d["run_on_at"])
-        run_on_at[b, :n], run_on_open[b, :n] = d["run_on_at"], d["run_on_open"]
-        nodes, first, count = np.unique(d["run_on_node"], return_index=True, return_counts=True)
-        run_on_start[b, nodes], run_on_count[b, nodes] = base + first, count
-        base += len(d["run_on_tok"])
-    run_on_tok = np.concatenate([*(d["run_on_tok"] for d in per), [info.eos_id]])  # (never empty)
+        run_on_root[b, d["single_nodes"]] = [first[w] for w in d["single_words"]]
+    tok_first = np.cumsum([0, *(len(x.tok) for x in blocks.values())])
+    end_key = np.iinfo(np.int64).max
+    run_on_keys = np.concatenate([*(x.keys + first[w] * V for w, x in blocks.items()), [end_key]])  # sorted
+    run_on_vals = np.concatenate([*(x.vals + first[w] for w, x in blocks.items()), [-1]])
+    run_on_open = np.concatenate([*(x.open for x in blocks.values()), [False]])
+    run_on_start = np.concatenate([*(x.start + t0 for x, t0 in zip(blocks.values(), tok_first)), [0]])
+    run_on_count = np.concatenate([*(x.count for x in blocks.values()), [0]])
+    run_on_tok = np.concatenate([*(x.tok for x in blocks.values()), [info.eos_id]])
     for b, d in enumerate(per):
         W = d["W"]
         n_words[b] = W
@@ -322,15 +357,17 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
         single_node=dev(single_node),
         single_tok=dev(single_tok),
         static_ban=dev(static_ban),
-        init_g=torch.zeros(B, P1, dtype=torch.long, device=device),
-        run_on_at=dev(run_on_at),
+        init_g=torch.cat([torch.zeros(B, P1, dtype=torch.long), torch.full((B, 1), -1)], 1).to(device),
+        run_on_root=dev(run_on_root),
+        run_on_keys=dev(run_on_keys),
+        run_on_vals=dev(run_on_vals),
         run_on_open=dev(run_on_open),
         run_on_start=dev(run_on_start),
         run_on_count=dev(run_on_count),
         run_on_tok=dev(run_on_tok),
         run_on_slot=torch.arange(max(int(run_on_count.max(initial=0)), 1), device=device),
         run_on_pad=info.eos_id,  # EOS appends no letters
-        has_run_ons=bool(run_on_at.any()),
+        has_run_ons=bool(R),
         has_static_ban=bool(static_ban.any()),
     )
 
@@ -378,9 +415,11 @@ class NegativeState:
     def _closing(self, node, g, rows, bidx):
         """[h] bool: a tracked phrase is one word from complete and the open word is that word, or the open word
         is a banned single word, or runs on from one and is no English word (yet)."""
-        tracked = ((g == rows["closing_g"]) & (node[:, None] == rows["last_node"])).any(1)
-        node = node.clamp(max=self.t.single_node.shape[1] - 1)
-        return tracked | self.t.single_node[bidx, node] | self.t.run_on_open[bidx, node]
+        t = self.t
+        P = rows["closing_g"].shape[1]
+        tracked = ((g[:, :P] == rows["closing_g"]) & (node[:, None] == rows["last_node"])).any(1)
+        closing = tracked | t.single_node[bidx, node.clamp(max=t.single_node.shape[1] - 1)]
+        return closing | t.run_on_open[g[:, P]]  # (state -1: the last entry, False)
 
     def ban_mask(self, *, sync_free: bool | None = None) -> torch.Tensor:
         """[H, V] bool of forbidden next tokens."""
@@ -397,7 +436,8 @@ class NegativeState:
         rows = self._rows(self.bidx)
         if sync_free is None:
             sync_free = scores.device.type != "cpu"
-        self._ban_run_ons(scores, value, sync_free)
+        if t.has_run_ons:
+            self._ban_run_ons(scores, value, sync_free)
         if t.has_static_ban:
             scores.masked_fill_(t.static_ban[self.bidx], value)
         closing = self._closing(self.node, self.g, rows, self.bidx)  # [H]
@@ -426,26 +466,21 @@ class NegativeState:
                 scores[h, tokens[h, e]] = value
 
     def _ban_run_ons(self, scores: torch.Tensor, value, sync_free: bool) -> None:
-        """On a banned single word or a word run on from one, every token with letters but the node's allowed
+        """On a banned single word or a word run on from one, every token with letters but the state's allowed
         ones (module docstring): the letters are filled and the allowed ids' scores written back, so this comes
         before every other ban."""
         t = self.t
-        if not t.has_run_ons:
-            return
-        node, bidx = self.node.clamp(max=t.run_on_at.shape[1] - 1), self.bidx
-        at = t.run_on_at[bidx, node]  # [H]
+        state = self.g[:, -1]
         if not sync_free:  # only the hypotheses on such a word (found with nonzero)
-            h = torch.nonzero(at)[:, 0]
+            h = torch.nonzero(state >= 0)[:, 0]
             if not h.numel():
                 return
-            node, bidx = node[h], bidx[h]
-        start, count = t.run_on_start[bidx, node], t.run_on_count[bidx, node]
-        slot = t.run_on_slot
-        ok = t.run_on_tok[(start[:, None] + slot).clamp_(max=len(t.run_on_tok) - 1)]  # [., A]
-        ok.masked_fill_(slot >= count[:, None], t.run_on_pad)  # (no torch.where with a number: a copy, on a GPU)
-        if sync_free:
+            state = state[h]
+        ok = t.run_on_tok[(t.run_on_start[state, None] + t.run_on_slot).clamp_(max=len(t.run_on_tok) - 1)]
+        ok.masked_fill_(t.run_on_slot >= t.run_on_count[state, None], t.run_on_pad)  # [., A]
+        if sync_free:  # (state -1 reads the last entries: no tokens)
             kept = scores.gather(1, ok)
-            scores.masked_fill_(at[:, None] & self.letters[None, :], value)
+            scores.masked_fill_((state >= 0)[:, None] & self.letters[None, :], value)
             scores.scatter_(1, ok, kept)
             return
         kept = scores[h[:, None], ok]
@@ -461,7 +496,7 @@ class NegativeState:
         t = self.t
         rows = self._rows(bidx)
         node = self.node[src]
-        g = self.g[src]
+        g, state = self.g[src, :-1], self.g[src, -1]
         # extend the open word by the token's lead
         q = (bidx * t.word_of_node.shape[1] + node) * t.V + tok
         keys = t.ext_keys
@@ -481,7 +516,22 @@ class NegativeState:
         # inner words (none banned, else the token was banned): each is an "other" word
         g = torch.where(self.has_inner[tok][:, None], flat[(row + g) * Wc + (Wc - 1)], g)
         new_node = torch.where(brk, t.tail_node[bidx, tok], ext)
-        return new_node, g
+        return new_node, torch.cat([g, self._run_on_state(state, tok, brk, new_node, bidx)[:, None]], 1)
+
+    def _run_on_state(self, state, tok, brk, new_node, bidx) -> torch.Tensor:
+        """The run-on state after ``tok``: followed through the state's block while the token adds letters and
+        does not break, else the state a banned single word's node starts (the open word is one), else -1."""
+        t = self.t
+        if not t.has_run_ons:
+            return state
+        q = state * t.V + tok
+        keys = t.run_on_keys
+        pos = torch.searchsorted(keys, q).clamp_(max=len(keys) - 1)
+        followed = t.run_on_vals[pos].masked_fill_(keys[pos] != q, -1)
+        started = t.run_on_root[bidx, new_node.clamp(max=t.run_on_root.shape[1] - 1)]
+        letters = ~self.lead_empty[tok]
+        new = torch.where((state >= 0) & letters & ~brk, followed, started)
+        return torch.where(~letters & ~brk, state, new)  # a token that spells nothing changes nothing
 
     def set_token_info(self, info: VocabInfo, device):
         self.brk = info.has_break.to(device)

@@ -101,10 +101,9 @@ class VocabInfo:
         return {}
 
     @cached_property
-    def ban_tables(self) -> dict:
-        """One sentence's ban tables by its phrases (``banned.sentence_tables``, which keeps this bounded): the
-        sentences of a job often ban the same words (system 15: each its commonest word), and a word as common
-        as "a" runs on into 4,465 words, which took 0.4 s a sentence to join into its tables."""
+    def run_on_blocks(self) -> dict:
+        """A banned word's run-on states on this vocabulary, by word (``banned.run_on_block``, which keeps this
+        bounded): built once, shared by every batch that bans the word."""
         return {}
 
     def moves_of(self, word: str) -> tuple[tuple[int, int, int, bool], ...]:

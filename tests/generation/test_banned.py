@@ -57,10 +57,15 @@ class _RunOns:
 
     def untracked(self, open_word: str, info, token: int) -> bool:
         """A word the token runs on from a banned word in a way the search does not follow (its lead starts
-        before the banned word ends, or its tail or an inner word holds the run-on): the final check's."""
+        before the banned word ends and runs past it, or its tail or an inner word runs it on): the final
+        check's."""
         lead = re.match(r"\w*", info.surfaces[token]).group()
-        pieces = [open_word + lead, info.tail[token], *info.inner[token]]
-        return any(w.startswith(b) and len(w) > len(b) and w not in self.on for w in pieces for b in self.stems)
+        crosses = [open_word + lead] if lead else []
+        return any(
+            w.startswith(b) and len(w) > len(b)
+            for b in self.stems
+            for w in [*(c for c in crosses if len(open_word) < len(b)), info.tail[token], *info.inner[token]]
+        )
 
 
 def _alphabet(info):
