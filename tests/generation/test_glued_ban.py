@@ -43,9 +43,9 @@ def test_a_glued_phrase_is_banned_at_its_edges():
     assert not violations("a big hotdog", c)
 
 
-def test_the_decoder_does_not_write_a_glued_banned_word():
-    """A model that always wants " to", then the end, then "earth" (no space: "toearth"): banned from "earth",
-    the search finds other outputs itself; the final check has nothing to drop."""
+def _wants_to_earth(**more: float):
+    """A model that always wants " to", then the end, then "earth" (no space: "toearth"); ``more``: other
+    tokens' scores (the rest at -10)."""
     tok = tiny_tokenizer()
     model = tiny_causal("llama", tok)
     head = torch.nn.Linear(model.config.hidden_size, len(tok), bias=True)
@@ -55,9 +55,16 @@ def test_the_decoder_does_not_write_a_glued_banned_word():
         head.bias[tok.convert_tokens_to_ids("Ġto")] = 6.0
         head.bias[tok.convert_tokens_to_ids("earth")] = 4.8
         head.bias[tok.eos_token_id] = 5.0
-        head.bias[tok.convert_tokens_to_ids("Ġdog")] = 1.0
+        for token, score in more.items():
+            head.bias[tok.convert_tokens_to_ids(token)] = score
     model.lm_head = head
-    loaded = from_objects(model, tok, "cpu", prompt_template=RAW)
+    return from_objects(model, tok, "cpu", prompt_template=RAW)
+
+
+def test_the_decoder_does_not_write_a_glued_banned_word():
+    """Banned from "earth", the search finds other outputs than "toearth" itself; the final check has nothing to
+    drop."""
+    loaded = _wants_to_earth(Ġdog=1.0)
     [free] = decode(loaded, ["we went"], beam=4, nbest=4, max_length=6)
     assert any("toearth" in words_of(o["text"]) for o in free.outputs)  # what it writes unconstrained
     [r] = decode(loaded, ["we went"], [{"negative": [["earth"]]}], beam=4, nbest=4, max_length=6)
@@ -83,26 +90,10 @@ def test_a_banned_word_run_on_into_no_english_word_is_the_banned_word(text, bann
     assert bool(violations(text, normalise_constraints({"negative": [[banned]]}))) is violated
 
 
-def _wants_to_earth(day: float):
-    """A model that always wants " to", then "earth" (no space: "toearth"), then the end; "day" at ``day``."""
-    tok = tiny_tokenizer()
-    model = tiny_causal("llama", tok)
-    head = torch.nn.Linear(model.config.hidden_size, len(tok), bias=True)
-    with torch.no_grad():
-        head.weight.zero_()
-        head.bias.fill_(-10.0)
-        head.bias[tok.convert_tokens_to_ids("Ġto")] = 6.0
-        head.bias[tok.convert_tokens_to_ids("earth")] = 4.8
-        head.bias[tok.eos_token_id] = 5.0
-        head.bias[tok.convert_tokens_to_ids("day")] = day
-    model.lm_head = head
-    return from_objects(model, tok, "cpu", prompt_template=RAW)
-
-
 def test_the_decoder_does_not_run_a_banned_word_on():
     """Banned from "to", the search does not write "toearth" (no English word begins so): it finds other outputs
     itself, and the final check has nothing to drop."""
-    loaded = _wants_to_earth(day=-10.0)
+    loaded = _wants_to_earth()
     [free] = decode(loaded, ["we went"], beam=4, nbest=4, max_length=6)
     assert any("toearth" in words_of(o["text"]) for o in free.outputs)  # what it writes unconstrained
     [r] = decode(loaded, ["we went"], [{"negative": [["to"]]}], beam=4, nbest=4, max_length=6)
