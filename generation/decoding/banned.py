@@ -176,7 +176,9 @@ def run_on_block(info: VocabInfo, word: str) -> RunOnBlock:
 RUN_ON_BLOCKS_REMEMBERED = 10_000
 _NO_INT = np.zeros(0, dtype=np.int64)
 # a word no English word begins with: one state, where no token with letters may follow
-NOTHING_RUNS_ON = RunOnBlock(1, _NO_INT, _NO_INT, np.ones(1, dtype=bool), np.zeros(1, np.int64), np.zeros(1, np.int64), _NO_INT)
+NOTHING_RUNS_ON = RunOnBlock(
+    1, _NO_INT, _NO_INT, np.ones(1, dtype=bool), np.zeros(1, np.int64), np.zeros(1, np.int64), _NO_INT
+)
 
 
 def _run_on_block(info: VocabInfo, word: str) -> RunOnBlock:
