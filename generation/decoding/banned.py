@@ -374,6 +374,12 @@ def build_negative_tables(info: VocabInfo, batch: list[list[tuple[list[str], boo
     )
 
 
+def _look_up(keys: torch.Tensor, vals: torch.Tensor, q: torch.Tensor, missing: int) -> torch.Tensor:
+    """``vals`` at ``q`` in sorted ``keys`` (which end with a sentinel above every key), ``missing`` where absent."""
+    pos = torch.searchsorted(keys, q).clamp_(max=len(keys) - 1)
+    return vals[pos].masked_fill_(keys[pos] != q, missing)
+
+
 class NegativeState:
     """Vectorised state for H hypotheses; ``bidx[h]`` is the sentence of hypothesis h."""
 
@@ -418,10 +424,9 @@ class NegativeState:
         """[h] bool: a tracked phrase is one word from complete and the open word is that word, or the open word
         is a banned single word, or runs on from one and is no English word (yet)."""
         t = self.t
-        P = rows["closing_g"].shape[1]
-        tracked = ((g[:, :P] == rows["closing_g"]) & (node[:, None] == rows["last_node"])).any(1)
+        tracked = ((g[:, :-1] == rows["closing_g"]) & (node[:, None] == rows["last_node"])).any(1)
         closing = tracked | t.single_node[bidx, node.clamp(max=t.single_node.shape[1] - 1)]
-        return closing | t.run_on_open[g[:, P]]  # (state -1: the last entry, False)
+        return closing | t.run_on_open[g[:, -1]]  # (state -1: the last entry, False)
 
     def ban_mask(self, *, sync_free: bool | None = None) -> torch.Tensor:
         """[H, V] bool of forbidden next tokens."""
@@ -500,10 +505,7 @@ class NegativeState:
         node = self.node[src]
         g, state = self.g[src, :-1], self.g[src, -1]
         # extend the open word by the token's lead
-        q = (bidx * t.word_of_node.shape[1] + node) * t.V + tok
-        keys = t.ext_keys
-        pos = torch.searchsorted(keys, q).clamp_(max=len(keys) - 1)
-        ext = t.ext_vals[pos].masked_fill_(keys[pos] != q, DEAD)
+        ext = _look_up(t.ext_keys, t.ext_vals, (bidx * t.word_of_node.shape[1] + node) * t.V + tok, DEAD)
         ext = torch.where(self.lead_empty[tok], node, ext)
         # the word completed by a break (none when no word was open and the lead is empty)
         brk = self.brk[tok]
@@ -526,12 +528,9 @@ class NegativeState:
         t = self.t
         if not t.has_run_ons:
             return state
-        q = state * t.V + tok
-        keys = t.run_on_keys
-        pos = torch.searchsorted(keys, q).clamp_(max=len(keys) - 1)
-        followed = t.run_on_vals[pos].masked_fill_(keys[pos] != q, -1)
+        followed = _look_up(t.run_on_keys, t.run_on_vals, state * t.V + tok, -1)
         started = t.run_on_root[bidx, new_node.clamp(max=t.run_on_root.shape[1] - 1)]
-        letters = ~self.lead_empty[tok]
+        letters = self.letters[tok]
         new = torch.where((state >= 0) & letters & ~brk, followed, started)
         return torch.where(~letters & ~brk, state, new)  # a token that spells nothing changes nothing
 
