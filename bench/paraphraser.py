@@ -2,7 +2,8 @@
 references unconstrained and under the quick start's constraint systems, in one run.
 
     .venv/bin/python bench/paraphraser.py [--model NAME=PATH ...] [--data ../shared/data] [--references 60]
-        [--offset 2000] [--parabank 40] [--systems none,15,22,28,29,34] [--beam 4] [--max-length 48] [--passes 2]
+        [--offset 2000] [--parabank 40] [--systems none,15,22,28,29,34] [--beam 4] [--keep-facts] [--max-length 48]
+        [--passes 2]
         [--diverse [--diverse-sets 3] [--diverse-samples 8] [--diverse-keep 2]] [--outputs OUT.tsv] [--json OUT.json]
 
 References: demo-corpus lines from ``--offset`` of 8 to 25 words (the first ``--references`` of them: the
@@ -20,6 +21,8 @@ Printed per model and system (the first output of each reference):
   (the release's near-copy rule, ``scoring.releases.filters.copy_kind``);
 * ``non-word``: share holding a word that the release's non-word screen flags
   (``generation.screening.pair_non_words`` with the demo corpus's words and the English word list);
+* ``facts``: share that changes a fact of the reference, a number or a name added or dropped
+  (``generation.facts.fact_changes``; the commonest failure of the packaged paraphraser judged by hand);
 * ``sim``: mean cosine of the packaged sentence encoder with the reference;
 * ``1-BLEU``: 100 - BLEU of the outputs against their references (``scoring.diversity.bleu_no_bp``);
 * ``viol``: outputs breaking their constraints (``generation.decoding.violations``: must be 0);
@@ -71,6 +74,7 @@ from generation.decoding import decode, load_model, normalise_constraints, viola
 from generation.decoding.diverse import diverse_decode  # noqa: E402
 from generation.demo_settings import DEMO_DIVERSE_RANKS, DEMO_DIVERSE_SAMPLES, DEMO_DIVERSE_SETS  # noqa: E402
 from generation.english import Vocabulary, english_words  # noqa: E402
+from generation.facts import fact_changes  # noqa: E402
 from generation.screening import pair_non_words  # noqa: E402
 from scoring.diversity import bleu_no_bp  # noqa: E402
 from scoring.releases.filters import copy_kind  # noqa: E402
@@ -147,7 +151,7 @@ def hf_sample_seconds(loaded, refs: list[str], options: DiverseOptions) -> float
 
 def print_row(row: dict, label: str, extra: str = "") -> None:
     print(
-        f"{label:>5}  copy {row['copy']:.0%}  non-word {row['non_word']:.0%}  sim {row['sim']:.3f}  "
+        f"{label:>5}  copy {row['copy']:.0%}  non-word {row['non_word']:.0%}  facts {row['facts']:.0%}  sim {row['sim']:.3f}  "
         f"1-BLEU {row['one_minus_bleu']:.1f}  viol {row['violations']}  {row['sent_per_s']:.2f} sent/s{extra}"
         + (f"  no output {row['no_output']}" if row.get("no_output") else ""),
         flush=True,
@@ -159,7 +163,14 @@ def diverse_rows(name, loaded, refs, options, vocabulary, passes) -> tuple[list[
     timings: dict[str, list[float]] = {"beam": [], "diverse": []}
     for _ in range(passes):  # interleaved: a change of the machine's load falls on both
         t = time.perf_counter()
-        beam = decode(loaded, refs, beam=diversity.BEAM, nbest=options.keep, max_length=options.max_length)
+        beam = decode(
+            loaded,
+            refs,
+            beam=diversity.BEAM,
+            nbest=options.keep,
+            max_length=options.max_length,
+            keep_facts=options.keep_facts,
+        )
         timings["beam"].append(time.perf_counter() - t)
         t = time.perf_counter()
         div = diverse_decode(loaded, refs, options=options)
@@ -235,6 +246,7 @@ def measure(refs, outputs, constraints, vocabulary, seconds) -> dict:
         "n": len(refs),
         "copy": sum(k is not None for k in kinds) / len(refs),
         "non_word": sum(bool(w) for w in invented) / len(refs),
+        "facts": sum(bool(fact_changes(r, o)) for r, o in zip(refs, outputs)) / len(refs),
         "sim": float(statistics.fmean(pair_cosines(refs, outputs))),
         "one_minus_bleu": 100.0 - bleu_no_bp(refs, outputs).bleu,
         "violations": sum(bool(violations(o, normalise_constraints(c))) for o, c in zip(outputs, constraints) if c),
@@ -252,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parabank", type=int, default=40)
     ap.add_argument("--systems", default="none,15,22,28,29,34")
     ap.add_argument("--beam", type=int, default=4)
+    ap.add_argument("--keep-facts", action="store_true", help="keep_facts, beam search and diverse (generation.facts)")
     ap.add_argument("--max-length", type=int, default=48)
     ap.add_argument(
         "--exclude-pairs", type=Path, default=None, help="a training pairs file: its sentences are not references"
@@ -281,8 +294,12 @@ def main(argv: list[str] | None = None) -> int:
             samples=args.diverse_samples,
             keep=args.diverse_keep,
             max_length=args.max_length,
+            keep_facts=args.keep_facts,
         )
-    print(f"# bench/paraphraser.py: {len(refs)} references, systems {','.join(systems) or '-'}, beam {args.beam}")
+    print(
+        f"# bench/paraphraser.py: {len(refs)} references, systems {','.join(systems) or '-'}, beam {args.beam}"
+        + (", keep_facts" if args.keep_facts else "")
+    )
     rows, written = [], []
     for name, path in models.items():
         loaded = load_model(path, device="cpu")
@@ -296,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
             timings = []
             for _ in range(args.passes):  # the fastest pass: the first pays one-time set-up (kernels, caches)
                 t = time.perf_counter()
-                results = decode(loaded, refs, cons, beam=args.beam, max_length=args.max_length)
+                results = decode(
+                    loaded, refs, cons, beam=args.beam, max_length=args.max_length, keep_facts=args.keep_facts
+                )
                 timings.append(time.perf_counter() - t)
             seconds = min(timings)
             kept = [(r, res.outputs[0]["text"], c) for r, res, c in zip(refs, results, cons) if res.outputs]

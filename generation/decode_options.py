@@ -8,8 +8,8 @@ The options are ``jobs.params`` fields: a field's name is its command-line optio
 ``--batch-size``) and its job param's, its :func:`jobs.params.param` metadata says its help and whether a job
 stores it, and the commands' options are derived from them (``GenerateParams``, ``ParaphraseParams``). An
 error names a field the way the caller's user wrote it (:attr:`DecodeOptionsError.option_message` for commands). A
-generation job stores the eight options ``beam`` to ``dtype`` (always, as jobs have since they existed);
-the others are per-process knobs (``paraphrase``, benches) that a job never stores.
+generation job stores the eight options ``beam`` to ``dtype`` (always, as jobs have since they existed) and
+``keep_facts`` when it is on (so a job stored before it existed reads the same); the others are per-process knobs (``paraphrase``, benches) that a job never stores.
 """
 
 from __future__ import annotations
@@ -108,7 +108,9 @@ class DecodeOptions:
 
     ``stop``: when a sentence's search ends (``generation.beam_sizes``); ``max_length`` counts the decoder
     start token, as in ``transformers``; ``int8``: the lean step's products on dynamic int8 weights (CPU,
-    Marian and BART); ``rerank_dissimilar``: order each n-best list by word edit distance to the reference."""
+    Marian and BART); ``keep_facts``: search the whole beam and put first the outputs that change fewest of the
+    reference's facts (``generation.facts``); ``rerank_dissimilar``: order each n-best list by word edit distance
+    to the reference."""
 
     beam: int = field(
         default=5,
@@ -139,6 +141,16 @@ class DecodeOptions:
             minimum=-10,
             maximum=10,
             scope=SEARCH,
+        ),
+    )
+    keep_facts: bool = field(
+        default=False,
+        metadata=param(
+            help="put first the outputs that keep the reference's numbers and names and add none (generation.facts): "
+            "beam search orders its whole beam so, ties by score, then returns the n-best; the diverse mode picks "
+            "each cluster's best and ranks them so",
+            stored="non_default",
+            scope=SHARED,
         ),
     )
     early_stopping: bool | str = field(default=False, metadata=_knob())
@@ -189,7 +201,7 @@ class DecodeOptions:
         put("dtype", self.dtype or None)
         if self.dtype not in (None, *DTYPES):
             raise _fail("{0} must be one of {names}, not {value!r}", "dtype", names=", ".join(DTYPES), value=self.dtype)
-        for name in ("int8", "rerank_dissimilar"):
+        for name in ("keep_facts", "int8", "rerank_dissimilar"):
             put(name, bool(_flag(name, getattr(self, name))))
         for name in ("cuda_graph", "shrink", "fast_step"):
             _flag(name, getattr(self, name))
@@ -310,6 +322,7 @@ class DiverseOptions:
     batch_size: int | None = field(
         default=None, metadata=param(scope=SHARED, cli=False, form=False, minimum=1, maximum=MAX_BATCH)
     )
+    keep_facts: bool = field(default=False, metadata=param(scope=SHARED, cli=False, form=False))
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -327,7 +340,7 @@ class DiverseOptions:
             raise _fail("{0} must be above 0, not {value!r}", "temperature", value=self.temperature)
         for name in ("ban_fraction", "ban_spread"):
             put(name, _finite(name, getattr(self, name)))
-        for name in ("ban_function_words", "allow_non_words"):
+        for name in ("ban_function_words", "allow_non_words", "keep_facts"):
             put(name, bool(_flag(name, getattr(self, name))))
         put("max_nll", _finite("max_nll", self.max_nll))
         if self.max_nll <= 0:
@@ -387,9 +400,14 @@ def with_shared_settings(
     error: type[ParamsError] = DecodeOptionsError,
 ) -> DiverseOptions:
     """The diverse options with the settings they share with their command or job (:data:`DIVERSE_SHARED`:
-    ``seed``, and ``decode``'s ``max_length`` and ``batch_size``): one value each, so a :class:`DiverseOptions`
+    ``seed``, and ``decode``'s ``max_length``, ``batch_size`` and ``keep_facts``): one value each, so a :class:`DiverseOptions`
     that says otherwise is refused (``owner``: "the job", "the command", as the message says it)."""
-    shared = {"seed": seed, "max_length": decode.max_length, "batch_size": decode.batch_size}
+    shared = {
+        "seed": seed,
+        "max_length": decode.max_length,
+        "batch_size": decode.batch_size,
+        "keep_facts": decode.keep_facts,
+    }
     if not isinstance(options, DiverseOptions):
         return DiverseOptions(**{**dict(options or {}), **shared})
     for name, value in shared.items():

@@ -68,13 +68,14 @@ DEMO_NBEST = 2  # the second best output of each system doubles the real-word ca
 
 def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE, model: Path = DEMO_MODEL) -> dict[str, Any]:
     """The generation job's params for the demo's evaluation sample (checked by ``generation_params``); ``model``:
-    the demo model, or the packaged paraphraser (its prompt is the one it was trained with)."""
+    the demo model, or the packaged paraphraser (its prompt is the one it was trained with; ``keep_facts`` on,
+    since what it does most is change a fact: ``generation.facts``)."""
     return generation_params(
         GenerateParams(
             corpus=corpus.pk,
             model=str(model),
             systems=DEMO_SYSTEMS,
-            decode=DecodeOptions(beam=DEMO_BEAM, nbest=DEMO_NBEST, device="cpu"),
+            decode=DecodeOptions(beam=DEMO_BEAM, nbest=DEMO_NBEST, device="cpu", keep_facts=model == DEMO_PARAPHRASER),
             sample_per_length=DEMO_PER_LENGTH,
             lengths=DEMO_LENGTHS,
             name=name,
@@ -92,7 +93,8 @@ DEMO_DIVERSE_SETS, DEMO_DIVERSE_SAMPLES = 3, 8
 
 
 def demo_diverse_params(corpus: Corpus, *, name: str = DEMO_PARAPHRASER_DIVERSE) -> dict[str, Any]:
-    """The diverse job's params of the paraphraser's demo sample: ranks 1-2 of each reference."""
+    """The diverse job's params of the paraphraser's demo sample: ranks 1-2 of each reference, those that keep
+    the reference's facts first (``keep_facts``)."""
     return generation_params(
         GenerateParams(
             corpus=corpus.pk,
@@ -101,7 +103,7 @@ def demo_diverse_params(corpus: Corpus, *, name: str = DEMO_PARAPHRASER_DIVERSE)
             diverse_options=DiverseOptions(
                 negative_sets=DEMO_DIVERSE_SETS, samples=DEMO_DIVERSE_SAMPLES, keep=DEMO_DIVERSE_RANKS
             ),
-            decode=DecodeOptions(device="cpu"),
+            decode=DecodeOptions(device="cpu", keep_facts=True),
             sample_per_length=DEMO_PER_LENGTH,
             lengths=DEMO_LENGTHS,
             name=name,

@@ -10,8 +10,9 @@
 
 ``score`` is the sum of the log-probabilities of the output tokens (EOS included) under the model, as the
 search used them (after the model's own logits processors) - not length-normalised. Outputs are ordered
-as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or by
-dissimilarity with ``rerank_dissimilar``.
+as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or, with
+``keep_facts``, those that change fewest of the source's numbers and names first (each gains ``fact_changes``),
+or by dissimilarity with ``rerank_dissimilar``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .causal import prompt_batch
 from .dba import beam_search
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
 from .positive import build_positive_tables
-from .rerank import rerank_dissimilar, word_levenshtein
+from .rerank import rerank_dissimilar, rerank_keep_facts, word_levenshtein
 from .stop_check import DecodingStopped, StopCheck, rate_limited
 from .vocab import PhraseError, encode_phrase
 
@@ -53,6 +54,7 @@ __all__ = [
     "violations",
     "word_levenshtein",
     "rerank_dissimilar",
+    "rerank_keep_facts",
 ]
 
 
@@ -183,12 +185,10 @@ def decode(
     """Decode ``sources`` (one constraint value per source, None = unconstrained) as ``options`` say
     (:class:`DecodeOptions`; ``changes``: fields of it by name, ``decode(m, s, beam=4)``, on top of
     ``options`` or the defaults). Never returns an output violating its constraints. ``references``: what
-    ``rerank_dissimilar`` measures against (default: the sources). ``stats["steps"]``, if given, grows by the
+    ``keep_facts`` and ``rerank_dissimilar`` measure against (default: the sources). ``stats["steps"]``, if given, grows by the
     decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None follows the
     device (``batching.default_batch_size``). ``should_stop``: asked before every decoder step, True raises
     ``DecodingStopped`` (``stop_check``: a cancelled job's batch ends at once); None, the default: never."""
-    from . import rerank as _rr
-
     options = options or DecodeOptions()
     if changes:
         options = options.replace(**changes)
@@ -196,6 +196,8 @@ def decode(
     if options.dtype is not None and options.dtype != loaded.dtype:
         raise DecodeOptionsError(f"the options ask for dtype {options.dtype}, the model is in {loaded.dtype}")
     batch_size = options.batch_size or default_batch_size(loaded, options).size
+    # keep_facts chooses among every finished hypothesis of the beam, not the n-best the search would stop at
+    searched = options.replace(nbest=options.beam) if options.keep_facts else options
     if constraints is None:
         constraints = [None] * len(sources)
     if len(constraints) != len(sources):
@@ -238,7 +240,7 @@ def decode(
             loaded.device,
         )
         rows = beam_search(
-            loaded, input_ids, am, options=options, pos=pos, neg=neg, stats=stats, should_stop=should_stop
+            loaded, input_ids, am, options=searched, pos=pos, neg=neg, stats=stats, should_stop=should_stop
         )
         for i, hyps in zip(idx, rows):
             outs, dropped = [], []
@@ -250,10 +252,12 @@ def decode(
                     dropped.append(bad)
                     continue
                 outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw, "satisfied": True})
+            ref = references[i] if references and references[i] else sources[i]
+            if options.keep_facts:
+                outs = rerank_keep_facts(outs, ref)
             outs = outs[: options.nbest]
             if options.rerank_dissimilar:
-                ref = references[i] if references and references[i] else sources[i]
-                outs = _rr.rerank_dissimilar(outs, ref)
+                outs = rerank_dissimilar(outs, ref)
             r = DecodeResult(source=sources[i], outputs=outs, safety_net_dropped=len(dropped))
             if not outs:
                 r.unsatisfiable = True

@@ -92,9 +92,10 @@ def k_medoids(dist: np.ndarray, k: int) -> Clustering:
     return Clustering(medoids=medoids, labels=labels)
 
 
-def pick_per_cluster(clustering: Clustering, scores: Sequence[float]) -> list[tuple[int, int]]:
+def pick_per_cluster(clustering: Clustering, scores: Sequence[float | tuple]) -> list[tuple[int, int]]:
     """(point, cluster) of the best-scoring point (lowest score; ties: earliest) of every cluster but the
-    pinned one, best first. ``scores[i]`` is point i's (point 0's is never read)."""
+    pinned one, best first. ``scores[i]`` is point i's (point 0's is never read): a number, or a tuple compared
+    in order (``keep_facts``: fewest changed facts, then the score)."""
     best: dict[int, int] = {}
     for i in range(1, len(clustering.labels)):
         c = int(clustering.labels[i])

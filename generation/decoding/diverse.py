@@ -77,6 +77,7 @@ import torch
 
 from .. import english
 from ..decode_options import DiverseOptions
+from ..facts import fact_changes
 from ..morphology import capitalised
 from ..words import words_of
 from . import normalise_constraints, violations
@@ -416,7 +417,8 @@ def _causal_backward_nll(backward: LoadedModel, candidates: list[str], target: s
 def choose_outputs(reference: str, candidates: list[Candidate], options: DiverseOptions) -> tuple[list[dict], int]:
     """The kept paraphrases of ``candidates`` (already scored and filtered), and the clusters formed:
     merged by their comparable words (best score kept), clustered with the reference pinned as point 0,
-    the best of each other cluster, best first, ``options.keep`` at most."""
+    the best of each other cluster, best first, ``options.keep`` at most; with ``options.keep_facts`` "best" is
+    the fewest changed facts of the reference (``generation.facts``), then the score."""
     best: dict[tuple[str, ...], Candidate] = {}
     for c in sorted(candidates, key=lambda c: (c.score, c.text)):
         best.setdefault(tuple(comparable_words(c.text)), c)
@@ -425,7 +427,10 @@ def choose_outputs(reference: str, candidates: list[Candidate], options: Diverse
         return [], 1
     dist = distance_matrix([reference, *(c.text for c in points)])
     clustering = k_medoids(dist, options.clusters)
-    scores = [0.0, *(c.score for c in points)]
+    if options.keep_facts:  # fewest changed facts first, then the score (generation.facts)
+        scores: list = [(0, 0.0), *((len(fact_changes(reference, c.text)), c.score) for c in points)]
+    else:
+        scores = [0.0, *(c.score for c in points)]
     picked = pick_per_cluster(clustering, scores)[: options.keep]
     outputs = [
         {

@@ -262,7 +262,8 @@ class GenerateForm(GenerateSettingsFields):
         help_text="a decoder-only model's prompt: paraphrase-chat (its chat template) or paraphrase-plain",
     )
     field_order = (
-        "model diverse systems sample_per_length lengths name beam nbest stop max_length length_penalty batch_size "
+        "model diverse systems sample_per_length lengths name beam nbest stop max_length length_penalty keep_facts "
+        "batch_size "
         "device dtype seed idf_table ppdb prompt_template"
     ).split()
 

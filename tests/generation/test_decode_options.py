@@ -205,4 +205,4 @@ def test_the_scoped_lists_are_what_commands_and_jobs_have_always_read():
 
     assert BEAM_ONLY == ("beam", "nbest", "stop", "length_penalty")
     assert NOT_JOB_OPTIONS == ("early_stopping", "int8", "rerank_dissimilar", "cuda_graph", "shrink", "fast_step")
-    assert DIVERSE_SHARED == ("seed", "max_length", "batch_size")
+    assert DIVERSE_SHARED == ("seed", "max_length", "batch_size", "keep_facts")

@@ -188,6 +188,21 @@ def test_api_starts_a_plain_job_as_the_command_does(corpus, client):
     )
 
 
+def test_keep_facts_is_a_jobs_setting_the_api_and_the_command_store_alike(corpus, client):
+    """``keep_facts`` (generation.facts), a setting of either mode, is stored only when on, so the jobs stored
+    before it read the same."""
+    staff(client)
+    answer = post_json(client, corpus.pk, {"model": "model", "systems": "28", "keep_facts": True})
+    assert answer.status_code == 202, answer.content
+    job = Job.objects.get(pk=answer.json()["job"])
+    assert job.params["keep_facts"] is True
+    same_job(job.params, command_params(corpus, "--systems", "28", "--keep-facts"))
+    assert "keep_facts" not in command_params(corpus, "--systems", "28")
+    diverse = post_json(client, corpus.pk, {"model": "model", "diverse": True, "keep_facts": True})
+    assert diverse.status_code == 202, diverse.content  # one setting of both modes
+    same_job(Job.objects.get(pk=diverse.json()["job"]).params, command_params(corpus, "--diverse", "--keep-facts"))
+
+
 def test_api_starts_a_diverse_job_as_the_command_does(corpus, client):
     staff(client)
     body = {"model": str(DEMO_MODEL), "diverse": True, "keep": 3, "clusters": 4, "max_nll": 4.5, "seed": 7}

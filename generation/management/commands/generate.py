@@ -3,13 +3,14 @@
     python manage.py generate CORPUS --model DIR|ORG/NAME --systems 17,21,28,31,34 [--sample-per-length N]
         [--lengths 5,10,20,40] [--beam K] [--wait] [--nbest N] [--stop auto|beam|nbest]
         [--name NAME] [--device cpu|cuda] [--dtype float32|float16|bfloat16] [--seed S]
-        [--ppdb FILE] [--batch-size B] [--max-length L] [--length-penalty LP] [--idf TABLE]
+        [--ppdb FILE] [--batch-size B] [--max-length L] [--length-penalty LP] [--keep-facts] [--idf TABLE]
         [--sample-chunk-size R] [--pause-per-batch SECONDS]
         [--prompt-template paraphrase-chat|paraphrase-plain|FILE]
     python manage.py generate CORPUS --model DIR|ORG/NAME --diverse [--negative-sets 5] [--samples 30]
         [--top-k 10] [--temperature 1] [--ban-fraction X] [--ban-spread 0] [--ban-function-words] [--allow-non-words]
         [--discourage PENALTY] [--clusters 8] [--keep 5] [--max-nll 3.5] [--backward-model M2] [--seed S]
-        [--sample-per-length N] [--lengths ...] [--max-length L] [--batch-size INPUTS] [--device ...] [--wait] ...
+        [--sample-per-length N] [--lengths ...] [--max-length L] [--batch-size INPUTS] [--keep-facts] [--device ...]
+        [--wait] ...
 
 The options are ``generation.generation_job.params.GenerateParams``' fields (the decoding ones
 ``generation.decode_options.DecodeOptions``', the rules ``paraphrase`` follows), ``--idf`` (a table's name or

@@ -3,7 +3,7 @@
     python manage.py paraphrase --model DIR|ORG/NAME --input FILE --output OUT.jsonl [--constraints FILE.jsonl]
         [--beam K] [--nbest N] [--stop auto|beam|nbest] [--batch-size B] [--max-length L] [--length-penalty LP]
         [--device cpu|cuda] [--dtype float32|float16|bfloat16] [--int8]
-        [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
+        [--keep-facts] [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
         [--prompt-template paraphrase-chat|paraphrase-plain|FILE]
 
 ``FILE``: one input per line, ``source`` or ``source<TAB>reference``. ``--constraints``: one JSON object per
@@ -15,7 +15,9 @@ line, in order::
     {"source": ..., "outputs": [{"text": ..., "tokens": [...], "score": <sum log-prob>, "satisfied": true}, ...],
      "unsatisfiable": false}
 
-(``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty.)
+(``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty. ``--keep-facts``: the beam's
+outputs that change fewest of the reference's numbers and names come first, each with its ``"fact_changes"``;
+``generation.facts``.)
 
 ``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--ban-spread 0] [--clusters 8]
 [--keep 5] [--backward-model M2] [--max-nll 3.5] [--seed N]``: ParaBank 2's mode instead of constrained beam search

@@ -1,0 +1,154 @@
+"""A paraphrase keeps its reference's facts (issue 47: judged by hand, half the packaged paraphraser's outputs
+under system 15 changed a number or a name): the rule (``generation.facts``) and ``keep_facts``, which puts the
+beam's faithful outputs first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from django.core.management import call_command
+
+from generation.decode_options import DiverseOptions
+from generation.decoding import decode, from_objects
+from generation.decoding.diverse import Candidate, choose_outputs
+from generation.facts import fact_changes, numbers
+from generation.prompts import PromptTemplate
+
+from .causal_models import tiny_causal, tiny_tokenizer
+
+RAW = PromptTemplate("raw", "{source}", chat=False, stop_at_newline=False)
+
+
+@pytest.mark.parametrize(
+    ("reference", "output", "changes"),
+    [  # what the fine-tuned Gemma wrote under system 15 (bench/paraphraser.py --outputs)
+        (
+            "William Sampson, a British citizen born in Glasgow, faces trial.",
+            "William Sampson, 27-year-old British citizen from Glasgow, faces trial.",
+            ["+27"],
+        ),
+        (
+            "The technology-laced Nasdaq Composite Index rose 6 points, or 0.41 percent, to 1,498.",
+            "The Nasdaq 100 index rose 6 points, or 0.41 percent, at 1498.",
+            ["+100", "-composite"],
+        ),
+        (
+            "Shares of Gillette closed down 45 cents at $33.70 in trading Wednesday.",
+            "Shares of Gillette closed at $33.70 Wednesday.",
+            ["-45"],
+        ),
+        (
+            "Telangana: Jagan to spend Thursday in hospital",
+            "Jagan to spend Thursday at Hyderabad hospital",
+            ["+hyderabad", "-telangana"],
+        ),
+        # kept: a name's other form, an abbreviation without its full stops, a number spelled out, a lower-cased name
+        ("Villages in Liberia's countryside were looted.", "Liberian villages were looted.", []),
+        ("US officials said the flag fell.", "U.S. officials said the flag fell.", []),
+        ("The seven other nations agreed.", "The other 7 nations agreed.", []),
+        ("extremism continues in pakistan.", "extremism continues in Pakistan.", []),
+        ("A man is showing his dog to the camera.", "A man is showing his dog on camera.", []),
+    ],
+)
+def test_the_facts_an_output_changes(reference, output, changes):
+    assert fact_changes(reference, output) == changes
+
+
+def test_a_title_case_headline_has_no_names_to_drop():
+    """Every word of a headline has a capital, so none is taken for a name; its numbers still count."""
+    ref = "Russia, Syria Work on 'Concrete' Chemical Weapons Plan for 2014"
+    assert fact_changes(ref, "Russia and Syria agree on a chemical weapons plan for 2014") == []
+    assert fact_changes(ref, "Russia and Syria agree on a chemical weapons plan") == ["-2014"]
+
+
+def test_numbers_are_read_as_written():
+    assert numbers("It cost $1,498.50 in 2004-05: twenty-seven of one hundred.") == [
+        "1498.50",
+        "2004",
+        "05",
+        "27",
+        "100",
+    ]
+
+
+def _wants_a_number():
+    """A model that wants "7" (an added number); " dog" and the end a little less (one token a hypothesis
+    at ``max_length=2``)."""
+    tok = tiny_tokenizer()
+    model = tiny_causal("llama", tok)
+    head = torch.nn.Linear(model.config.hidden_size, len(tok), bias=True)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(-10.0)
+        head.bias[tok.convert_tokens_to_ids("7")] = 6.0
+        head.bias[tok.convert_tokens_to_ids("Ġdog")] = 5.0
+        head.bias[tok.eos_token_id] = 5.0
+    model.lm_head = head
+    return from_objects(model, tok, "cpu", prompt_template=RAW)
+
+
+def test_keep_facts_returns_the_beams_output_that_adds_no_fact():
+    """Unconstrained, the model's best output adds a number; with keep_facts the one output asked for is the
+    beam's best that keeps the reference's facts."""
+    loaded = _wants_a_number()
+    [plain] = decode(loaded, ["we went"], beam=4, nbest=1, max_length=2)
+    assert plain.outputs[0]["text"] == "7"
+    [kept] = decode(loaded, ["we went"], beam=4, nbest=1, max_length=2, keep_facts=True)
+    assert [o["text"] for o in kept.outputs] == ["dog"]
+    assert kept.outputs[0]["fact_changes"] == []
+    [every] = decode(loaded, ["we went"], beam=4, nbest=4, max_length=2, keep_facts=True)
+    assert (every.outputs[-1]["text"], every.outputs[-1]["fact_changes"]) == ("7", ["+7"])
+
+
+def test_the_reference_a_line_gives_is_what_facts_are_kept_against():
+    """A source with its reference: the reference's "7" is a fact to keep, so the output with it comes first."""
+    loaded = _wants_a_number()
+    [r] = decode(loaded, ["we went"], beam=4, nbest=1, max_length=2, keep_facts=True, references=["we saw 7"])
+    assert r.outputs[0]["text"] == "7"
+
+
+@pytest.mark.django_db
+def test_paraphrase_keep_facts_writes_the_changes(tmp_path):
+    """``paraphrase --keep-facts`` on the shipped demo model: every output says which facts it changes."""
+    src = tmp_path / "in.txt"
+    src.write_text("Shares of Gillette closed down 45 cents at $33.70 on Wednesday.\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    call_command(
+        "paraphrase",
+        "--model",
+        "generation/demo/model",
+        "--input",
+        str(src),
+        "--output",
+        str(out),
+        "--beam",
+        "4",
+        "--nbest",
+        "4",
+        "--keep-facts",
+        "--device",
+        "cpu",
+    )
+    [line] = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    counts = [len(o["fact_changes"]) for o in line["outputs"]]
+    assert counts == sorted(counts) and len(counts) == 4
+
+
+def test_the_diverse_mode_ranks_first_the_candidates_that_keep_the_facts():
+    """ParaBank 2's choice of outputs (each cluster's best, best first): with keep_facts, "best" is the fewest
+    changed facts, then the score, so the candidate that adds an age is no longer rank 1."""
+    reference = "William Sampson, a British citizen born in Glasgow, faces trial on Monday."
+    candidates = [
+        Candidate("William Sampson, a 27-year-old British citizen from Glasgow, faces trial on Monday.", 0.8, []),
+        Candidate("William Sampson, born in Glasgow, is a British citizen on trial Monday.", 1.1, []),
+        Candidate("A British man from Glasgow faces trial.", 1.3, []),
+    ]
+    options = DiverseOptions(clusters=4, keep=3)  # each candidate its own cluster, none with the reference
+    plain, _ = choose_outputs(reference, candidates, options)
+    assert plain[0]["text"].startswith("William Sampson, a 27-year-old")
+    kept, _ = choose_outputs(reference, candidates, options.replace(keep_facts=True))
+    # 0 changes; +27; -william -sampson -monday
+    assert [o["text"] for o in kept] == [candidates[1].text, candidates[0].text, candidates[2].text]
+    assert [o["rank"] for o in kept] == [1, 2, 3] and kept[0]["score"] == 1.1  # the model's score, as before
