@@ -151,7 +151,8 @@ def hf_sample_seconds(loaded, refs: list[str], options: DiverseOptions) -> float
 
 def print_row(row: dict, label: str, extra: str = "") -> None:
     print(
-        f"{label:>5}  copy {row['copy']:.0%}  non-word {row['non_word']:.0%}  facts {row['facts']:.0%}  sim {row['sim']:.3f}  "
+        f"{label:>5}  copy {row['copy']:.0%}  non-word {row['non_word']:.0%}  facts {row['facts']:.0%}  "
+        f"sim {row['sim']:.3f}  "
         f"1-BLEU {row['one_minus_bleu']:.1f}  viol {row['violations']}  {row['sent_per_s']:.2f} sent/s{extra}"
         + (f"  no output {row['no_output']}" if row.get("no_output") else ""),
         flush=True,

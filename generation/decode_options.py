@@ -9,7 +9,8 @@ The options are ``jobs.params`` fields: a field's name is its command-line optio
 stores it, and the commands' options are derived from them (``GenerateParams``, ``ParaphraseParams``). An
 error names a field the way the caller's user wrote it (:attr:`DecodeOptionsError.option_message` for commands). A
 generation job stores the eight options ``beam`` to ``dtype`` (always, as jobs have since they existed) and
-``keep_facts`` when it is on (so a job stored before it existed reads the same); the others are per-process knobs (``paraphrase``, benches) that a job never stores.
+``keep_facts`` when it is on (so a job stored before it existed reads the same); the others are per-process
+knobs (``paraphrase``, benches) that a job never stores.
 """
 
 from __future__ import annotations
@@ -400,8 +401,8 @@ def with_shared_settings(
     error: type[ParamsError] = DecodeOptionsError,
 ) -> DiverseOptions:
     """The diverse options with the settings they share with their command or job (:data:`DIVERSE_SHARED`:
-    ``seed``, and ``decode``'s ``max_length``, ``batch_size`` and ``keep_facts``): one value each, so a :class:`DiverseOptions`
-    that says otherwise is refused (``owner``: "the job", "the command", as the message says it)."""
+    ``seed``, and ``decode``'s ``max_length``, ``batch_size`` and ``keep_facts``): one value each, so a
+    :class:`DiverseOptions` that says otherwise is refused (``owner``: "the job", "the command", as the message says it)."""
     shared = {
         "seed": seed,
         "max_length": decode.max_length,

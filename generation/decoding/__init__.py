@@ -185,8 +185,8 @@ def decode(
     """Decode ``sources`` (one constraint value per source, None = unconstrained) as ``options`` say
     (:class:`DecodeOptions`; ``changes``: fields of it by name, ``decode(m, s, beam=4)``, on top of
     ``options`` or the defaults). Never returns an output violating its constraints. ``references``: what
-    ``keep_facts`` and ``rerank_dissimilar`` measure against (default: the sources). ``stats["steps"]``, if given, grows by the
-    decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None follows the
+    ``keep_facts`` and ``rerank_dissimilar`` measure against (default: the sources). ``stats["steps"]``, if given,
+    grows by the decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None follows the
     device (``batching.default_batch_size``). ``should_stop``: asked before every decoder step, True raises
     ``DecodingStopped`` (``stop_check``: a cancelled job's batch ends at once); None, the default: never."""
     options = options or DecodeOptions()
