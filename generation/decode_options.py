@@ -402,7 +402,8 @@ def with_shared_settings(
 ) -> DiverseOptions:
     """The diverse options with the settings they share with their command or job (:data:`DIVERSE_SHARED`:
     ``seed``, and ``decode``'s ``max_length``, ``batch_size`` and ``keep_facts``): one value each, so a
-    :class:`DiverseOptions` that says otherwise is refused (``owner``: "the job", "the command", as the message says it)."""
+    :class:`DiverseOptions` that says otherwise is refused (``owner``: "the job", "the command", as the message
+    says it)."""
     shared = {
         "seed": seed,
         "max_length": decode.max_length,
