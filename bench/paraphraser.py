@@ -2,8 +2,8 @@
 references unconstrained and under the quick start's constraint systems, in one run.
 
     .venv/bin/python bench/paraphraser.py [--model NAME=PATH ...] [--data ../shared/data] [--references 60]
-        [--offset 2000] [--parabank 40] [--systems none,15,22,28,29,34] [--beam 4] [--keep-facts] [--max-length 48]
-        [--passes 2]
+        [--offset 2000] [--parabank 40] [--systems none,15,22,28,29,34] [--beam 4] [--keep-facts] [--backward]
+        [--max-length 48] [--passes 2]
         [--diverse [--diverse-sets 3] [--diverse-samples 8] [--diverse-keep 2]] [--outputs OUT.tsv] [--json OUT.json]
 
 References: demo-corpus lines from ``--offset`` of 8 to 25 words (the first ``--references`` of them: the
@@ -43,6 +43,10 @@ samples, ranks 1-2 kept; the other options DiverseOptions' defaults, ``--max-len
 * the diverse mode's five targets against beam n-best (beam 8, its ``--diverse-keep`` best) on the same references,
   as ``bench/diversity.py`` computes and states them (``measure``, ``diverse_targets``): both its rows and each
   target, met or missed. Timing: beam n-best and diverse interleaved, the fastest of ``--passes`` passes each.
+
+``--keep-facts`` decodes with ``keep_facts`` (``generation.facts``) and ``--backward`` with each model as its own
+backward model (``generation.decoding.backward``), in beam search (the rows and the beam n-best of ``--diverse``)
+and in the diverse mode alike.
 
 ``--outputs`` writes every first output (model, system, reference, output) for judging by hand, and with
 ``--diverse`` ranks 1 and 2 (systems ``r1``, ``r2``). ``--systems none`` keeps only the unconstrained row."""
@@ -159,7 +163,7 @@ def print_row(row: dict, label: str, extra: str = "") -> None:
     )
 
 
-def diverse_rows(name, loaded, refs, options, vocabulary, passes) -> tuple[list[dict], list[tuple]]:
+def diverse_rows(name, loaded, refs, options, vocabulary, passes, backward=False) -> tuple[list[dict], list[tuple]]:
     """``--diverse``'s rows for one model (module docstring) and its outputs (name, r1/r2, reference, output)."""
     timings: dict[str, list[float]] = {"beam": [], "diverse": []}
     for _ in range(passes):  # interleaved: a change of the machine's load falls on both
@@ -171,10 +175,11 @@ def diverse_rows(name, loaded, refs, options, vocabulary, passes) -> tuple[list[
             nbest=options.keep,
             max_length=options.max_length,
             keep_facts=options.keep_facts,
+            backward=loaded if backward else None,
         )
         timings["beam"].append(time.perf_counter() - t)
         t = time.perf_counter()
-        div = diverse_decode(loaded, refs, options=options)
+        div = diverse_decode(loaded, refs, options=options, backward=loaded if backward else None)
         timings["diverse"].append(time.perf_counter() - t)
     secs = {k: min(v) for k, v in timings.items()}
     hf = hf_sample_seconds(loaded, refs, options)
@@ -266,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--systems", default="none,15,22,28,29,34")
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--keep-facts", action="store_true", help="keep_facts, beam search and diverse (generation.facts)")
+    ap.add_argument("--backward", action="store_true", help="each model its own backward model, both modes")
     ap.add_argument("--max-length", type=int, default=48)
     ap.add_argument(
         "--exclude-pairs", type=Path, default=None, help="a training pairs file: its sentences are not references"
@@ -300,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"# bench/paraphraser.py: {len(refs)} references, systems {','.join(systems) or '-'}, beam {args.beam}"
         + (", keep_facts" if args.keep_facts else "")
+        + (", each model its own backward model" if args.backward else "")
     )
     rows, written = [], []
     for name, path in models.items():
@@ -315,7 +322,13 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.passes):  # the fastest pass: the first pays one-time set-up (kernels, caches)
                 t = time.perf_counter()
                 results = decode(
-                    loaded, refs, cons, beam=args.beam, max_length=args.max_length, keep_facts=args.keep_facts
+                    loaded,
+                    refs,
+                    cons,
+                    beam=args.beam,
+                    max_length=args.max_length,
+                    keep_facts=args.keep_facts,
+                    backward=loaded if args.backward else None,
                 )
                 timings.append(time.perf_counter() - t)
             seconds = min(timings)
@@ -332,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             hf = f" (HF generate {row['hf_sent_per_s']:.2f}: {row['speed_vs_hf']:.2f}x)" if system == "none" else ""
             print_row(row, system, hf)
         if options is not None:
-            more, outs = diverse_rows(name, loaded, refs, options, vocabulary, args.passes)
+            more, outs = diverse_rows(name, loaded, refs, options, vocabulary, args.passes, args.backward)
             rows += more
             written += outs
     if args.outputs:

@@ -240,7 +240,10 @@ NOT_JOB_OPTIONS = fields_in_scope(DecodeOptions, PROCESS)  # a job decodes with 
 
 
 DIVERSE_HELP = "ParaBank 2's diverse mode: sampling under random negative constraints, scoring, clustering"
-BACKWARD_HELP = "--diverse: a model scoring the input given each candidate (the rewriter itself, or target-to-source)"
+BACKWARD_HELP = (
+    "a model scoring the input given each output (the paraphraser itself, or one trained target-to-source): "
+    "added to each --diverse candidate's score; beam search orders its whole beam by forward + backward NLL per token"
+)
 DISCOURAGE_HELP = (
     "--diverse: instead of banning each sample's negative words outright, lower the log-probability of the "
     "tokens that would complete one by PENALTY (a banned word may then appear)"

@@ -68,14 +68,17 @@ DEMO_NBEST = 2  # the second best output of each system doubles the real-word ca
 
 def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE, model: Path = DEMO_MODEL) -> dict[str, Any]:
     """The generation job's params for the demo's evaluation sample (checked by ``generation_params``); ``model``:
-    the demo model, or the packaged paraphraser (its prompt is the one it was trained with; ``keep_facts`` on,
-    since what it does most is change a fact: ``generation.facts``)."""
+    the demo model, or the packaged paraphraser (its prompt is the one it was trained with; ``keep_facts`` on and
+    itself as its backward model, since what it does most is change a fact: ``generation.facts``,
+    ``generation.decoding.backward``)."""
+    paraphraser = model == DEMO_PARAPHRASER
     return generation_params(
         GenerateParams(
             corpus=corpus.pk,
             model=str(model),
             systems=DEMO_SYSTEMS,
-            decode=DecodeOptions(beam=DEMO_BEAM, nbest=DEMO_NBEST, device="cpu", keep_facts=model == DEMO_PARAPHRASER),
+            decode=DecodeOptions(beam=DEMO_BEAM, nbest=DEMO_NBEST, device="cpu", keep_facts=paraphraser),
+            backward_model=str(model) if paraphraser else None,
             sample_per_length=DEMO_PER_LENGTH,
             lengths=DEMO_LENGTHS,
             name=name,

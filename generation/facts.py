@@ -1,4 +1,4 @@
-"""The facts a paraphrase should keep: the one rule of ``keep_facts`` (``generation.decoding.rerank_keep_facts``)
+"""The facts a paraphrase should keep: the one rule of ``keep_facts`` (``generation.decoding.rerank_faithful``)
 and of the figures that count changed facts (``bench/paraphraser.py``).
 
 A text's **facts** are its numbers and its names:

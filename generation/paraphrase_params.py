@@ -136,12 +136,12 @@ class ParaphraseParams:
         check_bounds(self, error=ParaphraseParamsError)
 
     def _checked_diverse_options(self) -> DiverseOptions | None:
-        """The diverse mode's options (None without ``diverse``): its own settings, and ``backward_model``,
-        refused without it; with it, the constraints it cannot honour (:data:`NOT_WITH_DIVERSE`) and the
-        decoder's process knobs (``int8``, ``rerank_dissimilar``: beam search's) off their defaults."""
+        """The diverse mode's options (None without ``diverse``): its own settings refused without it
+        (``backward_model`` is either mode's); with it, the constraints it cannot honour (:data:`NOT_WITH_DIVERSE`)
+        and the decoder's process knobs (``int8``, ``rerank_dissimilar``: beam search's) off their defaults."""
         options = self.diverse_options
         if not self.diverse:
-            given = diverse_settings_given(options) + (["backward_model"] if self.backward_model is not None else [])
+            given = diverse_settings_given(options)
             if given:
                 raise _fail("{0} needs {1}", given[0], "diverse")
             return None

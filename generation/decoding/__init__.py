@@ -12,7 +12,8 @@
 search used them (after the model's own logits processors) - not length-normalised. Outputs are ordered
 as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or, with
 ``keep_facts``, those that change fewest of the source's numbers and names first (each gains ``fact_changes``),
-or by dissimilarity with ``rerank_dissimilar``.
+and with a ``backward`` model by forward plus backward NLL per token (each gains ``backward_nll``), or by
+dissimilarity with ``rerank_dissimilar``.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ import torch
 from ..decode_options import DecodeOptions, DecodeOptionsError
 from ..english import glued_forms, glued_to, runs_on
 from ..words import words_of
+from .backward import backward_nll
 from .banned import build_negative_tables
 from .batching import BatchChoice, default_batch_size
 from .causal import prompt_batch
 from .dba import beam_search
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
 from .positive import build_positive_tables
-from .rerank import rerank_dissimilar, rerank_keep_facts, word_levenshtein
+from .rerank import rerank_dissimilar, rerank_faithful, word_levenshtein
 from .stop_check import DecodingStopped, StopCheck, rate_limited
 from .vocab import PhraseError, encode_phrase
 
@@ -54,7 +56,8 @@ __all__ = [
     "violations",
     "word_levenshtein",
     "rerank_dissimilar",
-    "rerank_keep_facts",
+    "rerank_faithful",
+    "backward_nll",
 ]
 
 
@@ -178,6 +181,7 @@ def decode(
     *,
     options: DecodeOptions | None = None,
     references: list[str] | None = None,
+    backward: LoadedModel | None = None,
     stats: dict | None = None,
     should_stop: StopCheck | None = None,
     **changes: Any,
@@ -185,7 +189,10 @@ def decode(
     """Decode ``sources`` (one constraint value per source, None = unconstrained) as ``options`` say
     (:class:`DecodeOptions`; ``changes``: fields of it by name, ``decode(m, s, beam=4)``, on top of
     ``options`` or the defaults). Never returns an output violating its constraints. ``references``: what
-    ``keep_facts`` and ``rerank_dissimilar`` measure against (default: the sources). ``stats["steps"]``, if given,
+    ``keep_facts`` and ``rerank_dissimilar`` measure against (default: the sources). ``backward``: a model that
+    reads each source back from its outputs (the paraphraser itself, or one trained the other way), whose NLL
+    per token each output gains as ``backward_nll`` and whose sum with the forward NLL per token orders the
+    whole beam (``rerank.rerank_faithful``). ``stats["steps"]``, if given,
     grows by the decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None follows the
     device (``batching.default_batch_size``). ``should_stop``: asked before every decoder step, True raises
     ``DecodingStopped`` (``stop_check``: a cancelled job's batch ends at once); None, the default: never."""
@@ -196,8 +203,10 @@ def decode(
     if options.dtype is not None and options.dtype != loaded.dtype:
         raise DecodeOptionsError(f"the options ask for dtype {options.dtype}, the model is in {loaded.dtype}")
     batch_size = options.batch_size or default_batch_size(loaded, options).size
-    # keep_facts chooses among every finished hypothesis of the beam, not the n-best the search would stop at
-    searched = options.replace(nbest=options.beam) if options.keep_facts else options
+    # keep_facts and a backward model choose among every finished hypothesis of the beam, not among the n-best
+    # the search would stop at
+    faithful = options.keep_facts or backward is not None
+    searched = options.replace(nbest=options.beam) if faithful else options
     if constraints is None:
         constraints = [None] * len(sources)
     if len(constraints) != len(sources):
@@ -253,8 +262,11 @@ def decode(
                     continue
                 outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw, "satisfied": True})
             ref = references[i] if references and references[i] else sources[i]
-            if options.keep_facts:
-                outs = rerank_keep_facts(outs, ref)
+            if backward is not None and outs:
+                for o, nll in zip(outs, backward_nll(backward, [o["text"] for o in outs], sources[i])):
+                    o["backward_nll"] = nll
+            if faithful:
+                outs = rerank_faithful(outs, ref, keep_facts=options.keep_facts)
             outs = outs[: options.nbest]
             if options.rerank_dissimilar:
                 outs = rerank_dissimilar(outs, ref)

@@ -35,11 +35,11 @@ from jobs.registry import ProgressFn
 
 from ..constraints.systems import rank_system
 from ..decode_options import DiverseOptions
-from ..model_source import model_fingerprint, model_folder
+from ..model_source import model_fingerprint
 from ..nlp import load_pipeline
 from .params import job_decode_options, job_diverse_options
 from .pause import pause_between_batches
-from .pipeline import BATCH_RULE, ChunkTally, loaded_model, release_model
+from .pipeline import BATCH_RULE, ChunkTally, job_backward, loaded_model
 
 DEVICE_INPUTS_RULE = (
     "inputs per batch follow the device: 1 on the CPU, 8 on a GPU, each negative_sets x samples rows "
@@ -77,15 +77,7 @@ def diverse_setup(
     if model_fingerprint(params["model"]) != params["model_sha256"]:
         raise RuntimeError(f"the weights in {params['model']!r} changed since the job started")
     decode.on_device(model.device.type)  # (half precision asked of a CPU: refused)
-    backward, path = None, params.get("backward_model")
-    if path and model_fingerprint(path) != params.get("backward_model_sha256"):
-        raise RuntimeError(f"the weights in {path!r} changed since the job started")
-    if path and model_folder(path) == model_folder(params["model"]):
-        backward = model  # the rewriter read the other way: the same weights, loaded once
-    elif path:
-        backward = loaded_model(path, model.device.type, decode.dtype, role="backward")
-    if backward is None or backward is model:
-        release_model("backward")
+    backward = job_backward(params, model, decode.dtype)
     per_batch = options.batch_size or default_inputs_per_batch(model)
     return DiverseSetup(
         params=params,
@@ -102,7 +94,7 @@ def diverse_setup(
 
 def candidate_entries(source: str, outputs: list[dict], setup: DiverseSetup) -> list[dict[str, Any]]:
     """A reference's kept outputs (rank order) as shard candidates (the module docstring's format)."""
-    from ..decoding.diverse import backward_nll
+    from ..decoding.backward import backward_nll
 
     back = [0.0] * len(outputs)
     if setup.backward is not None and outputs:

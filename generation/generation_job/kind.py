@@ -197,6 +197,8 @@ def resource_settings(params: dict[str, Any]) -> dict[str, Any]:
     else:
         table = IdfTable.objects.filter(pk=params["idf_table"]).first()
         out["idf_table_name"] = table.name if table else None
+        if params.get("backward_model"):  # (ordered each beam: its weights' hash beside the model's)
+            out["backward_model_sha256"] = params.get("backward_model_sha256")
     _add_model_origin(out, params)
     if "sample_per_length" in params:
         out["sample"] = params.get("sample")

@@ -19,7 +19,8 @@ stored as its JSON so that a worker needs no file).
 
 ``diverse`` (stored only when true) decodes with ParaBank 2's diverse mode instead of constraint systems:
 ``generation.decode_options.DiverseOptions``' fields, flattened (``negative_sets`` ... ``max_nll``, stored only
-by a diverse job: None otherwise), and ``backward_model`` (stored when given); ``seed``, ``max_length`` and
+by a diverse job: None otherwise); ``backward_model`` (stored when given, either mode's: a beam search job orders
+each beam by forward plus backward NLL per token, ``generation.decoding.decode``); ``seed``, ``max_length`` and
 ``batch_size`` are the job's own, one value each, which the sampler reads too. A diverse job takes no
 ``systems`` (not stored), IDF table or PPDB file, nor beam search's settings other than their defaults (a
 decoder-only model's ``prompt_template`` it takes and stores as a beam search job does; a decoder-only backward
@@ -298,7 +299,7 @@ class GenerateParams:
         if options is not None and not isinstance(options, DiverseOptions):
             raise GenerationSettingsError(f"diverse_options must be DiverseOptions, not {type(options).__name__}")
         if not self.diverse:
-            given = diverse_settings_given(options) + (["backward_model"] if self.backward_model else [])
+            given = diverse_settings_given(options)
             if given:
                 raise fail("{0} needs {1}", given[0], "diverse", error=GenerationSettingsError)
             return None

@@ -109,17 +109,34 @@ class ChunkSetup:
     options: DecodeOptions
     batch: Any  # decoding.BatchChoice
     should_stop: Callable[[], bool] | None = None
+    backward: Any = None  # decoding.LoadedModel: the job's backward model, or None
+
+
+def job_backward(params: dict[str, Any], model: Any, dtype: str | None) -> Any:
+    """The job's backward model (None without one), its weights checked against the hash the job stored: the
+    model itself read the other way when it is the same folder (loaded once), else loaded on the model's device."""
+    path = params.get("backward_model")
+    if path and model_fingerprint(path) != params.get("backward_model_sha256"):
+        raise RuntimeError(f"the weights in {path!r} changed since the job started")
+    backward = None
+    if path and model_folder(path) == model_folder(params["model"]):
+        backward = model
+    elif path:
+        backward = loaded_model(path, model.device.type, dtype, role="backward")
+    if backward is None or backward is model:
+        release_model("backward")
+    return backward
 
 
 def chunk_setup(params: dict[str, Any], is_bitext: bool, should_stop: Callable[[], bool] | None = None) -> ChunkSetup:
     from ..decoding import BatchChoice, default_batch_size
 
     options = job_decode_options(params)
-    release_model("backward")
     model = loaded_model(params["model"], options.device, options.dtype, params.get("prompt_template"))
     if model_fingerprint(params["model"]) != params["model_sha256"]:
         raise RuntimeError(f"the weights in {params['model']!r} changed since the job started")
     options = options.on_device(model.device.type)
+    backward = job_backward(params, model, options.dtype)
     if options.batch_size is None:
         batch = default_batch_size(model, options)
         options = options.replace(batch_size=batch.size)
@@ -137,6 +154,7 @@ def chunk_setup(params: dict[str, Any], is_bitext: bool, should_stop: Callable[[
         options=options,
         batch=batch,
         should_stop=should_stop,
+        backward=backward,
     )
 
 
@@ -206,6 +224,7 @@ def decode_window(
             [s for s, _ in part],
             [json.loads(c) for _, c in part],
             options=setup.options,
+            backward=setup.backward,
             should_stop=setup.should_stop,
         )
         for key, result in zip(part, decoded):

@@ -85,10 +85,7 @@ FIELDSETS = (
         "Diverse mode",
         "ParaBank 2's diverse mode: sampling under random negative constraints, scoring, clustering (when diverse "
         "is ticked; it takes none of the constraint systems' or beam search's settings).",
-        (
-            *DIVERSE_ONLY,
-            "backward_model",
-        ),
+        (*DIVERSE_ONLY,),
     ),
 )
 _OPTION = re.compile(r"--([a-z][a-z-]*)")

@@ -155,7 +155,8 @@ def test_cli_keep_and_backward_model(tmp_path):
 
 
 def test_backward_model_adds_its_nll_of_the_source_given_the_candidate(demo):
-    from generation.decoding.diverse import backward_nll, diverse_decode
+    from generation.decoding.backward import backward_nll
+    from generation.decoding.diverse import diverse_decode
 
     wide = DiverseOptions(**{**SMALL, "clusters": 40, "keep": 40, "max_nll": 100.0})
     [fwd] = diverse_decode(demo, [SENTENCES[1]], options=wide)
@@ -183,7 +184,7 @@ def test_a_decoder_only_backward_model_scores_the_source_after_the_candidates_pr
     """Issue 47: a decoder-only --backward-model (here a tiny random chat model beside the demo model) reads the
     source as the continuation of each candidate's prompt; its NLL per token is added to the score."""
     from generation.decoding import load_model
-    from generation.decoding.diverse import backward_nll
+    from generation.decoding.backward import backward_nll
     from tests.generation.causal_models import save_chat_model
 
     chat = save_chat_model(tmp_path / "chat")

@@ -137,7 +137,7 @@ def test_a_row_scores_what_the_model_gives_its_continuation_of_the_prompt(loaded
 def test_a_decoder_only_backward_model_scores_the_source_after_the_candidates_prompt(loaded):
     """``backward_nll`` of a decoder-only model: the NLL per token of the source (and the token that ends a reply)
     after each candidate's prompt, computed again here one candidate at a time; ``diverse_decode`` adds it."""
-    from generation.decoding.diverse import backward_nll
+    from generation.decoding.backward import backward_nll
     from generation.rewriter.causal import continuation_ids, end_token_id
 
     tok, template = loaded.tokenizer, loaded.prompt

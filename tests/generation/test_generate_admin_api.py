@@ -203,6 +203,24 @@ def test_keep_facts_is_a_jobs_setting_the_api_and_the_command_store_alike(corpus
     same_job(Job.objects.get(pk=diverse.json()["job"]).params, command_params(corpus, "--diverse", "--keep-facts"))
 
 
+def test_a_beam_search_job_with_a_backward_model_runs_and_its_card_says_so(corpus, client):
+    """``backward_model`` is either mode's: a beam search job orders each beam by forward plus backward NLL
+    (``generation.decoding.decode``) and its resource's card names the backward model and its weights' hash."""
+    from jobs.execution import job_run_inline
+    from jobs.models import JobStatus
+
+    staff(client)
+    body = {"model": "model", "systems": "15,28", "sample_per_length": 1, "lengths": "10", "backward_model": "model"}
+    answer = post_json(client, corpus.pk, {**body, "keep_facts": True})
+    assert answer.status_code == 202, answer.content
+    job = job_run_inline(job_id=answer.json()["job"])
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    card = Resource.objects.get(job=job).settings
+    assert card["backward_model"] == str(DEMO_MODEL) and card["keep_facts"] is True
+    assert card["backward_model_sha256"] == card["model_sha256"] == job.params["backward_model_sha256"]
+    assert sum(v["outputs"] for v in job.result["per_system"].values()) > 0
+
+
 def test_api_starts_a_diverse_job_as_the_command_does(corpus, client):
     staff(client)
     body = {"model": str(DEMO_MODEL), "diverse": True, "keep": 3, "clusters": 4, "max_nll": 4.5, "seed": 7}

@@ -30,7 +30,6 @@ def refusal(**settings) -> ParamsError:
         ({"diverse_options": DiverseOptions(samples=3)}, "--samples needs --diverse"),
         ({"diverse_options": DiverseOptions(allow_non_words=True)}, "--allow-non-words needs --diverse"),
         ({"diverse_options": {"keep": 5}}, "--keep needs --diverse"),  # given at its default: still refused
-        ({"backward_model": "m2"}, "--backward-model needs --diverse"),
         ({"diverse": True, "constraints": "c.jsonl"}, f"{CLASH} --constraints"),
         ({"diverse": True, "system": "3", "idf": "i.tsv"}, f"{CLASH} --system"),
         ({"diverse": True, "decode": DecodeOptions(int8=True)}, f"{CLASH} --int8"),

@@ -3,7 +3,7 @@
     python manage.py paraphrase --model DIR|ORG/NAME --input FILE --output OUT.jsonl [--constraints FILE.jsonl]
         [--beam K] [--nbest N] [--stop auto|beam|nbest] [--batch-size B] [--max-length L] [--length-penalty LP]
         [--device cpu|cuda] [--dtype float32|float16|bfloat16] [--int8]
-        [--keep-facts] [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
+        [--keep-facts] [--backward-model M2] [--rerank-dissimilar] [--system N --idf IDF.tsv [--seed S] [--ppdb FILE]]
         [--prompt-template paraphrase-chat|paraphrase-plain|FILE]
 
 ``FILE``: one input per line, ``source`` or ``source<TAB>reference``. ``--constraints``: one JSON object per
@@ -17,7 +17,8 @@ line, in order::
 
 (``"reason"`` is added when ``unsatisfiable`` is true; then ``outputs`` is empty. ``--keep-facts``: the beam's
 outputs that change fewest of the reference's numbers and names come first, each with its ``"fact_changes"``;
-``generation.facts``.)
+``generation.facts``. ``--backward-model M2``: the whole beam ordered by forward plus backward NLL per token, each
+output with its ``"backward_nll"``, the source read back from it; M2 may be ``--model`` itself.)
 
 ``--diverse [--negative-sets 5] [--samples 30] [--top-k 10] [--ban-fraction X] [--ban-spread 0] [--clusters 8]
 [--keep 5] [--backward-model M2] [--max-nll 3.5] [--seed N]``: ParaBank 2's mode instead of constrained beam search
@@ -166,17 +167,38 @@ def model_check(model: str, template: PromptTemplate | None = None) -> None:
         raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
 
 
+def backward_is_model(params: ParaphraseParams) -> bool:
+    """Whether ``--backward-model`` names ``--model``'s own folder (then its weights are read the other way, loaded
+    once); a folder that is not there is said here, before torch loads."""
+    if not params.backward_model:
+        return False
+    try:
+        return model_folder(params.backward_model) == model_folder(params.model)
+    except ModelFolderError as exc:
+        raise CommandError(_one_line(f"--backward-model: {exc}")) from None
+
+
+def load_backward(params: ParaphraseParams, model, same: bool, dtype: str | None):
+    """The ``--backward-model`` (None without one): the model itself read the other way (its template too), or
+    another (a decoder-only one: its own prompt), on the model's device."""
+    from generation.decoding import load_model
+
+    try:
+        if not params.backward_model or same:
+            return model if same else None
+        return load_model(params.backward_model, device=model.device.type, dtype=dtype)
+    except (ModelFolderError, PromptTemplateError) as exc:
+        raise CommandError(_one_line(f"--backward-model: {exc}")) from None
+    except DecodeOptionsError as exc:
+        raise CommandError(exc.option_message) from None
+
+
 def write_diverse(command: BaseCommand, params: ParaphraseParams, template: PromptTemplate | None) -> None:
     """``--diverse``: ParaBank 2's ranked paraphrases of every input line into OUT.jsonl (atomically), one
     block of inputs at a time with a progress line (``generation.decoding.diverse``); a decoder-only
     ``--model`` samples continuations of its ``template``'s prompt (None: its default)."""
     options, diverse = params.decode, params.diverse_options  # (with --diverse, a DiverseOptions)
-    same = False
-    if params.backward_model:
-        try:
-            same = model_folder(params.backward_model) == model_folder(params.model)
-        except ModelFolderError as exc:
-            raise CommandError(_one_line(f"--backward-model: {exc}")) from None
+    same = backward_is_model(params)
     from generation.decoding import load_model  # torch, transformers: from here on
     from generation.decoding.diverse import default_inputs_per_batch, diverse_decode
 
@@ -197,14 +219,7 @@ def write_diverse(command: BaseCommand, params: ParaphraseParams, template: Prom
         raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
     except DecodeOptionsError as exc:
         raise CommandError(exc.option_message) from None
-    try:  # the model itself read the other way (its template too), or another (a decoder-only one: its own prompt)
-        backward = model if same else None
-        if params.backward_model and not same:
-            backward = load_model(params.backward_model, device=model.device.type, dtype=options.dtype)
-    except (ModelFolderError, PromptTemplateError) as exc:
-        raise CommandError(_one_line(f"--backward-model: {exc}")) from None
-    except DecodeOptionsError as exc:
-        raise CommandError(exc.option_message) from None
+    backward = load_backward(params, model, same, options.dtype)
     block = BLOCK_BATCHES * (diverse.batch_size or default_inputs_per_batch(model))
     out, started, short = Path(params.output), time.monotonic(), 0
     with atomic_write(out, "w", encoding="utf-8") as fh:
@@ -265,6 +280,7 @@ class Command(BaseCommand):
         else:
             cons = [None] * len(sources)
         model_check(params.model, template)  # every input and constraint line checked first, then the model's place
+        same = backward_is_model(params)
         from generation.decoding import decode, default_batch_size, load_model  # torch, transformers: from here on
 
         options = params.decode
@@ -282,6 +298,7 @@ class Command(BaseCommand):
             raise CommandError(_one_line(f"--prompt-template: {exc}")) from None
         except DecodeOptionsError as exc:  # (half precision where the default device turned out a CPU)
             raise CommandError(exc.option_message) from None
+        backward = load_backward(params, model, same, options.dtype)
         if options.int8:
             from generation.decoding import fast_step
 
@@ -305,7 +322,12 @@ class Command(BaseCommand):
         with atomic_write(out, "w", encoding="utf-8") as fh:
             for k in range(0, len(sources), block):
                 results = decode(
-                    model, sources[k : k + block], cons[k : k + block], options=options, references=refs[k : k + block]
+                    model,
+                    sources[k : k + block],
+                    cons[k : k + block],
+                    options=options,
+                    references=refs[k : k + block],
+                    backward=backward,
                 )
                 for r in results:
                     fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
