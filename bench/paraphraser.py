@@ -48,6 +48,9 @@ samples, ranks 1-2 kept; the other options DiverseOptions' defaults, ``--max-len
 backward model (``generation.decoding.backward``), in beam search (the rows and the beam n-best of ``--diverse``)
 and in the diverse mode alike.
 
+The outputs of the shipped adapter under system 15, plain and with ``--keep-facts --backward``, judged by hand:
+``bench/results/paraphraser-judged.tsv``.
+
 ``--outputs`` writes every first output (model, system, reference, output) for judging by hand, and with
 ``--diverse`` ranks 1 and 2 (systems ``r1``, ``r2``). ``--systems none`` keeps only the unconstrained row."""
 

@@ -135,3 +135,21 @@ def save_ending_llama(folder: Path) -> Path:
     ending_causal("llama", tok).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def constant_causal(scores: dict[str, float], rest: float = -10.0):
+    """A tiny Llama (and its tokenizer) whose logits are the same at every step, whatever came before: ``scores``
+    by token (``"eos"`` for the end token), ``rest`` for every other one. What the search then finds follows
+    from the scores alone."""
+    import torch
+
+    tok = tiny_tokenizer()
+    model = tiny_causal("llama", tok)
+    head = torch.nn.Linear(model.config.hidden_size, len(tok), bias=True)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(rest)
+        for token, score in scores.items():
+            head.bias[tok.eos_token_id if token == "eos" else tok.convert_tokens_to_ids(token)] = score
+    model.lm_head = head
+    return model, tok

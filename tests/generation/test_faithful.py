@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 from django.core.management import call_command
 
 from generation.decode_options import DiverseOptions
@@ -18,7 +17,7 @@ from generation.decoding.rerank import forward_nll
 from generation.facts import fact_changes, numbers
 from generation.prompts import PromptTemplate
 
-from .causal_models import tiny_causal, tiny_tokenizer
+from .causal_models import constant_causal
 
 RAW = PromptTemplate("raw", "{source}", chat=False, stop_at_newline=False)
 
@@ -78,16 +77,7 @@ def test_numbers_are_read_as_written():
 def _wants_a_number():
     """A model that wants "7" (an added number); " dog" and the end a little less (one token a hypothesis
     at ``max_length=2``)."""
-    tok = tiny_tokenizer()
-    model = tiny_causal("llama", tok)
-    head = torch.nn.Linear(model.config.hidden_size, len(tok), bias=True)
-    with torch.no_grad():
-        head.weight.zero_()
-        head.bias.fill_(-10.0)
-        head.bias[tok.convert_tokens_to_ids("7")] = 6.0
-        head.bias[tok.convert_tokens_to_ids("Ġdog")] = 5.0
-        head.bias[tok.eos_token_id] = 5.0
-    model.lm_head = head
+    model, tok = constant_causal({"7": 6.0, "Ġdog": 5.0, "eos": 5.0})
     return from_objects(model, tok, "cpu", prompt_template=RAW)
 
 

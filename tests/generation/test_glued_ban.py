@@ -6,14 +6,13 @@ it, and the non-word screen flags it."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from generation.decoding import decode, from_objects, normalise_constraints, violations
 from generation.english import Vocabulary, english_words
 from generation.prompts import PromptTemplate
 from generation.words import words_of
 
-from .causal_models import tiny_causal, tiny_tokenizer
+from .causal_models import constant_causal
 
 RAW = PromptTemplate("raw", "{source}", chat=False, stop_at_newline=False)
 
@@ -46,18 +45,7 @@ def test_a_glued_phrase_is_banned_at_its_edges():
 def _wants_to_earth(**more: float):
     """A model that always wants " to", then the end, then "earth" (no space: "toearth"); ``more``: other
     tokens' scores (the rest at -10)."""
-    tok = tiny_tokenizer()
-    model = tiny_causal("llama", tok)
-    head = torch.nn.Linear(model.config.hidden_size, len(tok), bias=True)
-    with torch.no_grad():
-        head.weight.zero_()
-        head.bias.fill_(-10.0)
-        head.bias[tok.convert_tokens_to_ids("Ġto")] = 6.0
-        head.bias[tok.convert_tokens_to_ids("earth")] = 4.8
-        head.bias[tok.eos_token_id] = 5.0
-        for token, score in more.items():
-            head.bias[tok.convert_tokens_to_ids(token)] = score
-    model.lm_head = head
+    model, tok = constant_causal({"Ġto": 6.0, "earth": 4.8, "eos": 5.0, **more})
     return from_objects(model, tok, "cpu", prompt_template=RAW)
 
 
