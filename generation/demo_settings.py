@@ -95,23 +95,27 @@ DEMO_DIVERSE_RANKS = 2
 DEMO_DIVERSE_SETS, DEMO_DIVERSE_SAMPLES = 3, 8
 
 
-def demo_diverse_params(corpus: Corpus, *, name: str = DEMO_PARAPHRASER_DIVERSE) -> dict[str, Any]:
-    """The diverse job's params of the paraphraser's demo sample: ranks 1-2 of each reference, those that keep
-    the reference's facts first (``keep_facts``)."""
-    return generation_params(
-        GenerateParams(
-            corpus=corpus.pk,
-            model=str(DEMO_PARAPHRASER),
-            diverse=True,
-            diverse_options=DiverseOptions(
-                negative_sets=DEMO_DIVERSE_SETS, samples=DEMO_DIVERSE_SAMPLES, keep=DEMO_DIVERSE_RANKS
-            ),
-            decode=DecodeOptions(device="cpu", keep_facts=True),
-            sample_per_length=DEMO_PER_LENGTH,
-            lengths=DEMO_LENGTHS,
-            name=name,
-        )
+def demo_diverse_settings(corpus_id: int, *, name: str = DEMO_PARAPHRASER_DIVERSE) -> GenerateParams:
+    """The diverse job's settings of the paraphraser's demo sample (checked as values when made; the model and the
+    database by :func:`demo_diverse_params`): ranks 1-2 of each reference, those that keep the reference's facts
+    first (``keep_facts``, one setting of the decoder's options and the diverse mode's: both say it)."""
+    return GenerateParams(
+        corpus=corpus_id,
+        model=str(DEMO_PARAPHRASER),
+        diverse=True,
+        diverse_options=DiverseOptions(
+            negative_sets=DEMO_DIVERSE_SETS, samples=DEMO_DIVERSE_SAMPLES, keep=DEMO_DIVERSE_RANKS, keep_facts=True
+        ),
+        decode=DecodeOptions(device="cpu", keep_facts=True),
+        sample_per_length=DEMO_PER_LENGTH,
+        lengths=DEMO_LENGTHS,
+        name=name,
     )
+
+
+def demo_diverse_params(corpus: Corpus, *, name: str = DEMO_PARAPHRASER_DIVERSE) -> dict[str, Any]:
+    """The diverse job's params of the paraphraser's demo sample (:func:`demo_diverse_settings`), checked."""
+    return generation_params(demo_diverse_settings(corpus.pk, name=name))
 
 
 def shipped_models() -> dict[str, Path]:

@@ -329,6 +329,19 @@ def check_name_free(name: str) -> None:
         raise GenerationSettingsError(taken, field="name")
 
 
+def check_backward_model(path: str) -> None:
+    """A backward model (either mode's) checked as the model is, its failures said as ``--backward-model``'s: a
+    checkpoint the decoder can load, and a decoder-only one with a default template it can use (it is read with
+    the model's template when it is the same folder, else with its own)."""
+    try:
+        causal = check_model_folder(path, "backward_model")
+        if causal:
+            prompt_template_json(path, causal, None)
+        checked_fingerprint(path, "backward_model")
+    except GenerationSettingsError as exc:
+        raise GenerationSettingsError(f"--backward-model: {exc}", field="backward_model") from None
+
+
 def generate_params_checked(params: GenerateParams) -> GenerateParams:
     """``params`` checked against the database and the file system (nothing is created), completed: the
     corpus's latest IDF table where none is given, a decoder-only model's prompt template as its JSON.
@@ -342,6 +355,8 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
         return diverse_params_checked(params)
     template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
     checked_fingerprint(params.model)
+    if params.backward_model:
+        check_backward_model(params.backward_model)
     if params.ppdb and Path(params.ppdb).is_dir():
         raise GenerationSettingsError(f"PPDB file {params.ppdb!r} is a directory, not a file", field="ppdb")
     if params.ppdb and not Path(params.ppdb).is_file():
@@ -361,24 +376,10 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
     as a beam search job's does; a decoder-only backward model is read with that template when it is the same
     folder, else with its own default, checked here), its estimated peak memory and time against the workers'
     budgets (``budget``), and its name; it takes no IDF table, no PPDB file."""
-    template = None
-    for role, path in (("model", params.model), ("backward_model", params.backward_model)):
-        if path is None:
-            continue
-        try:
-            causal = check_model_folder(path, role)
-        except GenerationSettingsError as exc:
-            raise GenerationSettingsError(
-                f"--backward-model: {exc}" if role != "model" else str(exc), field=role
-            ) from None
-        if role == "model":
-            template = prompt_template_json(path, causal, params.prompt_template)
-        elif causal:  # (its own default template: one it can use)
-            try:
-                prompt_template_json(path, causal, None)
-            except GenerationSettingsError as exc:
-                raise GenerationSettingsError(f"--backward-model: {exc}", field=role) from None
-        checked_fingerprint(path, role)
+    template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
+    checked_fingerprint(params.model)
+    if params.backward_model:
+        check_backward_model(params.backward_model)
     backward = checked_folder(params.backward_model, "backward_model") if params.backward_model else None
     options, model = params.diverse_options or DiverseOptions(), checked_folder(params.model)
     problem = diverse_memory_error(options, model, backward, settings.PARAFORGE_DIVERSE_MEMORY_GIB)

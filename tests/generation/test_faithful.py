@@ -5,6 +5,7 @@ each output orders the beam with the forward score (ParaBank 2's score)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -14,7 +15,9 @@ from generation.decode_options import DiverseOptions
 from generation.decoding import backward_nll, decode, from_objects, load_model
 from generation.decoding.diverse import Candidate, choose_outputs
 from generation.decoding.rerank import forward_nll
+from generation.demo_settings import demo_diverse_settings
 from generation.facts import fact_changes, numbers
+from generation.generation_job.params import GenerationSettingsError
 from generation.prompts import PromptTemplate
 
 from .causal_models import constant_causal
@@ -186,3 +189,12 @@ def test_paraphrase_backward_model_without_diverse(tmp_path):
         outputs = json.loads(line)["outputs"]
         sums = [forward_nll(o) + o["backward_nll"] for o in outputs]
         assert len(outputs) == 3 and sums == sorted(sums)
+
+
+def test_the_quick_starts_diverse_sample_keeps_facts_in_both_of_its_options():
+    """``keep_facts`` is one setting of a job's decoder options and of its diverse mode's: the quick start's
+    paraphraser sample says it in both, and saying it in one only is refused (it was, in the quick start)."""
+    settings = demo_diverse_settings(1)
+    assert settings.decode.keep_facts and settings.diverse_options.keep_facts
+    with pytest.raises(GenerationSettingsError, match="keep_facts is one setting of the job"):
+        dataclasses.replace(settings, diverse_options=settings.diverse_options.replace(keep_facts=False))

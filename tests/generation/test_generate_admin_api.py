@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from generation.corpus.corpora import ImportCorpusParams, corpus_import
@@ -274,6 +274,27 @@ def test_api_refuses_paths_outside_the_model_folders_and_creates_nothing(
     assert str(root) not in text  # the server's folders are not told (what was typed is)
     if value == "link":
         assert str(tiny_marian_dir) not in text
+    assert not Job.objects.exists() and not Resource.objects.exists()
+
+
+def test_a_beam_search_jobs_backward_model_is_checked_as_its_model_is(corpus, client, tmp_path, tiny_marian_dir):
+    """A backward model is either mode's: outside the model folders, or a folder the decoder cannot load, it is
+    refused before anything is created, over HTTP and from the command alike."""
+    staff(client)
+    outside = post_json(client, corpus.pk, {"model": "model", "systems": "28", "backward_model": str(tiny_marian_dir)})
+    assert outside.status_code == 400 and "backward_model" in outside.json()["errors"], outside.content
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CommandError, match="--backward-model: .*config.json"):
+        call_command(
+            "generate",
+            corpus.name,
+            "--model",
+            str(DEMO_MODEL),
+            "--systems",
+            "28",
+            "--backward-model",
+            str(tmp_path / "empty"),
+        )
     assert not Job.objects.exists() and not Resource.objects.exists()
 
 
