@@ -21,8 +21,8 @@ half its outputs under ParaBank's system 15 changed a fact: an age added ("27-ye
 index renamed ("Nasdaq 100" for "Nasdaq Composite"), a closing price or a place dropped. Beam search keeps
 hypotheses that differ in exactly these, and the model's score does not prefer the faithful one. A rule
 this plain misses facts of other kinds (a negation, "the world's highest" for "the tallest US") and the names
-of a title-case output ("Royal Bank of Canada Rate Cut"), and counts an acronym spelled out ("Reserve Bank of Australia" for "RBA") as changed; it orders hypotheses, and never
-leaves a reference without an output.
+of a title-case output ("Royal Bank of Canada Rate Cut"), and counts an acronym spelled out ("Reserve Bank of
+Australia" for "RBA") as changed; it orders hypotheses, and never leaves a reference without an output.
 
 No Django, no torch: the decoder imports it.
 """
