@@ -284,17 +284,9 @@ def test_a_beam_search_jobs_backward_model_is_checked_as_its_model_is(corpus, cl
     outside = post_json(client, corpus.pk, {"model": "model", "systems": "28", "backward_model": str(tiny_marian_dir)})
     assert outside.status_code == 400 and "backward_model" in outside.json()["errors"], outside.content
     (tmp_path / "empty").mkdir()
+    unloadable = ("--systems", "28", "--backward-model", str(tmp_path / "empty"))
     with pytest.raises(CommandError, match="--backward-model: .*config.json"):
-        call_command(
-            "generate",
-            corpus.name,
-            "--model",
-            str(DEMO_MODEL),
-            "--systems",
-            "28",
-            "--backward-model",
-            str(tmp_path / "empty"),
-        )
+        call_command("generate", corpus.name, "--model", str(DEMO_MODEL), *unloadable)
     assert not Job.objects.exists() and not Resource.objects.exists()
 
 
