@@ -11,8 +11,9 @@ A text's **facts** are its numbers and its names:
 
 An output **changes** a fact of its reference when it adds a number or a name the reference does not hold, or
 drops one the reference holds (:func:`fact_changes`). Names match loosely, since a paraphrase may write a
-name's other form: one is a start of the other ("Korea", "Korean"), or they share their first four letters or
-more and differ in at most three letters after that ("Britain", "British"; "Islamiah", "Islamiyah"). A name
+name's other form: they share their first four letters or more, and one is a start of the other ("Korea",
+"Korean") or each has at most three letters after the shared part ("Britain", "British"; "Islamiah",
+"Islamiyah"); a shorter word matches only itself ("UK"; "Canada" is no form of "can"). A name
 of the output also matches any word of the reference, capital or not ("pakistan" written lower-case, then
 "Pakistan"). Numbers match exactly.
 
@@ -37,8 +38,8 @@ from .words import words_of
 FACT_RULE = (
     "an output changes a fact of its reference when it adds or drops a number (digits, or a number word from "
     "two to trillion) or a name (a word written with a capital where no sentence starts; none in a title-case "
-    "text); names match when one starts the other or they share their first four letters and differ in at most "
-    "three after that"
+    "text); names match when they share their first four letters or more and one starts the other or each has "
+    "at most three letters more"
 )
 ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}")  # "U.S.", "e.g."
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -58,8 +59,7 @@ NUMBER_WORDS = {
     "trillion": "1000000000000",
 }
 COMPOUND_NUMBER = re.compile(rf"\b({'|'.join(_TENS)})(?:-({'|'.join(_UNITS[:8])}|one))?\b", re.IGNORECASE)
-NAME_SHORTEST = 3  # a shorter name ("U", "UK") matches only itself
-NAME_PREFIX = 4  # letters two forms of a name share at least, unless one starts the other
+NAME_PREFIX = 4  # letters two forms of a name share at least; a shorter word ("UK", "can") matches only itself
 NAME_ENDING = 3  # letters each may have after the shared part
 
 
@@ -89,7 +89,7 @@ def names(text: str) -> list[str]:
 
 def same_name(a: str, b: str) -> bool:
     """Whether two lower-cased words are forms of one name (module docstring)."""
-    if min(len(a), len(b)) < NAME_SHORTEST:
+    if min(len(a), len(b)) < NAME_PREFIX:
         return a == b
     if a.startswith(b) or b.startswith(a):
         return True

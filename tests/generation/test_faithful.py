@@ -198,3 +198,9 @@ def test_the_quick_starts_diverse_sample_keeps_facts_in_both_of_its_options():
     assert settings.decode.keep_facts and settings.diverse_options.keep_facts
     with pytest.raises(GenerationSettingsError, match="keep_facts is one setting of the job"):
         dataclasses.replace(settings, diverse_options=settings.diverse_options.replace(keep_facts=False))
+
+
+def test_a_short_word_is_no_form_of_a_longer_name():
+    """Names match their other forms by their first four letters at least: "Canada" is not the reference's "can"."""
+    assert fact_changes("You can see the bank.", "You can see the Canada bank.") == ["+canada"]
+    assert fact_changes("Iraq said so.", "Iraqi officials said so.") == []
