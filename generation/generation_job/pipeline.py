@@ -132,6 +132,8 @@ def chunk_setup(params: dict[str, Any], is_bitext: bool, should_stop: Callable[[
     from ..decoding import BatchChoice, default_batch_size
 
     options = job_decode_options(params)
+    if not params.get("backward_model"):  # (a previous job's backward model freed before this model loads)
+        release_model("backward")
     model = loaded_model(params["model"], options.device, options.dtype, params.get("prompt_template"))
     if model_fingerprint(params["model"]) != params["model_sha256"]:
         raise RuntimeError(f"the weights in {params['model']!r} changed since the job started")
