@@ -31,6 +31,7 @@ No Django, no torch: the decoder imports it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .english import written_names
 from .words import words_of
@@ -80,11 +81,11 @@ def name_words(text: str) -> list[str]:
     return words_of(ABBREVIATION.sub(lambda m: m.group().replace(".", ""), text))
 
 
-def names(text: str) -> list[str]:
-    """The names of ``text`` (``english.written_names``), lower-cased, each once, in order."""
-    words = name_words(text)
+def names(words: Sequence[str]) -> list[str]:
+    """The names among a text's ``words`` (:func:`name_words`; ``english.written_names``), lower-cased, each
+    once, in order."""
     found = written_names(words)
-    return list(dict.fromkeys(w.lower() for w in words if w.lower() in found and not w.isdigit()))
+    return list(dict.fromkeys(w.lower() for w in words if w.lower() in found))
 
 
 def same_name(a: str, b: str) -> bool:
@@ -105,10 +106,10 @@ def fact_changes(reference: str, output: str) -> list[str]:
     """The facts ``output`` changes against ``reference`` (``FACT_RULE``): "+x" for one it adds, "-x" for one it
     drops, numbers first, each in order of appearance. [] when it keeps them all."""
     ref_numbers, out_numbers = numbers(reference), numbers(output)
-    ref_words = {w.lower() for w in name_words(reference)}
-    out_words = {w.lower() for w in name_words(output)}
+    ref_written, out_written = name_words(reference), name_words(output)
+    ref_words, out_words = {w.lower() for w in ref_written}, {w.lower() for w in out_written}
     changes = [f"+{n}" for n in out_numbers if n not in ref_numbers]
     changes += [f"-{n}" for n in ref_numbers if n not in out_numbers]
-    changes += [f"+{n}" for n in names(output) if not any(same_name(n, w) for w in ref_words)]
-    changes += [f"-{n}" for n in names(reference) if not any(same_name(n, w) for w in out_words)]
+    changes += [f"+{n}" for n in names(out_written) if not any(same_name(n, w) for w in ref_words)]
+    changes += [f"-{n}" for n in names(ref_written) if not any(same_name(n, w) for w in out_words)]
     return changes
