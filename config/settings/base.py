@@ -253,8 +253,9 @@ PARAFORGE_SHARD_SIZE = env_int("PARAFORGE_SHARD_SIZE", 100_000)
 PARAFORGE_MAX_LINE_CHARS = env_int("PARAFORGE_MAX_LINE_CHARS", 2000)
 PARAFORGE_MIN_IDF = env_float("PARAFORGE_MIN_IDF", 7.0)
 PARAFORGE_MAX_IDF = env_float("PARAFORGE_MAX_IDF", 17.0)
-# a diverse generation job's estimated peak memory above this is refused when asked for (issue 46)
-PARAFORGE_DIVERSE_MEMORY_GIB = env_float("PARAFORGE_DIVERSE_MEMORY_GIB", 8.0)
+# a generation job's estimated peak memory above this is refused when asked for (issue 46; beam search too since
+# 2026-12-06); the old name, from when only the diverse mode was checked, is still read
+PARAFORGE_JOB_MEMORY_GIB = env_float("PARAFORGE_JOB_MEMORY_GIB", env_float("PARAFORGE_DIVERSE_MEMORY_GIB", 8.0))
 # ... and its estimated decoding time (an upper bound) at PARAFORGE_DIVERSE_FLOPS (generation_job/budget.py)
 PARAFORGE_DIVERSE_HOURS = env_float("PARAFORGE_DIVERSE_HOURS", 168.0)
 PARAFORGE_DIVERSE_FLOPS = env_float("PARAFORGE_DIVERSE_FLOPS", 4e10)

@@ -22,6 +22,7 @@ for its slowest sentence.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -57,12 +58,17 @@ def batch_for_free_memory(free_bytes: int, per_sentence: int, cap: int = CUDA_CA
 
 
 def model_sizes(model) -> tuple[int, int]:
-    """(decoder layers, key/value width) of a model from its config: seq2seq (Marian, BART, T5, ...) or
-    decoder-only, where grouped-query attention keeps ``num_key_value_heads`` x head size per token and layer
-    (a quarter of the hidden size in Llama 3 8B: counting the hidden size would take a batch 4x too small)."""
-    cfg = model.config
+    """(decoder layers, key/value width) of a loaded model (:func:`config_sizes` of its config)."""
+    return config_sizes(model.config)
+
+
+def config_sizes(cfg: Any) -> tuple[int, int]:
+    """(decoder layers, key/value width) of a model's config (a ``PretrainedConfig`` or config.json's values as
+    attributes): seq2seq (Marian, BART, T5, ...) or decoder-only, where grouped-query attention keeps
+    ``num_key_value_heads`` x head size per token and layer (a quarter of the hidden size in Llama 3 8B: counting
+    the hidden size would take a batch 4x too small)."""
     names = ("decoder_layers", "num_decoder_layers", "num_layers", "num_hidden_layers")
-    layers = next(getattr(cfg, k) for k in names if getattr(cfg, k, None))
+    layers = next((getattr(cfg, k) for k in names if getattr(cfg, k, None)), 1)
     heads, d_kv = getattr(cfg, "num_heads", None), getattr(cfg, "d_kv", None)
     kv_heads = getattr(cfg, "num_key_value_heads", None)
     if heads and d_kv:
@@ -71,7 +77,7 @@ def model_sizes(model) -> tuple[int, int]:
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         width = kv_heads * head_dim
     else:
-        width = getattr(cfg, "d_model", None) or cfg.hidden_size
+        width = getattr(cfg, "d_model", None) or getattr(cfg, "hidden_size", None) or 1
     return int(layers), int(width)
 
 

@@ -1,12 +1,18 @@
-"""A diverse generation job's peak memory and time, estimated from its settings, its models and its corpus before
-it is queued.
+"""A generation job's peak memory (either mode) and a diverse job's time, estimated from its settings, its models
+and its corpus before it is queued.
 
 Why: every number of the diverse mode is bounded (``generation.decode_options``), but their product is what a
 worker holds: each input is decoded as ``negative_sets x samples`` rows at once, ``batch_size`` inputs together,
 each row keeping its attention cache of up to ``max_length`` tokens and a step's logits over the vocabulary. 50
 sets x 500 samples are each within bounds, yet together ask for more memory than the machine has (issue 46: the
 worker went to 20 GB of 23 in two minutes). :func:`diverse_memory_error` refuses such a job when it is asked for,
-above ``PARAFORGE_DIVERSE_MEMORY_GIB``, with the estimate and what to lower.
+above ``PARAFORGE_JOB_MEMORY_GIB``, with the estimate and what to lower.
+
+Beam search likewise (:func:`beam_memory_error`): a beam of 100, 4,096 sentences a batch and 1,024 tokens are each
+within bounds, but a batch of them holds 409,600 hypotheses' caches and logits. Its estimate is the decoder's own
+rule for a GPU batch (``decoding.batching.sentence_bytes``: each sentence's key/value cache over three times
+``max_length`` and eight copies of a step's logits, for ``beam`` hypotheses) times ``batch_size`` (32 when unset,
+the CPU's batch; a GPU worker sizes an unset batch from its free memory itself), plus the models' weights.
 
 The estimate is an upper bound, deliberately simple: the models' weight files as they lie on disk, plus for each
 row the decoder's self- and cross-attention keys and values at full ``max_length`` (4 x layers x max_length x
@@ -24,8 +30,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
-from ..decode_options import DiverseOptions
+from ..decode_options import DecodeOptions, DiverseOptions
+from ..decoding import batching
 from ..model_source import adapter_base_folder, is_adapter_folder
 
 GIB = 1024**3
@@ -36,7 +44,8 @@ CPU_BATCH = 1  # the sampler's inputs per batch when a job gives none (generatio
 
 
 def model_shape(folder: Path) -> tuple[int, int, int, int]:
-    """``(weight bytes, decoder layers, width, vocabulary)`` of a Hugging Face model folder (config.json); of an
+    """``(weight bytes, decoder layers, key/value width, vocabulary)`` of a Hugging Face model folder (config.json,
+    read by the decoder's own rule, ``batching.config_sizes``); of an
     adapter folder (``train_rewriter --lora-rank``), its base's with the adapter's weights added (it is decoded
     merged into the base)."""
     weights = sum(f.stat().st_size for pattern in WEIGHT_FILES for f in folder.glob(pattern) if f.is_file())
@@ -44,17 +53,24 @@ def model_shape(folder: Path) -> tuple[int, int, int, int]:
         base_weights, layers, width, vocab = model_shape(adapter_base_folder(folder))
         return base_weights + weights, layers, width, vocab
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    layers = config.get("decoder_layers") or config.get("num_decoder_layers") or config.get("num_hidden_layers") or 1
-    width = config.get("d_model") or config.get("hidden_size") or 1
-    vocab = config.get("vocab_size") or 1
-    return weights, int(layers), int(width), int(vocab)
+    layers, width = batching.config_sizes(SimpleNamespace(**config))
+    return weights, layers, width, int(config.get("vocab_size") or 1)
+
+
+def weight_bytes(model: Path, backward: Path | None) -> int:
+    """The weights a job's worker holds (both local folders, ``model_source.model_folder``'s): the model's, and a
+    backward model's unless it is the same folder (then
+    the model is read the other way, loaded once: ``pipeline.job_backward``)."""
+    weights = model_shape(model)[0]
+    if backward is not None and backward.resolve() != model.resolve():
+        weights += model_shape(backward)[0]
+    return weights
 
 
 def diverse_peak_bytes(options: DiverseOptions, model: Path, backward: Path | None = None) -> int:
     """The estimated peak memory of decoding one batch of the diverse mode with these models (module docstring)."""
-    weights, layers, width, vocab = model_shape(model)
-    if backward is not None:
-        weights += model_shape(backward)[0]
+    _weights, layers, width, vocab = model_shape(model)
+    weights = weight_bytes(model, backward)
     per_row = FLOAT_BYTES * (4 * layers * options.max_length * width + vocab)
     return weights + per_row * options.rows * (options.batch_size or CPU_BATCH)
 
@@ -68,8 +84,29 @@ def diverse_memory_error(options: DiverseOptions, model: Path, backward: Path | 
         f"--diverse with {options.negative_sets} negative sets x {options.samples} samples "
         f"({options.rows} rows per input), batch size {options.batch_size or CPU_BATCH} and max length "
         f"{options.max_length} needs an estimated {peak / GIB:.1f} GiB, above the workers' budget of "
-        f"{budget_gib:g} GiB (PARAFORGE_DIVERSE_MEMORY_GIB): lower --negative-sets, --samples, --batch-size "
+        f"{budget_gib:g} GiB (PARAFORGE_JOB_MEMORY_GIB): lower --negative-sets, --samples, --batch-size "
         "or --max-length"
+    )
+
+
+def beam_peak_bytes(options: DecodeOptions, model: Path, backward: Path | None = None) -> int:
+    """The estimated peak memory of one beam search batch with these models (module docstring)."""
+    _weights, layers, width, vocab = model_shape(model)
+    per_sentence = batching.sentence_bytes(
+        layers=layers, width=width, vocab=vocab, beam=options.beam, max_length=options.max_length, value_bytes=4
+    )
+    return weight_bytes(model, backward) + per_sentence * (options.batch_size or batching.CPU_BATCH)
+
+
+def beam_memory_error(options: DecodeOptions, model: Path, backward: Path | None, budget_gib: float) -> str | None:
+    """Why a beam search job would not fit the worker's memory budget, or None when it fits."""
+    peak = beam_peak_bytes(options, model, backward)
+    if peak <= budget_gib * GIB:
+        return None
+    return (
+        f"a beam of {options.beam}, batch size {options.batch_size or batching.CPU_BATCH} and max length "
+        f"{options.max_length} needs an estimated {peak / GIB:.1f} GiB, above the workers' budget of "
+        f"{budget_gib:g} GiB (PARAFORGE_JOB_MEMORY_GIB): lower --batch-size, --beam or --max-length"
     )
 
 

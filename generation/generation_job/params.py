@@ -80,7 +80,7 @@ from ..model_source import (
 )
 from ..models import Corpus, CorpusStatus, Resource
 from ..prompts import PROMPT_TEMPLATE_HELP, PromptTemplateError, for_folder
-from .budget import diverse_memory_error, diverse_time_error
+from .budget import beam_memory_error, diverse_memory_error, diverse_time_error
 
 DEFAULT_LENGTHS = (5, 10, 20, 40)
 # the job's --diverse: the command's help and what the job makes of it (its systems are the ranks)
@@ -357,6 +357,12 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
     checked_fingerprint(params.model)
     if params.backward_model:
         check_backward_model(params.backward_model)
+    backward = checked_folder(params.backward_model, "backward_model") if params.backward_model else None
+    problem = beam_memory_error(
+        params.decode, checked_folder(params.model), backward, settings.PARAFORGE_JOB_MEMORY_GIB
+    )
+    if problem:
+        raise GenerationSettingsError(problem)
     if params.ppdb and Path(params.ppdb).is_dir():
         raise GenerationSettingsError(f"PPDB file {params.ppdb!r} is a directory, not a file", field="ppdb")
     if params.ppdb and not Path(params.ppdb).is_file():
@@ -382,7 +388,7 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
         check_backward_model(params.backward_model)
     backward = checked_folder(params.backward_model, "backward_model") if params.backward_model else None
     options, model = params.diverse_options or DiverseOptions(), checked_folder(params.model)
-    problem = diverse_memory_error(options, model, backward, settings.PARAFORGE_DIVERSE_MEMORY_GIB)
+    problem = diverse_memory_error(options, model, backward, settings.PARAFORGE_JOB_MEMORY_GIB)
     references = Corpus.objects.filter(pk=params.corpus).values_list("n_references", flat=True).first() or 0
     problem = problem or diverse_time_error(
         options,

@@ -5,11 +5,14 @@ digits 0-9 only (``int()`` reads "١٥", "１５" and "1_5" as 15)."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from generation.generation_job.params import GenerateParams, GenerationSettingsError
+from generation.decode_options import DecodeOptions
+from generation.generation_job.budget import beam_peak_bytes, model_shape
+from generation.generation_job.params import GenerateParams, GenerationSettingsError, checked_folder
 from generation.generation_job.pause import pause_between_batches
 from generation.models import Corpus
 from generation.web.forms import GenerateForm
@@ -110,15 +113,53 @@ def test_a_diverse_job_over_the_memory_budget_is_refused_before_it_is_queued(cor
     answer = post_json(client, corpus.pk, {"model": "model", "diverse": True, "negative_sets": 50, "samples": 500})
     assert answer.status_code == 400, answer.content
     message = answer.json()["errors"]["__all__"][0]
-    assert "25000 rows per input" in message and "PARAFORGE_DIVERSE_MEMORY_GIB" in message and "8 GiB" in message
+    assert "25000 rows per input" in message and "PARAFORGE_JOB_MEMORY_GIB" in message and "8 GiB" in message
     assert not Job.objects.exists()
 
     body = {"model": "model", "diverse": True, "sample_per_length": 1}  # ParaBank 2's 5 x 30: ~0.25 GiB
-    settings.PARAFORGE_DIVERSE_MEMORY_GIB = 0.1
+    settings.PARAFORGE_JOB_MEMORY_GIB = 0.1
     answer = post_json(client, corpus.pk, body)
     assert answer.status_code == 400 and "0.1 GiB" in answer.json()["errors"]["__all__"][0], answer.content
-    settings.PARAFORGE_DIVERSE_MEMORY_GIB = 8.0
+    settings.PARAFORGE_JOB_MEMORY_GIB = 8.0
     assert post_json(client, corpus.pk, body).status_code == 202
+
+
+def test_a_beam_search_job_over_the_memory_budget_is_refused_before_it_is_queued(corpus, client, settings):  # noqa: F811
+    staff(client)
+    # beam 100, 4,096 sentences a batch, 1,024 tokens: each within its bound, together ~7,300 GiB on the demo model
+    hostile = {"model": "model", "systems": "28", "beam": 100, "nbest": 1, "batch_size": 4096, "max_length": 1024}
+    answer = post_json(client, corpus.pk, hostile)
+    assert answer.status_code == 400, answer.content
+    body = answer.json()
+    message = body["errors"]["__all__"][0]
+    assert body["code"] == "invalid" and "PARAFORGE_JOB_MEMORY_GIB" in message and "8 GiB" in message, body
+    assert "a beam of 100, batch size 4096 and max length 1024" in message and "lower --batch-size" in message
+    with pytest.raises(CommandError, match="PARAFORGE_JOB_MEMORY_GIB"):
+        call_command(
+            "generate",
+            corpus.name,
+            "--model",
+            str(DEMO_MODEL),
+            "--systems",
+            "28",
+            *("--beam", "100", "--batch-size", "4096", "--max-length", "1024"),
+            stdout=open(os.devnull, "w"),
+        )
+    assert not Job.objects.exists()
+
+    settings.PARAFORGE_JOB_MEMORY_GIB = 0.2  # the demo model's beam 5 at the CPU's batch of 32: ~0.4 GiB
+    assert post_json(client, corpus.pk, {"model": "model", "systems": "28"}).status_code == 400
+    assert post_json(client, corpus.pk, {"model": "model", "systems": "28", "batch_size": 8}).status_code == 202
+
+
+def test_a_backward_model_that_is_the_model_is_counted_once(tmp_path):
+    """It is loaded once (read the other way), so it must not double the weights a job is refused for."""
+    model = checked_folder(str(DEMO_MODEL))
+    alone = beam_peak_bytes(DecodeOptions(), model)
+    assert beam_peak_bytes(DecodeOptions(), model, model) == alone
+    other = tmp_path / "copy"
+    shutil.copytree(model, other)
+    assert beam_peak_bytes(DecodeOptions(), model, other) == alone + model_shape(model)[0]
 
 
 def test_a_diverse_job_over_the_time_budget_is_refused_before_it_is_queued(corpus, client, settings):  # noqa: F811
