@@ -163,14 +163,16 @@ def chunk_setup(params: dict[str, Any], is_bitext: bool, should_stop: Callable[[
 @dataclass
 class PreparedWindow:
     """A window's CPU work before decoding: its output records (candidates still empty), per-system counts
-    so far, and each distinct (input, constraints) to decode once, in decoding order (``unique``; ``jobs``:
-    (record position, system, constraints, index of its input in ``inputs``))."""
+    so far, and each distinct (input, constraints, reference) to decode once, in decoding order (``unique``;
+    ``jobs``: (record position, system, constraints, index of its input in ``inputs``)). The reference is what
+    ``keep_facts`` and ``rerank_dissimilar`` compare an output with: a bitext corpus's English reference, not its
+    source in the other language ("Praze" is no form of "Prague"); empty where it is the input itself."""
 
     out_records: list[dict[str, Any]]
     counts: dict[str, dict[str, int]]
     jobs: list[tuple[int, str, dict, int]]
-    inputs: dict[tuple[str, str], int]
-    unique: list[tuple[str, str]]
+    inputs: dict[tuple[str, str, str], int]
+    unique: list[tuple[str, str, str]]
 
 
 def prepare_window(records: list[dict[str, Any]], setup: ChunkSetup) -> PreparedWindow:
@@ -180,7 +182,7 @@ def prepare_window(records: list[dict[str, Any]], setup: ChunkSetup) -> Prepared
     tagged = tag_sentences([r["reference"] for r in records], nlp=setup.nlp)
     counts = {n: {"outputs": 0, "no_constraints": 0, "unsatisfiable": 0, "empty": 0} for n in numbers}
     out_records, jobs = [], []
-    inputs: dict[tuple[str, str], int] = {}
+    inputs: dict[tuple[str, str, str], int] = {}
     seed = setup.params["seed"]
     for pos, (record, sentence) in enumerate(zip(records, tagged)):
         out_records.append(
@@ -202,9 +204,9 @@ def prepare_window(records: list[dict[str, Any]], setup: ChunkSetup) -> Prepared
                 continue
             value = selected.to_json()
             cons = {k: value[k] for k in ("positive", "negative", "bos_avoid")}
-            key = (source, json.dumps(cons, sort_keys=True))
+            key = (source, json.dumps(cons, sort_keys=True), record["reference"] if setup.is_bitext else "")
             jobs.append((pos, system, cons, inputs.setdefault(key, len(inputs))))
-    # Each distinct (input, constraints) is decoded once, shortest inputs first (less padding per batch).
+    # Each distinct (input, constraints, reference) is decoded once, shortest inputs first (less padding per batch).
     unique = sorted(inputs, key=lambda k: (len(k[0]), inputs[k]))
     return PreparedWindow(out_records, counts, jobs, inputs, unique)
 
@@ -223,8 +225,9 @@ def decode_window(
         part = unique[k : k + batch]
         decoded = decode(
             setup.model,
-            [s for s, _ in part],
-            [json.loads(c) for _, c in part],
+            [s for s, _, _ in part],
+            [json.loads(c) for _, c, _ in part],
+            references=[r or None for _, _, r in part],
             options=setup.options,
             backward=setup.backward,
             should_stop=setup.should_stop,

@@ -11,13 +11,16 @@ import json
 import pytest
 from django.core.management import call_command
 
-from generation.decode_options import DiverseOptions
+from generation.constraints.sets import resolve_systems
+from generation.decode_options import DecodeOptions, DiverseOptions
 from generation.decoding import backward_nll, decode, from_objects, load_model
 from generation.decoding.diverse import Candidate, choose_outputs
 from generation.decoding.rerank import forward_nll
 from generation.demo_settings import demo_diverse_settings
 from generation.facts import fact_changes, numbers
 from generation.generation_job.params import GenerationSettingsError
+from generation.generation_job.pipeline import ChunkSetup, decode_window, prepare_window
+from generation.nlp import load_pipeline
 from generation.prompts import PromptTemplate
 
 from .causal_models import constant_causal
@@ -102,6 +105,29 @@ def test_the_reference_a_line_gives_is_what_facts_are_kept_against():
     loaded = _wants_a_number()
     [r] = decode(loaded, ["we went"], beam=4, nbest=1, max_length=2, keep_facts=True, references=["we saw 7"])
     assert r.outputs[0]["text"] == "7"
+
+
+def test_a_bitext_job_keeps_the_facts_of_its_english_reference_not_of_its_source():
+    """A bitext corpus decodes its source (the other language) but its outputs paraphrase the reference: the
+    reference's "7" is the fact to keep, where the source, read as the reference, would have "7" an added fact."""
+    options = DecodeOptions(beam=4, nbest=1, max_length=2, keep_facts=True, batch_size=8, device="cpu")
+    setup = ChunkSetup(
+        params={"seed": 1},
+        is_bitext=True,
+        systems=resolve_systems([28]),
+        idf={},
+        ppdb=None,
+        nlp=load_pipeline(tagger=True),
+        model=_wants_a_number(),
+        options=options,
+        batch=None,
+    )
+    records = [
+        {"i": 0, "reference": "we saw 7", "source": "nous allions"},
+        {"i": 1, "reference": "we saw it", "source": "nous allions"},
+    ]
+    out, _counts = decode_window(prepare_window(records, setup), setup, lambda done, total: None)
+    assert [[c["text"] for c in r["candidates"]] for r in out] == [["7"], ["dog"]]
 
 
 @pytest.mark.django_db
