@@ -5,7 +5,8 @@
     from generation.decode_options import DiverseOptions
     m = load_model("generation/demo/model")
     [r] = diverse_decode(m, ["The committee approved the new budget on Monday."], options=DiverseOptions(seed=1))
-    r.outputs   # [{"text", "score", "rank", "cluster", "banned"}], best (lowest score) first
+    r.outputs   # [{"text", "score", "rank", "cluster", "banned"}], best (lowest score) first; with a backward
+                # model each gains "backward_nll" (its part of "score")
 
 For each input:
 
@@ -102,11 +103,13 @@ SCORE_DIGITS = 4
 
 @dataclass
 class Candidate:
-    """One distinct sampled text: its score (lower is better) and the negative set it was sampled under."""
+    """One distinct sampled text: its score (lower is better; the backward NLL included when there is one), the
+    negative set it was sampled under, and the backward model's NLL of the source given it (None without one)."""
 
     text: str
     score: float
     banned: list[str]
+    backward_nll: float | None = None
 
 
 @dataclass
@@ -383,16 +386,19 @@ def choose_outputs(reference: str, candidates: list[Candidate], options: Diverse
     else:
         scores = [0.0, *(c.score for c in points)]
     picked = pick_per_cluster(clustering, scores)[: options.keep]
-    outputs = [
-        {
-            "text": points[i - 1].text,
-            "score": round(points[i - 1].score, SCORE_DIGITS),
+    outputs = []
+    for rank, (i, cluster) in enumerate(picked, 1):
+        c = points[i - 1]
+        output = {
+            "text": c.text,
+            "score": round(c.score, SCORE_DIGITS),
             "rank": rank,
             "cluster": cluster,
-            "banned": points[i - 1].banned,
+            "banned": c.banned,
         }
-        for rank, (i, cluster) in enumerate(picked, 1)
-    ]
+        if c.backward_nll is not None:  # as beam search's outputs with a backward model
+            output["backward_nll"] = round(c.backward_nll, SCORE_DIGITS)
+        outputs.append(output)
     return outputs, len(clustering.medoids)
 
 
@@ -464,6 +470,7 @@ def diverse_decode(
             if backward is not None and cands:
                 for c, nll in zip(cands, backward_nll(backward, [c.text for c in cands], src)):
                     c.score += nll
+                    c.backward_nll = nll
             counts["distinct"] = len(cands)
             cands = [c for c in cands if c.score <= options.max_nll]
             counts["under_max_nll"] = len(cands)

@@ -92,15 +92,13 @@ def diverse_setup(
     )
 
 
-def candidate_entries(source: str, outputs: list[dict], setup: DiverseSetup) -> list[dict[str, Any]]:
-    """A reference's kept outputs (rank order) as shard candidates (the module docstring's format)."""
-    from ..decoding.backward import backward_nll
-
-    back = [0.0] * len(outputs)
-    if setup.backward is not None and outputs:
-        back = backward_nll(setup.backward, [o["text"] for o in outputs], source)
+def candidate_entries(outputs: list[dict]) -> list[dict[str, Any]]:
+    """A reference's kept outputs (rank order) as shard candidates (the module docstring's format): ``nll`` is
+    the forward NLL, the diverse score less the backward model's part (``backward_nll``, computed once, by the
+    sampler)."""
     out = []
-    for o, b in zip(outputs, back):
+    for o in outputs:
+        b = o.get("backward_nll", 0.0)
         system = rank_system(o["rank"])
         negative = [[w] for w in o["banned"]]
         out.append(
@@ -136,8 +134,8 @@ def diverse_records(
         results = diverse_decode(
             setup.model, sources, refs, options=options, backward=setup.backward, should_stop=setup.should_stop
         )
-        for record, doc, result, source in zip(batch, setup.nlp.pipe(refs), results, sources):
-            candidates = candidate_entries(source, result.outputs, setup)
+        for record, doc, result in zip(batch, setup.nlp.pipe(refs), results):
+            candidates = candidate_entries(result.outputs)
             for c in candidates:
                 tally.per_system[c["systems"][0]]["outputs"] += 1
             for key, n in result.counts.items():

@@ -166,8 +166,9 @@ def test_backward_model_adds_its_nll_of_the_source_given_the_candidate(demo):
     assert len(shared) >= 3
     back = backward_nll(demo, [o["text"] for o in shared], SENTENCES[1])
     for o, b in zip(shared, back):
-        assert b > 0
+        assert b > 0 and o["backward_nll"] == pytest.approx(b, abs=1e-4)  # written, as beam search writes it
         assert o["score"] == pytest.approx(forward[o["text"]] + b, abs=2e-4)
+    assert all("backward_nll" not in o for o in fwd.outputs)
     # the copying model finds the source likelier given itself than given an unrelated sentence
     near, far = backward_nll(demo, [SENTENCES[1], "Stock prices fell sharply in Tokyo."], SENTENCES[1])
     assert near < far

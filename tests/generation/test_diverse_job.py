@@ -212,6 +212,7 @@ def test_a_backward_model_adds_to_the_score_and_nll_stays_the_forward_one(corpus
     [record] = _records(job)
     for c in record["candidates"]:
         assert 0 < c["nll"] < c["diverse_score"] <= 7  # the score is the forward NLL plus the backward one
+        assert set(c) == DIVERSE_KEYS  # the backward NLL is not stored (the sampler's output gave it once)
     settings = Resource.objects.get(job=job).settings
     assert settings["backward_model"] == DEMO_MODEL
     assert settings["backward_model_sha256"] == settings["model_sha256"] == job.params["backward_model_sha256"]
