@@ -57,6 +57,11 @@ RAW = PromptTemplate("raw", "{source}", chat=False, stop_at_newline=False)
         ("The seven other nations agreed.", "The other 7 nations agreed.", []),
         ("extremism continues in pakistan.", "extremism continues in Pakistan.", []),
         ("A man is showing his dog to the camera.", "A man is showing his dog on camera.", []),
+        # an acronym and the words it stands for, either way round (the quick start's "RBA"; training pairs)
+        ("RBA delivers another rate cut", "Reserve Bank of Australia delivers rate cut", []),
+        ("Carney sets a high bar at the Bank of England", "Carney sets a high bar at the BoE", []),
+        ("6.6 quake rocks Papua: US Geological Survey", "6.6 quake rocks Papua: USGS", []),
+        ("The RBA cut rates", "The Reserve Bank of India cut rates", ["+reserve", "+bank", "+india", "-rba"]),
     ],
 )
 def test_the_facts_an_output_changes(reference, output, changes):
