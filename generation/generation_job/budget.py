@@ -59,8 +59,8 @@ def model_shape(folder: Path) -> tuple[int, int, int, int]:
 
 def weight_bytes(model: Path, backward: Path | None) -> int:
     """The weights a job's worker holds (both local folders, ``model_source.model_folder``'s): the model's, and a
-    backward model's unless it is the same folder (then
-    the model is read the other way, loaded once: ``pipeline.job_backward``)."""
+    backward model's unless it is the same folder (then the model is read the other way, loaded once:
+    ``pipeline.job_backward``)."""
     weights = model_shape(model)[0]
     if backward is not None and backward.resolve() != model.resolve():
         weights += model_shape(backward)[0]
@@ -77,15 +77,23 @@ def diverse_peak_bytes(options: DiverseOptions, model: Path, backward: Path | No
 
 def diverse_memory_error(options: DiverseOptions, model: Path, backward: Path | None, budget_gib: float) -> str | None:
     """Why a diverse job would not fit the worker's memory budget, or None when it fits."""
-    peak = diverse_peak_bytes(options, model, backward)
+    asked = (
+        f"--diverse with {options.negative_sets} negative sets x {options.samples} samples "
+        f"({options.rows} rows per input), batch size {options.batch_size or CPU_BATCH} and max length "
+        f"{options.max_length}"
+    )
+    lower = "--negative-sets, --samples, --batch-size or --max-length"
+    return over_budget(diverse_peak_bytes(options, model, backward), budget_gib, asked, lower)
+
+
+def over_budget(peak: int, budget_gib: float, asked: str, lower: str) -> str | None:
+    """The refusal of a job whose estimated ``peak`` bytes are above ``budget_gib`` (what was ``asked`` for,
+    what to ``lower``), or None when it fits."""
     if peak <= budget_gib * GIB:
         return None
     return (
-        f"--diverse with {options.negative_sets} negative sets x {options.samples} samples "
-        f"({options.rows} rows per input), batch size {options.batch_size or CPU_BATCH} and max length "
-        f"{options.max_length} needs an estimated {peak / GIB:.1f} GiB, above the workers' budget of "
-        f"{budget_gib:g} GiB (PARAFORGE_JOB_MEMORY_GIB): lower --negative-sets, --samples, --batch-size "
-        "or --max-length"
+        f"{asked} needs an estimated {peak / GIB:.1f} GiB, above the workers' budget of {budget_gib:g} GiB "
+        f"(PARAFORGE_JOB_MEMORY_GIB): lower {lower}"
     )
 
 
@@ -100,13 +108,12 @@ def beam_peak_bytes(options: DecodeOptions, model: Path, backward: Path | None =
 
 def beam_memory_error(options: DecodeOptions, model: Path, backward: Path | None, budget_gib: float) -> str | None:
     """Why a beam search job would not fit the worker's memory budget, or None when it fits."""
-    peak = beam_peak_bytes(options, model, backward)
-    if peak <= budget_gib * GIB:
-        return None
-    return (
+    asked = (
         f"a beam of {options.beam}, batch size {options.batch_size or batching.CPU_BATCH} and max length "
-        f"{options.max_length} needs an estimated {peak / GIB:.1f} GiB, above the workers' budget of "
-        f"{budget_gib:g} GiB (PARAFORGE_JOB_MEMORY_GIB): lower --batch-size, --beam or --max-length"
+        f"{options.max_length}"
+    )
+    return over_budget(
+        beam_peak_bytes(options, model, backward), budget_gib, asked, "--batch-size, --beam or --max-length"
     )
 
 

@@ -36,6 +36,11 @@ TOO_BIG = [
 ]
 
 
+def generate_cli(corpus, *args) -> None:  # noqa: F811
+    """``manage.py generate CORPUS --model <demo model> ARGS``."""
+    call_command("generate", corpus.name, "--model", str(DEMO_MODEL), *args, stdout=open(os.devnull, "w"))
+
+
 @pytest.mark.parametrize(("changes", "field", "limit"), TOO_BIG)
 def test_api_refuses_a_setting_above_its_bound_naming_the_limit(corpus, client, changes, field, limit):  # noqa: F811
     staff(client)
@@ -49,28 +54,9 @@ def test_api_refuses_a_setting_above_its_bound_naming_the_limit(corpus, client, 
 
 def test_the_command_and_the_admin_refuse_the_same_values(corpus):  # noqa: F811
     with pytest.raises(CommandError, match=r"negative.sets must be between 1 and 50"):
-        call_command(
-            "generate",
-            corpus.name,
-            "--model",
-            str(DEMO_MODEL),
-            "--diverse",
-            "--negative-sets",
-            "1000000000",
-            stdout=open(os.devnull, "w"),
-        )
+        generate_cli(corpus, "--diverse", "--negative-sets", "1000000000")
     with pytest.raises(CommandError, match=r"pause.per.batch must be between 0 and 60"):
-        call_command(
-            "generate",
-            corpus.name,
-            "--model",
-            str(DEMO_MODEL),
-            "--systems",
-            "28",
-            "--pause-per-batch",
-            "1e9",
-            stdout=open(os.devnull, "w"),
-        )
+        generate_cli(corpus, "--systems", "28", "--pause-per-batch", "1e9")
     form = GenerateForm(browser_form(corpus, model="model", diverse="on", negative_sets=10**9), corpus=corpus)
     assert not form.is_valid() and "50" in str(form.errors["negative_sets"])
     assert not Job.objects.exists()
@@ -135,16 +121,7 @@ def test_a_beam_search_job_over_the_memory_budget_is_refused_before_it_is_queued
     assert body["code"] == "invalid" and "PARAFORGE_JOB_MEMORY_GIB" in message and "8 GiB" in message, body
     assert "a beam of 100, batch size 4096 and max length 1024" in message and "lower --batch-size" in message
     with pytest.raises(CommandError, match="PARAFORGE_JOB_MEMORY_GIB"):
-        call_command(
-            "generate",
-            corpus.name,
-            "--model",
-            str(DEMO_MODEL),
-            "--systems",
-            "28",
-            *("--beam", "100", "--batch-size", "4096", "--max-length", "1024"),
-            stdout=open(os.devnull, "w"),
-        )
+        generate_cli(corpus, "--systems", "28", "--beam", "100", "--batch-size", "4096", "--max-length", "1024")
     assert not Job.objects.exists()
 
     settings.PARAFORGE_JOB_MEMORY_GIB = 0.2  # the demo model's beam 5 at the CPU's batch of 32: ~0.4 GiB
