@@ -49,7 +49,8 @@ backward model (``generation.decoding.backward``), in beam search (the rows and 
 and in the diverse mode alike.
 
 The outputs of the shipped adapter under system 15, plain and with ``--keep-facts --backward``, judged by hand:
-``bench/results/paraphraser-judged.tsv``.
+``bench/results/paraphraser-judged.tsv``; the shipped adapter's and the third recipe's under systems 15 and 22,
+judged blind: ``bench/results/paraphraser-judged-recipes.tsv``.
 
 ``--outputs`` writes every first output (model, system, reference, output) for judging by hand, and with
 ``--diverse`` ranks 1 and 2 (systems ``r1``, ``r2``). ``--systems none`` keeps only the unconstrained row."""
