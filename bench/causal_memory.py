@@ -14,7 +14,7 @@ Without ``--config``: Llama 3.2 1B, Llama 3.2 3B and Llama 3.1 8B, from the valu
   bytes;
 * a batch of B sentences decoded with K beams over a prompt of P tokens and N new ones keeps B x K x (P + N)
   tokens' keys and values, twice while the beams reorder (``Cache.reorder_cache`` copies each layer), plus
-  ``batching.LOGIT_COPIES`` float32 [B x K, vocabulary] arrays of a step (logits, log-softmax, the
+  ``batch_memory.LOGIT_COPIES`` float32 [B x K, vocabulary] arrays of a step (logits, log-softmax, the
   candidates' sums, ...) and the prompt pass's activations (B x P x hidden x 4 bytes x 8, a generous bound;
   its logits are one position's: ``logits_to_keep=1``).
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from generation.decoding.batching import LOGIT_COPIES
+from generation.batch_memory import LOGIT_COPIES
 
 # the fields of the published config.json files that the sizes depend on
 CONFIGS = {

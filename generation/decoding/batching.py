@@ -9,29 +9,26 @@ process can still use (``torch.cuda.mem_get_info``'s free memory plus what torch
 
     batch = the largest power of two <= MEMORY_SHARE x free / sentence_bytes, between 1 and CUDA_CAP
 
-``sentence_bytes`` is an upper estimate of what one sentence costs while it decodes: its key/value cache
-(``2 x layers x width`` values per token and hypothesis over ``3 x max_length`` tokens: the self-attention
-cache up to ``max_length``, its copy while beams reorder, the cross-attention over a source taken as long as
-``max_length``) and ``LOGIT_COPIES`` float32 [beam, vocabulary] arrays of one step (logits, log-softmax,
-processors, the candidates' sums). Half the free memory is left for the encoder's activations, the
-allocator's fragmentation and other processes. The cap: beyond 512 the table above shows returns
-diminishing, a chunk's window (512 references) holds a few thousand distinct inputs, and a batch waits
-for its slowest sentence.
-"""
+``sentence_bytes`` (``generation.batch_memory``, which the jobs' memory budget reads too) is an upper estimate of
+what one sentence costs while it decodes: its key/value cache (``2 x layers x width`` values per token and
+hypothesis over ``3 x max_length`` tokens: the self-attention cache up to ``max_length``, its copy while beams
+reorder, the cross-attention over a source taken as long as ``max_length``) and ``LOGIT_COPIES`` float32 [beam,
+vocabulary] arrays of one step (logits, log-softmax, processors, the candidates' sums). Half the free memory is left
+for the encoder's activations, the allocator's fragmentation and other processes. The cap: beyond 512 the table
+above shows returns diminishing, a chunk's window (512 references) holds a few thousand distinct inputs, and a batch
+waits for its slowest sentence."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
+from ..batch_memory import CPU_BATCH, config_sizes, sentence_bytes
 from ..decode_options import DecodeOptions
 
-CPU_BATCH = 32
 CUDA_CAP = 512
 MEMORY_SHARE = 0.5
-LOGIT_COPIES = 8
 
 
 @dataclass(frozen=True)
@@ -40,13 +37,6 @@ class BatchChoice:
 
     size: int
     rule: str
-
-
-def sentence_bytes(*, layers: int, width: int, vocab: int, beam: int, max_length: int, value_bytes: int) -> int:
-    """Upper estimate of one sentence's device memory while it decodes (the module's docstring)."""
-    cache = 2 * layers * width * value_bytes * beam * 3 * max_length
-    step = LOGIT_COPIES * beam * vocab * 4
-    return cache + step
 
 
 def batch_for_free_memory(free_bytes: int, per_sentence: int, cap: int = CUDA_CAP) -> int:
@@ -60,25 +50,6 @@ def batch_for_free_memory(free_bytes: int, per_sentence: int, cap: int = CUDA_CA
 def model_sizes(model) -> tuple[int, int]:
     """(decoder layers, key/value width) of a loaded model (:func:`config_sizes` of its config)."""
     return config_sizes(model.config)
-
-
-def config_sizes(cfg: Any) -> tuple[int, int]:
-    """(decoder layers, key/value width) of a model's config (a ``PretrainedConfig`` or config.json's values as
-    attributes): seq2seq (Marian, BART, T5, ...) or decoder-only, where grouped-query attention keeps
-    ``num_key_value_heads`` x head size per token and layer (a quarter of the hidden size in Llama 3 8B: counting
-    the hidden size would take a batch 4x too small)."""
-    names = ("decoder_layers", "num_decoder_layers", "num_layers", "num_hidden_layers")
-    layers = next((getattr(cfg, k) for k in names if getattr(cfg, k, None)), 1)
-    heads, d_kv = getattr(cfg, "num_heads", None), getattr(cfg, "d_kv", None)
-    kv_heads = getattr(cfg, "num_key_value_heads", None)
-    if heads and d_kv:
-        width = heads * d_kv
-    elif kv_heads:
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        width = kv_heads * head_dim
-    else:
-        width = getattr(cfg, "d_model", None) or getattr(cfg, "hidden_size", None) or 1
-    return int(layers), int(width)
 
 
 def cuda_free_bytes(device: torch.device) -> int:

@@ -10,7 +10,7 @@ above ``PARAFORGE_JOB_MEMORY_GIB``, with the estimate and what to lower.
 
 Beam search likewise (:func:`beam_memory_error`): a beam of 100, 4,096 sentences a batch and 1,024 tokens are each
 within bounds, but a batch of them holds 409,600 hypotheses' caches and logits. Its estimate is the decoder's own
-rule for a GPU batch (``decoding.batching.sentence_bytes``: each sentence's key/value cache over three times
+rule for a GPU batch (``decoding.batch_memory.sentence_bytes``: each sentence's key/value cache over three times
 ``max_length`` and eight copies of a step's logits, for ``beam`` hypotheses) times ``batch_size`` (32 when unset,
 the CPU's batch; a GPU worker sizes an unset batch from its free memory itself), plus the models' weights.
 
@@ -32,8 +32,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from .. import batch_memory
 from ..decode_options import DecodeOptions, DiverseOptions
-from ..decoding import batching
 from ..model_source import adapter_base_folder, is_adapter_folder
 
 GIB = 1024**3
@@ -45,7 +45,7 @@ CPU_BATCH = 1  # the sampler's inputs per batch when a job gives none (generatio
 
 def model_shape(folder: Path) -> tuple[int, int, int, int]:
     """``(weight bytes, decoder layers, key/value width, vocabulary)`` of a Hugging Face model folder (config.json,
-    read by the decoder's own rule, ``batching.config_sizes``); of an
+    read by the decoder's own rule, ``batch_memory.config_sizes``); of an
     adapter folder (``train_rewriter --lora-rank``), its base's with the adapter's weights added (it is decoded
     merged into the base)."""
     weights = sum(f.stat().st_size for pattern in WEIGHT_FILES for f in folder.glob(pattern) if f.is_file())
@@ -53,7 +53,7 @@ def model_shape(folder: Path) -> tuple[int, int, int, int]:
         base_weights, layers, width, vocab = model_shape(adapter_base_folder(folder))
         return base_weights + weights, layers, width, vocab
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    layers, width = batching.config_sizes(SimpleNamespace(**config))
+    layers, width = batch_memory.config_sizes(SimpleNamespace(**config))
     return weights, layers, width, int(config.get("vocab_size") or 1)
 
 
@@ -100,16 +100,16 @@ def over_budget(peak: int, budget_gib: float, asked: str, lower: str) -> str | N
 def beam_peak_bytes(options: DecodeOptions, model: Path, backward: Path | None = None) -> int:
     """The estimated peak memory of one beam search batch with these models (module docstring)."""
     _weights, layers, width, vocab = model_shape(model)
-    per_sentence = batching.sentence_bytes(
+    per_sentence = batch_memory.sentence_bytes(
         layers=layers, width=width, vocab=vocab, beam=options.beam, max_length=options.max_length, value_bytes=4
     )
-    return weight_bytes(model, backward) + per_sentence * (options.batch_size or batching.CPU_BATCH)
+    return weight_bytes(model, backward) + per_sentence * (options.batch_size or batch_memory.CPU_BATCH)
 
 
 def beam_memory_error(options: DecodeOptions, model: Path, backward: Path | None, budget_gib: float) -> str | None:
     """Why a beam search job would not fit the worker's memory budget, or None when it fits."""
     asked = (
-        f"a beam of {options.beam}, batch size {options.batch_size or batching.CPU_BATCH} and max length "
+        f"a beam of {options.beam}, batch size {options.batch_size or batch_memory.CPU_BATCH} and max length "
         f"{options.max_length}"
     )
     return over_budget(

@@ -11,15 +11,10 @@ import pytest
 import torch
 from django.core.management import CommandError, call_command
 
+from generation.batch_memory import CPU_BATCH, sentence_bytes
 from generation.decode_options import DecodeOptions, DecodeOptionsError, dtype_device_error
 from generation.decoding import decode, from_objects, load_model
-from generation.decoding.batching import (
-    CPU_BATCH,
-    CUDA_CAP,
-    batch_for_free_memory,
-    default_batch_size,
-    sentence_bytes,
-)
+from generation.decoding.batching import CUDA_CAP, batch_for_free_memory, default_batch_size
 from generation.decoding.loading import model_dtype
 from jobs.params import from_values, to_json
 
