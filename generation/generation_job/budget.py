@@ -10,7 +10,7 @@ above ``PARAFORGE_JOB_MEMORY_GIB``, with the estimate and what to lower.
 
 Beam search likewise (:func:`beam_memory_error`): a beam of 100, 4,096 sentences a batch and 1,024 tokens are each
 within bounds, but a batch of them holds 409,600 hypotheses' caches and logits. Its estimate is the decoder's own
-rule for a GPU batch (``decoding.batch_memory.sentence_bytes``: each sentence's key/value cache over three times
+rule for a GPU batch (``generation.batch_memory.sentence_bytes``: each sentence's key/value cache over three times
 ``max_length`` and eight copies of a step's logits, for ``beam`` hypotheses) times ``batch_size`` (32 when unset,
 the CPU's batch; a GPU worker sizes an unset batch from its free memory itself), plus the models' weights.
 
@@ -45,9 +45,8 @@ CPU_BATCH = 1  # the sampler's inputs per batch when a job gives none (generatio
 
 def model_shape(folder: Path) -> tuple[int, int, int, int]:
     """``(weight bytes, decoder layers, key/value width, vocabulary)`` of a Hugging Face model folder (config.json,
-    read by the decoder's own rule, ``batch_memory.config_sizes``); of an
-    adapter folder (``train_rewriter --lora-rank``), its base's with the adapter's weights added (it is decoded
-    merged into the base)."""
+    read by the decoder's own rule, ``batch_memory.config_sizes``); of an adapter folder (``train_rewriter
+    --lora-rank``), its base's with the adapter's weights added (it is decoded merged into the base)."""
     weights = sum(f.stat().st_size for pattern in WEIGHT_FILES for f in folder.glob(pattern) if f.is_file())
     if is_adapter_folder(folder):
         base_weights, layers, width, vocab = model_shape(adapter_base_folder(folder))
