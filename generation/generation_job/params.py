@@ -342,6 +342,18 @@ def check_backward_model(path: str) -> None:
         raise GenerationSettingsError(f"--backward-model: {exc}", field="backward_model") from None
 
 
+def checked_models(params: GenerateParams) -> tuple[dict | None, Path, Path | None]:
+    """A job's model and backward model checked, either mode's: the model's prompt template as stored (None for
+    an encoder-decoder model), and both models' local folders (what the memory budgets read)."""
+    template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
+    checked_fingerprint(params.model)
+    backward = None
+    if params.backward_model:
+        check_backward_model(params.backward_model)
+        backward = checked_folder(params.backward_model, "backward_model")
+    return template, checked_folder(params.model), backward
+
+
 def generate_params_checked(params: GenerateParams) -> GenerateParams:
     """``params`` checked against the database and the file system (nothing is created), completed: the
     corpus's latest IDF table where none is given, a decoder-only model's prompt template as its JSON.
@@ -353,14 +365,8 @@ def generate_params_checked(params: GenerateParams) -> GenerateParams:
         raise GenerationSettingsError(f"corpus {corpus.name!r} is {corpus.status}, not ready")
     if params.diverse:
         return diverse_params_checked(params)
-    template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
-    checked_fingerprint(params.model)
-    if params.backward_model:
-        check_backward_model(params.backward_model)
-    backward = checked_folder(params.backward_model, "backward_model") if params.backward_model else None
-    problem = beam_memory_error(
-        params.decode, checked_folder(params.model), backward, settings.PARAFORGE_JOB_MEMORY_GIB
-    )
+    template, model, backward = checked_models(params)
+    problem = beam_memory_error(params.decode, model, backward, settings.PARAFORGE_JOB_MEMORY_GIB)
     if problem:
         raise GenerationSettingsError(problem)
     if params.ppdb and Path(params.ppdb).is_dir():
@@ -382,12 +388,8 @@ def diverse_params_checked(params: GenerateParams) -> GenerateParams:
     as a beam search job's does; a decoder-only backward model is read with that template when it is the same
     folder, else with its own default, checked here), its estimated peak memory and time against the workers'
     budgets (``budget``), and its name; it takes no IDF table, no PPDB file."""
-    template = prompt_template_json(params.model, check_model_folder(params.model), params.prompt_template)
-    checked_fingerprint(params.model)
-    if params.backward_model:
-        check_backward_model(params.backward_model)
-    backward = checked_folder(params.backward_model, "backward_model") if params.backward_model else None
-    options, model = params.diverse_options or DiverseOptions(), checked_folder(params.model)
+    template, model, backward = checked_models(params)
+    options = params.diverse_options or DiverseOptions()
     problem = diverse_memory_error(options, model, backward, settings.PARAFORGE_JOB_MEMORY_GIB)
     references = Corpus.objects.filter(pk=params.corpus).values_list("n_references", flat=True).first() or 0
     problem = problem or diverse_time_error(
