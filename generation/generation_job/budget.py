@@ -56,22 +56,20 @@ def model_shape(folder: Path) -> tuple[int, int, int, int]:
     return weights, layers, width, int(config.get("vocab_size") or 1)
 
 
-def weight_bytes(model: Path, backward: Path | None) -> int:
-    """The weights a job's worker holds (both local folders, ``model_source.model_folder``'s): the model's, and a
-    backward model's unless it is the same folder (then the model is read the other way, loaded once:
+def backward_weight_bytes(model: Path, backward: Path | None) -> int:
+    """The weights a backward model adds to a job's worker (both local folders, ``model_source.model_folder``'s):
+    none when there is none or it is the model's folder (then the model is read the other way, loaded once:
     ``pipeline.job_backward``)."""
-    weights = model_shape(model)[0]
-    if backward is not None and backward.resolve() != model.resolve():
-        weights += model_shape(backward)[0]
-    return weights
+    if backward is None or backward.resolve() == model.resolve():
+        return 0
+    return model_shape(backward)[0]
 
 
 def diverse_peak_bytes(options: DiverseOptions, model: Path, backward: Path | None = None) -> int:
     """The estimated peak memory of decoding one batch of the diverse mode with these models (module docstring)."""
-    _weights, layers, width, vocab = model_shape(model)
-    weights = weight_bytes(model, backward)
+    weights, layers, width, vocab = model_shape(model)
     per_row = FLOAT_BYTES * (4 * layers * options.max_length * width + vocab)
-    return weights + per_row * options.rows * (options.batch_size or CPU_BATCH)
+    return weights + backward_weight_bytes(model, backward) + per_row * options.rows * (options.batch_size or CPU_BATCH)
 
 
 def diverse_memory_error(options: DiverseOptions, model: Path, backward: Path | None, budget_gib: float) -> str | None:
@@ -98,11 +96,13 @@ def over_budget(peak: int, budget_gib: float, asked: str, lower: str) -> str | N
 
 def beam_peak_bytes(options: DecodeOptions, model: Path, backward: Path | None = None) -> int:
     """The estimated peak memory of one beam search batch with these models (module docstring)."""
-    _weights, layers, width, vocab = model_shape(model)
+    weights, layers, width, vocab = model_shape(model)
     per_sentence = batch_memory.sentence_bytes(
         layers=layers, width=width, vocab=vocab, beam=options.beam, max_length=options.max_length, value_bytes=4
     )
-    return weight_bytes(model, backward) + per_sentence * (options.batch_size or batch_memory.CPU_BATCH)
+    return (
+        weights + backward_weight_bytes(model, backward) + per_sentence * (options.batch_size or batch_memory.CPU_BATCH)
+    )
 
 
 def beam_memory_error(options: DecodeOptions, model: Path, backward: Path | None, budget_gib: float) -> str | None:
