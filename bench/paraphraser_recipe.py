@@ -37,6 +37,7 @@ import os
 import random
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -50,28 +51,63 @@ from scoring.releases.filters import copy_kind  # noqa: E402 - the release's own
 HELD_OUT_REMAINDER = 1  # ref_id % 4 == 1: bench/paraphraser.py's ParaBank references
 
 
-def parabank_pairs(
-    folder: Path, *, min_score: float = 80.0, per_reference: int = 4, both_ways: bool = False
-) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class JudgedCandidate:
+    """One distinct candidate of a ParaBank reference with its raters' judgments pooled (the attention-check
+    copies, ``sys_id`` 0, are not candidates). A rater's "nonsensical" (no slider) counts as 0."""
+
+    ref_id: str
+    reference: str
+    candidate: str
+    systems: frozenset[str]
+    mean_score: float
+    grammatical: bool  # every rater's grammar mark 2
+
+    def is_paraphrase(self, min_score: float = 80.0) -> bool:
+        """The recipe's rule: its raters judged it a paraphrase (mean slider >= ``min_score``, every grammar
+        mark 2) and it is not a copy or a near-copy of its reference (the release's rule)."""
+        return self.mean_score >= min_score and self.grammatical and copy_kind(self.reference, self.candidate) is None
+
+
+def judged_candidates(folder: Path) -> list[JudgedCandidate]:
+    """Every judged candidate of ``parabank-eval`` (held-out references included: callers choose)."""
     refs = {}
     with open(folder / "ref.tsv", encoding="utf-8") as fh:
         for row in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE):
             refs[row["ref_id"]] = row["ref_sent"]
     scores: dict[tuple[str, str], list[float]] = defaultdict(list)
     grammar: dict[tuple[str, str], list[str]] = defaultdict(list)
+    systems: dict[tuple[str, str], set[str]] = defaultdict(set)
     with open(folder / "candidates.tsv", encoding="utf-8") as fh:
         for row in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE):
-            if row["sys_id"] == "0" or int(row["ref_id"]) % 4 == HELD_OUT_REMAINDER:
+            if row["sys_id"] == "0":
                 continue
             key = (row["ref_id"], row["candidate"])
             scores[key].append(float(row["human_score"]) if row["human_score"] else 0.0)
             grammar[key].append(row["gm"])
+            systems[key].update(row["sys_id"].split())
+    return [
+        JudgedCandidate(
+            ref_id=ref_id,
+            reference=refs[ref_id],
+            candidate=cand,
+            systems=frozenset(systems[(ref_id, cand)]),
+            mean_score=sum(values) / len(values),
+            grammatical=all(g == "2" for g in grammar[(ref_id, cand)]),
+        )
+        for (ref_id, cand), values in scores.items()
+    ]
+
+
+def parabank_pairs(
+    folder: Path, *, min_score: float = 80.0, per_reference: int = 4, both_ways: bool = False
+) -> list[tuple[str, str]]:
     by_ref: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for (ref_id, cand), values in scores.items():
-        mean = sum(values) / len(values)
-        if mean >= min_score and all(g == "2" for g in grammar[(ref_id, cand)]):
-            if copy_kind(refs[ref_id], cand) is None:
-                by_ref[ref_id].append((mean, cand))
+    refs = {}
+    for judged in judged_candidates(folder):
+        if int(judged.ref_id) % 4 != HELD_OUT_REMAINDER and judged.is_paraphrase(min_score):
+            by_ref[judged.ref_id].append((judged.mean_score, judged.candidate))
+            refs[judged.ref_id] = judged.reference
     pairs = []
     for ref_id, cands in sorted(by_ref.items()):
         for _, cand in sorted(cands, reverse=True)[: per_reference or None]:
