@@ -25,6 +25,9 @@ own systems' outputs for the references ``bench/paraphraser.py`` holds out (``re
   junk = none), and how the judge's labels of ParaBank's outputs agree with ParaBank's raters (the recipe's
   rule, and the raters' mean slider per label): the judge's strictness, measured.
 
+The run of 2026-12-06, judged: ``bench/results/paraphraser-vs-parabank-judged.tsv`` (the labels in blind order) and
+``bench/results/paraphraser-vs-parabank-key.tsv`` (which side is which); ``paraphraser-vs-parabank.txt`` the output.
+
 ParaBank's outputs were decoded under its own constraints (its IDF over its corpus), ours under the same
 system's rule on the demo corpus's IDF: the same system, not always the same banned words."""
 
