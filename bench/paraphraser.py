@@ -3,6 +3,7 @@ references unconstrained and under the quick start's constraint systems, in one 
 
     .venv/bin/python bench/paraphraser.py [--model NAME=PATH ...] [--data ../shared/data] [--references 60]
         [--offset 2000] [--parabank 40] [--systems none,15,22,28,29,34] [--beam 4] [--keep-facts] [--backward]
+        [--avoid-copies]
         [--max-length 48] [--passes 2]
         [--diverse [--diverse-sets 3] [--diverse-samples 8] [--diverse-keep 2]] [--outputs OUT.tsv] [--json OUT.json]
 
@@ -46,11 +47,13 @@ samples, ranks 1-2 kept; the other options DiverseOptions' defaults, ``--max-len
 
 ``--keep-facts`` decodes with ``keep_facts`` (``generation.facts``) and ``--backward`` with each model as its own
 backward model (``generation.decoding.backward``), in beam search (the rows and the beam n-best of ``--diverse``)
-and in the diverse mode alike.
+and in the diverse mode alike; ``--avoid-copies`` with ``avoid_copies`` (``generation.copies``), in beam search's
+rows.
 
 The outputs of the shipped adapter under system 15, plain and with ``--keep-facts --backward``, judged by hand:
 ``bench/results/paraphraser-judged.tsv``; the shipped adapter's and the third recipe's under systems 15 and 22,
-judged blind: ``bench/results/paraphraser-judged-recipes.tsv``.
+judged blind: ``bench/results/paraphraser-judged-recipes.tsv``; the first outputs ``--avoid-copies`` changed (with
+``--keep-facts --backward``), judged: ``bench/results/paraphraser-avoid-copies-judged.tsv``.
 
 ``--outputs`` writes every first output (model, system, reference, output) for judging by hand, and with
 ``--diverse`` ranks 1 and 2 (systems ``r1``, ``r2``). ``--systems none`` keeps only the unconstrained row."""
@@ -276,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--keep-facts", action="store_true", help="keep_facts, beam search and diverse (generation.facts)")
     ap.add_argument("--backward", action="store_true", help="each model its own backward model, both modes")
+    ap.add_argument("--avoid-copies", action="store_true", help="avoid_copies: copies last in beam search's rows")
     ap.add_argument("--max-length", type=int, default=48)
     ap.add_argument(
         "--exclude-pairs", type=Path, default=None, help="a training pairs file: its sentences are not references"
@@ -311,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         f"# bench/paraphraser.py: {len(refs)} references, systems {','.join(systems) or '-'}, beam {args.beam}"
         + (", keep_facts" if args.keep_facts else "")
         + (", each model its own backward model" if args.backward else "")
+        + (", avoid_copies" if args.avoid_copies else "")
     )
     rows, written = [], []
     for name, path in models.items():
@@ -332,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                     beam=args.beam,
                     max_length=args.max_length,
                     keep_facts=args.keep_facts,
+                    avoid_copies=args.avoid_copies,
                     backward=loaded if args.backward else None,
                 )
                 timings.append(time.perf_counter() - t)

@@ -9,8 +9,8 @@ The options are ``jobs.params`` fields: a field's name is its command-line optio
 stores it, and the commands' options are derived from them (``GenerateParams``, ``ParaphraseParams``). An
 error names a field the way the caller's user wrote it (:attr:`DecodeOptionsError.option_message` for commands). A
 generation job stores the eight options ``beam`` to ``dtype`` (always, as jobs have since they existed) and
-``keep_facts`` when it is on (so a job stored before it existed reads the same); the others are per-process
-knobs (``paraphrase``, benches) that a job never stores.
+``keep_facts`` and ``avoid_copies`` when on (so a job stored before they existed reads the same); the others are
+per-process knobs (``paraphrase``, benches) that a job never stores.
 """
 
 from __future__ import annotations
@@ -110,8 +110,9 @@ class DecodeOptions:
     ``stop``: when a sentence's search ends (``generation.beam_sizes``); ``max_length`` counts the decoder
     start token, as in ``transformers``; ``int8``: the lean step's products on dynamic int8 weights (CPU,
     Marian and BART); ``keep_facts``: search the whole beam and put first the outputs that change fewest of the
-    reference's facts (``generation.facts``); ``rerank_dissimilar``: order each n-best list by word edit distance
-    to the reference."""
+    reference's facts (``generation.facts``); ``avoid_copies``: search the whole beam and put last the outputs
+    that copy the reference, nearly or with words added (``generation.copies``); ``rerank_dissimilar``: order each
+    n-best list by word edit distance to the reference."""
 
     beam: int = field(
         default=5,
@@ -152,6 +153,16 @@ class DecodeOptions:
             "each cluster's best and ranks them so",
             stored="non_default",
             scope=SHARED,
+        ),
+    )
+    avoid_copies: bool = field(
+        default=False,
+        metadata=param(
+            help="put last the outputs that are the reference again, a near-copy of it (the release's rule, which "
+            "would drop them) or it with words added (generation.copies): beam search orders its whole beam so, "
+            "ties by score, then returns the n-best",
+            stored="non_default",
+            scope=SEARCH,
         ),
     )
     early_stopping: bool | str = field(default=False, metadata=_knob())
@@ -202,7 +213,7 @@ class DecodeOptions:
         put("dtype", self.dtype or None)
         if self.dtype not in (None, *DTYPES):
             raise _fail("{0} must be one of {names}, not {value!r}", "dtype", names=", ".join(DTYPES), value=self.dtype)
-        for name in ("keep_facts", "int8", "rerank_dissimilar"):
+        for name in ("keep_facts", "avoid_copies", "int8", "rerank_dissimilar"):
             put(name, bool(_flag(name, getattr(self, name))))
         for name in ("cuda_graph", "shrink", "fast_step"):
             _flag(name, getattr(self, name))

@@ -66,24 +66,30 @@ DEMO_BEAM = 4
 DEMO_NBEST = 2  # the second best output of each system doubles the real-word candidates left after screening
 
 
-def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE, model: Path = DEMO_MODEL) -> dict[str, Any]:
-    """The generation job's params for the demo's evaluation sample (checked by ``generation_params``); ``model``:
-    the demo model, or the packaged paraphraser (its prompt is the one it was trained with; ``keep_facts`` on and
-    itself as its backward model, since what it does most is change a fact: ``generation.facts``,
-    ``generation.decoding.backward``)."""
+def demo_generation_settings(corpus_id: int, *, name: str = DEMO_SAMPLE, model: Path = DEMO_MODEL) -> GenerateParams:
+    """The generation job's settings for the demo's evaluation sample (checked as values when made; the model and
+    the database by :func:`demo_generation_params`); ``model``: the demo model, or the packaged paraphraser (its
+    prompt is the one it was trained with; ``keep_facts`` on and itself as its backward model, since what it does
+    most is change a fact: ``generation.facts``, ``generation.decoding.backward``; ``avoid_copies`` on, since
+    unconstrained (system 28) or with a required word (29) it gives its input back: ``generation.copies``)."""
     paraphraser = model == DEMO_PARAPHRASER
-    return generation_params(
-        GenerateParams(
-            corpus=corpus.pk,
-            model=str(model),
-            systems=DEMO_SYSTEMS,
-            decode=DecodeOptions(beam=DEMO_BEAM, nbest=DEMO_NBEST, device="cpu", keep_facts=paraphraser),
-            backward_model=str(model) if paraphraser else None,
-            sample_per_length=DEMO_PER_LENGTH,
-            lengths=DEMO_LENGTHS,
-            name=name,
-        )
+    return GenerateParams(
+        corpus=corpus_id,
+        model=str(model),
+        systems=DEMO_SYSTEMS,
+        decode=DecodeOptions(
+            beam=DEMO_BEAM, nbest=DEMO_NBEST, device="cpu", keep_facts=paraphraser, avoid_copies=paraphraser
+        ),
+        backward_model=str(model) if paraphraser else None,
+        sample_per_length=DEMO_PER_LENGTH,
+        lengths=DEMO_LENGTHS,
+        name=name,
     )
+
+
+def demo_generation_params(corpus: Corpus, *, name: str = DEMO_SAMPLE, model: Path = DEMO_MODEL) -> dict[str, Any]:
+    """The generation job's params for the demo's evaluation sample (:func:`demo_generation_settings`), checked."""
+    return generation_params(demo_generation_settings(corpus.pk, name=name, model=model))
 
 
 # ``scripts/start`` (in the background, once Gemma 3 270M is installed): the same sample decoded by the packaged
@@ -98,7 +104,9 @@ DEMO_DIVERSE_SETS, DEMO_DIVERSE_SAMPLES = 3, 8
 def demo_diverse_settings(corpus_id: int, *, name: str = DEMO_PARAPHRASER_DIVERSE) -> GenerateParams:
     """The diverse job's settings of the paraphraser's demo sample (checked as values when made; the model and the
     database by :func:`demo_diverse_params`): ranks 1-2 of each reference, those that keep the reference's facts
-    first (``keep_facts``, one setting of the decoder's options and the diverse mode's: both say it)."""
+    first (``keep_facts``, one setting of the decoder's options and the diverse mode's: both say it), each
+    candidate scored with the paraphraser itself as its backward model (ParaBank 2's score: rank 1 keeps closer to
+    the reference's meaning, ``bench/results/paraphraser-diverse-backward.txt``)."""
     return GenerateParams(
         corpus=corpus_id,
         model=str(DEMO_PARAPHRASER),
@@ -107,6 +115,7 @@ def demo_diverse_settings(corpus_id: int, *, name: str = DEMO_PARAPHRASER_DIVERS
             negative_sets=DEMO_DIVERSE_SETS, samples=DEMO_DIVERSE_SAMPLES, keep=DEMO_DIVERSE_RANKS, keep_facts=True
         ),
         decode=DecodeOptions(device="cpu", keep_facts=True),
+        backward_model=str(DEMO_PARAPHRASER),
         sample_per_length=DEMO_PER_LENGTH,
         lengths=DEMO_LENGTHS,
         name=name,

@@ -32,18 +32,13 @@ so, and every candidate is kept, in a batch and in a release alike.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 
+from .copies import COPY, COPY_RULE, copy_key, is_copy  # noqa: F401 (re-exported)
 from .english import MIN_ZIPF, WORDLIST, Vocabulary, english_words, non_words
 from .models import Corpus
 from .vocabulary import corpus_vocabulary, text_words
 
-COPY_RULE = (
-    "a paraphrase is a copy of its reference when both are equal after Unicode NFKC normalisation, case folding "
-    "and collapsing every run of whitespace to one space (leading and trailing whitespace dropped); punctuation "
-    "and every other character count"
-)
 NON_WORD_RULE = (
     "a paraphrase holds a non-word when one of its words (spaCy tokens holding a letter, lower-cased; numbers, "
     "'1990s' and '21st' too, URLs and e-mail addresses are never non-words; a contraction's piece such as ''ve' "
@@ -53,20 +48,7 @@ NON_WORD_RULE = (
     f"{WORDLIST} that is not a function word with an inflection ('tos', 'buts'); a function word glued to a "
     "determiner ('tothe', 'inthe') is a non-word even in the corpus"
 )
-COPY, NON_WORD = "copy", "non-word"
-
-
-def copy_key(text: str) -> str:
-    """The text as ``is_copy`` compares it (``COPY_RULE``)."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-def is_copy(reference: str, paraphrase: str) -> bool:
-    """Whether ``paraphrase`` is its reference again (``COPY_RULE``): "The cat sat." and " the  CAT sat." are
-    copies; "The cat sat" (no full stop) is not. Only case and spacing are forgiven, because a change of
-    punctuation can be a change of meaning ("Let's eat, Grandma."), and the overlap and BLEU filters exist for
-    near-copies."""
-    return copy_key(reference) == copy_key(paraphrase)
+NON_WORD = "non-word"
 
 
 def screen_vocabulary(corpus: Corpus | None) -> tuple[Vocabulary | None, str]:

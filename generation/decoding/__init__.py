@@ -12,8 +12,8 @@
 search used them (after the model's own logits processors) - not length-normalised. Outputs are ordered
 as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or, with
 ``keep_facts``, those that change fewest of the source's numbers and names first (each gains ``fact_changes``),
-and with a ``backward`` model by forward plus backward NLL per token (each gains ``backward_nll``), or by
-dissimilarity with ``rerank_dissimilar``.
+with ``avoid_copies`` the copies and near-copies of the source last, and with a ``backward`` model by forward
+plus backward NLL per token (each gains ``backward_nll``), or by dissimilarity with ``rerank_dissimilar``.
 """
 
 from __future__ import annotations
@@ -203,9 +203,9 @@ def decode(
     if options.dtype is not None and options.dtype != loaded.dtype:
         raise DecodeOptionsError(f"the options ask for dtype {options.dtype}, the model is in {loaded.dtype}")
     batch_size = options.batch_size or default_batch_size(loaded, options).size
-    # keep_facts and a backward model choose among every finished hypothesis of the beam, not among the n-best
-    # the search would stop at
-    faithful = options.keep_facts or backward is not None
+    # keep_facts, avoid_copies and a backward model choose among every finished hypothesis of the beam, not among
+    # the n-best the search would stop at
+    faithful = options.keep_facts or options.avoid_copies or backward is not None
     searched = options.replace(nbest=options.beam) if faithful else options
     if constraints is None:
         constraints = [None] * len(sources)
@@ -234,6 +234,7 @@ def decode(
         todo = _by_length(tok, sources, todo)
     # the EOS tokens that spell nothing (a line break that ends an output stays in its text)
     ending = {loaded.vocab.eos_id} | {i for i in loaded.vocab.eos_ids if not loaded.vocab.surfaces[i]}
+    stopped = {loaded.vocab.eos_id, *loaded.vocab.eos_ids}  # an output that ends in none of these was cut off
     for k in range(0, len(todo), batch_size):
         idx = todo[k : k + batch_size]
         if loaded.causal:  # a decoder-only model continues each source's prompt (causal.py, generation/prompts.py)
@@ -252,7 +253,7 @@ def decode(
             loaded, input_ids, am, options=searched, pos=pos, neg=neg, stats=stats, should_stop=should_stop
         )
         for i, hyps in zip(idx, rows):
-            outs, dropped = [], []
+            outs, dropped, cut_off = [], [], []
             for ids, raw, _normed in hyps:
                 body = [t for t in ids if t not in ending]
                 text = tok.decode(body, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip()
@@ -260,13 +261,17 @@ def decode(
                 if bad:  # safety net: the search gets here only for a run-on it does not follow
                     dropped.append(bad)
                     continue
+                if not ids or ids[-1] not in stopped:  # the length limit ended it
+                    cut_off.append(len(outs))
                 outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw, "satisfied": True})
             ref = references[i] if references and references[i] else sources[i]
             if backward is not None and outs:
                 for o, nll in zip(outs, backward_nll(backward, [o["text"] for o in outs], sources[i])):
                     o["backward_nll"] = nll
             if faithful:
-                outs = rerank_faithful(outs, ref, keep_facts=options.keep_facts)
+                outs = rerank_faithful(
+                    outs, ref, keep_facts=options.keep_facts, avoid_copies=options.avoid_copies, cut_off=cut_off
+                )
             outs = outs[: options.nbest]
             if options.rerank_dissimilar:
                 outs = rerank_dissimilar(outs, ref)

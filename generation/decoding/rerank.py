@@ -1,10 +1,14 @@
-"""Re-ranking a beam's outputs: the most faithful first (``keep_facts``, a backward model), or by word-level
+"""Re-ranking a beam's outputs: the most faithful first (``keep_facts``, a backward model; copies last with
+``avoid_copies``), or by word-level
 Levenshtein distance to the reference (``rerank_dissimilar``; ties: model score)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from rapidfuzz.distance import Levenshtein
 
+from ..copies import COPY, EXTENDS, NEAR_COPY, copy_kind, extends
 from ..facts import fact_changes
 from ..words import words_of
 
@@ -29,17 +33,47 @@ def forward_nll(output: dict) -> float:
     return -output["score"] / (len(output["tokens"]) + 1)
 
 
-def rerank_faithful(outputs: list[dict], reference: str, *, keep_facts: bool) -> list[dict]:
-    """A beam's outputs, the most faithful first: with ``keep_facts`` those that change fewest of ``reference``'s
-    facts (``generation.facts.FACT_RULE``; each output gains ``"fact_changes"``, ``["+27", "-nasdaq"]``), then,
-    where each output has its ``"backward_nll"`` (a backward model read the input back from it), by forward plus
-    backward NLL per token (ParaBank 2's score); other ties in the order given (the search's: best score first)."""
-    for o in outputs:
+CUT_OFF, EMPTY = "cut off", "empty"
+# why avoid_copies puts an output back, and how far: a copy or near-copy (a release drops it) before what a reader
+# would call no sentence of its own (the reference with words added, or a run-on the length limit stopped)
+AVOIDED_RANK = {None: 0, COPY: 1, NEAR_COPY: 1, EXTENDS: 2, CUT_OFF: 2, EMPTY: 2}
+
+
+def avoided(reference: str, text: str, *, cut_off: bool) -> str | None:
+    """Why ``avoid_copies`` puts an output back: ``"copy"``, ``"near-copy"`` (the release's rules), ``"extends"``
+    (the reference with words added; all three ``generation.copies``), ``"cut off"`` (``cut_off``: the length limit
+    ended it, not its end-of-sequence token: a decoder-only model that runs on, "... Edited excerpts: ... Edited
+    excerpts: ..."), ``"empty"`` (no text at all); None: none of these."""
+    if not text.strip():
+        return EMPTY
+    kind = copy_kind(reference, text) or (EXTENDS if extends(reference, text) else None)
+    return kind or (CUT_OFF if cut_off else None)
+
+
+def rerank_faithful(
+    outputs: list[dict],
+    reference: str,
+    *,
+    keep_facts: bool,
+    avoid_copies: bool = False,
+    cut_off: Collection[int] = (),
+) -> list[dict]:
+    """A beam's outputs, the most faithful first: with ``avoid_copies`` those :func:`avoided` last, the copies
+    before the rest (``AVOIDED_RANK``; each output gains ``"avoided"``, the reason or None; ``cut_off``: the
+    positions of the outputs the length limit ended), with ``keep_facts`` those that change fewest of
+    ``reference``'s facts first (``generation.facts.FACT_RULE``; each output gains ``"fact_changes"``, ``["+27",
+    "-nasdaq"]``), then, where each output has its ``"backward_nll"`` (a backward model read the input back from
+    it), by forward plus backward NLL per token (ParaBank 2's score); other ties in the order given (the search's:
+    best score first)."""
+    for i, o in enumerate(outputs):
         if keep_facts:
             o["fact_changes"] = fact_changes(reference, o["text"])
+        if avoid_copies:
+            o["avoided"] = avoided(reference, o["text"], cut_off=i in cut_off)
 
-    def key(o: dict) -> tuple[int, float]:
+    def key(o: dict) -> tuple[int, int, float]:
+        put_back = AVOIDED_RANK[o["avoided"]] if avoid_copies else 0
         changed = len(o["fact_changes"]) if keep_facts else 0
-        return changed, (forward_nll(o) + o["backward_nll"]) if "backward_nll" in o else 0.0
+        return put_back, changed, (forward_nll(o) + o["backward_nll"]) if "backward_nll" in o else 0.0
 
     return sorted(outputs, key=key)

@@ -120,8 +120,8 @@ def corpus_list(request: Request) -> Response:
     "folders (`PARAFORGE_MODEL_ROOTS`) or a hub id already in the server's Hugging Face cache; a backward model "
     "or PPDB file is named in the model folders too. Anything else is refused with 400, as are the settings of "
     "the other mode (with `diverse`: constraint systems, IDF table, PPDB file, beam search's `beam`, "
-    "`nbest`, `stop`, `length_penalty` other than their defaults; without it, the diverse settings), and a job "
-    "that cannot start (a corpus that is not ready, a name taken), before any job exists.",
+    "`nbest`, `stop`, `length_penalty`, `avoid_copies` other than their defaults; without it, the diverse "
+    "settings), and a job that cannot start (a corpus that is not ready, a name taken), before any job exists.",
     responses={**JOB_STARTED, **api_errors(400, 404, 413, 415)},
 )
 @api_view(["GET", "POST"])

@@ -78,7 +78,7 @@ FIELDSETS = (
         "constraints",
         "Constraint systems and beam search",
         "ParaBank's constraint systems, decoded by beam search (when diverse is not ticked).",
-        ("systems", "idf_table", "ppdb", "beam", "nbest", "stop", "length_penalty"),
+        ("systems", "idf_table", "ppdb", "beam", "nbest", "stop", "length_penalty", "avoid_copies"),
     ),
     (
         "diverse",
@@ -260,7 +260,7 @@ class GenerateForm(GenerateSettingsFields):
     )
     field_order = (
         "model diverse systems sample_per_length lengths name beam nbest stop max_length length_penalty keep_facts "
-        "batch_size "
+        "avoid_copies batch_size "
         "device dtype seed idf_table ppdb prompt_template"
     ).split()
 

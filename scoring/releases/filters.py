@@ -49,15 +49,20 @@ import dataclasses
 import functools
 import math
 import re
-import sys
-import unicodedata
 from collections import Counter
 from typing import Any
 
-from rapidfuzz.distance import Levenshtein
-
 from api.numbers import ascii_float, ascii_int, shown
-from generation.screening import COPY, COPY_RULE, NON_WORD_RULE, copy_key, is_copy  # noqa: F401 (re-exported)
+from generation.copies import (  # noqa: F401 (re-exported)
+    COPY,
+    COPY_RULE,
+    NEAR_COPY,
+    NEAR_COPY_EDITS,
+    NEAR_COPY_RULE,
+    copy_key,
+    copy_kind,
+    is_copy,
+)
 from scoring.diversity import normalize, tokens
 
 RERANKS = ("dissimilar", "score")
@@ -73,34 +78,6 @@ _KNOWN = (
 COPIES = ("drop", "keep")
 BLEU_ORDER = 4
 MIN_REPEAT_CHARS = 3
-NEAR_COPY = "near-copy"
-NEAR_COPY_EDITS = 1  # characters inserted, deleted or replaced (Levenshtein), after punctuation is dropped
-NEAR_COPY_RULE = (
-    "a paraphrase is a near-copy of its reference when it is not a copy but both are equal, or at most "
-    f"{NEAR_COPY_EDITS} character edit (insertion, deletion or replacement) apart, after Unicode NFKC "
-    "normalisation, case folding, dropping every punctuation mark and collapsing whitespace"
-)
-
-
-@functools.cache
-def _punctuation() -> dict[int, None]:
-    """Every Unicode punctuation mark (categories P*) as a ``str.translate`` table that deletes it: built once
-    (about 0.2 s), then a sentence loses its punctuation in about 2 us instead of 18 one character at a time."""
-    return {cp: None for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)).startswith("P")}
-
-
-def _without_punctuation(key: str) -> str:
-    return " ".join(key.translate(_punctuation()).split())
-
-
-def copy_kind(reference: str, paraphrase: str) -> str | None:
-    """``COPY`` (``is_copy``), ``NEAR_COPY`` (``copy_kind``) or None: each text normalised once, since a
-    release asks this of every pair."""
-    a, b = copy_key(reference), copy_key(paraphrase)
-    if a == b:
-        return COPY
-    a, b = _without_punctuation(a), _without_punctuation(b)
-    return NEAR_COPY if Levenshtein.distance(a, b, score_cutoff=NEAR_COPY_EDITS) <= NEAR_COPY_EDITS else None
 
 
 class FilterError(ValueError):

@@ -198,6 +198,6 @@ def test_every_decoding_option_is_in_exactly_one_scope():
 def test_the_scoped_lists_are_what_commands_and_jobs_have_always_read():
     from generation.decode_options import BEAM_ONLY, DIVERSE_SHARED, NOT_JOB_OPTIONS
 
-    assert BEAM_ONLY == ("beam", "nbest", "stop", "length_penalty")
+    assert BEAM_ONLY == ("beam", "nbest", "stop", "length_penalty", "avoid_copies")
     assert NOT_JOB_OPTIONS == ("early_stopping", "int8", "rerank_dissimilar", "cuda_graph", "shrink", "fast_step")
     assert DIVERSE_SHARED == ("seed", "max_length", "batch_size", "keep_facts")

@@ -12,11 +12,12 @@ import pytest
 from django.core.management import call_command
 
 from generation.constraints.sets import resolve_systems
+from generation.copies import extends
 from generation.decode_options import DecodeOptions, DiverseOptions
 from generation.decoding import backward_nll, decode, from_objects, load_model
 from generation.decoding.diverse import Candidate, choose_outputs
-from generation.decoding.rerank import forward_nll
-from generation.demo_settings import demo_diverse_settings
+from generation.decoding.rerank import forward_nll, rerank_faithful
+from generation.demo_settings import DEMO_PARAPHRASER, demo_diverse_settings, demo_generation_settings
 from generation.facts import fact_changes, numbers
 from generation.generation_job.params import GenerationSettingsError
 from generation.generation_job.pipeline import ChunkSetup, decode_window, prepare_window
@@ -135,6 +136,89 @@ def test_a_bitext_job_keeps_the_facts_of_its_english_reference_not_of_its_source
     assert [[c["text"] for c in r["candidates"]] for r in out] == [["7"], ["dog"]]
 
 
+def _wants_the_source_back(logits=None):
+    """A model that wants to end at once (an empty output), then " dog" (the source "dog" again), then "7"."""
+    model, tok = constant_causal(logits or {"eos": 7.0, "Ġdog": 6.0, "7": 5.0})
+    return from_objects(model, tok, "cpu", prompt_template=RAW)
+
+
+@pytest.mark.parametrize("source", ["dog", "Dog.", "dogs"])  # a copy, then near-copies: a full stop, a letter
+def test_avoid_copies_returns_the_beams_best_output_that_is_no_copy(source):
+    """The model's best outputs are empty, then the source back (or all but a character of it: the release's
+    near-copy, which a release would drop); with avoid_copies the one output asked for is the beam's best other
+    one, and each output says why it was put back: copies first, then what is no sentence of its own."""
+    loaded = _wants_the_source_back()
+    [plain] = decode(loaded, [source], beam=4, nbest=4, max_length=3)
+    assert [o["text"] for o in plain.outputs][:2] == ["", "dog"]
+    [every] = decode(loaded, [source], beam=4, nbest=4, max_length=3, avoid_copies=True)
+    assert [(o["text"], o["avoided"]) for o in every.outputs][:3] == [
+        ("7", None),
+        ("dog", "copy" if source == "dog" else "near-copy"),
+        ("", "empty"),
+    ]
+    assert every.outputs[3]["avoided"] in ("extends", "cut off")
+
+
+@pytest.mark.parametrize(
+    ("reference", "ordered"),
+    [
+        ("a cat", [("dog", None), ("dog dog", "cut off")]),  # the search's best ran to the length limit
+        ("dog", [("dog", "copy"), ("dog dog", "extends")]),  # a copy before the reference with words added
+    ],
+)
+def test_avoid_copies_puts_what_runs_on_after_the_copies(reference, ordered):
+    """A decoder-only model that runs on past its sentence is stopped by the length limit ("dog dog", no
+    end-of-sequence token): such an output goes last, after a copy, which a release drops where workers would read
+    a run-on."""
+    loaded = _wants_the_source_back({"Ġdog": 7.0, "eos": 6.5, "7": 5.0})
+    [plain] = decode(loaded, ["x"], beam=2, nbest=2, max_length=3, references=[reference])
+    assert [o["text"] for o in plain.outputs] == ["dog dog", "dog"]
+    [r] = decode(loaded, ["x"], beam=2, nbest=2, max_length=3, avoid_copies=True, references=[reference])
+    assert [(o["text"], o["avoided"]) for o in r.outputs] == ordered
+
+
+@pytest.mark.parametrize(
+    ("reference", "output", "extended"),
+    [
+        ("Evolution is not an opinion.", "Evolution is not an opinion. evolution is not an opinion.", True),
+        ("You people think of everything.", "You people think of everything. Well, at least a lot of it.", True),
+        ("-Hasn't changed in five minutes.", "Hasn't changed in five minutes? Well, she hasn't.", True),
+        ("The cat sat.", "The cat sat down, and slept.", True),  # the reference and a statement more
+        ("The cat sat.", "The cat sat.", False),  # a copy, not an extension
+        ("The cat sat.", "The cats sat down.", False),  # not the whole reference word for word
+        ("cat", "concatenate", False),  # words, not characters
+    ],
+)
+def test_an_output_extends_its_reference_when_it_holds_all_of_it_and_more(reference, output, extended):
+    assert extends(reference, output) is extended
+
+
+def test_avoid_copies_puts_copies_and_then_extensions_last():
+    """What a decoder-only paraphraser writes when it does not stop (the reference, then more) goes last, after the
+    copies (a release drops those; workers would read it); the other outputs keep the search's order."""
+    reference = "The cat sat."
+    texts = ["The cat sat. The cat sat.", "The cat sat.", "A cat was sitting.", "The cat was sitting."]
+    outputs = [{"text": t, "score": -float(i), "tokens": ["x"]} for i, t in enumerate(texts)]
+    assert rerank_faithful([dict(o) for o in outputs], reference, keep_facts=False) == outputs
+    ordered = rerank_faithful(outputs, reference, keep_facts=False, avoid_copies=True)
+    assert [o["text"] for o in ordered] == [texts[2], texts[3], texts[1], texts[0]]  # a copy before a run-on
+
+
+def test_avoid_copies_keeps_a_copy_when_the_beam_holds_nothing_else():
+    """Copies go last, they are not dropped: a beam of one gives its copy, as the release decides what to keep."""
+    loaded = _wants_the_source_back({"Ġdog": 6.0, "7": 5.0})
+    [only] = decode(loaded, ["dog"], beam=1, nbest=1, max_length=2, avoid_copies=True)
+    assert [o["text"] for o in only.outputs] == ["dog"]
+
+
+def test_avoid_copies_compares_with_the_reference_a_line_gives():
+    """A source with its reference ("dog" paraphrases "a dog"): "dog" is no copy of it, so it stays first."""
+    [r] = decode(
+        _wants_the_source_back(), ["dog"], beam=4, nbest=1, max_length=3, avoid_copies=True, references=["a cat"]
+    )
+    assert (r.outputs[0]["text"], r.outputs[0]["avoided"]) == ("dog", None)
+
+
 @pytest.mark.django_db
 def test_paraphrase_keep_facts_writes_the_changes(tmp_path):
     """``paraphrase --keep-facts`` on the shipped demo model: every output says which facts it changes."""
@@ -229,6 +313,18 @@ def test_the_quick_starts_diverse_sample_keeps_facts_in_both_of_its_options():
     assert settings.decode.keep_facts and settings.diverse_options.keep_facts
     with pytest.raises(GenerationSettingsError, match="keep_facts is one setting of the job"):
         dataclasses.replace(settings, diverse_options=settings.diverse_options.replace(keep_facts=False))
+
+
+def test_the_quick_starts_paraphraser_samples_order_their_outputs_as_measured():
+    """The packaged paraphraser's samples decode as bench/paraphraser.py measured them best: beam search with the
+    facts kept, copies last and itself as backward model; the diverse mode with it as backward model too (rank 1
+    then keeps closer to the reference). The demo model's sample keeps the plain beam."""
+    beam = demo_generation_settings(1, model=DEMO_PARAPHRASER)
+    assert beam.decode.keep_facts and beam.decode.avoid_copies
+    assert beam.backward_model == str(DEMO_PARAPHRASER)
+    assert demo_diverse_settings(1).backward_model == str(DEMO_PARAPHRASER)
+    demo = demo_generation_settings(1)
+    assert not (demo.decode.keep_facts or demo.decode.avoid_copies or demo.backward_model)
 
 
 def test_a_short_word_is_no_form_of_a_longer_name():

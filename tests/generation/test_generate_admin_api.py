@@ -188,19 +188,30 @@ def test_api_starts_a_plain_job_as_the_command_does(corpus, client):
     )
 
 
-def test_keep_facts_is_a_jobs_setting_the_api_and_the_command_store_alike(corpus, client):
-    """``keep_facts`` (generation.facts), a setting of either mode, is stored only when on, so the jobs stored
-    before it read the same."""
+@pytest.mark.parametrize(
+    ("setting", "flag", "diverse_status"),
+    [
+        ("keep_facts", "--keep-facts", 202),  # generation.facts: a setting of either mode
+        ("avoid_copies", "--avoid-copies", 400),  # generation.copies: it orders a beam, so the diverse mode refuses it
+    ],
+)
+def test_an_ordering_of_the_outputs_is_a_jobs_setting_the_api_and_the_command_store_alike(
+    corpus, client, setting, flag, diverse_status
+):
+    """Stored only when on, so the jobs stored before it read the same."""
     staff(client)
-    answer = post_json(client, corpus.pk, {"model": "model", "systems": "28", "keep_facts": True})
+    answer = post_json(client, corpus.pk, {"model": "model", "systems": "28", setting: True})
     assert answer.status_code == 202, answer.content
     job = Job.objects.get(pk=answer.json()["job"])
-    assert job.params["keep_facts"] is True
-    same_job(job.params, command_params(corpus, "--systems", "28", "--keep-facts"))
-    assert "keep_facts" not in command_params(corpus, "--systems", "28")
-    diverse = post_json(client, corpus.pk, {"model": "model", "diverse": True, "keep_facts": True})
-    assert diverse.status_code == 202, diverse.content  # one setting of both modes
-    same_job(Job.objects.get(pk=diverse.json()["job"]).params, command_params(corpus, "--diverse", "--keep-facts"))
+    assert job.params[setting] is True
+    same_job(job.params, command_params(corpus, "--systems", "28", flag))
+    assert setting not in command_params(corpus, "--systems", "28")
+    diverse = post_json(client, corpus.pk, {"model": "model", "diverse": True, setting: True})
+    assert diverse.status_code == diverse_status, diverse.content
+    if diverse_status == 202:
+        same_job(Job.objects.get(pk=diverse.json()["job"]).params, command_params(corpus, "--diverse", flag))
+    else:
+        assert setting in json.dumps(diverse.json())
 
 
 def test_a_beam_search_job_with_a_backward_model_runs_and_its_card_says_so(corpus, client):
