@@ -111,8 +111,8 @@ class DecodeOptions:
     start token, as in ``transformers``; ``int8``: the lean step's products on dynamic int8 weights (CPU,
     Marian and BART); ``keep_facts``: search the whole beam and put first the outputs that change fewest of the
     reference's facts (``generation.facts``); ``avoid_copies``: search the whole beam and put last the outputs
-    that copy the reference, nearly or with words added (``generation.copies``); ``rerank_dissimilar``: order each
-    n-best list by word edit distance to the reference."""
+    that copy the reference or nearly, then those that run on (``generation.decoding.rerank.avoided``);
+    ``rerank_dissimilar``: order each n-best list by word edit distance to the reference."""
 
     beam: int = field(
         default=5,
@@ -158,9 +158,10 @@ class DecodeOptions:
     avoid_copies: bool = field(
         default=False,
         metadata=param(
-            help="put last the outputs that are the reference again, a near-copy of it (the release's rule, which "
-            "would drop them) or it with words added (generation.copies): beam search orders its whole beam so, "
-            "ties by score, then returns the n-best",
+            help="put last the outputs that are the reference again or a near-copy of it (the release's rule, which "
+            "would drop them), and after them those that run on: the reference with words added, an output the "
+            "length limit ended, an empty one (generation.copies): beam search orders its whole beam so, ties by "
+            "score, then returns the n-best",
             stored="non_default",
             scope=SEARCH,
         ),

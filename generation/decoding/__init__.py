@@ -12,8 +12,9 @@
 search used them (after the model's own logits processors) - not length-normalised. Outputs are ordered
 as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or, with
 ``keep_facts``, those that change fewest of the source's numbers and names first (each gains ``fact_changes``),
-with ``avoid_copies`` the copies and near-copies of the source last, and with a ``backward`` model by forward
-plus backward NLL per token (each gains ``backward_nll``), or by dissimilarity with ``rerank_dissimilar``.
+with ``avoid_copies`` the copies and near-copies of the reference, then its run-ons, last (each gains
+``avoided``), and with a ``backward`` model by forward plus backward NLL per token (each gains ``backward_nll``), or
+by dissimilarity with ``rerank_dissimilar``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Re-ranking a beam's outputs: the most faithful first (``keep_facts``, a backward model; copies last with
-``avoid_copies``), or by word-level
-Levenshtein distance to the reference (``rerank_dissimilar``; ties: model score)."""
+"""Re-ranking a beam's outputs: the most faithful first (``keep_facts``, a backward model; copies and run-ons
+last with ``avoid_copies``), or by word-level Levenshtein distance to the reference (``rerank_dissimilar``; ties:
+model score)."""
 
 from __future__ import annotations
 
