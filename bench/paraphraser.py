@@ -109,11 +109,39 @@ def training_sentences(path: Path | None) -> frozenset[str]:
         return frozenset(side.strip().lower() for line in fh for side in line.rstrip("\n").split("\t")[:2])
 
 
-def parabank_references(folder: Path, n: int) -> list[str]:
+def held_out_references(folder: Path) -> list[tuple[str, str]]:
+    """(ref_id, sentence) of the ParaBank references the recipe holds out, 5 to 20 tokens, in ``ref.tsv``'s order."""
     with open(folder / "ref.tsv", encoding="utf-8") as fh:
         rows = [r for r in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)]
-    held = [r["ref_sent"] for r in rows if int(r["ref_id"]) % 4 == HELD_OUT_REMAINDER and int(r["ref_len"]) <= 20]
-    return held[:n]
+    return [
+        (r["ref_id"], r["ref_sent"])
+        for r in rows
+        if int(r["ref_id"]) % 4 == HELD_OUT_REMAINDER and int(r["ref_len"]) <= 20
+    ]
+
+
+def parabank_references(folder: Path, n: int) -> list[str]:
+    return [sentence for _, sentence in held_out_references(folder)][:n]
+
+
+def corpus_lines(path: Path) -> list[str]:
+    """A corpus file's non-blank lines, stripped."""
+    return [x.strip() for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def corpus_idf(lines: list[str]) -> tuple[dict[str, float], dict[str, int]]:
+    """(IDF, document frequency) of each token of ``lines`` (spaCy's tokens, as ``build_idf`` counts them)."""
+    n_docs, df = count_document_frequencies(lines)
+    return {tok: idf_value(n_docs, count) for tok, count in df.items()}, df
+
+
+def system_constraints(system: str, refs: list[str], idf: dict[str, float]) -> list[dict | None]:
+    """Each reference's constraint set under ParaBank system ``system`` (None: unconstrained, or the system's pool
+    is empty for it); ``"none"``: every reference unconstrained."""
+    if system == "none":
+        return [None] * len(refs)
+    chosen = [select_constraints(int(system), r, idf) for r in refs]
+    return [c.to_json() if c.is_constraint_set else None for c in chosen]
 
 
 def hf_generate_seconds(loaded, refs: list[str], beam: int, max_length: int) -> float:
@@ -293,12 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
-    lines = [x.strip() for x in args.corpus.read_text(encoding="utf-8").splitlines() if x.strip()]
+    lines = corpus_lines(args.corpus)
     refs = demo_references(lines, args.offset, args.references, training_sentences(args.exclude_pairs))
     if args.data:
         refs += parabank_references(args.data / "parabank-eval", args.parabank)
-    n_docs, df = count_document_frequencies(lines)
-    idf = {tok: idf_value(n_docs, count) for tok, count in df.items()}
+    idf, df = corpus_idf(lines)
     vocabulary = Vocabulary(corpus=frozenset(df), english=english_words(), source="demo corpus + English words")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     models = dict(m.split("=", 1) for m in (args.model or [f"demo={DEMO_MODEL}"]))
@@ -322,11 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load_model(path, device="cpu")
         print(f"## {name} ({path}; {'decoder-only, prompt ' + loaded.prompt.name if loaded.causal else 'seq2seq'})")
         for system in systems:
-            if system == "none":
-                cons = [None] * len(refs)
-            else:
-                chosen = [select_constraints(int(system), r, idf) for r in refs]
-                cons = [c.to_json() if c.is_constraint_set else None for c in chosen]
+            cons = system_constraints(system, refs, idf)
             timings = []
             for _ in range(args.passes):  # the fastest pass: the first pays one-time set-up (kernels, caches)
                 t = time.perf_counter()

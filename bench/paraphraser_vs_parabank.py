@@ -42,25 +42,19 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.paraphraser import DEMO_CORPUS, HELD_OUT_REMAINDER  # first: it sets up Django
+from bench.paraphraser import (  # first: it sets up Django
+    DEMO_CORPUS,
+    HELD_OUT_REMAINDER,
+    corpus_idf,
+    corpus_lines,
+    held_out_references,
+    system_constraints,
+)
 from bench.paraphraser_recipe import judged_candidates
-from generation.constraints.idf import count_document_frequencies, idf_value
-from generation.constraints.sets import select_constraints
 from generation.decoding import decode, load_model
 
 LABELS = ("real", "slip", "copy", "meaning change", "junk", "none")
 RANK = {"real": 3, "slip": 2, "copy": 1, "meaning change": 1, "junk": 0, "none": 0}
-
-
-def held_out_references(folder: Path) -> list[tuple[str, str]]:
-    """(ref_id, sentence) of the held-out references, in ``ref.tsv``'s order (``bench/paraphraser.py``'s)."""
-    with open(folder / "ref.tsv", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
-    return [
-        (r["ref_id"], r["ref_sent"])
-        for r in rows
-        if int(r["ref_id"]) % 4 == HELD_OUT_REMAINDER and int(r["ref_len"]) <= 20
-    ]
 
 
 def system_outputs(folder: Path) -> dict[tuple[str, str], str]:
@@ -89,18 +83,15 @@ def blind(args: argparse.Namespace) -> None:
     folder = args.data / "parabank-eval"
     refs = held_out_references(folder)[args.skip : args.skip + args.references]
     theirs = system_outputs(folder)
-    lines = [x.strip() for x in DEMO_CORPUS.read_text(encoding="utf-8").splitlines() if x.strip()]
-    n_docs, df = count_document_frequencies(lines)
-    idf = {tok: idf_value(n_docs, count) for tok, count in df.items()}
+    idf, _df = corpus_idf(corpus_lines(DEMO_CORPUS))
     loaded = load_model(args.model, device="cpu")
     rng = random.Random(args.seed)
     rows, key, skipped = [], [], 0
     for system in [s.strip() for s in args.systems.split(",") if s.strip()]:
         todo = [(rid, ref) for rid, ref in refs if (rid, system) in theirs]
         skipped += len(refs) - len(todo)
-        chosen = [select_constraints(int(system), ref, idf) for _, ref in todo]
-        cons = [c.to_json() if c.is_constraint_set else None for c in chosen]
         sentences = [ref for _, ref in todo]
+        cons = system_constraints(system, sentences, idf)
         results = decode(loaded, sentences, cons, beam=4, max_length=48, keep_facts=True, backward=loaded)
         for (rid, ref), res, con in zip(todo, results, cons):
             ours = res.outputs[0]["text"] if res.outputs else ""
