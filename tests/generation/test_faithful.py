@@ -212,7 +212,8 @@ def test_avoid_copies_keeps_a_copy_when_the_beam_holds_nothing_else():
 
 
 def test_avoid_copies_compares_with_the_reference_a_line_gives():
-    """A source with its reference ("dog" paraphrases "a dog"): "dog" is no copy of it, so it stays first."""
+    """A source with its reference (a bitext line: the source "dog", the reference "a cat"): the output "dog" copies
+    the source but not the reference, so it stays first."""
     [r] = decode(
         _wants_the_source_back(), ["dog"], beam=4, nbest=1, max_length=3, avoid_copies=True, references=["a cat"]
     )
