@@ -1,14 +1,16 @@
 """When a paraphrase is its reference again: the one copy rule (``COPY_RULE``) and near-copy rule
-(``NEAR_COPY_RULE``) of the whole product, and the reference with words added (``EXTENDS_RULE``). Releases leave
-copies and near-copies out (``scoring.releases.filters``), HIT batches leave copies out (``annotation.batches``),
-and the decoder's ``avoid_copies`` puts all three last in a beam (``generation.decoding.rerank``). Django-free and
-torch-free, so the decoder package can read it."""
+(``NEAR_COPY_RULE``) of the whole product, the reference with words added (``EXTENDS_RULE``), and a paraphrase that
+loops (``REPEATS_RULE``). Releases leave copies and near-copies out (``scoring.releases.filters``), HIT batches leave
+copies out (``annotation.batches``), and the decoder's ``avoid_copies`` puts copies, near-copies and extensions last
+in a beam and drops loops (``generation.decoding.rerank``). Django-free and torch-free, so the decoder package can
+read it."""
 
 from __future__ import annotations
 
 import functools
 import sys
 import unicodedata
+from collections import Counter
 
 from rapidfuzz.distance import Levenshtein
 
@@ -17,7 +19,7 @@ COPY_RULE = (
     "and collapsing every run of whitespace to one space (leading and trailing whitespace dropped); punctuation "
     "and every other character count"
 )
-COPY, NEAR_COPY, EXTENDS = "copy", "near-copy", "extends"
+COPY, NEAR_COPY, EXTENDS, REPEATS = "copy", "near-copy", "extends", "repeats"
 NEAR_COPY_EDITS = 1  # characters inserted, deleted or replaced (Levenshtein), after punctuation is dropped
 NEAR_COPY_RULE = (
     "a paraphrase is a near-copy of its reference when it is not a copy but both are equal, or at most "
@@ -29,6 +31,13 @@ EXTENDS_RULE = (
     "a paraphrase extends its reference when it is not a copy or a near-copy but holds the whole reference, word "
     "for word, with words added before or after it, compared as the near-copy rule compares (NFKC, case folding, "
     "no punctuation, whitespace collapsed)"
+)
+
+REPEAT_WORDS, REPEAT_TIMES = 4, 3
+REPEATS_RULE = (
+    f"a paraphrase repeats itself when a run of {REPEAT_WORDS} words occurs in it at least {REPEAT_TIMES} times, "
+    "and more often than in its reference, compared as the near-copy rule compares (NFKC, case folding, no "
+    "punctuation, whitespace collapsed)"
 )
 
 
@@ -74,3 +83,20 @@ def extends(reference: str, paraphrase: str) -> bool:
     a = _without_punctuation(copy_key(reference))
     b = _without_punctuation(copy_key(paraphrase))
     return bool(a) and a != b and f" {a} " in f" {b} "
+
+
+def repeats(reference: str, paraphrase: str) -> bool:
+    """Whether ``paraphrase`` loops (``REPEATS_RULE``): "Reserve Bank of India delivers rate cut for 2nd time. Edited
+    excerpts: RBA delivers rate cut for 2nd time. Edited excerpts: ..." for "RBA delivers another rate cut", what
+    a decoder-only model writes when it runs on and then ends. A sentence that says "the more you ..." three times
+    does not: its runs of four words differ."""
+    counts = _word_runs(paraphrase)
+    if not counts or max(counts.values()) < REPEAT_TIMES:
+        return False
+    in_reference = _word_runs(reference)
+    return any(n >= REPEAT_TIMES and n > in_reference[run] for run, n in counts.items())
+
+
+def _word_runs(text: str) -> Counter[tuple[str, ...]]:
+    words = _without_punctuation(copy_key(text)).split()
+    return Counter(tuple(words[i : i + REPEAT_WORDS]) for i in range(len(words) - REPEAT_WORDS + 1))

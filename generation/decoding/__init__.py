@@ -12,8 +12,9 @@
 search used them (after the model's own logits processors) - not length-normalised. Outputs are ordered
 as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or, with
 ``keep_facts``, those that change fewest of the source's numbers and names first (each gains ``fact_changes``),
-with ``avoid_copies`` the copies and near-copies of the reference, then its run-ons, last (each gains
-``avoided``), and with a ``backward`` model by forward plus backward NLL per token (each gains ``backward_nll``), or
+with ``avoid_copies`` the copies and near-copies of the reference, then its extensions, last (each gains
+``avoided``) and the outputs the length limit ended or that loop dropped (a beam of nothing else gives none:
+``RAN_ON``), and with a ``backward`` model by forward plus backward NLL per token (each gains ``backward_nll``), or
 by dissimilarity with ``rerank_dissimilar``.
 """
 
@@ -34,7 +35,7 @@ from .causal import prompt_batch
 from .dba import beam_search
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
 from .positive import build_positive_tables
-from .rerank import rerank_dissimilar, rerank_faithful, word_levenshtein
+from .rerank import RAN_ON, rerank_dissimilar, rerank_faithful, word_levenshtein
 from .stop_check import DecodingStopped, StopCheck, rate_limited
 from .vocab import PhraseError, encode_phrase
 
@@ -279,10 +280,11 @@ def decode(
             r = DecodeResult(source=sources[i], outputs=outs, safety_net_dropped=len(dropped))
             if not outs:
                 r.unsatisfiable = True
-                r.reason = (
-                    "no hypothesis satisfying every constraint within max_length"
-                    if not dropped
-                    else f"only violating hypotheses found: {dropped[0]}"
-                )
+                if dropped:
+                    r.reason = f"only violating hypotheses found: {dropped[0]}"
+                elif hyps and options.avoid_copies:  # its whole beam dropped (rerank.DROPPED)
+                    r.reason = RAN_ON
+                else:
+                    r.reason = "no hypothesis satisfying every constraint within max_length"
             results[i] = r
     return results

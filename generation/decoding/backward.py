@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from .causal import takes_logits_to_keep
 from .loading import LoadedModel
 
 BACKWARD_BATCH = 64
@@ -56,8 +57,13 @@ def _causal_backward_nll(backward: LoadedModel, candidates: list[str], target: s
         part = candidates[k : k + CAUSAL_BACKWARD_BATCH]
         examples = encode_pairs(backward.prompt, tok, end, [(c, target) for c in part], max_len=1 << 20)
         ids, mask, labels = collate(examples, pad)
-        logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits[:, :-1]
-        labels = labels[:, 1:].to(dev)  # position t's logits predict token t + 1
+        # position t's logits predict token t + 1: only the columns from the first labelled one on (the source
+        # after the shortest candidate's prompt) need them, so the LM head (262k words for Gemma 3) runs there alone
+        first = max(1, int((labels != IGNORE).any(0).nonzero()[0]))  # (nothing predicts the first token)
+        kept = ids.shape[1] - first + 1
+        kw = {"logits_to_keep": kept} if takes_logits_to_keep(model) else {}
+        logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), **kw).logits[:, -kept:-1]
+        labels = labels[:, first:].to(dev)
         known = labels != IGNORE
         logp = torch.log_softmax(logits.float(), dim=-1).gather(2, labels.clamp(min=0)[:, :, None])[:, :, 0]
         out += (-(logp * known).sum(1) / known.sum(1).clamp(min=1)).tolist()

@@ -34,6 +34,12 @@ def prompt_batch(loaded, sources: list[str]) -> tuple[torch.Tensor, torch.Tensor
     return enc["input_ids"].to(loaded.device), enc["attention_mask"].to(loaded.device)
 
 
+def takes_logits_to_keep(model) -> bool:
+    """Whether ``model``'s forward computes its logits for the last positions only when asked (transformers'
+    ``logits_to_keep``): a decoder-only model's LM head over its whole vocabulary is most of a step's work."""
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
+
+
 class CausalDecoder:
     """A decoder-only model's step for one batch of prompts, made as ``fast_step.FastStep`` is made
     (``start`` gives the per-call state; there is no encoder output, so its first argument is unused)."""
@@ -44,9 +50,8 @@ class CausalDecoder:
     def __init__(self, model, input_ids: torch.Tensor):
         self.model = model
         self.input_ids = input_ids
-        params = set(inspect.signature(model.forward).parameters)
-        self.takes_positions = "position_ids" in params
-        self.takes_logits_to_keep = "logits_to_keep" in params
+        self.takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+        self.takes_logits_to_keep = takes_logits_to_keep(model)
 
     def encode(self, _input_ids: torch.Tensor, _attention_mask: torch.Tensor) -> None:
         """No encoder: the prompts run as the first step."""

@@ -1,6 +1,6 @@
-"""Re-ranking a beam's outputs: the most faithful first (``keep_facts``, a backward model; copies and run-ons
-last with ``avoid_copies``), or by word-level Levenshtein distance to the reference (``rerank_dissimilar``; ties:
-model score)."""
+"""Re-ranking a beam's outputs: the most faithful first (``keep_facts``, a backward model; with ``avoid_copies``
+copies and extensions last, outputs the length limit ended or that loop dropped), or by word-level Levenshtein
+distance to the reference (``rerank_dissimilar``; ties: model score)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Collection
 
 from rapidfuzz.distance import Levenshtein
 
-from ..copies import COPY, EXTENDS, NEAR_COPY, copy_kind, extends
+from ..copies import COPY, EXTENDS, NEAR_COPY, REPEATS, copy_kind, extends, repeats
 from ..facts import fact_changes
 from ..words import words_of
 
@@ -35,19 +35,29 @@ def forward_nll(output: dict) -> float:
 
 CUT_OFF, EMPTY = "cut off", "empty"
 # why avoid_copies puts an output back, and how far: a copy or near-copy (a release drops it) before what a reader
-# would call no sentence of its own (the reference with words added, or a run-on the length limit stopped)
-AVOIDED_RANK = {None: 0, COPY: 1, NEAR_COPY: 1, EXTENDS: 2, CUT_OFF: 2, EMPTY: 2}
+# would call no sentence of its own (the reference with words added, an empty output). An output the length limit
+# ended (CUT_OFF) or that loops (REPEATS) is not put back but dropped: no sentence at all (rerank_faithful)
+AVOIDED_RANK = {None: 0, COPY: 1, NEAR_COPY: 1, EXTENDS: 2, EMPTY: 2}
+DROPPED = (CUT_OFF, REPEATS)
+# a reference's reason when avoid_copies dropped its whole beam for running on (decode's DecodeResult.reason)
+RAN_ON = "every hypothesis ran on to max_length or repeated itself (avoid_copies drops such outputs)"
 
 
 def avoided(reference: str, text: str, *, cut_off: bool) -> str | None:
-    """Why ``avoid_copies`` puts an output back: ``"copy"``, ``"near-copy"`` (the release's rules), ``"extends"``
-    (the reference with words added; all three ``generation.copies``), ``"cut off"`` (``cut_off``: the length limit
-    ended it, not its end-of-sequence token: a decoder-only model that runs on, "... Edited excerpts: ... Edited
-    excerpts: ..."), ``"empty"`` (no text at all); None: none of these."""
+    """Why ``avoid_copies`` puts an output back or drops it: ``"cut off"`` (``cut_off``: the length limit ended it,
+    not its end-of-sequence token, whatever else it is), ``"empty"`` (no text at all), ``"copy"``, ``"near-copy"``
+    (the release's rules), ``"repeats"`` (it loops: "... Edited excerpts: RBA delivers ... Edited excerpts: ...",
+    what a decoder-only model writes when it runs on), ``"extends"`` (the reference with words added; the last
+    four ``generation.copies``); None: none of these."""
+    if cut_off:
+        return CUT_OFF
     if not text.strip():
         return EMPTY
-    kind = copy_kind(reference, text) or (EXTENDS if extends(reference, text) else None)
-    return kind or (CUT_OFF if cut_off else None)
+    if kind := copy_kind(reference, text):
+        return kind
+    if repeats(reference, text):
+        return REPEATS
+    return EXTENDS if extends(reference, text) else None
 
 
 def rerank_faithful(
@@ -59,8 +69,9 @@ def rerank_faithful(
     cut_off: Collection[int] = (),
 ) -> list[dict]:
     """A beam's outputs, the most faithful first: with ``avoid_copies`` those :func:`avoided` last, the copies
-    before the rest (``AVOIDED_RANK``; each output gains ``"avoided"``, the reason or None; ``cut_off``: the
-    positions of the outputs the length limit ended), with ``keep_facts`` those that change fewest of
+    before the rest (``AVOIDED_RANK``; each output gains ``"avoided"``, the reason or None), and those the length
+    limit ended (``cut_off``: their positions) or that loop dropped (``DROPPED``), since a run-on is no paraphrase
+    to show or release (a beam of nothing else gives none); with ``keep_facts`` those that change fewest of
     ``reference``'s facts first (``generation.facts.FACT_RULE``; each output gains ``"fact_changes"``, ``["+27",
     "-nasdaq"]``), then, where each output has its ``"backward_nll"`` (a backward model read the input back from
     it), by forward plus backward NLL per token (ParaBank 2's score); other ties in the order given (the search's:
@@ -70,6 +81,9 @@ def rerank_faithful(
             o["fact_changes"] = fact_changes(reference, o["text"])
         if avoid_copies:
             o["avoided"] = avoided(reference, o["text"], cut_off=i in cut_off)
+
+    if avoid_copies:
+        outputs = [o for o in outputs if o["avoided"] not in DROPPED]
 
     def key(o: dict) -> tuple[int, int, float]:
         put_back = AVOIDED_RANK[o["avoided"]] if avoid_copies else 0

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from generation.constraints.sets import resolve_systems
-from generation.copies import extends
+from generation.copies import extends, repeats
 from generation.decode_options import DecodeOptions, DiverseOptions
 from generation.decoding import backward_nll, decode, from_objects, load_model
 from generation.decoding.diverse import Candidate, choose_outputs
@@ -156,25 +156,31 @@ def test_avoid_copies_returns_the_beams_best_output_that_is_no_copy(source):
         ("dog", "copy" if source == "dog" else "near-copy"),
         ("", "empty"),
     ]
-    assert every.outputs[3]["avoided"] in ("extends", "cut off")
+    assert len(every.outputs) == 3  # the fourth, "dog dog" or "dog 7", ran to the length limit: dropped
 
 
-@pytest.mark.parametrize(
-    ("reference", "ordered"),
-    [
-        ("a cat", [("dog", None), ("dog dog", "cut off")]),  # the search's best ran to the length limit
-        ("dog", [("dog", "copy"), ("dog dog", "extends")]),  # a copy before the reference with words added
-    ],
-)
-def test_avoid_copies_puts_what_runs_on_after_the_copies(reference, ordered):
+@pytest.mark.parametrize("reference", ["a cat", "dog"])
+def test_avoid_copies_drops_what_the_length_limit_ended(reference):
     """A decoder-only model that runs on past its sentence is stopped by the length limit ("dog dog", no
-    end-of-sequence token): such an output goes last, after a copy, which a release drops where workers would read
-    a run-on."""
+    end-of-sequence token): with avoid_copies that output is dropped, whatever it is beside (the reference "dog"
+    again, with words added), and the beam's next output, even a copy, is returned in its place."""
     loaded = _wants_the_source_back({"Ġdog": 7.0, "eos": 6.5, "7": 5.0})
     [plain] = decode(loaded, ["x"], beam=2, nbest=2, max_length=3, references=[reference])
     assert [o["text"] for o in plain.outputs] == ["dog dog", "dog"]
     [r] = decode(loaded, ["x"], beam=2, nbest=2, max_length=3, avoid_copies=True, references=[reference])
-    assert [(o["text"], o["avoided"]) for o in r.outputs] == ordered
+    assert [(o["text"], o["avoided"]) for o in r.outputs] == [("dog", None if reference == "a cat" else "copy")]
+
+
+def test_avoid_copies_gives_no_output_for_a_beam_that_only_ran_on():
+    """What the quick start showed under system 29 (its whole beam running on: "... Edited excerpts: RBA delivers
+    ..."): a model that never ends gives its loop without avoid_copies, and with it no output, the line saying why,
+    so that no loop reaches a HIT."""
+    loaded = _wants_the_source_back({"Ġdog": 7.0, "7": 5.0})
+    [plain] = decode(loaded, ["x"], beam=2, nbest=2, max_length=4)
+    assert plain.outputs[0]["text"] == "dog dog dog"
+    [r] = decode(loaded, ["x"], beam=2, nbest=2, max_length=4, avoid_copies=True)
+    assert r.outputs == [] and r.unsatisfiable
+    assert "ran on to max_length" in r.reason
 
 
 @pytest.mark.parametrize(
@@ -193,6 +199,41 @@ def test_an_output_extends_its_reference_when_it_holds_all_of_it_and_more(refere
     assert extends(reference, output) is extended
 
 
+RBA_LOOP = (
+    "Reserve Bank of India delivers rate cut for 2nd time in 2016-17 cycle. Edited excerpts: RBA delivers rate cut "
+    "for 2nd time in 2016-17 cycle. Edited excerpts: Reserve Bank of India delivers rate cut for 2nd time in 2016-17 "
+    "cycle. Edited excerpts: rba delivers rate cut for 2nd time in 2016-17 cycle rba"
+)
+
+
+@pytest.mark.parametrize(
+    ("reference", "output", "loops"),
+    [
+        ("RBA delivers another rate cut", RBA_LOOP, True),  # the quick start's, under system 29
+        ("Troops will not shrink.", "Troops will not shrink. - troops will not shrink - Troops will not shrink!", True),
+        ("It is very, very good.", "It is very very very very very very good.", True),  # a one-word loop
+        ("The more you learn, the more you know.", "The more you learn, the more you know, the more you grow.", False),
+        ("Go.", "Run, run, run as fast as you can.", False),  # three words thrice: a run of four never repeats
+        # the reference's own repetition, no more often: no loop
+        ("I said no, I said no, I said no.", "I said no, I said no, I said no!", False),
+    ],
+)
+def test_an_output_repeats_itself_when_a_run_of_four_words_comes_thrice(reference, output, loops):
+    assert repeats(reference, output) is loops
+
+
+def test_avoid_copies_drops_an_output_that_loops():
+    """The quick start's run-on under system 29 ended with its end token after looping ("... Edited excerpts: RBA
+    delivers ..."), so the length limit did not mark it: with avoid_copies it is dropped as a loop, and the beam's
+    real paraphrase is returned; a beam of loops alone gives none."""
+    reference = "RBA delivers another rate cut"
+    texts = [RBA_LOOP, "Reserve Bank of Australia delivers rate cut", "RBA delivers another rate cut"]
+    outputs = [{"text": t, "score": -float(i), "tokens": ["x"]} for i, t in enumerate(texts)]
+    ordered = rerank_faithful([dict(o) for o in outputs], reference, keep_facts=False, avoid_copies=True)
+    assert [(o["text"], o["avoided"]) for o in ordered] == [(texts[1], None), (texts[2], "copy")]
+    assert rerank_faithful([dict(outputs[0])], reference, keep_facts=False, avoid_copies=True) == []
+
+
 def test_avoid_copies_puts_copies_and_then_extensions_last():
     """What a decoder-only paraphraser writes when it does not stop (the reference, then more) goes last, after the
     copies (a release drops those; workers would read it); the other outputs keep the search's order."""
@@ -205,10 +246,11 @@ def test_avoid_copies_puts_copies_and_then_extensions_last():
 
 
 def test_avoid_copies_keeps_a_copy_when_the_beam_holds_nothing_else():
-    """Copies go last, they are not dropped: a beam of one gives its copy, as the release decides what to keep."""
-    loaded = _wants_the_source_back({"Ġdog": 6.0, "7": 5.0})
-    [only] = decode(loaded, ["dog"], beam=1, nbest=1, max_length=2, avoid_copies=True)
-    assert [o["text"] for o in only.outputs] == ["dog"]
+    """Copies go last, they are not dropped: a beam holding nothing but its copy and a run-on gives its copy, as
+    the release decides what to keep."""
+    loaded = _wants_the_source_back({"Ġdog": 7.0, "eos": 6.5})
+    [only] = decode(loaded, ["dog"], beam=2, nbest=2, max_length=3, avoid_copies=True)
+    assert [(o["text"], o["avoided"]) for o in only.outputs][:1] == [("dog", "copy")]
 
 
 def test_avoid_copies_compares_with_the_reference_a_line_gives():
