@@ -162,8 +162,7 @@ class DecodeOptions:
             help="put last the outputs that are the reference again or a near-copy of it (the release's rule, which "
             "would drop them), and after them the reference with words added or an empty output (generation.copies); "
             "drop the outputs the length limit ended or that repeat themselves (no sentence: a reference whose whole "
-            "beam ran on gets none): "
-            "beam search orders its whole beam so, ties by score, then returns the n-best",
+            "beam ran on gets none): beam search orders its whole beam so, ties by score, then returns the n-best",
             stored="non_default",
             scope=SEARCH,
         ),
