@@ -20,6 +20,7 @@ by dissimilarity with ``rerank_dissimilar``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -267,12 +268,14 @@ def decode(
                     cut_off.append(len(outs))
                 outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw, "satisfied": True})
             ref = references[i] if references and references[i] else sources[i]
-            if backward is not None and outs:
-                for o, nll in zip(outs, backward_nll(backward, [o["text"] for o in outs], sources[i])):
-                    o["backward_nll"] = nll
             if faithful:
                 outs = rerank_faithful(
-                    outs, ref, keep_facts=options.keep_facts, avoid_copies=options.avoid_copies, cut_off=cut_off
+                    outs,
+                    ref,
+                    keep_facts=options.keep_facts,
+                    avoid_copies=options.avoid_copies,
+                    cut_off=cut_off,
+                    backward=None if backward is None else functools.partial(backward_nll, backward, target=sources[i]),
                 )
             outs = outs[: options.nbest]
             if options.rerank_dissimilar:

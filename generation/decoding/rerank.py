@@ -4,7 +4,7 @@ distance to the reference (``rerank_dissimilar``; ties: model score)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from rapidfuzz.distance import Levenshtein
 
@@ -67,14 +67,16 @@ def rerank_faithful(
     keep_facts: bool,
     avoid_copies: bool = False,
     cut_off: Collection[int] = (),
+    backward: Callable[[list[str]], list[float]] | None = None,
 ) -> list[dict]:
     """A beam's outputs, the most faithful first: with ``avoid_copies`` those :func:`avoided` last, the copies
     before the rest (``AVOIDED_RANK``; each output gains ``"avoided"``, the reason or None), and those the length
     limit ended (``cut_off``: their positions) or that loop dropped (``DROPPED``), since a run-on is no paraphrase
     to show or release (a beam of nothing else gives none); with ``keep_facts`` those that change fewest of
     ``reference``'s facts first (``generation.facts.FACT_RULE``; each output gains ``"fact_changes"``, ``["+27",
-    "-nasdaq"]``), then, where each output has its ``"backward_nll"`` (a backward model read the input back from
-    it), by forward plus backward NLL per token (ParaBank 2's score); other ties in the order given (the search's:
+    "-nasdaq"]``), then, with ``backward`` (a backward model's NLL per token of the input given each text, asked
+    once, of the outputs kept: a dropped run-on is the longest text to read back), by forward plus backward NLL per
+    token (ParaBank 2's score; each output gains ``"backward_nll"``); other ties in the order given (the search's:
     best score first)."""
     for i, o in enumerate(outputs):
         if keep_facts:
@@ -84,6 +86,9 @@ def rerank_faithful(
 
     if avoid_copies:
         outputs = [o for o in outputs if o["avoided"] not in DROPPED]
+    if backward is not None and outputs:
+        for o, nll in zip(outputs, backward([o["text"] for o in outputs])):
+            o["backward_nll"] = nll
 
     def key(o: dict) -> tuple[int, int, float]:
         put_back = AVOIDED_RANK[o["avoided"]] if avoid_copies else 0
