@@ -6,6 +6,7 @@ models saved to a temporary folder and loaded as a user's would be (no network).
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -31,21 +32,37 @@ def wordlevel_tokenizer():
     )
 
 
+WHOLE_WORDS_PIECED = {
+    "running": "run ##n ##in ##g",
+    "walked": "walk ##ed",
+    "earthquakes": "earth ##quakes",
+    "runs": "run ##s",
+}
+
+
 def wordpiece_tokenizer():
-    """BERT's layout: punctuation split off, "##" continuation pieces, the WordPiece decoder."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    """BERT's layout: punctuation split off, "##" continuation pieces, the WordPiece decoder.
+
+    The vocabulary is written here, not trained: the WordPiece trainer breaks ties between equally frequent merges in
+    hash order, so a trained vocabulary (and every decode under it) changed from one process to the next. Every
+    character of the corpus is a piece of its own, so any word can be spelled; the words of ``WHOLE_WORDS_PIECED``
+    are spelled in several pieces, as the trained one spelled them."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    t = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+    chars = sorted(set("".join(corpus())) - {" "})
+    pieces = {p for spelling in WHOLE_WORDS_PIECED.values() for p in spelling.split()}
+    words = {w for line in corpus() for w in re.findall(r"[a-z]+", line)} - set(WHOLE_WORDS_PIECED)
+    vocab = [*specials, *chars, *(f"##{c}" for c in chars if c.isalnum()), *sorted(pieces | words - set(chars))]
+    t = Tokenizer(models.WordPiece({piece: i for i, piece in enumerate(dict.fromkeys(vocab))}, unk_token="[UNK]"))
     t.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     t.decoder = decoders.WordPiece(prefix="##")
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
-    t.train_from_iterator(
-        corpus(), trainers.WordPieceTrainer(vocab_size=150, special_tokens=specials, show_progress=False)
-    )
-    return PreTrainedTokenizerFast(
+    tok = PreTrainedTokenizerFast(
         tokenizer_object=t, pad_token="[PAD]", unk_token="[UNK]", bos_token="[CLS]", eos_token="[SEP]"
     )
+    assert all(" ".join(tok.tokenize(w)) == spelling for w, spelling in WHOLE_WORDS_PIECED.items())
+    return tok
 
 
 def save_tiny_bart(folder, tok, seed=0):
