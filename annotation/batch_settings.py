@@ -65,7 +65,7 @@ EASL_FLOAT_SETTINGS: dict[str, tuple[float, bool]] = {
 
 TEXT_SETTINGS = ("title", "description", "keywords", "public_url")
 LIST_SETTINGS = ("locales", "countries", "first_languages")
-FLAG_SETTINGS = ("sandbox", "slider_must_move", "drop_non_words")
+FLAG_SETTINGS = ("sandbox", "slider_must_move", "drop_non_words", "drop_loops")
 MODES = ("fixed", "easl")
 # key -> what it holds (the schema; numbers also have their ranges above)
 SCHEMA: dict[str, str] = {
@@ -89,6 +89,8 @@ SCHEMA: dict[str, str] = {
     "mode": "fixed (R workers per HIT) or easl (rounds)",
     "easl": "EASL options (a JSON object)",
     "drop_non_words": "false keeps candidates with non-words in the HITs, as ParaBank did (default true: left out)",
+    "drop_loops": "false keeps candidates that repeat a run of four words three times in the HITs (default true: "
+    "left out)",
     # recorded by hit_batch_create: how the batch was made
     "per_length": "references per length bucket",
     "lengths": "the length buckets",
@@ -96,6 +98,7 @@ SCHEMA: dict[str, str] = {
     "seed": "the sampling seed",
     "hit_size": "candidates per HIT",
     "non_words": "the candidates left out for non-words: how many, a few examples, the vocabulary checked against",
+    "loops": "the candidates left out for looping: how many, a few examples, the rule",
 }
 
 

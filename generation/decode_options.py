@@ -111,7 +111,7 @@ class DecodeOptions:
     start token, as in ``transformers``; ``int8``: the lean step's products on dynamic int8 weights (CPU,
     Marian and BART); ``keep_facts``: search the whole beam and put first the outputs that change fewest of the
     reference's facts (``generation.facts``); ``avoid_copies``: search the whole beam, put last the outputs
-    that copy the reference or nearly, then its extensions, and drop those the length limit ended or
+    that copy the reference or nearly or hold a non-word, then its extensions, and drop those the length limit ended or
     that loop (``generation.decoding.rerank.avoided``);
     ``rerank_dissimilar``: order each n-best list by word edit distance to the reference."""
 
@@ -160,9 +160,10 @@ class DecodeOptions:
         default=False,
         metadata=param(
             help="put last the outputs that are the reference again or a near-copy of it (the release's rule, which "
-            "would drop them), and after them the reference with words added or an empty output (generation.copies); "
-            "drop the outputs the length limit ended or that repeat themselves (no sentence: a reference whose whole "
-            "beam ran on gets none): beam search orders its whole beam so, ties by score, then returns the n-best",
+            "would drop them) or hold a non-word (a HIT batch would leave them out), and after them the reference with "
+            "words added or an empty output (generation.copies); drop the outputs the length limit ended or that "
+            "repeat themselves (no sentence: a reference whose whole beam ran on gets none): beam search orders "
+            "its whole beam so, ties by score, then returns the n-best",
             stored="non_default",
             scope=SEARCH,
         ),

@@ -38,6 +38,9 @@ from bisect import bisect_left
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
+from .words import words_of
+
+NON_WORD = "non-word"  # the reason a candidate is left out or put back for holding one
 MIN_ZIPF = 2.25
 WORDLIST = "wordfreq large English list"
 # English's closed classes (prepositions, conjunctions, determiners, pronouns, auxiliaries): they take no
@@ -186,11 +189,34 @@ def written_names(words: Sequence[str]) -> set[str]:
 
 def non_words(words: Iterable[str], reference_words: Iterable[str], vocabulary: Container[str] = ENGLISH) -> list[str]:
     """The candidate's ``words`` (lower-cased) that hold a letter and are neither words of its reference (a name, a
-    rare word is always allowed back) nor in ``vocabulary`` (default: English words, :func:`is_english`; the screen
+    rare word is always allowed back, with or without the marks around it: "@Cyracuz" and "Cyracuz") nor in
+    ``vocabulary`` (default: English words, :func:`is_english`; the screen
     adds its corpus's word types): what a subword model writes when its word is banned ("thes", "tothe",
     "mandelas")."""
-    allowed = {w.lower() for w in reference_words}
-    return [w for w in words if not is_number(w) and w.lower() not in allowed and w.lower() not in vocabulary]
+    allowed = {form for w in reference_words for form in (w.lower(), _bare(w.lower()))}
+    return [
+        w
+        for w in words
+        if not is_number(w)
+        and w.lower() not in allowed
+        and _bare(w.lower()) not in allowed
+        and w.lower() not in vocabulary
+    ]
+
+
+_MARKS = "@#'\"“”‘’-_*"  # what a tokenizer keeps on a word: a handle's "@", a hashtag's "#", quotes
+
+
+def _bare(word: str) -> str:
+    """``word`` without the marks around it that keep a tokenizer from splitting it off: "@cyracuz" (a handle,
+    one spaCy token) is the reference's "cyracuz" when a paraphrase writes the name alone, and the other way."""
+    return word.strip(_MARKS)
+
+
+def text_non_words(text: str, reference: str) -> list[str]:
+    """The non-words of ``text`` given its ``reference`` (:func:`non_words` over their lower-cased words,
+    punctuation stripped): the decoder's verdict, without a corpus (the diverse mode's filter, ``avoid_copies``)."""
+    return non_words(words_of(text.lower()), words_of(reference.lower()))
 
 
 def glued_to(word: str, banned: str, *, before: bool = True, after: bool = True) -> bool:

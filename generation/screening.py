@@ -28,6 +28,9 @@ and its data CC BY-SA 4.0: Paraforge only looks words up in it and ships none of
 
 A corpus with no IDF table (or a campaign with no known corpus) is not screened for non-words: the record says
 so, and every candidate is kept, in a batch and in a release alike.
+
+A HIT batch also leaves out a candidate that loops (``generation.copies.REPEATS_RULE``; batch setting
+``drop_loops``); a release bounds the same fault by its repetition filter, as a rate.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .copies import COPY, COPY_RULE, copy_key, is_copy  # noqa: F401 (re-exported)
-from .english import MIN_ZIPF, WORDLIST, Vocabulary, english_words, non_words
+from .english import MIN_ZIPF, NON_WORD, WORDLIST, Vocabulary, english_words, non_words
 from .models import Corpus
 from .vocabulary import corpus_vocabulary, text_words
 
@@ -43,12 +46,11 @@ NON_WORD_RULE = (
     "a paraphrase holds a non-word when one of its words (spaCy tokens holding a letter, lower-cased; numbers, "
     "'1990s' and '21st' too, URLs and e-mail addresses are never non-words; a contraction's piece such as ''ve' "
     "is English, and an abbreviation such as 'U.S.' is looked up without its full stops) is neither a word of its "
-    "reference, nor a word type of the "
+    "reference (with or without the marks around it: '@Cyracuz', 'Cyracuz'), nor a word type of the "
     f"corpus it was generated from, nor an English word with a Zipf frequency of at least {MIN_ZIPF} in the "
     f"{WORDLIST} that is not a function word with an inflection ('tos', 'buts'); a function word glued to a "
     "determiner ('tothe', 'inthe') is a non-word even in the corpus"
 )
-NON_WORD = "non-word"
 
 
 def screen_vocabulary(corpus: Corpus | None) -> tuple[Vocabulary | None, str]:

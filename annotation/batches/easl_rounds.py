@@ -25,6 +25,7 @@ from annotation.batches.making import (
     attention_copy,
     degraded_copy,
     degraded_for_hit,
+    loop_screen,
     non_word_screen,
     spread_order,
 )
@@ -77,7 +78,7 @@ def _is_quality_control(candidate: Candidate, systems: set[str]) -> bool:
 
 def batch_items(batch: Batch) -> dict[int, list[int]]:
     """{reference pk: [candidate pks]} of the items EASL scores (attention and degraded copies, and candidates
-    with non-words unless the batch keeps them, left out)."""
+    with non-words or loops unless the batch keeps them, left out)."""
     ref_ids = set(batch.hits.values_list("reference_id", flat=True))
     refs = Reference.objects.filter(pk__in=ref_ids) if ref_ids else Reference.objects.filter(campaign=batch.campaign)
     systems: dict[int, set[str]] = defaultdict(set)
@@ -85,10 +86,11 @@ def batch_items(batch: Batch) -> dict[int, list[int]]:
         "candidate_id", "system"
     ):
         systems[cand_id].add(system)
-    # the candidates the batch left out of its first HITs as non-words stay out of every later round too
-    left_out, _ = non_word_screen(
-        batch.campaign, list(refs), drop=(batch.settings or {}).get("drop_non_words") is not False
-    )
+    # the candidates the batch left out of its first HITs as non-words or loops stay out of every later round too
+    # (a batch made before the loop screen recorded no drop_loops and showed its loops)
+    settings = batch.settings or {}
+    left_out, _ = non_word_screen(batch.campaign, list(refs), drop=settings.get("drop_non_words") is not False)
+    left_out |= loop_screen(list(refs), drop=settings.get("drop_loops") is True)[0]
     groups: dict[int, list[int]] = defaultdict(list)
     for cand in Candidate.objects.filter(reference__in=refs).select_related("reference").order_by("id"):
         if not _is_quality_control(cand, systems[cand.pk]) and cand.pk not in left_out:

@@ -32,6 +32,13 @@ settings record how many (``non_words``: count, examples, the vocabulary used). 
 corpus (imported judgments, a sample built by hand) keeps every candidate and says so there; with the
 setting false every candidate is kept, as ParaBank did.
 
+Candidates that loop (batch setting ``drop_loops``, on by default): a candidate in which a run of four words comes
+three times or more, more often than in its reference (``generation.copies.REPEATS_RULE``: "... Edited excerpts:
+RBA delivers rate cut ... Edited excerpts: ...", what a decoder-only model writes when it runs on) is no sentence a
+worker should be paid to read; it is left out of the HITs the same way, and the batch's settings record it
+(``loops``: count, examples, the rule). ``--avoid-copies`` drops such outputs in the decoder; this screen catches
+those of a job decoded without it.
+
 Everything random comes from ``random.Random(seed)`` (a degraded text from its own generator seeded by
 the seed and the reference's id): the same campaign, arguments and seed give the same HITs.
 """
@@ -69,6 +76,7 @@ from annotation.models import (
     Reference,
 )
 from annotation.quality.degraded import degraded_candidate_text
+from generation.copies import REPEATS_RULE, repeats
 from generation.demo_settings import DEMO_CORPUS_FILE
 from generation.generation_job import KIND as GENERATE_KIND
 from generation.models import Corpus
@@ -275,6 +283,22 @@ def non_word_screen(campaign: Campaign, references: Sequence[Reference], *, drop
     return left_out, {"left_out": len(left_out), "vocabulary": source, "examples": examples}
 
 
+def loop_screen(references: Sequence[Reference], *, drop: bool = True) -> tuple[set[int], dict]:
+    """(pks of the candidates to leave out of HITs, the record kept in ``Batch.settings["loops"]``): a real candidate
+    of the sampled ``references`` that loops (``generation.copies.repeats``); without ``drop`` nothing is left
+    out and the record says so."""
+    if not drop:
+        return set(), {"left_out": 0, "rule": REPEATS_RULE, "note": "drop_loops is false: every candidate kept"}
+    left_out: set[int] = set()
+    examples: list[dict] = []
+    for cand in Candidate.objects.filter(reference__in=references).select_related("reference").order_by("id"):
+        if not _is_degraded(cand) and repeats(cand.reference.text, cand.text):
+            left_out.add(cand.pk)
+            if len(examples) < NON_WORD_EXAMPLES:
+                examples.append({"ref_id": cand.reference.ref_id, "text": cand.text})
+    return left_out, {"left_out": len(left_out), "rule": REPEATS_RULE, "examples": examples}
+
+
 PlannedHit = tuple[Reference, list[Candidate], bool, tuple[str, Candidate] | None]
 
 
@@ -349,7 +373,8 @@ def hit_batch_create(*, campaign: Campaign, params: BatchParams) -> Batch:
     first (``baseline_candidates_import``). ``settings`` go to ``Batch.settings`` (reward, durations,
     qualifications for MTurk; ``assignment_duration_s`` for the local provider; ``mode`` and ``easl`` for EASL
     rounds). ``degraded_rate`` is the share of HITs with a degraded check (a damaged copy of a candidate).
-    Candidates with non-words are left out unless the setting ``drop_non_words`` is false (``non_word_screen``)."""
+    Candidates with non-words are left out unless the setting ``drop_non_words`` is false (``non_word_screen``),
+    candidates that loop unless ``drop_loops`` is false (``loop_screen``)."""
     settings, lengths, per_length, seed = params.settings, params.lengths, params.per_length, params.seed
     provider_name, provider_settings = _provider_fields(params.provider)
     if params.baseline:
@@ -357,7 +382,10 @@ def hit_batch_create(*, campaign: Campaign, params: BatchParams) -> Batch:
     rng = random.Random(seed)
     references = _sample_references(campaign, lengths, per_length, rng)
     drop_non_words = settings.get("drop_non_words") is not False
-    left_out, non_words = non_word_screen(campaign, references, drop=drop_non_words)
+    non_word_pks, non_words = non_word_screen(campaign, references, drop=drop_non_words)
+    drop_loops = settings.get("drop_loops") is not False
+    loop_pks, loops = loop_screen(references, drop=drop_loops)
+    left_out = non_word_pks | loop_pks
     plan = _plan(
         references,
         hit_size=params.hit_size,
@@ -368,10 +396,10 @@ def hit_batch_create(*, campaign: Campaign, params: BatchParams) -> Batch:
         left_out=left_out,
     )
     if not plan:
-        dropped = (
-            f" ({len(left_out)} left out for non-words; the batch setting drop_non_words false keeps them)"
-            if left_out
-            else ""
+        dropped = "".join(
+            f" ({len(pks)} left out for {what}; the batch setting {setting} false keeps them)"
+            for pks, what, setting in ((non_word_pks, "non-words", "drop_non_words"), (loop_pks, "loops", "drop_loops"))
+            if pks
         )
         raise BatchError(
             f"campaign {campaign.name!r} has no candidates in length buckets {', '.join(map(str, lengths))}" + dropped
@@ -397,6 +425,8 @@ def hit_batch_create(*, campaign: Campaign, params: BatchParams) -> Batch:
         "hit_size": params.hit_size,
         "drop_non_words": drop_non_words,
         "non_words": non_words,
+        "drop_loops": drop_loops,
+        "loops": loops,
     }
     with transaction.atomic():
         batch = Batch.objects.create(

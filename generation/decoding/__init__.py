@@ -12,10 +12,10 @@
 search used them (after the model's own logits processors) - not length-normalised. Outputs are ordered
 as the beam search ranks them (score / length ** length_penalty, Hugging Face's ``sequences_scores``), or, with
 ``keep_facts``, those that change fewest of the source's numbers and names first (each gains ``fact_changes``),
-with ``avoid_copies`` the copies and near-copies of the reference, then its extensions, last (each gains
-``avoided``) and the outputs the length limit ended or that loop dropped (a beam of nothing else gives none:
-``RAN_ON``), and with a ``backward`` model by forward plus backward NLL per token (each gains ``backward_nll``), or
-by dissimilarity with ``rerank_dissimilar``.
+with ``avoid_copies`` the copies and near-copies of the reference and the outputs holding a non-word, then its
+extensions, last (each gains ``avoided``) and the outputs the length limit ended or that loop dropped (a beam of
+nothing else gives none: ``RAN_ON``), and with a ``backward`` model by forward plus backward NLL per token (each
+gains ``backward_nll``), or by dissimilarity with ``rerank_dissimilar``.
 """
 
 from __future__ import annotations

@@ -183,13 +183,6 @@ def draw_negative_sets(reference: str, options: DiverseOptions, rng: random.Rand
     return sets
 
 
-def non_words(text: str, reference: str) -> list[str]:
-    """The non-words of ``text`` (``english.non_words``, the non-word screen's rule), its words and its
-    reference's as clustering compares them: what a subword model writes when its word is banned ("thes",
-    "newael", "mandelas")."""
-    return english.non_words(comparable_words(text), comparable_words(reference))
-
-
 def rows_to_keep(done: torch.Tensor) -> torch.Tensor | None:
     """The rows (flat indices, ascending) to go on decoding when finished rows leave the batch, or None
     while that is not worth a copy of the cache: ``done`` is [inputs, rows per input]; every input keeps
@@ -460,7 +453,7 @@ def diverse_decode(
                 ):
                     counts["violating"] += 1  # safety net: the tables should make this 0
                     continue
-                if not options.allow_non_words and non_words(text, ref):
+                if not options.allow_non_words and english.text_non_words(text, ref):
                     counts["non_word"] += 1
                     continue
                 score = -total / n

@@ -1,6 +1,6 @@
 """Re-ranking a beam's outputs: the most faithful first (``keep_facts``, a backward model; with ``avoid_copies``
-copies and extensions last, outputs the length limit ended or that loop dropped), or by word-level Levenshtein
-distance to the reference (``rerank_dissimilar``; ties: model score)."""
+copies, outputs holding a non-word and extensions last, outputs the length limit ended or that loop dropped), or by
+word-level Levenshtein distance to the reference (``rerank_dissimilar``; ties: model score)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable, Collection
 from rapidfuzz.distance import Levenshtein
 
 from ..copies import COPY, EXTENDS, NEAR_COPY, REPEATS, copy_kind, extends, repeats
+from ..english import NON_WORD, text_non_words
 from ..facts import fact_changes
 from ..words import words_of
 
@@ -34,10 +35,11 @@ def forward_nll(output: dict) -> float:
 
 
 CUT_OFF, EMPTY = "cut off", "empty"
-# why avoid_copies puts an output back, and how far: a copy or near-copy (a release drops it) before what a reader
-# would call no sentence of its own (the reference with words added, an empty output). An output the length limit
-# ended (CUT_OFF) or that loops (REPEATS) is not put back but dropped: no sentence at all (rerank_faithful)
-AVOIDED_RANK = {None: 0, COPY: 1, NEAR_COPY: 1, EXTENDS: 2, EMPTY: 2}
+# why avoid_copies puts an output back, and how far: a copy, a near-copy or an output holding a non-word (what the
+# HIT screen and a release leave out) before what a reader would call no sentence of its own (the reference with
+# words added, an empty output). An output the length limit ended (CUT_OFF) or that loops (REPEATS) is not put back
+# but dropped: no sentence at all (rerank_faithful)
+AVOIDED_RANK = {None: 0, COPY: 1, NEAR_COPY: 1, NON_WORD: 1, EXTENDS: 2, EMPTY: 2}
 DROPPED = (CUT_OFF, REPEATS)
 # a reference's reason when avoid_copies dropped its whole beam for running on (decode's DecodeResult.reason)
 RAN_ON = "every hypothesis ran on to max_length or repeated itself (avoid_copies drops such outputs)"
@@ -47,8 +49,9 @@ def avoided(reference: str, text: str, *, cut_off: bool) -> str | None:
     """Why ``avoid_copies`` puts an output back or drops it: ``"cut off"`` (``cut_off``: the length limit ended it,
     not its end-of-sequence token, whatever else it is), ``"empty"`` (no text at all), ``"copy"``, ``"near-copy"``
     (the release's rules), ``"repeats"`` (it loops: "... Edited excerpts: RBA delivers ... Edited excerpts: ...",
-    what a decoder-only model writes when it runs on), ``"extends"`` (the reference with words added; the last
-    four ``generation.copies``); None: none of these."""
+    what a decoder-only model writes when it runs on), ``"non-word"`` (a word neither English nor its reference's,
+    ``generation.english.text_non_words``: "Bank delivers ratecut"), ``"extends"`` (the reference with words added;
+    ``generation.copies``); None: none of these."""
     if cut_off:
         return CUT_OFF
     if not text.strip():
@@ -57,6 +60,8 @@ def avoided(reference: str, text: str, *, cut_off: bool) -> str | None:
         return kind
     if repeats(reference, text):
         return REPEATS
+    if text_non_words(text, reference):
+        return NON_WORD
     return EXTENDS if extends(reference, text) else None
 
 

@@ -540,3 +540,43 @@ def test_a_sample_of_nothing_but_non_words_says_why_it_has_no_candidates(generat
     Candidate.objects.filter(text="A woman is playing a guitar.").delete()
     with pytest.raises(BatchError, match="1 left out for non-words; the batch setting drop_non_words false"):
         hit_batch_create(campaign=generated_campaign, params=BatchParams(provider="local", lengths=(5,)))
+
+
+# --- candidates that loop ------------------------------------------------------------------------------------------
+
+RBA = "Reserve Bank of India delivers rate cut for 2nd time in 2016-17 cycle."
+RBA_LOOP = (
+    "RBI delivers a second rate cut. Edited excerpts: RBI delivers a second rate cut. Edited excerpts: RBI delivers "
+    "a second rate cut. Edited excerpts: RBI delivers a second rate cut."
+)
+
+
+def test_candidates_that_loop_are_left_out_of_the_hits_and_every_later_round(tmp_path):
+    """The quick start once showed workers this loop (system 29, decoded without --avoid-copies). It is left out even
+    where no corpus is known (the non-word screen keeps everything there), recorded, and stays out of later EASL
+    rounds; ``drop_loops`` false keeps it."""
+    from annotation.batches.easl_rounds import batch_items
+
+    campaign = sample_campaign(buckets=(5,), refs_per_bucket=1, candidates=0)
+    ref = campaign.references.get()
+    ref.text = RBA
+    ref.save()
+    for k, text in enumerate([RBA_LOOP, "RBI cuts its rate for the second time this cycle."]):
+        CandidateSystem.objects.create(candidate=Candidate.objects.create(reference=ref, text=text), system=str(k + 1))
+    result = run_cli("--campaign", "sample", "--provider", "local", "--attention-rate", "0", "--lengths", "5")
+    batch = Batch.objects.get(pk=result["batch"])
+    assert shown(batch) == {"RBI cuts its rate for the second time this cycle."}
+    assert batch.settings["drop_loops"] is True and batch.settings["loops"]["left_out"] == 1
+    assert [e["text"] for e in batch.settings["loops"]["examples"]] == [RBA_LOOP]
+    loop = Candidate.objects.get(text=RBA_LOOP)  # left out, not deleted
+    assert loop.pk not in {pk for pks in batch_items(batch).values() for pk in pks}
+
+    kept = hit_batch_create(
+        campaign=campaign,
+        params=BatchParams(provider="local", lengths=(5,), attention_rate=0, settings={"drop_loops": False}),
+    )
+    assert RBA_LOOP in shown(kept) and kept.settings["loops"]["left_out"] == 0
+    assert loop.pk in {pk for pks in batch_items(kept).values() for pk in pks}
+    Candidate.objects.exclude(pk=loop.pk).filter(reference=ref).exclude(text=RBA).delete()
+    with pytest.raises(BatchError, match="1 left out for loops; the batch setting drop_loops false keeps them"):
+        hit_batch_create(campaign=campaign, params=BatchParams(provider="local", lengths=(5,), attention_rate=0))

@@ -18,7 +18,8 @@ import torch
 
 from generation.decode_options import DiverseOptions
 from generation.decoding.clustering import PINNED, distance_matrix, k_medoids, pick_per_cluster
-from generation.decoding.diverse import ban_pool, draw_negative_sets, non_words, sample_batch
+from generation.decoding.diverse import ban_pool, draw_negative_sets, sample_batch
+from generation.english import text_non_words as non_words
 from generation.words import words_of
 
 DEMO_MODEL = Path(__file__).resolve().parents[2] / "generation" / "demo" / "model"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from generation.decoding import diverse
 from generation.english import (
     BAN_POOL_STOP_WORDS,
     FUNCTION_WORDS,
@@ -16,6 +15,7 @@ from generation.english import (
     english_words,
     is_english,
     non_words,
+    text_non_words,
 )
 from generation.screening import pair_non_words
 
@@ -32,9 +32,9 @@ def test_the_screen_and_the_diverse_filter_give_the_same_verdict():
     vocabulary = Vocabulary(corpus=frozenset(), english=english_words(), source="test")
     [screened] = pair_non_words([(REFERENCE, CANDIDATE)], vocabulary, cached=False)
     assert screened == INVENTED
-    assert diverse.non_words(CANDIDATE, REFERENCE) == INVENTED
+    assert text_non_words(CANDIDATE, REFERENCE) == INVENTED
     # the reference's own word is never a non-word, whichever the caller
-    assert diverse.non_words("Mandelas spoke.", "Mandelas spoke softly.") == []
+    assert text_non_words("Mandelas spoke.", "Mandelas spoke softly.") == []
 
 
 @pytest.mark.django_db
@@ -111,3 +111,18 @@ def test_the_screen_keeps_a_paraphrase_with_a_contraction_an_abbreviation_and_a_
     vocabulary = Vocabulary(corpus=frozenset(), english=english_words(), source="test")
     pairs = [("We have lived in the US since the nineteen-nineties.", "We've lived in the U.S. since the 1990s.")]
     assert pair_non_words(pairs, vocabulary, cached=False) == [[]]
+
+
+@pytest.mark.django_db
+def test_a_reference_allows_its_names_back_with_or_without_a_handles_marks():
+    """ParaBank's reference "@Cyracuz, What you want to call it is up to you." is one spaCy token "@cyracuz": the
+    paraphrase that writes the name alone was left out as holding a non-word. A name the reference does not hold
+    stays a non-word, with its marks or without."""
+    vocabulary = Vocabulary(corpus=frozenset(), english=english_words(), source="test")
+    reference = "@Cyracuz, What you want to call it is up to you."
+    pairs = [
+        (reference, "What you want to call it is up to you, Cyracuz."),
+        ("Cyracuz will decide.", "It is up to @Cyracuz and #Cyracuz."),
+        (reference, "It is up to you, Cyracus, and @Zorblax."),
+    ]
+    assert pair_non_words(pairs, vocabulary, cached=False) == [[], [], ["cyracus", "@zorblax"]]

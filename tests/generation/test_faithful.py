@@ -245,6 +245,23 @@ def test_avoid_copies_puts_copies_and_then_extensions_last():
     assert [o["text"] for o in ordered] == [texts[2], texts[3], texts[1], texts[0]]  # a copy before a run-on
 
 
+def test_avoid_copies_puts_an_output_holding_a_non_word_after_the_real_ones():
+    """What the HIT screen and a release leave out ("ratecut", a word glued to its neighbour; "cuting") goes back
+    beside the copies, so the beam's real-word paraphrase is shown instead; the reference's own rare word ("RBA")
+    is no non-word, and an output holding one is still given when the beam holds nothing else."""
+    reference = "RBA delivers another rate cut"
+    texts = ["RBA hands out one more ratecut", "RBA delivers one more rate cuting", "RBA cuts its rate again"]
+    outputs = [{"text": t, "score": -float(i), "tokens": ["x"]} for i, t in enumerate(texts)]
+    ordered = rerank_faithful([dict(o) for o in outputs], reference, keep_facts=False, avoid_copies=True)
+    assert [(o["text"], o["avoided"]) for o in ordered] == [
+        (texts[2], None),
+        (texts[0], "non-word"),
+        (texts[1], "non-word"),
+    ]
+    [only] = rerank_faithful([dict(outputs[0])], reference, keep_facts=False, avoid_copies=True)
+    assert only["text"] == texts[0]
+
+
 def test_avoid_copies_keeps_a_copy_when_the_beam_holds_nothing_else():
     """Copies go last, they are not dropped: a beam holding nothing but its copy and a run-on gives its copy, as
     the release decides what to keep."""
