@@ -163,7 +163,8 @@ class DecodeOptions:
             "would drop them) or hold a non-word (a HIT batch would leave them out), and after them the reference with "
             "words added or an empty output (generation.copies); drop the outputs the length limit ended or that "
             "repeat themselves (no sentence: a reference whose whole beam ran on gets none): beam search orders "
-            "its whole beam so, ties by score, then returns the n-best",
+            "its whole beam so, ties by score, then returns the n-best; a beam of nothing better than copies is "
+            "searched again with the reference's first word avoided at the start",
             stored="non_default",
             scope=SEARCH,
         ),

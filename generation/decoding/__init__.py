@@ -21,6 +21,7 @@ gains ``backward_nll``), or by dissimilarity with ``rerank_dissimilar``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ from .causal import prompt_batch
 from .dba import beam_search
 from .loading import LoadedModel, ModelFolderError, from_objects, load_model
 from .positive import build_positive_tables
-from .rerank import RAN_ON, rerank_dissimilar, rerank_faithful, word_levenshtein
+from .rerank import COPIES, RAN_ON, rerank_dissimilar, rerank_faithful, word_levenshtein
 from .stop_check import DecodingStopped, StopCheck, rate_limited
 from .vocab import PhraseError, encode_phrase
 
@@ -195,7 +196,9 @@ def decode(
     ``keep_facts`` and ``rerank_dissimilar`` measure against (default: the sources). ``backward``: a model that
     reads each source back from its outputs (the paraphraser itself, or one trained the other way), whose NLL
     per token each output gains as ``backward_nll`` and whose sum with the forward NLL per token orders the
-    whole beam (``rerank.rerank_faithful``). ``stats["steps"]``, if given,
+    whole beam (``rerank.rerank_faithful``); with ``avoid_copies`` a source whose beam held nothing better than a
+    copy is searched again with its first word avoided at the start (:func:`start_avoided`). ``stats["steps"]``, if
+    given,
     grows by the decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None follows the
     device (``batching.default_batch_size``). ``should_stop``: asked before every decoder step, True raises
     ``DecodingStopped`` (``stop_check``: a cancelled job's batch ends at once); None, the default: never."""
@@ -205,6 +208,74 @@ def decode(
     options = options.on_device(loaded.device.type)
     if options.dtype is not None and options.dtype != loaded.dtype:
         raise DecodeOptionsError(f"the options ask for dtype {options.dtype}, the model is in {loaded.dtype}")
+    search = functools.partial(
+        _search, loaded, options=options, backward=backward, stats=stats, should_stop=should_stop
+    )
+    results = search(sources, constraints, references=references)
+    if options.avoid_copies:
+        refs = [references[i] if references and references[i] else s for i, s in enumerate(sources)]
+        _retry_copies(search, results, sources, constraints or [None] * len(sources), refs, options)
+    return results
+
+
+def start_avoided(constraint: dict | None, reference: str) -> tuple[dict, str] | None:
+    """(``constraint`` with the reference's first word also avoided at the start of the output, as written,
+    lower-cased and capitalised: ParaBank's positional system 32; that word), or None when the reference has no
+    word or the constraint already avoids it."""
+    words = words_of(reference)
+    if not words:
+        return None
+    c = normalise_constraints(constraint)
+    forms = [[f] for f in dict.fromkeys((words[0], words[0].lower(), words[0].capitalize()))]
+    more = [f for f in forms if f not in c["bos_avoid"]]
+    return ({**c, "bos_avoid": [*c["bos_avoid"], *more]}, words[0]) if more else None
+
+
+def _retry_copies(
+    search: Callable[..., list[DecodeResult]],
+    results: list[DecodeResult],
+    sources: list[str],
+    constraints: list[dict | None],
+    refs: list[str],
+    options: DecodeOptions,
+) -> None:
+    """``avoid_copies``' second search: a source whose whole beam held nothing better than a copy or near-copy
+    (its first output one) is searched again with its reference's first word avoided at the start
+    (:func:`start_avoided`), and the outputs of that search that are none of what ``avoid_copies`` puts back go
+    first, each with ``"start_avoided"`` (the word). Why: a paraphraser asked for its input's rarest word (system
+    29) or for nothing gives the input back where nothing else in the beam is more likely; a new opening is the
+    cheapest way out of it, and only those sources pay for a second search."""
+    again = [
+        (i, found)
+        for i, r in enumerate(results)
+        if r.outputs
+        and r.outputs[0].get("avoided") in COPIES
+        and (found := start_avoided(constraints[i], refs[i])) is not None
+    ]
+    if not again:
+        return
+    redone = search(
+        [sources[i] for i, _ in again], [found[0] for _, found in again], references=[refs[i] for i, _ in again]
+    )
+    for (i, (_, word)), r in zip(again, redone):
+        fresh = [{**o, "start_avoided": word} for o in r.outputs if o.get("avoided") is None]
+        if fresh:
+            outs = (fresh + results[i].outputs)[: options.nbest]
+            results[i].outputs = rerank_dissimilar(outs, refs[i]) if options.rerank_dissimilar else outs
+
+
+def _search(
+    loaded: LoadedModel,
+    sources: list[str],
+    constraints: list[dict | None] | None,
+    *,
+    options: DecodeOptions,
+    references: list[str] | None,
+    backward: LoadedModel | None,
+    stats: dict | None,
+    should_stop: StopCheck | None,
+) -> list[DecodeResult]:
+    """One search of ``sources`` as :func:`decode` describes it (``options`` already on the model's device)."""
     batch_size = options.batch_size or default_batch_size(loaded, options).size
     # keep_facts, avoid_copies and a backward model choose among every finished hypothesis of the beam, not among
     # the n-best the search would stop at

@@ -41,6 +41,7 @@ CUT_OFF, EMPTY = "cut off", "empty"
 # but dropped: no sentence at all (rerank_faithful)
 AVOIDED_RANK = {None: 0, COPY: 1, NEAR_COPY: 1, NON_WORD: 1, EXTENDS: 2, EMPTY: 2}
 DROPPED = (CUT_OFF, REPEATS)
+COPIES = (COPY, NEAR_COPY)  # what decode searches again for, with the first word avoided at the start
 # a reference's reason when avoid_copies dropped its whole beam for running on (decode's DecodeResult.reason)
 RAN_ON = "every hypothesis ran on to max_length or repeated itself (avoid_copies drops such outputs)"
 

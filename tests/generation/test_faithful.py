@@ -14,7 +14,7 @@ from django.core.management import call_command
 from generation.constraints.sets import resolve_systems
 from generation.copies import extends, repeats
 from generation.decode_options import DecodeOptions, DiverseOptions
-from generation.decoding import backward_nll, decode, from_objects, load_model
+from generation.decoding import backward_nll, decode, from_objects, load_model, start_avoided
 from generation.decoding.diverse import Candidate, choose_outputs
 from generation.decoding.rerank import forward_nll, rerank_faithful
 from generation.demo_settings import DEMO_PARAPHRASER, demo_diverse_settings, demo_generation_settings
@@ -260,6 +260,42 @@ def test_avoid_copies_puts_an_output_holding_a_non_word_after_the_real_ones():
     ]
     [only] = rerank_faithful([dict(outputs[0])], reference, keep_facts=False, avoid_copies=True)
     assert only["text"] == texts[0]
+
+
+def test_avoid_copies_searches_a_beam_of_copies_again_with_its_first_word_avoided_at_the_start():
+    """Under system 29 (the reference's rarest word required: itself) 4 beams of 60 held nothing but copies: such a
+    source is searched again with the reference's first word avoided at the start (system 32's constraint), and
+    that search's real output comes first, saying so; the copy stays after it."""
+    loaded = _wants_the_source_back()  # wants "", then "dog" (the source), then "7"
+    [plain] = decode(loaded, ["dog"], beam=2, nbest=2, max_length=3)
+    assert [o["text"] for o in plain.outputs] == ["", "dog"]  # a beam of 2 never holds "7"
+    [r] = decode(loaded, ["dog"], beam=2, nbest=2, max_length=3, avoid_copies=True)
+    assert [(o["text"], o["avoided"], o.get("start_avoided")) for o in r.outputs] == [
+        ("7", None, "dog"),
+        ("dog", "copy", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "constraint, reference, expected",
+    [
+        (None, '"But you find the doc."', ("But", [["But"], ["but"]])),
+        ({"positive": [["doc"]]}, "you people think of everything.", ("you", [["you"], ["You"]])),
+        ({"bos_avoid": [["You"]]}, "You people", ("You", [["You"], ["you"]])),  # one form already avoided
+        ({"bos_avoid": [["you"], ["You"]]}, "You people", None),  # system 32 already avoids it
+        (None, "...", None),  # no word
+    ],
+)
+def test_the_start_avoided_is_the_references_first_word_as_written_lower_cased_and_capitalised(
+    constraint, reference, expected
+):
+    found = start_avoided(constraint, reference)
+    if expected is None:
+        assert found is None
+    else:
+        c, word = found
+        assert word == expected[0] and sorted(c["bos_avoid"]) == sorted(expected[1])
+        assert c["positive"] == ((constraint or {}).get("positive") or [])
 
 
 def test_avoid_copies_keeps_a_copy_when_the_beam_holds_nothing_else():
