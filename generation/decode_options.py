@@ -111,8 +111,9 @@ class DecodeOptions:
     start token, as in ``transformers``; ``int8``: the lean step's products on dynamic int8 weights (CPU,
     Marian and BART); ``keep_facts``: search the whole beam and put first the outputs that change fewest of the
     reference's facts (``generation.facts``); ``avoid_copies``: search the whole beam, put last the outputs
-    that copy the reference or nearly or hold a non-word, then its extensions, and drop those the length limit ended or
-    that loop (``generation.decoding.rerank.avoided``);
+    that copy the reference or nearly or hold a non-word, then its extensions, drop those the length limit ended
+    or that loop (``generation.decoding.rerank.avoided``), and search a beam of copies again with the reference's
+    first word avoided at the start (``generation.decoding.start_avoided``);
     ``rerank_dissimilar``: order each n-best list by word edit distance to the reference."""
 
     beam: int = field(

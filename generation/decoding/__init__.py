@@ -198,9 +198,8 @@ def decode(
     per token each output gains as ``backward_nll`` and whose sum with the forward NLL per token orders the
     whole beam (``rerank.rerank_faithful``); with ``avoid_copies`` a source whose beam held nothing better than a
     copy is searched again with its first word avoided at the start (:func:`start_avoided`). ``stats["steps"]``, if
-    given,
-    grows by the decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None follows the
-    device (``batching.default_batch_size``). ``should_stop``: asked before every decoder step, True raises
+    given, grows by the decoder steps run over all batches (see ``dba.beam_search``). A ``batch_size`` of None
+    follows the device (``batching.default_batch_size``). ``should_stop``: asked before every decoder step, True raises
     ``DecodingStopped`` (``stop_check``: a cancelled job's batch ends at once); None, the default: never."""
     options = options or DecodeOptions()
     if changes:
