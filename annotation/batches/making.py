@@ -292,7 +292,7 @@ def loop_screen(references: Sequence[Reference], *, drop: bool = True) -> tuple[
     left_out: set[int] = set()
     examples: list[dict] = []
     for cand in Candidate.objects.filter(reference__in=references).select_related("reference").order_by("id"):
-        if not _is_degraded(cand) and repeats(cand.reference.text, cand.text):
+        if repeats(cand.reference.text, cand.text) and not _is_degraded(cand):  # a query per loop only
             left_out.add(cand.pk)
             if len(examples) < NON_WORD_EXAMPLES:
                 examples.append({"ref_id": cand.reference.ref_id, "text": cand.text})

@@ -210,9 +210,9 @@ def decode(
     search = functools.partial(
         _search, loaded, options=options, backward=backward, stats=stats, should_stop=should_stop
     )
-    results = search(sources, constraints, references=references)
+    refs = [references[i] if references and references[i] else s for i, s in enumerate(sources)]
+    results = search(sources, constraints, references=refs)
     if options.avoid_copies:
-        refs = [references[i] if references and references[i] else s for i, s in enumerate(sources)]
         _retry_copies(search, results, sources, constraints or [None] * len(sources), refs, options)
     return results
 
@@ -269,12 +269,13 @@ def _search(
     constraints: list[dict | None] | None,
     *,
     options: DecodeOptions,
-    references: list[str] | None,
+    references: list[str],
     backward: LoadedModel | None,
     stats: dict | None,
     should_stop: StopCheck | None,
 ) -> list[DecodeResult]:
-    """One search of ``sources`` as :func:`decode` describes it (``options`` already on the model's device)."""
+    """One search of ``sources`` as :func:`decode` describes it (``options`` already on the model's device;
+    ``references``: one per source, what the outputs are measured against)."""
     batch_size = options.batch_size or default_batch_size(loaded, options).size
     # keep_facts, avoid_copies and a backward model choose among every finished hypothesis of the beam, not among
     # the n-best the search would stop at
@@ -337,7 +338,7 @@ def _search(
                 if not ids or ids[-1] not in stopped:  # the length limit ended it
                     cut_off.append(len(outs))
                 outs.append({"text": text, "tokens": tok.convert_ids_to_tokens(body), "score": raw, "satisfied": True})
-            ref = references[i] if references and references[i] else sources[i]
+            ref = references[i]
             if faithful:
                 outs = rerank_faithful(
                     outs,
