@@ -8,15 +8,17 @@ No Django: the decoder's package.
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from .causal import takes_logits_to_keep
 from .loading import LoadedModel
 
 BACKWARD_BATCH = 64
-# a decoder-only backward model's candidates per forward: its logits cover prompt and source ([rows, tokens,
-# vocabulary]: 8 x 64 x 262k floats for Gemma 3 are 0.5 GiB), not the source alone as a seq2seq model's do
-CAUSAL_BACKWARD_BATCH = 8
+# a decoder-only backward model's logits per forward, rows x columns: each column is the whole vocabulary (512 x
+# 262k floats for Gemma 3 are 0.5 GiB), so a forward takes as many candidates as keep within it
+CAUSAL_BACKWARD_LOGITS = 512
 
 
 @torch.inference_mode()
@@ -46,25 +48,47 @@ def backward_nll(backward: LoadedModel, candidates: list[str], target: str) -> l
 
 def _causal_backward_nll(backward: LoadedModel, candidates: list[str], target: str) -> list[float]:
     """:func:`backward_nll` for a decoder-only model: each candidate's prompt then ``target`` and the end token,
-    right-padded; the NLL per token of what follows the prompt."""
-    from ..rewriter.causal import IGNORE, collate, encode_pairs, end_token_id
+    left-padded (positions count from each row's first token, as the decoder's), so that every row's ``target``
+    ends in the last column; the NLL per token of what follows the prompt. Candidates go shortest first, as
+    many to a forward as keep its logits within :data:`CAUSAL_BACKWARD_LOGITS`: the LM head (262k words for
+    Gemma 3, most of the work) runs on the target's columns alone, whatever the candidates' lengths."""
+    from ..rewriter.causal import IGNORE, encode_pairs, end_token_id
 
     tok, model, dev = backward.tokenizer, backward.model, backward.device
     end = end_token_id(backward.prompt, tok, backward.vocab.eos_ids)
     pad = tok.pad_token_id if tok.pad_token_id is not None else end
-    out: list[float] = []
-    for k in range(0, len(candidates), CAUSAL_BACKWARD_BATCH):
-        part = candidates[k : k + CAUSAL_BACKWARD_BATCH]
-        examples = encode_pairs(backward.prompt, tok, end, [(c, target) for c in part], max_len=1 << 20)
-        ids, mask, labels = collate(examples, pad)
-        # position t's logits predict token t + 1: only the columns from the first labelled one on (the source
-        # after the shortest candidate's prompt) need them, so the LM head (262k words for Gemma 3) runs there alone
-        first = max(1, int((labels != IGNORE).any(0).nonzero()[0]))  # (nothing predicts the first token)
-        kept = ids.shape[1] - first + 1
-        kw = {"logits_to_keep": kept} if takes_logits_to_keep(model) else {}
+    examples = encode_pairs(backward.prompt, tok, end, [(c, target) for c in candidates], max_len=1 << 20)
+    # the labelled tail of each row (the target and its end) and the column before it, whose logits predict it
+    spans = [sum(y != IGNORE for y in labels) + 1 for _, labels in examples]
+    order = sorted(range(len(examples)), key=lambda i: (len(examples[i][0]), i))
+    takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+    kw_keep = takes_logits_to_keep(model)
+    out = [0.0] * len(examples)
+    k = 0
+    while k < len(order):
+        part, kept = [order[k]], spans[order[k]]
+        for i in order[k + 1 :]:
+            if (len(part) + 1) * max(kept, spans[i]) > CAUSAL_BACKWARD_LOGITS:
+                break
+            part.append(i)
+            kept = max(kept, spans[i])
+        k += len(part)
+        width = max(len(examples[i][0]) for i in part)
+        ids = torch.full((len(part), width), pad, dtype=torch.long)
+        labels = torch.full((len(part), width), IGNORE, dtype=torch.long)
+        mask = torch.zeros((len(part), width), dtype=torch.long)
+        for row, i in enumerate(part):
+            x, y = examples[i]
+            ids[row, width - len(x) :] = torch.tensor(x)
+            labels[row, width - len(y) :] = torch.tensor(y)
+            mask[row, width - len(x) :] = 1
+        kw = {"logits_to_keep": kept} if kw_keep else {}
+        if takes_positions:
+            kw["position_ids"] = (mask.cumsum(1) - 1).clamp(min=0).to(dev)
         logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), **kw).logits[:, -kept:-1]
-        labels = labels[:, first:].to(dev)
+        labels = labels[:, width - kept + 1 :].to(dev)
         known = labels != IGNORE
         logp = torch.log_softmax(logits.float(), dim=-1).gather(2, labels.clamp(min=0)[:, :, None])[:, :, 0]
-        out += (-(logp * known).sum(1) / known.sum(1).clamp(min=1)).tolist()
+        for i, nll in zip(part, (-(logp * known).sum(1) / known.sum(1).clamp(min=1)).tolist()):
+            out[i] = nll
     return out

@@ -91,8 +91,6 @@ from .processors import TopKSampler, WordBans
 from .step import decoder_step, start_token
 from .stop_check import StopCheck, raise_if_stopped
 
-CPU_INPUTS = 1
-CUDA_INPUTS = 8
 # Ended rows leave the batch (module docstring, "Speed") once at most SHRINK of the rows go on, and never
 # below MIN_ROWS rows: at 1-3 rows the fast step's logits differed in the last bits from the full batch's
 # (4-149 rows: the same bit for bit on this host, 1 and 2 threads), so 8 keeps a margin.
@@ -395,11 +393,6 @@ def choose_outputs(reference: str, candidates: list[Candidate], options: Diverse
     return outputs, len(clustering.medoids)
 
 
-def default_inputs_per_batch(loaded: LoadedModel) -> int:
-    """Inputs decoded together when ``batch_size`` is None: each is ``negative_sets x samples`` rows."""
-    return CUDA_INPUTS if loaded.device.type == "cuda" else CPU_INPUTS
-
-
 def diverse_decode(
     loaded: LoadedModel,
     sources: list[str],
@@ -421,7 +414,7 @@ def diverse_decode(
     refs = [(r or s) for s, r in zip(sources, references or [None] * len(sources))]
     if len(refs) != len(sources):
         raise ValueError("one reference (or None) per source is needed")
-    per_batch = options.batch_size or default_inputs_per_batch(loaded)
+    per_batch = options.inputs_per_batch(loaded.device.type)
     results: list[DiverseResult] = []
     tok = loaded.tokenizer
     # a decoder-only row's ids end with the token that ended it: those that spell nothing are left out of its

@@ -40,7 +40,6 @@ GIB = 1024**3
 HOUR_S = 3600.0
 FLOAT_BYTES = 4
 WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
-CPU_BATCH = 1  # the sampler's inputs per batch when a job gives none (generation.decoding.diverse: 1 on the CPU)
 
 
 def model_shape(folder: Path) -> tuple[int, int, int, int]:
@@ -69,14 +68,14 @@ def diverse_peak_bytes(options: DiverseOptions, model: Path, backward: Path | No
     """The estimated peak memory of decoding one batch of the diverse mode with these models (module docstring)."""
     weights, layers, width, vocab = model_shape(model)
     per_row = FLOAT_BYTES * (4 * layers * options.max_length * width + vocab)
-    return weights + backward_weight_bytes(model, backward) + per_row * options.rows * (options.batch_size or CPU_BATCH)
+    return weights + backward_weight_bytes(model, backward) + per_row * options.rows * options.inputs_per_batch("cpu")
 
 
 def diverse_memory_error(options: DiverseOptions, model: Path, backward: Path | None, budget_gib: float) -> str | None:
     """Why a diverse job would not fit the worker's memory budget, or None when it fits."""
     asked = (
         f"--diverse with {options.negative_sets} negative sets x {options.samples} samples "
-        f"({options.rows} rows per input), batch size {options.batch_size or CPU_BATCH} and max length "
+        f"({options.rows} rows per input), batch size {options.inputs_per_batch('cpu')} and max length "
         f"{options.max_length}"
     )
     lower = "--negative-sets, --samples, --batch-size or --max-length"

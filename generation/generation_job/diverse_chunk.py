@@ -4,7 +4,7 @@
 Each reference is decoded by :func:`generation.decoding.diverse.diverse_decode` (its negative sets drawn from
 the reference; the input is the reference, or a bitext's source; a decoder-only model continues the input's
 prompt under the job's stored ``prompt_template``), several per batch (the job's
-``batch_size``, else 1 on the CPU and 8 on a GPU: each is ``negative_sets x samples`` rows). Its kept
+``batch_size``, else ``DiverseOptions.inputs_per_batch``'s rule: each is ``negative_sets x samples`` rows). Its kept
 outputs become the record's candidates in rank order, rank r as system ``"r<r>"``
 (``generation.constraints.systems.rank_system``), in the record format of ``generation.models.Resource`` with three keys
 more::
@@ -34,7 +34,7 @@ from infra.shards import batched
 from jobs.registry import ProgressFn
 
 from ..constraints.systems import rank_system
-from ..decode_options import DiverseOptions
+from ..decode_options import CPU_DIVERSE_ROWS, CUDA_DIVERSE_INPUTS, DiverseOptions
 from ..model_source import model_fingerprint
 from ..nlp import load_pipeline
 from .params import job_decode_options, job_diverse_options
@@ -42,8 +42,8 @@ from .pause import pause_between_batches
 from .pipeline import BATCH_RULE, ChunkTally, job_backward, loaded_model
 
 DEVICE_INPUTS_RULE = (
-    "inputs per batch follow the device: 1 on the CPU, 8 on a GPU, each negative_sets x samples rows "
-    "(generation/decoding/diverse.py)"
+    f"inputs per batch follow the device: {CUDA_DIVERSE_INPUTS} on a GPU, on the CPU as many as fill "
+    f"{CPU_DIVERSE_ROWS} rows (at least one), each negative_sets x samples rows (generation/decode_options.py)"
 )
 SCORE_DIGITS = 4  # (as the engine rounds its scores)
 
@@ -69,8 +69,6 @@ class DiverseSetup:
 def diverse_setup(
     params: dict[str, Any], is_bitext: bool, should_stop: Callable[[], bool] | None = None
 ) -> DiverseSetup:
-    from ..decoding.diverse import default_inputs_per_batch  # (torch: in the worker that decodes)
-
     decode = job_decode_options(params)
     options = job_diverse_options(params)
     model = loaded_model(params["model"], decode.device, decode.dtype, params.get("prompt_template"))
@@ -78,7 +76,7 @@ def diverse_setup(
         raise RuntimeError(f"the weights in {params['model']!r} changed since the job started")
     decode.on_device(model.device.type)  # (half precision asked of a CPU: refused)
     backward = job_backward(params, model, decode.dtype)
-    per_batch = options.batch_size or default_inputs_per_batch(model)
+    per_batch = options.inputs_per_batch(model.device.type)
     return DiverseSetup(
         params=params,
         is_bitext=is_bitext,

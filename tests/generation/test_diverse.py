@@ -48,6 +48,32 @@ def test_same_seed_gives_the_same_outputs_whatever_the_batch(demo):
     assert [r.outputs for r in one] != [r.outputs for r in other]
 
 
+def test_on_the_cpu_an_unset_batch_size_samples_as_many_inputs_as_fill_its_rows(demo, monkeypatch):
+    """No ``batch_size``: 8 inputs a batch on a GPU; on the CPU as many as fill ``CPU_DIVERSE_ROWS`` rows (a step
+    at a few rows costs about what it costs at many: the weights are read either way), at least one; each input's
+    outputs the same as decoded alone."""
+    import generation.decoding.diverse as diverse
+    from generation.decode_options import CPU_DIVERSE_ROWS
+
+    assert CPU_DIVERSE_ROWS == 256
+    assert DiverseOptions(negative_sets=3, samples=8).inputs_per_batch("cpu") == 10  # the quick start's
+    assert DiverseOptions().inputs_per_batch("cpu") == 1  # ParaBank 2's 5 x 30
+    assert DiverseOptions(negative_sets=20, samples=20).inputs_per_batch("cpu") == 1
+    assert DiverseOptions(negative_sets=3, samples=8).inputs_per_batch("cuda") == 8
+    assert DiverseOptions(negative_sets=3, samples=8, batch_size=2).inputs_per_batch("cpu") == 2
+    batches = []
+    real = diverse.sample_batch
+
+    def spy(loaded, sources, *args, **kwargs):
+        batches.append(len(sources))
+        return real(loaded, sources, *args, **kwargs)
+
+    monkeypatch.setattr(diverse, "sample_batch", spy)
+    many = _decode(demo, SENTENCES * 6)  # SMALL's 3 x 6 rows: 14 inputs a batch
+    assert batches == [14, 4]
+    assert [r.outputs for r in many[:3]] == [r.outputs for r in _decode(demo, SENTENCES, batch_size=1)]
+
+
 def test_hugging_face_step_samples_what_the_fast_step_samples(demo, monkeypatch):
     # a GPU runs Hugging Face's decoder step (its cache shrunk as inputs finish); the CPU the fast one
     fast = _decode(demo, SENTENCES[:2], batch_size=2)

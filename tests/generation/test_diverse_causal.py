@@ -164,6 +164,45 @@ def test_a_decoder_only_backward_model_scores_the_source_after_the_candidates_pr
     assert shared and all(o["score"] == pytest.approx(forward[o["text"]] + b, abs=2e-4) for o, b in zip(shared, back))
 
 
+def test_a_decoder_only_backward_model_reads_only_the_sources_columns_through_its_lm_head(loaded, monkeypatch):
+    """Candidates of any length are scored together, left-padded so that every row's source ends in the last
+    column: each forward's LM head (most of the work: 262k words for Gemma 3) runs on the source's columns alone,
+    as many rows a forward as keep its logits within the bound, and each NLL is what one candidate alone gives."""
+    import functools
+
+    from generation.decoding import backward as backward_module
+    from generation.decoding.backward import backward_nll
+    from generation.rewriter.causal import continuation_ids
+
+    tok, template = loaded.tokenizer, loaded.prompt
+    candidates = ["mat", "the cat sat on the mat today and a big dog sat on the mat", "a dog", "the big cat sat"] * 3
+    alone = [backward_nll(loaded, [c], REFERENCES[1])[0] for c in candidates[:4]]
+    prompt = template.encode(tok, ["mat"])["input_ids"][0]
+    source = continuation_ids(template, tok, template.render(tok, "mat"), list(prompt), REFERENCES[1])
+    span = len(source) + 1  # the source's tokens and the end token
+    forwards = []
+    model = loaded.model
+    real = model.forward
+
+    @functools.wraps(real)
+    def spy(*args, **kwargs):
+        forwards.append((kwargs["input_ids"].shape, kwargs.get("logits_to_keep"), kwargs.get("position_ids")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", spy)
+    monkeypatch.setattr(backward_module, "CAUSAL_BACKWARD_LOGITS", 5 * (span + 1))
+    got = backward_nll(loaded, candidates, REFERENCES[1])
+    assert got == pytest.approx(alone * 3, abs=1e-4)
+    assert sum(shape[0] for shape, _, _ in forwards) == len(candidates) and len(forwards) == 3  # 5, 5, 2 rows
+    assert all(keep == span + 1 for _, keep, _ in forwards)  # (the columns before the source: never)
+    # a left-padded row's positions start at its first token: the longest row's end at the last column, a shorter one's
+    # before it (two of the three forwards mix lengths)
+    ends = [
+        (int(positions[:, -1].min()), int(positions[:, -1].max()), shape[1] - 1) for shape, _, positions in forwards
+    ]
+    assert all(top == last for _, top, last in ends) and sum(low < last for low, _, last in ends) == 2
+
+
 def _cli(tmp_path, model, *extra, lines=REFERENCES):
     inp, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
     inp.write_text("\n".join(lines) + "\n")

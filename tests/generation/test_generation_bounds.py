@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from generation.decode_options import DecodeOptions
-from generation.generation_job.budget import beam_peak_bytes, model_shape
+from generation.decode_options import DecodeOptions, DiverseOptions
+from generation.generation_job.budget import beam_peak_bytes, diverse_memory_error, diverse_peak_bytes, model_shape
 from generation.generation_job.params import GenerateParams, GenerationSettingsError, checked_folder
 from generation.generation_job.pause import pause_between_batches
 from generation.models import Corpus
@@ -91,6 +92,17 @@ def test_a_stored_job_within_the_bounds_reads_as_before():
     assert params.systems == (17, 28) and params.pause_per_batch == 0.5 and params.decode.beam == 5
     with pytest.raises(GenerationSettingsError, match="lengths? must"):
         from_values(GenerateParams, {**stored, "sample_per_length": 1, "lengths": [5, 5000]})
+
+
+def test_a_diverse_jobs_memory_estimate_counts_the_inputs_the_cpu_decodes_together():
+    """An unset batch size is the CPU's rule (``DiverseOptions.inputs_per_batch``): the quick start's 3 x 8 rows
+    decode ten inputs together, and the estimate and its message count all ten."""
+    model = Path(__file__).resolve().parents[2] / "generation" / "demo" / "model"
+    small, one = DiverseOptions(negative_sets=3, samples=8), DiverseOptions(negative_sets=3, samples=8, batch_size=1)
+    weights = model_shape(model)[0]
+    assert diverse_peak_bytes(small, model) - weights == 10 * (diverse_peak_bytes(one, model) - weights)
+    message = diverse_memory_error(small, model, None, 1e-6)
+    assert message and "(24 rows per input), batch size 10 and max length" in message
 
 
 def test_a_diverse_job_over_the_memory_budget_is_refused_before_it_is_queued(corpus, client, settings):  # noqa: F811

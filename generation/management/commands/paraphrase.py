@@ -200,7 +200,7 @@ def write_diverse(command: BaseCommand, params: ParaphraseParams, template: Prom
     options, diverse = params.decode, params.diverse_options  # (with --diverse, a DiverseOptions)
     same = backward_is_model(params)
     from generation.decoding import load_model  # torch, transformers: from here on
-    from generation.decoding.diverse import default_inputs_per_batch, diverse_decode
+    from generation.decoding.diverse import diverse_decode
 
     try:
         sources, refs = read_inputs(params.input)
@@ -220,7 +220,7 @@ def write_diverse(command: BaseCommand, params: ParaphraseParams, template: Prom
     except DecodeOptionsError as exc:
         raise CommandError(exc.option_message) from None
     backward = load_backward(params, model, same, options.dtype)
-    block = BLOCK_BATCHES * (diverse.batch_size or default_inputs_per_batch(model))
+    block = BLOCK_BATCHES * diverse.inputs_per_batch(model.device.type)
     out, started, short = Path(params.output), time.monotonic(), 0
     with atomic_write(out, "w", encoding="utf-8") as fh:
         for k in range(0, len(sources), block):
