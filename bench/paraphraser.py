@@ -317,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--diverse-sets", type=int, default=DEMO_DIVERSE_SETS, help="negative sets (the quick start's)")
     ap.add_argument("--diverse-samples", type=int, default=DEMO_DIVERSE_SAMPLES, help="samples per set")
     ap.add_argument("--diverse-keep", type=int, default=DEMO_DIVERSE_RANKS, help="ranks kept")
+    ap.add_argument(
+        "--diverse-ban-spread", type=float, default=None, help="the sets' shares graded (ban_spread; default: theirs)"
+    )
     ap.add_argument("--outputs", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -337,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             keep=args.diverse_keep,
             max_length=args.max_length,
             keep_facts=args.keep_facts,
+            **({} if args.diverse_ban_spread is None else {"ban_spread": args.diverse_ban_spread}),
         )
     print(
         f"# bench/paraphraser.py: {len(refs)} references, systems {','.join(systems) or '-'}, beam {args.beam}"
