@@ -8,11 +8,9 @@ No Django: the decoder's package.
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 
-from .causal import takes_logits_to_keep
+from .causal import left_padded_positions, takes_logits_to_keep, takes_position_ids
 from .loading import LoadedModel
 
 BACKWARD_BATCH = 64
@@ -52,7 +50,7 @@ def _causal_backward_nll(backward: LoadedModel, candidates: list[str], target: s
     ends in the last column; the NLL per token of what follows the prompt. Candidates go shortest first, as
     many to a forward as keep its logits within :data:`CAUSAL_BACKWARD_LOGITS`: the LM head (262k words for
     Gemma 3, most of the work) runs on the target's columns alone, whatever the candidates' lengths."""
-    from ..rewriter.causal import IGNORE, encode_pairs, end_token_id
+    from ..rewriter.causal import IGNORE, collate, encode_pairs, end_token_id
 
     tok, model, dev = backward.tokenizer, backward.model, backward.device
     end = end_token_id(backward.prompt, tok, backward.vocab.eos_ids)
@@ -61,8 +59,7 @@ def _causal_backward_nll(backward: LoadedModel, candidates: list[str], target: s
     # the labelled tail of each row (the target and its end) and the column before it, whose logits predict it
     spans = [sum(y != IGNORE for y in labels) + 1 for _, labels in examples]
     order = sorted(range(len(examples)), key=lambda i: (len(examples[i][0]), i))
-    takes_positions = "position_ids" in inspect.signature(model.forward).parameters
-    kw_keep = takes_logits_to_keep(model)
+    kw_positions, kw_keep = takes_position_ids(model), takes_logits_to_keep(model)
     out = [0.0] * len(examples)
     k = 0
     while k < len(order):
@@ -73,20 +70,12 @@ def _causal_backward_nll(backward: LoadedModel, candidates: list[str], target: s
             part.append(i)
             kept = max(kept, spans[i])
         k += len(part)
-        width = max(len(examples[i][0]) for i in part)
-        ids = torch.full((len(part), width), pad, dtype=torch.long)
-        labels = torch.full((len(part), width), IGNORE, dtype=torch.long)
-        mask = torch.zeros((len(part), width), dtype=torch.long)
-        for row, i in enumerate(part):
-            x, y = examples[i]
-            ids[row, width - len(x) :] = torch.tensor(x)
-            labels[row, width - len(y) :] = torch.tensor(y)
-            mask[row, width - len(x) :] = 1
+        ids, mask, labels = collate([examples[i] for i in part], pad, left=True)
         kw = {"logits_to_keep": kept} if kw_keep else {}
-        if takes_positions:
-            kw["position_ids"] = (mask.cumsum(1) - 1).clamp(min=0).to(dev)
+        if kw_positions:
+            kw["position_ids"] = left_padded_positions(mask).to(dev)
         logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), **kw).logits[:, -kept:-1]
-        labels = labels[:, width - kept + 1 :].to(dev)
+        labels = labels[:, labels.shape[1] - kept + 1 :].to(dev)
         known = labels != IGNORE
         logp = torch.log_softmax(logits.float(), dim=-1).gather(2, labels.clamp(min=0)[:, :, None])[:, :, 0]
         for i, nll in zip(part, (-(logp * known).sum(1) / known.sum(1).clamp(min=1)).tolist()):

@@ -34,6 +34,19 @@ def prompt_batch(loaded, sources: list[str]) -> tuple[torch.Tensor, torch.Tensor
     return enc["input_ids"].to(loaded.device), enc["attention_mask"].to(loaded.device)
 
 
+def takes_position_ids(model) -> bool:
+    """Whether ``model``'s forward takes ``position_ids`` (every Hugging Face decoder-only family does; a model
+    without them reads a left-padded row's positions from its mask itself or not at all)."""
+    return "position_ids" in inspect.signature(model.forward).parameters
+
+
+def left_padded_positions(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Each token's position in left-padded rows, ``generate``'s rule: cumulative mask - 1, padding 0 (padding
+    does not move a row's positions)."""
+    positions = attention_mask.long().cumsum(-1) - 1
+    return positions.masked_fill_(attention_mask == 0, 0)
+
+
 def takes_logits_to_keep(model) -> bool:
     """Whether ``model``'s forward computes its logits for the last positions only when asked (transformers'
     ``logits_to_keep``): a decoder-only model's LM head over its whole vocabulary is most of a step's work."""
@@ -50,7 +63,7 @@ class CausalDecoder:
     def __init__(self, model, input_ids: torch.Tensor):
         self.model = model
         self.input_ids = input_ids
-        self.takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+        self.takes_positions = takes_position_ids(model)
         self.takes_logits_to_keep = takes_logits_to_keep(model)
 
     def encode(self, _input_ids: torch.Tensor, _attention_mask: torch.Tensor) -> None:
@@ -72,8 +85,7 @@ class CausalState:
         # the mask for the whole search at once: the prompt's, then a one per generated token
         self.mask = torch.ones(B, P + max_length, dtype=attention_mask.dtype, device=attention_mask.device)
         self.mask[:, :P] = attention_mask
-        self.positions = attention_mask.long().cumsum(-1) - 1  # generate's rule (padding: 0)
-        self.positions.masked_fill_(attention_mask == 0, 0)
+        self.positions = left_padded_positions(attention_mask)
         self.next_position = self.positions[:, -1:] + 1  # [rows, 1]
         self.cache = None
         self.generated = 0

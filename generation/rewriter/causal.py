@@ -76,22 +76,26 @@ def encode_pairs(
     return out
 
 
-def right_padded(rows: list[list[int]], value: int):
-    """``rows`` as one long tensor [len(rows), longest], each row from position 0, ``value`` after it."""
+def padded(rows: list[list[int]], value: int, *, left: bool = False):
+    """``rows`` as one long tensor [len(rows), longest], each row from position 0 and ``value`` after it, or with
+    ``left`` ``value`` before it and each row ending in the last column."""
     import torch
 
-    out = torch.full((len(rows), max(len(r) for r in rows)), value, dtype=torch.long)
+    width = max(len(r) for r in rows)
+    out = torch.full((len(rows), width), value, dtype=torch.long)
     for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+        start = width - len(row) if left else 0
+        out[i, start : start + len(row)] = torch.tensor(row, dtype=torch.long)
     return out
 
 
-def collate(examples: list[tuple[list[int], list[int]]], pad_id: int):
-    """Right-padded tensors ``(input_ids, attention_mask, labels)`` [B, T]: padding is ``pad_id`` (any token:
-    masked out and never a label)."""
-    ids = right_padded([x for x, _ in examples], pad_id)
-    mask = right_padded([[1] * len(x) for x, _ in examples], 0)
-    labels = right_padded([y for _, y in examples], IGNORE)
+def collate(examples: list[tuple[list[int], list[int]]], pad_id: int, *, left: bool = False):
+    """Right-padded tensors ``(input_ids, attention_mask, labels)`` [B, T] (``left``: left-padded, every row
+    ending in the last column: a backward model's rows, ``generation.decoding.backward``): padding is ``pad_id``
+    (any token: masked out and never a label)."""
+    ids = padded([x for x, _ in examples], pad_id, left=left)
+    mask = padded([[1] * len(x) for x, _ in examples], 0, left=left)
+    labels = padded([y for _, y in examples], IGNORE, left=left)
     return ids, mask, labels
 
 

@@ -42,7 +42,7 @@ from .base_model import (
     trained_weights,
     wrap_with_lora,
 )
-from .causal import IGNORE, causal_loss, collate, encode_pairs, end_token_id, right_padded
+from .causal import IGNORE, causal_loss, collate, encode_pairs, end_token_id, padded
 from .checkpoints import (
     CHECKPOINTS,
     STATE_FILE,
@@ -522,9 +522,9 @@ def _batches(lengths: list[int], batch_size: int, seed: int, epoch: int) -> list
 
 def _collate(examples, pad_id):
     """A seq2seq batch: sources right-padded with ``pad_id`` and masked, labels right-padded with IGNORE."""
-    src = right_padded([s for s, _ in examples], pad_id)
-    att = right_padded([[1] * len(s) for s, _ in examples], 0)
-    lab = right_padded([t for _, t in examples], IGNORE)
+    src = padded([s for s, _ in examples], pad_id)
+    att = padded([[1] * len(s) for s, _ in examples], 0)
+    lab = padded([t for _, t in examples], IGNORE)
     return src, att, lab
 
 
